@@ -1,0 +1,10 @@
+#pragma once
+// Each CLI command group is one function taking the words after its name.
+#include <string>
+#include <vector>
+
+namespace translution::cli {
+
+int data_command(const std::vector<std::string>& words);
+
+}  // namespace translution::cli

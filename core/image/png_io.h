@@ -1,0 +1,14 @@
+#pragma once
+// Grey-scale PNG files. Output is byte-for-byte reproducible (no timestamps),
+// and written atomically.
+#include <cstdint>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+namespace translution {
+
+// `pixels`: [H, W] float in [0, 1] (clamped) or uint8.
+void write_png_gray(const std::string& path, const at::Tensor& pixels);
+
+}  // namespace translution

@@ -1,0 +1,17 @@
+#pragma once
+// Writes a file so that readers only ever see the old file or the complete new
+// one: content goes to a temporary name in the same directory, then rename(2).
+#include <functional>
+#include <string>
+
+namespace translution {
+
+// `write` receives the temporary path and must fully write it (or throw). On any
+// exception the temporary file is removed and the exception propagates.
+void write_file_atomically(const std::string& path,
+                           const std::function<void(const std::string& temp_path)>& write);
+
+// Moves an already complete file into place atomically (same filesystem or copy+rename).
+void install_file_atomically(const std::string& source, const std::string& destination);
+
+}  // namespace translution
