@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `translution` executable, as a user would run it.
+set -u
+cli=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+check() {  # check NAME COMMAND...: runs the command, counts a failure if it fails
+  local name=$1; shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
+}
+
+info=$("$cli" data info)
+check "data info exits 0" test $? -eq 0
+check "data info reports checksums passing" grep -q "all four files present, checksums pass" <<<"$info"
+check "data info lists the four files" test "$(grep -c ' ok$' <<<"$info")" -eq 4
+check "data info --json" bash -c "\"$cli\" data info --json | grep -q '\"ok\":true'"
+
+check "render dynamic test 7" "$cli" data render --dataset dynamic --split test --index 7 --out "$work/a.png"
+check "render again" "$cli" data render --dataset dynamic --split test --index 7 --out "$work/b.png"
+check "same bytes twice" cmp -s "$work/a.png" "$work/b.png"
+check "84x84 PNG" bash -c "file '$work/a.png' | grep -q 'PNG image data, 84 x 84'"
+check "grid contact sheet" "$cli" data render --dataset moving --split train --index 0 --grid 4x8 --out "$work/g.png"
+check "grid size" bash -c "file '$work/g.png' | grep -q 'PNG image data, 526 x 262'"
+
+# A corrupt IDX file: one-line error naming the file, non-zero exit, nothing written.
+mkdir -p "$work/bad"
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-labels-idx1-ubyte; do
+  cp "$TRANSLUTION_DATA/$f" "$work/bad/$f"
+done
+head -c 100000 "$TRANSLUTION_DATA/t10k-images-idx3-ubyte" >"$work/bad/t10k-images-idx3-ubyte"
+err=$("$cli" data render --data-dir "$work/bad" --dataset static --split test --index 0 --out "$work/c.png" 2>&1)
+status=$?
+check "corrupt file exits non-zero" test $status -ne 0
+check "error names the file" grep -q "$work/bad/t10k-images-idx3-ubyte" <<<"$err"
+check "error is one line" test "$(wc -l <<<"$err")" -eq 1
+check "no output written" test ! -e "$work/c.png"
+echo "$err"
+check "info fails on corrupt dir" bash -c "! \"$cli\" data info --data-dir '$work/bad' >/dev/null"
+check "unknown option is an error" bash -c "! \"$cli\" data render --datset static 2>/dev/null"
+
+echo "e2e_cli: $failures failed"
+test $failures -eq 0
