@@ -1,0 +1,113 @@
+// translution-studio: the desktop app. This file only parses arguments and wires
+// the window together; `--screenshot` renders offscreen for tests and docs.
+#include <cstdio>
+#include <optional>
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QEventLoop>
+#include <QSaveFile>
+#include <QSettings>
+#include <QTimer>
+
+#include "data/canvas_dataset.h"
+#include "data/mnist_provision.h"
+#include "digit_canvas.h"
+#include "main_window.h"
+#include "test_digit_source.h"
+
+namespace {
+
+// Before QApplication exists: screenshots never need a display.
+bool wants_screenshot(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (QByteArray(argv[i]).startsWith("--screenshot")) return true;
+  return false;
+}
+
+void wait_for_digits(translution::ui::TestDigitSource* digits) {
+  if (digits->ready() || !digits->error().isEmpty()) return;
+  QEventLoop loop;
+  QObject::connect(digits, &translution::ui::TestDigitSource::loaded, &loop, &QEventLoop::quit);
+  QObject::connect(digits, &translution::ui::TestDigitSource::failed, &loop, &QEventLoop::quit);
+  QTimer::singleShot(60000, &loop, &QEventLoop::quit);
+  loop.exec();
+}
+
+int take_screenshot(translution::ui::MainWindow& window, const QString& panel, const QString& path) {
+  QWidget* target = nullptr;
+  if (panel == "window") target = &window;
+  if (panel == "canvas") target = window.canvas();
+  if (!target) {
+    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas)\n", qPrintable(panel));
+    return 2;
+  }
+  QApplication::processEvents();
+  const QPixmap pixmap = target->grab();
+  QSaveFile file(path);  // temp file + rename: never a half-written PNG
+  if (!file.open(QIODevice::WriteOnly) || !pixmap.save(&file, "PNG") || !file.commit()) {
+    std::fprintf(stderr, "error: %s: cannot write screenshot: %s\n", qPrintable(path),
+                 qPrintable(file.errorString()));
+    return 1;
+  }
+  std::printf("wrote %s (%s, %dx%d)\n", qPrintable(path), qPrintable(panel), pixmap.width(), pixmap.height());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool screenshot = wants_screenshot(argc, argv);
+  if (screenshot && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("Translution");
+  QApplication::setApplicationName("Translution Studio");
+  QApplication::setApplicationVersion("0.1.0");
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription("Translution Studio: draw a digit and watch Translution and self-attention.");
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addOptions({
+      {"data-dir", "MNIST directory (default: $TRANSLUTION_DATA or data/mnist).", "DIR"},
+      {"screenshot", "Render offscreen to FILE.png and exit.", "FILE"},
+      {"panel", "Panel to screenshot: window (default) or canvas.", "NAME", "window"},
+      {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},
+      {"index", "Index of that test digit (default 0).", "I", "0"},
+  });
+  parser.process(app);
+
+  if (screenshot) {
+    // Screenshots must not depend on (or change) the user's remembered layout.
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, QDir::tempPath() + "/translution-screenshot");
+  }
+
+  const QString data_dir = parser.isSet("data-dir") ? parser.value("data-dir")
+                                                     : QString::fromStdString(translution::default_mnist_dir());
+  translution::ui::MainWindow window(data_dir);
+  if (screenshot) window.resize(1100, 800);
+  window.show();
+
+  if (parser.isSet("dataset")) {
+    std::optional<translution::CanvasKind> kind;
+    try {
+      kind = translution::parse_canvas_kind(parser.value("dataset").toStdString());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 2;
+    }
+    wait_for_digits(window.digits());
+    if (!window.showTestDigit(*kind, parser.value("index").toLongLong())) {
+      std::fprintf(stderr, "error: cannot show test digit %s: %s\n", qPrintable(parser.value("index")),
+                   window.digits()->ready() ? "index out of range" : qPrintable(window.digits()->error()));
+      return 1;
+    }
+  }
+  if (screenshot) {
+    wait_for_digits(window.digits());
+    return take_screenshot(window, parser.value("panel"), parser.value("screenshot"));
+  }
+  return app.exec();
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# End-to-end checks of `translution-studio`: offscreen screenshots, and a real
+# X window under xvfb-run.
+set -u
+studio=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+check() {
+  local name=$1; shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
+}
+
+check "--help" bash -c "QT_QPA_PLATFORM=offscreen '$studio' --help | grep -q -- --screenshot"
+QT_QPA_PLATFORM=offscreen "$studio" --screenshot "$work/window.png" --dataset dynamic --index 7
+check "window screenshot exits 0" test $? -eq 0
+check "window screenshot is a PNG" bash -c "file '$work/window.png' | grep -q 'PNG image data, 1100 x 800'"
+QT_QPA_PLATFORM=offscreen "$studio" --screenshot "$work/canvas.png" --panel canvas --dataset static --index 0
+check "canvas screenshot exits 0" test $? -eq 0
+check "canvas screenshot is a PNG" bash -c "file '$work/canvas.png' | grep -q 'PNG image data'"
+check "unknown panel is an error" bash -c "! QT_QPA_PLATFORM=offscreen '$studio' --screenshot '$work/x.png' --panel nope 2>/dev/null"
+check "bad dataset is an error" bash -c "! QT_QPA_PLATFORM=offscreen '$studio' --screenshot '$work/x.png' --dataset cifar 2>/dev/null"
+check "nothing written on error" test ! -e "$work/x.png"
+
+if command -v xvfb-run >/dev/null; then
+  QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 1280x1024x24" "$studio" --screenshot "$work/x11.png" --dataset dynamic --index 3
+  check "studio under xvfb-run" test $? -eq 0
+  check "xvfb screenshot is a PNG" bash -c "file '$work/x11.png' | grep -q 'PNG image data'"
+else
+  echo "FAIL xvfb-run is not installed (scripts/test.sh installs xvfb)"
+  failures=$((failures + 1))
+fi
+
+echo "e2e_studio: $failures failed"
+test $failures -eq 0

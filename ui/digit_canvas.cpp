@@ -1,0 +1,227 @@
+#include "digit_canvas.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <ATen/ATen.h>
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QPainter>
+
+namespace translution::ui {
+namespace {
+constexpr size_t kUndoDepth = 50;
+}
+
+DigitCanvas::DigitCanvas(int canvas_size, QWidget* parent)
+    : QWidget(parent), size_(canvas_size), pixels_(size_t(canvas_size) * size_t(canvas_size), 0.0f) {
+  qRegisterMetaType<at::Tensor>();
+  setFocusPolicy(Qt::StrongFocus);
+  setMouseTracking(false);
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+  setToolTip(tr("Left: draw (or erase / move, per tool) · Right: erase · Arrows: nudge 1 px"));
+}
+
+at::Tensor DigitCanvas::pixels() const {
+  return at::from_blob(const_cast<float*>(pixels_.data()), {size_, size_}, at::kFloat).clone();
+}
+
+QPointF DigitCanvas::massCentre() const {
+  double mass = 0, mx = 0, my = 0;
+  for (int y = 0; y < size_; ++y)
+    for (int x = 0; x < size_; ++x) {
+      const double v = pixels_[size_t(y) * size_t(size_) + size_t(x)];
+      mass += v;
+      mx += v * x;
+      my += v * y;
+    }
+  if (mass <= 0) return {-1, -1};
+  return {mx / mass, my / mass};
+}
+
+QRectF DigitCanvas::canvasRect() const {
+  const double side = std::min(width(), height());
+  return {(width() - side) / 2.0, (height() - side) / 2.0, side, side};
+}
+
+double DigitCanvas::scale() const { return canvasRect().width() / size_; }
+
+QPointF DigitCanvas::toCanvas(const QPointF& widget_pos) const {
+  const QRectF r = canvasRect();
+  return (widget_pos - r.topLeft()) / scale();
+}
+
+void DigitCanvas::setPixels(const at::Tensor& pixels) {
+  const at::Tensor p = pixels.to(at::kFloat).clamp(0.0, 1.0).contiguous();
+  if (p.dim() != 2 || p.size(0) != size_ || p.size(1) != size_) return;
+  pushUndo();
+  std::copy(p.data_ptr<float>(), p.data_ptr<float>() + pixels_.size(), pixels_.begin());
+  changed();
+}
+
+void DigitCanvas::clear() {
+  pushUndo();
+  std::fill(pixels_.begin(), pixels_.end(), 0.0f);
+  changed();
+}
+
+void DigitCanvas::undo() {
+  if (undo_.empty()) return;
+  pixels_ = std::move(undo_.back());
+  undo_.pop_back();
+  Q_EMIT undoAvailable(!undo_.empty());
+  changed();
+}
+
+void DigitCanvas::nudge(int dx, int dy) {
+  std::vector<float> moved = shifted(pixels_, dx, dy);
+  if (moved == pixels_) return;
+  pushUndo();
+  pixels_ = std::move(moved);
+  changed();
+}
+
+void DigitCanvas::setTool(Tool tool) {
+  tool_ = tool;
+  setCursor(tool == Tool::Move ? Qt::OpenHandCursor : Qt::CrossCursor);
+}
+
+void DigitCanvas::setPatchSize(int patch) {
+  patch_ = std::max(1, patch);
+  update();
+}
+
+void DigitCanvas::setGridVisible(bool visible) {
+  grid_visible_ = visible;
+  update();
+}
+
+void DigitCanvas::setBrushRadius(double radius) { brush_radius_ = std::clamp(radius, 0.5, 8.0); }
+
+void DigitCanvas::pushUndo() {
+  undo_.push_back(pixels_);
+  if (undo_.size() > kUndoDepth) undo_.erase(undo_.begin());
+  Q_EMIT undoAvailable(true);
+}
+
+void DigitCanvas::changed() {
+  update();
+  Q_EMIT canvasChanged(pixels());
+}
+
+// A soft round brush: full ink inside radius-1, fading to none just past the
+// radius, so strokes look like MNIST's anti-aliased pen rather than hard blocks.
+void DigitCanvas::stamp(const QPointF& at, bool erase) {
+  const double r = brush_radius_;
+  const int x0 = int(std::floor(at.x() - r - 1)), x1 = int(std::ceil(at.x() + r + 1));
+  const int y0 = int(std::floor(at.y() - r - 1)), y1 = int(std::ceil(at.y() + r + 1));
+  for (int y = std::max(0, y0); y <= std::min(size_ - 1, y1); ++y)
+    for (int x = std::max(0, x0); x <= std::min(size_ - 1, x1); ++x) {
+      const double d = std::hypot(x + 0.5 - at.x(), y + 0.5 - at.y());
+      const float ink = float(std::clamp(1.0 - (d - (r - 1.0)) / 1.5, 0.0, 1.0));
+      float& p = pixels_[size_t(y) * size_t(size_) + size_t(x)];
+      p = erase ? std::min(p, 1.0f - ink) : std::max(p, ink);
+    }
+}
+
+void DigitCanvas::strokeTo(const QPointF& to, bool erase) {
+  const QPointF delta = to - last_point_;
+  const int steps = std::max(1, int(std::ceil(std::hypot(delta.x(), delta.y()) / 0.5)));
+  for (int i = 1; i <= steps; ++i) stamp(last_point_ + delta * (double(i) / steps), erase);
+  last_point_ = to;
+}
+
+std::vector<float> DigitCanvas::shifted(const std::vector<float>& base, int dx, int dy) const {
+  int min_x = size_, max_x = -1, min_y = size_, max_y = -1;
+  for (int y = 0; y < size_; ++y)
+    for (int x = 0; x < size_; ++x)
+      if (base[size_t(y) * size_t(size_) + size_t(x)] > 0) {
+        min_x = std::min(min_x, x), max_x = std::max(max_x, x);
+        min_y = std::min(min_y, y), max_y = std::max(max_y, y);
+      }
+  if (max_x < 0) return base;  // empty canvas: nothing to move
+  dx = std::clamp(dx, -min_x, size_ - 1 - max_x);
+  dy = std::clamp(dy, -min_y, size_ - 1 - max_y);
+  std::vector<float> out(base.size(), 0.0f);
+  for (int y = min_y; y <= max_y; ++y)
+    for (int x = min_x; x <= max_x; ++x)
+      out[size_t(y + dy) * size_t(size_) + size_t(x + dx)] = base[size_t(y) * size_t(size_) + size_t(x)];
+  return out;
+}
+
+void DigitCanvas::mousePressEvent(QMouseEvent* event) {
+  const QPointF p = toCanvas(event->position());
+  if (event->button() == Qt::LeftButton && tool_ == Tool::Move) {
+    pushUndo();
+    drag_base_ = pixels_;
+    drag_start_ = p;
+    stroking_ = true;
+    setCursor(Qt::ClosedHandCursor);
+    return;
+  }
+  if (event->button() != Qt::LeftButton && event->button() != Qt::RightButton) return;
+  pushUndo();
+  stroking_ = true;
+  erasing_ = event->button() == Qt::RightButton || tool_ == Tool::Erase;
+  last_point_ = p;
+  stamp(p, erasing_);
+  changed();
+}
+
+void DigitCanvas::mouseMoveEvent(QMouseEvent* event) {
+  if (!stroking_) return;
+  const QPointF p = toCanvas(event->position());
+  if (!drag_base_.empty()) {
+    const QPointF d = p - drag_start_;
+    std::vector<float> moved = shifted(drag_base_, int(std::lround(d.x())), int(std::lround(d.y())));
+    if (moved == pixels_) return;
+    pixels_ = std::move(moved);
+  } else {
+    strokeTo(p, erasing_);
+  }
+  changed();
+}
+
+void DigitCanvas::mouseReleaseEvent(QMouseEvent*) {
+  stroking_ = false;
+  if (!drag_base_.empty()) {
+    drag_base_.clear();
+    setCursor(Qt::OpenHandCursor);
+  }
+}
+
+void DigitCanvas::keyPressEvent(QKeyEvent* event) {
+  switch (event->key()) {
+    case Qt::Key_Left: nudge(-1, 0); break;
+    case Qt::Key_Right: nudge(1, 0); break;
+    case Qt::Key_Up: nudge(0, -1); break;
+    case Qt::Key_Down: nudge(0, 1); break;
+    default: QWidget::keyPressEvent(event); return;
+  }
+  event->accept();
+}
+
+void DigitCanvas::paintEvent(QPaintEvent*) {
+  QPainter painter(this);
+  painter.fillRect(rect(), palette().window());
+  QImage image(size_, size_, QImage::Format_Grayscale8);
+  for (int y = 0; y < size_; ++y) {
+    uchar* line = image.scanLine(y);
+    for (int x = 0; x < size_; ++x)
+      line[x] = uchar(std::lround(255.0f * pixels_[size_t(y) * size_t(size_) + size_t(x)]));
+  }
+  const QRectF r = canvasRect();
+  painter.drawImage(r, image);  // nearest-neighbour magnification keeps pixels crisp
+  if (grid_visible_ && patch_ < size_) {
+    painter.setPen(QPen(QColor(80, 160, 255, 110), 1));
+    for (int k = patch_; k < size_; k += patch_) {
+      const double offset = k * scale();
+      painter.drawLine(QPointF(r.left() + offset, r.top()), QPointF(r.left() + offset, r.bottom()));
+      painter.drawLine(QPointF(r.left(), r.top() + offset), QPointF(r.right(), r.top() + offset));
+    }
+  }
+  painter.setPen(QPen(hasFocus() ? palette().highlight().color() : palette().mid().color(), 2));
+  painter.drawRect(r.adjusted(1, 1, -1, -1));
+}
+
+}  // namespace translution::ui

@@ -1,0 +1,85 @@
+#pragma once
+// The digit canvas: an S x S grey image (84 x 84 by default) shown magnified,
+// with the ViT patch grid drawn over it. Draw, erase, drag to move, nudge with
+// the arrow keys, undo. Emits the image as a tensor whenever it changes.
+#include <vector>
+
+#include <QWidget>
+
+#include "tensor_metatype.h"
+
+namespace translution::ui {
+
+class DigitCanvas : public QWidget {
+  Q_OBJECT
+ public:
+  enum class Tool { Draw, Erase, Move };
+
+  explicit DigitCanvas(int canvas_size = 84, QWidget* parent = nullptr);
+
+  int canvasSize() const { return size_; }
+  int patchSize() const { return patch_; }
+  bool gridVisible() const { return grid_visible_; }
+  double brushRadius() const { return brush_radius_; }
+  Tool tool() const { return tool_; }
+  bool canUndo() const { return !undo_.empty(); }
+
+  // [S, S] float in [0, 1], 0 = background (a copy).
+  at::Tensor pixels() const;
+  // Centre of ink mass in canvas pixels; (-1, -1) for an empty canvas.
+  QPointF massCentre() const;
+  // Canvas pixel under a widget position (may lie outside the canvas).
+  QPointF toCanvas(const QPointF& widget_pos) const;
+  // Widget-pixels per canvas-pixel.
+  double scale() const;
+
+  QSize sizeHint() const override { return {size_ * 6, size_ * 6}; }
+  QSize minimumSizeHint() const override { return {size_ * 3, size_ * 3}; }
+
+ public Q_SLOTS:
+  void setPixels(const at::Tensor& pixels);  // [S, S] in [0, 1]; undoable
+  void clear();
+  void undo();
+  void nudge(int dx, int dy);  // moves the ink by whole pixels, staying inside
+  void setTool(translution::ui::DigitCanvas::Tool tool);
+  void setPatchSize(int patch);
+  void setGridVisible(bool visible);
+  void setBrushRadius(double radius);
+
+ Q_SIGNALS:
+  void canvasChanged(const at::Tensor& pixels);
+  void undoAvailable(bool available);
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+
+ private:
+  QRectF canvasRect() const;
+  void stamp(const QPointF& at, bool erase);
+  void strokeTo(const QPointF& to, bool erase);
+  // Shift of `base` by (dx, dy) clamped so that no ink leaves the canvas.
+  std::vector<float> shifted(const std::vector<float>& base, int dx, int dy) const;
+  void pushUndo();
+  void changed();
+
+  int size_;
+  int patch_ = 12;
+  bool grid_visible_ = true;
+  double brush_radius_ = 2.0;
+  Tool tool_ = Tool::Draw;
+  std::vector<float> pixels_;
+  std::vector<std::vector<float>> undo_;
+
+  // Gesture in progress.
+  bool stroking_ = false;
+  bool erasing_ = false;
+  QPointF last_point_;
+  std::vector<float> drag_base_;
+  QPointF drag_start_;
+};
+
+}  // namespace translution::ui

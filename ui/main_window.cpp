@@ -1,0 +1,171 @@
+#include "main_window.h"
+
+#include <QActionGroup>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QLabel>
+#include <QSettings>
+#include <QSlider>
+#include <QStatusBar>
+#include <QToolBar>
+
+#include "digit_canvas.h"
+#include "test_digit_source.h"
+
+namespace translution::ui {
+namespace {
+// Patch sizes that tile the 84x84 canvas exactly (7 and 12 are the papers' ViT-A/7 and /12).
+const int kPatchSizes[] = {4, 6, 7, 12, 14, 21, 28};
+}  // namespace
+
+MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
+    : QMainWindow(parent), canvas_(new DigitCanvas(84, this)), digits_(new TestDigitSource(data_dir, this)) {
+  setWindowTitle(tr("Translution Studio"));
+  setCentralWidget(canvas_);
+  buildToolBar();
+  canvas_status_ = new QLabel(this);
+  data_status_ = new QLabel(tr("Loading MNIST test digits…"), this);
+  statusBar()->addWidget(canvas_status_, 1);
+  statusBar()->addPermanentWidget(data_status_);
+  connect(canvas_, &DigitCanvas::canvasChanged, this, [this] { updateCanvasStatus(); });
+  connect(digits_, &TestDigitSource::loaded, this, [this] {
+    random_action_->setEnabled(true);
+    data_status_->setText(tr("%1 MNIST test digits").arg(digits_->size()));
+  });
+  connect(digits_, &TestDigitSource::failed, this, [this](const QString& message) {
+    random_action_->setToolTip(tr("No MNIST data: run `translution data fetch`.\n%1").arg(message));
+    data_status_->setText(tr("MNIST not available"));
+    data_status_->setToolTip(message);
+  });
+  restoreSettings();
+  updateCanvasStatus();
+  digits_->load();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildToolBar() {
+  QToolBar* bar = addToolBar(tr("Canvas"));
+  bar->setObjectName("canvasToolBar");
+  bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+
+  auto* tools = new QActionGroup(this);
+  const struct {
+    const char* name;
+    const char* shortcut;
+    DigitCanvas::Tool tool;
+    const char* tip;
+  } tool_specs[] = {
+      {"Draw", "D", DigitCanvas::Tool::Draw, "Draw with the mouse (right button erases)"},
+      {"Erase", "E", DigitCanvas::Tool::Erase, "Erase with the mouse"},
+      {"Move", "M", DigitCanvas::Tool::Move, "Drag the digit around the canvas (arrow keys nudge by 1 px)"},
+  };
+  for (const auto& spec : tool_specs) {
+    QAction* action = bar->addAction(tr(spec.name));
+    action->setCheckable(true);
+    action->setShortcut(QKeySequence(spec.shortcut));
+    action->setToolTip(tr("%1 (%2)").arg(tr(spec.tip), spec.shortcut));
+    action->setChecked(spec.tool == DigitCanvas::Tool::Draw);
+    tools->addAction(action);
+    const DigitCanvas::Tool tool = spec.tool;
+    connect(action, &QAction::triggered, canvas_, [this, tool] { canvas_->setTool(tool); });
+  }
+  bar->addSeparator();
+
+  bar->addWidget(new QLabel(tr(" Brush "), this));
+  brush_slider_ = new QSlider(Qt::Horizontal, this);
+  brush_slider_->setRange(1, 12);  // half-pixels: radius 0.5 .. 6
+  brush_slider_->setValue(4);
+  brush_slider_->setMaximumWidth(110);
+  brush_slider_->setToolTip(tr("Brush radius in canvas pixels"));
+  connect(brush_slider_, &QSlider::valueChanged, this, [this](int v) { canvas_->setBrushRadius(v / 2.0); });
+  bar->addWidget(brush_slider_);
+
+  bar->addWidget(new QLabel(tr("  Patch "), this));
+  patch_box_ = new QComboBox(this);
+  for (int p : kPatchSizes) patch_box_->addItem(QString("%1 px (%2x%2 tokens)").arg(p).arg(84 / p), p);
+  patch_box_->setCurrentIndex(patch_box_->findData(12));
+  patch_box_->setToolTip(tr("ViT patch size: the grid drawn over the canvas"));
+  connect(patch_box_, &QComboBox::currentIndexChanged, this,
+          [this] { canvas_->setPatchSize(patch_box_->currentData().toInt()); });
+  bar->addWidget(patch_box_);
+
+  QAction* grid = bar->addAction(tr("Grid"));
+  grid->setCheckable(true);
+  grid->setChecked(true);
+  grid->setShortcut(QKeySequence("G"));
+  grid->setToolTip(tr("Show the patch grid (G)"));
+  connect(grid, &QAction::toggled, canvas_, &DigitCanvas::setGridVisible);
+  bar->addSeparator();
+
+  QAction* undo = bar->addAction(tr("Undo"));
+  undo->setShortcut(QKeySequence::Undo);
+  undo->setEnabled(false);
+  undo->setToolTip(tr("Undo the last stroke, move or clear (Ctrl+Z)"));
+  connect(undo, &QAction::triggered, canvas_, &DigitCanvas::undo);
+  connect(canvas_, &DigitCanvas::undoAvailable, undo, &QAction::setEnabled);
+
+  QAction* clear = bar->addAction(tr("Clear"));
+  clear->setShortcuts({QKeySequence::Delete, QKeySequence(Qt::Key_Backspace)});
+  clear->setToolTip(tr("Clear the canvas (Delete)"));
+  connect(clear, &QAction::triggered, canvas_, &DigitCanvas::clear);
+  bar->addSeparator();
+
+  random_action_ = bar->addAction(tr("Random test digit"));
+  random_action_->setShortcut(QKeySequence("R"));
+  random_action_->setToolTip(tr("Place a random MNIST test digit on the canvas (R)"));
+  random_action_->setEnabled(false);
+  connect(random_action_, &QAction::triggered, this, &MainWindow::showRandomDigit);
+  placement_box_ = new QComboBox(this);
+  placement_box_->addItem(tr("centred (static)"), int(CanvasKind::Static));
+  placement_box_->addItem(tr("anywhere (dynamic)"), int(CanvasKind::Dynamic));
+  placement_box_->setToolTip(tr("Where a random test digit is placed"));
+  bar->addWidget(placement_box_);
+}
+
+void MainWindow::showRandomDigit() {
+  if (!digits_->ready()) return;
+  const auto kind = CanvasKind(placement_box_->currentData().toInt());
+  const auto s = digits_->random(kind);
+  showTestDigit(kind, s.index);
+}
+
+bool MainWindow::showTestDigit(CanvasKind kind, int64_t index) {
+  if (!digits_->ready() || index < 0 || index >= digits_->size()) return false;
+  const auto s = digits_->sample(kind, index);
+  last_sample_ = tr("test #%1 (label %2, %3)").arg(s.index).arg(s.label).arg(canvas_kind_name(kind));
+  canvas_->setPixels(s.pixels);
+  return true;
+}
+
+void MainWindow::updateCanvasStatus() {
+  const QPointF c = canvas_->massCentre();
+  QString text = c.x() < 0 ? tr("Empty canvas: draw a digit or press R")
+                           : tr("Ink centre at (%1, %2)").arg(c.x(), 0, 'f', 1).arg(c.y(), 0, 'f', 1);
+  if (!last_sample_.isEmpty()) text += "  ·  " + last_sample_;
+  canvas_status_->setText(text);
+}
+
+void MainWindow::restoreSettings() {
+  QSettings settings;
+  restoreGeometry(settings.value("window/geometry").toByteArray());
+  restoreState(settings.value("window/state").toByteArray());
+  const int patch_index = patch_box_->findData(settings.value("canvas/patch", 12).toInt());
+  if (patch_index >= 0) patch_box_->setCurrentIndex(patch_index);
+  brush_slider_->setValue(settings.value("canvas/brush", 4).toInt());
+  placement_box_->setCurrentIndex(settings.value("canvas/placement", 1).toInt() == 0 ? 0 : 1);
+  canvas_->setPatchSize(patch_box_->currentData().toInt());
+  canvas_->setBrushRadius(brush_slider_->value() / 2.0);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  QSettings settings;
+  settings.setValue("window/geometry", saveGeometry());
+  settings.setValue("window/state", saveState());
+  settings.setValue("canvas/patch", patch_box_->currentData().toInt());
+  settings.setValue("canvas/brush", brush_slider_->value());
+  settings.setValue("canvas/placement", placement_box_->currentIndex());
+  event->accept();
+}
+
+}  // namespace translution::ui
