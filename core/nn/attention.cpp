@@ -1,0 +1,29 @@
+#include "nn/attention.h"
+
+#include "nn/lor_translution_attention.h"
+#include "nn/self_attention.h"
+#include "nn/translution_attention.h"
+#include "util/error.h"
+
+namespace translution {
+
+const at::Tensor& on_device(at::Tensor& cached, const at::Device& device) {
+  if (cached.defined() && cached.device() != device) cached = cached.to(device);
+  return cached;
+}
+
+std::shared_ptr<AttentionModule> make_attention(const AttentionSpec& spec, const AttentionShape& shape,
+                                                const TokenLayout& layout) {
+  if (shape.dim < 1 || shape.heads < 1 || shape.head_dim < 1)
+    throw Error("attention needs positive width, heads and head dim (got dim " + std::to_string(shape.dim) +
+                ", heads " + std::to_string(shape.heads) + ", head dim " + std::to_string(shape.head_dim) + ")");
+  spec.validate();
+  switch (spec.method) {
+    case AttentionMethod::SelfAttention: return std::make_shared<SelfAttention>(shape, layout);
+    case AttentionMethod::Translution: return std::make_shared<TranslutionAttention>(spec, shape, layout);
+    case AttentionMethod::LoRTranslution: return std::make_shared<LoRTranslutionAttention>(spec, shape, layout);
+  }
+  throw Error("unknown attention method");
+}
+
+}  // namespace translution

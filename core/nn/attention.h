@@ -1,0 +1,44 @@
+#pragma once
+// The interface every attention operator implements, and the factory that
+// builds one from an AttentionSpec.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+
+#include "nn/attention_spec.h"
+#include "nn/token_layout.h"
+
+namespace translution {
+
+struct AttentionShape {
+  int64_t dim = 192;       // model width C
+  int64_t heads = 3;
+  int64_t head_dim = 64;   // C' per head
+  int64_t inner() const { return heads * head_dim; }
+};
+
+// Frobenius norm of every relative matrix of one projection (for LoR: of the
+// effective C x C' product), one value per bank entry, in RelativeTable order.
+struct OffsetMagnitudes {
+  std::string projection;  // "q", "k" or "v"
+  at::Tensor norms;        // float [E]
+};
+
+class AttentionModule : public torch::nn::Module {
+ public:
+  // x: [B, N, C]. When `probs` is given it receives the attention [B, heads, N, N].
+  virtual at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) = 0;
+  virtual std::vector<OffsetMagnitudes> offset_magnitudes() const { return {}; }
+  virtual const RelativeTable* table() const { return nullptr; }
+};
+
+// Index and mask tensors are not buffers (Module::to(dtype) would turn them into
+// floats); operators keep them here and move them to the input's device on use.
+const at::Tensor& on_device(at::Tensor& cached, const at::Device& device);
+
+std::shared_ptr<AttentionModule> make_attention(const AttentionSpec& spec, const AttentionShape& shape,
+                                                const TokenLayout& layout);
+
+}  // namespace translution

@@ -1,0 +1,44 @@
+#pragma once
+// Which attention operator a layer uses, and its names on the command line.
+#include <string>
+#include <vector>
+
+#include "nn/token_layout.h"
+
+namespace translution {
+
+enum class AttentionMethod {
+  SelfAttention,   // plain multi-head self-attention (position only via the ViT's embedding)
+  Translution,     // ICLR Eq. 1: offset-indexed matrices for the chosen of q, k, v
+  LoRTranslution,  // ICLR Eq. 2: low-rank relative matrices, plus shared terms by default
+};
+
+struct AttentionSpec {
+  AttentionMethod method = AttentionMethod::SelfAttention;
+  // Translution family: which projections are relative (QKV is the ICLR paper's
+  // Translution; V alone the preprint's Eq. 5).
+  bool rel_q = true, rel_k = true, rel_v = true;
+  PairEncoding encoding = PairEncoding::Relative;  // Absolute: Table 5's per-pair matrices
+  // LoR-Translution: relative dims per head (C1 in, C2 out) and the shared W^q, W^k, W^v (Appendix G).
+  int64_t lor_c1 = 8, lor_c2 = 8;
+  bool lor_shared = true;
+
+  bool relative() const { return method != AttentionMethod::SelfAttention; }
+  std::string qkv_letters() const;  // "QKV", "V", ...
+  std::string name() const;         // the CLI name, e.g. "translution-qk"
+  void validate() const;            // throws translution::Error
+};
+
+struct AttentionChoice {
+  std::string name;
+  std::string description;
+  AttentionSpec spec;
+  bool absolute_embedding;  // whether the ViT adds a learned absolute position embedding
+};
+
+// Every named operator, in the order `translution model list` prints them.
+const std::vector<AttentionChoice>& attention_choices();
+// Looks a name up; throws translution::Error listing the valid names.
+const AttentionChoice& attention_choice(const std::string& name);
+
+}  // namespace translution

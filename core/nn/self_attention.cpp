@@ -1,0 +1,32 @@
+#include "nn/self_attention.h"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+#include "nn/attention_math.h"
+
+namespace translution {
+
+bool needs_output_projection(const AttentionShape& shape) {
+  return !(shape.heads == 1 && shape.head_dim == shape.dim);
+}
+
+SelfAttention::SelfAttention(const AttentionShape& shape, const TokenLayout& layout) : shape_(shape) {
+  to_qkv_ = register_module("to_qkv",
+                            torch::nn::Linear(torch::nn::LinearOptions(shape.dim, 3 * shape.inner()).bias(false)));
+  if (needs_output_projection(shape))
+    to_out_ = register_module("to_out", torch::nn::Linear(shape.inner(), shape.dim));
+  if (layout.causal) valid_ = make_relative_table(layout).valid;
+}
+
+at::Tensor SelfAttention::forward(const at::Tensor& x, at::Tensor* probs) {
+  const auto qkv = to_qkv_->forward(x).chunk(3, -1);
+  const at::Tensor logits = attention_logits(qkv[0], qkv[1], shape_.heads) / std::sqrt(double(shape_.head_dim));
+  const at::Tensor alpha = attention_softmax(logits, on_device(valid_, x.device()));
+  if (probs) *probs = alpha.detach();
+  const at::Tensor out = attend_values(alpha, qkv[2], shape_.heads);
+  return to_out_ ? to_out_->forward(out) : out;
+}
+
+}  // namespace translution

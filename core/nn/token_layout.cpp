@@ -1,0 +1,146 @@
+#include "nn/token_layout.h"
+
+#include <ATen/ATen.h>
+
+#include "util/error.h"
+
+namespace translution {
+namespace {
+
+// Index of spatial offset (dy, dx) in the (2H-1) x (2W-1) grid, row-major.
+int64_t offset_entry(const TokenLayout& l, int64_t dy, int64_t dx) {
+  return (dy + l.height - 1) * (2 * l.width - 1) + (dx + l.width - 1);
+}
+
+struct Position {
+  bool cls;
+  int64_t y, x;
+};
+
+Position position(const TokenLayout& l, int64_t token) {
+  if (l.cls && token == 0) return {true, 0, 0};
+  const int64_t p = token - (l.cls ? 1 : 0);
+  return {false, p / l.width, p % l.width};
+}
+
+// The paper's entry for pair (query i, source j): offset p_i - p_j, or a CLS matrix.
+int64_t relative_entry(const TokenLayout& l, int64_t i, int64_t j) {
+  const Position a = position(l, i), b = position(l, j);
+  const int64_t R = (2 * l.height - 1) * (2 * l.width - 1);
+  if (a.cls && b.cls) return R;      // CLS attends to itself
+  if (a.cls) return R + 1;           // image token into CLS ("in")
+  if (b.cls) return R + 2;           // CLS out to an image token ("out")
+  return offset_entry(l, a.y - b.y, a.x - b.x);
+}
+
+// Rows (token ranges) of offset band dy for a role: those whose partner is on the grid.
+// `row_minus_partner` is +1 when the band's dy = y_row - y_partner (q and k), -1 for v.
+std::vector<EntryBlock> banded_blocks(const TokenLayout& l, int sign) {
+  std::vector<EntryBlock> blocks;
+  const int64_t first_token = l.cls ? 1 : 0, cols = 2 * l.width - 1;
+  for (int64_t dy = -(l.height - 1); dy <= l.height - 1; ++dy) {
+    const int64_t shift = sign * dy;  // y_row - y_partner
+    const int64_t lo = std::max<int64_t>(0, shift), hi = std::min(l.height, l.height + shift);
+    blocks.push_back({offset_entry(l, dy, -(l.width - 1)), cols, first_token + lo * l.width, (hi - lo) * l.width});
+  }
+  if (l.cls) blocks.push_back({(2 * l.height - 1) * cols, 3, 0, l.tokens()});
+  return blocks;
+}
+
+}  // namespace
+
+TokenLayout TokenLayout::grid(int64_t height, int64_t width, bool cls) {
+  TokenLayout l;
+  l.kind = Kind::Grid2D;
+  l.height = height;
+  l.width = width;
+  l.cls = cls;
+  return l;
+}
+
+TokenLayout TokenLayout::sequence(int64_t length, bool causal, bool cls) {
+  TokenLayout l;
+  l.kind = Kind::Sequence1D;
+  l.height = 1;
+  l.width = length;
+  l.causal = causal;
+  l.cls = cls;
+  return l;
+}
+
+std::string TokenLayout::describe() const {
+  std::string s = kind == Kind::Grid2D ? std::to_string(height) + "x" + std::to_string(width) + " grid"
+                                       : std::string(causal ? "causal " : "") + "sequence of " + std::to_string(width);
+  return s + (cls ? " + CLS" : "");
+}
+
+void TokenLayout::validate() const {
+  if (height < 1 || width < 1)
+    throw Error("token layout " + describe() + ": needs at least one position in each direction");
+  if (causal && kind != Kind::Sequence1D) throw Error("causal masking is only defined for 1-D sequences");
+  if (causal && cls) throw Error("a causal sequence cannot have a CLS token (it would see the whole sequence)");
+}
+
+RelativeTable make_relative_table(const TokenLayout& layout, PairEncoding encoding) {
+  layout.validate();
+  RelativeTable t;
+  t.layout = layout;
+  t.encoding = encoding;
+  const int64_t N = layout.tokens();
+  t.valid = at::ones({N, N}, at::kBool);
+  if (layout.causal) t.valid = at::tril(t.valid);
+  at::Tensor q = at::empty({N, N}, at::kLong), k = at::empty({N, N}, at::kLong), v = at::empty({N, N}, at::kLong);
+  auto qa = q.accessor<int64_t, 2>(), ka = k.accessor<int64_t, 2>(), va = v.accessor<int64_t, 2>();
+  t.q.row_is_query = true;
+
+  if (encoding == PairEncoding::Absolute) {
+    // One matrix per pair, laid out so each row token's matrices are contiguous.
+    t.entries = N * N;
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        qa[i][j] = i * N + j;
+        ka[i][j] = va[i][j] = j * N + i;
+      }
+    for (int64_t r = 0; r < N; ++r) {
+      t.q.blocks.push_back({r * N, N, r, 1});
+      t.k.blocks.push_back({r * N, N, r, 1});
+      t.v.blocks.push_back({r * N, N, r, 1});
+    }
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = 0; j < N; ++j) t.info.push_back({EntryInfo::Kind::Pair, 0, 0, i, j});
+  } else if (layout.causal) {
+    // Causal 1-D (Appendix C): only delta = i - j >= 0 is ever used, so N matrices;
+    // entry d of the key bank holds Wk[-d]. Hidden pairs point at entry 0 (never used).
+    t.entries = N;
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = 0; j < N; ++j) qa[i][j] = ka[i][j] = va[i][j] = j <= i ? i - j : 0;
+    t.q.blocks = t.k.blocks = t.v.blocks = {{0, N, 0, N}};
+    for (int64_t d = 0; d < N; ++d) t.info.push_back({EntryInfo::Kind::Offset, 0, d, 0, 0});
+  } else {
+    const int64_t R = (2 * layout.height - 1) * (2 * layout.width - 1);
+    t.entries = R + (layout.cls ? 3 : 0);
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        qa[i][j] = relative_entry(layout, i, j);
+        ka[i][j] = relative_entry(layout, j, i);  // k_ji = f_j Wk[-delta_ij]
+        va[i][j] = relative_entry(layout, i, j);
+      }
+    t.q.blocks = banded_blocks(layout, +1);
+    t.k.blocks = banded_blocks(layout, +1);
+    t.v.blocks = banded_blocks(layout, -1);
+    for (int64_t dy = -(layout.height - 1); dy <= layout.height - 1; ++dy)
+      for (int64_t dx = -(layout.width - 1); dx <= layout.width - 1; ++dx)
+        t.info.push_back({EntryInfo::Kind::Offset, dy, dx, 0, 0});
+    if (layout.cls) {
+      t.info.push_back({EntryInfo::Kind::ClsSelf});
+      t.info.push_back({EntryInfo::Kind::ClsIn});
+      t.info.push_back({EntryInfo::Kind::ClsOut});
+    }
+  }
+  t.q.entry = q;
+  t.k.entry = k;
+  t.v.entry = v;
+  return t;
+}
+
+}  // namespace translution

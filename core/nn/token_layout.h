@@ -1,0 +1,76 @@
+#pragma once
+// Where tokens sit, and which weight matrix each (query, source) pair uses.
+//
+// Translution (ICLR Eq. 1) gives every offset delta = p_i - p_j its own matrix:
+//   q_ij = f_i Wq[delta_ij],  k_ji = f_j Wk[-delta_ij] = f_j Wk[delta_ji],  v_ij = f_j Wv[delta_ij].
+// A RelativeTable spells that out per pair: q.entry(i, j), k.entry(i, j) and
+// v.entry(i, j) are indices into each projection's bank of E matrices. The same
+// machinery serves 2-D grids (with the relative CLS token of Appendix H), 1-D and
+// causal 1-D sequences (Appendix C), and the absolute pair encoding of Table 5.
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace translution {
+
+struct TokenLayout {
+  enum class Kind { Grid2D, Sequence1D };
+  Kind kind = Kind::Grid2D;
+  int64_t height = 1;  // patch rows (1 for sequences)
+  int64_t width = 1;   // patch columns, or sequence length
+  bool cls = true;     // a CLS token at index 0
+  bool causal = false; // sequences only: token i sees j <= i
+
+  static TokenLayout grid(int64_t height, int64_t width, bool cls = true);
+  static TokenLayout sequence(int64_t length, bool causal = false, bool cls = false);
+  int64_t positions() const { return height * width; }
+  int64_t tokens() const { return positions() + (cls ? 1 : 0); }
+  std::string describe() const;
+  void validate() const;  // throws translution::Error for impossible layouts
+};
+
+// How weight entries are assigned to pairs.
+enum class PairEncoding {
+  Relative,  // one matrix per offset (plus CLS self/in/out): Translution
+  Absolute,  // one matrix per (i, j) pair: the Table 5 ablation
+};
+
+// What an entry of the bank means, for inspection and the studio's labels.
+struct EntryInfo {
+  enum class Kind { Offset, ClsSelf, ClsIn, ClsOut, Pair };
+  Kind kind = Kind::Offset;
+  int64_t dy = 0, dx = 0;  // Offset: delta = p_query - p_source
+  int64_t i = 0, j = 0;    // Pair
+};
+
+// A contiguous range of entries that one GEMM computes for a contiguous range of
+// row tokens (the token each projection reads: i for q, j for k and v).
+struct EntryBlock {
+  int64_t first_entry = 0, entries = 0;
+  int64_t first_row = 0, rows = 0;
+};
+
+struct RoleTable {
+  at::Tensor entry;                // int64 [N, N]: bank entry used by pair (query i, source j)
+  bool row_is_query = false;       // q reads f_i; k and v read f_j
+  std::vector<EntryBlock> blocks;  // cover every valid pair exactly once
+};
+
+struct RelativeTable {
+  TokenLayout layout;
+  PairEncoding encoding = PairEncoding::Relative;
+  int64_t entries = 0;   // E: matrices per projection
+  at::Tensor valid;      // bool [N, N]: false where causal masking hides j from i
+  RoleTable q, k, v;
+  std::vector<EntryInfo> info;  // size E
+
+  int64_t tokens() const { return layout.tokens(); }
+  // Entries that are spatial offsets form a (2H-1) x (2W-1) grid (relative encoding).
+  int64_t offset_rows() const { return 2 * layout.height - 1; }
+  int64_t offset_cols() const { return 2 * layout.width - 1; }
+};
+
+RelativeTable make_relative_table(const TokenLayout& layout, PairEncoding encoding = PairEncoding::Relative);
+
+}  // namespace translution

@@ -1,0 +1,139 @@
+#include "naive_attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include <ATen/ATen.h>
+
+namespace translution::test_support {
+namespace {
+
+struct Pos {
+  bool cls;
+  int64_t y, x;
+};
+
+Pos pos(const TokenLayout& l, int64_t t) {
+  if (l.cls && t == 0) return {true, 0, 0};
+  const int64_t p = t - (l.cls ? 1 : 0);
+  return {false, p / l.width, p % l.width};
+}
+
+// ICLR Eq. 1 and Appendix H: the matrix for query i and source j, in the bank's
+// order: offsets (dy, dx) row-major over [-(H-1), H-1] x [-(W-1), W-1], then CLS
+// itself, CLS in (CLS gathers from an image token), CLS out (an image token gathers
+// from CLS). Written independently of core's RelativeTable.
+int64_t paper_entry(const TokenLayout& l, int64_t i, int64_t j) {
+  const Pos a = pos(l, i), b = pos(l, j);
+  const int64_t rows = 2 * l.height - 1, cols = 2 * l.width - 1;
+  if (a.cls && b.cls) return rows * cols;
+  if (a.cls) return rows * cols + 1;
+  if (b.cls) return rows * cols + 2;
+  return (a.y - b.y + l.height - 1) * cols + (a.x - b.x + l.width - 1);
+}
+
+// Entries for q_ij, k_ji and v_ij of pair (i, j).
+struct PairEntries {
+  int64_t q, k, v;
+};
+
+PairEntries entries(const TokenLayout& l, PairEncoding enc, int64_t i, int64_t j) {
+  const int64_t N = l.tokens();
+  if (enc == PairEncoding::Absolute) return {i * N + j, j * N + i, j * N + i};  // each pair its own matrices
+  if (l.causal) return {i - j, i - j, i - j};  // Appendix C: delta = i - j >= 0; key bank entry d holds Wk[-d]
+  return {paper_entry(l, i, j), paper_entry(l, j, i), paper_entry(l, i, j)};
+}
+
+at::Tensor param(const torch::nn::Module& m, const std::string& name) {
+  for (const auto& p : m.named_parameters(true))
+    if (p.key() == name) return p.value();
+  return {};
+}
+
+at::Tensor row_times(const at::Tensor& f_row, const at::Tensor& matrix) { return at::matmul(f_row, matrix); }
+
+}  // namespace
+
+at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& spec, const AttentionShape& shape,
+                           const TokenLayout& layout, const at::Tensor& x) {
+  const int64_t B = x.size(0), N = x.size(1), H = shape.heads, dh = shape.head_dim;
+  const double scale = 1.0 / std::sqrt(double(dh));
+  const bool translution = spec.method == AttentionMethod::Translution;
+  const bool lor = spec.method == AttentionMethod::LoRTranslution;
+  const char* names[3] = {"q", "k", "v"};
+  const bool rel[3] = {spec.relative() && spec.rel_q, spec.relative() && spec.rel_k, spec.relative() && spec.rel_v};
+
+  // Shared (position-free) projections as C x C' matrices, where the operator has them.
+  at::Tensor shared[3];
+  if (spec.method == AttentionMethod::SelfAttention) {
+    const auto w = param(module, "to_qkv.weight").t().chunk(3, 1);
+    for (int r = 0; r < 3; ++r) shared[r] = w[r];
+  } else {
+    for (int r = 0; r < 3; ++r)
+      if ((translution && !rel[r]) || (lor && spec.lor_shared)) shared[r] = param(module, std::string("to_") + names[r] + ".weight").t();
+  }
+
+  std::vector<at::Tensor> outputs;
+  for (int64_t b = 0; b < B; ++b) {
+    const at::Tensor f = x[b];
+    std::vector<at::Tensor> out_rows;
+    for (int64_t i = 0; i < N; ++i) {
+      std::vector<at::Tensor> logits(static_cast<size_t>(N * H));
+      std::vector<at::Tensor> values(static_cast<size_t>(N));
+      for (int64_t j = 0; j < N; ++j) {
+        const PairEntries e = entries(layout, spec.encoding, i, j);
+        at::Tensor a = at::zeros({H}, x.options());  // per-head logit
+        at::Tensor v;
+        if (translution) {
+          const at::Tensor q = rel[0] ? row_times(f[i], param(module, "wq").select(1, e.q)) : row_times(f[i], shared[0]);
+          const at::Tensor k = rel[1] ? row_times(f[j], param(module, "wk").select(1, e.k)) : row_times(f[j], shared[1]);
+          a = (q.view({H, dh}) * k.view({H, dh})).sum(-1);
+          v = rel[2] ? row_times(f[j], param(module, "wv").select(1, e.v)) : row_times(f[j], shared[2]);
+        } else if (lor) {
+          const int64_t c2 = spec.lor_c2;
+          if (spec.lor_shared)
+            a = a + (row_times(f[i], shared[0]).view({H, dh}) * row_times(f[j], shared[1]).view({H, dh})).sum(-1);
+          if (rel[0] || rel[1]) {
+            const at::Tensor q2 = rel[0] ? row_times(row_times(f[i], param(module, "q_down.weight").t()), param(module, "wq").select(1, e.q))
+                                         : row_times(f[i], param(module, "q_low.weight").t());
+            const at::Tensor k2 = rel[1] ? row_times(row_times(f[j], param(module, "k_down.weight").t()), param(module, "wk").select(1, e.k))
+                                         : row_times(f[j], param(module, "k_low.weight").t());
+            a = a + (q2.view({H, c2}) * k2.view({H, c2})).sum(-1);
+          }
+          // v_ij = f_j (W1v Wv[d] W2v + Wv), formed per pair as the equation reads.
+          at::Tensor w = at::zeros({shape.dim, shape.inner()}, x.options());
+          if (rel[2])
+            w = w + at::matmul(at::matmul(param(module, "v_down.weight").t(), param(module, "wv").select(1, e.v)),
+                               param(module, "v_up"));
+          if (spec.lor_shared) w = w + shared[2];
+          v = row_times(f[j], w);
+        } else {
+          a = (row_times(f[i], shared[0]).view({H, dh}) * row_times(f[j], shared[1]).view({H, dh})).sum(-1);
+          v = row_times(f[j], shared[2]);
+        }
+        const bool hidden = layout.causal && j > i;
+        for (int64_t h = 0; h < H; ++h)
+          logits[size_t(j * H + h)] = hidden ? at::full({}, -std::numeric_limits<double>::infinity(), x.options())
+                                             : a[h] * scale;
+        values[size_t(j)] = v;
+      }
+      std::vector<at::Tensor> head_outputs;
+      for (int64_t h = 0; h < H; ++h) {
+        std::vector<at::Tensor> row;
+        for (int64_t j = 0; j < N; ++j) row.push_back(logits[size_t(j * H + h)]);
+        const at::Tensor alpha = at::softmax(at::stack(row), 0);
+        at::Tensor acc = at::zeros({dh}, x.options());
+        for (int64_t j = 0; j < N; ++j) acc = acc + alpha[j] * values[size_t(j)].narrow(0, h * dh, dh);
+        head_outputs.push_back(acc);
+      }
+      out_rows.push_back(at::cat(head_outputs));
+    }
+    outputs.push_back(at::stack(out_rows));
+  }
+  at::Tensor out = at::stack(outputs);
+  const at::Tensor w_out = param(module, "to_out.weight");
+  if (w_out.defined()) out = at::matmul(out, w_out.t()) + param(module, "to_out.bias");
+  return out;
+}
+
+}  // namespace translution::test_support
