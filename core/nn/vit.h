@@ -1,0 +1,63 @@
+#pragma once
+// The Vision Transformer of the papers: patches -> LayerNorm -> Linear -> LayerNorm,
+// a CLS token (and, for the ViT baseline, a learned absolute position embedding),
+// pre-norm blocks (attention, then an MLP with GELU), a final LayerNorm and a
+// linear head on the CLS token. The attention operator is the config's choice.
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include "nn/attention.h"
+#include "nn/vit_config.h"
+
+namespace translution {
+
+class ViTBlockImpl : public torch::nn::Module {
+ public:
+  ViTBlockImpl(const ViTConfig& config, int64_t index);
+  at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr);
+  AttentionModule& attention() { return *attention_; }
+  const AttentionModule& attention() const { return *attention_; }
+
+ private:
+  torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
+  std::shared_ptr<AttentionModule> attention_;
+  torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};
+};
+TORCH_MODULE(ViTBlock);
+
+// What a forward pass can report besides the logits, when asked.
+struct ViTInspection {
+  std::vector<at::Tensor> attention;  // per layer: [B, heads, N, N], CLS at index 0
+};
+
+class ViTImpl : public torch::nn::Module {
+ public:
+  explicit ViTImpl(const ViTConfig& config);
+
+  // images: [B, channels, H, W] (normalised) -> logits [B, classes].
+  at::Tensor forward(const at::Tensor& images);
+  // The same, also filling `inspection` (attention of every layer and head).
+  at::Tensor forward(const at::Tensor& images, ViTInspection* inspection);
+
+  const ViTConfig& config() const { return config_; }
+  int64_t parameter_count() const;
+  // Per layer, the relative matrices' magnitudes (empty for plain attention layers).
+  std::vector<std::vector<OffsetMagnitudes>> offset_magnitudes() const;
+  const ViTBlockImpl& block(int64_t i) const { return *blocks_[size_t(i)]; }
+
+ private:
+  at::Tensor patchify(const at::Tensor& images) const;
+
+  ViTConfig config_;
+  torch::nn::LayerNorm patch_norm_{nullptr}, embed_norm_{nullptr}, final_norm_{nullptr};
+  torch::nn::Linear patch_embed_{nullptr}, head_{nullptr};
+  at::Tensor cls_token_, position_embedding_;
+  std::vector<ViTBlock> blocks_;
+};
+TORCH_MODULE(ViT);
+
+}  // namespace translution

@@ -1,0 +1,38 @@
+#pragma once
+// Everything that defines a ViT, as one struct that round-trips through
+// key=value text (checkpoints store it; `model info` prints it).
+#include <string>
+
+#include "nn/attention_spec.h"
+
+namespace translution {
+
+struct ViTConfig {
+  std::string model = "translution";  // operator name (translution model list)
+  std::string preset = "A";           // where depth/width came from (informational)
+  int64_t image_height = 84, image_width = 84, patch = 12, channels = 1, classes = 10;
+  int64_t depth = 6, dim = 192, heads = 3, head_dim = 64, mlp_dim = 768;
+  int64_t lor_c1 = 8, lor_c2 = 8;
+  bool lor_shared = true;
+  bool position_embedding = false;  // learned absolute embedding; on for "attention" by default
+  // Hybrid: the first `first_blocks` blocks use `first_model` instead of `model`.
+  std::string first_model;
+  int64_t first_blocks = 0;
+
+  int64_t grid_height() const { return image_height / patch; }
+  int64_t grid_width() const { return image_width / patch; }
+  int64_t tokens() const { return grid_height() * grid_width() + 1; }
+  AttentionSpec attention_spec(int64_t block) const;
+  std::string block_model(int64_t block) const;
+
+  std::string to_text() const;
+  static ViTConfig from_text(const std::string& text);  // throws translution::Error naming the bad key/value
+  void validate() const;
+  bool operator==(const ViTConfig& other) const { return to_text() == other.to_text(); }
+};
+
+// Presets of ICLR Table 1 (A, B, C) and the preprint's small ViT ("tiny": dim 64,
+// MLP 128, one head of 64). Sets depth and widths; `model` picks the embedding default.
+ViTConfig preset_config(const std::string& preset, const std::string& model);
+
+}  // namespace translution

@@ -1,0 +1,121 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+#include "nn/model_cost.h"
+#include "nn/vit.h"
+#include "util/error.h"
+
+using namespace translution;
+
+namespace {
+
+ViTConfig vit_a(const std::string& model, int64_t patch) {
+  ViTConfig c = preset_config("A", model);
+  c.patch = patch;
+  return c;
+}
+
+double millions(int64_t n) { return std::round(double(n) / 1e5) / 10.0; }
+
+}  // namespace
+
+// ICLR Table 2: ViT-A on 84x84 single-channel images, 10 classes.
+TEST(ViT, ParameterCountsMatchThePaper) {
+  const struct {
+    const char* model;
+    int64_t patch;
+    double paper_millions;
+  } rows[] = {{"attention", 12, 2.7}, {"lor", 12, 4.6}, {"translution", 12, 116.2},
+              {"attention", 7, 2.7},  {"lor", 7, 8.3},  {"translution", 7, 355.0}};
+  for (const auto& row : rows) {
+    ViT model(vit_a(row.model, row.patch));
+    EXPECT_DOUBLE_EQ(millions(model->parameter_count()), row.paper_millions) << row.model << "/" << row.patch;
+  }
+}
+
+TEST(ViT, ForwardShapesAndInspection) {
+  ViTConfig c = preset_config("tiny", "translution");
+  c.image_height = 28, c.image_width = 21, c.patch = 7, c.depth = 2;  // non-square 4x3 grid
+  ViT model(c);
+  ViTInspection inspection;
+  const at::Tensor logits = model->forward(at::randn({3, 1, 28, 21}), &inspection);
+  EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{3, 10}));
+  ASSERT_EQ(inspection.attention.size(), 2u);
+  EXPECT_EQ(inspection.attention[0].sizes(), (std::vector<int64_t>{3, 1, 13, 13}));
+  const auto maps = model->offset_magnitudes();
+  ASSERT_EQ(maps.size(), 2u);
+  ASSERT_EQ(maps[0].size(), 3u);  // q, k, v
+  EXPECT_EQ(maps[0][2].projection, "v");
+  EXPECT_EQ(maps[0][0].norms.numel(), 7 * 5 + 3);  // (2H-1)(2W-1) offsets + 3 CLS entries
+  EXPECT_GT(maps[0][0].norms.min().item<float>(), 0.0f);
+}
+
+TEST(ViT, PlainForwardEqualsInspectedForward) {
+  ViTConfig c = preset_config("tiny", "lor");
+  c.image_height = c.image_width = 28, c.patch = 7, c.depth = 2;
+  ViT model(c);
+  const at::Tensor x = at::randn({2, 1, 28, 28});
+  ViTInspection inspection;
+  EXPECT_TRUE(at::allclose(model->forward(x), model->forward(x, &inspection)));
+}
+
+TEST(ViT, HybridUsesTheFirstModelForTheFirstBlocks) {
+  ViTConfig c = preset_config("tiny", "attention");
+  c.image_height = c.image_width = 28, c.patch = 7, c.depth = 3;
+  c.first_model = "translution";
+  c.first_blocks = 2;
+  ViT model(c);
+  EXPECT_EQ(model->block(0).attention().offset_magnitudes().size(), 3u);
+  EXPECT_EQ(model->block(1).attention().offset_magnitudes().size(), 3u);
+  EXPECT_TRUE(model->block(2).attention().offset_magnitudes().empty());
+  EXPECT_EQ(model->forward(at::randn({1, 1, 28, 28})).size(1), 10);
+}
+
+TEST(ViTConfig, RoundTripsThroughText) {
+  ViTConfig c = preset_config("C", "lor-qk");
+  c.image_height = 64, c.image_width = 48, c.patch = 8, c.lor_c1 = c.lor_c2 = 4, c.lor_shared = false;
+  c.model = "lor";
+  c.first_model = "attention", c.first_blocks = 3;
+  const ViTConfig back = ViTConfig::from_text(c.to_text());
+  EXPECT_EQ(back, c);
+  EXPECT_EQ(back.to_text(), c.to_text());
+}
+
+TEST(ViTConfig, RejectsImpossibleConfigurationsWithClearMessages) {
+  auto message = [](const std::string& text) {
+    try {
+      ViTConfig::from_text(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message("patch=13\n").find("does not divide"), std::string::npos);
+  EXPECT_NE(message("model=transformer\n").find("unknown model 'transformer'"), std::string::npos);
+  EXPECT_NE(message("depth=0\n").find("depth must be at least 1"), std::string::npos);
+  EXPECT_NE(message("heads=two\n").find("heads must be a whole number"), std::string::npos);
+  EXPECT_NE(message("colour=blue\n").find("unknown key 'colour'"), std::string::npos);
+  EXPECT_NE(message("first_blocks=9\n").find("first_blocks must be between"), std::string::npos);
+  EXPECT_NE(message("model=lor-q\nlor_shared=false\n").find("needs a relative value"), std::string::npos);
+}
+
+TEST(ViT, RejectsWrongImageShape) {
+  ViTConfig c = preset_config("tiny", "attention");
+  c.image_height = c.image_width = 28, c.patch = 7, c.depth = 1;
+  ViT model(c);
+  EXPECT_THROW(model->forward(at::randn({1, 1, 84, 84})), Error);
+}
+
+TEST(ModelCost, TranslutionDoesNTimesTheProjectionWorkOfSelfAttention) {
+  // Per relative projection N^2 C C' against N C C': the difference is exactly
+  // 3 (N^2 - N) C C' per layer.
+  const ModelCost sa = model_cost(vit_a("attention", 12)), tr = model_cost(vit_a("translution", 12));
+  const double N = 50, C = 192;
+  EXPECT_DOUBLE_EQ(tr.exact_macs - sa.exact_macs, 6 * 3 * (N * N - N) * C * C);
+  EXPECT_EQ(tr.relative_entries, 13 * 13 + 3);
+  // Self-attention ViT-A/12 is about 140 M multiply-adds (the paper reports 140.5 M FLOPs).
+  EXPECT_NEAR(sa.exact_macs / 1e6, 140.5, 1.5);
+}
