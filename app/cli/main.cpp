@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "util/allocator.h"
+#include "util/device.h"
 #include "util/error.h"
 
 namespace {
@@ -16,6 +18,7 @@ commands:
   data render  write a dataset sample (or a grid of samples) as a PNG
   model list   the attention operators: Translution family, LoR-Translution, baselines
   model info   parameters, tokens and work of a model
+  bench        time inference or a training step against this machine's limits
 
 Run `translution <command> --help` for a command's options.
 )";
@@ -31,8 +34,11 @@ int main(int argc, char** argv) {
   const std::string command = words[0];
   words.erase(words.begin());
   try {
+    translution::keep_freed_memory();
+    translution::configure_threads();
     if (command == "data") return translution::cli::data_command(words);
     if (command == "model") return translution::cli::model_command(words);
+    if (command == "bench") return translution::cli::bench_command(words);
     std::cerr << "translution: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const translution::Error& e) {

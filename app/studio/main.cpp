@@ -16,6 +16,7 @@
 #include "digit_canvas.h"
 #include "main_window.h"
 #include "test_digit_source.h"
+#include "util/allocator.h"
 
 namespace {
 
@@ -58,6 +59,7 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
 }  // namespace
 
 int main(int argc, char** argv) {
+  translution::keep_freed_memory();
   const bool screenshot = wants_screenshot(argc, argv);
   if (screenshot && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);

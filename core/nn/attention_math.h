@@ -1,6 +1,7 @@
 #pragma once
 // The shared arithmetic of all attention operators, for plain ([B, N, D]) and
-// pair ([B, N, N, D], indexed by query i and source j) queries, keys and values.
+// pair ([N, N, B, D], token-major, indexed by query i and source j) queries,
+// keys and values.
 #include <ATen/core/Tensor.h>
 
 namespace translution {

@@ -32,10 +32,9 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
     if (spec.lor_shared) shared_[role] = register_module("to_" + name, linear(shape.dim, shape.inner()));
     if (rel[role]) {
       const RoleTable& rt = role == 0 ? table_.q : role == 1 ? table_.k : table_.v;
-      plans_[role] = make_pair_plan(rt, table_.tokens());
-      pair_index_[role] = plans_[role].pair_index;
+      plans_[role] = make_pair_plan(rt, table_.valid, table_.entries);
       down_[role] = register_module(name + "_down", linear(shape.dim, low_in_));
-      banks_[role] = register_parameter("w" + name, make_relative_bank(low_in_, table_.entries, low_out_));
+      banks_[role] = register_parameter("w" + name, make_relative_bank(table_.entries, low_in_, low_out_));
     } else if (role < 2 && low_rank_logits) {
       // The other side of the low-rank dot product: a plain projection to C2 per head.
       down_[role] = register_module(name + "_low", linear(shape.dim, low_out_));
@@ -52,7 +51,7 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
 at::Tensor LoRTranslutionAttention::low_rank_query_or_key(int role, const at::Tensor& x) {
   const at::Tensor low = down_[role]->forward(x);
   if (!banks_[role].defined()) return low;
-  return project_pairs(low, banks_[role], plans_[role], on_device(pair_index_[role], x.device()));
+  return project_pairs(low, banks_[role], plans_[role], plan_tensors_for(plans_[role], plan_tensors_[role], x.device()));
 }
 
 at::Tensor LoRTranslutionAttention::forward(const at::Tensor& x, at::Tensor* probs) {
@@ -69,8 +68,10 @@ at::Tensor LoRTranslutionAttention::forward(const at::Tensor& x, at::Tensor* pro
   at::Tensor out;
   if (spec_.lor_shared) out = attend_values(alpha, shared_[2]->forward(x), H);
   if (spec_.rel_v) {
-    const at::Tensor u = project_pairs(down_[2]->forward(x), banks_[2], plans_[2], on_device(pair_index_[2], x.device()));
-    const at::Tensor s = at::einsum("bhij,bijc->bihc", {alpha, u});  // [B, N, H, C2 H]
+    const at::Tensor u = project_pairs(down_[2]->forward(x), banks_[2], plans_[2],
+                                       plan_tensors_for(plans_[2], plan_tensors_[2], x.device()));
+    // s[b, i, h] = sum_j alpha[b, h, i, j] u[i, j, b]: [B, N, H, C2 H]
+    const at::Tensor s = (alpha.permute({2, 3, 0, 1}).unsqueeze(-1) * u.unsqueeze(3)).sum(1).permute({1, 0, 2, 3});
     const at::Tensor rel = at::einsum("bihc,chd->bihd", {s, up_v_.view({low_out_, H, dh})}).reshape({B, N, H * dh});
     out = out.defined() ? out + rel : rel;
   }
@@ -80,14 +81,13 @@ at::Tensor LoRTranslutionAttention::forward(const at::Tensor& x, at::Tensor* pro
 std::vector<OffsetMagnitudes> LoRTranslutionAttention::offset_magnitudes() const {
   std::vector<OffsetMagnitudes> out;
   at::NoGradGuard no_grad;
-  const int64_t E = table_.entries;
   for (int role = 0; role < 3; ++role) {
     if (!banks_[role].defined()) continue;
     // Effective matrix per entry: W1 Wd (q, k) or W1 Wd W2 (v), C x C2H or C x C'.
     const at::Tensor w1 = down_[role]->weight.detach().t();  // [C, C1 H]
-    at::Tensor eff = at::matmul(w1, banks_[role].detach().reshape({low_in_, E * low_out_})).view({-1, E, low_out_});
-    if (role == 2) eff = at::matmul(eff, up_v_.detach());
-    out.push_back({kRoles[role], eff.pow(2).sum(at::IntArrayRef{0, 2}).sqrt().to(at::kCPU, at::kFloat)});
+    at::Tensor eff = at::matmul(w1, banks_[role].detach());  // [E, C, C2 H]
+    if (role == 2) eff = at::matmul(eff, up_v_.detach());      // [E, C, C']
+    out.push_back({kRoles[role], eff.pow(2).sum(at::IntArrayRef{1, 2}).sqrt().to(at::kCPU, at::kFloat)});
   }
   return out;
 }

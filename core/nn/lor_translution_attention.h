@@ -29,8 +29,8 @@ class LoRTranslutionAttention : public AttentionModule {
   RelativeTable table_;
   int64_t low_in_, low_out_;  // C1 and C2 times heads
   PairPlan plans_[3];
-  at::Tensor pair_index_[3];
-  at::Tensor banks_[3];  // [C1 H, E, C2 H]
+  PairPlanTensors plan_tensors_[3];
+  at::Tensor banks_[3];  // [E, C1 H, C2 H]
   torch::nn::Linear down_[3] = {nullptr, nullptr, nullptr};  // C -> C1 H (relative) or C2 H (plain q/k)
   at::Tensor up_v_;                                          // [C2 H, C'] for relative values
   torch::nn::Linear shared_[3] = {nullptr, nullptr, nullptr};

@@ -33,20 +33,6 @@ int64_t relative_entry(const TokenLayout& l, int64_t i, int64_t j) {
   return offset_entry(l, a.y - b.y, a.x - b.x);
 }
 
-// Rows (token ranges) of offset band dy for a role: those whose partner is on the grid.
-// `row_minus_partner` is +1 when the band's dy = y_row - y_partner (q and k), -1 for v.
-std::vector<EntryBlock> banded_blocks(const TokenLayout& l, int sign) {
-  std::vector<EntryBlock> blocks;
-  const int64_t first_token = l.cls ? 1 : 0, cols = 2 * l.width - 1;
-  for (int64_t dy = -(l.height - 1); dy <= l.height - 1; ++dy) {
-    const int64_t shift = sign * dy;  // y_row - y_partner
-    const int64_t lo = std::max<int64_t>(0, shift), hi = std::min(l.height, l.height + shift);
-    blocks.push_back({offset_entry(l, dy, -(l.width - 1)), cols, first_token + lo * l.width, (hi - lo) * l.width});
-  }
-  if (l.cls) blocks.push_back({(2 * l.height - 1) * cols, 3, 0, l.tokens()});
-  return blocks;
-}
-
 }  // namespace
 
 TokenLayout TokenLayout::grid(int64_t height, int64_t width, bool cls) {
@@ -94,18 +80,13 @@ RelativeTable make_relative_table(const TokenLayout& layout, PairEncoding encodi
   t.q.row_is_query = true;
 
   if (encoding == PairEncoding::Absolute) {
-    // One matrix per pair, laid out so each row token's matrices are contiguous.
+    // One matrix per pair (for k and v numbered by source first; any labelling will do).
     t.entries = N * N;
     for (int64_t i = 0; i < N; ++i)
       for (int64_t j = 0; j < N; ++j) {
         qa[i][j] = i * N + j;
         ka[i][j] = va[i][j] = j * N + i;
       }
-    for (int64_t r = 0; r < N; ++r) {
-      t.q.blocks.push_back({r * N, N, r, 1});
-      t.k.blocks.push_back({r * N, N, r, 1});
-      t.v.blocks.push_back({r * N, N, r, 1});
-    }
     for (int64_t i = 0; i < N; ++i)
       for (int64_t j = 0; j < N; ++j) t.info.push_back({EntryInfo::Kind::Pair, 0, 0, i, j});
   } else if (layout.causal) {
@@ -114,7 +95,6 @@ RelativeTable make_relative_table(const TokenLayout& layout, PairEncoding encodi
     t.entries = N;
     for (int64_t i = 0; i < N; ++i)
       for (int64_t j = 0; j < N; ++j) qa[i][j] = ka[i][j] = va[i][j] = j <= i ? i - j : 0;
-    t.q.blocks = t.k.blocks = t.v.blocks = {{0, N, 0, N}};
     for (int64_t d = 0; d < N; ++d) t.info.push_back({EntryInfo::Kind::Offset, 0, d, 0, 0});
   } else {
     const int64_t R = (2 * layout.height - 1) * (2 * layout.width - 1);
@@ -125,9 +105,6 @@ RelativeTable make_relative_table(const TokenLayout& layout, PairEncoding encodi
         ka[i][j] = relative_entry(layout, j, i);  // k_ji = f_j Wk[-delta_ij]
         va[i][j] = relative_entry(layout, i, j);
       }
-    t.q.blocks = banded_blocks(layout, +1);
-    t.k.blocks = banded_blocks(layout, +1);
-    t.v.blocks = banded_blocks(layout, -1);
     for (int64_t dy = -(layout.height - 1); dy <= layout.height - 1; ++dy)
       for (int64_t dx = -(layout.width - 1); dx <= layout.width - 1; ++dx)
         t.info.push_back({EntryInfo::Kind::Offset, dy, dx, 0, 0});

@@ -44,17 +44,9 @@ struct EntryInfo {
   int64_t i = 0, j = 0;    // Pair
 };
 
-// A contiguous range of entries that one GEMM computes for a contiguous range of
-// row tokens (the token each projection reads: i for q, j for k and v).
-struct EntryBlock {
-  int64_t first_entry = 0, entries = 0;
-  int64_t first_row = 0, rows = 0;
-};
-
 struct RoleTable {
-  at::Tensor entry;                // int64 [N, N]: bank entry used by pair (query i, source j)
-  bool row_is_query = false;       // q reads f_i; k and v read f_j
-  std::vector<EntryBlock> blocks;  // cover every valid pair exactly once
+  at::Tensor entry;           // int64 [N, N]: bank entry used by pair (query i, source j)
+  bool row_is_query = false;  // the token the projection reads: f_i for q, f_j for k and v
 };
 
 struct RelativeTable {

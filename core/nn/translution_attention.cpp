@@ -16,9 +16,14 @@ const RoleTable& role_table(const RelativeTable& t, int role) {
 }
 }  // namespace
 
-at::Tensor make_relative_bank(int64_t in, int64_t entries, int64_t out) {
+at::Tensor make_relative_bank(int64_t entries, int64_t in, int64_t out) {
   const double bound = 1.0 / std::sqrt(double(in));
-  return at::empty({in, entries, out}).uniform_(-bound, bound);
+  return at::empty({entries, in, out}).uniform_(-bound, bound);
+}
+
+const PairPlanTensors& plan_tensors_for(const PairPlan& plan, PairPlanTensors& cached, const c10::Device& device) {
+  if (!cached.rows.defined() || cached.rows.device() != device) cached = plan_tensors_on(plan, device);
+  return cached;
 }
 
 TranslutionAttention::TranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape,
@@ -29,9 +34,8 @@ TranslutionAttention::TranslutionAttention(const AttentionSpec& spec, const Atte
   for (int role = 0; role < 3; ++role) {
     const std::string name = kRoles[role];
     if (relative_[role]) {
-      plans_[role] = make_pair_plan(role_table(table_, role), table_.tokens());
-      pair_index_[role] = plans_[role].pair_index;
-      banks_[role] = register_parameter("w" + name, make_relative_bank(shape.dim, table_.entries, shape.inner()));
+      plans_[role] = make_pair_plan(role_table(table_, role), table_.valid, table_.entries);
+      banks_[role] = register_parameter("w" + name, make_relative_bank(table_.entries, shape.dim, shape.inner()));
     } else {
       plain_[role] = register_module(
           "to_" + name, torch::nn::Linear(torch::nn::LinearOptions(shape.dim, shape.inner()).bias(false)));
@@ -43,7 +47,7 @@ TranslutionAttention::TranslutionAttention(const AttentionSpec& spec, const Atte
 
 at::Tensor TranslutionAttention::project(int role, const at::Tensor& x) {
   if (!relative_[role]) return plain_[role]->forward(x);
-  return project_pairs(x, banks_[role], plans_[role], on_device(pair_index_[role], x.device()));
+  return project_pairs(x, banks_[role], plans_[role], plan_tensors_for(plans_[role], plan_tensors_[role], x.device()));
 }
 
 at::Tensor TranslutionAttention::forward(const at::Tensor& x, at::Tensor* probs) {
@@ -60,7 +64,7 @@ std::vector<OffsetMagnitudes> TranslutionAttention::offset_magnitudes() const {
   at::NoGradGuard no_grad;
   for (int role = 0; role < 3; ++role)
     if (relative_[role])
-      out.push_back({kRoles[role], banks_[role].detach().pow(2).sum(at::IntArrayRef{0, 2}).sqrt().to(at::kCPU, at::kFloat)});
+      out.push_back({kRoles[role], banks_[role].detach().pow(2).sum(at::IntArrayRef{1, 2}).sqrt().to(at::kCPU, at::kFloat)});
   return out;
 }
 

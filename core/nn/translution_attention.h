@@ -29,14 +29,17 @@ class TranslutionAttention : public AttentionModule {
   RelativeTable table_;
   std::array<bool, 3> relative_{};
   std::array<PairPlan, 3> plans_;
-  std::array<at::Tensor, 3> pair_index_;  // see on_device()
-  std::array<at::Tensor, 3> banks_;       // [C, E, C'] parameters, relative roles only
+  std::array<PairPlanTensors, 3> plan_tensors_;  // the plans' indices on the last input's device
+  std::array<at::Tensor, 3> banks_;              // [E, C, C'] parameters, relative roles only
   std::array<torch::nn::Linear, 3> plain_{nullptr, nullptr, nullptr};
   torch::nn::Linear to_out_{nullptr};
   at::Tensor valid_;
 };
 
-// Uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) per matrix, as torch::nn::Linear initialises.
-at::Tensor make_relative_bank(int64_t in, int64_t entries, int64_t out);
+// [E, in, out], uniform(-1/sqrt(in), 1/sqrt(in)) per matrix, as torch::nn::Linear initialises.
+at::Tensor make_relative_bank(int64_t entries, int64_t in, int64_t out);
+
+// The plan's index tensors on `device`, moved there on first use.
+const PairPlanTensors& plan_tensors_for(const PairPlan& plan, PairPlanTensors& cached, const c10::Device& device);
 
 }  // namespace translution

@@ -85,25 +85,25 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
         at::Tensor a = at::zeros({H}, x.options());  // per-head logit
         at::Tensor v;
         if (translution) {
-          const at::Tensor q = rel[0] ? row_times(f[i], param(module, "wq").select(1, e.q)) : row_times(f[i], shared[0]);
-          const at::Tensor k = rel[1] ? row_times(f[j], param(module, "wk").select(1, e.k)) : row_times(f[j], shared[1]);
+          const at::Tensor q = rel[0] ? row_times(f[i], param(module, "wq").select(0, e.q)) : row_times(f[i], shared[0]);
+          const at::Tensor k = rel[1] ? row_times(f[j], param(module, "wk").select(0, e.k)) : row_times(f[j], shared[1]);
           a = (q.view({H, dh}) * k.view({H, dh})).sum(-1);
-          v = rel[2] ? row_times(f[j], param(module, "wv").select(1, e.v)) : row_times(f[j], shared[2]);
+          v = rel[2] ? row_times(f[j], param(module, "wv").select(0, e.v)) : row_times(f[j], shared[2]);
         } else if (lor) {
           const int64_t c2 = spec.lor_c2;
           if (spec.lor_shared)
             a = a + (row_times(f[i], shared[0]).view({H, dh}) * row_times(f[j], shared[1]).view({H, dh})).sum(-1);
           if (rel[0] || rel[1]) {
-            const at::Tensor q2 = rel[0] ? row_times(row_times(f[i], param(module, "q_down.weight").t()), param(module, "wq").select(1, e.q))
+            const at::Tensor q2 = rel[0] ? row_times(row_times(f[i], param(module, "q_down.weight").t()), param(module, "wq").select(0, e.q))
                                          : row_times(f[i], param(module, "q_low.weight").t());
-            const at::Tensor k2 = rel[1] ? row_times(row_times(f[j], param(module, "k_down.weight").t()), param(module, "wk").select(1, e.k))
+            const at::Tensor k2 = rel[1] ? row_times(row_times(f[j], param(module, "k_down.weight").t()), param(module, "wk").select(0, e.k))
                                          : row_times(f[j], param(module, "k_low.weight").t());
             a = a + (q2.view({H, c2}) * k2.view({H, c2})).sum(-1);
           }
           // v_ij = f_j (W1v Wv[d] W2v + Wv), formed per pair as the equation reads.
           at::Tensor w = at::zeros({shape.dim, shape.inner()}, x.options());
           if (rel[2])
-            w = w + at::matmul(at::matmul(param(module, "v_down.weight").t(), param(module, "wv").select(1, e.v)),
+            w = w + at::matmul(at::matmul(param(module, "v_down.weight").t(), param(module, "wv").select(0, e.v)),
                                param(module, "v_up"));
           if (spec.lor_shared) w = w + shared[2];
           v = row_times(f[j], w);

@@ -1,0 +1,28 @@
+#include "cli/progress_bar.h"
+
+#include <cstdio>
+#include <unistd.h>
+
+namespace translution::cli {
+
+ProgressBar::ProgressBar(std::string label, bool enabled)
+    : label_(std::move(label)), enabled_(enabled && ::isatty(STDERR_FILENO)), start_(std::chrono::steady_clock::now()) {}
+
+void ProgressBar::update(int64_t done, int64_t total) {
+  if (!enabled_ || total <= 0) return;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double fraction = double(done) / double(total);
+  const int width = 30, filled = int(fraction * width);
+  const double eta = done > 0 ? elapsed * double(total - done) / double(done) : 0;
+  std::fprintf(stderr, "\r%s [%.*s%*s] %lld/%lld  %.0fs elapsed, ETA %.0fs ", label_.c_str(), filled,
+               "##############################", width - filled, "", (long long)done, (long long)total, elapsed, eta);
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void ProgressBar::finish() {
+  if (drawn_) std::fprintf(stderr, "\n");
+  drawn_ = false;
+}
+
+}  // namespace translution::cli

@@ -1,0 +1,140 @@
+#include "perf/benchmark.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adamw.h>
+
+#include "nn/model_cost.h"
+#include "nn/vit.h"
+#include "util/device.h"
+#include "util/error.h"
+
+namespace translution {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+template <typename F>
+double best_time(const c10::Device& device, int repeats, F&& f) {
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    synchronize(device);
+    const auto t0 = Clock::now();
+    f();
+    synchronize(device);
+    best = std::min(best, seconds_since(t0));
+  }
+  return best;
+}
+
+}  // namespace
+
+Roofline measure_roofline(const c10::Device& device) {
+  at::NoGradGuard no_grad;
+  Roofline r;
+  const int64_t n = 2048;
+  const auto opts = at::TensorOptions().device(device).dtype(at::kFloat);
+  const at::Tensor a = at::randn({n, n}, opts), b = at::randn({n, n}, opts);
+  at::Tensor c = at::empty({n, n}, opts);
+  at::mm_out(c, a, b);  // warm-up
+  r.gemm_gflops = 2.0 * n * n * n / best_time(device, 3, [&] { at::mm_out(c, a, b); }) / 1e9;
+  const int64_t floats = 64 << 20;  // 256 MB
+  const at::Tensor src = at::ones({floats}, opts);
+  at::Tensor dst = at::empty({floats}, opts);
+  dst.copy_(src);
+  r.bandwidth_gbs = 2.0 * 4.0 * double(floats) / best_time(device, 3, [&] { dst.copy_(src); }) / 1e9;
+  return r;
+}
+
+BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& progress) {
+  if (options.mode != "infer" && options.mode != "train")
+    throw Error("--mode must be infer or train, got '" + options.mode + "'");
+  if (options.batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(options.batch));
+  if (options.steps < 1) throw Error("--steps must be at least 1");
+  BenchResult result;
+  result.options = options;
+  result.threads = at::get_num_threads();
+  result.device_name = device_description(options.device);
+  result.roofline = measure_roofline(options.device);
+
+  const ViTConfig& c = options.config;
+  at::manual_seed(0);
+  ViT model(c);
+  model->to(options.device);
+  result.parameters = model->parameter_count();
+  const bool train = options.mode == "train";
+  const auto opts = at::TensorOptions().device(options.device);
+  const at::Tensor images = at::randn({options.batch, c.channels, c.image_height, c.image_width}, opts);
+  const at::Tensor labels = at::randint(c.classes, {options.batch}, opts.dtype(at::kLong));
+  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(3e-4).weight_decay(0.05));
+  if (train) model->train(); else model->eval();
+
+  auto step = [&] {
+    if (train) {
+      optimizer.zero_grad();
+      const at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(images), labels);
+      loss.backward();
+      optimizer.step();
+    } else {
+      at::NoGradGuard no_grad;
+      model->forward(images);
+    }
+  };
+
+  reset_peak_memory(options.device);
+  const int total = options.warmup + options.steps;
+  std::vector<double> times;
+  for (int s = 0; s < total; ++s) {
+    synchronize(options.device);
+    const auto t0 = Clock::now();
+    step();
+    synchronize(options.device);
+    if (s >= options.warmup) times.push_back(seconds_since(t0) * 1e3);
+    if (progress) progress(s + 1, total);
+  }
+  result.peak_memory_bytes = peak_memory_bytes(options.device);
+  std::sort(times.begin(), times.end());
+  result.ms_per_step = times[times.size() / 2];
+  result.ms_min = times.front();
+  result.images_per_second = double(options.batch) * 1e3 / result.ms_per_step;
+
+  const ModelCost cost = model_cost(c);
+  result.exact_flops_per_image = 2.0 * cost.exact_macs;
+  result.step_flops = result.exact_flops_per_image * double(options.batch) * (train ? 3.0 : 1.0);
+  // Weights are read once per inference; training reads them forward and backward
+  // and AdamW reads and writes weights, gradients and two moments: about 8 passes.
+  const double weight_bytes = 4.0 * double(result.parameters) * (train ? 8.0 : 1.0);
+  result.floor_ms = 1e3 * std::max(result.step_flops / (result.roofline.gemm_gflops * 1e9),
+                                   weight_bytes / (result.roofline.bandwidth_gbs * 1e9));
+  result.fraction_of_floor = result.floor_ms / result.ms_per_step;
+  return result;
+}
+
+std::string BenchResult::to_json() const {
+  const ViTConfig& c = options.config;
+  char buffer[1024];
+  std::snprintf(buffer, sizeof buffer,
+                "{\"model\":\"%s\",\"preset\":\"%s\",\"image\":%lld,\"patch\":%lld,\"mode\":\"%s\",\"batch\":%lld,"
+                "\"device\":\"%s\",\"threads\":%d,\"parameters\":%lld,\"ms_per_step\":%.3f,\"ms_min\":%.3f,"
+                "\"images_per_second\":%.2f,\"peak_memory_bytes\":%lld,\"exact_flops_per_image\":%.0f,"
+                "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
+                "\"fraction_of_floor\":%.4f,\"steps\":%d}",
+                c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
+                (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
+                images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
+                step_flops / (ms_per_step * 1e6), roofline.gemm_gflops, roofline.bandwidth_gbs, floor_ms,
+                fraction_of_floor, options.steps);
+  return buffer;
+}
+
+}  // namespace translution

@@ -1,0 +1,49 @@
+#pragma once
+// `translution bench`: time a model's inference or training step and put the
+// result next to what this machine can do at best, measured in the same run.
+#include <functional>
+#include <string>
+
+#include <c10/core/Device.h>
+
+#include "nn/vit_config.h"
+
+namespace translution {
+
+// What the hardware reached on a plain fp32 GEMM and a large copy, just now.
+struct Roofline {
+  double gemm_gflops = 0;    // 2048^3 matmul (1024^3 would flatter nothing here)
+  double bandwidth_gbs = 0;  // bytes read + written per second by a 256 MB copy
+};
+Roofline measure_roofline(const c10::Device& device);
+
+struct BenchOptions {
+  ViTConfig config;
+  std::string mode = "infer";  // "infer": forward without grad; "train": forward, backward, AdamW step
+  int64_t batch = 1;
+  c10::Device device{c10::kCPU};
+  int warmup = 2;
+  int steps = 10;
+};
+
+struct BenchResult {
+  BenchOptions options;
+  int64_t parameters = 0;
+  double ms_per_step = 0;  // median over the timed steps
+  double ms_min = 0;
+  double images_per_second = 0;
+  int64_t peak_memory_bytes = -1;   // resident set (CPU) or allocator peak (CUDA) during the run
+  double exact_flops_per_image = 0; // forward, 2 x exact multiply-adds
+  double step_flops = 0;            // counted work of one step (training: 3x forward)
+  Roofline roofline;
+  double floor_ms = 0;              // max(work / GEMM rate, weight traffic / bandwidth)
+  double fraction_of_floor = 0;     // floor_ms / ms_per_step
+  int threads = 1;
+  std::string device_name;
+  std::string to_json() const;
+};
+
+using BenchProgress = std::function<void(int step, int total)>;
+BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& progress = {});
+
+}  // namespace translution

@@ -1,0 +1,88 @@
+#include "util/device.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+#include <string>
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+
+#ifdef TRANSLUTION_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+#include "util/error.h"
+
+namespace translution {
+
+bool cuda_available() { return torch::cuda::is_available(); }
+
+c10::Device parse_device(const std::string& name) {
+  if (name == "auto") return cuda_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  if (name == "cpu") return c10::Device(c10::kCPU);
+  if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
+    if (!cuda_available())
+      throw Error("device '" + name + "' requested, but " +
+                  std::string(torch::cuda::device_count() == 0 ? "no CUDA device is visible" : "CUDA is unavailable") +
+                  " (this LibTorch build " +
+#ifdef TRANSLUTION_WITH_CUDA
+                  "has CUDA)"
+#else
+                  "is CPU-only)"
+#endif
+      );
+    const int index = name == "cuda" ? 0 : std::stoi(name.substr(5));
+    if (index < 0 || index >= int(torch::cuda::device_count()))
+      throw Error("device '" + name + "': only " + std::to_string(torch::cuda::device_count()) + " CUDA device(s)");
+    return c10::Device(c10::kCUDA, c10::DeviceIndex(index));
+  }
+  throw Error("unknown device '" + name + "' (expected auto, cpu, cuda or cuda:N)");
+}
+
+std::string device_description(const c10::Device& device) { return device.str(); }
+
+void reset_peak_memory(const c10::Device& device) {
+  if (device.is_cpu()) {
+    std::ofstream("/proc/self/clear_refs") << "5";  // resets VmHWM to the current resident set
+    return;
+  }
+#ifdef TRANSLUTION_WITH_CUDA
+  c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+#endif
+}
+
+int64_t peak_memory_bytes(const c10::Device& device) {
+  if (device.is_cpu()) {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    while (status >> key) {
+      if (key == "VmHWM:") {
+        int64_t kb = 0;
+        status >> kb;
+        return kb * 1024;
+      }
+      std::getline(status, key);
+    }
+    return -1;
+  }
+#ifdef TRANSLUTION_WITH_CUDA
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  return stats.allocated_bytes[size_t(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)].peak;
+#else
+  return -1;
+#endif
+}
+
+void configure_threads() {
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (env && *env) return;
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores > 0) at::set_num_threads(int(cores));
+}
+
+void synchronize(const c10::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+}  // namespace translution
