@@ -22,6 +22,7 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
     : spec_(spec),
       shape_(shape),
       table_(make_relative_table(layout, spec.encoding)),
+      order_(make_pair_order(table_)),
       low_in_(spec.lor_c1 * shape.heads),
       low_out_(spec.lor_c2 * shape.heads) {
   spec_.validate();
@@ -31,8 +32,6 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
     const std::string name = kRoles[role];
     if (spec.lor_shared) shared_[role] = register_module("to_" + name, linear(shape.dim, shape.inner()));
     if (rel[role]) {
-      const RoleTable& rt = role == 0 ? table_.q : role == 1 ? table_.k : table_.v;
-      plans_[role] = make_pair_plan(rt, table_.valid, table_.entries);
       down_[role] = register_module(name + "_down", linear(shape.dim, low_in_));
       banks_[role] = register_parameter("w" + name, make_relative_bank(table_.entries, low_in_, low_out_));
     } else if (role < 2 && low_rank_logits) {
@@ -48,18 +47,17 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
   if (layout.causal) valid_ = table_.valid;
 }
 
-at::Tensor LoRTranslutionAttention::low_rank_query_or_key(int role, const at::Tensor& x) {
-  const at::Tensor low = down_[role]->forward(x);
-  if (!banks_[role].defined()) return low;
-  return project_pairs(low, banks_[role], plans_[role], plan_tensors_for(plans_[role], plan_tensors_[role], x.device()));
-}
+// The input of one side of the low-rank dot product: x W1 (relative) or x W_low (plain).
+at::Tensor LoRTranslutionAttention::low_rank_side(int role, const at::Tensor& x) { return down_[role]->forward(x); }
 
 at::Tensor LoRTranslutionAttention::forward(const at::Tensor& x, at::Tensor* probs) {
   const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim;
+  const PairOrder& order = pair_order_for(order_, order_on_device_, x.device());
   at::Tensor logits;
   if (spec_.lor_shared) logits = attention_logits(shared_[0]->forward(x), shared_[1]->forward(x), H);
   if (spec_.rel_q || spec_.rel_k) {
-    const at::Tensor low = attention_logits(low_rank_query_or_key(0, x), low_rank_query_or_key(1, x), H);
+    const at::Tensor low =
+        relative_logits(order, low_rank_side(0, x), banks_[0], low_rank_side(1, x), banks_[1], H);
     logits = logits.defined() ? logits + low : low;
   }
   const at::Tensor alpha = attention_softmax(logits / std::sqrt(double(dh)), on_device(valid_, x.device()));
@@ -68,10 +66,8 @@ at::Tensor LoRTranslutionAttention::forward(const at::Tensor& x, at::Tensor* pro
   at::Tensor out;
   if (spec_.lor_shared) out = attend_values(alpha, shared_[2]->forward(x), H);
   if (spec_.rel_v) {
-    const at::Tensor u = project_pairs(down_[2]->forward(x), banks_[2], plans_[2],
-                                       plan_tensors_for(plans_[2], plan_tensors_[2], x.device()));
-    // s[b, i, h] = sum_j alpha[b, h, i, j] u[i, j, b]: [B, N, H, C2 H]
-    const at::Tensor s = (alpha.permute({2, 3, 0, 1}).unsqueeze(-1) * u.unsqueeze(3)).sum(1).permute({1, 0, 2, 3});
+    // s[b, i, h] = sum_j alpha^h_ij (x_j W1v Wv[d_ij]), then W2v per head (Appendix D's order).
+    const at::Tensor s = relative_values(order, alpha, down_[2]->forward(x), banks_[2], false);  // [B, N, H, C2 H]
     const at::Tensor rel = at::einsum("bihc,chd->bihd", {s, up_v_.view({low_out_, H, dh})}).reshape({B, N, H * dh});
     out = out.defined() ? out + rel : rel;
   }
@@ -87,7 +83,7 @@ std::vector<OffsetMagnitudes> LoRTranslutionAttention::offset_magnitudes() const
     const at::Tensor w1 = down_[role]->weight.detach().t();  // [C, C1 H]
     at::Tensor eff = at::matmul(w1, banks_[role].detach());  // [E, C, C2 H]
     if (role == 2) eff = at::matmul(eff, up_v_.detach());      // [E, C, C']
-    out.push_back({kRoles[role], eff.pow(2).sum(at::IntArrayRef{1, 2}).sqrt().to(at::kCPU, at::kFloat)});
+    out.push_back(bank_magnitudes(kRoles[role], eff, table_));
   }
   return out;
 }

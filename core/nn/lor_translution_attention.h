@@ -10,7 +10,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "nn/attention.h"
-#include "nn/pair_projection.h"
+#include "nn/relative_ops.h"
 
 namespace translution {
 
@@ -22,15 +22,14 @@ class LoRTranslutionAttention : public AttentionModule {
   const RelativeTable* table() const override { return &table_; }
 
  private:
-  at::Tensor low_rank_query_or_key(int role, const at::Tensor& x);
+  at::Tensor low_rank_side(int role, const at::Tensor& x);
 
   AttentionSpec spec_;
   AttentionShape shape_;
   RelativeTable table_;
   int64_t low_in_, low_out_;  // C1 and C2 times heads
-  PairPlan plans_[3];
-  PairPlanTensors plan_tensors_[3];
-  at::Tensor banks_[3];  // [E, C1 H, C2 H]
+  PairOrder order_, order_on_device_;
+  at::Tensor banks_[3];  // [E, C1 H, C2 H] (k stored mirrored)
   torch::nn::Linear down_[3] = {nullptr, nullptr, nullptr};  // C -> C1 H (relative) or C2 H (plain q/k)
   at::Tensor up_v_;                                          // [C2 H, C'] for relative values
   torch::nn::Linear shared_[3] = {nullptr, nullptr, nullptr};

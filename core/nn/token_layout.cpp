@@ -75,48 +75,46 @@ RelativeTable make_relative_table(const TokenLayout& layout, PairEncoding encodi
   const int64_t N = layout.tokens();
   t.valid = at::ones({N, N}, at::kBool);
   if (layout.causal) t.valid = at::tril(t.valid);
-  at::Tensor q = at::empty({N, N}, at::kLong), k = at::empty({N, N}, at::kLong), v = at::empty({N, N}, at::kLong);
-  auto qa = q.accessor<int64_t, 2>(), ka = k.accessor<int64_t, 2>(), va = v.accessor<int64_t, 2>();
-  t.q.row_is_query = true;
+  t.entry = at::empty({N, N}, at::kLong);
+  auto entry = t.entry.accessor<int64_t, 2>();
 
   if (encoding == PairEncoding::Absolute) {
-    // One matrix per pair (for k and v numbered by source first; any labelling will do).
+    // One matrix per pair; the mirror of (i, j) is (j, i).
     t.entries = N * N;
     for (int64_t i = 0; i < N; ++i)
       for (int64_t j = 0; j < N; ++j) {
-        qa[i][j] = i * N + j;
-        ka[i][j] = va[i][j] = j * N + i;
+        entry[i][j] = i * N + j;
+        t.info.push_back({EntryInfo::Kind::Pair, 0, 0, i, j});
       }
-    for (int64_t i = 0; i < N; ++i)
-      for (int64_t j = 0; j < N; ++j) t.info.push_back({EntryInfo::Kind::Pair, 0, 0, i, j});
+    for (int64_t e = 0; e < t.entries; ++e) t.mirror.push_back((e % N) * N + e / N);
   } else if (layout.causal) {
-    // Causal 1-D (Appendix C): only delta = i - j >= 0 is ever used, so N matrices;
-    // entry d of the key bank holds Wk[-d]. Hidden pairs point at entry 0 (never used).
+    // Causal 1-D (Appendix C): only delta = i - j >= 0 is ever used, so N matrices.
+    // Keys use Wk[-delta]: entry d of the key bank holds it. Hidden pairs (j > i)
+    // are masked out and point at entry 0.
     t.entries = N;
     for (int64_t i = 0; i < N; ++i)
-      for (int64_t j = 0; j < N; ++j) qa[i][j] = ka[i][j] = va[i][j] = j <= i ? i - j : 0;
-    for (int64_t d = 0; d < N; ++d) t.info.push_back({EntryInfo::Kind::Offset, 0, d, 0, 0});
+      for (int64_t j = 0; j < N; ++j) entry[i][j] = j <= i ? i - j : 0;
+    for (int64_t d = 0; d < N; ++d) {
+      t.info.push_back({EntryInfo::Kind::Offset, 0, d, 0, 0});
+      t.mirror.push_back(d);  // the key bank is already indexed by delta = i - j
+    }
   } else {
-    const int64_t R = (2 * layout.height - 1) * (2 * layout.width - 1);
+    const int64_t rows = 2 * layout.height - 1, cols = 2 * layout.width - 1, R = rows * cols;
     t.entries = R + (layout.cls ? 3 : 0);
     for (int64_t i = 0; i < N; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        qa[i][j] = relative_entry(layout, i, j);
-        ka[i][j] = relative_entry(layout, j, i);  // k_ji = f_j Wk[-delta_ij]
-        va[i][j] = relative_entry(layout, i, j);
-      }
+      for (int64_t j = 0; j < N; ++j) entry[i][j] = relative_entry(layout, i, j);
     for (int64_t dy = -(layout.height - 1); dy <= layout.height - 1; ++dy)
-      for (int64_t dx = -(layout.width - 1); dx <= layout.width - 1; ++dx)
+      for (int64_t dx = -(layout.width - 1); dx <= layout.width - 1; ++dx) {
         t.info.push_back({EntryInfo::Kind::Offset, dy, dx, 0, 0});
+        t.mirror.push_back(offset_entry(layout, -dy, -dx));
+      }
     if (layout.cls) {
       t.info.push_back({EntryInfo::Kind::ClsSelf});
       t.info.push_back({EntryInfo::Kind::ClsIn});
       t.info.push_back({EntryInfo::Kind::ClsOut});
+      t.mirror.insert(t.mirror.end(), {R, R + 2, R + 1});
     }
   }
-  t.q.entry = q;
-  t.k.entry = k;
-  t.v.entry = v;
   return t;
 }
 

@@ -2,11 +2,14 @@
 // Where tokens sit, and which weight matrix each (query, source) pair uses.
 //
 // Translution (ICLR Eq. 1) gives every offset delta = p_i - p_j its own matrix:
-//   q_ij = f_i Wq[delta_ij],  k_ji = f_j Wk[-delta_ij] = f_j Wk[delta_ji],  v_ij = f_j Wv[delta_ij].
-// A RelativeTable spells that out per pair: q.entry(i, j), k.entry(i, j) and
-// v.entry(i, j) are indices into each projection's bank of E matrices. The same
-// machinery serves 2-D grids (with the relative CLS token of Appendix H), 1-D and
-// causal 1-D sequences (Appendix C), and the absolute pair encoding of Table 5.
+//   q_ij = f_i Wq[delta_ij],  k_ji = f_j Wk[-delta_ij],  v_ij = f_j Wv[delta_ij].
+// A RelativeTable spells that out per pair: entry(i, j) indexes each projection's
+// bank of E matrices. The key bank is stored mirrored (its entry delta holds
+// Wk[-delta]), so one entry per pair serves q, k and v alike and every projection
+// sorts pairs the same way; `mirror` maps an entry to the paper's index for keys.
+// The same machinery serves 2-D grids (with the relative CLS token of Appendix H),
+// 1-D and causal 1-D sequences (Appendix C), and the absolute pair encoding of
+// Table 5.
 #include <string>
 #include <vector>
 
@@ -44,17 +47,13 @@ struct EntryInfo {
   int64_t i = 0, j = 0;    // Pair
 };
 
-struct RoleTable {
-  at::Tensor entry;           // int64 [N, N]: bank entry used by pair (query i, source j)
-  bool row_is_query = false;  // the token the projection reads: f_i for q, f_j for k and v
-};
-
 struct RelativeTable {
   TokenLayout layout;
   PairEncoding encoding = PairEncoding::Relative;
   int64_t entries = 0;   // E: matrices per projection
   at::Tensor valid;      // bool [N, N]: false where causal masking hides j from i
-  RoleTable q, k, v;
+  at::Tensor entry;      // int64 [N, N]: bank entry of pair (query i, source j)
+  std::vector<int64_t> mirror;  // entry of -delta (CLS in <-> out); the paper's key entry is mirror[e]
   std::vector<EntryInfo> info;  // size E
 
   int64_t tokens() const { return layout.tokens(); }

@@ -10,10 +10,6 @@
 namespace translution {
 namespace {
 const char* kRoles[3] = {"q", "k", "v"};
-
-const RoleTable& role_table(const RelativeTable& t, int role) {
-  return role == 0 ? t.q : role == 1 ? t.k : t.v;
-}
 }  // namespace
 
 at::Tensor make_relative_bank(int64_t entries, int64_t in, int64_t out) {
@@ -21,41 +17,47 @@ at::Tensor make_relative_bank(int64_t entries, int64_t in, int64_t out) {
   return at::empty({entries, in, out}).uniform_(-bound, bound);
 }
 
-const PairPlanTensors& plan_tensors_for(const PairPlan& plan, PairPlanTensors& cached, const c10::Device& device) {
-  if (!cached.rows.defined() || cached.rows.device() != device) cached = plan_tensors_on(plan, device);
+const PairOrder& pair_order_for(const PairOrder& order, PairOrder& cached, const c10::Device& device) {
+  if (!cached.pair_of_row.defined() || cached.pair_of_row.device() != device) cached = order.to(device);
   return cached;
+}
+
+OffsetMagnitudes bank_magnitudes(const std::string& projection, const at::Tensor& effective, const RelativeTable& t) {
+  at::Tensor norms = effective.pow(2).sum(at::IntArrayRef{1, 2}).sqrt().to(at::kCPU, at::kFloat);
+  if (projection == "k") norms = norms.index_select(0, at::tensor(t.mirror, at::kLong));
+  return {projection, norms};
 }
 
 TranslutionAttention::TranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape,
                                            const TokenLayout& layout)
-    : spec_(spec), shape_(shape), table_(make_relative_table(layout, spec.encoding)) {
+    : spec_(spec), shape_(shape), table_(make_relative_table(layout, spec.encoding)), order_(make_pair_order(table_)) {
   spec_.validate();
-  relative_ = {spec.rel_q, spec.rel_k, spec.rel_v};
+  const bool relative[3] = {spec.rel_q, spec.rel_k, spec.rel_v};
   for (int role = 0; role < 3; ++role) {
     const std::string name = kRoles[role];
-    if (relative_[role]) {
-      plans_[role] = make_pair_plan(role_table(table_, role), table_.valid, table_.entries);
+    if (relative[role])
       banks_[role] = register_parameter("w" + name, make_relative_bank(table_.entries, shape.dim, shape.inner()));
-    } else {
+    else
       plain_[role] = register_module(
           "to_" + name, torch::nn::Linear(torch::nn::LinearOptions(shape.dim, shape.inner()).bias(false)));
-    }
   }
   if (needs_output_projection(shape)) to_out_ = register_module("to_out", torch::nn::Linear(shape.inner(), shape.dim));
   if (layout.causal) valid_ = table_.valid;
 }
 
-at::Tensor TranslutionAttention::project(int role, const at::Tensor& x) {
-  if (!relative_[role]) return plain_[role]->forward(x);
-  return project_pairs(x, banks_[role], plans_[role], plan_tensors_for(plans_[role], plan_tensors_[role], x.device()));
-}
-
 at::Tensor TranslutionAttention::forward(const at::Tensor& x, at::Tensor* probs) {
-  const at::Tensor q = project(0, x), k = project(1, x);
-  const at::Tensor logits = attention_logits(q, k, shape_.heads) / std::sqrt(double(shape_.head_dim));
-  const at::Tensor alpha = attention_softmax(logits, on_device(valid_, x.device()));
+  const PairOrder& order = pair_order_for(order_, order_on_device_, x.device());
+  const int64_t H = shape_.heads;
+  // Each side of the dot product is x with a bank (relative) or the plain projection.
+  auto side = [&](int role) { return banks_[role].defined() ? x : plain_[role]->forward(x); };
+  const at::Tensor logits = spec_.rel_q || spec_.rel_k
+                                ? relative_logits(order, side(0), banks_[0], side(1), banks_[1], H)
+                                : attention_logits(side(0), side(1), H);
+  const at::Tensor alpha =
+      attention_softmax(logits / std::sqrt(double(shape_.head_dim)), on_device(valid_, x.device()));
   if (probs) *probs = alpha.detach();
-  const at::Tensor out = attend_values(alpha, project(2, x), shape_.heads);
+  const at::Tensor out = spec_.rel_v ? relative_values(order, alpha, x, banks_[2], true)
+                                     : attend_values(alpha, side(2), H);
   return to_out_ ? to_out_->forward(out) : out;
 }
 
@@ -63,8 +65,7 @@ std::vector<OffsetMagnitudes> TranslutionAttention::offset_magnitudes() const {
   std::vector<OffsetMagnitudes> out;
   at::NoGradGuard no_grad;
   for (int role = 0; role < 3; ++role)
-    if (relative_[role])
-      out.push_back({kRoles[role], banks_[role].detach().pow(2).sum(at::IntArrayRef{1, 2}).sqrt().to(at::kCPU, at::kFloat)});
+    if (banks_[role].defined()) out.push_back(bank_magnitudes(kRoles[role], banks_[role].detach(), table_));
   return out;
 }
 

@@ -9,7 +9,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "nn/attention.h"
-#include "nn/pair_projection.h"
+#include "nn/relative_ops.h"
 
 namespace translution {
 
@@ -21,16 +21,11 @@ class TranslutionAttention : public AttentionModule {
   const RelativeTable* table() const override { return &table_; }
 
  private:
-  // Role 0, 1, 2 = q, k, v: pair tensor when relative, plain [B, N, D] otherwise.
-  at::Tensor project(int role, const at::Tensor& x);
-
   AttentionSpec spec_;
   AttentionShape shape_;
   RelativeTable table_;
-  std::array<bool, 3> relative_{};
-  std::array<PairPlan, 3> plans_;
-  std::array<PairPlanTensors, 3> plan_tensors_;  // the plans' indices on the last input's device
-  std::array<at::Tensor, 3> banks_;              // [E, C, C'] parameters, relative roles only
+  PairOrder order_, order_on_device_;
+  std::array<at::Tensor, 3> banks_;  // [E, C, C'] for the relative ones of q, k, v (k stored mirrored)
   std::array<torch::nn::Linear, 3> plain_{nullptr, nullptr, nullptr};
   torch::nn::Linear to_out_{nullptr};
   at::Tensor valid_;
@@ -39,7 +34,11 @@ class TranslutionAttention : public AttentionModule {
 // [E, in, out], uniform(-1/sqrt(in), 1/sqrt(in)) per matrix, as torch::nn::Linear initialises.
 at::Tensor make_relative_bank(int64_t entries, int64_t in, int64_t out);
 
-// The plan's index tensors on `device`, moved there on first use.
-const PairPlanTensors& plan_tensors_for(const PairPlan& plan, PairPlanTensors& cached, const c10::Device& device);
+// The pair order's indices on `device`, moved there on first use.
+const PairOrder& pair_order_for(const PairOrder& order, PairOrder& cached, const c10::Device& device);
+
+// Frobenius norms per entry of a bank's effective matrices ([E, *, *]), in the
+// paper's indexing (keys un-mirrored).
+OffsetMagnitudes bank_magnitudes(const std::string& projection, const at::Tensor& effective, const RelativeTable& t);
 
 }  // namespace translution

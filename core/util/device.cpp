@@ -75,6 +75,10 @@ int64_t peak_memory_bytes(const c10::Device& device) {
 }
 
 void configure_threads() {
+  if (const char* t = std::getenv("TRANSLUTION_THREADS"); t && *t) {
+    at::set_num_threads(std::max(1, std::atoi(t)));
+    return;
+  }
   const char* env = std::getenv("OMP_NUM_THREADS");
   if (env && *env) return;
   const unsigned cores = std::thread::hardware_concurrency();

@@ -32,16 +32,20 @@ int64_t paper_entry(const TokenLayout& l, int64_t i, int64_t j) {
   return (a.y - b.y + l.height - 1) * cols + (a.x - b.x + l.width - 1);
 }
 
-// Entries for q_ij, k_ji and v_ij of pair (i, j).
+// Entries for q_ij, k_ji and v_ij of pair (i, j) in the banks as stored. The key
+// bank is stored mirrored: the paper's k_ji = f_j Wk[-delta_ij] = f_j Wk[delta_ji]
+// is the stored matrix at delta_ij (and CLS in/out swap). This reference checks
+// the arithmetic; tests/core/relative_table_test.cpp checks the mirroring itself.
 struct PairEntries {
   int64_t q, k, v;
 };
 
 PairEntries entries(const TokenLayout& l, PairEncoding enc, int64_t i, int64_t j) {
   const int64_t N = l.tokens();
-  if (enc == PairEncoding::Absolute) return {i * N + j, j * N + i, j * N + i};  // each pair its own matrices
-  if (l.causal) return {i - j, i - j, i - j};  // Appendix C: delta = i - j >= 0; key bank entry d holds Wk[-d]
-  return {paper_entry(l, i, j), paper_entry(l, j, i), paper_entry(l, i, j)};
+  if (enc == PairEncoding::Absolute) return {i * N + j, i * N + j, i * N + j};  // each pair its own matrices
+  if (l.causal) return {i - j, i - j, i - j};  // Appendix C: delta = i - j >= 0
+  const int64_t e = paper_entry(l, i, j);
+  return {e, e, e};
 }
 
 at::Tensor param(const torch::nn::Module& m, const std::string& name) {

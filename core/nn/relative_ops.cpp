@@ -1,0 +1,231 @@
+#include "nn/relative_ops.h"
+
+#include <cstring>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+
+#include "util/error.h"
+
+namespace translution {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// x[index] along dim 0. On CPU a parallel row memcpy: several times faster than
+// index_select for these wide rows (docs/benchmarks.md).
+at::Tensor gather_rows(const at::Tensor& x_in, const at::Tensor& index) {
+  const at::Tensor x = x_in.contiguous();
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes[0] = index.size(0);
+  if (!x.is_cpu()) return x.index_select(0, index);
+  at::Tensor out = at::empty(sizes, x.options());
+  const int64_t row_bytes = x.numel() / std::max<int64_t>(1, x.size(0)) * int64_t(x.element_size());
+  const auto* src = static_cast<const char*>(x.data_ptr());
+  auto* dst = static_cast<char*>(out.data_ptr());
+  const int64_t* idx = index.data_ptr<int64_t>();
+  at::parallel_for(0, index.size(0), 64, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) std::memcpy(dst + r * row_bytes, src + idx[r] * row_bytes, size_t(row_bytes));
+  });
+  return out;
+}
+
+at::Tensor token_major(const at::Tensor& x) { return x.transpose(0, 1).contiguous(); }  // [B, N, ...] -> [N, B, ...]
+
+// S[rows of e] = G[rows of e] W[e] for every matrix: one GEMM each, M = B n_e.
+at::Tensor project_sorted(const at::Tensor& g, const at::Tensor& bank, const std::vector<int64_t>& offset) {
+  const int64_t R = g.size(0), B = g.size(1), C = g.size(2), D = bank.size(2);
+  at::Tensor out = at::empty({R, B, D}, g.options());
+  const at::Tensor g2 = g.view({R * B, C});
+  at::Tensor out2 = out.view({R * B, D});
+  for (size_t e = 0; e + 1 < offset.size(); ++e) {
+    const int64_t n = offset[e + 1] - offset[e];
+    if (n == 0) continue;
+    at::Tensor chunk = out2.narrow(0, offset[e] * B, n * B);
+    at::mm_out(chunk, g2.narrow(0, offset[e] * B, n * B), bank.select(0, int64_t(e)));
+  }
+  return out;
+}
+
+// Given dS for sorted rows: the bank's gradient and the gradient of G (per matrix).
+void project_sorted_backward(const at::Tensor& g, const at::Tensor& bank, const std::vector<int64_t>& offset,
+                             const at::Tensor& ds, at::Tensor& dbank, at::Tensor& dg) {
+  const int64_t R = g.size(0), B = g.size(1), C = g.size(2), D = bank.size(2);
+  const at::Tensor g2 = g.view({R * B, C}), ds2 = ds.reshape({R * B, D});
+  dbank = at::zeros_like(bank);
+  dg = at::empty({R, B, C}, g.options());
+  at::Tensor dg2 = dg.view({R * B, C});
+  for (size_t e = 0; e + 1 < offset.size(); ++e) {
+    const int64_t n = offset[e + 1] - offset[e];
+    if (n == 0) continue;
+    const at::Tensor g_e = g2.narrow(0, offset[e] * B, n * B), ds_e = ds2.narrow(0, offset[e] * B, n * B);
+    at::Tensor dw = dbank.select(0, int64_t(e)), dg_e = dg2.narrow(0, offset[e] * B, n * B);
+    at::mm_out(dw, g_e.t(), ds_e);
+    at::mm_out(dg_e, ds_e, bank.select(0, int64_t(e)).t());
+  }
+}
+
+// [N, B, ...] gradient from per-row contributions.
+at::Tensor scatter_rows(const at::Tensor& rows_grad, const at::Tensor& index, int64_t tokens) {
+  std::vector<int64_t> sizes = rows_grad.sizes().vec();
+  sizes[0] = tokens;
+  return at::zeros(sizes, rows_grad.options()).index_add_(0, index, rows_grad);
+}
+
+// Autograd functions take no undefined inputs: a plain side passes an empty bank.
+bool has_bank(const at::Tensor& bank) { return bank.defined() && bank.numel() > 0; }
+at::Tensor bank_or_empty(const at::Tensor& bank, const at::Tensor& like) {
+  return bank.defined() ? bank : at::empty({0}, like.options());
+}
+
+// One side of the dot product for every sorted row: projected (relative) or gathered (plain).
+at::Tensor side_rows(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
+                     const std::vector<int64_t>& offset) {
+  const at::Tensor g = gather_rows(xt, rows);
+  return has_bank(bank) ? project_sorted(g, bank, offset) : g;
+}
+
+// Gradient of one side: into the bank and the input (relative) or just the vectors (plain).
+std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
+                                                const std::vector<int64_t>& offset, const at::Tensor& ds) {
+  const int64_t N = xt.size(0);
+  if (!has_bank(bank)) return {scatter_rows(ds, rows, N).transpose(0, 1), at::Tensor()};
+  at::Tensor dbank, dg;
+  project_sorted_backward(gather_rows(xt, rows), bank, offset, ds, dbank, dg);
+  return {scatter_rows(dg, rows, N).transpose(0, 1), dbank};
+}
+
+class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q_input, const at::Tensor& q_bank,
+                            const at::Tensor& k_input, const at::Tensor& k_bank, const at::Tensor& pair_of_row,
+                            const at::Tensor& query_of_row, const at::Tensor& source_of_row,
+                            const std::vector<int64_t>& offset, int64_t heads) {
+    const at::Tensor qt = token_major(q_input), kt = token_major(k_input);
+    const at::Tensor sq = side_rows(qt, q_bank, query_of_row, offset);   // [R, B, D]
+    const at::Tensor sk = side_rows(kt, k_bank, source_of_row, offset);  // [R, B, D]
+    const int64_t R = sq.size(0), B = sq.size(1), D = sq.size(2), N = qt.size(0);
+    const at::Tensor dots = (sq * sk).view({R, B, heads, D / heads}).sum(-1);  // [R, B, H]
+    at::Tensor full = at::zeros({N * N, B, heads}, dots.options());
+    full.index_copy_(0, pair_of_row, dots);
+    ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row, sq, sk});
+    ctx->saved_data["offset"] = offset;
+    return full.view({N, N, B, heads}).permute({2, 3, 0, 1});
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const at::Tensor &qt = s[0], &q_bank = s[1], &kt = s[2], &k_bank = s[3], &pair_of_row = s[4];
+    const at::Tensor &query_of_row = s[5], &source_of_row = s[6], &sq = s[7], &sk = s[8];
+    const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
+    const int64_t R = sq.size(0), B = sq.size(1), D = sq.size(2), N = qt.size(0);
+    const int64_t H = grads[0].size(1);
+    const at::Tensor dfull = grads[0].permute({2, 3, 0, 1}).reshape({N * N, B, H});
+    const at::Tensor ddots = gather_rows(dfull, pair_of_row).unsqueeze(-1);  // [R, B, H, 1]
+    const at::Tensor dsq = (ddots * sk.view({R, B, H, D / H})).view({R, B, D});
+    const at::Tensor dsk = (ddots * sq.view({R, B, H, D / H})).view({R, B, D});
+    auto [dq, dq_bank] = side_backward(qt, q_bank, query_of_row, offset, dsq);
+    auto [dk, dk_bank] = side_backward(kt, k_bank, source_of_row, offset, dsk);
+    return {dq, dq_bank, dk, dk_bank, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+class RelativeValues : public torch::autograd::Function<RelativeValues> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& alpha, const at::Tensor& input,
+                            const at::Tensor& bank, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
+                            const at::Tensor& source_of_row, const std::vector<int64_t>& offset, bool head_sliced) {
+    const int64_t B = alpha.size(0), H = alpha.size(1), N = alpha.size(2);
+    const at::Tensor xt = token_major(input);
+    const at::Tensor v = project_sorted(gather_rows(xt, source_of_row), bank, offset);  // [R, B, D]
+    const int64_t R = v.size(0), D = v.size(2);
+    const at::Tensor a = gather_rows(alpha.permute({2, 3, 0, 1}).reshape({N * N, B, H}), pair_of_row);  // [R, B, H]
+    // head_sliced: [R, B, H, D/H] = a * v per head; else [R, B, H, D] = a (x) v.
+    const at::Tensor weighted = head_sliced ? a.unsqueeze(-1) * v.view({R, B, H, D / H})
+                                            : a.unsqueeze(-1) * v.unsqueeze(2);
+    const at::Tensor out = scatter_rows(weighted, query_of_row, N);  // [N, B, H, *]
+    ctx->save_for_backward({xt, bank, v, a, pair_of_row, query_of_row, source_of_row});
+    ctx->saved_data["offset"] = offset;
+    ctx->saved_data["head_sliced"] = head_sliced;
+    return head_sliced ? out.view({N, B, D}).transpose(0, 1) : out.transpose(0, 1);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const at::Tensor &xt = s[0], &bank = s[1], &v = s[2], &a = s[3], &pair_of_row = s[4], &query_of_row = s[5],
+                     &source_of_row = s[6];
+    const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
+    const bool head_sliced = ctx->saved_data["head_sliced"].toBool();
+    const int64_t R = v.size(0), B = v.size(1), D = v.size(2), H = a.size(2), N = xt.size(0);
+    // Gradient reaching each pair row from its query's output.
+    const at::Tensor dout_t = head_sliced ? grads[0].transpose(0, 1).reshape({N, B, H, D / H})
+                                          : grads[0].transpose(0, 1).contiguous();  // [N, B, H, *]
+    const at::Tensor dw = gather_rows(dout_t, query_of_row);                         // [R, B, H, *]
+    const at::Tensor vh = head_sliced ? v.view({R, B, H, D / H}) : v.unsqueeze(2);
+    const at::Tensor da = (dw * vh).sum(-1);                                           // [R, B, H]
+    const at::Tensor dv = head_sliced ? (dw * a.unsqueeze(-1)).view({R, B, D}) : (dw * a.unsqueeze(-1)).sum(2);
+    at::Tensor dalpha_full = at::zeros({N * N, B, H}, da.options());
+    dalpha_full.index_copy_(0, pair_of_row, da);
+    at::Tensor dbank, dg;
+    project_sorted_backward(gather_rows(xt, source_of_row), bank, offset, dv, dbank, dg);
+    const at::Tensor dinput = scatter_rows(dg, source_of_row, N).transpose(0, 1);
+    return {dalpha_full.view({N, N, B, H}).permute({2, 3, 0, 1}), dinput, dbank, at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+PairOrder PairOrder::to(const c10::Device& device) const {
+  PairOrder o = *this;
+  o.pair_of_row = pair_of_row.to(device);
+  o.query_of_row = query_of_row.to(device);
+  o.source_of_row = source_of_row.to(device);
+  return o;
+}
+
+PairOrder make_pair_order(const RelativeTable& table) {
+  PairOrder order;
+  const int64_t N = table.tokens(), E = table.entries;
+  order.tokens = N;
+  auto entry = table.entry.accessor<int64_t, 2>();
+  auto visible = table.valid.accessor<bool, 2>();
+  std::vector<std::vector<int64_t>> pairs_of(static_cast<size_t>(E));  // counting sort by entry
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      if (!visible[i][j]) continue;
+      const int64_t e = entry[i][j];
+      if (e < 0 || e >= E) throw Error("internal: pair entry " + std::to_string(e) + " out of range");
+      pairs_of[size_t(e)].push_back(i * N + j);
+    }
+  std::vector<int64_t> pairs, queries, sources;
+  order.entry_offset.push_back(0);
+  for (const auto& list : pairs_of) {
+    for (int64_t p : list) {
+      pairs.push_back(p);
+      queries.push_back(p / N);
+      sources.push_back(p % N);
+    }
+    order.entry_offset.push_back(int64_t(pairs.size()));
+  }
+  order.pair_of_row = at::tensor(pairs, at::kLong);
+  order.query_of_row = at::tensor(queries, at::kLong);
+  order.source_of_row = at::tensor(sources, at::kLong);
+  return order;
+}
+
+at::Tensor relative_logits(const PairOrder& o, const at::Tensor& q_input, const at::Tensor& q_bank,
+                           const at::Tensor& k_input, const at::Tensor& k_bank, int64_t heads) {
+  return RelativeLogits::apply(q_input, bank_or_empty(q_bank, q_input), k_input, bank_or_empty(k_bank, k_input), o.pair_of_row, o.query_of_row, o.source_of_row,
+                               o.entry_offset, heads);
+}
+
+at::Tensor relative_values(const PairOrder& o, const at::Tensor& alpha, const at::Tensor& input,
+                           const at::Tensor& bank, bool head_sliced) {
+  return RelativeValues::apply(alpha, input, bank, o.pair_of_row, o.query_of_row, o.source_of_row, o.entry_offset,
+                               head_sliced);
+}
+
+}  // namespace translution

@@ -1,0 +1,46 @@
+#pragma once
+// The fast Translution arithmetic, exact and without per-pair weights.
+//
+// Every visible pair (i, j) uses matrix entry(i, j) of each relative bank (the key
+// bank is stored mirrored, see token_layout.h), so pairs are sorted once by entry
+// and q, k and v share that order. For each matrix W[e] (C x C', read in place
+// from the [E, C, C'] bank) one GEMM projects the rows of all pairs that use it,
+// across the batch: M = B n_e, exactly N^2 C C' multiply-adds per projection.
+// Two custom autograd functions do the rest on the pair-sorted rows:
+//   relative_logits  a_ij = q_ij . k_ji per head (either side may be plain),
+//   relative_values  f'_i = sum_j alpha_ij v_ij,
+// so no [N, N, C'] tensor is laid out by (i, j), nothing is broadcast over the
+// batch, and backward computes weight gradients matrix by matrix.
+// docs/benchmarks.md compares this with the alternatives the design notes list.
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "nn/token_layout.h"
+
+namespace translution {
+
+struct PairOrder {
+  int64_t tokens = 0;
+  std::vector<int64_t> entry_offset;  // E + 1 prefix sums: rows of entry e are [offset[e], offset[e+1])
+  at::Tensor pair_of_row;             // int64 [R]: pair i N + j of each sorted row
+  at::Tensor query_of_row;            // int64 [R]: i
+  at::Tensor source_of_row;           // int64 [R]: j
+  PairOrder to(const c10::Device& device) const;
+};
+
+PairOrder make_pair_order(const RelativeTable& table);
+
+// Per-head logits [B, H, N, N] (unscaled; 0 at hidden pairs). Each side is either
+// relative (input [B, N, C] and bank [E, C, D]) or plain (vectors [B, N, D] and an
+// undefined bank).
+at::Tensor relative_logits(const PairOrder& order, const at::Tensor& q_input, const at::Tensor& q_bank,
+                           const at::Tensor& k_input, const at::Tensor& k_bank, int64_t heads);
+
+// sum_j alpha[b, h, i, j] v_ij with v_ij = x_j W[entry(i, j)] (x: [B, N, C], bank [E, C, D]).
+// head_sliced: head h weighs its own slice of v (Translution) -> [B, N, D];
+// otherwise every head weighs all of v (LoR's low-rank values) -> [B, N, H, D].
+at::Tensor relative_values(const PairOrder& order, const at::Tensor& alpha, const at::Tensor& input,
+                           const at::Tensor& bank, bool head_sliced);
+
+}  // namespace translution
