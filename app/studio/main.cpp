@@ -17,6 +17,7 @@
 #include "main_window.h"
 #include "test_digit_source.h"
 #include "util/allocator.h"
+#include "util/device.h"
 
 namespace {
 
@@ -60,6 +61,7 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
 
 int main(int argc, char** argv) {
   translution::keep_freed_memory();
+  translution::configure_threads();
   const bool screenshot = wants_screenshot(argc, argv);
   if (screenshot && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);

@@ -1,5 +1,6 @@
 #include "nn/relative_ops.h"
 
+#include <atomic>
 #include <cstring>
 
 #include <ATen/ATen.h>
@@ -74,6 +75,63 @@ at::Tensor scatter_rows(const at::Tensor& rows_grad, const at::Tensor& index, in
   return at::zeros(sizes, rows_grad.options()).index_add_(0, index, rows_grad);
 }
 
+// Algorithm choice. Per matrix GEMMs do the exact work but pay a call per matrix
+// (E of them, 172 for a 7x7 grid). For tiny matrices (LoR's 24 x 24) at small
+// batch that overhead dominates, so there every token is projected by every
+// matrix in one GEMM and the needed rows are picked: about E/N = 3.4x the
+// arithmetic, a few ops instead of hundreds. At batch 32 the per-matrix GEMMs are
+// large enough to win again. Measured in docs/benchmarks.md.
+std::atomic<ProjectionAlgorithm> g_algorithm{ProjectionAlgorithm::Auto};
+
+bool project_every_token(const at::Tensor& bank, int64_t batch) {
+  switch (g_algorithm.load()) {
+    case ProjectionAlgorithm::PerMatrix: return false;
+    case ProjectionAlgorithm::AllTokens: return true;
+    case ProjectionAlgorithm::Auto: break;
+  }
+  return bank.size(1) * bank.size(2) <= 64 * 64 && batch <= 8;
+}
+
+// Position of (row r, batch b) in the all-token projection [N, B, E, D] viewed as rows of D.
+at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& offset, int64_t B) {
+  const int64_t E = int64_t(offset.size()) - 1;
+  const at::Tensor counts = at::tensor(std::vector<int64_t>(offset.begin() + 1, offset.end()), at::kLong) -
+                            at::tensor(std::vector<int64_t>(offset.begin(), offset.end() - 1), at::kLong);
+  const at::Tensor entry_of_row = at::repeat_interleave(at::arange(E, at::kLong), counts).to(rows.device());
+  const at::Tensor b = at::arange(B, rows.options());
+  return ((rows.unsqueeze(1) * B + b.unsqueeze(0)) * E + entry_of_row.unsqueeze(1)).reshape({-1});
+}
+
+// x_row(r) W[entry(r)] for every sorted row r: [R, B, D]. xt: [N, B, C].
+at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
+                        const std::vector<int64_t>& offset) {
+  const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
+  if (project_every_token(bank, B)) {
+    const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
+    return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
+  }
+  return project_sorted(gather_rows(xt, rows), bank, offset);
+}
+
+// Gradients of project_rows: into the input ([N, B, C]) and the bank.
+std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, const at::Tensor& rows,
+                                                        const at::Tensor& bank, const std::vector<int64_t>& offset,
+                                                        const at::Tensor& ds) {
+  const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
+  if (project_every_token(bank, B)) {
+    const at::Tensor dall = at::zeros({N * B * E, D}, ds.options())
+                                .index_add_(0, all_token_index(rows, offset, B), ds.reshape({-1, D}))
+                                .view({N * B, E * D});
+    const at::Tensor x2 = xt.reshape({N * B, C});
+    const at::Tensor dbank = at::mm(x2.t(), dall).view({C, E, D}).permute({1, 0, 2}).contiguous();
+    const at::Tensor dxt = at::mm(dall, bank.permute({1, 0, 2}).reshape({C, E * D}).t()).view({N, B, C});
+    return {dxt, dbank};
+  }
+  at::Tensor dbank, dg;
+  project_sorted_backward(gather_rows(xt, rows), bank, offset, ds, dbank, dg);
+  return {scatter_rows(dg, rows, N), dbank};
+}
+
 // Autograd functions take no undefined inputs: a plain side passes an empty bank.
 bool has_bank(const at::Tensor& bank) { return bank.defined() && bank.numel() > 0; }
 at::Tensor bank_or_empty(const at::Tensor& bank, const at::Tensor& like) {
@@ -83,18 +141,15 @@ at::Tensor bank_or_empty(const at::Tensor& bank, const at::Tensor& like) {
 // One side of the dot product for every sorted row: projected (relative) or gathered (plain).
 at::Tensor side_rows(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
                      const std::vector<int64_t>& offset) {
-  const at::Tensor g = gather_rows(xt, rows);
-  return has_bank(bank) ? project_sorted(g, bank, offset) : g;
+  return has_bank(bank) ? project_rows(xt, rows, bank, offset) : gather_rows(xt, rows);
 }
 
-// Gradient of one side: into the bank and the input (relative) or just the vectors (plain).
+// Gradient of one side: into the input and the bank (relative) or just the vectors (plain).
 std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
                                                 const std::vector<int64_t>& offset, const at::Tensor& ds) {
-  const int64_t N = xt.size(0);
-  if (!has_bank(bank)) return {scatter_rows(ds, rows, N).transpose(0, 1), at::Tensor()};
-  at::Tensor dbank, dg;
-  project_sorted_backward(gather_rows(xt, rows), bank, offset, ds, dbank, dg);
-  return {scatter_rows(dg, rows, N).transpose(0, 1), dbank};
+  if (!has_bank(bank)) return {scatter_rows(ds, rows, xt.size(0)).transpose(0, 1), at::Tensor()};
+  auto [dxt, dbank] = project_rows_backward(xt, rows, bank, offset, ds);
+  return {dxt.transpose(0, 1), dbank};
 }
 
 class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
@@ -139,7 +194,7 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
                             const at::Tensor& source_of_row, const std::vector<int64_t>& offset, bool head_sliced) {
     const int64_t B = alpha.size(0), H = alpha.size(1), N = alpha.size(2);
     const at::Tensor xt = token_major(input);
-    const at::Tensor v = project_sorted(gather_rows(xt, source_of_row), bank, offset);  // [R, B, D]
+    const at::Tensor v = project_rows(xt, source_of_row, bank, offset);  // [R, B, D]
     const int64_t R = v.size(0), D = v.size(2);
     const at::Tensor a = gather_rows(alpha.permute({2, 3, 0, 1}).reshape({N * N, B, H}), pair_of_row);  // [R, B, H]
     // head_sliced: [R, B, H, D/H] = a * v per head; else [R, B, H, D] = a (x) v.
@@ -168,15 +223,24 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     const at::Tensor dv = head_sliced ? (dw * a.unsqueeze(-1)).view({R, B, D}) : (dw * a.unsqueeze(-1)).sum(2);
     at::Tensor dalpha_full = at::zeros({N * N, B, H}, da.options());
     dalpha_full.index_copy_(0, pair_of_row, da);
-    at::Tensor dbank, dg;
-    project_sorted_backward(gather_rows(xt, source_of_row), bank, offset, dv, dbank, dg);
-    const at::Tensor dinput = scatter_rows(dg, source_of_row, N).transpose(0, 1);
+    auto [dxt, dbank] = project_rows_backward(xt, source_of_row, bank, offset, dv);
+    const at::Tensor dinput = dxt.transpose(0, 1);
     return {dalpha_full.view({N, N, B, H}).permute({2, 3, 0, 1}), dinput, dbank, at::Tensor(), at::Tensor(),
             at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
+
+void set_projection_algorithm(ProjectionAlgorithm algorithm) { g_algorithm = algorithm; }
+ProjectionAlgorithm projection_algorithm() { return g_algorithm; }
+
+ProjectionAlgorithm parse_projection_algorithm(const std::string& name) {
+  if (name == "auto") return ProjectionAlgorithm::Auto;
+  if (name == "per-matrix") return ProjectionAlgorithm::PerMatrix;
+  if (name == "all-tokens") return ProjectionAlgorithm::AllTokens;
+  throw Error("unknown algorithm '" + name + "' (expected auto, per-matrix or all-tokens)");
+}
 
 PairOrder PairOrder::to(const c10::Device& device) const {
   PairOrder o = *this;

@@ -12,6 +12,7 @@
 // so no [N, N, C'] tensor is laid out by (i, j), nothing is broadcast over the
 // batch, and backward computes weight gradients matrix by matrix.
 // docs/benchmarks.md compares this with the alternatives the design notes list.
+#include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -30,6 +31,13 @@ struct PairOrder {
 };
 
 PairOrder make_pair_order(const RelativeTable& table);
+
+// How relative projections are computed. Auto picks per bank shape; the others
+// force one path (tests prove both exact; `translution bench --algorithm` compares).
+enum class ProjectionAlgorithm { Auto, PerMatrix, AllTokens };
+void set_projection_algorithm(ProjectionAlgorithm algorithm);
+ProjectionAlgorithm projection_algorithm();
+ProjectionAlgorithm parse_projection_algorithm(const std::string& name);  // auto|per-matrix|all-tokens
 
 // Per-head logits [B, H, N, N] (unscaled; 0 at hidden pairs). Each side is either
 // relative (input [B, N, C] and bank [E, C, D]) or plain (vectors [B, N, D] and an

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include <torch/optim/adamw.h>
 
 #include "nn/model_cost.h"
+#include "nn/relative_ops.h"
 #include "nn/vit.h"
 #include "util/device.h"
 #include "util/error.h"
@@ -41,6 +43,9 @@ double best_time(const c10::Device& device, int repeats, F&& f) {
 
 Roofline measure_roofline(const c10::Device& device) {
   at::NoGradGuard no_grad;
+  // The copy uses every core; the GEMM uses BLAS's own threads either way.
+  const int threads = at::get_num_threads();
+  at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
   Roofline r;
   const int64_t n = 2048;
   const auto opts = at::TensorOptions().device(device).dtype(at::kFloat);
@@ -53,6 +58,7 @@ Roofline measure_roofline(const c10::Device& device) {
   at::Tensor dst = at::empty({floats}, opts);
   dst.copy_(src);
   r.bandwidth_gbs = 2.0 * 4.0 * double(floats) / best_time(device, 3, [&] { dst.copy_(src); }) / 1e9;
+  at::set_num_threads(threads);
   return r;
 }
 
@@ -64,8 +70,9 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   BenchResult result;
   result.options = options;
   result.threads = at::get_num_threads();
+  const char* algorithms[] = {"auto", "per-matrix", "all-tokens"};
+  result.algorithm = algorithms[int(projection_algorithm())];
   result.device_name = device_description(options.device);
-  result.roofline = measure_roofline(options.device);
 
   const ViTConfig& c = options.config;
   at::manual_seed(0);
@@ -103,6 +110,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
     if (progress) progress(s + 1, total);
   }
   result.peak_memory_bytes = peak_memory_bytes(options.device);
+  result.roofline = measure_roofline(options.device);  // after the run: its buffers must not count as peak
   std::sort(times.begin(), times.end());
   result.ms_per_step = times[times.size() / 2];
   result.ms_min = times.front();
@@ -128,12 +136,12 @@ std::string BenchResult::to_json() const {
                 "\"device\":\"%s\",\"threads\":%d,\"parameters\":%lld,\"ms_per_step\":%.3f,\"ms_min\":%.3f,"
                 "\"images_per_second\":%.2f,\"peak_memory_bytes\":%lld,\"exact_flops_per_image\":%.0f,"
                 "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
-                "\"fraction_of_floor\":%.4f,\"steps\":%d}",
+                "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\"}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
                 step_flops / (ms_per_step * 1e6), roofline.gemm_gflops, roofline.bandwidth_gbs, floor_ms,
-                fraction_of_floor, options.steps);
+                fraction_of_floor, options.steps, algorithm.c_str());
   return buffer;
 }
 

@@ -39,6 +39,7 @@ struct BenchResult {
   double floor_ms = 0;              // max(work / GEMM rate, weight traffic / bandwidth)
   double fraction_of_floor = 0;     // floor_ms / ms_per_step
   int threads = 1;
+  std::string algorithm;  // how relative projections were computed
   std::string device_name;
   std::string to_json() const;
 };

@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <thread>
 #include <string>
 
 #include <ATen/Parallel.h>
@@ -75,14 +74,8 @@ int64_t peak_memory_bytes(const c10::Device& device) {
 }
 
 void configure_threads() {
-  if (const char* t = std::getenv("TRANSLUTION_THREADS"); t && *t) {
-    at::set_num_threads(std::max(1, std::atoi(t)));
-    return;
-  }
-  const char* env = std::getenv("OMP_NUM_THREADS");
-  if (env && *env) return;
-  const unsigned cores = std::thread::hardware_concurrency();
-  if (cores > 0) at::set_num_threads(int(cores));
+  const char* t = std::getenv("TRANSLUTION_THREADS");
+  at::set_num_threads(t && *t ? std::max(1, std::atoi(t)) : 1);
 }
 
 void synchronize(const c10::Device& device) {

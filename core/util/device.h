@@ -19,8 +19,10 @@ void reset_peak_memory(const c10::Device& device);
 int64_t peak_memory_bytes(const c10::Device& device);
 void synchronize(const c10::Device& device);
 
-// Uses every core for LibTorch's intra-op threads unless OMP_NUM_THREADS says
-// otherwise (some OpenMP runtimes start with one thread in containers).
+// LibTorch's intra-op threads: $TRANSLUTION_THREADS if set, else one. OpenBLAS
+// runs its own thread per core inside every GEMM, and ATen's OpenMP threads
+// spinning beside them cost more than they give: measured on the 2-core machine,
+// one intra-op thread is faster for inference at batch 1 (docs/benchmarks.md).
 void configure_threads();
 
 }  // namespace translution

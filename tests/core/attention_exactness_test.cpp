@@ -8,6 +8,7 @@
 
 #include "naive_attention.h"
 #include "nn/attention.h"
+#include "nn/relative_ops.h"
 
 using namespace translution;
 
@@ -65,10 +66,24 @@ double max_relative_error(const at::Tensor& fast, const at::Tensor& reference) {
   return (fast - reference).abs().max().item<double>() / scale;
 }
 
-class AttentionExactness : public ::testing::TestWithParam<Case> {};
+class AttentionExactness : public ::testing::TestWithParam<Case> {
+ protected:
+  void TearDown() override { set_projection_algorithm(ProjectionAlgorithm::Auto); }
+  void check(const Case& c);
+};
 
-TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReference) {
-  const Case& c = GetParam();
+// Both ways of computing relative projections must be exact.
+TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrix) {
+  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+  check(GetParam());
+}
+
+TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceAllTokens) {
+  set_projection_algorithm(ProjectionAlgorithm::AllTokens);
+  check(GetParam());
+}
+
+void AttentionExactness::check(const Case& c) {
   AttentionSpec spec = attention_choice(c.model).spec;
   spec.lor_shared = c.lor_shared;
   spec.lor_c1 = c.c1;
