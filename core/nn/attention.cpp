@@ -1,6 +1,7 @@
 #include "nn/attention.h"
 
 #include "nn/lor_translution_attention.h"
+#include "nn/positional_attention.h"
 #include "nn/self_attention.h"
 #include "nn/translution_attention.h"
 #include "util/error.h"
@@ -22,6 +23,7 @@ std::shared_ptr<AttentionModule> make_attention(const AttentionSpec& spec, const
     case AttentionMethod::SelfAttention: return std::make_shared<SelfAttention>(shape, layout);
     case AttentionMethod::Translution: return std::make_shared<TranslutionAttention>(spec, shape, layout);
     case AttentionMethod::LoRTranslution: return std::make_shared<LoRTranslutionAttention>(spec, shape, layout);
+    default: return std::make_shared<PositionalAttention>(spec, shape, layout);
   }
   throw Error("unknown attention method");
 }

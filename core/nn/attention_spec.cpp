@@ -24,6 +24,22 @@ std::vector<AttentionChoice> build_choices() {
   AttentionSpec plain;
   out.push_back({"attention", "self-attention with a learned absolute position embedding (ViT)", plain, true});
   out.push_back({"attention-nope", "self-attention without any position embedding", plain, false});
+  const struct {
+    const char* name;
+    AttentionMethod method;
+    const char* description;
+  } baselines[] = {
+      {"rel-key", AttentionMethod::RelativeKeyVector, "relative key vector (Shaw et al.): k_j + r[delta_ij]"},
+      {"rel-value", AttentionMethod::RelativeValueVector, "relative value vector (Shaw et al.): v_j + r[delta_ij]"},
+      {"rel-bias", AttentionMethod::RelativeBias, "relative scalar bias per head (Swin, CoAtNet)"},
+      {"gpsa", AttentionMethod::GatedPositional, "gated positional self-attention (ConViT)"},
+      {"rope", AttentionMethod::Rotary, "2-D rotary position embedding (RoFormer)"},
+  };
+  for (const auto& b : baselines) {
+    AttentionSpec spec;
+    spec.method = b.method;
+    out.push_back({b.name, b.description, spec, false});
+  }
   for (const std::string letters : {"QKV", "Q", "K", "V", "QK", "QV", "KV"}) {
     const std::string which = letters == "QKV" ? "query, key and value" : letters;
     out.push_back(make_relative("translution", AttentionMethod::Translution, letters, PairEncoding::Relative,
@@ -48,7 +64,15 @@ std::string AttentionSpec::qkv_letters() const {
 }
 
 std::string AttentionSpec::name() const {
-  if (method == AttentionMethod::SelfAttention) return "attention";
+  switch (method) {
+    case AttentionMethod::SelfAttention: return "attention";
+    case AttentionMethod::RelativeKeyVector: return "rel-key";
+    case AttentionMethod::RelativeValueVector: return "rel-value";
+    case AttentionMethod::RelativeBias: return "rel-bias";
+    case AttentionMethod::GatedPositional: return "gpsa";
+    case AttentionMethod::Rotary: return "rope";
+    default: break;
+  }
   std::string prefix = method == AttentionMethod::Translution ? "translution" : "lor";
   if (encoding == PairEncoding::Absolute) prefix += "-abs";
   std::string letters = qkv_letters(), lower;

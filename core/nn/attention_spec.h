@@ -8,9 +8,14 @@
 namespace translution {
 
 enum class AttentionMethod {
-  SelfAttention,   // plain multi-head self-attention (position only via the ViT's embedding)
-  Translution,     // ICLR Eq. 1: offset-indexed matrices for the chosen of q, k, v
-  LoRTranslution,  // ICLR Eq. 2: low-rank relative matrices, plus shared terms by default
+  SelfAttention,        // plain multi-head self-attention (position only via the ViT's embedding)
+  Translution,          // ICLR Eq. 1: offset-indexed matrices for the chosen of q, k, v
+  LoRTranslution,       // ICLR Eq. 2: low-rank relative matrices, plus shared terms by default
+  RelativeKeyVector,    // Shaw et al.: k_j + r[delta_ij]
+  RelativeValueVector,  // Shaw et al.: v_j + r[delta_ij]
+  RelativeBias,         // Swin / CoAtNet: a_ij + b[delta_ij] per head
+  GatedPositional,      // ConViT's GPSA: content and positional attention mixed by a learned gate
+  Rotary,               // 2-D RoPE: q and k rotated by each token's (x, y)
 };
 
 struct AttentionSpec {
@@ -23,7 +28,8 @@ struct AttentionSpec {
   int64_t lor_c1 = 8, lor_c2 = 8;
   bool lor_shared = true;
 
-  bool relative() const { return method != AttentionMethod::SelfAttention; }
+  // Translution or LoR-Translution (the operators with relative matrices).
+  bool relative() const { return method == AttentionMethod::Translution || method == AttentionMethod::LoRTranslution; }
   std::string qkv_letters() const;  // "QKV", "V", ...
   std::string name() const;         // the CLI name, e.g. "translution-qk"
   void validate() const;            // throws translution::Error

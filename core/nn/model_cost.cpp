@@ -12,7 +12,15 @@ double attention_block_macs(const ViTConfig& c, const AttentionSpec& s) {
   macs += 2 * N * N * D;  // logits and the weighted sum of values
   switch (s.method) {
     case AttentionMethod::SelfAttention:
+    case AttentionMethod::RelativeBias:
+    case AttentionMethod::GatedPositional:
+    case AttentionMethod::Rotary:
       return macs + 3 * N * C * D;
+    case AttentionMethod::RelativeKeyVector:
+    case AttentionMethod::RelativeValueVector: {
+      const TokenLayout grid = TokenLayout::grid(c.grid_height(), c.grid_width(), true);
+      return macs + 3 * N * C * D + N * double(make_relative_table(grid).entries) * D;  // q r^T or alpha r
+    }
     case AttentionMethod::Translution:
       for (bool rel : {s.rel_q, s.rel_k, s.rel_v}) macs += rel ? N * N * C * D : N * C * D;
       return macs;

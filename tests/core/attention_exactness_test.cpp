@@ -34,7 +34,8 @@ std::vector<Case> all_cases() {
   const std::vector<TokenLayout> layouts = {TokenLayout::grid(2, 3, true),  TokenLayout::grid(3, 2, false),
                                             TokenLayout::grid(1, 4, true),  TokenLayout::sequence(5, true),
                                             TokenLayout::sequence(4, false, true)};
-  const std::vector<AttentionShape> shapes = {{5, 2, 3}, {4, 1, 4}};  // two heads; one head spanning the width
+  // two heads; one head spanning the width (head dims divisible by 4 for 2-D RoPE)
+  const std::vector<AttentionShape> shapes = {{5, 2, 4}, {4, 1, 4}};
   int n = 0;
   for (const auto& choice : attention_choices()) {
     if (choice.spec.encoding == PairEncoding::Absolute) continue;

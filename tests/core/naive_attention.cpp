@@ -48,6 +48,27 @@ PairEntries entries(const TokenLayout& l, PairEncoding enc, int64_t i, int64_t j
   return {e, e, e};
 }
 
+// RoPE (RoFormer), 2-D: dimension pair k of a head turns by x * theta_k for the
+// first half of the pairs and y * theta_k for the second; 1-D: all pairs by x.
+// theta_k = 10000^(-k / pairs_per_axis). The CLS token is not rotated.
+at::Tensor rotate_naive(const at::Tensor& vec, const TokenLayout& l, int64_t token, int64_t heads) {
+  const Pos p = pos(l, token);
+  if (p.cls) return vec;
+  const int64_t dh = vec.size(0) / heads, pairs = dh / 2;
+  const bool two_d = l.kind == TokenLayout::Kind::Grid2D;
+  const int64_t per_axis = two_d ? pairs / 2 : pairs;
+  std::vector<at::Tensor> out;
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t k = 0; k < pairs; ++k) {
+      const int64_t axis_k = k % per_axis;
+      const double angle = double(two_d && k >= per_axis ? p.y : p.x) * std::pow(10000.0, -double(axis_k) / double(per_axis));
+      const at::Tensor a = vec[h * dh + 2 * k], b = vec[h * dh + 2 * k + 1];
+      out.push_back(a * std::cos(angle) - b * std::sin(angle));
+      out.push_back(a * std::sin(angle) + b * std::cos(angle));
+    }
+  return at::stack(out);
+}
+
 at::Tensor param(const torch::nn::Module& m, const std::string& name) {
   for (const auto& p : m.named_parameters(true))
     if (p.key() == name) return p.value();
@@ -64,12 +85,14 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
   const double scale = 1.0 / std::sqrt(double(dh));
   const bool translution = spec.method == AttentionMethod::Translution;
   const bool lor = spec.method == AttentionMethod::LoRTranslution;
+  const AttentionMethod m = spec.method;
+  const bool positional = !translution && !lor && m != AttentionMethod::SelfAttention;
   const char* names[3] = {"q", "k", "v"};
   const bool rel[3] = {spec.relative() && spec.rel_q, spec.relative() && spec.rel_k, spec.relative() && spec.rel_v};
 
   // Shared (position-free) projections as C x C' matrices, where the operator has them.
   at::Tensor shared[3];
-  if (spec.method == AttentionMethod::SelfAttention) {
+  if (spec.method == AttentionMethod::SelfAttention || positional) {
     const auto w = param(module, "to_qkv.weight").t().chunk(3, 1);
     for (int r = 0; r < 3; ++r) shared[r] = w[r];
   } else {
@@ -83,6 +106,7 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
     std::vector<at::Tensor> out_rows;
     for (int64_t i = 0; i < N; ++i) {
       std::vector<at::Tensor> logits(static_cast<size_t>(N * H));
+      std::vector<at::Tensor> position_logits(static_cast<size_t>(N * H));  // GPSA
       std::vector<at::Tensor> values(static_cast<size_t>(N));
       for (int64_t j = 0; j < N; ++j) {
         const PairEntries e = entries(layout, spec.encoding, i, j);
@@ -111,6 +135,23 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
                                param(module, "v_up"));
           if (spec.lor_shared) w = w + shared[2];
           v = row_times(f[j], w);
+        } else if (positional) {
+          at::Tensor q = row_times(f[i], shared[0]), k = row_times(f[j], shared[1]);
+          v = row_times(f[j], shared[2]);
+          const int64_t e_ij = layout.causal ? (j <= i ? i - j : 0) : paper_entry(layout, i, j);
+          if (m == AttentionMethod::Rotary) q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);
+          if (m == AttentionMethod::RelativeKeyVector) k = k + param(module, "rel")[e_ij];
+          if (m == AttentionMethod::RelativeValueVector) v = v + param(module, "rel")[e_ij];
+          a = (q.view({H, dh}) * k.view({H, dh})).sum(-1);
+          if (m == AttentionMethod::RelativeBias) a = a + param(module, "rel").select(1, e_ij) / scale;  // bias is not scaled
+          if (m == AttentionMethod::GatedPositional) {
+            const Pos pi = pos(layout, i), pj = pos(layout, j);
+            double dx = 0, dy = 0, d2 = 0;
+            if (!pi.cls && !pj.cls) dx = double(pi.x - pj.x), dy = double(pi.y - pj.y), d2 = dx * dx + dy * dy;
+            const at::Tensor r = at::tensor({dx, dy, d2}, x.options());
+            const at::Tensor w = param(module, "gpsa_w");
+            for (int64_t h = 0; h < H; ++h) position_logits[size_t(j * H + h)] = (w[h] * r).sum();
+          }
         } else {
           a = (row_times(f[i], shared[0]).view({H, dh}) * row_times(f[j], shared[1]).view({H, dh})).sum(-1);
           v = row_times(f[j], shared[2]);
@@ -125,7 +166,17 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
       for (int64_t h = 0; h < H; ++h) {
         std::vector<at::Tensor> row;
         for (int64_t j = 0; j < N; ++j) row.push_back(logits[size_t(j * H + h)]);
-        const at::Tensor alpha = at::softmax(at::stack(row), 0);
+        at::Tensor alpha = at::softmax(at::stack(row), 0);
+        if (m == AttentionMethod::GatedPositional) {
+          std::vector<at::Tensor> prow;
+          for (int64_t j = 0; j < N; ++j)
+            prow.push_back(layout.causal && j > i ? at::full({}, -std::numeric_limits<double>::infinity(), x.options())
+                                                 : position_logits[size_t(j * H + h)]);
+          const at::Tensor beta = at::softmax(at::stack(prow), 0);
+          const at::Tensor gate = at::sigmoid(param(module, "gpsa_gate")[h]);
+          const at::Tensor mixed = (1 - gate) * alpha + gate * beta;
+          alpha = mixed / mixed.sum();
+        }
         at::Tensor acc = at::zeros({dh}, x.options());
         for (int64_t j = 0; j < N; ++j) acc = acc + alpha[j] * values[size_t(j)].narrow(0, h * dh, dh);
         head_outputs.push_back(acc);

@@ -1,0 +1,128 @@
+#include "nn/positional_attention.h"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+#include "nn/attention_math.h"
+#include "nn/self_attention.h"
+#include "util/error.h"
+
+namespace translution {
+
+at::Tensor PositionalAttention::gpsa_features(const RelativeTable& t) {
+  const int64_t N = t.tokens();
+  at::Tensor r = at::zeros({N, N, 3}, at::kDouble);
+  auto ra = r.accessor<double, 3>();
+  auto e = t.entry.accessor<int64_t, 2>();
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      const EntryInfo& info = t.info[size_t(e[i][j])];
+      if (info.kind != EntryInfo::Kind::Offset) continue;
+      ra[i][j][0] = double(info.dx);
+      ra[i][j][1] = double(info.dy);
+      ra[i][j][2] = double(info.dx * info.dx + info.dy * info.dy);
+    }
+  return r;
+}
+
+at::Tensor PositionalAttention::rope_angles(const TokenLayout& layout, int64_t head_dim) {
+  const int64_t N = layout.tokens(), pairs = head_dim / 2, first = layout.cls ? 1 : 0;
+  const bool two_d = layout.kind == TokenLayout::Kind::Grid2D;
+  // 2-D: the first half of the pairs turn with x, the second half with y.
+  const int64_t per_axis = two_d ? pairs / 2 : pairs;
+  at::Tensor angles = at::zeros({N, pairs}, at::kDouble);
+  auto a = angles.accessor<double, 2>();
+  for (int64_t t = first; t < N; ++t) {
+    const int64_t p = t - first, x = p % layout.width, y = p / layout.width;
+    for (int64_t k = 0; k < pairs; ++k) {
+      const int64_t axis_k = k % per_axis;
+      const double theta = std::pow(10000.0, -double(axis_k) / double(per_axis));
+      a[t][k] = double(two_d && k >= per_axis ? y : x) * theta;
+    }
+  }
+  return angles;  // double: converted to the input's dtype on use, so double runs stay exact
+}
+
+PositionalAttention::PositionalAttention(const AttentionSpec& spec, const AttentionShape& shape,
+                                         const TokenLayout& layout)
+    : method_(spec.method), shape_(shape), table_(make_relative_table(layout)) {
+  const int64_t E = table_.entries, H = shape.heads, D = shape.inner();
+  to_qkv_ = register_module("to_qkv", torch::nn::Linear(torch::nn::LinearOptions(shape.dim, 3 * D).bias(false)));
+  if (needs_output_projection(shape)) to_out_ = register_module("to_out", torch::nn::Linear(D, shape.dim));
+  entry_ = table_.entry;
+  if (layout.causal) valid_ = table_.valid;
+  switch (method_) {
+    case AttentionMethod::RelativeKeyVector:
+    case AttentionMethod::RelativeValueVector:
+      rel_ = register_parameter("rel", at::randn({E, D}) * 0.02);
+      break;
+    case AttentionMethod::RelativeBias:
+      rel_ = register_parameter("rel", at::randn({H, E}) * 0.02);
+      break;
+    case AttentionMethod::GatedPositional:
+      // ConViT-style local start: prefer near tokens (weight -1 on the squared distance), gate at sigmoid(1).
+      gpsa_w_ = register_parameter("gpsa_w", at::tensor({0.0f, 0.0f, -1.0f}).repeat({H, 1}));
+      gpsa_gate_ = register_parameter("gpsa_gate", at::ones({H}));
+      features_ = gpsa_features(table_);
+      break;
+    case AttentionMethod::Rotary: {
+      const int64_t quantum = layout.kind == TokenLayout::Kind::Grid2D ? 4 : 2;
+      if (shape.head_dim % quantum != 0)
+        throw Error("rope: head dim " + std::to_string(shape.head_dim) + " must be a multiple of " +
+                    std::to_string(quantum) + " (dimension pairs" +
+                    (quantum == 4 ? ", half for x and half for y)" : ")"));
+      const at::Tensor angles = rope_angles(layout, shape.head_dim);
+      cos_ = angles.cos();
+      sin_ = angles.sin();
+      break;
+    }
+    default:
+      throw Error("positional attention cannot build '" + spec.name() + "'");
+  }
+}
+
+at::Tensor PositionalAttention::rotate(const at::Tensor& x) const {
+  const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim;
+  const at::Tensor pairs = x.view({B, N, H, dh / 2, 2});
+  const at::Tensor a = pairs.select(-1, 0), b = pairs.select(-1, 1);
+  const at::Tensor c = cos_.to(x.options()).view({1, N, 1, dh / 2}), s = sin_.to(x.options()).view({1, N, 1, dh / 2});
+  return at::stack({a * c - b * s, a * s + b * c}, -1).view({B, N, H * dh});
+}
+
+at::Tensor PositionalAttention::forward(const at::Tensor& x, at::Tensor* probs) {
+  const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim, E = table_.entries;
+  const auto qkv = to_qkv_->forward(x).chunk(3, -1);
+  at::Tensor q = qkv[0], k = qkv[1];
+  if (method_ == AttentionMethod::Rotary) q = rotate(q), k = rotate(k);
+  const at::Tensor entry = on_device(entry_, x.device());
+  const at::Tensor valid = on_device(valid_, x.device());
+
+  at::Tensor logits = attention_logits(q, k, H);  // [B, H, N, N]
+  if (method_ == AttentionMethod::RelativeKeyVector) {
+    // q_i . r[d_ij]: every query against every offset vector, then pick each pair's.
+    const at::Tensor qr = at::einsum("bnhd,ehd->bhne", {q.view({B, N, H, dh}), rel_.view({E, H, dh})});
+    logits = logits + qr.gather(3, entry.view({1, 1, N, N}).expand({B, H, N, N}));
+  }
+  logits = logits / std::sqrt(double(dh));
+  if (method_ == AttentionMethod::RelativeBias) logits = logits + rel_.index_select(1, entry.reshape({-1})).view({1, H, N, N});
+  at::Tensor alpha = attention_softmax(logits, valid);
+  if (method_ == AttentionMethod::GatedPositional) {
+    const at::Tensor scores = at::matmul(features_.to(x.options()), gpsa_w_.t()).permute({2, 0, 1});  // [H, N, N]
+    const at::Tensor beta = attention_softmax(scores.unsqueeze(0), valid);
+    const at::Tensor gate = at::sigmoid(gpsa_gate_).view({1, H, 1, 1});
+    const at::Tensor mixed = (1 - gate) * alpha + gate * beta;
+    alpha = mixed / mixed.sum(-1, true);
+  }
+  if (probs) *probs = alpha.detach();
+  at::Tensor out = attend_values(alpha, qkv[2], H);
+  if (method_ == AttentionMethod::RelativeValueVector) {
+    // sum_j alpha_ij r[d_ij]: gather attention by offset, then one product with r.
+    const at::Tensor by_offset = at::zeros({B, H, N, E}, alpha.options())
+                                     .scatter_add_(3, entry.view({1, 1, N, N}).expand({B, H, N, N}), alpha);
+    out = out + at::einsum("bhne,ehd->bnhd", {by_offset, rel_.view({E, H, dh})}).reshape({B, N, H * dh});
+  }
+  return to_out_ ? to_out_->forward(out) : out;
+}
+
+}  // namespace translution
