@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Measures what docs/benchmarks.md reports: one JSON line per measurement.
+# Usage: bench/run_benchmarks.sh [build-dir] > results.jsonl   (about 6 minutes on 2 cores)
+set -euo pipefail
+cli=${1:-build}/app/translution
+common=(--preset A --image 84 --patch 12)
+for m in attention lor translution; do
+  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 20 --json
+done
+for m in attention lor; do
+  "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --json
+done
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --json
+# Algorithm choice: both ways of computing relative projections, forced.
+for a in per-matrix all-tokens; do
+  for m in lor translution; do
+    "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 10 --algorithm "$a" --json
+  done
+  "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --algorithm "$a" --json
+done
+# Intra-op threads (OpenBLAS threads its GEMMs either way).
+for t in 1 2; do
+  for m in attention translution; do
+    TRANSLUTION_THREADS=$t "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 10 --json
+  done
+done
