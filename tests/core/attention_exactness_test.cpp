@@ -23,6 +23,9 @@ struct Case {
   int64_t c1 = 2, c2 = 3;
 };
 
+// Keeps ctest's test names and gtest's messages readable.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 std::string layout_tag(const TokenLayout& l) {
   if (l.kind == TokenLayout::Kind::Sequence1D)
     return std::string(l.causal ? "causal" : "seq") + std::to_string(l.width) + (l.cls ? "cls" : "");
