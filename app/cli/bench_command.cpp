@@ -15,13 +15,14 @@ namespace {
 
 const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] [--image 84] [--patch 12]
                          [--mode infer|train] [--batch B] [--device auto|cpu|cuda]
-                         [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--json]
+                         [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute] [--json]
 
 infer: one forward pass without gradients; train: forward, backward and an AdamW
 step. Reports the median ms per step, images/s, peak memory (resident set on CPU,
 allocator peak on CUDA), the exact FLOPs per image, and the fraction of this
 machine's floor (GEMM rate and memory bandwidth measured in the same run).
---algorithm forces how relative projections are computed (default: by shape).
+--algorithm forces how relative projections are computed (default: by shape);
+--recompute trades time for memory (backward recomputes pair projections).
 )";
 
 }  // namespace
@@ -32,8 +33,9 @@ int bench_command(const std::vector<std::string>& words) {
       std::cout << kBenchUsage;
       return 0;
     }
-  const Args args(words, model_flags({"json"}), model_options({"mode", "batch", "device", "steps", "warmup", "algorithm"}));
+  const Args args(words, model_flags({"json", "recompute"}), model_options({"mode", "batch", "device", "steps", "warmup", "algorithm"}));
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
+  set_recompute_pair_rows(args.flag("recompute"));
   BenchOptions options;
   options.config = config_from_args(args);
   options.mode = args.get("mode", "infer");

@@ -82,6 +82,7 @@ at::Tensor scatter_rows(const at::Tensor& rows_grad, const at::Tensor& index, in
 // arithmetic, a few ops instead of hundreds. At batch 32 the per-matrix GEMMs are
 // large enough to win again. Measured in docs/benchmarks.md.
 std::atomic<ProjectionAlgorithm> g_algorithm{ProjectionAlgorithm::Auto};
+std::atomic<bool> g_recompute{false};
 
 bool project_every_token(const at::Tensor& bank, int64_t batch) {
   switch (g_algorithm.load()) {
@@ -165,7 +166,9 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const at::Tensor dots = (sq * sk).view({R, B, heads, D / heads}).sum(-1);  // [R, B, H]
     at::Tensor full = at::zeros({N * N, B, heads}, dots.options());
     full.index_copy_(0, pair_of_row, dots);
-    ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row, sq, sk});
+    const bool keep = !g_recompute.load();
+    ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row,
+                            keep ? sq : at::Tensor(), keep ? sk : at::Tensor()});
     ctx->saved_data["offset"] = offset;
     return full.view({N, N, B, heads}).permute({2, 3, 0, 1});
   }
@@ -173,8 +176,10 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto s = ctx->get_saved_variables();
     const at::Tensor &qt = s[0], &q_bank = s[1], &kt = s[2], &k_bank = s[3], &pair_of_row = s[4];
-    const at::Tensor &query_of_row = s[5], &source_of_row = s[6], &sq = s[7], &sk = s[8];
+    const at::Tensor &query_of_row = s[5], &source_of_row = s[6];
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
+    const at::Tensor sq = s[7].defined() ? s[7] : side_rows(qt, q_bank, query_of_row, offset);
+    const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset);
     const int64_t R = sq.size(0), B = sq.size(1), D = sq.size(2), N = qt.size(0);
     const int64_t H = grads[0].size(1);
     const at::Tensor dfull = grads[0].permute({2, 3, 0, 1}).reshape({N * N, B, H});
@@ -201,7 +206,8 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     const at::Tensor weighted = head_sliced ? a.unsqueeze(-1) * v.view({R, B, H, D / H})
                                             : a.unsqueeze(-1) * v.unsqueeze(2);
     const at::Tensor out = scatter_rows(weighted, query_of_row, N);  // [N, B, H, *]
-    ctx->save_for_backward({xt, bank, v, a, pair_of_row, query_of_row, source_of_row});
+    ctx->save_for_backward({xt, bank, g_recompute.load() ? at::Tensor() : v, a, pair_of_row, query_of_row,
+                            source_of_row});
     ctx->saved_data["offset"] = offset;
     ctx->saved_data["head_sliced"] = head_sliced;
     return head_sliced ? out.view({N, B, D}).transpose(0, 1) : out.transpose(0, 1);
@@ -209,9 +215,10 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto s = ctx->get_saved_variables();
-    const at::Tensor &xt = s[0], &bank = s[1], &v = s[2], &a = s[3], &pair_of_row = s[4], &query_of_row = s[5],
+    const at::Tensor &xt = s[0], &bank = s[1], &a = s[3], &pair_of_row = s[4], &query_of_row = s[5],
                      &source_of_row = s[6];
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
+    const at::Tensor v = s[2].defined() ? s[2] : project_rows(xt, source_of_row, bank, offset);
     const bool head_sliced = ctx->saved_data["head_sliced"].toBool();
     const int64_t R = v.size(0), B = v.size(1), D = v.size(2), H = a.size(2), N = xt.size(0);
     // Gradient reaching each pair row from its query's output.
@@ -233,6 +240,8 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
 }  // namespace
 
 void set_projection_algorithm(ProjectionAlgorithm algorithm) { g_algorithm = algorithm; }
+void set_recompute_pair_rows(bool recompute) { g_recompute = recompute; }
+bool recompute_pair_rows() { return g_recompute; }
 ProjectionAlgorithm projection_algorithm() { return g_algorithm; }
 
 ProjectionAlgorithm parse_projection_algorithm(const std::string& name) {

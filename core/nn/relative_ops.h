@@ -39,6 +39,12 @@ void set_projection_algorithm(ProjectionAlgorithm algorithm);
 ProjectionAlgorithm projection_algorithm();
 ProjectionAlgorithm parse_projection_algorithm(const std::string& name);  // auto|per-matrix|all-tokens
 
+// Memory for time: when on, backward recomputes the pair-sorted q, k and v rows
+// instead of keeping them from forward (one more forward's projection GEMMs;
+// 3 x pairs x batch x C' floats less per layer). Off by default.
+void set_recompute_pair_rows(bool recompute);
+bool recompute_pair_rows();
+
 // Per-head logits [B, H, N, N] (unscaled; 0 at hidden pairs). Each side is either
 // relative (input [B, N, C] and bank [E, C, D]) or plain (vectors [B, N, D] and an
 // undefined bank).

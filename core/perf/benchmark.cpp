@@ -72,6 +72,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.threads = at::get_num_threads();
   const char* algorithms[] = {"auto", "per-matrix", "all-tokens"};
   result.algorithm = algorithms[int(projection_algorithm())];
+  result.recompute = recompute_pair_rows();
   result.device_name = device_description(options.device);
 
   const ViTConfig& c = options.config;
@@ -136,12 +137,12 @@ std::string BenchResult::to_json() const {
                 "\"device\":\"%s\",\"threads\":%d,\"parameters\":%lld,\"ms_per_step\":%.3f,\"ms_min\":%.3f,"
                 "\"images_per_second\":%.2f,\"peak_memory_bytes\":%lld,\"exact_flops_per_image\":%.0f,"
                 "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
-                "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\"}",
+                "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
                 step_flops / (ms_per_step * 1e6), roofline.gemm_gflops, roofline.bandwidth_gbs, floor_ms,
-                fraction_of_floor, options.steps, algorithm.c_str());
+                fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false");
   return buffer;
 }
 

@@ -40,6 +40,7 @@ struct BenchResult {
   double fraction_of_floor = 0;     // floor_ms / ms_per_step
   int threads = 1;
   std::string algorithm;  // how relative projections were computed
+  bool recompute = false; // pair rows recomputed in backward
   std::string device_name;
   std::string to_json() const;
 };

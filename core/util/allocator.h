@@ -4,6 +4,7 @@
 // Keeping freed memory in the process makes the next step reuse warm pages:
 // measured 12.9 s -> 7.3 s per Translution ViT-A/12 training step at batch 32
 // (docs/benchmarks.md). The cost: resident memory does not shrink after a peak.
+// TRANSLUTION_KEEP_FREED_MEMORY=0 turns it off.
 namespace translution {
 
 void keep_freed_memory();

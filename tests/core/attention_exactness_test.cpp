@@ -72,7 +72,10 @@ double max_relative_error(const at::Tensor& fast, const at::Tensor& reference) {
 
 class AttentionExactness : public ::testing::TestWithParam<Case> {
  protected:
-  void TearDown() override { set_projection_algorithm(ProjectionAlgorithm::Auto); }
+  void TearDown() override {
+    set_projection_algorithm(ProjectionAlgorithm::Auto);
+    set_recompute_pair_rows(false);
+  }
   void check(const Case& c);
 };
 
@@ -84,6 +87,13 @@ TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrix) {
 
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceAllTokens) {
   set_projection_algorithm(ProjectionAlgorithm::AllTokens);
+  check(GetParam());
+}
+
+// Recomputing pair rows in backward must give the same gradients.
+TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceRecomputed) {
+  if (!attention_choice(GetParam().model).spec.relative()) GTEST_SKIP() << "no relative projections";
+  set_recompute_pair_rows(true);
   check(GetParam());
 }
 

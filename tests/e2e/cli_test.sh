@@ -48,5 +48,13 @@ err=$("$cli" model info --model attention --patch 13 2>&1)
 check "bad patch exits non-zero" test $? -ne 0
 check "bad patch says why" grep -q "patch size 13 does not divide the 84x84 image" <<<"$err"
 
+# A tiny training-step benchmark: one JSON object with the figures the docs use.
+bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --json)
+check "bench exits 0" test $? -eq 0
+for key in ms_per_step images_per_second peak_memory_bytes exact_flops_per_image fraction_of_floor; do
+  check "bench reports $key" grep -q "\"$key\":" <<<"$bench"
+done
+check "bench rejects a bad mode" bash -c "! \"$cli\" bench --model attention --mode sing 2>/dev/null"
+
 echo "e2e_cli: $failures failed"
 test $failures -eq 0
