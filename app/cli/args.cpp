@@ -1,6 +1,7 @@
 #include "cli/args.h"
 
 #include <cstdlib>
+#include <iostream>
 
 #include "util/error.h"
 
@@ -62,6 +63,19 @@ double Args::get_double(const std::string& name, double fallback) const {
   const double parsed = std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0') throw Error("--" + name + " expects a number, got '" + v + "'");
   return parsed;
+}
+
+std::optional<int> usage_exit(const std::vector<std::string>& words, const char* usage, bool need_subcommand) {
+  if (need_subcommand && words.empty()) {
+    std::cout << usage;
+    return 2;
+  }
+  for (const auto& w : words)
+    if (w == "--help" || w == "-h") {
+      std::cout << usage;
+      return 0;
+    }
+  return std::nullopt;
 }
 
 }  // namespace translution::cli

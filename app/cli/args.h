@@ -2,6 +2,7 @@
 // A small command-line parser: positional words, `--key value`, `--key=value`
 // and `--flag`. Unknown options are errors, so a typo never silently does nothing.
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,5 +28,9 @@ class Args {
   std::map<std::string, std::string> values_;
   std::vector<std::string> positional_;
 };
+
+// For `translution GROUP SUB ...`: prints `usage` and returns the exit status when
+// nothing was given (2) or --help appears anywhere (0); otherwise nothing.
+std::optional<int> usage_exit(const std::vector<std::string>& words, const char* usage, bool need_subcommand = true);
 
 }  // namespace translution::cli

@@ -28,11 +28,7 @@ machine's floor (GEMM rate and memory bandwidth measured in the same run).
 }  // namespace
 
 int bench_command(const std::vector<std::string>& words) {
-  for (const auto& w : words)
-    if (w == "--help") {
-      std::cout << kBenchUsage;
-      return 0;
-    }
+  if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
   const Args args(words, model_flags({"json", "recompute"}), model_options({"mode", "batch", "device", "steps", "warmup", "algorithm"}));
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));

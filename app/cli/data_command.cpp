@@ -120,17 +120,9 @@ int render(const Args& args) {
 }  // namespace
 
 int data_command(const std::vector<std::string>& words) {
-  if (words.empty() || words[0] == "--help") {
-    std::cout << kDataUsage;
-    return words.empty() ? 2 : 0;
-  }
+  if (const auto status = usage_exit(words, kDataUsage)) return *status;
   const std::string sub = words[0];
   const std::vector<std::string> rest(words.begin() + 1, words.end());
-  for (const auto& w : rest)
-    if (w == "--help") {
-      std::cout << kDataUsage;
-      return 0;
-    }
   if (sub == "fetch") return fetch(Args(rest, {}, {"data-dir"}));
   if (sub == "info") return info(Args(rest, {"json"}, {"data-dir"}));
   if (sub == "render")

@@ -62,17 +62,9 @@ int info(const Args& args) {
 }  // namespace
 
 int model_command(const std::vector<std::string>& words) {
-  if (words.empty() || words[0] == "--help") {
-    std::cout << kModelUsage;
-    return words.empty() ? 2 : 0;
-  }
+  if (const auto status = usage_exit(words, kModelUsage)) return *status;
   const std::string sub = words[0];
   const std::vector<std::string> rest(words.begin() + 1, words.end());
-  for (const auto& w : rest)
-    if (w == "--help") {
-      std::cout << kModelUsage;
-      return 0;
-    }
   if (sub == "list") return list();
   if (sub == "info") return info(Args(rest, model_flags({"json"}), model_options({})));
   throw Error("unknown model command '" + sub + "' (expected list or info)");
