@@ -21,10 +21,9 @@
 
 namespace {
 
-// Before QApplication exists: screenshots never need a display.
-bool wants_screenshot(int argc, char** argv) {
+bool has_argument(int argc, char** argv, const char* prefix) {
   for (int i = 1; i < argc; ++i)
-    if (QByteArray(argv[i]).startsWith("--screenshot")) return true;
+    if (QByteArray(argv[i]).startsWith(prefix)) return true;
   return false;
 }
 
@@ -62,8 +61,12 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
 int main(int argc, char** argv) {
   translution::keep_freed_memory();
   translution::configure_threads();
-  const bool screenshot = wants_screenshot(argc, argv);
-  if (screenshot && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  // Decided before QApplication exists: screenshots and --help never need a display.
+  const bool screenshot = has_argument(argc, argv, "--screenshot");
+  const bool headless = screenshot || ((has_argument(argc, argv, "--help") || has_argument(argc, argv, "--version") ||
+                                        has_argument(argc, argv, "-h")) &&
+                                       qEnvironmentVariableIsEmpty("DISPLAY"));
+  if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   QApplication::setOrganizationName("Translution");
   QApplication::setApplicationName("Translution Studio");
