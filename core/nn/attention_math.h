@@ -1,18 +1,17 @@
 #pragma once
-// The shared arithmetic of all attention operators, for plain ([B, N, D]) and
-// pair ([N, N, B, D], token-major, indexed by query i and source j) queries,
-// keys and values.
+// The shared arithmetic of attention over plain (position-free) queries, keys and
+// values, [B, N, D]. Pair-dependent ones go through nn/relative_ops.
 #include <ATen/core/Tensor.h>
 
 namespace translution {
 
-// Per-head dot products: [B, H, N, N], not yet scaled.
+// Per-head dot products q_i . k_j: [B, H, N, N], not yet scaled.
 at::Tensor attention_logits(const at::Tensor& q, const at::Tensor& k, int64_t heads);
 
 // Softmax over sources; `valid` ([N, N] bool, may be undefined) hides pairs.
 at::Tensor attention_softmax(const at::Tensor& logits, const at::Tensor& valid);
 
-// sum_j alpha[b, h, i, j] v[.., j, h-slice]: [B, N, D].
+// sum_j alpha[b, h, i, j] v[b, j, h-slice]: [B, N, D].
 at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t heads);
 
 }  // namespace translution
