@@ -27,8 +27,8 @@ class LoRTranslutionAttention : public AttentionModule {
   AttentionSpec spec_;
   AttentionShape shape_;
   RelativeTable table_;
-  int64_t low_in_, low_out_;  // C1 and C2 times heads
   PairOrder order_, order_on_device_;
+  int64_t low_in_, low_out_;  // C1 and C2 times heads
   at::Tensor banks_[3];  // [E, C1 H, C2 H] (k stored mirrored)
   torch::nn::Linear down_[3] = {nullptr, nullptr, nullptr};  // C -> C1 H (relative) or C2 H (plain q/k)
   at::Tensor up_v_;                                          // [C2 H, C'] for relative values
