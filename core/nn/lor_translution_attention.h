@@ -19,7 +19,6 @@ class LoRTranslutionAttention : public AttentionModule {
   LoRTranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape, const TokenLayout& layout);
   at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) override;
   std::vector<OffsetMagnitudes> offset_magnitudes() const override;
-  const RelativeTable* table() const override { return &table_; }
 
  private:
   at::Tensor low_rank_side(int role, const at::Tensor& x);

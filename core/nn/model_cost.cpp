@@ -48,9 +48,7 @@ ModelCost model_cost(const ViTConfig& c) {
   const double patches = N - 1, patch_dim = double(c.patch * c.patch * c.channels);
   cost.exact_macs = patches * patch_dim * C + C * double(c.classes);
   for (int64_t b = 0; b < c.depth; ++b) {
-    const double attention = attention_block_macs(c, c.attention_spec(b));
-    cost.attention_macs += attention;
-    cost.exact_macs += attention + 2 * N * C * double(c.mlp_dim);
+    cost.exact_macs += attention_block_macs(c, c.attention_spec(b)) + 2 * N * C * double(c.mlp_dim);
   }
   const AttentionSpec last = c.attention_spec(c.depth - 1);
   if (last.relative())

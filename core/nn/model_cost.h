@@ -10,7 +10,6 @@ namespace translution {
 
 struct ModelCost {
   double exact_macs = 0;         // per image, forward
-  double attention_macs = 0;     // the part in attention layers (projections, logits, sums)
   int64_t relative_entries = 0;  // E: matrices per relative projection (per layer)
 };
 

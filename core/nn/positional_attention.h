@@ -19,7 +19,6 @@ class PositionalAttention : public AttentionModule {
  public:
   PositionalAttention(const AttentionSpec& spec, const AttentionShape& shape, const TokenLayout& layout);
   at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) override;
-  const RelativeTable* table() const override { return &table_; }
 
   // Positional features r_ij of GPSA, [N, N, 3] double (zero where the CLS token is involved).
   static at::Tensor gpsa_features(const RelativeTable& table);

@@ -57,9 +57,6 @@ struct RelativeTable {
   std::vector<EntryInfo> info;  // size E
 
   int64_t tokens() const { return layout.tokens(); }
-  // Entries that are spatial offsets form a (2H-1) x (2W-1) grid (relative encoding).
-  int64_t offset_rows() const { return 2 * layout.height - 1; }
-  int64_t offset_cols() const { return 2 * layout.width - 1; }
 };
 
 RelativeTable make_relative_table(const TokenLayout& layout, PairEncoding encoding = PairEncoding::Relative);

@@ -18,7 +18,6 @@ class TranslutionAttention : public AttentionModule {
   TranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape, const TokenLayout& layout);
   at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) override;
   std::vector<OffsetMagnitudes> offset_magnitudes() const override;
-  const RelativeTable* table() const override { return &table_; }
 
  private:
   AttentionSpec spec_;
