@@ -8,5 +8,6 @@ namespace translution::cli {
 int data_command(const std::vector<std::string>& words);
 int model_command(const std::vector<std::string>& words);
 int bench_command(const std::vector<std::string>& words);
+int train_command(const std::vector<std::string>& words);
 
 }  // namespace translution::cli

@@ -19,6 +19,7 @@ commands:
   model list   the attention operators: Translution family, LoR-Translution, baselines
   model info   parameters, tokens and work of a model
   bench        time inference or a training step against this machine's limits
+  train        train a model on a digit dataset (AdamW, cosine schedule, checkpoints)
 
 Run `translution <command> --help` for a command's options.
 )";
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
     if (command == "data") return translution::cli::data_command(words);
     if (command == "model") return translution::cli::model_command(words);
     if (command == "bench") return translution::cli::bench_command(words);
+    if (command == "train") return translution::cli::train_command(words);
     std::cerr << "translution: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const translution::Error& e) {

@@ -9,7 +9,9 @@ namespace translution::cli {
 class ProgressBar {
  public:
   ProgressBar(std::string label, bool enabled);
-  void update(int64_t done, int64_t total);
+  // `detail` (e.g. the current loss) is shown after the counts; `eta_seconds` < 0
+  // means estimate it from the elapsed time.
+  void update(int64_t done, int64_t total, const std::string& detail = "", double eta_seconds = -1);
   void finish();
 
  private:

@@ -1,68 +1,32 @@
 #include "nn/vit_config.h"
 
-#include <cstdlib>
-#include <functional>
-#include <map>
-#include <sstream>
-
 #include "util/error.h"
+#include "util/key_value.h"
 
 namespace translution {
 namespace {
 
-int64_t parse_int(const std::string& key, const std::string& value) {
-  char* end = nullptr;
-  const long long v = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0') throw Error("config: " + key + " must be a whole number, got '" + value + "'");
-  return v;
-}
-
-bool parse_bool(const std::string& key, const std::string& value) {
-  if (value == "true" || value == "1") return true;
-  if (value == "false" || value == "0") return false;
-  throw Error("config: " + key + " must be true or false, got '" + value + "'");
-}
-
-// One table of fields drives both writing and reading, so they cannot drift apart.
-struct Field {
-  std::function<std::string(const ViTConfig&)> get;
-  std::function<void(ViTConfig&, const std::string& key, const std::string&)> set;
-};
-
-template <typename T>
-Field int_field(T ViTConfig::*member) {
-  return {[member](const ViTConfig& c) { return std::to_string(c.*member); },
-          [member](ViTConfig& c, const std::string& k, const std::string& v) { c.*member = parse_int(k, v); }};
-}
-Field bool_field(bool ViTConfig::*member) {
-  return {[member](const ViTConfig& c) { return std::string(c.*member ? "true" : "false"); },
-          [member](ViTConfig& c, const std::string& k, const std::string& v) { c.*member = parse_bool(k, v); }};
-}
-Field string_field(std::string ViTConfig::*member) {
-  return {[member](const ViTConfig& c) { return c.*member; },
-          [member](ViTConfig& c, const std::string&, const std::string& v) { c.*member = v; }};
-}
-
-const std::vector<std::pair<std::string, Field>>& fields() {
-  static const std::vector<std::pair<std::string, Field>> f = {
-      {"model", string_field(&ViTConfig::model)},
-      {"preset", string_field(&ViTConfig::preset)},
-      {"image_height", int_field(&ViTConfig::image_height)},
-      {"image_width", int_field(&ViTConfig::image_width)},
-      {"patch", int_field(&ViTConfig::patch)},
-      {"channels", int_field(&ViTConfig::channels)},
-      {"classes", int_field(&ViTConfig::classes)},
-      {"depth", int_field(&ViTConfig::depth)},
-      {"dim", int_field(&ViTConfig::dim)},
-      {"heads", int_field(&ViTConfig::heads)},
-      {"head_dim", int_field(&ViTConfig::head_dim)},
-      {"mlp_dim", int_field(&ViTConfig::mlp_dim)},
-      {"lor_c1", int_field(&ViTConfig::lor_c1)},
-      {"lor_c2", int_field(&ViTConfig::lor_c2)},
-      {"lor_shared", bool_field(&ViTConfig::lor_shared)},
-      {"position_embedding", bool_field(&ViTConfig::position_embedding)},
-      {"first_model", string_field(&ViTConfig::first_model)},
-      {"first_blocks", int_field(&ViTConfig::first_blocks)},
+const std::vector<KeyValueField<ViTConfig>>& fields() {
+  using C = ViTConfig;
+  static const std::vector<KeyValueField<C>> f = {
+      string_field("model", &C::model),
+      string_field("preset", &C::preset),
+      int_field("image_height", &C::image_height),
+      int_field("image_width", &C::image_width),
+      int_field("patch", &C::patch),
+      int_field("channels", &C::channels),
+      int_field("classes", &C::classes),
+      int_field("depth", &C::depth),
+      int_field("dim", &C::dim),
+      int_field("heads", &C::heads),
+      int_field("head_dim", &C::head_dim),
+      int_field("mlp_dim", &C::mlp_dim),
+      int_field("lor_c1", &C::lor_c1),
+      int_field("lor_c2", &C::lor_c2),
+      bool_field("lor_shared", &C::lor_shared),
+      bool_field("position_embedding", &C::position_embedding),
+      string_field("first_model", &C::first_model),
+      int_field("first_blocks", &C::first_blocks),
   };
   return f;
 }
@@ -81,29 +45,11 @@ AttentionSpec ViTConfig::attention_spec(int64_t block) const {
   return spec;
 }
 
-std::string ViTConfig::to_text() const {
-  std::ostringstream out;
-  for (const auto& [key, field] : fields()) out << key << "=" << field.get(*this) << "\n";
-  return out.str();
-}
+std::string ViTConfig::to_text() const { return fields_to_text(*this, fields()); }
 
 ViTConfig ViTConfig::from_text(const std::string& text) {
   ViTConfig c;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t eq = line.find('=');
-    if (eq == std::string::npos) throw Error("config: line '" + line + "' is not key=value");
-    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-    bool known = false;
-    for (const auto& [name, field] : fields())
-      if (name == key) {
-        field.set(c, key, value);
-        known = true;
-      }
-    if (!known) throw Error("config: unknown key '" + key + "'");
-  }
+  fields_from_text(c, text, fields(), "config");
   c.validate();
   return c;
 }

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "util/error.h"
 
 namespace translution {
@@ -17,6 +19,10 @@ std::string make_temp_name(const std::string& path) {
   std::string pattern = path + ".tmp-XXXXXX";
   const int fd = ::mkstemp(pattern.data());
   if (fd < 0) throw Error(path + ": cannot create a temporary file next to it: " + std::strerror(errno));
+  // mkstemp makes the file private (0600); give it the permissions a plain new file would get.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
   ::close(fd);
   return pattern;
 }

@@ -1,0 +1,271 @@
+#include "train/trainer.h"
+
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <limits>
+#include <sstream>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include "data/batches.h"
+#include "train/evaluate.h"
+#include "train/lr_schedule.h"
+#include "util/error.h"
+#include "util/key_value.h"
+
+namespace translution {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buffer;
+}
+
+at::Tensor optimizer_bytes(torch::optim::AdamW& optimizer) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  const std::string s = out.str();
+  at::Tensor t = at::empty({int64_t(s.size())}, at::kByte);
+  std::memcpy(t.data_ptr(), s.data(), s.size());
+  return t;
+}
+
+void load_optimizer(torch::optim::AdamW& optimizer, const at::Tensor& bytes, const c10::Device& device) {
+  const at::Tensor b = bytes.contiguous();
+  std::istringstream in(std::string(static_cast<const char*>(b.data_ptr()), size_t(b.numel())));
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(in, device);
+    optimizer.load(archive);
+  } catch (const c10::Error& e) {
+    throw Error(std::string("the checkpoint's optimizer state does not fit this model: ") + e.what_without_backtrace());
+  }
+}
+
+void set_lr(torch::optim::AdamW& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+}
+
+}  // namespace
+
+Trainer::Trainer(const ViTConfig& model, const TrainConfig& train, std::string data_dir, c10::Device device)
+    : model_config_(model), config_(train), data_dir_(std::move(data_dir)), device_(device) {
+  model_config_.validate();
+  config_.validate();
+  load_data();
+  at::manual_seed(uint64_t(config_.seed));
+  model_ = ViT(model_config_);
+  model_->to(device_);
+  optimizer_ = std::make_unique<torch::optim::AdamW>(
+      model_->parameters(), torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
+}
+
+Trainer::Trainer(Checkpoint checkpoint, std::string data_dir, c10::Device device)
+    : model_config_(checkpoint.config), data_dir_(std::move(data_dir)), device_(device) {
+  if (!checkpoint.training)
+    throw Error("this checkpoint holds weights only (no training state), so its run cannot be resumed");
+  TrainingState& s = *checkpoint.training;
+  config_ = s.config;
+  load_data();
+  model_ = checkpoint.model;
+  model_->to(device_);
+  optimizer_ = std::make_unique<torch::optim::AdamW>(
+      model_->parameters(), torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
+  load_optimizer(*optimizer_, s.optimizer, device_);
+  if (s.rng.defined() && s.rng.numel() > 0) {
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(s.rng);
+  }
+  step_ = saved_step_ = s.step;
+  history_ = s.history;
+  for (const auto& [k, v] : checkpoint.metadata) metadata_[k] = v;
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::load_data() {
+  train_set_ = std::make_unique<CanvasDataset>(
+      dataset_for_model(model_config_, config_.dataset, Split::Train, data_dir_, uint64_t(config_.data_seed)));
+  test_set_ = std::make_unique<CanvasDataset>(
+      dataset_for_model(model_config_, config_.dataset, Split::Test, data_dir_, uint64_t(config_.data_seed)));
+}
+
+std::vector<int64_t> Trainer::batch_indices(int64_t step) {
+  const int64_t per_epoch = config_.steps_per_epoch(), epoch = step / per_epoch;
+  if (epoch != order_epoch_) {
+    order_ = epoch_order(training_digits(config_), uint64_t(config_.seed), epoch);
+    order_epoch_ = epoch;
+  }
+  const int64_t begin = (step % per_epoch) * config_.batch;
+  const int64_t end = std::min<int64_t>(begin + config_.batch, int64_t(order_.size()));
+  return {order_.begin() + begin, order_.begin() + end};
+}
+
+void Trainer::pause() {
+  paused_ = true;
+  wake_.notify_all();
+}
+
+void Trainer::resume() {
+  paused_ = false;
+  wake_.notify_all();
+}
+
+void Trainer::stop() {
+  stop_ = true;
+  wake_.notify_all();
+}
+
+bool Trainer::wait_while_paused(const TrainCallback& callback) {
+  if (!paused_ || stop_) return !stop_;
+  TrainProgress p;
+  p.event = TrainProgress::Event::Paused;
+  p.step = step_, p.total_steps = total_steps();
+  callback(p);
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_.wait(lock, [this] { return !paused_ || stop_; });
+  lock.unlock();
+  if (!stop_) {
+    p.event = TrainProgress::Event::Resumed;
+    callback(p);
+  }
+  return !stop_;
+}
+
+TrainProgress Trainer::train_step() {
+  TrainProgress p;
+  p.step = step_, p.total_steps = total_steps();
+  p.epoch = double(step_) / double(config_.steps_per_epoch());
+  p.lr = scheduled_lr(step_, total_steps(), config_.warmup_steps, config_.lr, config_.min_lr);
+  const Batch batch = make_batch(*train_set_, batch_indices(step_), device_);
+  model_->train();
+  set_lr(*optimizer_, p.lr);
+  optimizer_->zero_grad();
+  const at::Tensor logits = model_->forward(batch.images);
+  const at::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
+  p.loss = loss.item<double>();
+  p.accuracy = logits.argmax(1).eq(batch.labels).to(at::kDouble).mean().item<double>();
+  if (!std::isfinite(p.loss)) {
+    p.event = TrainProgress::Event::Diverged;
+    p.message = "the loss became " + format_double(p.loss) + " at step " + std::to_string(step_ + 1);
+    return p;
+  }
+  loss.backward();
+  const double norm = config_.clip_norm > 0
+                          ? torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.clip_norm)
+                          : 0.0;
+  if (!std::isfinite(norm)) {
+    p.event = TrainProgress::Event::Diverged;
+    p.message = "the gradient norm became " + format_double(norm) + " at step " + std::to_string(step_ + 1);
+    return p;
+  }
+  optimizer_->step();
+  ++step_;
+  p.step = step_;
+  p.epoch = double(step_) / double(config_.steps_per_epoch());
+  return p;
+}
+
+void Trainer::evaluate_held_out(TrainProgress& p) {
+  const EvalResult r = evaluate(model_, *test_set_, config_.eval_samples, std::max<int64_t>(config_.batch, 64), device_);
+  p.event = TrainProgress::Event::Evaluated;
+  p.test_loss = r.loss;
+  p.test_accuracy = r.accuracy;
+  metadata_["test_accuracy_subset"] = format_double(r.accuracy);
+}
+
+void Trainer::write_checkpoint() {
+  if (checkpoint_path_.empty()) throw Error("no checkpoint path was set for this run");
+  save_checkpoint(checkpoint_path_, checkpoint());
+  saved_step_ = step_;
+}
+
+void Trainer::save(const TrainCallback& callback) {
+  if (checkpoint_path_.empty() || saved_step_ == step_) return;
+  write_checkpoint();
+  TrainProgress p;
+  p.event = TrainProgress::Event::Checkpointed;
+  p.step = step_, p.total_steps = total_steps();
+  p.message = "saved " + checkpoint_path_ + " at step " + std::to_string(step_);
+  callback(p);
+}
+
+TrainProgress::Event Trainer::run(const TrainCallback& callback) {
+  stop_ = false;
+  while (step_ < total_steps()) {
+    if (!wait_while_paused(callback)) break;
+    if (stop_) break;
+    const auto start = std::chrono::steady_clock::now();
+    TrainProgress p = train_step();
+    if (p.event == TrainProgress::Event::Diverged) {
+      p.message += checkpoint_path_.empty() || saved_step_ < 0
+                       ? "; training stopped before applying it (the model in memory is the last good one)"
+                       : "; training stopped before applying it; " + checkpoint_path_ + " holds step " +
+                             std::to_string(saved_step_) + ", the last good state";
+      callback(p);
+      return p.event;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    seconds_per_step_ = seconds_per_step_ == 0 ? seconds : 0.9 * seconds_per_step_ + 0.1 * seconds;
+    p.images_per_second = double(config_.batch) / seconds_per_step_;
+    p.eta_seconds = double(total_steps() - step_) * seconds_per_step_;
+    window_.loss += p.loss, window_.accuracy += p.accuracy, window_.lr += p.lr;
+    ++window_steps_;
+    const bool evaluate_now = step_ % config_.eval_interval() == 0 || step_ == total_steps();
+    if (step_ % kCurveStride == 0 || evaluate_now) {
+      CurvePoint point{step_, p.epoch, window_.loss / double(window_steps_), window_.accuracy / double(window_steps_),
+                       window_.lr / double(window_steps_), kNaN, kNaN};
+      window_ = {};
+      window_steps_ = 0;
+      history_.push_back(point);
+    }
+    callback(p);
+    if (evaluate_now) {
+      evaluate_held_out(p);
+      history_.back().test_loss = p.test_loss;
+      history_.back().test_accuracy = p.test_accuracy;
+      callback(p);
+    }
+    if (config_.checkpoint_every > 0 && step_ % config_.checkpoint_every == 0) save(callback);
+  }
+  save(callback);
+  TrainProgress done;
+  done.step = step_, done.total_steps = total_steps();
+  done.event = step_ >= total_steps() ? TrainProgress::Event::Finished : TrainProgress::Event::Stopped;
+  done.message = done.event == TrainProgress::Event::Finished ? "finished" : "stopped at step " + std::to_string(step_);
+  callback(done);
+  return done.event;
+}
+
+Checkpoint Trainer::checkpoint() const {
+  Checkpoint c;
+  c.config = model_config_;
+  c.model = model_;
+  c.metadata = metadata_;
+  c.metadata["dataset"] = config_.dataset;
+  c.metadata["steps"] = std::to_string(step_);
+  c.metadata["created"] = utc_now();
+  TrainingState s;
+  s.config = config_;
+  s.step = step_;
+  s.optimizer = optimizer_bytes(*optimizer_);
+  s.rng = at::detail::getDefaultCPUGenerator().get_state();
+  s.history = history_;
+  c.training = std::move(s);
+  return c;
+}
+
+}  // namespace translution

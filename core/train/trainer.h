@@ -1,0 +1,110 @@
+#pragma once
+// Trains a ViT on one of the digit datasets: AdamW, cosine schedule with warm-up,
+// cross-entropy, gradient clipping, held-out evaluation, checkpoints.
+//
+// run() blocks its caller (the CLI's main thread, the studio's worker thread) and
+// reports through a callback on that thread. pause(), resume() and stop() may be
+// called from any thread and take effect before the next step starts. A NaN or
+// infinite loss (or gradient) stops the run before the bad step is applied; the
+// checkpoint on disk is then the last good one.
+//
+// On CPU a run is a pure function of its configs: the batch order of each epoch
+// comes from (seed, epoch), so a run resumed from a checkpoint takes exactly the
+// steps the uninterrupted run would have taken.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <c10/core/Device.h>
+#include <torch/optim/adamw.h>
+
+#include "data/canvas_dataset.h"
+#include "train/checkpoint.h"
+
+namespace translution {
+
+struct TrainProgress {
+  enum class Event { Step, Evaluated, Paused, Resumed, Checkpointed, Finished, Stopped, Diverged };
+  Event event = Event::Step;
+  int64_t step = 0, total_steps = 0;
+  double epoch = 0;
+  double loss = 0, accuracy = 0;  // this step's batch
+  double lr = 0;
+  double images_per_second = 0, eta_seconds = 0;
+  double test_loss = 0, test_accuracy = 0;  // set on Evaluated
+  std::string message;                      // what happened, for Diverged/Checkpointed/...
+};
+
+using TrainCallback = std::function<void(const TrainProgress&)>;
+
+class Trainer {
+ public:
+  // A fresh run: the model is initialised from train.seed.
+  Trainer(const ViTConfig& model, const TrainConfig& train, std::string data_dir, c10::Device device);
+  // Continues the run saved in `checkpoint` (which must hold training state).
+  Trainer(Checkpoint checkpoint, std::string data_dir, c10::Device device);
+  ~Trainer();
+
+  // Where checkpoints go (every checkpoint_every steps, and when the run ends or stops).
+  void set_checkpoint_path(std::string path) { checkpoint_path_ = std::move(path); }
+  // Extra key=value pairs stored with every checkpoint.
+  void set_metadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
+
+  // Steps until done, stopped or diverged; returns the final event.
+  TrainProgress::Event run(const TrainCallback& callback);
+
+  void pause();
+  void resume();
+  void stop();
+  bool paused() const { return paused_; }
+
+  // The current state as a checkpoint (call between runs or from the callback).
+  Checkpoint checkpoint() const;
+  ViT model() const { return model_; }
+  int64_t step() const { return step_; }
+  int64_t total_steps() const { return config_.total_steps(); }
+  const TrainConfig& config() const { return config_; }
+  const std::vector<CurvePoint>& history() const { return history_; }
+  bool saved() const { return saved_step_ == step_; }  // the checkpoint file holds the current step
+  // Writes the checkpoint now (e.g. after adding metadata); needs a checkpoint path.
+  void write_checkpoint();
+
+ private:
+  void load_data();
+  std::vector<int64_t> batch_indices(int64_t step);
+  bool wait_while_paused(const TrainCallback& callback);
+  TrainProgress train_step();
+  void evaluate_held_out(TrainProgress& p);
+  void save(const TrainCallback& callback);
+
+  ViTConfig model_config_;
+  TrainConfig config_;
+  std::string data_dir_;
+  c10::Device device_;
+  ViT model_{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<CanvasDataset> train_set_, test_set_;
+  int64_t step_ = 0;
+  int64_t saved_step_ = -1;
+  int64_t order_epoch_ = -1;
+  std::vector<int64_t> order_;
+  std::vector<CurvePoint> history_;
+  CurvePoint window_;        // sums over the steps since the last curve point
+  int64_t window_steps_ = 0;
+  double seconds_per_step_ = 0;  // smoothed, excludes pauses and evaluations
+  std::map<std::string, std::string> metadata_;
+  std::string checkpoint_path_;
+
+  std::atomic<bool> paused_{false}, stop_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+};
+
+// Steps between curve points (the checkpoint keeps every one).
+constexpr int64_t kCurveStride = 10;
+
+}  // namespace translution

@@ -1,0 +1,195 @@
+// The trainer on real MNIST (small subsets): exact resume, pause/stop, divergence,
+// schedule and evaluation bookkeeping.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "temp_dir.h"
+#include "train/evaluate.h"
+#include "train/lr_schedule.h"
+#include "train/trainer.h"
+#include "util/error.h"
+
+namespace translution {
+namespace {
+
+using Event = TrainProgress::Event;
+using test_support::mnist_dir;
+using test_support::TempDir;
+
+ViTConfig small_model(const std::string& model = "translution") {
+  ViTConfig c = preset_config("tiny", model);
+  c.image_height = c.image_width = 28;
+  c.patch = 7;
+  c.depth = 1;
+  c.dim = 16, c.heads = 2, c.head_dim = 8, c.mlp_dim = 16;
+  return c;
+}
+
+TrainConfig small_run() {
+  TrainConfig t;
+  t.dataset = "dynamic";
+  t.train_samples = 48;  // 3 steps per epoch at batch 16: the run crosses epochs
+  t.batch = 16;
+  t.steps = 10;
+  t.warmup_steps = 2;
+  t.lr = 3e-3;
+  t.eval_every = 4;
+  t.eval_samples = 32;
+  t.seed = 7;
+  return t;
+}
+
+void expect_same_weights(ViT a, ViT b) {
+  const auto pa = a->named_parameters(), pb = b->named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (const auto& p : pa) EXPECT_TRUE(at::equal(p.value(), pb[p.key()])) << p.key();
+}
+
+TEST(Trainer, StoppedAndResumedRunEndsAtTheSameWeights) {
+  ASSERT_FALSE(mnist_dir().empty()) << "TRANSLUTION_DATA is not set";
+  for (const std::string model : {"translution", "lor", "attention"}) {
+    TempDir dir;
+    Trainer straight(small_model(model), small_run(), mnist_dir(), c10::kCPU);
+    EXPECT_EQ(straight.run([](const TrainProgress&) {}), Event::Finished);
+
+    Trainer first(small_model(model), small_run(), mnist_dir(), c10::kCPU);
+    first.set_checkpoint_path(dir.file("run.ckpt"));
+    const Event e = first.run([&](const TrainProgress& p) {
+      if (p.event == Event::Step && p.step == 5) first.stop();
+    });
+    EXPECT_EQ(e, Event::Stopped);
+    EXPECT_EQ(first.step(), 5);
+
+    Trainer resumed(load_checkpoint(dir.file("run.ckpt")), mnist_dir(), c10::kCPU);
+    EXPECT_EQ(resumed.step(), 5);
+    EXPECT_EQ(resumed.run([](const TrainProgress&) {}), Event::Finished);
+    EXPECT_EQ(resumed.step(), 10);
+    expect_same_weights(straight.model(), resumed.model());
+    // The curve continues: points up to the stop, then the resumed ones.
+    EXPECT_EQ(resumed.history().back().step, 10);
+    EXPECT_FALSE(std::isnan(resumed.history().back().test_accuracy));
+  }
+}
+
+TEST(Trainer, SameSeedSameRunDifferentSeedDifferentRun) {
+  ASSERT_FALSE(mnist_dir().empty());
+  TrainConfig t = small_run();
+  t.steps = 3;
+  Trainer a(small_model(), t, mnist_dir(), c10::kCPU), b(small_model(), t, mnist_dir(), c10::kCPU);
+  a.run([](const TrainProgress&) {});
+  b.run([](const TrainProgress&) {});
+  expect_same_weights(a.model(), b.model());
+  t.seed = 8;
+  Trainer c(small_model(), t, mnist_dir(), c10::kCPU);
+  c.run([](const TrainProgress&) {});
+  EXPECT_FALSE(at::equal(a.model()->named_parameters()["head.weight"], c.model()->named_parameters()["head.weight"]));
+}
+
+TEST(Trainer, PauseHoldsUntilResumedAndStopEndsAPausedRun) {
+  ASSERT_FALSE(mnist_dir().empty());
+  Trainer trainer(small_model(), small_run(), mnist_dir(), c10::kCPU);
+  std::vector<Event> events;
+  std::thread resumer;
+  trainer.run([&](const TrainProgress& p) {
+    events.push_back(p.event);
+    if (p.event == Event::Step && p.step == 2) trainer.pause();
+    if (p.event == Event::Paused) {
+      EXPECT_EQ(p.step, 2);  // paused before step 3 began
+      resumer = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        trainer.resume();
+      });
+    }
+  });
+  resumer.join();
+  EXPECT_EQ(trainer.step(), 10);
+  EXPECT_NE(std::find(events.begin(), events.end(), Event::Resumed), events.end());
+
+  Trainer stopped(small_model(), small_run(), mnist_dir(), c10::kCPU);
+  std::thread stopper;
+  const Event e = stopped.run([&](const TrainProgress& p) {
+    if (p.event == Event::Step && p.step == 1) stopped.pause();
+    if (p.event == Event::Paused) stopper = std::thread([&] { stopped.stop(); });
+  });
+  stopper.join();
+  EXPECT_EQ(e, Event::Stopped);
+  EXPECT_EQ(stopped.step(), 1);
+}
+
+TEST(Trainer, DivergenceStopsBeforeTheBadStepAndKeepsTheLastGoodCheckpoint) {
+  ASSERT_FALSE(mnist_dir().empty());
+  TempDir dir;
+  TrainConfig t = small_run();
+  t.lr = 1e30;  // AdamW steps of ~1e30 overflow the activations within a few steps
+  t.warmup_steps = 0;
+  t.clip_norm = 0;
+  t.checkpoint_every = 1;
+  t.steps = 30;
+  Trainer trainer(small_model("attention"), t, mnist_dir(), c10::kCPU);
+  trainer.set_checkpoint_path(dir.file("run.ckpt"));
+  std::string message;
+  const Event e = trainer.run([&](const TrainProgress& p) {
+    if (p.event == Event::Diverged) message = p.message;
+  });
+  ASSERT_EQ(e, Event::Diverged);
+  EXPECT_LT(trainer.step(), 30);
+  EXPECT_NE(message.find("step " + std::to_string(trainer.step() + 1)), std::string::npos) << message;
+  EXPECT_NE(message.find("run.ckpt holds step " + std::to_string(trainer.step())), std::string::npos) << message;
+  const Checkpoint last = load_checkpoint(dir.file("run.ckpt"));
+  EXPECT_EQ(last.training->step, trainer.step());
+  expect_same_weights(last.model, trainer.model());
+}
+
+TEST(Trainer, ImpossibleConfigurationsAreErrors) {
+  ASSERT_FALSE(mnist_dir().empty());
+  TrainConfig t = small_run();
+  t.batch = 0;
+  EXPECT_THROW(Trainer(small_model(), t, mnist_dir(), c10::kCPU), Error);
+  t = small_run();
+  t.dataset = "cifar";
+  EXPECT_THROW(Trainer(small_model(), t, mnist_dir(), c10::kCPU), Error);
+  ViTConfig wrong_size = small_model();
+  wrong_size.image_height = 14, wrong_size.image_width = 14;  // smaller than a digit
+  EXPECT_THROW(Trainer(wrong_size, small_run(), mnist_dir(), c10::kCPU), Error);
+  EXPECT_THROW(TrainConfig::from_text("lr=fast\n"), Error);
+  EXPECT_THROW(TrainConfig::from_text("learning_rate=0.1\n"), Error);
+}
+
+TEST(TrainConfig, RoundTripsThroughText) {
+  TrainConfig t = small_run();
+  t.lr = 0.000123456789;
+  t.min_lr = 1e-7;
+  EXPECT_EQ(TrainConfig::from_text(t.to_text()).to_text(), t.to_text());
+  EXPECT_EQ(t.steps_per_epoch(), 3);
+}
+
+TEST(LrSchedule, WarmsUpLinearlyThenFollowsACosineToTheMinimum) {
+  EXPECT_DOUBLE_EQ(scheduled_lr(0, 100, 10, 1.0, 0.0), 0.1);
+  EXPECT_DOUBLE_EQ(scheduled_lr(9, 100, 10, 1.0, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(scheduled_lr(10, 100, 10, 1.0, 0.0), 1.0);
+  EXPECT_NEAR(scheduled_lr(55, 100, 10, 1.0, 0.0), 0.5, 1e-12);
+  EXPECT_NEAR(scheduled_lr(100, 100, 10, 1.0, 0.1), 0.1, 1e-12);
+  for (int64_t s = 11; s < 100; ++s) EXPECT_LT(scheduled_lr(s, 100, 10, 1.0, 0.0), scheduled_lr(s - 1, 100, 10, 1.0, 0.0));
+}
+
+TEST(Evaluate, ConfusionMatrixAccountsForEverySample) {
+  ASSERT_FALSE(mnist_dir().empty());
+  ViTConfig c = small_model("attention");
+  at::manual_seed(0);
+  ViT model(c);
+  CanvasDataset test = dataset_for_model(c, "static", Split::Test, mnist_dir());
+  const EvalResult r = evaluate(model, test, 100, 32, c10::kCPU);
+  EXPECT_EQ(r.count, 100);
+  EXPECT_EQ(r.confusion.sum().item<int64_t>(), 100);
+  // Row sums are the true-class counts of the first 100 test digits.
+  const at::Tensor labels = test.digits().labels.narrow(0, 0, 100);
+  for (int64_t k = 0; k < 10; ++k) EXPECT_EQ(r.confusion[k].sum().item<int64_t>(), labels.eq(k).sum().item<int64_t>());
+  EXPECT_NEAR(r.accuracy, double(r.confusion.diagonal().sum().item<int64_t>()) / 100.0, 1e-12);
+  EXPECT_TRUE(std::isfinite(r.loss));
+}
+
+}  // namespace
+}  // namespace translution
