@@ -9,5 +9,9 @@ int data_command(const std::vector<std::string>& words);
 int model_command(const std::vector<std::string>& words);
 int bench_command(const std::vector<std::string>& words);
 int train_command(const std::vector<std::string>& words);
+int eval_command(const std::vector<std::string>& words);
+int sweep_command(const std::vector<std::string>& words);
+int predict_command(const std::vector<std::string>& words);
+int checkpoint_command(const std::vector<std::string>& words);
 
 }  // namespace translution::cli

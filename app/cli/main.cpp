@@ -20,6 +20,10 @@ commands:
   model info   parameters, tokens and work of a model
   bench        time inference or a training step against this machine's limits
   train        train a model on a digit dataset (AdamW, cosine schedule, checkpoints)
+  eval         accuracy, per-class accuracy, confusion; --protocol for the papers' table
+  sweep        accuracy at every position of the canvas (CSV and heat maps)
+  predict      classify PNG/JPEG pictures of handwritten digits
+  checkpoint   inspect a checkpoint, or strip its training state for shipping
 
 Run `translution <command> --help` for a command's options.
 )";
@@ -41,6 +45,10 @@ int main(int argc, char** argv) {
     if (command == "model") return translution::cli::model_command(words);
     if (command == "bench") return translution::cli::bench_command(words);
     if (command == "train") return translution::cli::train_command(words);
+    if (command == "eval") return translution::cli::eval_command(words);
+    if (command == "sweep") return translution::cli::sweep_command(words);
+    if (command == "predict") return translution::cli::predict_command(words);
+    if (command == "checkpoint") return translution::cli::checkpoint_command(words);
     std::cerr << "translution: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const translution::Error& e) {

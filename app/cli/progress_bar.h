@@ -1,6 +1,7 @@
 #pragma once
 // A one-line terminal progress bar with rate and ETA, drawn on stderr so stdout
-// stays machine-readable. Silent when disabled or when stderr is not a terminal.
+// stays machine-readable. When stderr is not a terminal (a log file, CI) it
+// prints a plain line at every tenth of the work instead. Silent when disabled.
 #include <chrono>
 #include <string>
 
@@ -17,6 +18,8 @@ class ProgressBar {
  private:
   std::string label_;
   bool enabled_;
+  bool terminal_;
+  int64_t logged_tenths_ = 0;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_;
 };

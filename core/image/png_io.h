@@ -1,5 +1,5 @@
 #pragma once
-// Grey-scale PNG files. Output is byte-for-byte reproducible (no timestamps),
+// PNG files (grey or RGB). Output is byte-for-byte reproducible (no timestamps),
 // and written atomically.
 #include <cstdint>
 #include <string>
@@ -10,5 +10,7 @@ namespace translution {
 
 // `pixels`: [H, W] float in [0, 1] (clamped) or uint8.
 void write_png_gray(const std::string& path, const at::Tensor& pixels);
+// `pixels`: [H, W, 3] float in [0, 1] (clamped) or uint8, RGB.
+void write_png_rgb(const std::string& path, const at::Tensor& pixels);
 
 }  // namespace translution

@@ -1,0 +1,127 @@
+// `translution eval`
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/progress_bar.h"
+#include "data/mnist_provision.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
+#include "util/device.h"
+#include "util/error.h"
+#include "util/json_writer.h"
+
+namespace translution::cli {
+namespace {
+
+const char* kEvalUsage = R"(usage: translution eval --checkpoint FILE.ckpt [MORE.ckpt ...] [--dataset static|dynamic|moving|mnist]
+                        [--protocol] [--samples N] [--device auto|cpu|cuda] [--data-dir DIR] [--json]
+
+Accuracy, per-class accuracy and the confusion matrix on a test set (default: the
+dataset the checkpoint was trained on; --samples limits it to the first N digits).
+--protocol evaluates every checkpoint on the static, dynamic and moving test sets
+and prints the papers' Table 2 protocol: Static->Static, Dynamic->Dynamic and
+Static->Dynamic, each from the checkpoint trained on the set before the arrow
+(give a static- and a dynamic-trained checkpoint for all three).
+)";
+
+std::string trained_on(const Checkpoint& c) {
+  const auto it = c.metadata.find("dataset");
+  return it == c.metadata.end() ? std::string("unknown") : it->second;
+}
+
+EvalResult run_eval(const Checkpoint& c, const std::string& dataset, const Args& args, const c10::Device& device) {
+  CanvasDataset test = dataset_for_model(c.config, dataset, Split::Test, args.get("data-dir", default_mnist_dir()));
+  ProgressBar bar("eval " + dataset, !args.flag("json"));
+  const EvalResult r = evaluate(c.model, test, args.get_int("samples", 0), 256, device,
+                                [&](int64_t done, int64_t total) { bar.update(done, total); });
+  bar.finish();
+  return r;
+}
+
+std::string confusion_json(const at::Tensor& confusion) {
+  std::string out = "[";
+  for (int64_t i = 0; i < confusion.size(0); ++i) {
+    out += i ? ",[" : "[";
+    for (int64_t j = 0; j < confusion.size(1); ++j) out += (j ? "," : "") + std::to_string(confusion[i][j].item<int64_t>());
+    out += "]";
+  }
+  return out + "]";
+}
+
+void print_result(const std::string& name, const std::string& dataset, const EvalResult& r) {
+  std::printf("%s on %s test (%lld digits): accuracy %.2f%%, loss %.4f\n", name.c_str(), dataset.c_str(),
+              (long long)r.count, 100 * r.accuracy, r.loss);
+  std::printf("  per class:");
+  for (size_t k = 0; k < r.class_accuracy.size(); ++k) std::printf(" %zu:%.1f", k, 100 * r.class_accuracy[k]);
+  std::printf("\n  confusion (rows true 0-9, columns predicted 0-9):\n");
+  for (int64_t i = 0; i < r.confusion.size(0); ++i) {
+    std::printf("   ");
+    for (int64_t j = 0; j < r.confusion.size(1); ++j) std::printf(" %5lld", (long long)r.confusion[i][j].item<int64_t>());
+    std::printf("\n");
+  }
+}
+
+int protocol(const std::vector<std::string>& paths, const std::vector<Checkpoint>& checkpoints, const Args& args,
+             const c10::Device& device) {
+  const bool json = args.flag("json");
+  std::map<std::string, double> cell;  // "train->test" -> accuracy
+  if (!json) std::printf("%-28s %-10s %9s %9s %9s\n", "checkpoint", "trained on", "static", "dynamic", "moving");
+  for (size_t i = 0; i < checkpoints.size(); ++i) {
+    const std::string train = trained_on(checkpoints[i]);
+    JsonWriter row;
+    row.add("checkpoint", paths[i]).add("model", checkpoints[i].config.model).add("trained_on", train);
+    if (!json) std::printf("%-28s %-10s", paths[i].c_str(), train.c_str());
+    for (const char* test : {"static", "dynamic", "moving"}) {
+      const double a = run_eval(checkpoints[i], test, args, device).accuracy;
+      cell[train + "->" + test] = a;
+      row.add(std::string(test), a);
+      if (!json) std::printf(" %8.2f%%", 100 * a), std::fflush(stdout);
+    }
+    if (json) std::cout << row.str() << std::endl;
+    else std::printf("\n");
+  }
+  JsonWriter summary;
+  summary.add("protocol", "table2");
+  if (!json) std::printf("\npapers' protocol (train -> test):\n");
+  for (const char* name : {"static->static", "dynamic->dynamic", "static->dynamic"}) {
+    const auto it = cell.find(name);
+    const double a = it == cell.end() ? std::nan("") : it->second;
+    summary.add(name, a);
+    if (json) continue;
+    if (it == cell.end()) std::printf("  %-18s not measured: give a checkpoint trained on %s\n", name,
+                                      std::string(name).substr(0, std::string(name).find('-')).c_str());
+    else std::printf("  %-18s %.2f%%\n", name, 100 * a);
+  }
+  if (json) std::cout << summary.str() << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int eval_command(const std::vector<std::string>& words) {
+  if (const auto status = usage_exit(words, kEvalUsage, false)) return *status;
+  const Args args(words, {"json", "protocol"}, {"checkpoint", "dataset", "samples", "device", "data-dir"});
+  const c10::Device device = parse_device(args.get("device", "auto"));
+  std::vector<std::string> paths{args.require("checkpoint")};
+  for (const auto& p : args.positional()) paths.push_back(p);
+  std::vector<Checkpoint> checkpoints;
+  for (const auto& p : paths) checkpoints.push_back(load_checkpoint(p, device));
+  if (args.flag("protocol")) return protocol(paths, checkpoints, args, device);
+  for (size_t i = 0; i < checkpoints.size(); ++i) {
+    const std::string dataset = args.get("dataset", trained_on(checkpoints[i]) == "unknown" ? "dynamic" : trained_on(checkpoints[i]));
+    const EvalResult r = run_eval(checkpoints[i], dataset, args, device);
+    if (args.flag("json"))
+      std::cout << JsonWriter().add("checkpoint", paths[i]).add("model", checkpoints[i].config.model)
+                       .add("dataset", dataset).add("samples", r.count).add("accuracy", r.accuracy).add("loss", r.loss)
+                       .add("class_accuracy", r.class_accuracy).add_raw("confusion", confusion_json(r.confusion)).str()
+                << std::endl;
+    else
+      print_result(paths[i], dataset, r);
+  }
+  return 0;
+}
+
+}  // namespace translution::cli

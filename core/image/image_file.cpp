@@ -1,0 +1,94 @@
+#include "image/image_file.h"
+
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <jpeglib.h>
+#include <png.h>
+
+#include "util/error.h"
+
+namespace translution {
+namespace {
+
+std::vector<unsigned char> read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open image " + path + ": " + std::strerror(errno));
+  return std::vector<unsigned char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+at::Tensor decode_png(const std::string& path, const std::vector<unsigned char>& bytes) {
+  png_image image;
+  std::memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
+    throw Error("image " + path + " is a damaged PNG: " + image.message);
+  image.format = PNG_FORMAT_GA;  // grey + alpha: transparency is composited onto white below
+  std::vector<unsigned char> pixels(PNG_IMAGE_SIZE(image));
+  if (!png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr)) {
+    const std::string message = image.message;
+    png_image_free(&image);
+    throw Error("image " + path + " is a damaged PNG: " + message);
+  }
+  const int64_t h = image.height, w = image.width;
+  at::Tensor ga = at::from_blob(pixels.data(), {h, w, 2}, at::kByte).to(at::kFloat).div(255.0);
+  const at::Tensor grey = ga.select(2, 0), alpha = ga.select(2, 1);
+  return (grey * alpha + (1 - alpha)).contiguous();
+}
+
+struct JpegError {
+  jpeg_error_mgr manager;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void jpeg_fail(j_common_ptr info) {
+  auto* error = reinterpret_cast<JpegError*>(info->err);
+  (*info->err->format_message)(info, error->message);
+  std::longjmp(error->jump, 1);
+}
+
+at::Tensor decode_jpeg(const std::string& path, const std::vector<unsigned char>& bytes) {
+  jpeg_decompress_struct info;
+  JpegError error;
+  info.err = jpeg_std_error(&error.manager);
+  error.manager.error_exit = jpeg_fail;
+  at::Tensor out;  // assigned only after the last possible longjmp
+  std::vector<unsigned char> pixels;
+  if (setjmp(error.jump)) {
+    jpeg_destroy_decompress(&info);
+    throw Error("image " + path + " is a damaged JPEG: " + error.message);
+  }
+  jpeg_create_decompress(&info);
+  jpeg_mem_src(&info, bytes.data(), static_cast<unsigned long>(bytes.size()));
+  jpeg_read_header(&info, TRUE);
+  info.out_color_space = JCS_GRAYSCALE;
+  jpeg_start_decompress(&info);
+  const size_t width = info.output_width, height = info.output_height;
+  pixels.resize(width * height);
+  while (info.output_scanline < info.output_height) {
+    JSAMPROW row = pixels.data() + size_t(info.output_scanline) * width;
+    jpeg_read_scanlines(&info, &row, 1);
+  }
+  jpeg_finish_decompress(&info);
+  jpeg_destroy_decompress(&info);
+  out = at::from_blob(pixels.data(), {int64_t(height), int64_t(width)}, at::kByte).to(at::kFloat).div(255.0);
+  return out;
+}
+
+}  // namespace
+
+at::Tensor read_image_gray(const std::string& path) {
+  const std::vector<unsigned char> bytes = read_all(path);
+  static const unsigned char png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (bytes.size() >= 8 && std::memcmp(bytes.data(), png_signature, 8) == 0) return decode_png(path, bytes);
+  if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) return decode_jpeg(path, bytes);
+  throw Error(path + " is not a PNG or JPEG image");
+}
+
+}  // namespace translution

@@ -1,0 +1,132 @@
+// Reading pictures (PNG, JPEG) and preparing a digit the way MNIST did.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <jpeglib.h>
+
+#include <cstdio>
+
+#include "data/mnist.h"
+#include "image/digit_preparation.h"
+#include "image/image_file.h"
+#include "image/png_io.h"
+#include "temp_dir.h"
+#include "util/error.h"
+
+namespace translution {
+namespace {
+
+using test_support::mnist_dir;
+using test_support::TempDir;
+using test_support::write_bytes;
+
+void write_jpeg(const std::string& path, const at::Tensor& u8) {
+  jpeg_compress_struct info;
+  jpeg_error_mgr error;
+  info.err = jpeg_std_error(&error);
+  jpeg_create_compress(&info);
+  FILE* file = std::fopen(path.c_str(), "wb");
+  jpeg_stdio_dest(&info, file);
+  info.image_width = JDIMENSION(u8.size(1));
+  info.image_height = JDIMENSION(u8.size(0));
+  info.input_components = 1;
+  info.in_color_space = JCS_GRAYSCALE;
+  jpeg_set_defaults(&info);
+  jpeg_set_quality(&info, 90, TRUE);
+  jpeg_start_compress(&info, TRUE);
+  const at::Tensor c = u8.contiguous();
+  while (info.next_scanline < info.image_height) {
+    JSAMPROW row = c.data_ptr<uint8_t>() + size_t(info.next_scanline) * info.image_width;
+    jpeg_write_scanlines(&info, &row, 1);
+  }
+  jpeg_finish_compress(&info);
+  jpeg_destroy_compress(&info);
+  std::fclose(file);
+}
+
+double correlation(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor x = a.to(at::kDouble).flatten(), y = b.to(at::kDouble).flatten();
+  const at::Tensor xc = x - x.mean(), yc = y - y.mean();
+  return ((xc * yc).sum() / (xc.norm() * yc.norm())).item<double>();
+}
+
+// An MNIST digit, enlarged 3x, as dark ink on light paper with a margin: what a
+// photo of a written digit looks like after cropping.
+at::Tensor paper_picture(const at::Tensor& digit_u8) {
+  at::Tensor big = digit_u8.to(at::kFloat).div(255).repeat_interleave(3, 0).repeat_interleave(3, 1);
+  at::Tensor page = at::zeros({130, 110}, at::kFloat);
+  page.narrow(0, 30, 84).narrow(1, 7, 84).copy_(big);
+  return 0.95 - 0.85 * page;  // light paper (0.95), dark ink (0.1)
+}
+
+TEST(DigitPreparation, AnMnistDigitComesBackAsItself) {
+  ASSERT_FALSE(mnist_dir().empty());
+  const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
+  for (int64_t i = 0; i < 20; ++i) {
+    const at::Tensor digit = test.images[i];
+    // Light-on-dark, as MNIST stores it.
+    EXPECT_GT(correlation(prepare_digit(digit.to(at::kFloat).div(255)), digit), 0.9) << "digit " << i;
+    // Dark-on-light, larger, off-centre: inverted, shrunk, centred.
+    EXPECT_GT(correlation(prepare_digit(paper_picture(digit)), digit), 0.85) << "paper digit " << i;
+  }
+}
+
+TEST(DigitPreparation, InkIsFittedTo20PixelsAndCentredByMass) {
+  at::Tensor picture = at::zeros({200, 100}, at::kFloat);
+  picture.narrow(0, 10, 120).narrow(1, 70, 12).fill_(1);  // a tall bar near the right edge
+  const at::Tensor d = prepare_digit(picture).to(at::kFloat);
+  const at::Tensor rows = d.sum(1).nonzero().flatten(), cols = d.sum(0).nonzero().flatten();
+  EXPECT_EQ(rows.max().item<int64_t>() - rows.min().item<int64_t>() + 1, 20);
+  EXPECT_LE(cols.max().item<int64_t>() - cols.min().item<int64_t>() + 1, 4);
+  const double cy = (d.sum(1) * at::arange(28)).sum().item<double>() / d.sum().item<double>();
+  const double cx = (d.sum(0) * at::arange(28)).sum().item<double>() / d.sum().item<double>();
+  EXPECT_NEAR(cy, 14, 0.6);
+  EXPECT_NEAR(cx, 14, 0.6);
+}
+
+TEST(DigitPreparation, ABlankPictureIsAnError) {
+  EXPECT_THROW(prepare_digit(at::full({40, 40}, 0.9)), Error);
+  EXPECT_THROW(prepare_digit(at::zeros({40, 40})), Error);
+}
+
+TEST(ImageFile, ReadsPngAndJpegByContent) {
+  TempDir dir;
+  at::Tensor picture = at::zeros({30, 40}, at::kFloat);
+  picture.narrow(0, 5, 20).narrow(1, 10, 5).fill_(1);
+  write_png_gray(dir.file("a.png"), picture);
+  const at::Tensor png = read_image_gray(dir.file("a.png"));
+  EXPECT_EQ(png.sizes(), picture.sizes());
+  EXPECT_TRUE(at::allclose(png, picture));
+
+  write_jpeg(dir.file("a.photo"), picture.mul(255).to(at::kByte));  // name says nothing; content does
+  const at::Tensor jpeg = read_image_gray(dir.file("a.photo"));
+  EXPECT_EQ(jpeg.sizes(), picture.sizes());
+  EXPECT_LT((jpeg - picture).abs().mean().item<double>(), 0.05);
+}
+
+TEST(ImageFile, NonImagesAndDamagedFilesAreErrorsNamingTheFile) {
+  TempDir dir;
+  write_bytes(dir.file("notes.txt"), {'7', '\n'});
+  try {
+    read_image_gray(dir.file("notes.txt"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("notes.txt is not a PNG or JPEG image"), std::string::npos) << e.what();
+  }
+  write_png_gray(dir.file("a.png"), at::rand({50, 50}));
+  std::vector<uint8_t> bytes = test_support::read_bytes(dir.file("a.png"));
+  bytes.resize(bytes.size() / 2);
+  write_bytes(dir.file("half.png"), bytes);
+  EXPECT_THROW(read_image_gray(dir.file("half.png")), Error);
+  write_jpeg(dir.file("a.jpg"), at::randint(0, 255, {50, 50}).to(at::kByte));
+  bytes = test_support::read_bytes(dir.file("a.jpg"));
+  bytes.resize(bytes.size() / 3);
+  write_bytes(dir.file("third.jpg"), bytes);
+  // libjpeg pads a truncated scan with grey (a warning, not an error); a broken header is an error.
+  bytes.resize(20);
+  write_bytes(dir.file("header.jpg"), bytes);
+  EXPECT_THROW(read_image_gray(dir.file("header.jpg")), Error);
+  EXPECT_THROW(read_image_gray(dir.file("missing.png")), Error);
+}
+
+}  // namespace
+}  // namespace translution
