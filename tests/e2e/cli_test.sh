@@ -2,6 +2,7 @@
 # End-to-end checks of the `translution` executable, as a user would run it.
 set -u
 cli=$1
+ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -55,6 +56,45 @@ for key in ms_per_step images_per_second peak_memory_bytes exact_flops_per_image
   check "bench reports $key" grep -q "\"$key\":" <<<"$bench"
 done
 check "bench rejects a bad mode" bash -c "! \"$cli\" bench --model attention --mode sing 2>/dev/null"
+
+# Training, checkpoints, evaluation, the sweep and prediction, on a tiny 28x28 model.
+tiny=(--model lor --preset tiny --image 28 --patch 7 --depth 1 --dataset dynamic --batch 16 --train-samples 64)
+out=$("$cli" train "${tiny[@]}" --steps 6 --eval-every 3 --eval-samples 32 --out "$work/m.ckpt" --json --no-final-eval)
+check "train exits 0" test $? -eq 0
+check "train --json reports evaluations" test "$(grep -c '"event":"evaluated"' <<<"$out")" -eq 2
+check "train --json reports finished" grep -q '"event":"finished","step":6' <<<"$out"
+check "checkpoint written" test -s "$work/m.ckpt"
+check "resume extends the run" bash -c "\"$cli\" train --resume '$work/m.ckpt' --steps 9 --no-final-eval --json | grep -q '\"step\":9,\"total_steps\":9'"
+check "checkpoint info shows the step" bash -c "\"$cli\" checkpoint info '$work/m.ckpt' | grep -q 'training: step 9 of 9'"
+check "strip writes a weights-only file" "$cli" checkpoint strip "$work/m.ckpt" --out "$work/w.ckpt"
+check "weights-only file is smaller" test "$(stat -c %s "$work/w.ckpt")" -lt "$(stat -c %s "$work/m.ckpt")"
+check "weights-only info says so" bash -c "\"$cli\" checkpoint info '$work/w.ckpt' | grep -q 'weights only'"
+err=$("$cli" train --resume "$work/w.ckpt" 2>&1)
+check "a weights-only file cannot be resumed" test $? -ne 0
+check "resuming weights only says why" grep -q "weights only" <<<"$err"
+ev=$("$cli" eval --checkpoint "$work/w.ckpt" --samples 50 --json)
+check "eval --json has accuracy and confusion" bash -c "grep -q '\"samples\":50,\"accuracy\":' <<<'$ev' && grep -q '\"confusion\":\[\[' <<<'$ev'"
+pr=$("$cli" eval --checkpoint "$work/w.ckpt" --protocol --samples 20 --json)
+check "eval --protocol --json gives dynamic->dynamic" grep -q '"dynamic->dynamic":[0-9.]' <<<"$pr"
+check "eval --protocol prints three test sets" bash -c "\"$cli\" eval --checkpoint '$work/w.ckpt' --protocol --samples 20 | grep -q 'static *dynamic *moving'"
+check "sweep writes CSV and heat maps" "$cli" sweep --checkpoint "$work/w.ckpt" --digits 4 --stride 1 --out "$work/s" --json
+check "sweep CSV has one row per position" test "$(wc -l <"$work/s.csv")" -eq 2
+check "sweep heat map is a colour PNG" bash -c "file '$work/s-accuracy.png' | grep -q 'RGB'"
+"$cli" data render --dataset mnist --split test --index 0 --out "$work/seven.png" >/dev/null
+check "predict prints probabilities" bash -c "\"$cli\" predict --checkpoint '$work/w.ckpt' '$work/seven.png' | grep -q ' 9:0\.'"
+check "predict --json" bash -c "\"$cli\" predict --checkpoint '$work/w.ckpt' --json '$work/seven.png' | grep -q '\"probabilities\":\['"
+err=$("$cli" predict --checkpoint "$work/w.ckpt" "$ROOT_DIR/README.md" 2>&1)
+check "predict on a text file exits non-zero" test $? -ne 0
+check "predict on a text file says so" grep -q "README.md is not a PNG or JPEG image" <<<"$err"
+head -c 5000 "$work/m.ckpt" >"$work/cut.ckpt"
+err=$("$cli" eval --checkpoint "$work/cut.ckpt" 2>&1)
+check "truncated checkpoint exits non-zero" test $? -ne 0
+check "truncated checkpoint is named" grep -q "cut.ckpt is truncated" <<<"$err"
+"$cli" train "${tiny[@]}" --steps 20 --lr 1e30 --clip 0 --warmup 0 --no-final-eval --checkpoint-every 1 --out "$work/d.ckpt" >/dev/null 2>"$work/d.err"
+check "a diverging run exits 3" test $? -eq 3
+check "a diverging run says why" grep -q "the loss became\|the gradient norm became" "$work/d.err"
+check "a diverging run keeps its last good checkpoint" bash -c "\"$cli\" checkpoint info '$work/d.ckpt' >/dev/null"
+check "train without --out is an error" bash -c "! \"$cli\" train --model lor 2>/dev/null"
 
 echo "e2e_cli: $failures failed"
 test $failures -eq 0
