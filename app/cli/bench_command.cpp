@@ -1,13 +1,19 @@
 // `translution bench`
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/progress_bar.h"
+#include "data/canvas_dataset.h"
+#include "data/mnist_provision.h"
+#include "infer/predictor.h"
 #include "nn/relative_ops.h"
 #include "perf/benchmark.h"
+#include "perf/studio_latency.h"
+#include "util/json_writer.h"
 #include "util/device.h"
 
 namespace translution::cli {
@@ -23,13 +29,68 @@ allocator peak on CUDA), the exact FLOPs per image, and the fraction of this
 machine's floor (GEMM rate and memory bandwidth measured in the same run).
 --algorithm forces how relative projections are computed (default: by shape);
 --recompute trades time for memory (backward recomputes pair projections).
+
+       translution bench --mode studio [--checkpoints A.ckpt,B.ckpt] [--steps 60] [--json]
+
+studio: the studio's inference path. A test digit is dragged across the canvas;
+for each position every checkpoint (default: the bundled Translution and
+self-attention models) predicts on its own thread with attention maps on, and
+the time until all are done is one canvas change's latency.
 )";
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+int studio_bench(const Args& args) {
+  const auto paths = split_commas(args.get("checkpoints", "resources/models/translution.ckpt,resources/models/attention.ckpt"));
+  std::vector<std::unique_ptr<Predictor>> slots;
+  std::vector<const Predictor*> views;
+  for (const auto& path : paths) {
+    slots.push_back(std::make_unique<Predictor>(load_checkpoint(path), path));
+    views.push_back(slots.back().get());
+  }
+  const MnistDigits test = load_mnist(args.get("data-dir", default_mnist_dir()), Split::Test);
+  const int changes = int(args.get_int("steps", 60));
+  std::vector<at::Tensor> canvases;
+  for (int i = 0; i < changes; ++i) {  // the first test digit dragged corner to corner
+    const int64_t at = int64_t(i) * 56 / std::max(1, changes - 1);
+    canvases.push_back(compose_canvas(test.images[0], 84, {at, at}));
+  }
+  ProgressBar bar("studio latency", !args.flag("json"));
+  const StudioLatency r = measure_studio_latency(views, canvases, [&](int d, int t) { bar.update(d, t); });
+  bar.finish();
+  if (args.flag("json")) {
+    JsonWriter w;
+    w.add("mode", "studio").add("checkpoints", args.get("checkpoints", "resources/models/translution.ckpt,resources/models/attention.ckpt"))
+        .add("changes", int64_t(r.changes)).add("median_ms", r.median_ms).add("p90_ms", r.p90_ms).add("max_ms", r.max_ms)
+        .add("slot_median_ms", r.slot_median_ms).add("threads", int64_t(at::get_num_threads()));
+    std::cout << w.str() << std::endl;
+    return 0;
+  }
+  std::printf("studio inference path: %zu slots, %d canvas changes, attention maps on\n", slots.size(), r.changes);
+  std::printf("  latency per change (all slots): median %.1f ms, 90th percentile %.1f ms, max %.1f ms\n", r.median_ms,
+              r.p90_ms, r.max_ms);
+  for (size_t s = 0; s < slots.size(); ++s)
+    std::printf("  %s: median %.1f ms (%s)\n", paths[s].c_str(), r.slot_median_ms[s], slots[s]->description().c_str());
+  return 0;
+}
 
 }  // namespace
 
 int bench_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
-  const Args args(words, model_flags({"json", "recompute"}), model_options({"mode", "batch", "device", "steps", "warmup", "algorithm"}));
+  const Args args(words, model_flags({"json", "recompute"}),
+                  model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir"}));
+  if (args.get("mode") == "studio") return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));
   BenchOptions options;

@@ -1,0 +1,58 @@
+#include "infer/predictor.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include <ATen/ATen.h>
+
+#include "data/canvas_dataset.h"
+#include "util/device.h"
+#include "util/error.h"
+
+namespace translution {
+
+Predictor::Predictor(Checkpoint checkpoint, std::string source, c10::Device device)
+    : checkpoint_(std::move(checkpoint)), source_(std::move(source)), device_(device) {
+  const ViTConfig& c = checkpoint_.config;
+  if (c.channels != 1) throw Error(source_ + ": the studio shows one-channel digits; this model has " +
+                                   std::to_string(c.channels) + " channels");
+  checkpoint_.model->to(device_);
+  checkpoint_.model->eval();
+  at::NoGradGuard no_grad;
+  for (auto& layer : checkpoint_.model->offset_magnitudes()) {
+    for (auto& m : layer) m.norms = m.norms.detach().to(at::kCPU);
+    magnitudes_.push_back(std::move(layer));
+  }
+}
+
+Prediction Predictor::predict(const at::Tensor& canvas, bool with_attention) const {
+  const ViTConfig& c = checkpoint_.config;
+  if (canvas.dim() != 2) throw Error("a canvas must be a 2-D image");
+  const auto start = std::chrono::steady_clock::now();
+  at::NoGradGuard no_grad;
+  at::Tensor x = canvas.to(at::kFloat).unsqueeze(0).unsqueeze(0);
+  if (x.size(2) != c.image_height || x.size(3) != c.image_width)
+    x = at::adaptive_avg_pool2d(x, {c.image_height, c.image_width});
+  x = normalize_pixels(x).to(device_);
+  ViTInspection inspection;
+  ViT model = checkpoint_.model;  // a handle: forward is not const, the weights are not changed
+  const at::Tensor logits = model->forward(x, with_attention ? &inspection : nullptr);
+  const at::Tensor probs = logits.softmax(1).squeeze(0).to(at::kCPU, at::kDouble).contiguous();
+  Prediction p;
+  p.probabilities.assign(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
+  p.predicted = probs.argmax().item<int64_t>();
+  for (const at::Tensor& a : inspection.attention) p.attention.push_back(a.squeeze(0).to(at::kCPU, at::kFloat));
+  p.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return p;
+}
+
+std::string Predictor::description() const {
+  const ViTConfig& c = checkpoint_.config;
+  char buffer[200];
+  std::snprintf(buffer, sizeof buffer, "%s ViT-%s/%lld, depth %lld, %.2f M parameters, %s", c.model.c_str(),
+                c.preset.c_str(), (long long)c.patch, (long long)c.depth, double(parameter_count()) / 1e6,
+                device_.is_cuda() ? "CUDA" : "CPU");
+  return buffer;
+}
+
+}  // namespace translution

@@ -1,0 +1,47 @@
+#pragma once
+// The studio's inference path, without Qt: one loaded model that turns a canvas
+// into class probabilities and, when asked, every layer's attention. The UI runs
+// it on a worker thread; `translution bench --mode studio` times it.
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include "train/checkpoint.h"
+
+namespace translution {
+
+struct Prediction {
+  std::vector<double> probabilities;  // one per class
+  int64_t predicted = -1;
+  std::vector<at::Tensor> attention;  // per layer: float [heads, N, N] on the CPU (when asked)
+  double milliseconds = 0;            // forward pass, including the copy back
+};
+
+class Predictor {
+ public:
+  Predictor(Checkpoint checkpoint, std::string source, c10::Device device = c10::kCPU);
+
+  // canvas: [S, S] float in [0, 1] (ink 1). A canvas of another size than the
+  // model's input is resized (area-averaged) first.
+  Prediction predict(const at::Tensor& canvas, bool with_attention) const;
+
+  const ViTConfig& config() const { return checkpoint_.config; }
+  const std::map<std::string, std::string>& metadata() const { return checkpoint_.metadata; }
+  const std::string& source() const { return source_; }  // file or resource it came from
+  c10::Device device() const { return device_; }
+  int64_t parameter_count() const { return checkpoint_.model->parameter_count(); }
+  // Per layer, the relative matrices' magnitudes (empty list for plain attention layers), on the CPU.
+  const std::vector<std::vector<OffsetMagnitudes>>& offset_magnitudes() const { return magnitudes_; }
+  // "translution ViT-tiny/12, 4.27 M parameters, CPU"
+  std::string description() const;
+
+ private:
+  Checkpoint checkpoint_;
+  std::string source_;
+  c10::Device device_;
+  std::vector<std::vector<OffsetMagnitudes>> magnitudes_;
+};
+
+}  // namespace translution
