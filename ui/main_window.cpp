@@ -3,13 +3,19 @@
 #include <QActionGroup>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QFile>
 #include <QLabel>
 #include <QSettings>
 #include <QSlider>
 #include <QStatusBar>
+#include <QSplitter>
+#include <QTabWidget>
 #include <QToolBar>
 
+#include "bundled_models.h"
+#include "compare_panel.h"
 #include "digit_canvas.h"
+#include "model_slot.h"
 #include "test_digit_source.h"
 
 namespace translution::ui {
@@ -19,9 +25,23 @@ const int kPatchSizes[] = {4, 6, 7, 12, 14, 21, 28};
 }  // namespace
 
 MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
-    : QMainWindow(parent), canvas_(new DigitCanvas(84, this)), digits_(new TestDigitSource(data_dir, this)) {
+    : QMainWindow(parent),
+      canvas_(new DigitCanvas(84, this)),
+      splitter_(new QSplitter(this)),
+      tabs_(new QTabWidget(this)),
+      compare_(new ComparePanel(this)),
+      digits_(new TestDigitSource(data_dir, this)) {
   setWindowTitle(tr("Translution Studio"));
-  setCentralWidget(canvas_);
+  splitter_->setObjectName("mainSplitter");
+  splitter_->addWidget(canvas_);
+  splitter_->addWidget(tabs_);
+  splitter_->setStretchFactor(0, 2);
+  splitter_->setStretchFactor(1, 3);
+  setCentralWidget(splitter_);
+  tabs_->addTab(compare_, tr("Compare"));
+  compare_->addSlot();
+  compare_->addSlot();
+  connect(canvas_, &DigitCanvas::canvasChanged, compare_, &ComparePanel::setCanvas);
   buildToolBar();
   canvas_status_ = new QLabel(this);
   data_status_ = new QLabel(tr("Loading MNIST test digits…"), this);
@@ -39,7 +59,24 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
   });
   restoreSettings();
   updateCanvasStatus();
+  loadDefaultSlots();
+  compare_->setCanvas(canvas_->pixels());
   digits_->load();
+}
+
+bool MainWindow::busy() const { return compare_->busy(); }
+
+// Each slot gets the checkpoint it had last time, else a bundled model
+// (Translution in A, self-attention in B).
+void MainWindow::loadDefaultSlots() {
+  QSettings settings;
+  const QString defaults[] = {bundled_model("translution"), bundled_model("attention")};
+  for (int i = 0; i < compare_->slots().size(); ++i) {
+    ModelSlot* slot = compare_->slots()[i];
+    QString source = settings.value("compare/slot" + slot->name()).toString();
+    if (source.isEmpty() || !QFile::exists(source)) source = i < 2 ? defaults[i] : QString();
+    if (!source.isEmpty()) slot->load(source, settings.value("compare/device" + slot->name(), "cpu").toString());
+  }
 }
 
 MainWindow::~MainWindow() = default;
@@ -165,6 +202,10 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   settings.setValue("canvas/patch", patch_box_->currentData().toInt());
   settings.setValue("canvas/brush", brush_slider_->value());
   settings.setValue("canvas/placement", placement_box_->currentIndex());
+  for (const ModelSlot* slot : compare_->slots()) {
+    settings.setValue("compare/slot" + slot->name(), slot->source());
+    settings.setValue("compare/device" + slot->name(), slot->device());
+  }
   event->accept();
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// The studio's main window: the digit canvas in the centre, its tools in a
-// tool bar, and a status bar that says where the digit is and what was loaded.
+// The studio's main window: the digit canvas on the left with its tools in a
+// tool bar, the panels (comparison, ...) in tabs on the right, and a status bar.
 #include <QMainWindow>
 
 #include "data/canvas_dataset.h"
@@ -9,9 +9,12 @@ class QActionGroup;
 class QComboBox;
 class QLabel;
 class QSlider;
+class QSplitter;
+class QTabWidget;
 
 namespace translution::ui {
 
+class ComparePanel;
 class DigitCanvas;
 class TestDigitSource;
 
@@ -23,6 +26,10 @@ class MainWindow : public QMainWindow {
 
   DigitCanvas* canvas() const { return canvas_; }
   TestDigitSource* digits() const { return digits_; }
+  ComparePanel* compare() const { return compare_; }
+  QTabWidget* tabs() const { return tabs_; }
+  // True while any panel is loading a model or computing (screenshots wait for it).
+  bool busy() const;
 
  public Q_SLOTS:
   void showRandomDigit();
@@ -36,8 +43,12 @@ class MainWindow : public QMainWindow {
   void buildToolBar();
   void restoreSettings();
   void updateCanvasStatus();
+  void loadDefaultSlots();
 
   DigitCanvas* canvas_;
+  QSplitter* splitter_;
+  QTabWidget* tabs_;
+  ComparePanel* compare_;
   TestDigitSource* digits_;
   QComboBox* patch_box_ = nullptr;
   QComboBox* placement_box_ = nullptr;

@@ -6,7 +6,10 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QEventLoop>
+#include <QTabWidget>
+#include <QThread>
 #include <QSaveFile>
 #include <QSettings>
 #include <QTimer>
@@ -14,7 +17,9 @@
 #include "data/canvas_dataset.h"
 #include "data/mnist_provision.h"
 #include "digit_canvas.h"
+#include "compare_panel.h"
 #include "main_window.h"
+#include "model_slot.h"
 #include "test_digit_source.h"
 #include "util/allocator.h"
 #include "util/device.h"
@@ -36,15 +41,30 @@ void wait_for_digits(translution::ui::TestDigitSource* digits) {
   loop.exec();
 }
 
+// Lets queued work (model loading, predictions) finish before a screenshot.
+void wait_until_idle(const translution::ui::MainWindow& window) {
+  QElapsedTimer timer;
+  timer.start();
+  do {
+    QApplication::processEvents(QEventLoop::AllEvents, 50);
+    QThread::msleep(10);
+  } while (window.busy() && timer.elapsed() < 120000);
+  QApplication::processEvents();
+}
+
 int take_screenshot(translution::ui::MainWindow& window, const QString& panel, const QString& path) {
   QWidget* target = nullptr;
   if (panel == "window") target = &window;
   if (panel == "canvas") target = window.canvas();
+  if (panel == "compare") {
+    window.tabs()->setCurrentWidget(window.compare());
+    target = &window;
+  }
   if (!target) {
-    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas)\n", qPrintable(panel));
+    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas, compare)\n", qPrintable(panel));
     return 2;
   }
-  QApplication::processEvents();
+  wait_until_idle(window);
   const QPixmap pixmap = target->grab();
   QSaveFile file(path);  // temp file + rename: never a half-written PNG
   if (!file.open(QIODevice::WriteOnly) || !pixmap.save(&file, "PNG") || !file.commit()) {
@@ -79,7 +99,8 @@ int main(int argc, char** argv) {
   parser.addOptions({
       {"data-dir", "MNIST directory (default: $TRANSLUTION_DATA or data/mnist).", "DIR"},
       {"screenshot", "Render offscreen to FILE.png and exit.", "FILE"},
-      {"panel", "Panel to screenshot: window (default) or canvas.", "NAME", "window"},
+      {"panel", "Panel to screenshot: window (default), canvas or compare.", "NAME", "window"},
+      {"checkpoint", "Load FILE into the next comparison slot (repeat for slot B).", "FILE"},
       {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},
       {"index", "Index of that test digit (default 0).", "I", "0"},
   });
@@ -94,7 +115,10 @@ int main(int argc, char** argv) {
   const QString data_dir = parser.isSet("data-dir") ? parser.value("data-dir")
                                                      : QString::fromStdString(translution::default_mnist_dir());
   translution::ui::MainWindow window(data_dir);
-  if (screenshot) window.resize(1100, 800);
+  if (screenshot) window.resize(1400, 800);
+  const QStringList checkpoints = parser.values("checkpoint");
+  for (int i = 0; i < checkpoints.size() && i < window.compare()->slots().size(); ++i)
+    window.compare()->slots()[i]->load(checkpoints[i]);
   window.show();
 
   if (parser.isSet("dataset")) {

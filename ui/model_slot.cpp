@@ -1,0 +1,109 @@
+#include "model_slot.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QFutureWatcher>
+#include <QtConcurrent>
+
+#include "util/device.h"
+#include "util/error.h"
+
+namespace translution::ui {
+namespace {
+
+struct Outcome {
+  std::shared_ptr<const Predictor> predictor;
+  std::optional<Prediction> prediction;
+  QString error;
+};
+
+}  // namespace
+
+std::shared_ptr<const Predictor> load_predictor(const QString& source, const QString& device) {
+  QFile file(source);
+  if (!file.open(QIODevice::ReadOnly))
+    throw Error("cannot open checkpoint " + source.toStdString() + ": " + file.errorString().toStdString());
+  const QByteArray bytes = file.readAll();
+  const c10::Device where = parse_device(device.toStdString());
+  Checkpoint c = parse_checkpoint(std::string(bytes.constData(), size_t(bytes.size())), source.toStdString(), where);
+  return std::make_shared<const Predictor>(std::move(c), source.toStdString(), where);
+}
+
+ModelSlot::ModelSlot(QString name, QObject* parent) : QObject(parent), name_(std::move(name)) {}
+
+ModelSlot::~ModelSlot() = default;
+
+void ModelSlot::load(const QString& source, const QString& device) {
+  const int generation = ++generation_;
+  loading_ = true;
+  Q_EMIT loadStarted(source);
+  auto* watcher = new QFutureWatcher<Outcome>(this);
+  connect(watcher, &QFutureWatcher<Outcome>::finished, this, [this, watcher, generation, source, device] {
+    const Outcome out = watcher->result();
+    watcher->deleteLater();
+    if (generation != generation_) return;  // a newer load() superseded this one
+    loading_ = false;
+    if (!out.predictor) {
+      error_ = out.error;
+      Q_EMIT failed(out.error);  // the previous model, if any, stays in the slot
+      return;
+    }
+    error_.clear();
+    predictor_ = out.predictor;
+    source_ = source;
+    device_ = device;
+    last_.reset();
+    Q_EMIT loaded();
+    startNext();
+  });
+  watcher->setFuture(QtConcurrent::run([source, device] {
+    Outcome out;
+    try {
+      out.predictor = load_predictor(source, device);
+    } catch (const std::exception& e) {
+      out.error = QString::fromStdString(e.what());
+    }
+    return out;
+  }));
+}
+
+void ModelSlot::request(const at::Tensor& canvas) {
+  pending_ = canvas.detach().clone();
+  startNext();
+}
+
+void ModelSlot::startNext() {
+  if (predicting_ || loading_ || !predictor_ || !pending_.defined()) return;
+  predicting_ = true;
+  const at::Tensor canvas = pending_;
+  pending_ = at::Tensor();
+  const std::shared_ptr<const Predictor> predictor = predictor_;
+  const int generation = generation_;
+  auto* watcher = new QFutureWatcher<Outcome>(this);
+  connect(watcher, &QFutureWatcher<Outcome>::finished, this, [this, watcher, generation] {
+    const Outcome out = watcher->result();
+    watcher->deleteLater();
+    predicting_ = false;
+    if (generation == generation_) {
+      if (out.prediction) {
+        last_ = out.prediction;
+        Q_EMIT predicted();
+      } else {
+        error_ = out.error;
+        Q_EMIT failed(out.error);
+      }
+    }
+    startNext();
+  });
+  watcher->setFuture(QtConcurrent::run([predictor, canvas] {
+    Outcome out;
+    try {
+      out.prediction = predictor->predict(canvas, true);
+    } catch (const std::exception& e) {
+      out.error = QString::fromStdString(e.what());
+    }
+    return out;
+  }));
+}
+
+}  // namespace translution::ui

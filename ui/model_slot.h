@@ -1,0 +1,56 @@
+#pragma once
+// One comparison slot: a model that predicts on every canvas change without
+// blocking the GUI thread. Loading and predicting run on Qt's thread pool; while
+// a prediction is in flight only the newest canvas waits (older ones are
+// dropped), so a fast stroke never queues up stale work.
+#include <memory>
+#include <optional>
+
+#include <QObject>
+#include <QString>
+
+#include "infer/predictor.h"
+#include "tensor_metatype.h"
+
+namespace translution::ui {
+
+class ModelSlot : public QObject {
+  Q_OBJECT
+ public:
+  explicit ModelSlot(QString name, QObject* parent = nullptr);
+  ~ModelSlot() override;
+
+  // A checkpoint file, or a bundled model (":/models/NAME.ckpt"); device "cpu" or "cuda".
+  void load(const QString& source, const QString& device = "cpu");
+  // The newest canvas ([S, S] in [0, 1]); predicted as soon as the slot is free.
+  void request(const at::Tensor& canvas);
+
+  const QString& name() const { return name_; }
+  QString source() const { return source_; }
+  QString device() const { return device_; }
+  std::shared_ptr<const Predictor> predictor() const { return predictor_; }
+  const std::optional<Prediction>& lastPrediction() const { return last_; }
+  const QString& error() const { return error_; }
+  bool busy() const { return loading_ || predicting_ || pending_.defined(); }
+
+ Q_SIGNALS:
+  void loadStarted(const QString& source);
+  void loaded();
+  void failed(const QString& message);
+  void predicted();  // lastPrediction() is new
+
+ private:
+  void startNext();
+
+  QString name_, source_, device_ = "cpu", error_;
+  std::shared_ptr<const Predictor> predictor_;
+  std::optional<Prediction> last_;
+  at::Tensor pending_;
+  bool loading_ = false, predicting_ = false;
+  int generation_ = 0;  // a newer load() makes results of older work stale
+};
+
+// Reads a checkpoint from a file or a Qt resource and builds a Predictor (any thread).
+std::shared_ptr<const Predictor> load_predictor(const QString& source, const QString& device);
+
+}  // namespace translution::ui

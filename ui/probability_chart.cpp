@@ -1,0 +1,45 @@
+#include "probability_chart.h"
+
+namespace translution::ui {
+
+ProbabilityChart::ProbabilityChart(QWidget* parent) : QCustomPlot(parent) {
+  bars_ = new QCPBars(xAxis, yAxis);
+  best_ = new QCPBars(xAxis, yAxis);
+  bars_->setPen(Qt::NoPen);
+  bars_->setBrush(QColor(120, 144, 176));
+  best_->setPen(Qt::NoPen);
+  best_->setBrush(QColor(230, 120, 30));
+  bars_->setWidth(0.7);
+  best_->setWidth(0.7);
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  for (int k = 0; k < 10; ++k) ticker->addTick(k, QString::number(k));
+  xAxis->setTicker(ticker);
+  xAxis->setRange(-0.6, 9.6);
+  xAxis->grid()->setVisible(false);
+  yAxis->setRange(0, 1);
+  yAxis->setLabel(tr("probability"));
+  setMinimumHeight(140);
+  setToolTip(tr("Softmax probability of each class"));
+}
+
+void ProbabilityChart::setProbabilities(const std::vector<double>& p, int predicted) {
+  values_ = p;
+  QVector<double> keys, rest, top;
+  for (int k = 0; k < int(p.size()); ++k) {
+    keys << k;
+    rest << (k == predicted ? 0.0 : p[size_t(k)]);
+    top << (k == predicted ? p[size_t(k)] : 0.0);
+  }
+  bars_->setData(keys, rest, true);
+  best_->setData(keys, top, true);
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ProbabilityChart::clearProbabilities() {
+  values_.clear();
+  bars_->data()->clear();
+  best_->data()->clear();
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+}  // namespace translution::ui

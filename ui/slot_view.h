@@ -1,0 +1,43 @@
+#pragma once
+// What one comparison slot shows: its model (kind, preset, parameters, device,
+// what it was trained on), the predicted class and the probability chart, and
+// controls to load another checkpoint or switch device.
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QPushButton;
+
+namespace translution::ui {
+
+class ModelSlot;
+class ProbabilityChart;
+
+class SlotView : public QWidget {
+  Q_OBJECT
+ public:
+  SlotView(ModelSlot* slot, QWidget* parent = nullptr);
+  ModelSlot* slot() const { return slot_; }
+  ProbabilityChart* chart() const { return chart_; }
+  QString predictionText() const;
+
+ Q_SIGNALS:
+  void loadRequested(translution::ui::ModelSlot* slot);
+
+ private:
+  void showModel();
+  void showPrediction();
+  void showError(const QString& message);
+
+  ModelSlot* slot_;
+  QLabel* title_;
+  QLabel* details_;
+  QLabel* predicted_;
+  QLabel* confidence_;
+  QLabel* timing_;
+  QComboBox* device_;
+  QPushButton* load_;
+  ProbabilityChart* chart_;
+};
+
+}  // namespace translution::ui
