@@ -83,7 +83,7 @@ void DigitCanvas::nudge(int dx, int dy) {
 
 void DigitCanvas::setTool(Tool tool) {
   tool_ = tool;
-  setCursor(tool == Tool::Move ? Qt::OpenHandCursor : Qt::CrossCursor);
+  setCursor(tool == Tool::Move ? Qt::OpenHandCursor : tool == Tool::Query ? Qt::PointingHandCursor : Qt::CrossCursor);
 }
 
 void DigitCanvas::setPatchSize(int patch) {
@@ -151,6 +151,11 @@ std::vector<float> DigitCanvas::shifted(const std::vector<float>& base, int dx, 
 
 void DigitCanvas::mousePressEvent(QMouseEvent* event) {
   const QPointF p = toCanvas(event->position());
+  if (tool_ == Tool::Query) {
+    if (event->button() == Qt::LeftButton && p.x() >= 0 && p.y() >= 0 && p.x() < size_ && p.y() < size_)
+      Q_EMIT patchClicked(int(p.y()) / patch_, int(p.x()) / patch_);
+    return;
+  }
   if (event->button() == Qt::LeftButton && tool_ == Tool::Move) {
     pushUndo();
     drag_base_ = pixels_;
@@ -220,8 +225,20 @@ void DigitCanvas::paintEvent(QPaintEvent*) {
       painter.drawLine(QPointF(r.left(), r.top() + offset), QPointF(r.right(), r.top() + offset));
     }
   }
+  if (highlight_row_ >= 0) {
+    const double s = scale() * patch_;
+    painter.setPen(QPen(QColor(255, 170, 0), 3));
+    painter.setBrush(Qt::NoBrush);
+    painter.drawRect(QRectF(r.left() + highlight_col_ * s, r.top() + highlight_row_ * s, s, s));
+  }
   painter.setPen(QPen(hasFocus() ? palette().highlight().color() : palette().mid().color(), 2));
   painter.drawRect(r.adjusted(1, 1, -1, -1));
+}
+
+void DigitCanvas::setHighlightedPatch(int row, int col) {
+  highlight_row_ = row;
+  highlight_col_ = col;
+  update();
 }
 
 }  // namespace translution::ui

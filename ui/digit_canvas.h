@@ -13,7 +13,8 @@ namespace translution::ui {
 class DigitCanvas : public QWidget {
   Q_OBJECT
  public:
-  enum class Tool { Draw, Erase, Move };
+  // Query: a left click picks the patch under it as the attention view's query token.
+  enum class Tool { Draw, Erase, Move, Query };
 
   explicit DigitCanvas(int canvas_size = 84, QWidget* parent = nullptr);
 
@@ -45,10 +46,13 @@ class DigitCanvas : public QWidget {
   void setPatchSize(int patch);
   void setGridVisible(bool visible);
   void setBrushRadius(double radius);
+  // Outlines patch (row, col) (the attention query); row < 0 clears it.
+  void setHighlightedPatch(int row, int col);
 
  Q_SIGNALS:
   void canvasChanged(const at::Tensor& pixels);
   void undoAvailable(bool available);
+  void patchClicked(int row, int col);  // Query tool
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -71,6 +75,7 @@ class DigitCanvas : public QWidget {
   bool grid_visible_ = true;
   double brush_radius_ = 2.0;
   Tool tool_ = Tool::Draw;
+  int highlight_row_ = -1, highlight_col_ = -1;
   std::vector<float> pixels_;
   std::vector<std::vector<float>> undo_;
 

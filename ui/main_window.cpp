@@ -12,6 +12,7 @@
 #include <QTabWidget>
 #include <QToolBar>
 
+#include "attention_panel.h"
 #include "bundled_models.h"
 #include "compare_panel.h"
 #include "digit_canvas.h"
@@ -41,6 +42,14 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
   tabs_->addTab(compare_, tr("Compare"));
   compare_->addSlot();
   compare_->addSlot();
+  attention_ = new AttentionPanel(compare_->slots(), this);
+  tabs_->addTab(attention_, tr("Attention"));
+  connect(canvas_, &DigitCanvas::patchClicked, this,
+          [this](int row, int col) { attention_->setQueryPatch(row, col, canvas_->patchSize()); });
+  connect(attention_, &AttentionPanel::queryChanged, this, [this](const AttentionQuery& q) {
+    if (q.cls) canvas_->setHighlightedPatch(-1, -1);
+    else canvas_->setHighlightedPatch(int(q.y) / canvas_->patchSize(), int(q.x) / canvas_->patchSize());
+  });
   connect(canvas_, &DigitCanvas::canvasChanged, compare_, &ComparePanel::setCanvas);
   buildToolBar();
   canvas_status_ = new QLabel(this);
@@ -96,6 +105,7 @@ void MainWindow::buildToolBar() {
       {"Draw", "D", DigitCanvas::Tool::Draw, "Draw with the mouse (right button erases)"},
       {"Erase", "E", DigitCanvas::Tool::Erase, "Erase with the mouse"},
       {"Move", "M", DigitCanvas::Tool::Move, "Drag the digit around the canvas (arrow keys nudge by 1 px)"},
+      {"Query", "Q", DigitCanvas::Tool::Query, "Click a patch to see what it attends to (Attention tab)"},
   };
   for (const auto& spec : tool_specs) {
     QAction* action = bar->addAction(tr(spec.name));

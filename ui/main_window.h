@@ -14,6 +14,7 @@ class QTabWidget;
 
 namespace translution::ui {
 
+class AttentionPanel;
 class ComparePanel;
 class DigitCanvas;
 class TestDigitSource;
@@ -27,6 +28,7 @@ class MainWindow : public QMainWindow {
   DigitCanvas* canvas() const { return canvas_; }
   TestDigitSource* digits() const { return digits_; }
   ComparePanel* compare() const { return compare_; }
+  AttentionPanel* attention() const { return attention_; }
   QTabWidget* tabs() const { return tabs_; }
   // True while any panel is loading a model or computing (screenshots wait for it).
   bool busy() const;
@@ -49,6 +51,7 @@ class MainWindow : public QMainWindow {
   QSplitter* splitter_;
   QTabWidget* tabs_;
   ComparePanel* compare_;
+  AttentionPanel* attention_ = nullptr;
   TestDigitSource* digits_;
   QComboBox* patch_box_ = nullptr;
   QComboBox* placement_box_ = nullptr;

@@ -39,6 +39,7 @@ Prediction Predictor::predict(const at::Tensor& canvas, bool with_attention) con
   const at::Tensor logits = model->forward(x, with_attention ? &inspection : nullptr);
   const at::Tensor probs = logits.softmax(1).squeeze(0).to(at::kCPU, at::kDouble).contiguous();
   Prediction p;
+  p.canvas = canvas;
   p.probabilities.assign(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
   p.predicted = probs.argmax().item<int64_t>();
   for (const at::Tensor& a : inspection.attention) p.attention.push_back(a.squeeze(0).to(at::kCPU, at::kFloat));

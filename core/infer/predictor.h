@@ -13,6 +13,7 @@
 namespace translution {
 
 struct Prediction {
+  at::Tensor canvas;                  // the input it was computed for ([S, S] in [0, 1])
   std::vector<double> probabilities;  // one per class
   int64_t predicted = -1;
   std::vector<at::Tensor> attention;  // per layer: float [heads, N, N] on the CPU (when asked)

@@ -1,0 +1,33 @@
+#pragma once
+// The attention view for every comparison slot side by side, sharing one query
+// token: picked with the canvas's Query tool, by clicking any attention map, or CLS.
+#include <QList>
+#include <QWidget>
+
+#include "attention_view.h"
+
+namespace translution::ui {
+
+class ModelSlot;
+
+class AttentionPanel : public QWidget {
+  Q_OBJECT
+ public:
+  AttentionPanel(const QList<ModelSlot*>& slots, QWidget* parent = nullptr);
+  const QList<AttentionView*>& views() const { return views_; }
+  const AttentionQuery& query() const { return query_; }
+
+ public Q_SLOTS:
+  void setQuery(const translution::ui::AttentionQuery& query);
+  void setQueryPatch(int row, int col, int patch);  // a patch of the canvas's grid
+  void setClsQuery();
+
+ Q_SIGNALS:
+  void queryChanged(const translution::ui::AttentionQuery& query);
+
+ private:
+  QList<AttentionView*> views_;
+  AttentionQuery query_;
+};
+
+}  // namespace translution::ui
