@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QFile>
 #include <QLabel>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSlider>
 #include <QStatusBar>
@@ -17,6 +18,7 @@
 #include "compare_panel.h"
 #include "digit_canvas.h"
 #include "model_slot.h"
+#include "offset_panel.h"
 #include "test_digit_source.h"
 
 namespace translution::ui {
@@ -44,6 +46,11 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
   compare_->addSlot();
   attention_ = new AttentionPanel(compare_->slots(), this);
   tabs_->addTab(attention_, tr("Attention"));
+  offsets_ = new OffsetPanel(compare_->slots(), this);
+  auto* offsets_scroll = new QScrollArea(this);
+  offsets_scroll->setWidget(offsets_);
+  offsets_scroll->setWidgetResizable(true);
+  tabs_->addTab(offsets_scroll, tr("Offset weights"));
   connect(canvas_, &DigitCanvas::patchClicked, this,
           [this](int row, int col) { attention_->setQueryPatch(row, col, canvas_->patchSize()); });
   connect(attention_, &AttentionPanel::queryChanged, this, [this](const AttentionQuery& q) {

@@ -16,6 +16,7 @@ namespace translution::ui {
 
 class AttentionPanel;
 class ComparePanel;
+class OffsetPanel;
 class DigitCanvas;
 class TestDigitSource;
 
@@ -29,6 +30,7 @@ class MainWindow : public QMainWindow {
   TestDigitSource* digits() const { return digits_; }
   ComparePanel* compare() const { return compare_; }
   AttentionPanel* attention() const { return attention_; }
+  OffsetPanel* offsets() const { return offsets_; }
   QTabWidget* tabs() const { return tabs_; }
   // True while any panel is loading a model or computing (screenshots wait for it).
   bool busy() const;
@@ -52,6 +54,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_;
   ComparePanel* compare_;
   AttentionPanel* attention_ = nullptr;
+  OffsetPanel* offsets_ = nullptr;
   TestDigitSource* digits_;
   QComboBox* patch_box_ = nullptr;
   QComboBox* placement_box_ = nullptr;

@@ -1,0 +1,150 @@
+#include "offset_panel.h"
+
+#include <cmath>
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <ATen/ATen.h>
+
+#include "model_slot.h"
+
+namespace translution::ui {
+
+OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
+    : QWidget(parent), slots_(slots), slot_box_(new QComboBox(this)), message_(new QLabel(this)), plot_(new QCustomPlot(this)) {
+  for (ModelSlot* s : slots_) {
+    slot_box_->addItem(tr("Slot %1").arg(s->name()));
+    connect(s, &ModelSlot::loaded, this, &OffsetPanel::rebuild);
+  }
+  slot_box_->setToolTip(tr("Whose offset weights to show"));
+  message_->setWordWrap(true);
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("Model"), this));
+  controls->addWidget(slot_box_);
+  controls->addWidget(message_, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(controls);
+  layout->addWidget(plot_, 1);
+  plot_->setMouseTracking(true);
+  connect(slot_box_, &QComboBox::currentIndexChanged, this, &OffsetPanel::rebuild);
+  connect(plot_, &QCustomPlot::mouseMove, this, &OffsetPanel::showHover);
+  rebuild();
+}
+
+QString OffsetPanel::message() const { return message_->text(); }
+
+void OffsetPanel::rebuild() {
+  plot_->clearPlottables();
+  plot_->plotLayout()->clear();
+  maps_.clear();
+  grids_.clear();
+  map_layers_.clear();
+  ModelSlot* slot = slot_box_->currentIndex() >= 0 ? slots_[slot_box_->currentIndex()] : nullptr;
+  const auto predictor = slot ? slot->predictor() : nullptr;
+  if (!predictor) {
+    message_->setText(tr("This slot has no model."));
+    plot_->replot();
+    return;
+  }
+  const ViTConfig& c = predictor->config();
+  grid_h_ = int(c.grid_height());
+  grid_w_ = int(c.grid_width());
+  std::vector<std::vector<OffsetGrid>> layers;
+  for (const auto& layer : predictor->offset_magnitudes()) layers.push_back(offset_grids(layer, grid_h_, grid_w_));
+  size_t projections = 0;
+  for (const auto& l : layers) projections = std::max(projections, l.size());
+  if (projections == 0) {
+    message_->setText(tr("%1 has no per-offset weights: it is %2, which uses no offset-indexed matrices. "
+                         "Load a Translution-family model (translution, lor, translution-qk, ...) to see them.")
+                          .arg(QString::fromStdString(c.model), c.model.rfind("attention", 0) == 0 || c.model == "rope" || c.model == "gpsa" || c.model.rfind("rel-", 0) == 0
+                                                                     ? tr("a baseline")
+                                                                     : tr("an absolute pair encoding")));
+    plot_->replot();
+    return;
+  }
+  message_->setText(tr("%1: |W_δ| (Frobenius norm) per offset δ = (dy, dx), query patch minus key patch; "
+                       "the bottom row of each map is CLS self, into CLS, out of CLS. Shared colour scale; hover for values.")
+                        .arg(QString::fromStdString(c.model)));
+  auto* scale = new QCPColorScale(plot_);
+  scale->setGradient(QCPColorGradient::gpThermal);
+  QCPColorGradient gradient(QCPColorGradient::gpThermal);
+  gradient.setNanHandling(QCPColorGradient::nhTransparent);
+  scale->setGradient(gradient);
+  scale->axis()->setLabel(tr("|W_δ|"));
+  const int rows = 2 * grid_h_ - 1 + 2, cols = 2 * grid_w_ - 1;  // + a gap row + the CLS row
+  double low = 1e30, high = 0;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    for (size_t p = 0; p < layers[l].size(); ++p) {
+      const OffsetGrid& g = layers[l][p];
+      auto* rect = new QCPAxisRect(plot_);
+      plot_->plotLayout()->addElement(int(l), int(p), rect);
+      rect->axis(QCPAxis::atLeft)->setRangeReversed(true);
+      rect->axis(QCPAxis::atLeft)->setTicks(false);
+      rect->axis(QCPAxis::atBottom)->setTicks(false);
+      rect->axis(QCPAxis::atBottom)->setLabel(tr("layer %1, %2").arg(l + 1).arg(QString::fromStdString(g.projection)));
+      auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+      map->data()->setSize(cols, rows);
+      map->data()->setRange(QCPRange(0, cols - 1), QCPRange(0, rows - 1));
+      const at::Tensor grid = g.grid.contiguous();
+      for (int r = 0; r < rows; ++r)
+        for (int col = 0; col < cols; ++col) map->data()->setCell(col, r, std::nan(""));
+      for (int r = 0; r < 2 * grid_h_ - 1; ++r)
+        for (int col = 0; col < cols; ++col) {
+          const double v = grid[r][col].item<double>();
+          map->data()->setCell(col, r, v);
+          low = std::min(low, v), high = std::max(high, v);
+        }
+      const float cls[3] = {g.cls_self, g.cls_in, g.cls_out};
+      for (int k = 0; k < 3 && k < cols; ++k) {
+        map->data()->setCell(k, rows - 1, cls[k]);
+        low = std::min<double>(low, cls[k]), high = std::max<double>(high, cls[k]);
+      }
+      map->setInterpolate(false);
+      map->setColorScale(scale);
+      rect->axis(QCPAxis::atBottom)->setRange(-0.5, cols - 0.5);
+      rect->axis(QCPAxis::atLeft)->setRange(-0.5, rows - 0.5);
+      maps_ << map;
+      grids_.push_back(g);
+      map_layers_ << int(l);
+    }
+  }
+  plot_->plotLayout()->addElement(0, int(projections), scale);
+  scale->setDataRange(QCPRange(low, high > low ? high : low + 1));
+  plot_->setMinimumHeight(int(layers.size()) * 90);
+  plot_->replot();
+}
+
+QString OffsetPanel::describeCell(int index, int row, int column) const {
+  if (index < 0 || index >= maps_.size()) return {};
+  const OffsetGrid& g = grids_[size_t(index)];
+  const QString where = tr("layer %1, W%2").arg(map_layers_[index] + 1).arg(QString::fromStdString(g.projection));
+  if (row < 2 * grid_h_ - 1 && column < 2 * grid_w_ - 1 && row >= 0 && column >= 0) {
+    const int dy = row - (grid_h_ - 1), dx = column - (grid_w_ - 1);
+    return tr("%1, offset (dx %2, dy %3): |W| = %4").arg(where).arg(dx).arg(dy).arg(g.grid[row][column].item<double>(), 0, 'g', 4);
+  }
+  if (row == 2 * grid_h_ && column >= 0 && column < 3) {
+    const char* names[3] = {"CLS to itself", "into CLS", "out of CLS"};
+    const float values[3] = {g.cls_self, g.cls_in, g.cls_out};
+    return tr("%1, %2: |W| = %3").arg(where, tr(names[column])).arg(values[column], 0, 'g', 4);
+  }
+  return {};
+}
+
+void OffsetPanel::showHover(QMouseEvent* event) {
+  for (int i = 0; i < maps_.size(); ++i) {
+    QCPAxisRect* rect = maps_[i]->keyAxis()->axisRect();
+    if (!rect->rect().contains(event->pos())) continue;
+    const int column = int(std::lround(maps_[i]->keyAxis()->pixelToCoord(event->pos().x())));
+    const int row = int(std::lround(maps_[i]->valueAxis()->pixelToCoord(event->pos().y())));
+    const QString text = describeCell(i, row, column);
+    if (!text.isEmpty()) QToolTip::showText(event->globalPosition().toPoint(), text, plot_);
+    return;
+  }
+  QToolTip::hideText();
+}
+
+}  // namespace translution::ui

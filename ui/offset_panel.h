@@ -1,0 +1,42 @@
+#pragma once
+// The learned per-offset weights of a Translution-family slot: for every layer
+// and each relative projection (q, k, v), the Frobenius norm of W_delta over the
+// (2H-1) x (2W-1) offset grid, with the three CLS matrices in a row beneath, all
+// on one colour scale. Hovering a cell names the offset and its value.
+#include <QList>
+#include <QWidget>
+
+#include "nn/offset_grid.h"
+#include "qcustomplot_include.h"
+
+class QComboBox;
+class QLabel;
+
+namespace translution::ui {
+
+class ModelSlot;
+
+class OffsetPanel : public QWidget {
+  Q_OBJECT
+ public:
+  OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent = nullptr);
+  QCustomPlot* plot() const { return plot_; }
+  int heatMapCount() const { return maps_.size(); }
+  QString message() const;                       // what the panel says when there is nothing to show
+  QString describeCell(int map, int row, int column) const;  // the hover text
+
+ private:
+  void rebuild();
+  void showHover(QMouseEvent* event);
+
+  QList<ModelSlot*> slots_;
+  QComboBox* slot_box_;
+  QLabel* message_;
+  QCustomPlot* plot_;
+  QList<QCPColorMap*> maps_;
+  std::vector<OffsetGrid> grids_;  // one per map
+  QList<int> map_layers_;
+  int grid_h_ = 0, grid_w_ = 0;
+};
+
+}  // namespace translution::ui
