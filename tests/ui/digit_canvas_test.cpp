@@ -7,30 +7,12 @@
 #include <QtTest>
 
 #include "digit_canvas.h"
+#include "ui_test_support.h"
 
 using translution::ui::DigitCanvas;
+using namespace translution::ui::test;
 
 namespace {
-
-void send_mouse(QWidget* w, QEvent::Type type, QPointF pos, Qt::MouseButton button, Qt::MouseButtons held) {
-  QMouseEvent event(type, pos, w->mapToGlobal(pos), button, held, Qt::NoModifier);
-  QApplication::sendEvent(w, &event);
-}
-
-// A drag from `from` to `to` (widget coordinates) in `steps` moves.
-void drag(QWidget* w, QPointF from, QPointF to, Qt::MouseButton button = Qt::LeftButton, int steps = 10) {
-  send_mouse(w, QEvent::MouseButtonPress, from, button, button);
-  for (int i = 1; i <= steps; ++i)
-    send_mouse(w, QEvent::MouseMove, from + (to - from) * (double(i) / steps), Qt::NoButton, button);
-  send_mouse(w, QEvent::MouseButtonRelease, to, button, Qt::NoButton);
-}
-
-// Widget position of the centre of canvas pixel (x, y).
-QPointF widget_pos(const DigitCanvas& c, double x, double y) {
-  const double s = c.scale();
-  const double left = (c.width() - s * c.canvasSize()) / 2.0, top = (c.height() - s * c.canvasSize()) / 2.0;
-  return {left + (x + 0.5) * s, top + (y + 0.5) * s};
-}
 
 // A filled square of ink, as a digit stand-in with a known mass centre.
 at::Tensor square(int size, int x, int y, int side) {

@@ -1,0 +1,158 @@
+// The studio's panels driven like a user: strokes on the canvas update every
+// slot's prediction, a clicked patch becomes the attention query, the offset
+// view has one heat map per layer and relative projection.
+#include <ATen/ATen.h>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "attention_map.h"
+#include "attention_panel.h"
+#include "compare_panel.h"
+#include "digit_canvas.h"
+#include "main_window.h"
+#include "model_slot.h"
+#include "offset_panel.h"
+#include "probability_chart.h"
+#include "slot_view.h"
+#include "train/checkpoint.h"
+#include "ui_test_support.h"
+
+using namespace translution;
+using namespace translution::ui;
+using namespace translution::ui::test;
+
+namespace {
+
+ViTConfig small(const std::string& model, int64_t depth) {
+  ViTConfig c = preset_config("tiny", model);
+  c.depth = depth;
+  c.dim = 16, c.heads = 2, c.head_dim = 8, c.mlp_dim = 16;
+  return c;  // 84x84, patch 12: a 7x7 grid
+}
+
+QString save_model(const QTemporaryDir& dir, const std::string& model, int64_t depth) {
+  Checkpoint c;
+  c.config = small(model, depth);
+  at::manual_seed(11);
+  c.model = ViT(c.config);
+  c.metadata["dataset"] = "dynamic";
+  const QString path = dir.filePath(QString::fromStdString(model) + ".ckpt");
+  save_checkpoint(path.toStdString(), c);
+  return path;
+}
+
+}  // namespace
+
+class StudioPanelsTest : public QObject {
+  Q_OBJECT
+ private:
+  QTemporaryDir dir;
+  QString translution_ckpt, attention_ckpt;
+  MainWindow* window = nullptr;
+
+  void waitIdle() { QTRY_VERIFY_WITH_TIMEOUT(!window->busy(), 30000); }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);  // settings go to a test location
+    translution_ckpt = save_model(dir, "translution", 2);
+    attention_ckpt = save_model(dir, "attention", 3);
+  }
+
+  void init() {
+    window = new MainWindow(qEnvironmentVariable("TRANSLUTION_DATA"));
+    window->resize(1400, 800);
+    window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window));
+    window->compare()->slots()[0]->load(translution_ckpt);
+    window->compare()->slots()[1]->load(attention_ckpt);
+    waitIdle();
+    QCOMPARE(window->compare()->slots()[0]->error(), QString());
+  }
+
+  void cleanup() {
+    delete window;
+    window = nullptr;
+  }
+
+  void everySlotPredictsEachStroke() {
+    DigitCanvas* canvas = window->canvas();
+    for (int stroke = 0; stroke < 2; ++stroke) {
+      drag(canvas, widget_pos(*canvas, 20 + 10 * stroke, 30), widget_pos(*canvas, 50, 60 - 10 * stroke));
+      waitIdle();
+      const at::Tensor now = canvas->pixels();
+      for (ModelSlot* slot : window->compare()->slots()) {
+        QVERIFY(slot->lastPrediction().has_value());
+        // The prediction shown is for exactly the canvas on screen (stale requests were dropped).
+        QVERIFY(at::equal(slot->lastPrediction()->canvas, now));
+        double total = 0;
+        for (double p : slot->lastPrediction()->probabilities) total += p;
+        QVERIFY(std::abs(total - 1.0) < 1e-5);
+      }
+    }
+    for (SlotView* view : window->compare()->views()) {
+      QVERIFY(!view->predictionText().isEmpty() && view->predictionText() != "–");
+      QCOMPARE(int(view->chart()->probabilities().size()), 10);
+    }
+  }
+
+  void rapidStrokesEndOnTheLatestCanvas() {
+    DigitCanvas* canvas = window->canvas();
+    for (int i = 0; i < 15; ++i) drag(canvas, widget_pos(*canvas, 10 + 4 * i, 10), widget_pos(*canvas, 10 + 4 * i, 70), Qt::LeftButton, 3);
+    waitIdle();
+    for (ModelSlot* slot : window->compare()->slots()) QVERIFY(at::equal(slot->lastPrediction()->canvas, canvas->pixels()));
+  }
+
+  void clickingAPatchChangesTheAttentionView() {
+    DigitCanvas* canvas = window->canvas();
+    drag(canvas, widget_pos(*canvas, 30, 30), widget_pos(*canvas, 50, 50));
+    waitIdle();
+    AttentionView* view = window->attention()->views()[0];
+    QCOMPARE(view->queryToken(), 0);  // CLS until a patch is picked
+    const at::Tensor before = view->mainMap()->patchWeights().clone();
+    canvas->setTool(DigitCanvas::Tool::Query);
+    const at::Tensor pixels = canvas->pixels();
+    send_mouse(canvas, QEvent::MouseButtonPress, widget_pos(*canvas, 3 * 12 + 5, 2 * 12 + 5), Qt::LeftButton, Qt::LeftButton);
+    send_mouse(canvas, QEvent::MouseButtonRelease, widget_pos(*canvas, 3 * 12 + 5, 2 * 12 + 5), Qt::LeftButton, Qt::NoButton);
+    QVERIFY(at::equal(canvas->pixels(), pixels));  // the Query tool does not draw
+    for (AttentionView* v : window->attention()->views()) QCOMPARE(v->queryToken(), 1 + 2 * 7 + 3);
+    const at::Tensor after = view->mainMap()->patchWeights();
+    QVERIFY(!at::allclose(before, after));
+    // The view shows row `query` of the model's own attention.
+    const auto& prediction = view->slot()->lastPrediction();
+    QVERIFY(at::allclose(after.flatten(), prediction->attention.back()[0][1 + 2 * 7 + 3].narrow(0, 1, 49)));
+    // Small multiples: every layer and head.
+    QCOMPARE(view->smallMultiples().size(), 2 * 2);
+    QCOMPARE(window->attention()->views()[1]->smallMultiples().size(), 3 * 2);
+  }
+
+  void offsetViewHasOneHeatMapPerLayerAndProjection() {
+    OffsetPanel* panel = window->offsets();
+    QCOMPARE(panel->heatMapCount(), 2 * 3);  // translution: q, k and v relative in both layers
+    QVERIFY(panel->describeCell(0, 6, 6).contains("offset (dx 0, dy 0)"));
+    QVERIFY(panel->describeCell(0, 14, 1).contains("into CLS"));
+    auto* box = panel->findChild<QComboBox*>();
+    box->setCurrentIndex(1);  // slot B: self-attention
+    QCOMPARE(panel->heatMapCount(), 0);
+    QVERIFY(panel->message().contains("no per-offset weights"));
+  }
+
+  void aBadCheckpointLeavesTheSlotAsItWasAndSaysWhy() {
+    ModelSlot* slot = window->compare()->slots()[0];
+    QFile bad(dir.filePath("bad.ckpt"));
+    QVERIFY(bad.open(QIODevice::WriteOnly));
+    bad.write("not a checkpoint");
+    bad.close();
+    QSignalSpy failed(slot, &ModelSlot::failed);
+    slot->load(dir.filePath("bad.ckpt"));
+    QTRY_COMPARE(failed.count(), 1);
+    QVERIFY(failed.first().at(0).toString().contains("is not a Translution checkpoint"));
+    QCOMPARE(slot->source(), translution_ckpt);  // the loaded model stays
+    QVERIFY(slot->predictor() != nullptr);
+  }
+};
+
+QTEST_MAIN(StudioPanelsTest)
+#include "studio_panels_test.moc"
