@@ -31,7 +31,7 @@ class ModelSlot : public QObject {
   std::shared_ptr<const Predictor> predictor() const { return predictor_; }
   const std::optional<Prediction>& lastPrediction() const { return last_; }
   const QString& error() const { return error_; }
-  bool busy() const { return loading_ || predicting_ || pending_.defined(); }
+  bool busy() const { return loading_ || predicting_ || (pending_.defined() && predictor_); }
 
  Q_SIGNALS:
   void loadStarted(const QString& source);

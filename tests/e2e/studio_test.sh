@@ -14,10 +14,14 @@ check() {
 check "--help" bash -c "QT_QPA_PLATFORM=offscreen '$studio' --help | grep -q -- --screenshot"
 QT_QPA_PLATFORM=offscreen "$studio" --screenshot "$work/window.png" --dataset dynamic --index 7
 check "window screenshot exits 0" test $? -eq 0
-check "window screenshot is a PNG" bash -c "file '$work/window.png' | grep -q 'PNG image data, 1100 x 800'"
+check "window screenshot is a PNG" bash -c "file '$work/window.png' | grep -q 'PNG image data, 1400 x 800'"
 QT_QPA_PLATFORM=offscreen "$studio" --screenshot "$work/canvas.png" --panel canvas --dataset static --index 0
 check "canvas screenshot exits 0" test $? -eq 0
 check "canvas screenshot is a PNG" bash -c "file '$work/canvas.png' | grep -q 'PNG image data'"
+for panel in compare attention offsets; do
+  QT_QPA_PLATFORM=offscreen "$studio" --screenshot "$work/$panel.png" --panel $panel --dataset dynamic --index 7 >/dev/null 2>&1
+  check "$panel panel screenshot" bash -c "file '$work/$panel.png' | grep -q 'PNG image data, 1400 x 800'"
+done
 check "unknown panel is an error" bash -c "! QT_QPA_PLATFORM=offscreen '$studio' --screenshot '$work/x.png' --panel nope 2>/dev/null"
 check "bad dataset is an error" bash -c "! QT_QPA_PLATFORM=offscreen '$studio' --screenshot '$work/x.png' --dataset cifar 2>/dev/null"
 check "nothing written on error" test ! -e "$work/x.png"
