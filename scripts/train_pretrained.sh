@@ -17,6 +17,12 @@ declare -A recipe=(
   [lor]="--model lor --preset tiny --depth 4 --epochs 3"
   [attention]="--model attention --preset tiny --depth 6 --epochs 6"
 )
+# Runs that continue after their first cosine cycle with a warm restart to this
+# many total steps (`train --resume --steps N`: the schedule restarts its cosine
+# from where N puts the current step, then decays to 0 again).
+declare -A extend=(
+  [lor]=4690
+)
 
 train_one() {
   local name=$1
@@ -25,6 +31,11 @@ train_one() {
   "$cli" train ${recipe[$name]} --image 84 --patch 12 --dataset dynamic --batch 64 --lr 1e-3 --warmup 200 \
     --seed 1 --eval-samples 1000 --data-dir "$DATA_DIR" --out "$ROOT/runs/$name-full.ckpt" --json \
     | tee "$ROOT/runs/$name.log"
+  if [ -n "${extend[$name]:-}" ]; then
+    step "Continuing $name to ${extend[$name]} steps (warm restart)"
+    "$cli" train --resume "$ROOT/runs/$name-full.ckpt" --steps "${extend[$name]}" --data-dir "$DATA_DIR" --json \
+      | tee -a "$ROOT/runs/$name.log"
+  fi
   "$cli" checkpoint strip "$ROOT/runs/$name-full.ckpt" --out "$ROOT/resources/models/$name.ckpt"
   "$cli" eval --checkpoint "$ROOT/resources/models/$name.ckpt" --dataset dynamic --data-dir "$DATA_DIR" --json \
     | tee "$ROOT/runs/$name-eval.json"

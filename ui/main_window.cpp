@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QFile>
 #include <QLabel>
+#include <QMessageBox>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSlider>
@@ -20,6 +21,7 @@
 #include "model_slot.h"
 #include "offset_panel.h"
 #include "test_digit_source.h"
+#include "training_panel.h"
 
 namespace translution::ui {
 namespace {
@@ -51,6 +53,8 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
   offsets_scroll->setWidget(offsets_);
   offsets_scroll->setWidgetResizable(true);
   tabs_->addTab(offsets_scroll, tr("Offset weights"));
+  training_ = new TrainingPanel(data_dir, compare_->slots(), this);
+  tabs_->addTab(training_, tr("Training"));
   connect(canvas_, &DigitCanvas::patchClicked, this,
           [this](int row, int col) { attention_->setQueryPatch(row, col, canvas_->patchSize()); });
   connect(attention_, &AttentionPanel::queryChanged, this, [this](const AttentionQuery& q) {
@@ -213,6 +217,16 @@ void MainWindow::restoreSettings() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  if (training_->hasUnsavedRun() && !qEnvironmentVariableIsSet("TRANSLUTION_NO_DIALOGS")) {
+    const auto answer = QMessageBox::question(
+        this, tr("Discard the training run?"),
+        tr("The latest training run has not been saved. Close anyway and lose it?"),
+        QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer != QMessageBox::Discard) {
+      event->ignore();
+      return;
+    }
+  }
   QSettings settings;
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("window/state", saveState());

@@ -17,6 +17,7 @@ namespace translution::ui {
 class AttentionPanel;
 class ComparePanel;
 class OffsetPanel;
+class TrainingPanel;
 class DigitCanvas;
 class TestDigitSource;
 
@@ -31,6 +32,7 @@ class MainWindow : public QMainWindow {
   ComparePanel* compare() const { return compare_; }
   AttentionPanel* attention() const { return attention_; }
   OffsetPanel* offsets() const { return offsets_; }
+  TrainingPanel* training() const { return training_; }
   QTabWidget* tabs() const { return tabs_; }
   // True while any panel is loading a model or computing (screenshots wait for it).
   bool busy() const;
@@ -55,6 +57,7 @@ class MainWindow : public QMainWindow {
   ComparePanel* compare_;
   AttentionPanel* attention_ = nullptr;
   OffsetPanel* offsets_ = nullptr;
+  TrainingPanel* training_ = nullptr;
   TestDigitSource* digits_;
   QComboBox* patch_box_ = nullptr;
   QComboBox* placement_box_ = nullptr;

@@ -67,6 +67,18 @@ void ModelSlot::load(const QString& source, const QString& device) {
   }));
 }
 
+void ModelSlot::setPredictor(std::shared_ptr<const Predictor> predictor, const QString& label) {
+  ++generation_;  // results of older work are stale now
+  loading_ = false;
+  error_.clear();
+  predictor_ = std::move(predictor);
+  source_ = label;
+  device_ = predictor_->device().is_cuda() ? "cuda" : "cpu";
+  last_.reset();
+  Q_EMIT loaded();
+  startNext();
+}
+
 void ModelSlot::request(const at::Tensor& canvas) {
   pending_ = canvas.detach().clone();
   startNext();

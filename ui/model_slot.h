@@ -22,6 +22,8 @@ class ModelSlot : public QObject {
 
   // A checkpoint file, or a bundled model (":/models/NAME.ckpt"); device "cpu" or "cuda".
   void load(const QString& source, const QString& device = "cpu");
+  // A model already in memory (e.g. from the training panel); `label` names it.
+  void setPredictor(std::shared_ptr<const Predictor> predictor, const QString& label);
   // The newest canvas ([S, S] in [0, 1]); predicted as soon as the slot is free.
   void request(const at::Tensor& canvas);
 

@@ -56,13 +56,13 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
   QWidget* target = nullptr;
   if (panel == "window") target = &window;
   if (panel == "canvas") target = window.canvas();
-  const QStringList tabs = {"compare", "attention", "offsets"};
+  const QStringList tabs = {"compare", "attention", "offsets", "training"};
   if (tabs.contains(panel)) {
     window.tabs()->setCurrentIndex(int(tabs.indexOf(panel)));
     target = &window;
   }
   if (!target) {
-    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas, compare, attention, offsets)\n", qPrintable(panel));
+    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas, compare, attention, offsets, training)\n", qPrintable(panel));
     return 2;
   }
   wait_until_idle(window);
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   parser.addOptions({
       {"data-dir", "MNIST directory (default: $TRANSLUTION_DATA or data/mnist).", "DIR"},
       {"screenshot", "Render offscreen to FILE.png and exit.", "FILE"},
-      {"panel", "Panel to screenshot: window (default), canvas, compare, attention or offsets.", "NAME", "window"},
+      {"panel", "Panel to screenshot: window (default), canvas, compare, attention, offsets or training.", "NAME", "window"},
       {"checkpoint", "Load FILE into the next comparison slot (repeat for slot B).", "FILE"},
       {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},
       {"index", "Index of that test digit (default 0).", "I", "0"},

@@ -151,15 +151,23 @@ std::string verified_payload(const std::string& bytes, const std::string& name) 
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
+std::string checkpoint_bytes(const Checkpoint& checkpoint) {
   const std::string payload = archive_bytes(checkpoint);
-  const std::string header = std::string(kMagic) + " " + std::to_string(kCheckpointFormat) +
-                             " bytes=" + std::to_string(payload.size()) +
-                             " md5=" + md5_hex(payload.data(), payload.size()) + "\n";
+  return std::string(kMagic) + " " + std::to_string(kCheckpointFormat) + " bytes=" + std::to_string(payload.size()) +
+         " md5=" + md5_hex(payload.data(), payload.size()) + "\n" + payload;
+}
+
+Checkpoint copy_checkpoint(const Checkpoint& checkpoint) {
+  const c10::Device device = checkpoint.model->parameters().empty() ? c10::Device(c10::kCPU)
+                                                                    : checkpoint.model->parameters().front().device();
+  return parse_checkpoint(checkpoint_bytes(checkpoint), "(copy)", device);
+}
+
+void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
+  const std::string bytes = checkpoint_bytes(checkpoint);
   write_file_atomically(path, [&](const std::string& temp) {
     std::ofstream out(temp, std::ios::binary);
-    out << header;
-    out.write(payload.data(), std::streamsize(payload.size()));
+    out.write(bytes.data(), std::streamsize(bytes.size()));
     out.flush();
     if (!out) throw Error("cannot write checkpoint " + path + " (disk full or not writable?)");
   });

@@ -52,6 +52,10 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 // missing or of the wrong shape. Tensors are mapped to `device`.
 Checkpoint load_checkpoint(const std::string& path, const c10::Device& device = c10::kCPU);
 
+// The file's bytes, and a deep copy through them (nothing shared with `checkpoint`).
+std::string checkpoint_bytes(const Checkpoint& checkpoint);
+Checkpoint copy_checkpoint(const Checkpoint& checkpoint);
+
 // The same checks for bytes already in memory (`name` is used in messages).
 Checkpoint parse_checkpoint(const std::string& bytes, const std::string& name, const c10::Device& device);
 

@@ -17,6 +17,7 @@
 #include "probability_chart.h"
 #include "slot_view.h"
 #include "train/checkpoint.h"
+#include "training_panel.h"
 #include "ui_test_support.h"
 
 using namespace translution;
@@ -57,6 +58,7 @@ class StudioPanelsTest : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);  // settings go to a test location
+    qputenv("TRANSLUTION_NO_DIALOGS", "1");     // errors go to the status line, not a modal box
     translution_ckpt = save_model(dir, "translution", 2);
     attention_ckpt = save_model(dir, "attention", 3);
   }
@@ -137,6 +139,38 @@ class StudioPanelsTest : public QObject {
     box->setCurrentIndex(1);  // slot B: self-attention
     QCOMPARE(panel->heatMapCount(), 0);
     QVERIFY(panel->message().contains("no per-offset weights"));
+  }
+
+  void aShortTrainingRunDrawsCurvesAndCanBeStopped() {
+    TrainingPanel* panel = window->training();
+    panel->setQuickRun(400, 256);
+    QSignalSpy finished(panel, &TrainingPanel::runFinished);
+    panel->startRun();
+    QVERIFY(panel->current() != nullptr);
+    QVERIFY(panel->current()->running());
+    // Curves grow while the GUI thread stays free (this loop is the GUI thread).
+    QTRY_VERIFY_WITH_TIMEOUT(panel->lossPlot()->graph(0)->dataCount() >= 2, 120000);
+    QVERIFY(panel->accuracyPlot()->graph(0)->dataCount() >= 2);
+    QVERIFY(panel->hasUnsavedRun());
+    panel->stopRun();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    QCOMPARE(finished.first().at(0).toInt(), int(TrainProgress::Event::Stopped));
+    QVERIFY(panel->current()->trainer().step() < 400);
+    // Send the stopped run's model to slot B: it predicts the canvas with it.
+    ModelSlot* slot = window->compare()->slots()[1];
+    QSignalSpy loaded(slot, &ModelSlot::loaded);
+    const auto send = panel->findChildren<QPushButton*>();
+    for (QPushButton* b : send)
+      if (b->text() == "To slot B") b->click();
+    QCOMPARE(loaded.count(), 1);
+    QCOMPARE(slot->predictor()->config().model, std::string("lor"));
+    waitIdle();
+    QVERIFY(slot->lastPrediction().has_value());
+    // Saving writes a checkpoint that loads back.
+    const QString path = dir.filePath("run.ckpt");
+    panel->current()->save(path);
+    QVERIFY(!panel->hasUnsavedRun());
+    QCOMPARE(load_checkpoint(path.toStdString()).training->step, panel->current()->trainer().step());
   }
 
   void aBadCheckpointLeavesTheSlotAsItWasAndSaysWhy() {

@@ -1,0 +1,382 @@
+#include "training_panel.h"
+
+#include <cmath>
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QSettings>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "model_slot.h"
+#include "nn/attention_spec.h"
+#include "util/device.h"
+#include "util/error.h"
+
+namespace translution::ui {
+namespace {
+
+const QColor kRunColours[] = {QColor(31, 119, 180), QColor(214, 39, 40), QColor(44, 160, 44), QColor(148, 103, 189),
+                              QColor(255, 127, 14), QColor(23, 190, 207), QColor(140, 86, 75), QColor(227, 119, 194)};
+
+QCPGraph* add_graph(QCustomPlot* plot, const QColor& colour, bool test, const QString& name) {
+  QCPGraph* g = plot->addGraph();
+  g->setName(name);
+  QPen pen(colour, test ? 2.0 : 1.2);
+  if (test) {
+    pen.setStyle(Qt::DashLine);
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, colour, colour, 5));
+  }
+  g->setPen(pen);
+  return g;
+}
+
+void style_plot(QCustomPlot* plot, const QString& y_label) {
+  plot->xAxis->setLabel(QObject::tr("epoch"));
+  plot->yAxis->setLabel(y_label);
+  plot->legend->setVisible(true);
+  plot->legend->setFont(QFont(plot->font().family(), 8));
+  plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  plot->setMinimumHeight(160);
+}
+
+}  // namespace
+
+TrainingPanel::TrainingPanel(QString data_dir, const QList<ModelSlot*>& slots, QWidget* parent)
+    : QWidget(parent), data_dir_(std::move(data_dir)), slots_(slots) {
+  buildForm();
+  loss_plot_ = new QCustomPlot(this);
+  accuracy_plot_ = new QCustomPlot(this);
+  style_plot(loss_plot_, tr("cross-entropy loss"));
+  style_plot(accuracy_plot_, tr("accuracy"));
+  accuracy_plot_->yAxis->setRange(0, 1);
+  loss_plot_->setToolTip(tr("Solid: training batches (mean over 10 steps). Dashed with dots: held-out test digits."));
+  accuracy_plot_->setToolTip(loss_plot_->toolTip());
+  auto* plots = new QHBoxLayout;
+  plots->addWidget(loss_plot_, 1);
+  plots->addWidget(accuracy_plot_, 1);
+  static_cast<QVBoxLayout*>(layout())->addLayout(plots, 1);
+  updateButtons();
+}
+
+TrainingPanel::~TrainingPanel() = default;
+
+void TrainingPanel::buildForm() {
+  auto* layout = new QVBoxLayout(this);
+  auto* box = new QGroupBox(tr("Run"), this);
+  auto* form = new QFormLayout;
+  auto* form2 = new QFormLayout;
+  method_ = new QComboBox(this);
+  for (const auto& c : attention_choices())
+    method_->addItem(QString::fromStdString(c.name), QString::fromStdString(c.name));
+  for (int i = 0; i < method_->count(); ++i)
+    method_->setItemData(i, QString::fromStdString(attention_choices()[size_t(i)].description), Qt::ToolTipRole);
+  method_->setCurrentIndex(method_->findData("lor"));
+  preset_ = new QComboBox(this);
+  preset_->addItems({"tiny", "A", "B", "C"});
+  preset_->setToolTip(tr("Width and depth: tiny (dim 64, 1 head), A/B/C as in the paper's Table 1"));
+  depth_ = new QSpinBox(this);
+  depth_->setRange(1, 24);
+  depth_->setValue(2);
+  patch_ = new QComboBox(this);
+  for (int p : {7, 12, 14, 21, 28}) patch_->addItem(QString::number(p), p);
+  patch_->setCurrentIndex(1);
+  dataset_ = new QComboBox(this);
+  dataset_->addItems({"dynamic", "static", "moving", "mnist"});
+  dataset_->setToolTip(tr("static: centred on 84x84; dynamic: anywhere on 84x84; moving: bouncing frames on 84x84; "
+                          "mnist: the plain 28x28 digit (use patch 7 or 14)"));
+  epochs_ = new QSpinBox(this);
+  epochs_->setRange(1, 1000);
+  steps_ = new QSpinBox(this);
+  steps_->setRange(0, 10000000);
+  steps_->setSpecialValueText(tr("all epochs"));
+  batch_ = new QSpinBox(this);
+  batch_->setRange(1, 4096);
+  batch_->setValue(64);
+  lr_ = new QDoubleSpinBox(this);
+  lr_->setDecimals(5);
+  lr_->setRange(1e-5, 0.1);
+  lr_->setSingleStep(1e-4);
+  lr_->setValue(1e-3);
+  seed_ = new QSpinBox(this);
+  seed_->setRange(0, 1 << 30);
+  samples_ = new QSpinBox(this);
+  samples_->setRange(0, 60000);
+  samples_->setSpecialValueText(tr("all 60000"));
+  samples_->setToolTip(tr("Train on the first N training digits only (quick experiments)"));
+  device_ = new QComboBox(this);
+  device_->addItem("CPU", "cpu");
+  if (cuda_available()) device_->addItem("CUDA", "cuda");
+  form->addRow(tr("Method"), method_);
+  form->addRow(tr("Preset"), preset_);
+  form->addRow(tr("Depth"), depth_);
+  form->addRow(tr("Patch"), patch_);
+  form->addRow(tr("Dataset"), dataset_);
+  form->addRow(tr("Device"), device_);
+  form2->addRow(tr("Epochs"), epochs_);
+  form2->addRow(tr("Steps"), steps_);
+  form2->addRow(tr("Batch"), batch_);
+  form2->addRow(tr("Learning rate"), lr_);
+  form2->addRow(tr("Seed"), seed_);
+  form2->addRow(tr("Training digits"), samples_);
+  auto* columns = new QHBoxLayout;
+  columns->addLayout(form);
+  columns->addLayout(form2);
+  box->setLayout(columns);
+  layout->addWidget(box);
+
+  auto* buttons = new QHBoxLayout;
+  start_ = new QPushButton(tr("Start"), this);
+  pause_ = new QPushButton(tr("Pause"), this);
+  stop_ = new QPushButton(tr("Stop"), this);
+  save_ = new QPushButton(tr("Save…"), this);
+  resume_file_ = new QPushButton(tr("Resume from file…"), this);
+  export_ = new QPushButton(tr("Export curves…"), this);
+  start_->setShortcut(QKeySequence("Ctrl+Return"));
+  start_->setToolTip(tr("Start a new run with these settings (Ctrl+Enter)"));
+  save_->setToolTip(tr("Save the run as a checkpoint (pause or stop it first)"));
+  export_->setToolTip(tr("Every run's curves as CSV"));
+  for (QPushButton* b : {start_, pause_, stop_, save_, resume_file_}) buttons->addWidget(b);
+  for (ModelSlot* slot : slots_) {
+    auto* send = new QPushButton(tr("To slot %1").arg(slot->name()), this);
+    send->setToolTip(tr("Show this model in comparison slot %1 (pause or stop the run first)").arg(slot->name()));
+    connect(send, &QPushButton::clicked, this, [this, slot] { sendToSlot(slot); });
+    buttons->addWidget(send);
+    send_ << send;
+  }
+  buttons->addStretch(1);
+  buttons->addWidget(export_);
+  layout->addLayout(buttons);
+  progress_ = new QProgressBar(this);
+  progress_->setFormat(tr("%v / %m steps"));
+  status_ = new QLabel(tr("No run yet."), this);
+  layout->addWidget(progress_);
+  layout->addWidget(status_);
+  connect(start_, &QPushButton::clicked, this, &TrainingPanel::startRun);
+  connect(pause_, &QPushButton::clicked, this, &TrainingPanel::togglePause);
+  connect(stop_, &QPushButton::clicked, this, &TrainingPanel::stopRun);
+  connect(save_, &QPushButton::clicked, this, &TrainingPanel::saveRun);
+  connect(resume_file_, &QPushButton::clicked, this, &TrainingPanel::resumeFromFile);
+  connect(export_, &QPushButton::clicked, this, &TrainingPanel::exportCurves);
+  connect(preset_, &QComboBox::currentTextChanged, this, [this](const QString& preset) {
+    depth_->setValue(int(preset_config(preset.toStdString(), "attention").depth));
+  });
+}
+
+ViTConfig TrainingPanel::modelConfig() const {
+  ViTConfig c = preset_config(preset_->currentText().toStdString(), method_->currentData().toString().toStdString());
+  const bool mnist = dataset_->currentText() == "mnist";
+  c.image_height = c.image_width = mnist ? 28 : 84;
+  c.patch = patch_->currentData().toInt();
+  c.depth = depth_->value();
+  c.validate();
+  return c;
+}
+
+TrainConfig TrainingPanel::trainConfig() const {
+  TrainConfig t;
+  t.dataset = dataset_->currentText().toStdString();
+  t.epochs = epochs_->value();
+  t.steps = steps_->value();
+  t.batch = batch_->value();
+  t.lr = lr_->value();
+  t.seed = seed_->value();
+  t.train_samples = samples_->value();
+  t.eval_samples = 1000;
+  t.eval_every = t.steps > 0 ? std::max<int64_t>(1, t.steps / 10) : 0;
+  t.validate();
+  return t;
+}
+
+void TrainingPanel::setQuickRun(int64_t steps, int64_t train_samples) {
+  steps_->setValue(int(steps));
+  samples_->setValue(int(train_samples));
+}
+
+void TrainingPanel::startRun() {
+  if (current() && current()->running()) return;
+  try {
+    addRun(new TrainingRun(modelConfig(), trainConfig(), data_dir_, device_->currentData().toString(), this));
+  } catch (const std::exception& e) {
+    showError(tr("Cannot start the run"), QString::fromStdString(e.what()));
+  }
+}
+
+void TrainingPanel::resumeFromFile() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Resume a run"), QString(), tr("Checkpoints (*.ckpt)"));
+  if (path.isEmpty()) return;
+  try {
+    addRun(new TrainingRun(load_checkpoint(path.toStdString(), parse_device(device_->currentData().toString().toStdString())),
+                           data_dir_, device_->currentData().toString(), this));
+  } catch (const std::exception& e) {
+    showError(tr("Cannot resume %1").arg(path), QString::fromStdString(e.what()));
+  }
+}
+
+void TrainingPanel::addRun(TrainingRun* run) {
+  const QColor colour = kRunColours[runs_.size() % 8];
+  const QString n = QString::number(runs_.size() + 1);
+  Series s{run, add_graph(loss_plot_, colour, false, tr("run %1 train").arg(n)),
+           add_graph(loss_plot_, colour, true, tr("run %1 test").arg(n)),
+           add_graph(accuracy_plot_, colour, false, tr("run %1 train").arg(n)),
+           add_graph(accuracy_plot_, colour, true, tr("run %1 test").arg(n))};
+  for (QCPGraph* g : {s.train_loss, s.test_loss, s.train_accuracy, s.test_accuracy}) g->setProperty("label", run->label());
+  // A resumed run starts with its saved curves.
+  for (const CurvePoint& c : run->trainer().history()) {
+    s.train_loss->addData(c.epoch, c.loss);
+    s.train_accuracy->addData(c.epoch, c.accuracy);
+    if (!std::isnan(c.test_accuracy)) {
+      s.test_loss->addData(c.epoch, c.test_loss);
+      s.test_accuracy->addData(c.epoch, c.test_accuracy);
+    }
+  }
+  runs_ << s;
+  connect(run, &TrainingRun::progress, this, &TrainingPanel::onProgress);
+  connect(run, &TrainingRun::finished, this, [this](int event) {
+    updateButtons();
+    Q_EMIT runFinished(event);
+  });
+  status_->setText(tr("Run %1: %2").arg(n, run->label()));
+  run->start();
+  updateButtons();
+}
+
+void TrainingPanel::onProgress(const TrainProgress& p) {
+  auto* run = qobject_cast<TrainingRun*>(sender());
+  Series* s = nullptr;
+  for (Series& r : runs_)
+    if (r.run == run) s = &r;
+  if (!s) return;
+  using E = TrainProgress::Event;
+  switch (p.event) {
+    case E::Step: {
+      // Curves get the trainer's 10-step means; the bar and status every step.
+      const auto& history = run->trainer().history();
+      if (!history.empty() && history.back().step == p.step) {
+        s->train_loss->addData(history.back().epoch, history.back().loss);
+        s->train_accuracy->addData(history.back().epoch, history.back().accuracy);
+      }
+      progress_->setRange(0, int(p.total_steps));
+      progress_->setValue(int(p.step));
+      status_->setText(tr("step %1 of %2 · epoch %3 · loss %4 · accuracy %5% · %6 images/s · ETA %7 s")
+                           .arg(p.step).arg(p.total_steps).arg(p.epoch, 0, 'f', 2).arg(p.loss, 0, 'f', 3)
+                           .arg(100 * p.accuracy, 0, 'f', 1).arg(p.images_per_second, 0, 'f', 0)
+                           .arg(p.eta_seconds, 0, 'f', 0));
+      break;
+    }
+    case E::Evaluated:
+      s->test_loss->addData(p.epoch, p.test_loss);
+      s->test_accuracy->addData(p.epoch, p.test_accuracy);
+      break;
+    case E::Diverged:
+      showError(tr("The run diverged"), QString::fromStdString(p.message) +
+                                            tr("\nLower the learning rate or turn clipping on, then start again."));
+      break;
+    case E::Paused:
+    case E::Resumed:
+    case E::Finished:
+    case E::Stopped:
+      status_->setText(status_->text() + (p.event == E::Paused ? tr(" · paused") : p.event == E::Finished ? tr(" · finished") : p.event == E::Stopped ? tr(" · stopped") : QString()));
+      updateButtons();
+      break;
+    default:
+      break;
+  }
+  loss_plot_->rescaleAxes();
+  accuracy_plot_->xAxis->setRange(loss_plot_->xAxis->range());
+  loss_plot_->replot(QCustomPlot::rpQueuedReplot);
+  accuracy_plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TrainingPanel::togglePause() {
+  TrainingRun* run = current();
+  if (!run || !run->running()) return;
+  if (run->paused()) run->resume();
+  else run->pause();
+  pause_->setText(run->paused() ? tr("Resume") : tr("Pause"));
+}
+
+void TrainingPanel::stopRun() {
+  if (TrainingRun* run = current()) run->stop();
+}
+
+void TrainingPanel::saveRun() {
+  TrainingRun* run = current();
+  if (!run) return;
+  if (!run->idle()) {
+    showError(tr("Cannot save yet"), tr("Pause or stop the run first, so the weights hold still while they are written."));
+    return;
+  }
+  QSettings settings;
+  const QString path = QFileDialog::getSaveFileName(this, tr("Save the run"), settings.value("training/lastDir").toString(),
+                                                    tr("Checkpoints (*.ckpt)"));
+  if (path.isEmpty()) return;
+  settings.setValue("training/lastDir", QFileInfo(path).absolutePath());
+  try {
+    run->save(path);
+    status_->setText(status_->text() + tr(" · saved %1").arg(QFileInfo(path).fileName()));
+  } catch (const std::exception& e) {
+    showError(tr("Cannot save %1").arg(path), QString::fromStdString(e.what()));
+  }
+}
+
+void TrainingPanel::sendToSlot(ModelSlot* slot) {
+  TrainingRun* run = current();
+  if (!run) return;
+  try {
+    auto predictor = std::make_shared<const Predictor>(run->snapshot(), run->label().toStdString(),
+                                                       parse_device(slot->device().toStdString()));
+    slot->setPredictor(predictor, run->label());
+  } catch (const std::exception& e) {
+    showError(tr("Cannot send the model"), QString::fromStdString(e.what()));
+  }
+}
+
+void TrainingPanel::exportCurves() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export curves"), QString(), tr("CSV (*.csv)"));
+  if (path.isEmpty()) return;
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly)) return showError(tr("Cannot write %1").arg(path), file.errorString());
+  QTextStream out(&file);
+  out << "run,label,step,epoch,loss,accuracy,lr,test_loss,test_accuracy\n";
+  for (int i = 0; i < runs_.size(); ++i)
+    for (const CurvePoint& c : runs_[i].run->trainer().history())
+      out << i + 1 << ",\"" << runs_[i].run->label() << "\"," << c.step << "," << c.epoch << "," << c.loss << ","
+          << c.accuracy << "," << c.lr << "," << c.test_loss << "," << c.test_accuracy << "\n";
+  out.flush();
+  if (!file.commit()) showError(tr("Cannot write %1").arg(path), file.errorString());
+}
+
+bool TrainingPanel::hasUnsavedRun() const {
+  for (const Series& s : runs_)
+    if (!s.run->saved() && s.run->trainer().step() > 0) return true;
+  return false;
+}
+
+void TrainingPanel::updateButtons() {
+  TrainingRun* run = current();
+  const bool running = run && run->running();
+  start_->setEnabled(!running);
+  pause_->setEnabled(running);
+  pause_->setText(running && run->paused() ? tr("Resume") : tr("Pause"));
+  stop_->setEnabled(running);
+  save_->setEnabled(run != nullptr);
+  for (QPushButton* b : send_) b->setEnabled(run != nullptr);
+  export_->setEnabled(run != nullptr);
+}
+
+void TrainingPanel::showError(const QString& what, const QString& message) {
+  status_->setText(what + ": " + message);
+  if (!qEnvironmentVariableIsSet("TRANSLUTION_NO_DIALOGS")) QMessageBox::warning(this, what, message);
+}
+
+}  // namespace translution::ui

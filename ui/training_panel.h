@@ -1,0 +1,77 @@
+#pragma once
+// Training in the studio: configure a run (method, size, patch, dataset,
+// schedule, seed, device), start, pause, resume, stop; a progress bar with ETA;
+// live loss and accuracy curves (train and held-out test) for every run of the
+// session on shared axes, one colour per run; save, resume from a checkpoint,
+// send the model to a comparison slot.
+#include <QList>
+#include <QWidget>
+
+#include "qcustomplot_include.h"
+#include "training_run.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+
+namespace translution::ui {
+
+class ModelSlot;
+
+class TrainingPanel : public QWidget {
+  Q_OBJECT
+ public:
+  TrainingPanel(QString data_dir, const QList<ModelSlot*>& slots, QWidget* parent = nullptr);
+  ~TrainingPanel() override;
+
+  // The run the buttons act on (the latest one), or nullptr.
+  TrainingRun* current() const { return runs_.isEmpty() ? nullptr : runs_.back().run; }
+  bool hasUnsavedRun() const;
+  QCustomPlot* lossPlot() const { return loss_plot_; }
+  QCustomPlot* accuracyPlot() const { return accuracy_plot_; }
+  int runCount() const { return runs_.size(); }
+  // The form's choices as configs (throws translution::Error for impossible ones).
+  ViTConfig modelConfig() const;
+  TrainConfig trainConfig() const;
+  void setQuickRun(int64_t steps, int64_t train_samples);  // for tests and demos: a short run
+
+ public Q_SLOTS:
+  void startRun();
+  void togglePause();
+  void stopRun();
+  void saveRun();
+  void resumeFromFile();
+  void exportCurves();
+
+ Q_SIGNALS:
+  void runFinished(int event);
+
+ private:
+  struct Series {
+    TrainingRun* run;
+    QCPGraph *train_loss, *test_loss, *train_accuracy, *test_accuracy;
+  };
+  void buildForm();
+  void addRun(TrainingRun* run);
+  void onProgress(const TrainProgress& p);
+  void updateButtons();
+  void sendToSlot(ModelSlot* slot);
+  void showError(const QString& what, const QString& message);
+
+  QString data_dir_;
+  QList<ModelSlot*> slots_;
+  QList<Series> runs_;
+  QComboBox *method_, *preset_, *patch_, *dataset_, *device_;
+  QSpinBox *depth_, *epochs_, *steps_, *batch_, *seed_, *samples_;
+  QDoubleSpinBox* lr_;
+  QPushButton *start_, *pause_, *stop_, *save_, *resume_file_, *export_;
+  QList<QPushButton*> send_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  QCustomPlot *loss_plot_, *accuracy_plot_;
+};
+
+}  // namespace translution::ui

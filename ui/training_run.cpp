@@ -1,0 +1,66 @@
+#include "training_run.h"
+
+#include "util/device.h"
+#include "util/error.h"
+
+namespace translution::ui {
+
+TrainingRun::TrainingRun(const ViTConfig& model, const TrainConfig& train, const QString& data_dir,
+                         const QString& device, QObject* parent)
+    : QObject(parent),
+      trainer_(std::make_unique<Trainer>(model, train, data_dir.toStdString(), parse_device(device.toStdString()))),
+      label_(QString("%1 %2/%3 on %4, seed %5")
+                 .arg(QString::fromStdString(model.model), QString::fromStdString(model.preset))
+                 .arg(model.patch)
+                 .arg(QString::fromStdString(train.dataset))
+                 .arg(train.seed)) {
+  qRegisterMetaType<translution::TrainProgress>();
+}
+
+TrainingRun::TrainingRun(Checkpoint checkpoint, const QString& data_dir, const QString& device, QObject* parent)
+    : QObject(parent) {
+  qRegisterMetaType<translution::TrainProgress>();
+  const ViTConfig model = checkpoint.config;
+  trainer_ = std::make_unique<Trainer>(std::move(checkpoint), data_dir.toStdString(), parse_device(device.toStdString()));
+  label_ = QString("%1 %2/%3 on %4 (resumed)")
+               .arg(QString::fromStdString(model.model), QString::fromStdString(model.preset))
+               .arg(model.patch)
+               .arg(QString::fromStdString(trainer_->config().dataset));
+  saved_path_valid_ = true;
+}
+
+TrainingRun::~TrainingRun() {
+  if (thread_) {
+    trainer_->stop();
+    thread_->wait();
+  }
+}
+
+void TrainingRun::start() {
+  if (running()) return;
+  delete thread_;
+  paused_seen_ = false;
+  thread_ = QThread::create([this] {
+    const TrainProgress::Event end = trainer_->run([this](const TrainProgress& p) {
+      if (p.event == TrainProgress::Event::Paused) paused_seen_ = true;
+      Q_EMIT progress(p);  // queued to the GUI thread
+    });
+    Q_EMIT finished(int(end));
+  });
+  thread_->setObjectName("training");
+  saved_path_valid_ = false;
+  thread_->start();
+}
+
+void TrainingRun::save(const QString& path) {
+  if (!idle()) throw Error("pause or stop the run before saving it");
+  save_checkpoint(path.toStdString(), trainer_->checkpoint());
+  saved_path_valid_ = true;
+}
+
+Checkpoint TrainingRun::snapshot() const {
+  if (!idle()) throw Error("pause or stop the run before taking its model");
+  return copy_checkpoint(trainer_->checkpoint());
+}
+
+}  // namespace translution::ui
