@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The papers' Table 2 protocol at a budget this 2-core CPU can afford, plus the
+# translation sweeps of the bundled models: the measurements behind docs/results.md.
+#   1. For self-attention, LoR-Translution and Translution (the bundled models'
+#      architectures), train on static and on dynamic MNIST with the same budget
+#      and seed, then `translution eval --protocol` (Static->Static,
+#      Dynamic->Dynamic, Static->Dynamic).
+#   2. `translution sweep` of each bundled model (resources/models/*.ckpt).
+# Outputs go to runs/protocol/ and docs/results/ (heat maps, CSVs, JSON).
+# Usage: scripts/reproduce_protocol.sh [--samples N] [--epochs E]   (default 20000 digits, 1 epoch)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+cli=$BUILD_DIR/app/translution
+samples=20000
+epochs=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --samples) samples=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    *) die "unknown option $1 (expected --samples N or --epochs E)" ;;
+  esac
+done
+out=$ROOT/runs/protocol
+docs=$ROOT/docs/results
+mkdir -p "$out" "$docs"
+
+declare -A arch=(
+  [attention]="--model attention --preset tiny --depth 6"
+  [lor]="--model lor --preset tiny --depth 4"
+  [translution]="--model translution --preset tiny --depth 2"
+)
+for name in attention lor translution; do
+  for data in static dynamic; do
+    step "Protocol: $name on $data ($samples digits, $epochs epoch(s))"
+    # shellcheck disable=SC2086
+    start=$SECONDS
+    "$cli" train ${arch[$name]} --image 84 --patch 12 \
+      --dataset "$data" --train-samples "$samples" --epochs "$epochs" --batch 64 --lr 1e-3 --warmup 100 --seed 1 \
+      --eval-samples 1000 --no-final-eval --data-dir "$DATA_DIR" --out "$out/$name-$data.ckpt" --json \
+      >"$out/$name-$data.log"
+    echo $((SECONDS - start)) >"$out/$name-$data.seconds"
+  done
+  step "Protocol: evaluating $name"
+  "$cli" eval --protocol --checkpoint "$out/$name-static.ckpt" "$out/$name-dynamic.ckpt" --data-dir "$DATA_DIR" \
+    --json | tee "$out/$name-protocol.json"
+done
+
+for name in translution lor attention; do
+  ckpt=$ROOT/resources/models/$name.ckpt
+  [ -f "$ckpt" ] || { echo "skipping the sweep of $name: $ckpt is missing"; continue; }
+  step "Sweep: bundled $name"
+  "$cli" sweep --checkpoint "$ckpt" --digits 100 --stride 4 --out "$docs/sweep-$name" --data-dir "$DATA_DIR" --json \
+    | tee "$out/sweep-$name.json"
+done
