@@ -20,6 +20,7 @@
 #include "digit_canvas.h"
 #include "model_slot.h"
 #include "offset_panel.h"
+#include "robustness_panel.h"
 #include "test_digit_source.h"
 #include "training_panel.h"
 
@@ -55,6 +56,8 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
   tabs_->addTab(offsets_scroll, tr("Offset weights"));
   training_ = new TrainingPanel(data_dir, compare_->slots(), this);
   tabs_->addTab(training_, tr("Training"));
+  robustness_ = new RobustnessPanel(data_dir, compare_->slots(), canvas_, this);
+  tabs_->addTab(robustness_, tr("Robustness"));
   connect(canvas_, &DigitCanvas::patchClicked, this,
           [this](int row, int col) { attention_->setQueryPatch(row, col, canvas_->patchSize()); });
   connect(attention_, &AttentionPanel::queryChanged, this, [this](const AttentionQuery& q) {
@@ -84,7 +87,7 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
   digits_->load();
 }
 
-bool MainWindow::busy() const { return compare_->busy(); }
+bool MainWindow::busy() const { return compare_->busy() || robustness_->busy(); }
 
 // Each slot gets the checkpoint it had last time, else a bundled model
 // (Translution in A, self-attention in B).
@@ -193,6 +196,7 @@ bool MainWindow::showTestDigit(CanvasKind kind, int64_t index) {
   const auto s = digits_->sample(kind, index);
   last_sample_ = tr("test #%1 (label %2, %3)").arg(s.index).arg(s.label).arg(canvas_kind_name(kind));
   canvas_->setPixels(s.pixels);
+  robustness_->setTrueClass(int(s.label));
   return true;
 }
 

@@ -17,6 +17,7 @@ namespace translution::ui {
 class AttentionPanel;
 class ComparePanel;
 class OffsetPanel;
+class RobustnessPanel;
 class TrainingPanel;
 class DigitCanvas;
 class TestDigitSource;
@@ -33,6 +34,7 @@ class MainWindow : public QMainWindow {
   AttentionPanel* attention() const { return attention_; }
   OffsetPanel* offsets() const { return offsets_; }
   TrainingPanel* training() const { return training_; }
+  RobustnessPanel* robustness() const { return robustness_; }
   QTabWidget* tabs() const { return tabs_; }
   // True while any panel is loading a model or computing (screenshots wait for it).
   bool busy() const;
@@ -58,6 +60,7 @@ class MainWindow : public QMainWindow {
   AttentionPanel* attention_ = nullptr;
   OffsetPanel* offsets_ = nullptr;
   TrainingPanel* training_ = nullptr;
+  RobustnessPanel* robustness_ = nullptr;
   TestDigitSource* digits_;
   QComboBox* patch_box_ = nullptr;
   QComboBox* placement_box_ = nullptr;

@@ -20,6 +20,7 @@
 #include "compare_panel.h"
 #include "main_window.h"
 #include "model_slot.h"
+#include "robustness_panel.h"
 #include "test_digit_source.h"
 #include "util/allocator.h"
 #include "util/device.h"
@@ -56,13 +57,19 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
   QWidget* target = nullptr;
   if (panel == "window") target = &window;
   if (panel == "canvas") target = window.canvas();
-  const QStringList tabs = {"compare", "attention", "offsets", "training"};
+  const QStringList tabs = {"compare", "attention", "offsets", "training", "robustness"};
   if (tabs.contains(panel)) {
     window.tabs()->setCurrentIndex(int(tabs.indexOf(panel)));
     target = &window;
   }
+  if (panel == "robustness") {  // show the experiment run, not empty plots
+    wait_until_idle(window);
+    window.robustness()->slideAcross();
+    window.robustness()->runSweep();
+    window.robustness()->runProtocol();
+  }
   if (!target) {
-    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas, compare, attention, offsets, training)\n", qPrintable(panel));
+    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas, compare, attention, offsets, training, robustness)\n", qPrintable(panel));
     return 2;
   }
   wait_until_idle(window);
@@ -100,7 +107,7 @@ int main(int argc, char** argv) {
   parser.addOptions({
       {"data-dir", "MNIST directory (default: $TRANSLUTION_DATA or data/mnist).", "DIR"},
       {"screenshot", "Render offscreen to FILE.png and exit.", "FILE"},
-      {"panel", "Panel to screenshot: window (default), canvas, compare, attention, offsets or training.", "NAME", "window"},
+      {"panel", "Panel to screenshot: window (default), canvas, compare, attention, offsets, training or robustness.", "NAME", "window"},
       {"checkpoint", "Load FILE into the next comparison slot (repeat for slot B).", "FILE"},
       {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},
       {"index", "Index of that test digit (default 0).", "I", "0"},

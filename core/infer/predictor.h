@@ -29,6 +29,8 @@ class Predictor {
   Prediction predict(const at::Tensor& canvas, bool with_attention) const;
 
   const ViTConfig& config() const { return checkpoint_.config; }
+  // The model itself, for whole-dataset work (evaluation, sweeps); forward only.
+  ViT model() const { return checkpoint_.model; }
   const std::map<std::string, std::string>& metadata() const { return checkpoint_.metadata; }
   const std::string& source() const { return source_; }  // file or resource it came from
   c10::Device device() const { return device_; }

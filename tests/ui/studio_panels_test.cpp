@@ -5,6 +5,7 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QTableWidget>
 #include <QtTest>
 
 #include "attention_map.h"
@@ -17,6 +18,7 @@
 #include "probability_chart.h"
 #include "slot_view.h"
 #include "train/checkpoint.h"
+#include "robustness_panel.h"
 #include "training_panel.h"
 #include "ui_test_support.h"
 
@@ -171,6 +173,29 @@ class StudioPanelsTest : public QObject {
     panel->current()->save(path);
     QVERIFY(!panel->hasUnsavedRun());
     QCOMPARE(load_checkpoint(path.toStdString()).training->step, panel->current()->trainer().step());
+  }
+
+  void robustnessPanelSlidesSweepsAndEvaluates() {
+    DigitCanvas* canvas = window->canvas();
+    drag(canvas, widget_pos(*canvas, 30, 30), widget_pos(*canvas, 45, 50));
+    waitIdle();
+    RobustnessPanel* panel = window->robustness();
+    for (QSpinBox* box : panel->findChildren<QSpinBox*>()) {  // a small workload
+      if (box->toolTip().startsWith("The first N test digits")) box->setValue(5);
+      if (box->toolTip().startsWith("Pixels between")) box->setValue(14);
+      if (box->toolTip().startsWith("Test digits per")) box->setValue(50);
+    }
+    panel->slideAcross();
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 60000);
+    QCOMPARE(panel->movePlot()->graphCount(), 2);  // one curve per slot
+    QVERIFY(panel->movePlot()->graph(0)->dataCount() > 10);
+    panel->runSweep();
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 120000);
+    QCOMPARE(panel->sweepPlot()->plottableCount(), 2);  // one heat map per slot
+    panel->runProtocol();
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 120000);
+    QCOMPARE(panel->protocolTable()->rowCount(), 2);
+    QVERIFY(panel->protocolTable()->item(0, 3)->text().endsWith("%"));
   }
 
   void aBadCheckpointLeavesTheSlotAsItWasAndSaysWhy() {
