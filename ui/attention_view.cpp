@@ -10,6 +10,7 @@
 
 #include "attention_map.h"
 #include "model_slot.h"
+#include "plot_export.h"
 
 namespace translution::ui {
 namespace {
@@ -38,6 +39,7 @@ AttentionView::AttentionView(ModelSlot* slot, QWidget* parent)
   matrix_plot_->yAxis->setLabel(tr("query token"));
   matrix_plot_->setMinimumSize(180, 180);
   matrix_plot_->setToolTip(tr("The full attention matrix of this layer and head; the marked row is the query"));
+  enable_plot_export(matrix_plot_);
   row_marker_ = new QCPItemRect(matrix_plot_);
   row_marker_->setPen(QPen(QColor(80, 200, 255), 2));
   row_marker_->setBrush(Qt::NoBrush);

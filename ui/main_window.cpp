@@ -12,6 +12,7 @@
 #include <QStatusBar>
 #include <QSplitter>
 #include <QTabWidget>
+#include <QTimer>
 #include <QToolBar>
 
 #include "attention_panel.h"
@@ -23,6 +24,7 @@
 #include "robustness_panel.h"
 #include "test_digit_source.h"
 #include "training_panel.h"
+#include "util/device.h"
 
 namespace translution::ui {
 namespace {
@@ -70,6 +72,18 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
   data_status_ = new QLabel(tr("Loading MNIST test digits…"), this);
   statusBar()->addWidget(canvas_status_, 1);
   statusBar()->addPermanentWidget(data_status_);
+  auto* system_status = new QLabel(this);
+  system_status->setToolTip(tr("Where models run, and this process's memory"));
+  statusBar()->addPermanentWidget(system_status);
+  auto show_system = [system_status] {
+    const int64_t rss = resident_memory_bytes();
+    system_status->setText(tr("%1 · %2 MB").arg(cuda_available() ? tr("CPU + CUDA") : tr("CPU"))
+                               .arg(rss > 0 ? QString::number(rss / 1000000) : tr("?")));
+  };
+  show_system();
+  auto* timer = new QTimer(this);
+  connect(timer, &QTimer::timeout, this, show_system);
+  timer->start(2000);
   connect(canvas_, &DigitCanvas::canvasChanged, this, [this] { updateCanvasStatus(); });
   connect(digits_, &TestDigitSource::loaded, this, [this] {
     random_action_->setEnabled(true);
@@ -212,6 +226,8 @@ void MainWindow::restoreSettings() {
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
   restoreState(settings.value("window/state").toByteArray());
+  splitter_->restoreState(settings.value("window/splitter").toByteArray());
+  tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
   const int patch_index = patch_box_->findData(settings.value("canvas/patch", 12).toInt());
   if (patch_index >= 0) patch_box_->setCurrentIndex(patch_index);
   brush_slider_->setValue(settings.value("canvas/brush", 4).toInt());
@@ -234,6 +250,8 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   QSettings settings;
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("window/state", saveState());
+  settings.setValue("window/splitter", splitter_->saveState());
+  settings.setValue("window/tab", tabs_->currentIndex());
   settings.setValue("canvas/patch", patch_box_->currentData().toInt());
   settings.setValue("canvas/brush", brush_slider_->value());
   settings.setValue("canvas/placement", placement_box_->currentIndex());

@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include "model_slot.h"
+#include "plot_export.h"
 
 namespace translution::ui {
 
@@ -30,6 +31,7 @@ OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
   layout->addLayout(controls);
   layout->addWidget(plot_, 1);
   plot_->setMouseTracking(true);
+  enable_plot_export(plot_);
   connect(slot_box_, &QComboBox::currentIndexChanged, this, &OffsetPanel::rebuild);
   connect(plot_, &QCustomPlot::mouseMove, this, &OffsetPanel::showHover);
   rebuild();

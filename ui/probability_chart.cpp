@@ -1,5 +1,7 @@
 #include "probability_chart.h"
 
+#include "plot_export.h"
+
 namespace translution::ui {
 
 ProbabilityChart::ProbabilityChart(QWidget* parent) : QCustomPlot(parent) {
@@ -20,6 +22,7 @@ ProbabilityChart::ProbabilityChart(QWidget* parent) : QCustomPlot(parent) {
   yAxis->setLabel(tr("probability"));
   setMinimumHeight(140);
   setToolTip(tr("Softmax probability of each class"));
+  enable_plot_export(this);
 }
 
 void ProbabilityChart::setProbabilities(const std::vector<double>& p, int predicted) {

@@ -18,6 +18,7 @@
 
 #include "digit_canvas.h"
 #include "model_slot.h"
+#include "plot_export.h"
 #include "train/evaluate.h"
 #include "train/translation_sweep.h"
 
@@ -91,6 +92,7 @@ RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slot
   move_plot_->yAxis->setRange(0, 1);
   move_plot_->legend->setVisible(true);
   move_plot_->setMinimumHeight(150);
+  enable_plot_export(move_plot_);
   auto* move_layout = new QVBoxLayout(move_box);
   move_layout->addLayout(move_controls);
   move_layout->addWidget(move_plot_, 1);
@@ -125,6 +127,7 @@ RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slot
   sweep_controls->addWidget(progress_, 1);
   sweep_plot_ = new QCustomPlot(this);
   sweep_plot_->setMinimumHeight(180);
+  enable_plot_export(sweep_plot_);
   sweep_plot_->plotLayout()->clear();
   table_ = new QTableWidget(0, 6, this);
   table_->setHorizontalHeaderLabels({tr("slot"), tr("model"), tr("trained on"), tr("static test"), tr("dynamic test"), tr("moving test")});

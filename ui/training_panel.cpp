@@ -18,6 +18,7 @@
 #include <QVBoxLayout>
 
 #include "model_slot.h"
+#include "plot_export.h"
 #include "nn/attention_spec.h"
 #include "util/device.h"
 #include "util/error.h"
@@ -47,6 +48,7 @@ void style_plot(QCustomPlot* plot, const QString& y_label) {
   plot->legend->setFont(QFont(plot->font().family(), 8));
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot->setMinimumHeight(160);
+  enable_plot_export(plot);
 }
 
 }  // namespace

@@ -51,20 +51,27 @@ void reset_peak_memory(const c10::Device& device) {
 #endif
 }
 
-int64_t peak_memory_bytes(const c10::Device& device) {
-  if (device.is_cpu()) {
-    std::ifstream status("/proc/self/status");
-    std::string key;
-    while (status >> key) {
-      if (key == "VmHWM:") {
-        int64_t kb = 0;
-        status >> kb;
-        return kb * 1024;
-      }
-      std::getline(status, key);
+namespace {
+// A "Vm...:" line of /proc/self/status in bytes, or -1.
+int64_t proc_status_bytes(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == field) {
+      int64_t kb = 0;
+      status >> kb;
+      return kb * 1024;
     }
-    return -1;
+    std::getline(status, key);
   }
+  return -1;
+}
+}  // namespace
+
+int64_t resident_memory_bytes() { return proc_status_bytes("VmRSS:"); }
+
+int64_t peak_memory_bytes(const c10::Device& device) {
+  if (device.is_cpu()) return proc_status_bytes("VmHWM:");
 #ifdef TRANSLUTION_WITH_CUDA
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
   return stats.allocated_bytes[size_t(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)].peak;

@@ -18,6 +18,8 @@ std::string device_description(const c10::Device& device);
 void reset_peak_memory(const c10::Device& device);
 int64_t peak_memory_bytes(const c10::Device& device);
 void synchronize(const c10::Device& device);
+// The process's resident memory now (Linux VmRSS), or -1.
+int64_t resident_memory_bytes();
 
 // LibTorch's intra-op threads: $TRANSLUTION_THREADS if set, else one. OpenBLAS
 // runs its own thread per core inside every GEMM, and ATen's OpenMP threads
