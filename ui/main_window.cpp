@@ -107,7 +107,9 @@ bool MainWindow::busy() const { return compare_->busy() || robustness_->busy(); 
 // (Translution in A, self-attention in B).
 void MainWindow::loadDefaultSlots() {
   QSettings settings;
-  const QString defaults[] = {bundled_model("translution"), bundled_model("attention")};
+  // Slot A: a Translution-family model (the full one when bundled); slot B: self-attention.
+  const QString translution = bundled_model("translution");
+  const QString defaults[] = {translution.isEmpty() ? bundled_model("lor") : translution, bundled_model("attention")};
   for (int i = 0; i < compare_->slots().size(); ++i) {
     ModelSlot* slot = compare_->slots()[i];
     QString source = settings.value("compare/slot" + slot->name()).toString();

@@ -224,6 +224,16 @@ void RobustnessPanel::placeOnPath(int position) {
   if (position >= 0 && position < canvases.size()) canvas_->setPixels(canvases[position]);
 }
 
+bool RobustnessPanel::finishTask(QPushButton* button, const QString& failure, const QString& error) {
+  --busy_;
+  button->setEnabled(true);
+  progress_->setRange(0, 1);
+  progress_->setValue(1);
+  if (error.isEmpty()) return true;
+  note_->setText(failure + ": " + error);
+  return false;
+}
+
 void RobustnessPanel::runSweep() {
   const QList<SlotWork> work = loaded_slots(slots_);
   if (work.isEmpty()) return;
@@ -260,14 +270,7 @@ void RobustnessPanel::runSweep() {
         return out;
       },
       [this, work](const Out& out) {
-        --busy_;
-        sweep_->setEnabled(true);
-        progress_->setRange(0, 1);
-        progress_->setValue(1);
-        if (!out.error.isEmpty()) {
-          note_->setText(tr("Sweep failed: %1").arg(out.error));
-          return;
-        }
+        if (!finishTask(sweep_, tr("Sweep failed"), out.error)) return;
         sweep_plot_->plotLayout()->clear();
         sweep_plot_->clearPlottables();
         auto* scale = new QCPColorScale(sweep_plot_);
@@ -331,14 +334,7 @@ void RobustnessPanel::runProtocol() {
         return out;
       },
       [this, work](const Out& out) {
-        --busy_;
-        protocol_->setEnabled(true);
-        progress_->setRange(0, 1);
-        progress_->setValue(1);
-        if (!out.error.isEmpty()) {
-          note_->setText(tr("Evaluation failed: %1").arg(out.error));
-          return;
-        }
+        if (!finishTask(protocol_, tr("Evaluation failed"), out.error)) return;
         table_->setRowCount(int(out.accuracy.size()));
         for (int s = 0; s < out.accuracy.size(); ++s) {
           const auto& meta = work[s].predictor->metadata();

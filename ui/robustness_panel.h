@@ -45,6 +45,8 @@ class RobustnessPanel : public QWidget {
  private:
   void placeOnPath(int position);
   QList<at::Tensor> pathCanvases() const;
+  // Bookkeeping after background work; false (and the error shown) when it failed.
+  bool finishTask(QPushButton* button, const QString& failure, const QString& error);
 
   QString data_dir_;
   QList<ModelSlot*> slots_;
