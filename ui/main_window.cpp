@@ -4,6 +4,8 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QLabel>
 #include <QMessageBox>
 #include <QScrollArea>
@@ -24,6 +26,8 @@
 #include "robustness_panel.h"
 #include "test_digit_source.h"
 #include "training_panel.h"
+#include "image/digit_preparation.h"
+#include "image/image_file.h"
 #include "util/device.h"
 
 namespace translution::ui {
@@ -188,6 +192,19 @@ void MainWindow::buildToolBar() {
   connect(clear, &QAction::triggered, canvas_, &DigitCanvas::clear);
   bar->addSeparator();
 
+  QAction* open = bar->addAction(tr("Open image…"));
+  open->setShortcut(QKeySequence::Open);
+  open->setToolTip(tr("Put a PNG or JPEG of a handwritten digit on the canvas, prepared as MNIST was (Ctrl+O)"));
+  connect(open, &QAction::triggered, this, [this] {
+    QSettings settings;
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open a picture of a digit"),
+                                                      settings.value("canvas/imageDir").toString(),
+                                                      tr("Images (*.png *.jpg *.jpeg);;All files (*)"));
+    if (path.isEmpty()) return;
+    settings.setValue("canvas/imageDir", QFileInfo(path).absolutePath());
+    const QString error = openImage(path);
+    if (!error.isEmpty()) QMessageBox::warning(this, tr("Cannot use this image"), error);
+  });
   random_action_ = bar->addAction(tr("Random test digit"));
   random_action_->setShortcut(QKeySequence("R"));
   random_action_->setToolTip(tr("Place a random MNIST test digit on the canvas (R)"));
@@ -198,6 +215,19 @@ void MainWindow::buildToolBar() {
   placement_box_->addItem(tr("anywhere (dynamic)"), int(CanvasKind::Dynamic));
   placement_box_->setToolTip(tr("Where a random test digit is placed"));
   bar->addWidget(placement_box_);
+}
+
+QString MainWindow::openImage(const QString& path) {
+  try {
+    const int64_t size = canvas_->canvasSize();
+    const Placement centre{(size - 28) / 2, (size - 28) / 2};
+    canvas_->setPixels(compose_canvas(prepare_digit(read_image_gray(path.toStdString())), size, centre));
+    last_sample_ = QFileInfo(path).fileName();
+    updateCanvasStatus();
+    return {};
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
 }
 
 void MainWindow::showRandomDigit() {

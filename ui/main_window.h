@@ -43,6 +43,9 @@ class MainWindow : public QMainWindow {
   void showRandomDigit();
   // Puts test digit `index` of `kind` on the canvas (when the digits are loaded).
   bool showTestDigit(translution::CanvasKind kind, int64_t index);
+  // Puts a PNG/JPEG of a digit on the canvas, prepared as `translution predict` does;
+  // returns an error message (empty on success).
+  QString openImage(const QString& path);
 
  protected:
   void closeEvent(QCloseEvent* event) override;

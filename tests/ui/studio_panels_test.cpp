@@ -6,6 +6,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTableWidget>
+#include <fstream>
 #include <QtTest>
 
 #include "attention_map.h"
@@ -17,6 +18,7 @@
 #include "offset_panel.h"
 #include "probability_chart.h"
 #include "slot_view.h"
+#include "image/png_io.h"
 #include "train/checkpoint.h"
 #include "robustness_panel.h"
 #include "training_panel.h"
@@ -25,6 +27,12 @@
 using namespace translution;
 using namespace translution::ui;
 using namespace translution::ui::test;
+
+namespace {
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+}
+}  // namespace
 
 namespace {
 
@@ -196,6 +204,22 @@ class StudioPanelsTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 120000);
     QCOMPARE(panel->protocolTable()->rowCount(), 2);
     QVERIFY(panel->protocolTable()->item(0, 3)->text().endsWith("%"));
+  }
+
+  void anImageFileBecomesAPreparedDigitOnTheCanvas() {
+    // A dark "1" on light paper, off-centre, larger than MNIST's box.
+    at::Tensor paper = at::full({120, 90}, 0.9);
+    paper.narrow(0, 10, 80).narrow(1, 60, 8).fill_(0.1);
+    const QString path = dir.filePath("one.png");
+    write_png_gray(path.toStdString(), paper);
+    QCOMPARE(window->openImage(path), QString());
+    const at::Tensor pixels = window->canvas()->pixels();
+    const at::Tensor rows = (pixels > 0.5).any(1).nonzero().flatten();
+    QCOMPARE(rows.max().item<int64_t>() - rows.min().item<int64_t>() + 1, 20);  // fitted to 20 px, like MNIST
+    const QPointF centre = window->canvas()->massCentre();
+    QVERIFY(std::abs(centre.x() - 42) < 1.5 && std::abs(centre.y() - 42) < 1.5);  // centred on the canvas
+    write_bytes(dir.filePath("notes.png").toStdString(), {'h', 'i'});
+    QVERIFY(window->openImage(dir.filePath("notes.png")).contains("is not a PNG or JPEG image"));
   }
 
   void aBadCheckpointLeavesTheSlotAsItWasAndSaysWhy() {
