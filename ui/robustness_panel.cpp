@@ -131,7 +131,8 @@ RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slot
   sweep_plot_->plotLayout()->clear();
   table_ = new QTableWidget(0, 6, this);
   table_->setHorizontalHeaderLabels({tr("slot"), tr("model"), tr("trained on"), tr("static test"), tr("dynamic test"), tr("moving test")});
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setStretchLastSection(true);
   table_->verticalHeader()->setVisible(false);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setMaximumHeight(120);

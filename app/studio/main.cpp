@@ -49,7 +49,7 @@ void wait_until_idle(const translution::ui::MainWindow& window) {
   do {
     QApplication::processEvents(QEventLoop::AllEvents, 50);
     QThread::msleep(10);
-  } while (window.busy() && timer.elapsed() < 120000);
+  } while (window.busy() && timer.elapsed() < 900000);  // a robustness sweep on a busy 2-core machine takes minutes
   QApplication::processEvents();
 }
 
