@@ -2,6 +2,7 @@
 
 #include <QFileDialog>
 #include <QHBoxLayout>
+#include <QMessageBox>
 #include <QSettings>
 
 #include "model_slot.h"
@@ -44,6 +45,18 @@ void ComparePanel::chooseCheckpoint(ModelSlot* slot) {
                                                     tr("Translution checkpoints (*.ckpt);;All files (*)"));
   if (path.isEmpty()) return;
   settings.setValue("compare/lastDir", QFileInfo(path).absolutePath());
+  // This load was the user's choice: a failure gets a dialog (the slot keeps its model either way).
+  auto connections = std::make_shared<std::pair<QMetaObject::Connection, QMetaObject::Connection>>();
+  connections->first = connect(slot, &ModelSlot::loaded, this, [connections] {
+    disconnect(connections->first);
+    disconnect(connections->second);
+  });
+  connections->second = connect(slot, &ModelSlot::failed, this, [this, connections, path](const QString& message) {
+    disconnect(connections->first);
+    disconnect(connections->second);
+    if (!qEnvironmentVariableIsSet("TRANSLUTION_NO_DIALOGS"))
+      QMessageBox::warning(this, tr("Cannot load %1").arg(QFileInfo(path).fileName()), message);
+  });
   slot->load(path, slot->device());
 }
 
