@@ -158,12 +158,12 @@ RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slot
 
 void RobustnessPanel::setTrueClass(int label) { true_class_->setCurrentIndex(std::clamp(label, 0, 9)); }
 
-QList<at::Tensor> RobustnessPanel::pathCanvases() const {
+QList<at::Tensor> RobustnessPanel::pathCanvases(const at::Tensor& base) const {
   QList<at::Tensor> out;
-  const Ink ink = ink_box(path_base_);
+  const Ink ink = ink_box(base);
   if (ink.empty()) return out;
-  const int size = int(path_base_.size(0));
-  const at::Tensor crop = path_base_.narrow(0, ink.top, ink.height).narrow(1, ink.left, ink.width);
+  const int size = int(base.size(0));
+  const at::Tensor crop = base.narrow(0, ink.top, ink.height).narrow(1, ink.left, ink.width);
   const int span_x = size - ink.width, span_y = size - ink.height;
   const int steps = std::max(span_x, span_y) / 2 + 1;  // every 2 pixels along the longer span
   for (int i = 0; i < steps; ++i) {
@@ -171,7 +171,7 @@ QList<at::Tensor> RobustnessPanel::pathCanvases() const {
     int x = ink.left, y = ink.top;
     if (path_->currentIndex() != 1) x = int(std::lround(t * span_x));
     if (path_->currentIndex() != 0) y = int(std::lround(t * span_y));
-    at::Tensor c = at::zeros_like(path_base_);
+    at::Tensor c = at::zeros_like(base);
     c.narrow(0, y, ink.height).narrow(1, x, ink.width).copy_(crop);
     out << c;
   }
@@ -179,8 +179,7 @@ QList<at::Tensor> RobustnessPanel::pathCanvases() const {
 }
 
 void RobustnessPanel::slideAcross() {
-  path_base_ = canvas_->pixels();
-  const QList<at::Tensor> canvases = pathCanvases();
+  const QList<at::Tensor> canvases = pathCanvases(canvas_->pixels());
   if (canvases.isEmpty()) {
     note_->setText(tr("Draw a digit or place a test digit first."));
     return;
@@ -214,6 +213,7 @@ void RobustnessPanel::slideAcross() {
           g->setData(x, curves[s]);
         }
         move_plot_->xAxis->setRange(0, 2.0 * (steps - 1));
+        slide_path_ = canvases;
         move_plot_->replot();
         scrub_->setRange(0, steps - 1);
         scrub_->setEnabled(true);
@@ -221,8 +221,7 @@ void RobustnessPanel::slideAcross() {
 }
 
 void RobustnessPanel::placeOnPath(int position) {
-  const QList<at::Tensor> canvases = pathCanvases();
-  if (position >= 0 && position < canvases.size()) canvas_->setPixels(canvases[position]);
+  if (position >= 0 && position < slide_path_.size()) canvas_->setPixels(slide_path_[position]);
 }
 
 bool RobustnessPanel::finishTask(QPushButton* button, const QString& failure, const QString& error) {

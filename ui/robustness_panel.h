@@ -44,14 +44,15 @@ class RobustnessPanel : public QWidget {
 
  private:
   void placeOnPath(int position);
-  QList<at::Tensor> pathCanvases() const;
+  // The digit in `base` placed along the chosen path, every 2 pixels.
+  QList<at::Tensor> pathCanvases(const at::Tensor& base) const;
   // Bookkeeping after background work; false (and the error shown) when it failed.
   bool finishTask(QPushButton* button, const QString& failure, const QString& error);
 
   QString data_dir_;
   QList<ModelSlot*> slots_;
   DigitCanvas* canvas_;
-  at::Tensor path_base_;  // the digit the path was made from
+  QList<at::Tensor> slide_path_;  // the canvases of the last slide, which the slider and the plot show
   QComboBox *true_class_, *path_;
   QSlider* scrub_;
   QCustomPlot* move_plot_;
