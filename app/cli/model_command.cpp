@@ -15,7 +15,8 @@ namespace {
 const char* kModelUsage = R"(usage:
   translution model list
   translution model info --model NAME [--preset A|B|C|tiny] [--image 84 | --image 84x64] [--patch 12]
-                         [--depth D] [--channels 1] [--classes 10] [--lor-dim 8] [--no-lor-shared]
+                         [--depth D] [--dim C] [--heads H] [--head-dim D] [--mlp-dim M]
+                         [--channels 1] [--classes 10] [--lor-dim 8] [--no-lor-shared]
                          [--first-model NAME --first-blocks K] [--json]
 
 Builds the model and reports its parameter count (checked against the papers'

@@ -12,8 +12,8 @@ std::set<std::string> model_flags(std::set<std::string> extra) {
 }
 
 std::set<std::string> model_options(std::set<std::string> extra) {
-  for (const char* o : {"model", "preset", "image", "patch", "depth", "channels", "classes", "lor-dim", "first-model",
-                        "first-blocks"})
+  for (const char* o : {"model", "preset", "image", "patch", "depth", "dim", "heads", "head-dim", "mlp-dim", "channels",
+                        "classes", "lor-dim", "first-model", "first-blocks"})
     extra.insert(o);
   return extra;
 }
@@ -32,6 +32,10 @@ ViTConfig config_from_args(const Args& args) {
   }
   c.patch = args.get_int("patch", c.patch);
   c.depth = args.get_int("depth", c.depth);
+  c.dim = args.get_int("dim", c.dim);  // widths override the preset's, for models sized to a budget
+  c.heads = args.get_int("heads", c.heads);
+  c.head_dim = args.get_int("head-dim", c.head_dim);
+  c.mlp_dim = args.get_int("mlp-dim", c.mlp_dim);
   c.channels = args.get_int("channels", c.channels);
   c.classes = args.get_int("classes", c.classes);
   c.lor_c1 = c.lor_c2 = args.get_int("lor-dim", c.lor_c1);

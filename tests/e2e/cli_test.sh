@@ -48,6 +48,11 @@ check "model info --json" bash -c "\"$cli\" model info --model attention --image
 err=$("$cli" model info --model attention --patch 13 2>&1)
 check "bad patch exits non-zero" test $? -ne 0
 check "bad patch says why" grep -q "patch size 13 does not divide the 84x84 image" <<<"$err"
+# Width options override the preset's: 4 blocks of 3 x 172 banks of 64 x 32, plus the rest.
+check "model info --head-dim 32 --depth 4" bash -c "\"$cli\" model info --model translution --preset tiny --depth 4 --head-dim 32 --image 84 --patch 12 --json | grep -q '\"parameters\":4313386'"
+err=$("$cli" model info --model attention --heads 0 2>&1)
+check "zero heads is an error" test $? -ne 0
+check "zero heads says why" grep -q "heads" <<<"$err"
 
 # A tiny training-step benchmark: one JSON object with the figures the docs use.
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --json)
