@@ -9,11 +9,11 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/nn/functional/loss.h>
-#include <torch/optim/adamw.h>
 
 #include "nn/model_cost.h"
 #include "nn/relative_ops.h"
 #include "nn/vit.h"
+#include "train/fused_adamw.h"
 #include "util/device.h"
 #include "util/error.h"
 
@@ -84,7 +84,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   const auto opts = at::TensorOptions().device(options.device);
   const at::Tensor images = at::randn({options.batch, c.channels, c.image_height, c.image_width}, opts);
   const at::Tensor labels = at::randint(c.classes, {options.batch}, opts.dtype(at::kLong));
-  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(3e-4).weight_decay(0.05));
+  FusedAdamW optimizer(model->parameters(), torch::optim::AdamWOptions(3e-4).weight_decay(0.05));
   if (train) model->train(); else model->eval();
 
   auto step = [&] {

@@ -15,6 +15,7 @@
 
 #include "data/batches.h"
 #include "train/evaluate.h"
+#include "train/fused_adamw.h"
 #include "train/lr_schedule.h"
 #include "util/error.h"
 #include "util/key_value.h"
@@ -68,7 +69,7 @@ Trainer::Trainer(const ViTConfig& model, const TrainConfig& train, std::string d
   at::manual_seed(uint64_t(config_.seed));
   model_ = ViT(model_config_);
   model_->to(device_);
-  optimizer_ = std::make_unique<torch::optim::AdamW>(
+  optimizer_ = std::make_unique<FusedAdamW>(
       model_->parameters(), torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
 }
 
@@ -81,7 +82,7 @@ Trainer::Trainer(Checkpoint checkpoint, std::string data_dir, c10::Device device
   load_data();
   model_ = checkpoint.model;
   model_->to(device_);
-  optimizer_ = std::make_unique<torch::optim::AdamW>(
+  optimizer_ = std::make_unique<FusedAdamW>(
       model_->parameters(), torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
   load_optimizer(*optimizer_, s.optimizer, device_);
   if (s.rng.defined() && s.rng.numel() > 0) {

@@ -1,0 +1,22 @@
+#pragma once
+// AdamW whose CPU step makes one pass over each parameter instead of LibTorch's
+// eight (weight decay, two moment updates, sqrt, divide, add, update, each a full
+// read and write). For the 116 M-parameter Translution ViT-A that is most of a
+// second per training step saved (docs/benchmarks.md). Same options, same state
+// (AdamWParamState), same serialization: checkpoints written with either load in
+// either. Tensors it cannot fuse (CUDA, half precision, amsgrad, sparse or
+// non-contiguous) go through LibTorch's own step.
+#include <torch/optim/adamw.h>
+
+namespace translution {
+
+class FusedAdamW : public torch::optim::AdamW {
+ public:
+  using torch::optim::AdamW::AdamW;
+  at::Tensor step(LossClosure closure = nullptr) override;
+
+ private:
+  bool can_fuse() const;
+};
+
+}  // namespace translution
