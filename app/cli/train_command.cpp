@@ -22,18 +22,21 @@ namespace {
 const char* kTrainUsage = R"(usage: translution train --model NAME [--preset A] [--image 84] [--patch 12] [--depth D]
                          [--dataset static|dynamic|moving|mnist] [--epochs 1 | --steps N] [--batch 64]
                          [--lr 3e-4] [--weight-decay 0.05] [--warmup STEPS] [--min-lr 0] [--clip 1.0]
-                         [--seed 0] [--data-seed 0] [--train-samples N] [--eval-every STEPS]
+                         [--seed 0] [--data-seed 0] [--fresh-positions] [--train-samples N] [--eval-every STEPS]
                          [--eval-samples 2000] [--checkpoint-every STEPS] [--device auto|cpu|cuda]
                          [--data-dir DIR] [--no-final-eval] [--json] --out FILE.ckpt
-       translution train --resume FILE.ckpt [--steps N] [--device ...] [--data-dir DIR] [--json]
+       translution train --resume FILE.ckpt [--steps N] [--fresh-positions] [--device ...] [--data-dir DIR] [--json]
 
 Trains with AdamW and a cosine schedule (linear warm-up first when --warmup is set),
 evaluating on the first --eval-samples test digits every --eval-every steps (default:
-once per epoch). The checkpoint (weights, configs, optimizer state, curves) is written
-atomically at the end, every --checkpoint-every steps, and when the run stops (Ctrl-C
-stops cleanly). --resume continues a saved run exactly where it stopped (--steps may
-extend it). After the last step the whole test set is evaluated and its accuracy
-stored in the checkpoint unless --no-final-eval. Model options as in `model info`.
+once per epoch). --fresh-positions draws new digit positions on dynamic and moving
+canvases every epoch, so no training canvas repeats. The checkpoint (weights, configs,
+optimizer state, curves) is written atomically at the end, every --checkpoint-every
+steps, and when the run stops (Ctrl-C stops cleanly). --resume continues a saved run
+exactly where it stopped (--steps may extend it; --fresh-positions switches new
+positions on for the epochs still to come). After the last step the whole test set is
+evaluated and its accuracy stored in the checkpoint unless --no-final-eval. Model
+options as in `model info`.
 )";
 
 volatile std::sig_atomic_t interrupted = 0;
@@ -61,6 +64,7 @@ TrainConfig train_config_from_args(const Args& args) {
   t.clip_norm = args.get_double("clip", t.clip_norm);
   t.seed = args.get_int("seed", t.seed);
   t.data_seed = args.get_int("data-seed", t.data_seed);
+  t.fresh_positions = args.flag("fresh-positions");
   t.train_samples = args.get_int("train-samples", t.train_samples);
   t.eval_every = args.get_int("eval-every", t.eval_every);
   t.eval_samples = args.get_int("eval-samples", t.eval_samples);
@@ -76,6 +80,7 @@ std::unique_ptr<Trainer> make_trainer(const Args& args, const std::string& data_
       c.training->config.steps = args.get_int("steps", 0);
       c.training->config.validate();
     }
+    if (c.training && args.flag("fresh-positions")) c.training->config.fresh_positions = true;
     auto trainer = std::make_unique<Trainer>(std::move(c), data_dir, device);
     trainer->set_checkpoint_path(args.get("out", args.get("resume")));
     return trainer;
@@ -89,7 +94,7 @@ std::unique_ptr<Trainer> make_trainer(const Args& args, const std::string& data_
 
 int train_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kTrainUsage, false)) return *status;
-  const Args args(words, model_flags({"json", "no-final-eval"}),
+  const Args args(words, model_flags({"json", "no-final-eval", "fresh-positions"}),
                   model_options({"dataset", "epochs", "steps", "batch", "lr", "weight-decay", "warmup", "min-lr",
                                  "clip", "seed", "data-seed", "train-samples", "eval-every", "eval-samples",
                                  "checkpoint-every", "device", "data-dir", "out", "resume"}));

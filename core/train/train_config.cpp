@@ -14,6 +14,7 @@ const std::vector<KeyValueField<TrainConfig>>& fields() {
   static const std::vector<KeyValueField<T>> f = {
       string_field("dataset", &T::dataset),
       int_field("data_seed", &T::data_seed),
+      bool_field("fresh_positions", &T::fresh_positions),
       int_field("train_samples", &T::train_samples),
       int_field("epochs", &T::epochs),
       int_field("steps", &T::steps),
@@ -35,6 +36,12 @@ const std::vector<KeyValueField<TrainConfig>>& fields() {
 
 int64_t training_digits(const TrainConfig& c) {
   return c.train_samples > 0 ? std::min(c.train_samples, kMnistTrainDigits) : kMnistTrainDigits;
+}
+
+uint64_t training_placement_seed(const TrainConfig& c, int64_t epoch) {
+  if (!c.fresh_positions) return uint64_t(c.data_seed);
+  // Odd multiplier: distinct epochs give distinct seeds, none equal to data_seed's own.
+  return uint64_t(c.data_seed) ^ (0x9E3779B97F4A7C15ull * uint64_t(epoch + 1));
 }
 
 int64_t TrainConfig::steps_per_epoch() const { return (training_digits(*this) + batch - 1) / batch; }

@@ -9,6 +9,7 @@ namespace translution {
 struct TrainConfig {
   std::string dataset = "dynamic";  // mnist | static | dynamic | moving
   int64_t data_seed = 0;            // placement of digits on the canvas
+  bool fresh_positions = false;     // draw new dynamic/moving positions every epoch (augmentation)
   int64_t train_samples = 0;        // 0: the whole training split; else its first N digits
   int64_t epochs = 1;               // used when steps == 0
   int64_t steps = 0;                // total optimisation steps; 0: epochs x steps per epoch
@@ -33,5 +34,9 @@ struct TrainConfig {
 
 // Digits in the training split (60000) limited by train_samples.
 int64_t training_digits(const TrainConfig& config);
+
+// The placement seed of the training canvases in `epoch`: data_seed, or with
+// fresh_positions a seed of its own per epoch (the test set always uses data_seed).
+uint64_t training_placement_seed(const TrainConfig& config, int64_t epoch);
 
 }  // namespace translution

@@ -109,6 +109,12 @@ std::vector<int64_t> Trainer::batch_indices(int64_t step) {
   if (epoch != order_epoch_) {
     order_ = epoch_order(training_digits(config_), uint64_t(config_.seed), epoch);
     order_epoch_ = epoch;
+    const uint64_t seed = training_placement_seed(config_, epoch);
+    if (train_set_->spec().seed != seed) {  // same digits, new positions
+      CanvasSpec spec = train_set_->spec();
+      spec.seed = seed;
+      train_set_ = std::make_unique<CanvasDataset>(train_set_->digits(), Split::Train, spec);
+    }
   }
   const int64_t begin = (step % per_epoch) * config_.batch;
   const int64_t end = std::min<int64_t>(begin + config_.batch, int64_t(order_.size()));

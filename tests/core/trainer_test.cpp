@@ -50,12 +50,20 @@ void expect_same_weights(ViT a, ViT b) {
 
 TEST(Trainer, StoppedAndResumedRunEndsAtTheSameWeights) {
   ASSERT_FALSE(mnist_dir().empty()) << "TRANSLUTION_DATA is not set";
-  for (const std::string model : {"translution", "lor", "attention"}) {
+  // The last case draws new positions every epoch (on a canvas with room for them):
+  // the stop falls inside epoch 1.
+  const std::vector<std::pair<std::string, bool>> cases = {
+      {"translution", false}, {"lor", false}, {"attention", false}, {"attention", true}};
+  for (const auto& [name, fresh] : cases) {
     TempDir dir;
-    Trainer straight(small_model(model), small_run(), mnist_dir(), c10::kCPU);
+    TrainConfig run = small_run();
+    run.fresh_positions = fresh;
+    ViTConfig model = small_model(name);
+    if (fresh) model.image_height = model.image_width = 42, model.patch = 14;
+    Trainer straight(model, run, mnist_dir(), c10::kCPU);
     EXPECT_EQ(straight.run([](const TrainProgress&) {}), Event::Finished);
 
-    Trainer first(small_model(model), small_run(), mnist_dir(), c10::kCPU);
+    Trainer first(model, run, mnist_dir(), c10::kCPU);
     first.set_checkpoint_path(dir.file("run.ckpt"));
     const Event e = first.run([&](const TrainProgress& p) {
       if (p.event == Event::Step && p.step == 5) first.stop();
@@ -86,6 +94,27 @@ TEST(Trainer, SameSeedSameRunDifferentSeedDifferentRun) {
   Trainer c(small_model(), t, mnist_dir(), c10::kCPU);
   c.run([](const TrainProgress&) {});
   EXPECT_FALSE(at::equal(a.model()->named_parameters()["head.weight"], c.model()->named_parameters()["head.weight"]));
+}
+
+TEST(Trainer, FreshPositionsGiveEveryEpochItsOwnCanvases) {
+  ASSERT_FALSE(mnist_dir().empty());
+  TrainConfig fixed = small_run(), fresh = small_run();
+  fresh.fresh_positions = true;
+  EXPECT_EQ(training_placement_seed(fixed, 0), training_placement_seed(fixed, 5));
+  EXPECT_NE(training_placement_seed(fresh, 1), training_placement_seed(fresh, 2));
+  EXPECT_NE(training_placement_seed(fresh, 0), uint64_t(fresh.data_seed));
+  // Both runs see the same digits in the same order; with fresh positions the
+  // canvases differ from the first epoch on, so the weights do too.
+  fixed.steps = fresh.steps = 3;  // one epoch
+  ViTConfig roomy = small_model("attention");  // a 42x42 canvas leaves the digit room to move
+  roomy.image_height = roomy.image_width = 42, roomy.patch = 14;
+  Trainer a(roomy, fixed, mnist_dir(), c10::kCPU), b(roomy, fresh, mnist_dir(), c10::kCPU);
+  a.run([](const TrainProgress&) {});
+  b.run([](const TrainProgress&) {});
+  EXPECT_FALSE(at::equal(a.model()->named_parameters()["head.weight"], b.model()->named_parameters()["head.weight"]));
+  // And the option survives the checkpoint's text form.
+  EXPECT_TRUE(TrainConfig::from_text(fresh.to_text()).fresh_positions);
+  EXPECT_FALSE(TrainConfig::from_text(fixed.to_text()).fresh_positions);
 }
 
 TEST(Trainer, PauseHoldsUntilResumedAndStopEndsAPausedRun) {
