@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
@@ -115,6 +116,9 @@ void TrainingPanel::buildForm() {
   samples_->setRange(0, 60000);
   samples_->setSpecialValueText(tr("all 60000"));
   samples_->setToolTip(tr("Train on the first N training digits only (quick experiments)"));
+  fresh_positions_ = new QCheckBox(tr("New positions every epoch"), this);
+  fresh_positions_->setToolTip(tr("Dynamic and moving canvases: place every digit somewhere new each epoch, so "
+                                  "no training canvas repeats (less over-fitting on long runs)"));
   device_ = new QComboBox(this);
   device_->addItem("CPU", "cpu");
   if (cuda_available()) device_->addItem("CUDA", "cuda");
@@ -130,6 +134,7 @@ void TrainingPanel::buildForm() {
   form2->addRow(tr("Learning rate"), lr_);
   form2->addRow(tr("Seed"), seed_);
   form2->addRow(tr("Training digits"), samples_);
+  form2->addRow(QString(), fresh_positions_);
   auto* columns = new QHBoxLayout;
   columns->addLayout(form);
   columns->addLayout(form2);
@@ -193,6 +198,7 @@ TrainConfig TrainingPanel::trainConfig() const {
   t.lr = lr_->value();
   t.seed = seed_->value();
   t.train_samples = samples_->value();
+  t.fresh_positions = fresh_positions_->isChecked();
   t.eval_samples = 1000;
   t.eval_every = t.steps > 0 ? std::max<int64_t>(1, t.steps / 10) : 0;
   t.validate();

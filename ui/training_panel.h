@@ -10,6 +10,7 @@
 #include "qcustomplot_include.h"
 #include "training_run.h"
 
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -66,6 +67,7 @@ class TrainingPanel : public QWidget {
   QList<Series> runs_;
   QComboBox *method_, *preset_, *patch_, *dataset_, *device_;
   QSpinBox *depth_, *epochs_, *steps_, *batch_, *seed_, *samples_;
+  QCheckBox* fresh_positions_;
   QDoubleSpinBox* lr_;
   QPushButton *start_, *pause_, *stop_, *save_, *resume_file_, *export_;
   QList<QPushButton*> send_;

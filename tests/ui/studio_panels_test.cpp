@@ -2,6 +2,7 @@
 // slot's prediction, a clicked patch becomes the attention query, the offset
 // view has one heat map per layer and relative projection.
 #include <ATen/ATen.h>
+#include <QCheckBox>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -181,6 +182,11 @@ class StudioPanelsTest : public QObject {
     panel->current()->save(path);
     QVERIFY(!panel->hasUnsavedRun());
     QCOMPARE(load_checkpoint(path.toStdString()).training->step, panel->current()->trainer().step());
+    // The form's augmentation switch reaches the run's configuration.
+    auto* fresh = panel->findChild<QCheckBox*>();
+    QVERIFY(fresh != nullptr && !panel->trainConfig().fresh_positions);
+    fresh->setChecked(true);
+    QVERIFY(panel->trainConfig().fresh_positions);
   }
 
   void robustnessPanelSlidesSweepsAndEvaluates() {
