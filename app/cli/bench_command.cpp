@@ -15,13 +15,15 @@
 #include "perf/studio_latency.h"
 #include "util/json_writer.h"
 #include "util/device.h"
+#include "util/error.h"
 
 namespace translution::cli {
 namespace {
 
 const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] [--image 84] [--patch 12]
                          [--mode infer|train] [--batch B] [--device auto|cpu|cuda]
-                         [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute] [--json]
+                         [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
+                         [--optimizer fused-adamw|adamw] [--json]
 
 infer: one forward pass without gradients; train: forward, backward and an AdamW
 step. Reports the median ms per step, images/s, peak memory (resident set on CPU,
@@ -29,6 +31,7 @@ allocator peak on CUDA), the exact FLOPs per image, and the fraction of this
 machine's floor (GEMM rate and memory bandwidth measured in the same run).
 --algorithm forces how relative projections are computed (default: by shape);
 --recompute trades time for memory (backward recomputes pair projections).
+--optimizer adamw uses LibTorch's AdamW instead of the engine's fused one.
 
        translution bench --mode studio [--checkpoints A.ckpt,B.ckpt] [--steps 60] [--json]
 
@@ -89,7 +92,8 @@ int studio_bench(const Args& args) {
 int bench_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
   const Args args(words, model_flags({"json", "recompute"}),
-                  model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir"}));
+                  model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
+                                 "optimizer"}));
   if (args.get("mode") == "studio") return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));
@@ -100,6 +104,10 @@ int bench_command(const std::vector<std::string>& words) {
   options.device = parse_device(args.get("device", "cpu"));
   options.steps = int(args.get_int("steps", 10));
   options.warmup = int(args.get_int("warmup", 2));
+  const std::string optimizer = args.get("optimizer", "fused-adamw");
+  if (optimizer != "fused-adamw" && optimizer != "adamw")
+    throw Error("unknown optimizer '" + optimizer + "' (expected fused-adamw or adamw)");
+  options.fused_optimizer = optimizer == "fused-adamw";
   ProgressBar bar("bench " + options.config.model + " " + options.mode, !args.flag("json"));
   const BenchResult r = run_benchmark(options, [&](int step, int total) { bar.update(step, total); });
   bar.finish();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 #include <cstdio>
+#include <memory>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -84,7 +85,11 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   const auto opts = at::TensorOptions().device(options.device);
   const at::Tensor images = at::randn({options.batch, c.channels, c.image_height, c.image_width}, opts);
   const at::Tensor labels = at::randint(c.classes, {options.batch}, opts.dtype(at::kLong));
-  FusedAdamW optimizer(model->parameters(), torch::optim::AdamWOptions(3e-4).weight_decay(0.05));
+  const auto adamw = torch::optim::AdamWOptions(3e-4).weight_decay(0.05);
+  std::unique_ptr<torch::optim::AdamW> optimizer_owner =
+      options.fused_optimizer ? std::make_unique<FusedAdamW>(model->parameters(), adamw)
+                              : std::make_unique<torch::optim::AdamW>(model->parameters(), adamw);
+  torch::optim::AdamW& optimizer = *optimizer_owner;
   if (train) model->train(); else model->eval();
 
   auto step = [&] {
@@ -137,12 +142,13 @@ std::string BenchResult::to_json() const {
                 "\"device\":\"%s\",\"threads\":%d,\"parameters\":%lld,\"ms_per_step\":%.3f,\"ms_min\":%.3f,"
                 "\"images_per_second\":%.2f,\"peak_memory_bytes\":%lld,\"exact_flops_per_image\":%.0f,"
                 "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
-                "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s}",
+                "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\"}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
                 step_flops / (ms_per_step * 1e6), roofline.gemm_gflops, roofline.bandwidth_gbs, floor_ms,
-                fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false");
+                fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
+                options.fused_optimizer ? "fused-adamw" : "adamw");
   return buffer;
 }
 

@@ -24,6 +24,7 @@ struct BenchOptions {
   c10::Device device{c10::kCPU};
   int warmup = 2;
   int steps = 10;
+  bool fused_optimizer = true;  // FusedAdamW, or LibTorch's AdamW (to measure the difference)
 };
 
 struct BenchResult {

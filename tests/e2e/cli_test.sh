@@ -60,6 +60,9 @@ check "bench exits 0" test $? -eq 0
 for key in ms_per_step images_per_second peak_memory_bytes exact_flops_per_image fraction_of_floor; do
   check "bench reports $key" grep -q "\"$key\":" <<<"$bench"
 done
+bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --optimizer adamw --json)
+check "bench --optimizer adamw" grep -q '"optimizer":"adamw"' <<<"$bench"
+check "bench rejects a bad optimizer" bash -c "! \"$cli\" bench --model attention --optimizer sgd 2>/dev/null"
 check "bench rejects a bad mode" bash -c "! \"$cli\" bench --model attention --mode sing 2>/dev/null"
 
 # Training, checkpoints, evaluation, the sweep and prediction, on a tiny 28x28 model.
