@@ -15,15 +15,18 @@ mkdir -p "$ROOT/runs" "$ROOT/resources/models"
 # Translution is 4 blocks with 32-wide heads: its 3 x 172 matrices per block are what
 # fill the 20 MB budget, and four narrow blocks learn faster than two wide ones.
 declare -A recipe=(
-  [translution]="--model translution --preset tiny --depth 4 --head-dim 32 --epochs 6"
+  [translution]="--model translution --preset tiny --depth 4 --head-dim 32 --epochs 6 --stop-at 2340"
   [lor]="--model lor --preset tiny --depth 4 --epochs 3"
   [attention]="--model attention --preset tiny --depth 6 --epochs 6"
 )
 # Runs that continue after their first cosine cycle with warm restarts, separated by
 # '|': each stage is `train --resume --steps N [options]` (the schedule restarts its
 # cosine from where N puts the current step, then decays to 0 again).
-# --fresh-positions: new digit positions every epoch from then on.
+# --fresh-positions: new digit positions every epoch from then on. Translution's first
+# run stops at step 2340 of its 6 epochs (--stop-at) and its same schedule goes on
+# with fresh positions (5628 = 6 epochs, so the cosine is unchanged).
 declare -A extend=(
+  [translution]="5628 --fresh-positions"
   [lor]="4690|9380|12194 --fresh-positions"
 )
 train_one() {

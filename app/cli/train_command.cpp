@@ -24,8 +24,9 @@ const char* kTrainUsage = R"(usage: translution train --model NAME [--preset A] 
                          [--lr 3e-4] [--weight-decay 0.05] [--warmup STEPS] [--min-lr 0] [--clip 1.0]
                          [--seed 0] [--data-seed 0] [--fresh-positions] [--train-samples N] [--eval-every STEPS]
                          [--eval-samples 2000] [--checkpoint-every STEPS] [--device auto|cpu|cuda]
-                         [--data-dir DIR] [--no-final-eval] [--json] --out FILE.ckpt
-       translution train --resume FILE.ckpt [--steps N] [--fresh-positions] [--device ...] [--data-dir DIR] [--json]
+                         [--data-dir DIR] [--no-final-eval] [--stop-at STEP] [--json] --out FILE.ckpt
+       translution train --resume FILE.ckpt [--steps N] [--fresh-positions] [--stop-at STEP] [--device ...]
+                         [--data-dir DIR] [--json]
 
 Trains with AdamW and a cosine schedule (linear warm-up first when --warmup is set),
 evaluating on the first --eval-samples test digits every --eval-every steps (default:
@@ -34,7 +35,8 @@ canvases every epoch, so no training canvas repeats. The checkpoint (weights, co
 optimizer state, curves) is written atomically at the end, every --checkpoint-every
 steps, and when the run stops (Ctrl-C stops cleanly). --resume continues a saved run
 exactly where it stopped (--steps may extend it; --fresh-positions switches new
-positions on for the epochs still to come). After the last step the whole test set is
+positions on for the epochs still to come). --stop-at STEP ends the run after that
+step with a resumable checkpoint and exit status 0, as Ctrl-C would with 130. After the last step the whole test set is
 evaluated and its accuracy stored in the checkpoint unless --no-final-eval. Model
 options as in `model info`.
 )";
@@ -97,8 +99,10 @@ int train_command(const std::vector<std::string>& words) {
   const Args args(words, model_flags({"json", "no-final-eval", "fresh-positions"}),
                   model_options({"dataset", "epochs", "steps", "batch", "lr", "weight-decay", "warmup", "min-lr",
                                  "clip", "seed", "data-seed", "train-samples", "eval-every", "eval-samples",
-                                 "checkpoint-every", "device", "data-dir", "out", "resume"}));
+                                 "checkpoint-every", "device", "data-dir", "out", "resume", "stop-at"}));
   if (!args.has("resume") && !args.has("out")) throw Error("train needs --out FILE.ckpt (or --resume FILE.ckpt)");
+  const int64_t stop_at = args.get_int("stop-at", 0);  // a planned pause: checkpoint, exit 0
+  if (stop_at < 0) throw Error("--stop-at must be a step number, got " + std::to_string(stop_at));
   const bool json = args.flag("json");
   const c10::Device device = parse_device(args.get("device", "auto"));
   const std::string data_dir = args.get("data-dir", default_mnist_dir());
@@ -115,6 +119,7 @@ int train_command(const std::vector<std::string>& words) {
   double last_test = -1, last_loss = 0;
   const TrainProgress::Event outcome = trainer->run([&](const TrainProgress& p) {
     if (interrupted) trainer->stop();
+    if (p.event == TrainProgress::Event::Step && stop_at > 0 && p.step >= stop_at) trainer->stop();
     if (p.event == TrainProgress::Event::Step) {
       last_loss = p.loss;
       char detail[96];
@@ -161,6 +166,8 @@ int train_command(const std::vector<std::string>& words) {
                 (long long)trainer->step(), (long long)trainer->total_steps(), seconds, path.c_str());
     if (test_accuracy >= 0) std::printf("test accuracy (%s, 10000 digits): %.2f%%\n", trainer->config().dataset.c_str(), 100 * test_accuracy);
   }
+  const bool planned_stop = stop_at > 0 && !interrupted && trainer->step() == stop_at;
+  if (outcome == TrainProgress::Event::Stopped && planned_stop) return 0;
   return outcome == TrainProgress::Event::Diverged ? 3 : outcome == TrainProgress::Event::Stopped ? 130 : 0;
 }
 

@@ -74,6 +74,11 @@ check "train --json reports finished" grep -q '"event":"finished","step":6' <<<"
 check "checkpoint written" test -s "$work/m.ckpt"
 check "resume extends the run" bash -c "\"$cli\" train --resume '$work/m.ckpt' --steps 9 --no-final-eval --json | grep -q '\"step\":9,\"total_steps\":9'"
 check "checkpoint info shows the step" bash -c "\"$cli\" checkpoint info '$work/m.ckpt' | grep -q 'training: step 9 of 9'"
+# A planned stop: exit 0 at the step asked for, then a resume (with fresh positions) finishes the run.
+out=$("$cli" train "${tiny[@]}" --steps 6 --stop-at 4 --out "$work/s.ckpt" --json --no-final-eval)
+check "--stop-at exits 0" test $? -eq 0
+check "--stop-at stops at that step" grep -q '"event":"stopped","step":4' <<<"$out"
+check "a stopped run resumes to its end" bash -c "\"$cli\" train --resume '$work/s.ckpt' --fresh-positions --no-final-eval --json | grep -q '\"event\":\"finished\",\"step\":6'"
 check "strip writes a weights-only file" "$cli" checkpoint strip "$work/m.ckpt" --out "$work/w.ckpt"
 check "weights-only file is smaller" test "$(stat -c %s "$work/w.ckpt")" -lt "$(stat -c %s "$work/m.ckpt")"
 check "weights-only info says so" bash -c "\"$cli\" checkpoint info '$work/w.ckpt' | grep -q 'weights only'"
