@@ -38,7 +38,8 @@ machine's floor (GEMM rate and memory bandwidth measured in the same run).
 studio: the studio's inference path. A test digit is dragged across the canvas;
 for each position every checkpoint (default: the bundled Translution and
 self-attention models) predicts on its own thread with attention maps on, and
-the time until all are done is one canvas change's latency.
+the time until all are done is one canvas change's latency. BLAS threads are set
+as in the studio (one per GEMM unless $OPENBLAS_NUM_THREADS says otherwise).
 )";
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -54,6 +55,7 @@ std::vector<std::string> split_commas(const std::string& text) {
 }
 
 int studio_bench(const Args& args) {
+  configure_concurrent_blas();  // as the studio does
   const auto paths = split_commas(args.get("checkpoints", "resources/models/translution.ckpt,resources/models/attention.ckpt"));
   std::vector<std::unique_ptr<Predictor>> slots;
   std::vector<const Predictor*> views;

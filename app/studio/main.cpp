@@ -89,6 +89,7 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
 int main(int argc, char** argv) {
   translution::keep_freed_memory();
   translution::configure_threads();
+  translution::configure_concurrent_blas();
   // Decided before QApplication exists: screenshots and --help never need a display.
   const bool screenshot = has_argument(argc, argv, "--screenshot");
   const bool headless = screenshot || ((has_argument(argc, argv, "--help") || has_argument(argc, argv, "--version") ||

@@ -1,5 +1,7 @@
 #include "util/device.h"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -78,6 +80,15 @@ int64_t peak_memory_bytes(const c10::Device& device) {
 #else
   return -1;
 #endif
+}
+
+bool configure_concurrent_blas() {
+  using SetThreads = void (*)(int);
+  const auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (!set) return false;
+  const char* t = std::getenv("OPENBLAS_NUM_THREADS");
+  if (!(t && *t)) set(1);
+  return true;
 }
 
 void configure_threads() {

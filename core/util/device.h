@@ -27,4 +27,12 @@ int64_t resident_memory_bytes();
 // one intra-op thread is faster for inference at batch 1 (docs/benchmarks.md).
 void configure_threads();
 
+// The studio's setting: OpenBLAS (found at run time) threads no GEMM, because the
+// model slots and the trainer already run on threads of their own. With a BLAS
+// that also threads each GEMM there are more spinning threads than cores, and
+// they wait on each other: with one core busy, a canvas change took 96 ms (median)
+// against 23 ms with one BLAS thread (docs/benchmarks.md). $OPENBLAS_NUM_THREADS,
+// when set, wins. Returns false where the BLAS is not OpenBLAS.
+bool configure_concurrent_blas();
+
 }  // namespace translution
