@@ -123,6 +123,9 @@ int bench_command(const std::vector<std::string>& words) {
               r.device_name.c_str(), r.threads);
   std::printf("  %.2f ms/step (median of %d, best %.2f), %.1f images/s\n", r.ms_per_step, options.steps, r.ms_min,
               r.images_per_second);
+  if (r.optimizer_ms >= 0)
+    std::printf("  forward %.2f ms, backward %.2f ms, optimizer %.2f ms (medians)\n", r.forward_ms, r.backward_ms,
+                r.optimizer_ms);
   if (r.peak_memory_bytes >= 0) std::printf("  peak memory %.1f MB\n", r.peak_memory_bytes / 1e6);
   std::printf("  exact work %.2f GFLOP per image forward; achieved %.1f GFLOP/s\n", r.exact_flops_per_image / 1e9,
               r.step_flops / (r.ms_per_step * 1e6));

@@ -92,12 +92,23 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   torch::optim::AdamW& optimizer = *optimizer_owner;
   if (train) model->train(); else model->eval();
 
-  auto step = [&] {
+  // Training steps are timed by phase too (device synchronised between phases).
+  std::vector<double> phase_ms[3];
+  auto step = [&](bool timed) {
     if (train) {
+      auto t = Clock::now();
+      auto lap = [&](int phase) {
+        synchronize(options.device);
+        if (timed) phase_ms[phase].push_back(seconds_since(t) * 1e3);
+        t = Clock::now();
+      };
       optimizer.zero_grad();
       const at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(images), labels);
+      lap(0);
       loss.backward();
+      lap(1);
       optimizer.step();
+      lap(2);
     } else {
       at::NoGradGuard no_grad;
       model->forward(images);
@@ -110,13 +121,21 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   for (int s = 0; s < total; ++s) {
     synchronize(options.device);
     const auto t0 = Clock::now();
-    step();
+    step(s >= options.warmup);
     synchronize(options.device);
     if (s >= options.warmup) times.push_back(seconds_since(t0) * 1e3);
     if (progress) progress(s + 1, total);
   }
   result.peak_memory_bytes = peak_memory_bytes(options.device);
   result.roofline = measure_roofline(options.device);  // after the run: its buffers must not count as peak
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return -1.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  result.forward_ms = median(phase_ms[0]);
+  result.backward_ms = median(phase_ms[1]);
+  result.optimizer_ms = median(phase_ms[2]);
   std::sort(times.begin(), times.end());
   result.ms_per_step = times[times.size() / 2];
   result.ms_min = times.front();
@@ -136,19 +155,20 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
 
 std::string BenchResult::to_json() const {
   const ViTConfig& c = options.config;
-  char buffer[1024];
+  char buffer[2048];
   std::snprintf(buffer, sizeof buffer,
                 "{\"model\":\"%s\",\"preset\":\"%s\",\"image\":%lld,\"patch\":%lld,\"mode\":\"%s\",\"batch\":%lld,"
                 "\"device\":\"%s\",\"threads\":%d,\"parameters\":%lld,\"ms_per_step\":%.3f,\"ms_min\":%.3f,"
                 "\"images_per_second\":%.2f,\"peak_memory_bytes\":%lld,\"exact_flops_per_image\":%.0f,"
                 "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
-                "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\"}",
+                "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\","
+                "\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
                 step_flops / (ms_per_step * 1e6), roofline.gemm_gflops, roofline.bandwidth_gbs, floor_ms,
                 fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
-                options.fused_optimizer ? "fused-adamw" : "adamw");
+                options.fused_optimizer ? "fused-adamw" : "adamw", forward_ms, backward_ms, optimizer_ms);
   return buffer;
 }
 

@@ -32,6 +32,7 @@ struct BenchResult {
   int64_t parameters = 0;
   double ms_per_step = 0;  // median over the timed steps
   double ms_min = 0;
+  double forward_ms = -1, backward_ms = -1, optimizer_ms = -1;  // training: medians per phase
   double images_per_second = 0;
   int64_t peak_memory_bytes = -1;   // resident set (CPU) or allocator peak (CUDA) during the run
   double exact_flops_per_image = 0; // forward, 2 x exact multiply-adds
