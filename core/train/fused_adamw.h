@@ -1,6 +1,6 @@
 #pragma once
 // AdamW whose CPU step makes one pass over each parameter instead of LibTorch's
-// eight (weight decay, two moment updates, sqrt, divide, add, update, each a full
+// nine (weight decay, two per moment, sqrt, divide, epsilon, update, each a full
 // read and write). For the 116 M-parameter Translution ViT-A that is most of a
 // second per training step saved (docs/benchmarks.md). Same options, same state
 // (AdamWParamState), same serialization: checkpoints written with either load in
