@@ -2,11 +2,14 @@
 
 #include <atomic>
 #include <cstring>
+#include <initializer_list>
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include "nn/raw_gemm.h"
 #include "util/error.h"
 
 namespace translution {
@@ -35,12 +38,32 @@ at::Tensor gather_rows(const at::Tensor& x_in, const at::Tensor& index) {
 
 at::Tensor token_major(const at::Tensor& x) { return x.transpose(0, 1).contiguous(); }  // [B, N, ...] -> [N, B, ...]
 
+// Whether the per-matrix loops below can hand raw memory to BLAS (raw_gemm.h).
+bool raw_path(std::initializer_list<const at::Tensor*> tensors) {
+  for (const at::Tensor* t : tensors)
+    if (!raw_gemm_usable(*t) || t->scalar_type() != (*tensors.begin())->scalar_type()) return false;
+  return true;
+}
+
 // S[rows of e] = G[rows of e] W[e] for every matrix: one GEMM each, M = B n_e.
 at::Tensor project_sorted(const at::Tensor& g, const at::Tensor& bank, const std::vector<int64_t>& offset) {
   const int64_t R = g.size(0), B = g.size(1), C = g.size(2), D = bank.size(2);
   at::Tensor out = at::empty({R, B, D}, g.options());
   const at::Tensor g2 = g.view({R * B, C});
   at::Tensor out2 = out.view({R * B, D});
+  if (raw_path({&g2, &bank, &out2})) {
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "project_sorted", [&] {
+      const scalar_t *gp = g2.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>();
+      scalar_t* op = out2.data_ptr<scalar_t>();
+      for (size_t e = 0; e + 1 < offset.size(); ++e) {
+        const int64_t n = offset[e + 1] - offset[e];
+        if (n > 0)
+          raw_gemm<scalar_t>(false, false, n * B, D, C, gp + offset[e] * B * C, wp + int64_t(e) * C * D,
+                             op + offset[e] * B * D);
+      }
+    });
+    return out;
+  }
   for (size_t e = 0; e + 1 < offset.size(); ++e) {
     const int64_t n = offset[e + 1] - offset[e];
     if (n == 0) continue;
@@ -54,10 +77,23 @@ at::Tensor project_sorted(const at::Tensor& g, const at::Tensor& bank, const std
 void project_sorted_backward(const at::Tensor& g, const at::Tensor& bank, const std::vector<int64_t>& offset,
                              const at::Tensor& ds, at::Tensor& dbank, at::Tensor& dg) {
   const int64_t R = g.size(0), B = g.size(1), C = g.size(2), D = bank.size(2);
-  const at::Tensor g2 = g.view({R * B, C}), ds2 = ds.reshape({R * B, D});
+  const at::Tensor g2 = g.view({R * B, C}), ds2 = ds.reshape({R * B, D}).contiguous();
   dbank = at::zeros_like(bank);
   dg = at::empty({R, B, C}, g.options());
   at::Tensor dg2 = dg.view({R * B, C});
+  if (raw_path({&g2, &bank, &ds2, &dbank, &dg2})) {
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "project_sorted_backward", [&] {
+      const scalar_t *gp = g2.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>(), *sp = ds2.data_ptr<scalar_t>();
+      scalar_t *dwp = dbank.data_ptr<scalar_t>(), *dgp = dg2.data_ptr<scalar_t>();
+      for (size_t e = 0; e + 1 < offset.size(); ++e) {
+        const int64_t n = offset[e + 1] - offset[e], rows = offset[e] * B, w = int64_t(e) * C * D;
+        if (n == 0) continue;
+        raw_gemm<scalar_t>(true, false, C, D, n * B, gp + rows * C, sp + rows * D, dwp + w);   // dW = G^T dS
+        raw_gemm<scalar_t>(false, true, n * B, C, D, sp + rows * D, wp + w, dgp + rows * C);  // dG = dS W^T
+      }
+    });
+    return;
+  }
   for (size_t e = 0; e + 1 < offset.size(); ++e) {
     const int64_t n = offset[e + 1] - offset[e];
     if (n == 0) continue;

@@ -8,6 +8,7 @@
 
 #include "naive_attention.h"
 #include "nn/attention.h"
+#include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
 
 using namespace translution;
@@ -75,6 +76,7 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
   void TearDown() override {
     set_projection_algorithm(ProjectionAlgorithm::Auto);
     set_recompute_pair_rows(false);
+    set_raw_gemm_enabled(true);
   }
   void check(const Case& c);
 };
@@ -82,6 +84,13 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
 // Both ways of computing relative projections must be exact.
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrix) {
   set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+  check(GetParam());
+}
+
+// The per-matrix products through at::mm instead of raw BLAS calls.
+TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixThroughATen) {
+  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+  set_raw_gemm_enabled(false);
   check(GetParam());
 }
 

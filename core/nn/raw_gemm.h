@@ -1,0 +1,25 @@
+#pragma once
+// Row-major matrix products on raw CPU memory, straight into the process's BLAS
+// (sgemm_/dgemm_, found at run time). The relative projections make thousands of
+// small GEMMs per forward (one per offset matrix); through at::mm each pays for
+// views, dispatch and checks, about a quarter of a Translution forward at batch 1
+// (docs/benchmarks.md). Where no BLAS symbol is found, callers use at::mm.
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+namespace translution {
+
+// True when raw_gemm can run on this tensor's memory: CPU, contiguous, float or
+// double, a BLAS found, and not switched off.
+bool raw_gemm_usable(const at::Tensor& t);
+
+// On by default; off sends every product through at::mm (tests prove both exact).
+void set_raw_gemm_enabled(bool enabled);
+
+// c[m x n] = op(a) op(b), all row-major: op(a) is a [m x k], or a stored [k x m]
+// and transposed when trans_a; op(b) is b [k x n], or b stored [n x k] when trans_b.
+template <typename T>
+void raw_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c);
+
+}  // namespace translution
