@@ -1,6 +1,7 @@
 #include "train/fused_adamw.h"
 
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <type_traits>
 
@@ -42,14 +43,17 @@ void update(T* p, const T* g, T* m, T* v, int64_t n, const Coefficients& c) {
   });
 }
 
-// LibTorch keys per-parameter state by the tensor's impl: a string in 1.x, the
-// pointer itself in 2.x.
+// LibTorch keys per-parameter state by the tensor's impl: its address printed to
+// a string in 1.x (c10::guts::to_string, i.e. ostream <<), the pointer in 2.x.
 template <typename Map>
 typename Map::key_type state_key(const at::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>)
-    return c10::guts::to_string(p.unsafeGetTensorImpl());
-  else
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    std::ostringstream key;
+    key << p.unsafeGetTensorImpl();
+    return key.str();
+  } else {
     return p.unsafeGetTensorImpl();
+  }
 }
 
 bool fusable(const at::Tensor& p) {
