@@ -7,17 +7,20 @@
 #      Dynamic->Dynamic, Static->Dynamic).
 #   2. `translution sweep` of each bundled model (resources/models/*.ckpt).
 # Outputs go to runs/protocol/ and docs/results/ (heat maps, CSVs, JSON).
-# Usage: scripts/reproduce_protocol.sh [--samples N] [--epochs E]   (default 12000 digits, 1 epoch)
+# Usage: scripts/reproduce_protocol.sh [--samples N] [--epochs E] [--models "attention lor translution"]
+#        (default 12000 digits, 1 epoch, all three)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cli=$BUILD_DIR/app/translution
 samples=12000
 epochs=1
+models="attention lor translution"
 while [ $# -gt 0 ]; do
   case $1 in
     --samples) samples=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
-    *) die "unknown option $1 (expected --samples N or --epochs E)" ;;
+    --models) models=$2; shift 2 ;;
+    *) die "unknown option $1 (expected --samples N, --epochs E or --models LIST)" ;;
   esac
 done
 out=$ROOT/runs/protocol
@@ -27,7 +30,7 @@ mkdir -p "$out" "$docs"
 declare -A arch=(
   [attention]="--model attention --preset tiny --depth 6"
   [lor]="--model lor --preset tiny --depth 4"
-  [translution]="--model translution --preset tiny --depth 2"
+  [translution]="--model translution --preset tiny --depth 4 --head-dim 32"
 )
 train_one() {  # NAME DATASET
   local name=$1 data=$2 start=$SECONDS
@@ -40,7 +43,8 @@ train_one() {  # NAME DATASET
   echo $((SECONDS - start)) >"$out/$name-$data.seconds"
 }
 
-for name in attention lor translution; do
+for name in $models; do
+  [ -n "${arch[$name]:-}" ] || die "unknown model '$name' (expected attention, lor or translution)"
   step "Protocol: $name on static and on dynamic ($samples digits, $epochs epoch(s)), in parallel"
   train_one "$name" static &
   static_pid=$!
@@ -52,7 +56,7 @@ for name in attention lor translution; do
     --json | tee "$out/$name-protocol.json"
 done
 
-for name in translution lor attention; do
+for name in $models; do
   ckpt=$ROOT/resources/models/$name.ckpt
   [ -f "$ckpt" ] || { echo "skipping the sweep of $name: $ckpt is missing"; continue; }
   step "Sweep: bundled $name"
