@@ -36,9 +36,9 @@ optimizer state, curves) is written atomically at the end, every --checkpoint-ev
 steps, and when the run stops (Ctrl-C stops cleanly). --resume continues a saved run
 exactly where it stopped (--steps may extend it; --fresh-positions switches new
 positions on for the epochs still to come). --stop-at STEP ends the run after that
-step with a resumable checkpoint and exit status 0, as Ctrl-C would with 130. After the last step the whole test set is
-evaluated and its accuracy stored in the checkpoint unless --no-final-eval. Model
-options as in `model info`.
+step with a resumable checkpoint and exit status 0 (Ctrl-C: 130). After the last step
+the whole test set is evaluated and its accuracy stored in the checkpoint unless
+--no-final-eval. Model options as in `model info`.
 )";
 
 volatile std::sig_atomic_t interrupted = 0;
