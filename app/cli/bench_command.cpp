@@ -10,6 +10,7 @@
 #include "data/canvas_dataset.h"
 #include "data/mnist_provision.h"
 #include "infer/predictor.h"
+#include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
 #include "perf/benchmark.h"
@@ -24,7 +25,8 @@ namespace {
 const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] [--image 84] [--patch 12]
                          [--mode infer|train] [--batch B] [--device auto|cpu|cuda]
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
-                         [--optimizer fused-adamw|adamw] [--gemm raw|aten] [--json]
+                         [--optimizer fused-adamw|adamw] [--gemm raw|aten]
+                         [--pair-kernels fused|aten] [--json]
 
 infer: one forward pass without gradients; train: forward, backward and an AdamW
 step. Reports the median ms per step, images/s, peak memory (resident set on CPU,
@@ -33,7 +35,9 @@ machine's floor (GEMM rate and memory bandwidth measured in the same run).
 --algorithm forces how relative projections are computed (default: by shape);
 --recompute trades time for memory (backward recomputes pair projections).
 --optimizer adamw uses LibTorch's AdamW instead of the engine's fused one;
---gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls.
+--gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls;
+--pair-kernels aten does the per-pair dot products and weighted sums as ATen
+expressions instead of the engine's fused one-pass CPU kernels.
 
        translution bench --mode studio [--checkpoints A.ckpt,B.ckpt] [--steps 60] [--json]
 
@@ -97,7 +101,7 @@ int bench_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
-                                 "optimizer", "gemm"}));
+                                 "optimizer", "gemm", "pair-kernels"}));
   if (args.get("mode") == "studio") return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));
@@ -115,6 +119,10 @@ int bench_command(const std::vector<std::string>& words) {
   const std::string gemm = args.get("gemm", "raw");
   if (gemm != "raw" && gemm != "aten") throw Error("unknown --gemm '" + gemm + "' (expected raw or aten)");
   set_raw_gemm_enabled(gemm == "raw");
+  const std::string pair_kernels = args.get("pair-kernels", "fused");
+  if (pair_kernels != "fused" && pair_kernels != "aten")
+    throw Error("unknown --pair-kernels '" + pair_kernels + "' (expected fused or aten)");
+  set_fused_pair_kernels(pair_kernels == "fused");
   ProgressBar bar("bench " + options.config.model + " " + options.mode, !args.flag("json"));
   const BenchResult r = run_benchmark(options, [&](int step, int total) { bar.update(step, total); });
   bar.finish();

@@ -1,5 +1,6 @@
 #include "nn/relative_ops.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <initializer_list>
@@ -9,6 +10,7 @@
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
 #include "util/error.h"
 
@@ -45,25 +47,44 @@ bool raw_path(std::initializer_list<const at::Tensor*> tensors) {
   return true;
 }
 
-// S[rows of e] = G[rows of e] W[e] for every matrix: one GEMM each, M = B n_e.
-at::Tensor project_sorted(const at::Tensor& g, const at::Tensor& bank, const std::vector<int64_t>& offset) {
-  const int64_t R = g.size(0), B = g.size(1), C = g.size(2), D = bank.size(2);
-  at::Tensor out = at::empty({R, B, D}, g.options());
-  const at::Tensor g2 = g.view({R * B, C});
+int64_t most_rows(const std::vector<int64_t>& offset) {
+  int64_t n = 0;
+  for (size_t e = 0; e + 1 < offset.size(); ++e) n = std::max(n, offset[e + 1] - offset[e]);
+  return n;
+}
+
+// Copies the input rows of sorted rows [begin, end) (B x C each) into dst.
+template <typename T>
+void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, int64_t row_size, T* dst) {
+  for (int64_t r = begin; r < end; ++r)
+    std::memcpy(dst + (r - begin) * row_size, x + rows[r] * row_size, sizeof(T) * size_t(row_size));
+}
+
+// S[rows of e] = X[rows of e] W[e] for every matrix: one GEMM each, M = B n_e. On
+// the raw path each matrix's input rows are gathered into a scratch block the size
+// of one GEMM's operand (cache-resident) instead of a gathered copy of all rows.
+at::Tensor project_sorted(const at::Tensor& xt_in, const at::Tensor& rows, const at::Tensor& bank,
+                          const std::vector<int64_t>& offset) {
+  const at::Tensor xt = xt_in.contiguous();
+  const int64_t R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
+  at::Tensor out = at::empty({R, B, D}, xt.options());
   at::Tensor out2 = out.view({R * B, D});
-  if (raw_path({&g2, &bank, &out2})) {
-    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "project_sorted", [&] {
-      const scalar_t *gp = g2.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>();
-      scalar_t* op = out2.data_ptr<scalar_t>();
+  if (raw_path({&xt, &bank, &out2}) && rows.is_cpu()) {
+    at::Tensor scratch = at::empty({most_rows(offset) * B, C}, xt.options());
+    AT_DISPATCH_FLOATING_TYPES(xt.scalar_type(), "project_sorted", [&] {
+      const scalar_t *xp = xt.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>();
+      scalar_t *op = out2.data_ptr<scalar_t>(), *gp = scratch.data_ptr<scalar_t>();
+      const int64_t* rp = rows.data_ptr<int64_t>();
       for (size_t e = 0; e + 1 < offset.size(); ++e) {
         const int64_t n = offset[e + 1] - offset[e];
-        if (n > 0)
-          raw_gemm<scalar_t>(false, false, n * B, D, C, gp + offset[e] * B * C, wp + int64_t(e) * C * D,
-                             op + offset[e] * B * D);
+        if (n == 0) continue;
+        gather_block(xp, rp, offset[e], offset[e + 1], B * C, gp);
+        raw_gemm<scalar_t>(false, false, n * B, D, C, gp, wp + int64_t(e) * C * D, op + offset[e] * B * D);
       }
     });
     return out;
   }
+  const at::Tensor g2 = gather_rows(xt, rows).view({R * B, C});
   for (size_t e = 0; e + 1 < offset.size(); ++e) {
     const int64_t n = offset[e + 1] - offset[e];
     if (n == 0) continue;
@@ -73,30 +94,54 @@ at::Tensor project_sorted(const at::Tensor& g, const at::Tensor& bank, const std
   return out;
 }
 
-// Given dS for sorted rows: the bank's gradient and the gradient of G (per matrix).
-void project_sorted_backward(const at::Tensor& g, const at::Tensor& bank, const std::vector<int64_t>& offset,
-                             const at::Tensor& ds, at::Tensor& dbank, at::Tensor& dg) {
-  const int64_t R = g.size(0), B = g.size(1), C = g.size(2), D = bank.size(2);
-  const at::Tensor g2 = g.view({R * B, C}), ds2 = ds.reshape({R * B, D}).contiguous();
+// [N, B, ...] gradient from per-row contributions.
+at::Tensor scatter_rows(const at::Tensor& rows_grad, const at::Tensor& index, int64_t tokens) {
+  std::vector<int64_t> sizes = rows_grad.sizes().vec();
+  sizes[0] = tokens;
+  return at::zeros(sizes, rows_grad.options()).index_add_(0, index, rows_grad);
+}
+
+// Given dS for sorted rows: the gradients of the bank and of X ([N, B, C]), per
+// matrix. The raw path gathers and scatters one matrix's rows at a time, as above.
+std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt_in, const at::Tensor& rows,
+                                                          const at::Tensor& bank, const std::vector<int64_t>& offset,
+                                                          const at::Tensor& ds_in) {
+  const at::Tensor xt = xt_in.contiguous();
+  const int64_t N = xt.size(0), R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
+  const at::Tensor ds2 = ds_in.reshape({R * B, D}).contiguous();
   // Every matrix with pairs is overwritten below; only the unused ones need zeros.
-  dbank = at::empty_like(bank, at::MemoryFormat::Contiguous);
+  at::Tensor dbank = at::empty_like(bank, at::MemoryFormat::Contiguous);
   for (size_t e = 0; e + 1 < offset.size(); ++e)
     if (offset[e + 1] == offset[e]) dbank.select(0, int64_t(e)).zero_();
-  dg = at::empty({R, B, C}, g.options());
-  at::Tensor dg2 = dg.view({R * B, C});
-  if (raw_path({&g2, &bank, &ds2, &dbank, &dg2})) {
-    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "project_sorted_backward", [&] {
-      const scalar_t *gp = g2.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>(), *sp = ds2.data_ptr<scalar_t>();
-      scalar_t *dwp = dbank.data_ptr<scalar_t>(), *dgp = dg2.data_ptr<scalar_t>();
+  if (raw_path({&xt, &bank, &ds2, &dbank}) && rows.is_cpu()) {
+    at::Tensor dxt = at::zeros({N, B, C}, xt.options());
+    const int64_t block = most_rows(offset) * B;
+    at::Tensor scratch = at::empty({2, block, C}, xt.options());
+    AT_DISPATCH_FLOATING_TYPES(xt.scalar_type(), "project_sorted_backward", [&] {
+      const scalar_t *xp = xt.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>(), *sp = ds2.data_ptr<scalar_t>();
+      scalar_t *dwp = dbank.data_ptr<scalar_t>(), *dxp = dxt.data_ptr<scalar_t>();
+      scalar_t *gp = scratch.data_ptr<scalar_t>(), *dgp = gp + block * C;
+      const int64_t* rp = rows.data_ptr<int64_t>();
+      const int64_t row_size = B * C;
       for (size_t e = 0; e + 1 < offset.size(); ++e) {
-        const int64_t n = offset[e + 1] - offset[e], rows = offset[e] * B, w = int64_t(e) * C * D;
+        const int64_t n = offset[e + 1] - offset[e], w = int64_t(e) * C * D;
         if (n == 0) continue;
-        raw_gemm<scalar_t>(true, false, C, D, n * B, gp + rows * C, sp + rows * D, dwp + w);   // dW = G^T dS
-        raw_gemm<scalar_t>(false, true, n * B, C, D, sp + rows * D, wp + w, dgp + rows * C);  // dG = dS W^T
+        const scalar_t* ds_e = sp + offset[e] * B * D;
+        gather_block(xp, rp, offset[e], offset[e + 1], row_size, gp);
+        raw_gemm<scalar_t>(true, false, C, D, n * B, gp, ds_e, dwp + w);   // dW = G^T dS
+        raw_gemm<scalar_t>(false, true, n * B, C, D, ds_e, wp + w, dgp);  // dG = dS W^T
+        for (int64_t r = 0; r < n; ++r) {
+          scalar_t* dst = dxp + rp[offset[e] + r] * row_size;
+          const scalar_t* src = dgp + r * row_size;
+          for (int64_t t = 0; t < row_size; ++t) dst[t] += src[t];
+        }
       }
     });
-    return;
+    return {dxt, dbank};
   }
+  const at::Tensor g2 = gather_rows(xt, rows).view({R * B, C});
+  at::Tensor dg = at::empty({R, B, C}, xt.options());
+  at::Tensor dg2 = dg.view({R * B, C});
   for (size_t e = 0; e + 1 < offset.size(); ++e) {
     const int64_t n = offset[e + 1] - offset[e];
     if (n == 0) continue;
@@ -105,13 +150,7 @@ void project_sorted_backward(const at::Tensor& g, const at::Tensor& bank, const 
     at::mm_out(dw, g_e.t(), ds_e);
     at::mm_out(dg_e, ds_e, bank.select(0, int64_t(e)).t());
   }
-}
-
-// [N, B, ...] gradient from per-row contributions.
-at::Tensor scatter_rows(const at::Tensor& rows_grad, const at::Tensor& index, int64_t tokens) {
-  std::vector<int64_t> sizes = rows_grad.sizes().vec();
-  sizes[0] = tokens;
-  return at::zeros(sizes, rows_grad.options()).index_add_(0, index, rows_grad);
+  return {scatter_rows(dg, rows, N), dbank};
 }
 
 // Algorithm choice. Per matrix GEMMs do the exact work but pay a call per matrix
@@ -150,7 +189,7 @@ at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::
     const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
     return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
   }
-  return project_sorted(gather_rows(xt, rows), bank, offset);
+  return project_sorted(xt, rows, bank, offset);
 }
 
 // Gradients of project_rows: into the input ([N, B, C]) and the bank.
@@ -167,9 +206,7 @@ std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, co
     const at::Tensor dxt = at::mm(dall, bank.permute({1, 0, 2}).reshape({C, E * D}).t()).view({N, B, C});
     return {dxt, dbank};
   }
-  at::Tensor dbank, dg;
-  project_sorted_backward(gather_rows(xt, rows), bank, offset, ds, dbank, dg);
-  return {scatter_rows(dg, rows, N), dbank};
+  return project_sorted_backward(xt, rows, bank, offset, ds);
 }
 
 // Autograd functions take no undefined inputs: a plain side passes an empty bank.
@@ -201,8 +238,8 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const at::Tensor qt = token_major(q_input), kt = token_major(k_input);
     const at::Tensor sq = side_rows(qt, q_bank, query_of_row, offset);   // [R, B, D]
     const at::Tensor sk = side_rows(kt, k_bank, source_of_row, offset);  // [R, B, D]
-    const int64_t R = sq.size(0), B = sq.size(1), D = sq.size(2), N = qt.size(0);
-    const at::Tensor dots = (sq * sk).view({R, B, heads, D / heads}).sum(-1);  // [R, B, H]
+    const int64_t B = sq.size(1), N = qt.size(0);
+    const at::Tensor dots = pair_dots(sq, sk, heads);  // [R, B, H]
     at::Tensor full = at::zeros({N * N, B, heads}, dots.options());
     full.index_copy_(0, pair_of_row, dots);
     const bool keep = !g_recompute.load();
@@ -219,13 +256,9 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
     const at::Tensor sq = s[7].defined() ? s[7] : side_rows(qt, q_bank, query_of_row, offset);
     const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset);
-    const int64_t R = sq.size(0), B = sq.size(1), D = sq.size(2), N = qt.size(0);
-    const int64_t H = grads[0].size(1);
+    const int64_t B = sq.size(1), N = qt.size(0), H = grads[0].size(1);
     const at::Tensor dfull = grads[0].permute({2, 3, 0, 1}).reshape({N * N, B, H});
-    const at::Tensor ddots = gather_rows(dfull, pair_of_row).unsqueeze(-1);  // [R, B, H, 1]
-    // The broadcast operand goes second: ATen 1.13 runs that order about twice as fast.
-    const at::Tensor dsq = (sk.view({R, B, H, D / H}) * ddots).view({R, B, D});
-    const at::Tensor dsk = (sq.view({R, B, H, D / H}) * ddots).view({R, B, D});
+    auto [dsq, dsk] = pair_dots_backward(sq, sk, gather_rows(dfull, pair_of_row));
     auto [dq, dq_bank] = side_backward(qt, q_bank, query_of_row, offset, dsq);
     auto [dk, dk_bank] = side_backward(kt, k_bank, source_of_row, offset, dsk);
     return {dq, dq_bank, dk, dk_bank, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
@@ -240,12 +273,9 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     const int64_t B = alpha.size(0), H = alpha.size(1), N = alpha.size(2);
     const at::Tensor xt = token_major(input);
     const at::Tensor v = project_rows(xt, source_of_row, bank, offset);  // [R, B, D]
-    const int64_t R = v.size(0), D = v.size(2);
+    const int64_t D = v.size(2);
     const at::Tensor a = gather_rows(alpha.permute({2, 3, 0, 1}).reshape({N * N, B, H}), pair_of_row);  // [R, B, H]
-    // head_sliced: [R, B, H, D/H] = a * v per head; else [R, B, H, D] = a (x) v.
-    const at::Tensor weighted = head_sliced ? v.view({R, B, H, D / H}) * a.unsqueeze(-1)
-                                            : a.unsqueeze(-1) * v.unsqueeze(2);
-    const at::Tensor out = scatter_rows(weighted, query_of_row, N);  // [N, B, H, *]
+    const at::Tensor out = scatter_weighted(a, v, query_of_row, N, head_sliced);  // [N, B, H, *]
     ctx->save_for_backward({xt, bank, g_recompute.load() ? at::Tensor() : v, a, pair_of_row, query_of_row,
                             source_of_row});
     ctx->saved_data["offset"] = offset;
@@ -260,14 +290,11 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
     const at::Tensor v = s[2].defined() ? s[2] : project_rows(xt, source_of_row, bank, offset);
     const bool head_sliced = ctx->saved_data["head_sliced"].toBool();
-    const int64_t R = v.size(0), B = v.size(1), D = v.size(2), H = a.size(2), N = xt.size(0);
+    const int64_t B = v.size(1), D = v.size(2), H = a.size(2), N = xt.size(0);
     // Gradient reaching each pair row from its query's output.
     const at::Tensor dout_t = head_sliced ? grads[0].transpose(0, 1).reshape({N, B, H, D / H})
-                                          : grads[0].transpose(0, 1).contiguous();  // [N, B, H, *]
-    const at::Tensor dw = gather_rows(dout_t, query_of_row);                         // [R, B, H, *]
-    const at::Tensor vh = head_sliced ? v.view({R, B, H, D / H}) : v.unsqueeze(2);
-    const at::Tensor da = (dw * vh).sum(-1);                                           // [R, B, H]
-    const at::Tensor dv = head_sliced ? (dw * a.unsqueeze(-1)).view({R, B, D}) : (dw * a.unsqueeze(-1)).sum(2);
+                                          : grads[0].transpose(0, 1);  // [N, B, H, *]
+    auto [da, dv] = scatter_weighted_backward(dout_t, a, v, query_of_row, head_sliced);
     at::Tensor dalpha_full = at::zeros({N * N, B, H}, da.options());
     dalpha_full.index_copy_(0, pair_of_row, da);
     auto [dxt, dbank] = project_rows_backward(xt, source_of_row, bank, offset, dv);

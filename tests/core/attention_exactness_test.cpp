@@ -8,6 +8,7 @@
 
 #include "naive_attention.h"
 #include "nn/attention.h"
+#include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
 
@@ -77,6 +78,7 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
     set_projection_algorithm(ProjectionAlgorithm::Auto);
     set_recompute_pair_rows(false);
     set_raw_gemm_enabled(true);
+    set_fused_pair_kernels(true);
   }
   void check(const Case& c);
 };
@@ -91,6 +93,13 @@ TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrix) {
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixThroughATen) {
   set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
   set_raw_gemm_enabled(false);
+  check(GetParam());
+}
+
+// The per-pair dot products and weighted sums as ATen expressions instead of the fused CPU kernels.
+TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixAtenPairArithmetic) {
+  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+  set_fused_pair_kernels(false);
   check(GetParam());
 }
 

@@ -1,0 +1,40 @@
+#pragma once
+// The elementwise half of the relative operators, on pair-sorted rows.
+//
+// relative_ops.h sorts the visible pairs (i, j) by offset matrix and projects
+// them into rows [R, B, D] (D = heads x width). What remains per pair is cheap
+// arithmetic over those rows: dot products for logits, alpha-weighted sums of
+// values into their query's output, and the gradients of both. Written as ATen
+// expressions each is several passes over [R, B, D] memory plus a temporary as
+// large as the rows; on CPU these kernels do each in one pass, reading the
+// query's gradient in place instead of gathering it (docs/benchmarks.md has
+// the measurements). Elsewhere, or when switched off, the ATen expressions run
+// (tests prove both exact).
+#include <utility>
+
+#include <ATen/core/Tensor.h>
+
+namespace translution {
+
+// On by default; off runs the ATen expressions everywhere.
+void set_fused_pair_kernels(bool enabled);
+bool fused_pair_kernels_enabled();
+
+// dots[r, b, h] = sq[r, b, h, :] . sk[r, b, h, :]  (sq, sk: [R, B, D], D = heads x width).
+at::Tensor pair_dots(const at::Tensor& sq, const at::Tensor& sk, int64_t heads);
+
+// Gradients of pair_dots given g = dL/d dots [R, B, H]: {sk g, sq g} per head.
+std::pair<at::Tensor, at::Tensor> pair_dots_backward(const at::Tensor& sq, const at::Tensor& sk, const at::Tensor& g);
+
+// out[query(r), b, h] += a[r, b, h] v(r, b, h) over all rows r, with tokens outputs.
+// head_sliced: v(r, b, h) is head h's slice of v [R, B, D] -> out [N, B, H, D / H];
+// otherwise every head weighs the whole row                 -> out [N, B, H, D].
+at::Tensor scatter_weighted(const at::Tensor& a, const at::Tensor& v, const at::Tensor& query_of_row,
+                            int64_t tokens, bool head_sliced);
+
+// Gradients of scatter_weighted given dout (its output's gradient): {da [R, B, H], dv [R, B, D]}.
+std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& dout, const at::Tensor& a,
+                                                            const at::Tensor& v, const at::Tensor& query_of_row,
+                                                            bool head_sliced);
+
+}  // namespace translution
