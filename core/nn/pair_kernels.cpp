@@ -37,8 +37,9 @@ void axpy(T* __restrict y, T a, const T* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+// y may be x (in-place gradients), so no restrict here.
 template <typename T>
-void scaled(T* __restrict y, T a, const T* __restrict x, int64_t n) {
+void scaled(T* y, T a, const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a * x[i];
 }
 
@@ -64,20 +65,26 @@ at::Tensor pair_dots(const at::Tensor& sq, const at::Tensor& sk, int64_t heads) 
   return out;
 }
 
-std::pair<at::Tensor, at::Tensor> pair_dots_backward(const at::Tensor& sq, const at::Tensor& sk, const at::Tensor& g) {
+std::pair<at::Tensor, at::Tensor> pair_dots_backward(at::Tensor sq, at::Tensor sk, const at::Tensor& g,
+                                                     bool in_place) {
   const int64_t R = sq.size(0), B = sq.size(1), D = sq.size(2), H = g.size(2), w = D / H;
   if (!fused_path({&sq, &sk, &g})) {
     // The broadcast operand goes second: ATen 1.13 runs that order about twice as fast.
     const at::Tensor gh = g.unsqueeze(-1);
+    if (in_place) {
+      sk.view({R, B, H, w}).mul_(gh);
+      sq.view({R, B, H, w}).mul_(gh);
+      return {sk, sq};
+    }
     return {(sk.view({R, B, H, w}) * gh).view({R, B, D}), (sq.view({R, B, H, w}) * gh).view({R, B, D})};
   }
-  at::Tensor dsq = at::empty_like(sq), dsk = at::empty_like(sk);
+  at::Tensor dsq = in_place ? sk : at::empty_like(sq), dsk = in_place ? sq : at::empty_like(sk);
   AT_DISPATCH_FLOATING_TYPES(sq.scalar_type(), "pair_dots_backward", [&] {
     const scalar_t *q = sq.data_ptr<scalar_t>(), *k = sk.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>();
     scalar_t *dq = dsq.data_ptr<scalar_t>(), *dk = dsk.data_ptr<scalar_t>();
     at::parallel_for(0, R * B * H, kGrain, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
-        scaled(dq + t * w, gp[t], k + t * w, w);
+        scaled(dq + t * w, gp[t], k + t * w, w);  // in place: dq is k, scaled where it lies
         scaled(dk + t * w, gp[t], q + t * w, w);
       }
     });
@@ -113,9 +120,9 @@ at::Tensor scatter_weighted(const at::Tensor& a, const at::Tensor& v, const at::
   return out;
 }
 
-std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& dout_in, const at::Tensor& a,
-                                                            const at::Tensor& v, const at::Tensor& query_of_row,
-                                                            bool head_sliced) {
+std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& dout_in, const at::Tensor& a, at::Tensor v,
+                                                            const at::Tensor& query_of_row, bool head_sliced,
+                                                            bool in_place) {
   const int64_t R = v.size(0), B = v.size(1), D = v.size(2), H = a.size(2);
   const int64_t w = head_sliced ? D / H : D;
   const at::Tensor dout = dout_in.contiguous();  // [N, B, H, w]
@@ -126,7 +133,7 @@ std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& do
     const at::Tensor dv = head_sliced ? (dw * a.unsqueeze(-1)).view({R, B, D}) : (dw * a.unsqueeze(-1)).sum(2);
     return {da, dv};
   }
-  at::Tensor da = at::empty({R, B, H}, v.options()), dv = at::empty_like(v);
+  at::Tensor da = at::empty({R, B, H}, v.options()), dv = in_place ? v : at::empty_like(v);
   const at::Tensor rows = query_of_row.contiguous();
   AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "scatter_weighted_backward", [&] {
     const scalar_t *dp = dout.data_ptr<scalar_t>(), *ap = a.data_ptr<scalar_t>(), *vp = v.data_ptr<scalar_t>();
@@ -137,10 +144,10 @@ std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& do
         const scalar_t* g = dp + (query[rb / B] * B + rb % B) * H * w;  // the query's gradient, read in place
         const scalar_t* vrow = vp + rb * D;
         scalar_t* dvrow = dvp + rb * D;
+        // Every dot product reads v before dv (possibly the same row) is written.
+        for (int64_t h = 0; h < H; ++h) dap[rb * H + h] = dot(g + h * w, vrow + (head_sliced ? h * w : 0), w);
         for (int64_t h = 0; h < H; ++h) {
           const scalar_t alpha = ap[rb * H + h];
-          const scalar_t* vh = vrow + (head_sliced ? h * w : 0);
-          dap[rb * H + h] = dot(g + h * w, vh, w);
           if (head_sliced) scaled(dvrow + h * w, alpha, g + h * w, w);
           else if (h == 0) scaled(dvrow, alpha, g, w);
           else axpy(dvrow, alpha, g + h * w, w);

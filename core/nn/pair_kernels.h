@@ -24,7 +24,10 @@ bool fused_pair_kernels_enabled();
 at::Tensor pair_dots(const at::Tensor& sq, const at::Tensor& sk, int64_t heads);
 
 // Gradients of pair_dots given g = dL/d dots [R, B, H]: {sk g, sq g} per head.
-std::pair<at::Tensor, at::Tensor> pair_dots_backward(const at::Tensor& sq, const at::Tensor& sk, const at::Tensor& g);
+// in_place: the caller's sq and sk are scratch, scaled in place and returned as
+// {sk, sq} (recomputed rows: two [R, B, D] tensors less at the peak).
+std::pair<at::Tensor, at::Tensor> pair_dots_backward(at::Tensor sq, at::Tensor sk, const at::Tensor& g,
+                                                     bool in_place = false);
 
 // out[query(r), b, h] += a[r, b, h] v(r, b, h) over all rows r, with tokens outputs.
 // head_sliced: v(r, b, h) is head h's slice of v [R, B, D] -> out [N, B, H, D / H];
@@ -33,8 +36,9 @@ at::Tensor scatter_weighted(const at::Tensor& a, const at::Tensor& v, const at::
                             int64_t tokens, bool head_sliced);
 
 // Gradients of scatter_weighted given dout (its output's gradient): {da [R, B, H], dv [R, B, D]}.
-std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& dout, const at::Tensor& a,
-                                                            const at::Tensor& v, const at::Tensor& query_of_row,
-                                                            bool head_sliced);
+// in_place: v is scratch and dv is written over it (on the fused path).
+std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& dout, const at::Tensor& a, at::Tensor v,
+                                                            const at::Tensor& query_of_row, bool head_sliced,
+                                                            bool in_place = false);
 
 }  // namespace translution

@@ -258,7 +258,9 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset);
     const int64_t B = sq.size(1), N = qt.size(0), H = grads[0].size(1);
     const at::Tensor dfull = grads[0].permute({2, 3, 0, 1}).reshape({N * N, B, H});
-    auto [dsq, dsk] = pair_dots_backward(sq, sk, gather_rows(dfull, pair_of_row));
+    // Recomputed rows are this function's own: their gradients may overwrite them.
+    const bool recomputed = !s[7].defined() && !s[8].defined();
+    auto [dsq, dsk] = pair_dots_backward(sq, sk, gather_rows(dfull, pair_of_row), recomputed);
     auto [dq, dq_bank] = side_backward(qt, q_bank, query_of_row, offset, dsq);
     auto [dk, dk_bank] = side_backward(kt, k_bank, source_of_row, offset, dsk);
     return {dq, dq_bank, dk, dk_bank, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
@@ -294,7 +296,7 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     // Gradient reaching each pair row from its query's output.
     const at::Tensor dout_t = head_sliced ? grads[0].transpose(0, 1).reshape({N, B, H, D / H})
                                           : grads[0].transpose(0, 1);  // [N, B, H, *]
-    auto [da, dv] = scatter_weighted_backward(dout_t, a, v, query_of_row, head_sliced);
+    auto [da, dv] = scatter_weighted_backward(dout_t, a, v, query_of_row, head_sliced, !s[2].defined());
     at::Tensor dalpha_full = at::zeros({N * N, B, H}, da.options());
     dalpha_full.index_copy_(0, pair_of_row, da);
     auto [dxt, dbank] = project_rows_backward(xt, source_of_row, bank, offset, dv);

@@ -115,6 +115,13 @@ TEST_P(RecomputedExactness, ForwardAndGradientsMatchNaiveReference) {
   check(GetParam());
 }
 
+// Recomputed rows take their gradients in place; the ATen expressions do that too.
+TEST_P(RecomputedExactness, ForwardAndGradientsMatchNaiveReferenceAtenPairArithmetic) {
+  set_recompute_pair_rows(true);
+  set_fused_pair_kernels(false);
+  check(GetParam());
+}
+
 void AttentionExactness::check(const Case& c) {
   AttentionSpec spec = attention_choice(c.model).spec;
   spec.lor_shared = c.lor_shared;
