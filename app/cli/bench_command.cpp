@@ -26,7 +26,7 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--mode infer|train] [--batch B] [--device auto|cpu|cuda]
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
-                         [--pair-kernels fused|aten] [--json]
+                         [--pair-kernels fused|aten] [--matrix-threads auto|N] [--json]
 
 infer: one forward pass without gradients; train: forward, backward and an AdamW
 step. Reports the median ms per step, images/s, peak memory (resident set on CPU,
@@ -37,9 +37,13 @@ machine's floor (GEMM rate and memory bandwidth measured in the same run).
 --optimizer adamw uses LibTorch's AdamW instead of the engine's fused one;
 --gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls;
 --pair-kernels aten does the per-pair dot products and weighted sums as ATen
-expressions instead of the engine's fused one-pass CPU kernels.
+expressions instead of the engine's fused one-pass CPU kernels;
+--matrix-threads sets how many threads share the per-matrix GEMMs (auto: two
+at batch 1 when OpenBLAS runs each GEMM on one thread, as in the studio or with
+OPENBLAS_NUM_THREADS=1; otherwise one).
 
-       translution bench --mode studio [--checkpoints A.ckpt,B.ckpt] [--steps 60] [--json]
+       translution bench --mode studio [--checkpoints A.ckpt,B.ckpt] [--steps 60]
+                         [--matrix-threads auto|N] [--json]
 
 studio: the studio's inference path. A test digit is dragged across the canvas;
 for each position every checkpoint (default: the bundled Translution and
@@ -101,7 +105,14 @@ int bench_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
-                                 "optimizer", "gemm", "pair-kernels"}));
+                                 "optimizer", "gemm", "pair-kernels", "matrix-threads"}));
+  const std::string matrix_threads = args.get("matrix-threads", "auto");
+  int threads = 0;  // auto
+  if (matrix_threads != "auto") {
+    threads = int(args.get_int("matrix-threads", 0));
+    if (threads < 1) throw Error("--matrix-threads must be auto or at least 1, got '" + matrix_threads + "'");
+  }
+  set_matrix_threads(threads);
   if (args.get("mode") == "studio") return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));

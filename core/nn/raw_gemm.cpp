@@ -27,6 +27,7 @@ std::atomic<bool> g_enabled{true};
 }  // namespace
 
 void set_raw_gemm_enabled(bool enabled) { g_enabled = enabled; }
+bool raw_gemm_enabled() { return g_enabled; }
 
 bool raw_gemm_usable(const at::Tensor& t) {
   if (!g_enabled || !t.defined() || !t.is_cpu() || !t.is_contiguous()) return false;

@@ -16,6 +16,7 @@ bool raw_gemm_usable(const at::Tensor& t);
 
 // On by default; off sends every product through at::mm (tests prove both exact).
 void set_raw_gemm_enabled(bool enabled);
+bool raw_gemm_enabled();
 
 // c[m x n] = op(a) op(b), all row-major: op(a) is a [m x k], or a stored [k x m]
 // and transposed when trans_a; op(b) is b [k x n], or b stored [n x k] when trans_b.

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <exception>
 #include <initializer_list>
+#include <thread>
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -12,6 +14,7 @@
 
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
+#include "util/device.h"
 #include "util/error.h"
 
 namespace translution {
@@ -53,6 +56,49 @@ int64_t most_rows(const std::vector<int64_t>& offset) {
   return n;
 }
 
+// How many threads share the matrices of one per-matrix loop (0: by shape).
+std::atomic<int> g_matrix_threads{0};
+
+// At batch 1 every GEMM is small enough that the BLAS runs it on one core, and
+// the weights stream from memory: the other core would idle. There, matrices are
+// split between the cores, but only where OpenBLAS threads no GEMM: its idle
+// workers spin (sched_yield) between GEMMs and take the second core's time
+// (measured: no gain with two BLAS threads, 101 -> 70 ms with one). Larger GEMMs
+// are left to the BLAS's own threads.
+int matrix_parts(int64_t largest_gemm_rows) {
+  if (const int forced = g_matrix_threads.load(); forced > 0) return forced;
+  const bool small = largest_gemm_rows <= 64;
+  return small && blas_threads() == 1 && std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+}
+
+// body(first, last, part) over `parts` ranges of matrices with about equal rows,
+// part 0 on the calling thread and each other part on a thread of its own.
+template <typename F>
+void for_matrix_parts(const std::vector<int64_t>& offset, int parts, F&& body) {
+  const size_t E = offset.size() - 1;
+  if (parts <= 1) return body(size_t(0), E, 0);
+  std::vector<size_t> cut{0};
+  for (int p = 1; p < parts; ++p) {
+    const int64_t target = offset.back() * p / parts;
+    cut.push_back(size_t(std::lower_bound(offset.begin(), offset.end() - 1, target) - offset.begin()));
+  }
+  cut.push_back(E);
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+  auto run = [&](int p) {
+    try {
+      body(cut[size_t(p)], cut[size_t(p) + 1], p);
+    } catch (...) {
+      errors[size_t(p)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (int p = 1; p < parts; ++p) helpers.emplace_back(run, p);
+  run(0);
+  for (auto& t : helpers) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 // Copies the input rows of sorted rows [begin, end) (B x C each) into dst.
 template <typename T>
 void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, int64_t row_size, T* dst) {
@@ -70,17 +116,22 @@ at::Tensor project_sorted(const at::Tensor& xt_in, const at::Tensor& rows, const
   at::Tensor out = at::empty({R, B, D}, xt.options());
   at::Tensor out2 = out.view({R * B, D});
   if (raw_path({&xt, &bank, &out2}) && rows.is_cpu()) {
-    at::Tensor scratch = at::empty({most_rows(offset) * B, C}, xt.options());
+    const int64_t block = most_rows(offset) * B;
+    const int parts = matrix_parts(block);
+    at::Tensor scratch = at::empty({parts, block, C}, xt.options());
     AT_DISPATCH_FLOATING_TYPES(xt.scalar_type(), "project_sorted", [&] {
       const scalar_t *xp = xt.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>();
-      scalar_t *op = out2.data_ptr<scalar_t>(), *gp = scratch.data_ptr<scalar_t>();
+      scalar_t* op = out2.data_ptr<scalar_t>();
       const int64_t* rp = rows.data_ptr<int64_t>();
-      for (size_t e = 0; e + 1 < offset.size(); ++e) {
-        const int64_t n = offset[e + 1] - offset[e];
-        if (n == 0) continue;
-        gather_block(xp, rp, offset[e], offset[e + 1], B * C, gp);
-        raw_gemm<scalar_t>(false, false, n * B, D, C, gp, wp + int64_t(e) * C * D, op + offset[e] * B * D);
-      }
+      for_matrix_parts(offset, parts, [&](size_t first, size_t last, int part) {
+        scalar_t* gp = scratch.data_ptr<scalar_t>() + part * block * C;
+        for (size_t e = first; e < last; ++e) {
+          const int64_t n = offset[e + 1] - offset[e];
+          if (n == 0) continue;
+          gather_block(xp, rp, offset[e], offset[e + 1], B * C, gp);
+          raw_gemm<scalar_t>(false, false, n * B, D, C, gp, wp + int64_t(e) * C * D, op + offset[e] * B * D);
+        }
+      });
     });
     return out;
   }
@@ -114,30 +165,35 @@ std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt_i
   for (size_t e = 0; e + 1 < offset.size(); ++e)
     if (offset[e + 1] == offset[e]) dbank.select(0, int64_t(e)).zero_();
   if (raw_path({&xt, &bank, &ds2, &dbank}) && rows.is_cpu()) {
-    at::Tensor dxt = at::zeros({N, B, C}, xt.options());
     const int64_t block = most_rows(offset) * B;
-    at::Tensor scratch = at::empty({2, block, C}, xt.options());
+    const int parts = matrix_parts(block);
+    // Each part adds into its own input gradient; they are summed at the end.
+    at::Tensor dxt = at::zeros({parts, N, B, C}, xt.options());
+    at::Tensor scratch = at::empty({parts, 2, block, C}, xt.options());
     AT_DISPATCH_FLOATING_TYPES(xt.scalar_type(), "project_sorted_backward", [&] {
       const scalar_t *xp = xt.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>(), *sp = ds2.data_ptr<scalar_t>();
-      scalar_t *dwp = dbank.data_ptr<scalar_t>(), *dxp = dxt.data_ptr<scalar_t>();
-      scalar_t *gp = scratch.data_ptr<scalar_t>(), *dgp = gp + block * C;
+      scalar_t* dwp = dbank.data_ptr<scalar_t>();
       const int64_t* rp = rows.data_ptr<int64_t>();
       const int64_t row_size = B * C;
-      for (size_t e = 0; e + 1 < offset.size(); ++e) {
-        const int64_t n = offset[e + 1] - offset[e], w = int64_t(e) * C * D;
-        if (n == 0) continue;
-        const scalar_t* ds_e = sp + offset[e] * B * D;
-        gather_block(xp, rp, offset[e], offset[e + 1], row_size, gp);
-        raw_gemm<scalar_t>(true, false, C, D, n * B, gp, ds_e, dwp + w);   // dW = G^T dS
-        raw_gemm<scalar_t>(false, true, n * B, C, D, ds_e, wp + w, dgp);  // dG = dS W^T
-        for (int64_t r = 0; r < n; ++r) {
-          scalar_t* dst = dxp + rp[offset[e] + r] * row_size;
-          const scalar_t* src = dgp + r * row_size;
-          for (int64_t t = 0; t < row_size; ++t) dst[t] += src[t];
+      for_matrix_parts(offset, parts, [&](size_t first, size_t last, int part) {
+        scalar_t* dxp = dxt.data_ptr<scalar_t>() + part * N * row_size;
+        scalar_t *gp = scratch.data_ptr<scalar_t>() + part * 2 * block * C, *dgp = gp + block * C;
+        for (size_t e = first; e < last; ++e) {
+          const int64_t n = offset[e + 1] - offset[e], w = int64_t(e) * C * D;
+          if (n == 0) continue;
+          const scalar_t* ds_e = sp + offset[e] * B * D;
+          gather_block(xp, rp, offset[e], offset[e + 1], row_size, gp);
+          raw_gemm<scalar_t>(true, false, C, D, n * B, gp, ds_e, dwp + w);   // dW = G^T dS
+          raw_gemm<scalar_t>(false, true, n * B, C, D, ds_e, wp + w, dgp);  // dG = dS W^T
+          for (int64_t r = 0; r < n; ++r) {
+            scalar_t* dst = dxp + rp[offset[e] + r] * row_size;
+            const scalar_t* src = dgp + r * row_size;
+            for (int64_t t = 0; t < row_size; ++t) dst[t] += src[t];
+          }
         }
-      }
+      });
     });
-    return {dxt, dbank};
+    return {parts == 1 ? dxt[0] : dxt.sum(0), dbank};
   }
   const at::Tensor g2 = gather_rows(xt, rows).view({R * B, C});
   at::Tensor dg = at::empty({R, B, C}, xt.options());
@@ -310,6 +366,8 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
 
 void set_projection_algorithm(ProjectionAlgorithm algorithm) { g_algorithm = algorithm; }
 void set_recompute_pair_rows(bool recompute) { g_recompute = recompute; }
+void set_matrix_threads(int threads) { g_matrix_threads = std::max(0, threads); }
+int matrix_threads() { return g_matrix_threads; }
 bool recompute_pair_rows() { return g_recompute; }
 ProjectionAlgorithm projection_algorithm() { return g_algorithm; }
 

@@ -91,6 +91,12 @@ bool configure_concurrent_blas() {
   return true;
 }
 
+int blas_threads() {
+  using GetThreads = int (*)();
+  static const auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return get ? get() : 0;
+}
+
 void configure_threads() {
   const char* t = std::getenv("TRANSLUTION_THREADS");
   at::set_num_threads(t && *t ? std::max(1, std::atoi(t)) : 1);

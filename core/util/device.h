@@ -35,4 +35,7 @@ void configure_threads();
 // when set, wins. Returns false where the BLAS is not OpenBLAS.
 bool configure_concurrent_blas();
 
+// Threads OpenBLAS gives each GEMM now, or 0 where the BLAS is not OpenBLAS.
+int blas_threads();
+
 }  // namespace translution

@@ -79,6 +79,7 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
     set_recompute_pair_rows(false);
     set_raw_gemm_enabled(true);
     set_fused_pair_kernels(true);
+    set_matrix_threads(0);
   }
   void check(const Case& c);
 };
@@ -93,6 +94,20 @@ TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrix) {
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixThroughATen) {
   set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
   set_raw_gemm_enabled(false);
+  check(GetParam());
+}
+
+// Matrices split over three threads (uneven parts, each with its own input gradient).
+TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixThreeThreads) {
+  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+  set_matrix_threads(3);
+  check(GetParam());
+}
+
+// All matrices on the calling thread.
+TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixOneThread) {
+  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+  set_matrix_threads(1);
   check(GetParam());
 }
 
