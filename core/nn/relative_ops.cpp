@@ -210,11 +210,12 @@ std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt_i
 }
 
 // Algorithm choice. Per matrix GEMMs do the exact work but pay a call per matrix
-// (E of them, 172 for a 7x7 grid). For tiny matrices (LoR's 24 x 24) at small
-// batch that overhead dominates, so there every token is projected by every
-// matrix in one GEMM and the needed rows are picked: about E/N = 3.4x the
-// arithmetic, a few ops instead of hundreds. At batch 32 the per-matrix GEMMs are
-// large enough to win again. Measured in docs/benchmarks.md.
+// (E of them, 172 for a 7x7 grid). Through at::mm each call also pays for views
+// and dispatch, so for tiny matrices (LoR's 24 x 24) at small batch every token
+// is projected by every matrix in one GEMM and the needed rows are picked: about
+// E/N = 3.4x the arithmetic, a few ops instead of hundreds. Straight to the BLAS
+// (CPU, the default) per-matrix wins at every shape measured, batch 1 included
+// (docs/benchmarks.md), so there it always runs.
 std::atomic<ProjectionAlgorithm> g_algorithm{ProjectionAlgorithm::Auto};
 std::atomic<bool> g_recompute{false};
 
@@ -224,6 +225,7 @@ bool project_every_token(const at::Tensor& bank, int64_t batch) {
     case ProjectionAlgorithm::AllTokens: return true;
     case ProjectionAlgorithm::Auto: break;
   }
+  if (raw_gemm_usable(bank)) return false;
   return bank.size(1) * bank.size(2) <= 64 * 64 && batch <= 8;
 }
 

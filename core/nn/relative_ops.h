@@ -32,8 +32,9 @@ struct PairOrder {
 
 PairOrder make_pair_order(const RelativeTable& table);
 
-// How relative projections are computed. Auto picks per bank shape; the others
-// force one path (tests prove both exact; `translution bench --algorithm` compares).
+// How relative projections are computed. Auto: per matrix where the products go
+// straight to the BLAS, else by bank shape; the others force one path (tests
+// prove both exact; `translution bench --algorithm` compares).
 enum class ProjectionAlgorithm { Auto, PerMatrix, AllTokens };
 void set_projection_algorithm(ProjectionAlgorithm algorithm);
 ProjectionAlgorithm projection_algorithm();
