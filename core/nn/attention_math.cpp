@@ -3,10 +3,127 @@
 #include <limits>
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <torch/autograd.h>
+
+#include "nn/raw_gemm.h"
 
 namespace translution {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The per-head products are B x H small GEMMs (50 x 50 x 64 for ViT-A). LibTorch
+// 1.13's CPU bmm runs small batches as one addmm per matrix, each with its
+// selects and dispatch: a quarter of a self-attention training step went there
+// (docs/benchmarks.md). On CPU they go to the BLAS directly, reading each head's
+// columns in place (q, k and v are often column slices of one qkv projection).
+bool raw_rows(const at::Tensor& t) {  // BLAS needs a row stride of at least the row length
+  return t.dim() >= 3 && raw_gemm_rows_usable(t) && t.stride(-2) >= t.size(-1);
+}
+bool raw_heads(const at::Tensor& a, const at::Tensor& b) {
+  return raw_rows(a) && raw_rows(b) && a.scalar_type() == b.scalar_type();
+}
+
+// One head's matrix inside a [B, N, H x dh] tensor (or a [B, H, N, N] one).
+template <typename T>
+struct HeadView {
+  const T* data;
+  int64_t batch_stride, row_stride, head_offset;
+  const T* at(int64_t b, int64_t h) const { return data + b * batch_stride + h * head_offset; }
+};
+
+template <typename T>
+HeadView<T> tokens_view(const at::Tensor& x, int64_t dh) {  // x: [B, N, H dh], head h = columns h dh ...
+  return {x.data_ptr<T>(), x.stride(0), x.stride(1), dh};
+}
+
+template <typename T>
+HeadView<T> pairs_view(const at::Tensor& x) {  // x: [B, H, N, N] contiguous
+  const int64_t N = x.size(2);
+  return {x.data_ptr<T>(), x.size(1) * N * N, N, N * N};
+}
+
+// For every (b, h): C = op(A) op(B), C written into out at (b, h).
+template <typename T>
+void per_head(int64_t B, int64_t H, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const HeadView<T>& a,
+              const HeadView<T>& b, T* out, int64_t out_batch, int64_t out_row, int64_t out_head) {
+  for (int64_t i = 0; i < B; ++i)
+    for (int64_t h = 0; h < H; ++h)
+      raw_gemm_strided<T>(ta, tb, m, n, k, a.at(i, h), a.row_stride, b.at(i, h), b.row_stride,
+                          out + i * out_batch + h * out_head, out_row);
+}
+
+// logits[b, h] = Q_bh K_bh^T.
+class HeadLogits : public torch::autograd::Function<HeadLogits> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, int64_t heads) {
+    ctx->save_for_backward({q, k});
+    ctx->saved_data["heads"] = heads;
+    const int64_t B = q.size(0), N = q.size(1), dh = q.size(2) / heads;
+    at::Tensor out = at::empty({B, heads, N, N}, q.options().memory_format(at::MemoryFormat::Contiguous));
+    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "head_logits", [&] {
+      per_head<scalar_t>(B, heads, false, true, N, N, dh, tokens_view<scalar_t>(q, dh), tokens_view<scalar_t>(k, dh),
+                         out.data_ptr<scalar_t>(), heads * N * N, N, N * N);
+    });
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const at::Tensor &q = s[0], &k = s[1];
+    const int64_t H = ctx->saved_data["heads"].toInt(), B = q.size(0), N = q.size(1), D = q.size(2), dh = D / H;
+    const at::Tensor g = grads[0].contiguous();
+    at::Tensor dq = at::empty({B, N, D}, q.options()), dk = at::empty({B, N, D}, k.options());
+    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "head_logits_backward", [&] {
+      const HeadView<scalar_t> gv = pairs_view<scalar_t>(g);
+      per_head<scalar_t>(B, H, false, false, N, dh, N, gv, tokens_view<scalar_t>(k, dh), dq.data_ptr<scalar_t>(),
+                         N * D, D, dh);  // dQ = G K
+      per_head<scalar_t>(B, H, true, false, N, dh, N, gv, tokens_view<scalar_t>(q, dh), dk.data_ptr<scalar_t>(),
+                         N * D, D, dh);  // dK = G^T Q
+    });
+    return {dq, dk, at::Tensor()};
+  }
+};
+
+// out[b, :, head h] = alpha_bh V_bh.
+class HeadValues : public torch::autograd::Function<HeadValues> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& alpha_in, const at::Tensor& v, int64_t heads) {
+    const at::Tensor alpha = alpha_in.contiguous();
+    ctx->save_for_backward({alpha, v});
+    ctx->saved_data["heads"] = heads;
+    const int64_t B = v.size(0), N = v.size(1), D = v.size(2), dh = D / heads;
+    at::Tensor out = at::empty({B, N, D}, v.options());
+    AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "head_values", [&] {
+      per_head<scalar_t>(B, heads, false, false, N, dh, N, pairs_view<scalar_t>(alpha), tokens_view<scalar_t>(v, dh),
+                         out.data_ptr<scalar_t>(), N * D, D, dh);
+    });
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const at::Tensor &alpha = s[0], &v = s[1];
+    const int64_t H = ctx->saved_data["heads"].toInt(), B = v.size(0), N = v.size(1), D = v.size(2), dh = D / H;
+    const at::Tensor g = grads[0].contiguous();  // [B, N, D]
+    at::Tensor dalpha = at::empty_like(alpha), dv = at::empty({B, N, D}, v.options());
+    AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "head_values_backward", [&] {
+      const HeadView<scalar_t> gv = tokens_view<scalar_t>(g, dh);
+      per_head<scalar_t>(B, H, false, true, N, N, dh, gv, tokens_view<scalar_t>(v, dh), dalpha.data_ptr<scalar_t>(),
+                         H * N * N, N, N * N);  // dA = G V^T
+      per_head<scalar_t>(B, H, true, false, N, dh, N, pairs_view<scalar_t>(alpha), gv, dv.data_ptr<scalar_t>(),
+                         N * D, D, dh);  // dV = A^T G
+    });
+    return {dalpha, dv, at::Tensor()};
+  }
+};
+
+}  // namespace
 
 at::Tensor attention_logits(const at::Tensor& q, const at::Tensor& k, int64_t heads) {
+  if (raw_heads(q, k)) return HeadLogits::apply(q, k, heads);
   const int64_t B = q.size(0), N = q.size(1), dh = q.size(2) / heads;
   const at::Tensor qh = q.view({B, N, heads, dh}).transpose(1, 2);
   const at::Tensor kh = k.view({B, N, heads, dh}).transpose(1, 2);
@@ -19,6 +136,7 @@ at::Tensor attention_softmax(const at::Tensor& logits, const at::Tensor& valid) 
 }
 
 at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t heads) {
+  if (raw_heads(alpha, v)) return HeadValues::apply(alpha, v, heads);
   const int64_t B = v.size(0), N = v.size(1), D = v.size(2), dh = D / heads;
   const at::Tensor vh = v.view({B, N, heads, dh}).transpose(1, 2);
   return at::matmul(alpha, vh).transpose(1, 2).reshape({B, N, D});

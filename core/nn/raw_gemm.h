@@ -13,6 +13,8 @@ namespace translution {
 // True when raw_gemm can run on this tensor's memory: CPU, contiguous, float or
 // double, a BLAS found, and not switched off.
 bool raw_gemm_usable(const at::Tensor& t);
+// The same for raw_gemm_strided: rows need not be packed, only their elements.
+bool raw_gemm_rows_usable(const at::Tensor& t);
 
 // On by default; off sends every product through at::mm (tests prove both exact).
 void set_raw_gemm_enabled(bool enabled);
@@ -22,5 +24,11 @@ bool raw_gemm_enabled();
 // and transposed when trans_a; op(b) is b [k x n], or b stored [n x k] when trans_b.
 template <typename T>
 void raw_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c);
+
+// The same with explicit row strides (leading dimensions) of a, b and c, for
+// matrices inside larger tensors (one head's columns of [B, N, H x dh] rows).
+template <typename T>
+void raw_gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+                      const T* b, int64_t ldb, T* c, int64_t ldc);
 
 }  // namespace translution
