@@ -24,3 +24,17 @@ for t in 1 2; do
     TRANSLUTION_THREADS=$t "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 10 --json
   done
 done
+# The engine's CPU paths against their plain-ATen fallbacks, steps alternating in one process.
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare pair-kernels --json
+"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare pair-kernels --json
+"$cli" bench --model attention "${common[@]}" --mode train --batch 32 --steps 20 --warmup 1 --compare gemm --json
+# Memory for time: backward recomputes the pair rows (alone, for its peak; then alternating, for its time).
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --recompute --json
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare recompute --json
+# One BLAS thread per GEMM (the studio's setting): batch-1 matrices on one thread, then split over two.
+for t in 1 auto; do
+  OPENBLAS_NUM_THREADS=1 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 \
+    --matrix-threads "$t" --json
+done
+# The studio's path: both bundled models per canvas change.
+"$cli" bench --mode studio --steps 60 --json

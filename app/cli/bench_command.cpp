@@ -26,7 +26,8 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--mode infer|train] [--batch B] [--device auto|cpu|cuda]
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
-                         [--pair-kernels fused|aten] [--matrix-threads auto|N] [--json]
+                         [--pair-kernels fused|aten] [--matrix-threads auto|N]
+                         [--compare gemm|pair-kernels|recompute] [--json]
 
 infer: one forward pass without gradients; train: forward, backward and an AdamW
 step. Reports the median ms per step, images/s, peak memory (resident set on CPU,
@@ -41,6 +42,9 @@ expressions instead of the engine's fused one-pass CPU kernels;
 --matrix-threads sets how many threads share the per-matrix GEMMs (auto: two
 at batch 1 when OpenBLAS runs each GEMM on one thread, as in the studio or with
 OPENBLAS_NUM_THREADS=1; otherwise one).
+--compare X alternates steps between X as given and its other setting in one
+process (a fair A/B on a noisy machine): JSON ms_per_step is the former,
+ms_per_step_alternative the latter; peak memory covers both.
 
        translution bench --mode studio [--checkpoints A.ckpt,B.ckpt] [--steps 60]
                          [--matrix-threads auto|N] [--json]
@@ -105,7 +109,7 @@ int bench_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
-                                 "optimizer", "gemm", "pair-kernels", "matrix-threads"}));
+                                 "optimizer", "gemm", "pair-kernels", "matrix-threads", "compare"}));
   const std::string matrix_threads = args.get("matrix-threads", "auto");
   int threads = 0;  // auto
   if (matrix_threads != "auto") {
@@ -134,6 +138,18 @@ int bench_command(const std::vector<std::string>& words) {
   if (pair_kernels != "fused" && pair_kernels != "aten")
     throw Error("unknown --pair-kernels '" + pair_kernels + "' (expected fused or aten)");
   set_fused_pair_kernels(pair_kernels == "fused");
+  if (args.has("compare")) {
+    options.compare = args.get("compare");
+    const bool raw = gemm == "raw", fused = pair_kernels == "fused", recompute = args.flag("recompute");
+    if (options.compare == "gemm")
+      options.switch_path = [raw](bool alternative) { set_raw_gemm_enabled(alternative != raw); };
+    else if (options.compare == "pair-kernels")
+      options.switch_path = [fused](bool alternative) { set_fused_pair_kernels(alternative != fused); };
+    else if (options.compare == "recompute")
+      options.switch_path = [recompute](bool alternative) { set_recompute_pair_rows(alternative != recompute); };
+    else
+      throw Error("unknown --compare '" + options.compare + "' (expected gemm, pair-kernels or recompute)");
+  }
   ProgressBar bar("bench " + options.config.model + " " + options.mode, !args.flag("json"));
   const BenchResult r = run_benchmark(options, [&](int step, int total) { bar.update(step, total); });
   bar.finish();
@@ -147,6 +163,9 @@ int bench_command(const std::vector<std::string>& words) {
               r.device_name.c_str(), r.threads);
   std::printf("  %.2f ms/step (median of %d, best %.2f), %.1f images/s\n", r.ms_per_step, options.steps, r.ms_min,
               r.images_per_second);
+  if (!options.compare.empty())
+    std::printf("  alternating with the other --%s: %.2f ms/step (median of %d)\n", options.compare.c_str(),
+                r.ms_per_step_alternative, options.steps);
   if (r.optimizer_ms >= 0)
     std::printf("  forward %.2f ms, backward %.2f ms, optimizer %.2f ms (medians)\n", r.forward_ms, r.backward_ms,
                 r.optimizer_ms);

@@ -63,8 +63,8 @@ std::atomic<int> g_matrix_threads{0};
 // the weights stream from memory: the other core would idle. There, matrices are
 // split between the cores, but only where OpenBLAS threads no GEMM: its idle
 // workers spin (sched_yield) between GEMMs and take the second core's time
-// (measured: no gain with two BLAS threads, 101 -> 70 ms with one). Larger GEMMs
-// are left to the BLAS's own threads.
+// (ViT-A Translution, one image: no gain with two BLAS threads; with one, 102.7
+// -> 64.3 ms, docs/benchmarks.md). Larger GEMMs are left to the BLAS's threads.
 int matrix_parts(int64_t largest_gemm_rows) {
   if (const int forced = g_matrix_threads.load(); forced > 0) return forced;
   const bool small = largest_gemm_rows <= 64;

@@ -122,16 +122,21 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   };
 
   reset_peak_memory(options.device);
-  const int total = options.warmup + options.steps;
-  std::vector<double> times;
+  const bool compare = bool(options.switch_path);
+  const int total = (options.warmup + options.steps) * (compare ? 2 : 1);
+  std::vector<double> times, alternative_times;
   for (int s = 0; s < total; ++s) {
+    const bool alternative = compare && s % 2 == 1;
+    const bool timed = s >= options.warmup * (compare ? 2 : 1);
+    if (compare) options.switch_path(alternative);
     synchronize(options.device);
     const auto t0 = Clock::now();
-    step(s >= options.warmup);
+    step(timed && !alternative);
     synchronize(options.device);
-    if (s >= options.warmup) times.push_back(seconds_since(t0) * 1e3);
+    if (timed) (alternative ? alternative_times : times).push_back(seconds_since(t0) * 1e3);
     if (progress) progress(s + 1, total);
   }
+  if (compare) options.switch_path(false);
   result.peak_memory_bytes = peak_memory_bytes(options.device);
   result.roofline = measure_roofline(options.device);  // after the run: its buffers must not count as peak
   auto median = [](std::vector<double> v) {
@@ -139,6 +144,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
+  if (compare) result.ms_per_step_alternative = median(alternative_times);
   result.forward_ms = median(phase_ms[0]);
   result.backward_ms = median(phase_ms[1]);
   result.optimizer_ms = median(phase_ms[2]);
@@ -169,14 +175,15 @@ std::string BenchResult::to_json() const {
                 "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
                 "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\","
                 "\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"pair_kernels\":\"%s\","
-                "\"matrix_threads\":%d,\"blas_threads\":%d}",
+                "\"matrix_threads\":%d,\"blas_threads\":%d,\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
                 step_flops / (ms_per_step * 1e6), roofline.gemm_gflops, roofline.bandwidth_gbs, floor_ms,
                 fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
                 options.fused_optimizer ? "fused-adamw" : "adamw", forward_ms, backward_ms, optimizer_ms,
-                raw_gemm ? "raw" : "aten", fused_pair ? "fused" : "aten", matrix_threads, blas_threads);
+                raw_gemm ? "raw" : "aten", fused_pair ? "fused" : "aten", matrix_threads, blas_threads,
+                options.compare.c_str(), ms_per_step_alternative);
   return buffer;
 }
 

@@ -25,12 +25,18 @@ struct BenchOptions {
   int warmup = 2;
   int steps = 10;
   bool fused_optimizer = true;  // FusedAdamW, or LibTorch's AdamW (to measure the difference)
+  // A/B within one process, for a noisy machine: when set, steps alternate between
+  // the path as configured and the alternative, switched by this callback
+  // (true: the alternative). Both medians are reported; `compare` names it.
+  std::string compare;
+  std::function<void(bool alternative)> switch_path;
 };
 
 struct BenchResult {
   BenchOptions options;
   int64_t parameters = 0;
   double ms_per_step = 0;  // median over the timed steps
+  double ms_per_step_alternative = -1;  // with options.compare: median of the alternative's steps
   double ms_min = 0;
   double forward_ms = -1, backward_ms = -1, optimizer_ms = -1;  // training: medians per phase
   double images_per_second = 0;

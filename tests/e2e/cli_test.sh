@@ -66,6 +66,9 @@ check "bench --optimizer adamw" grep -q '"optimizer":"adamw"' <<<"$bench"
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --gemm aten --pair-kernels aten --matrix-threads 3 --json)
 check "bench --gemm/--pair-kernels/--matrix-threads are reported" grep -q '"gemm":"aten","pair_kernels":"aten","matrix_threads":3' <<<"$bench"
 check "bench rejects zero matrix threads" bash -c "out=\$(\"$cli\" bench --model attention --matrix-threads 0 2>&1); test \$? -ne 0 && grep -q 'matrix-threads must be auto or at least 1' <<<\"\$out\""
+bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --compare pair-kernels --json)
+check "bench --compare alternates in one process" grep -qE '"compare":"pair-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
+check "bench rejects a bad --compare" bash -c "out=\$(\"$cli\" bench --model attention --compare fast 2>&1); test \$? -ne 0 && grep -q \"unknown --compare 'fast'\" <<<\"\$out\""
 check "bench rejects a bad optimizer" bash -c "! \"$cli\" bench --model attention --optimizer sgd 2>/dev/null"
 check "bench rejects a bad mode" bash -c "! \"$cli\" bench --model attention --mode sing 2>/dev/null"
 

@@ -1,0 +1,121 @@
+// The per-matrix products of a batch-1 Translution ViT-A/12 forward, alone: 18
+// banks of 172 matrices (192 x 192 floats, 456 MB), each multiplied by 15 rows,
+// through OpenBLAS and through a plain AVX-512 kernel, with the matrices streamed
+// from memory and with the same two matrices over and over (in cache); and the
+// time to only read the 456 MB once, the floor of any such kernel.
+// docs/benchmarks.md ("What is left") quotes it. Not part of the build:
+//   g++ -O3 -funroll-loops bench/small_gemm.cpp -o /tmp/small_gemm
+//       /usr/lib/x86_64-linux-gnu/libblas.so.3 -lpthread   (one line)
+//   OPENBLAS_NUM_THREADS=1 /tmp/small_gemm [threads=1]
+#include <immintrin.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+extern "C" void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
+                       const int*, const float*, const int*, const float*, float*, const int*);
+
+namespace {
+
+constexpr int kRows = 15, kIn = 192, kOut = 192, kEntries = 172, kBanks = 18;
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Row-major c[m x n] = a[m x k] w[k x n] through the Fortran interface.
+void blas(const float* a, const float* w, float* c) {
+  const int m = kRows, n = kOut, k = kIn;
+  const float one = 1, zero = 0;
+  sgemm_("N", "N", &n, &m, &k, &one, w, &n, a, &k, &zero, c, &n);
+}
+
+// R rows x 48 columns of c, accumulated in 3R AVX-512 registers over k.
+template <int R>
+__attribute__((target("avx512f"))) void tile(const float* a, const float* w, float* c) {
+  __m512 acc[R][3];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < 3; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int p = 0; p < kIn; ++p) {
+    const float* row = w + p * kOut;
+    const __m512 w0 = _mm512_loadu_ps(row), w1 = _mm512_loadu_ps(row + 16), w2 = _mm512_loadu_ps(row + 32);
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_set1_ps(a[r * kIn + p]);
+      acc[r][0] = _mm512_fmadd_ps(x, w0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(x, w1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(x, w2, acc[r][2]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < 3; ++v) _mm512_storeu_ps(c + r * kOut + 16 * v, acc[r][v]);
+}
+
+__attribute__((target("avx512f"))) void strips(const float* a, const float* w, float* c) {
+  for (int j = 0; j < kOut; j += 48) {  // 15 rows = 8 + 4 + 3 x 1
+    tile<8>(a, w + j, c + j);
+    tile<4>(a + 8 * kIn, w + j, c + 8 * kOut + j);
+    for (int r = 12; r < kRows; ++r) tile<1>(a + r * kIn, w + j, c + r * kOut + j);
+  }
+}
+
+// Sum of n floats: a read-only stream at full width.
+__attribute__((target("avx512f"))) float read_all(const float* p, size_t n) {
+  __m512 s = _mm512_setzero_ps(), t = _mm512_setzero_ps();
+  for (size_t i = 0; i + 32 <= n; i += 32) {
+    s = _mm512_add_ps(s, _mm512_loadu_ps(p + i));
+    t = _mm512_add_ps(t, _mm512_loadu_ps(p + i + 16));
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(s, t));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
+  std::vector<float> weights(size_t(kBanks) * kEntries * kIn * kOut), input(kRows * kIn);
+  for (auto& x : weights) x = float(std::rand() % 1000) / 1000.f - 0.5f;
+  for (auto& x : input) x = float(std::rand() % 1000) / 1000.f - 0.5f;
+  std::vector<float> out[2] = {std::vector<float>(size_t(threads) * kRows * kOut),
+                               std::vector<float>(size_t(threads) * kRows * kOut)};
+  for (int round = 0; round < 3; ++round) {
+    const double start = now();
+    std::vector<float> sums(static_cast<size_t>(threads));
+    const size_t part = weights.size() / size_t(threads);
+    auto read = [&](int t) { sums[size_t(t)] = read_all(weights.data() + size_t(t) * part, part); };
+    std::vector<std::thread> helpers;
+    for (int t = 1; t < threads; ++t) helpers.emplace_back(read, t);
+    read(0);
+    for (auto& h : helpers) h.join();
+    const double seconds = now() - start;
+    std::printf("read only                 %d thread(s): %6.1f ms for %.0f MB, %5.1f GB/s (sum %g)\n", threads,
+                seconds * 1e3, weights.size() * 4.0 / 1e6, weights.size() * 4.0 / seconds / 1e9, double(sums[0]));
+  }
+  const char* names[2] = {"OpenBLAS", "AVX-512 strips"};
+  for (int cached = 0; cached < 2; ++cached)
+    for (int kernel = 0; kernel < 2; ++kernel)
+      for (int round = 0; round < 3; ++round) {
+        const double start = now();
+        auto work = [&](int t) {
+          float* c = out[kernel].data() + size_t(t) * kRows * kOut;
+          for (int b = 0; b < kBanks; ++b)
+            for (int e = t; e < kEntries; e += threads) {
+              const size_t matrix = cached ? size_t(e % 2) : size_t(b) * kEntries + size_t(e);
+              const float* w = weights.data() + matrix * kIn * kOut;
+              kernel == 0 ? blas(input.data(), w, c) : strips(input.data(), w, c);
+            }
+        };
+        std::vector<std::thread> helpers;
+        for (int t = 1; t < threads; ++t) helpers.emplace_back(work, t);
+        work(0);
+        for (auto& h : helpers) h.join();
+        const double seconds = now() - start;
+        std::printf("%-15s %-9s %d thread(s): %6.1f ms for %d products, %5.1f us each\n", names[kernel],
+                    cached ? "in cache" : "streamed", threads, seconds * 1e3, kBanks * kEntries,
+                    seconds / (kBanks * kEntries) * threads * 1e6);
+      }
+  double worst = 0;
+  for (size_t i = 0; i < out[0].size(); ++i) worst = std::max(worst, double(std::fabs(out[0][i] - out[1][i])));
+  std::printf("largest difference between the kernels: %g\n", worst);
+}
