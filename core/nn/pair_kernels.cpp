@@ -43,7 +43,7 @@ void scaled(T* y, T a, const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a * x[i];
 }
 
-// Rows of B x H dot products are a few hundred bytes each: chunks of 64 rows keep threads busy.
+// Each work item is one head's slice of one row (tens of floats): chunks of 64 are worth a hand-off.
 constexpr int64_t kGrain = 64;
 
 }  // namespace

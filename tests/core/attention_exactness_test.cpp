@@ -84,36 +84,28 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
   void check(const Case& c);
 };
 
-// Both ways of computing relative projections must be exact.
+// Both ways of computing relative projections must be exact. Each test runs its
+// variants in one process: a test process's start costs more than a check.
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrix) {
   set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
-  check(GetParam());
+  for (const int threads : {1, 3}) {  // all matrices on this thread; three uneven parts, own input gradients
+    SCOPED_TRACE("matrices split over " + std::to_string(threads) + " thread(s)");
+    set_matrix_threads(threads);
+    check(GetParam());
+  }
 }
 
-// The per-matrix products through at::mm instead of raw BLAS calls.
+// The fallbacks of the raw CPU paths: per-matrix products through at::mm, and the
+// per-pair dot products and weighted sums as ATen expressions.
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixThroughATen) {
   set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
-  set_raw_gemm_enabled(false);
-  check(GetParam());
-}
-
-// Matrices split over three threads (uneven parts, each with its own input gradient).
-TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixThreeThreads) {
-  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
-  set_matrix_threads(3);
-  check(GetParam());
-}
-
-// All matrices on the calling thread.
-TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixOneThread) {
-  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
-  set_matrix_threads(1);
-  check(GetParam());
-}
-
-// The per-pair dot products and weighted sums as ATen expressions instead of the fused CPU kernels.
-TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixAtenPairArithmetic) {
-  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+  {
+    SCOPED_TRACE("products through at::mm");
+    set_raw_gemm_enabled(false);
+    check(GetParam());
+    set_raw_gemm_enabled(true);
+  }
+  SCOPED_TRACE("pair arithmetic as ATen expressions");
   set_fused_pair_kernels(false);
   check(GetParam());
 }
@@ -123,18 +115,16 @@ TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceAllTokens) {
   check(GetParam());
 }
 
-// Recomputing pair rows in backward must give the same gradients.
+// Recomputing pair rows in backward must give the same gradients; recomputed rows
+// take their gradients in place, in the fused kernels and the ATen expressions.
 class RecomputedExactness : public AttentionExactness {};
 TEST_P(RecomputedExactness, ForwardAndGradientsMatchNaiveReference) {
   set_recompute_pair_rows(true);
-  check(GetParam());
-}
-
-// Recomputed rows take their gradients in place; the ATen expressions do that too.
-TEST_P(RecomputedExactness, ForwardAndGradientsMatchNaiveReferenceAtenPairArithmetic) {
-  set_recompute_pair_rows(true);
-  set_fused_pair_kernels(false);
-  check(GetParam());
+  for (const bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused pair kernels" : "pair arithmetic as ATen expressions");
+    set_fused_pair_kernels(fused);
+    check(GetParam());
+  }
 }
 
 void AttentionExactness::check(const Case& c) {
