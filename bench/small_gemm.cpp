@@ -2,7 +2,8 @@
 // banks of 172 matrices (192 x 192 floats, 456 MB), each multiplied by 15 rows,
 // through OpenBLAS and through a plain AVX-512 kernel, with the matrices streamed
 // from memory and with the same two matrices over and over (in cache); and the
-// time to only read the 456 MB once, the floor of any such kernel.
+// time to only read the 456 MB once, the floor of any such kernel. Last, LoR's
+// per-matrix products at batch 32 (464 rows x 24 x 24 per matrix) through OpenBLAS.
 // docs/benchmarks.md ("What is left") quotes it. Not part of the build:
 //   g++ -O3 -funroll-loops bench/small_gemm.cpp -o /tmp/small_gemm
 //       /usr/lib/x86_64-linux-gnu/libblas.so.3 -lpthread   (one line)
@@ -115,6 +116,23 @@ int main(int argc, char** argv) {
                     cached ? "in cache" : "streamed", threads, seconds * 1e3, kBanks * kEntries,
                     seconds / (kBanks * kEntries) * threads * 1e6);
       }
+  {  // LoR-Translution ViT-A/12, batch 32: 172 matrices of 24 x 24, 464 rows each
+    const int rows = 464, width = 24;
+    std::vector<float> a(size_t(kEntries) * rows * width, 0.5f), w(size_t(kEntries) * width * width, 0.25f),
+        c(size_t(kEntries) * rows * width);
+    for (int round = 0; round < 3; ++round) {
+      const double start = now();
+      for (int repeat = 0; repeat < 20; ++repeat)
+        for (int e = 0; e < kEntries; ++e) {
+          const float one = 1, zero = 0;
+          sgemm_("N", "N", &width, &rows, &width, &one, w.data() + size_t(e) * width * width, &width,
+                 a.data() + size_t(e) * rows * width, &width, &zero, c.data() + size_t(e) * rows * width, &width);
+        }
+      const double each = (now() - start) / (20.0 * kEntries);
+      std::printf("OpenBLAS, LoR shape 464 x 24 x 24: %5.1f us each, %5.1f GFLOP/s\n", each * 1e6,
+                  2.0 * rows * width * width / each / 1e9);
+    }
+  }
   double worst = 0;
   for (size_t i = 0; i < out[0].size(); ++i) worst = std::max(worst, double(std::fabs(out[0][i] - out[1][i])));
   std::printf("largest difference between the kernels: %g\n", worst);
