@@ -10,6 +10,7 @@
 #include "cli/model_options.h"
 #include "cli/progress_bar.h"
 #include "data/mnist_provision.h"
+#include "nn/relative_ops.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
 #include "util/device.h"
@@ -24,9 +25,10 @@ const char* kTrainUsage = R"(usage: translution train --model NAME [--preset A] 
                          [--lr 3e-4] [--weight-decay 0.05] [--warmup STEPS] [--min-lr 0] [--clip 1.0]
                          [--seed 0] [--data-seed 0] [--fresh-positions] [--train-samples N] [--eval-every STEPS]
                          [--eval-samples 2000] [--checkpoint-every STEPS] [--device auto|cpu|cuda]
-                         [--data-dir DIR] [--no-final-eval] [--stop-at STEP] [--json] --out FILE.ckpt
+                         [--data-dir DIR] [--no-final-eval] [--stop-at STEP] [--recompute] [--json]
+                         --out FILE.ckpt
        translution train --resume FILE.ckpt [--steps N] [--fresh-positions] [--stop-at STEP] [--device ...]
-                         [--data-dir DIR] [--json]
+                         [--data-dir DIR] [--recompute] [--json]
 
 Trains with AdamW and a cosine schedule (linear warm-up first when --warmup is set),
 evaluating on the first --eval-samples test digits every --eval-every steps (default:
@@ -38,7 +40,9 @@ exactly where it stopped (--steps may extend it; --fresh-positions switches new
 positions on for the epochs still to come). --stop-at STEP ends the run after that
 step with a resumable checkpoint and exit status 0 (Ctrl-C: 130). After the last step
 the whole test set is evaluated and its accuracy stored in the checkpoint unless
---no-final-eval. Model options as in `model info`.
+--no-final-eval. --recompute keeps less for backward (relative layers recompute their
+pair projections; the same numbers): Translution ViT-A/12 at batch 32 peaks a quarter
+lower for about a sixth more time (docs/benchmarks.md). Model options as in `model info`.
 )";
 
 volatile std::sig_atomic_t interrupted = 0;
@@ -96,7 +100,7 @@ std::unique_ptr<Trainer> make_trainer(const Args& args, const std::string& data_
 
 int train_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kTrainUsage, false)) return *status;
-  const Args args(words, model_flags({"json", "no-final-eval", "fresh-positions"}),
+  const Args args(words, model_flags({"json", "no-final-eval", "fresh-positions", "recompute"}),
                   model_options({"dataset", "epochs", "steps", "batch", "lr", "weight-decay", "warmup", "min-lr",
                                  "clip", "seed", "data-seed", "train-samples", "eval-every", "eval-samples",
                                  "checkpoint-every", "device", "data-dir", "out", "resume", "stop-at"}));
@@ -104,6 +108,7 @@ int train_command(const std::vector<std::string>& words) {
   const int64_t stop_at = args.get_int("stop-at", 0);  // a planned pause: checkpoint, exit 0
   if (stop_at < 0) throw Error("--stop-at must be a step number, got " + std::to_string(stop_at));
   const bool json = args.flag("json");
+  set_recompute_pair_rows(args.flag("recompute"));
   const c10::Device device = parse_device(args.get("device", "auto"));
   const std::string data_dir = args.get("data-dir", default_mnist_dir());
   std::unique_ptr<Trainer> trainer = make_trainer(args, data_dir, device);

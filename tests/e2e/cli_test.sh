@@ -79,6 +79,11 @@ check "train exits 0" test $? -eq 0
 check "train --json reports evaluations" test "$(grep -c '"event":"evaluated"' <<<"$out")" -eq 2
 check "train --json reports finished" grep -q '"event":"finished","step":6' <<<"$out"
 check "checkpoint written" test -s "$work/m.ckpt"
+# Recomputing pair rows in backward changes memory, not numbers: the same held-out and last losses.
+again=$("$cli" train "${tiny[@]}" --steps 6 --eval-every 3 --eval-samples 32 --out "$work/r.ckpt" --json --no-final-eval --recompute)
+losses() { grep -oE '"(test_loss|last_loss)":[^,]*' <<<"$1"; }
+check "train --recompute reports its losses" test "$(losses "$again" | wc -l)" -eq 3
+check "train --recompute gives the same losses" test "$(losses "$again")" = "$(losses "$out")"
 check "resume extends the run" bash -c "\"$cli\" train --resume '$work/m.ckpt' --steps 9 --no-final-eval --json | grep -q '\"step\":9,\"total_steps\":9'"
 check "checkpoint info shows the step" bash -c "\"$cli\" checkpoint info '$work/m.ckpt' | grep -q 'training: step 9 of 9'"
 # A planned stop: exit 0 at the step asked for, then a resume (with fresh positions) finishes the run.
