@@ -7,6 +7,8 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
+#include "nn/gather_rows.h"
+
 namespace translution {
 namespace {
 
@@ -127,7 +129,7 @@ std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& do
   const int64_t w = head_sliced ? D / H : D;
   const at::Tensor dout = dout_in.contiguous();  // [N, B, H, w]
   if (!fused_path({&dout, &a, &v}) || !query_of_row.is_cpu()) {
-    const at::Tensor dw = dout.index_select(0, query_of_row);  // [R, B, H, w]
+    const at::Tensor dw = gather_rows(dout, query_of_row);  // [R, B, H, w]
     const at::Tensor vh = head_sliced ? v.view({R, B, H, w}) : v.unsqueeze(2);
     const at::Tensor da = (dw * vh).sum(-1);
     const at::Tensor dv = head_sliced ? (dw * a.unsqueeze(-1)).view({R, B, D}) : (dw * a.unsqueeze(-1)).sum(2);

@@ -26,6 +26,29 @@ void check(at::ScalarType dtype, double tolerance) {
 TEST(RawGemm, MatchesATenForEveryTransposeInDouble) { check<double>(at::kDouble, 1e-12); }
 TEST(RawGemm, MatchesATenForEveryTransposeInFloat) { check<float>(at::kFloat, 1e-4); }
 
+// Matrices inside wider rows (as one head's columns of a [N, H x dh] tensor): the
+// leading dimensions, not the matrix widths, step from row to row, and c's other
+// columns stay untouched.
+TEST(RawGemm, StridedMatchesATenOnColumnSlices) {
+  at::manual_seed(4);
+  const int64_t m = 6, n = 5, k = 7;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const at::Tensor wide_a = ta ? at::randn({k, m + 3}, at::kDouble) : at::randn({m, k + 3}, at::kDouble);
+      const at::Tensor wide_b = tb ? at::randn({n, k + 2}, at::kDouble) : at::randn({k, n + 2}, at::kDouble);
+      const at::Tensor a = wide_a.narrow(1, 1, ta ? m : k), b = wide_b.narrow(1, 2, tb ? k : n);
+      ASSERT_TRUE(raw_gemm_rows_usable(a) && raw_gemm_rows_usable(b));
+      at::Tensor wide_c = at::full({m, n + 4}, 42.0, at::kDouble);
+      raw_gemm_strided<double>(ta, tb, m, n, k, a.data_ptr<double>(), a.stride(0), b.data_ptr<double>(), b.stride(0),
+                               wide_c.data_ptr<double>() + 3, wide_c.stride(0));
+      const at::Tensor expected = at::mm(ta ? a.t() : a, tb ? b.t() : b);
+      EXPECT_LT((wide_c.narrow(1, 3, n) - expected).abs().max().item<double>(), 1e-12)
+          << "trans_a " << ta << ", trans_b " << tb;
+      EXPECT_EQ(wide_c.narrow(1, 0, 3).eq(42.0).all().item<bool>(), true) << "columns left of c were written";
+      EXPECT_EQ(wide_c.narrow(1, 3 + n, 1).eq(42.0).all().item<bool>(), true) << "columns right of c were written";
+    }
+}
+
 TEST(RawGemm, OnlyContiguousCpuFloatingMemoryIsUsable) {
   EXPECT_FALSE(raw_gemm_usable(at::randn({4, 6}).t()));
   EXPECT_FALSE(raw_gemm_usable(at::ones({4, 4}, at::kLong)));
