@@ -17,6 +17,7 @@
 #include "nn/relative_ops.h"
 #include "nn/vit.h"
 #include "train/fused_adamw.h"
+#include "train/release_gradients.h"
 #include "util/device.h"
 #include "util/error.h"
 
@@ -108,7 +109,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
         if (timed) phase_ms[phase].push_back(seconds_since(t) * 1e3);
         t = Clock::now();
       };
-      optimizer.zero_grad();
+      release_gradients(optimizer);
       const at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(images), labels);
       lap(0);
       loss.backward();

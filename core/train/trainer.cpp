@@ -17,6 +17,7 @@
 #include "train/evaluate.h"
 #include "train/fused_adamw.h"
 #include "train/lr_schedule.h"
+#include "train/release_gradients.h"
 #include "util/error.h"
 #include "util/key_value.h"
 
@@ -160,7 +161,7 @@ TrainProgress Trainer::train_step() {
   const Batch batch = make_batch(*train_set_, batch_indices(step_), device_);
   model_->train();
   set_lr(*optimizer_, p.lr);
-  optimizer_->zero_grad();
+  release_gradients(*optimizer_);
   const at::Tensor logits = model_->forward(batch.images);
   const at::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
   p.loss = loss.item<double>();

@@ -7,6 +7,7 @@
 #include <torch/serialize/output-archive.h>
 
 #include "train/fused_adamw.h"
+#include "train/release_gradients.h"
 
 namespace translution {
 namespace {
@@ -102,6 +103,28 @@ TEST(FusedAdamW, AmsgradFallsBackToLibTorchsStepExactly) {
   torch::optim::AdamW plain(b, options);
   for (int s = 0; s < 3; ++s) set_gradients(a, s), set_gradients(b, s), fused.step(), plain.step();
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].detach().equal(b[i].detach()));
+}
+
+// Released gradients (PyTorch 2's zero_grad) train exactly like zeroed ones: each
+// backward hands over a fresh gradient instead of adding into a zeroed buffer.
+TEST(ReleaseGradients, TrainsExactlyLikeZeroedGradientsAndLeavesNoneBehind) {
+  std::vector<at::Tensor> a = make_parameters(at::kDouble), b = clone_parameters(a);
+  const auto options = torch::optim::AdamWOptions(1e-2).weight_decay(0.05);
+  FusedAdamW released(a, options), zeroed(b, options);
+  auto backward = [](std::vector<at::Tensor>& params, int step) {  // the last parameter stays out of the loss
+    at::Tensor loss = at::zeros({}, params[0].options());
+    for (size_t i = 0; i + 1 < params.size(); ++i) loss = loss + (params[i] * params[i] * double(step + 1 + i)).sum();
+    loss.backward();
+  };
+  for (int s = 0; s < 4; ++s) {
+    release_gradients(released);
+    for (const auto& p : a) EXPECT_FALSE(p.grad().defined());
+    zeroed.zero_grad();
+    backward(a, s), backward(b, s);
+    released.step(), zeroed.step();
+  }
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].detach().equal(b[i].detach())) << "parameter " << i;
+  EXPECT_FALSE(a[0].detach().equal(make_parameters(at::kDouble)[0].detach())) << "the steps did nothing";
 }
 
 }  // namespace
