@@ -27,10 +27,11 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
                          [--pair-kernels fused|aten] [--matrix-threads auto|N]
-                         [--compare gemm|pair-kernels|recompute] [--json]
+                         [--compare gemm|pair-kernels|recompute|matrix-threads] [--json]
 
-infer: one forward pass without gradients; train: forward, backward and an AdamW
-step. Reports the median ms per step, images/s, peak memory (resident set on CPU,
+infer: one forward pass without gradients (at batch 1 with the studio's one
+BLAS thread per GEMM, the engine splitting the work over the cores); train:
+forward, backward and an AdamW step. Reports the median ms per step, images/s, peak memory (resident set on CPU,
 allocator peak on CUDA), the exact FLOPs per image, and the fraction of this
 machine's floor (GEMM rate and memory bandwidth measured in the same run).
 --algorithm forces how relative projections are computed (default: by shape);
@@ -39,12 +40,13 @@ machine's floor (GEMM rate and memory bandwidth measured in the same run).
 --gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls;
 --pair-kernels aten does the per-pair dot products and weighted sums as ATen
 expressions instead of the engine's fused one-pass CPU kernels;
---matrix-threads sets how many threads share the per-matrix GEMMs (auto: two
-at batch 1 when OpenBLAS runs each GEMM on one thread, as in the studio or with
-OPENBLAS_NUM_THREADS=1; otherwise one).
---compare X alternates steps between X as given and its other setting in one
-process (a fair A/B on a noisy machine): JSON ms_per_step is the former,
-ms_per_step_alternative the latter; peak memory covers both.
+--matrix-threads sets how many threads share the per-matrix GEMMs and the dense
+layers' columns (auto: two at batch 1 when OpenBLAS runs each GEMM on one thread,
+as in the studio or with OPENBLAS_NUM_THREADS=1; otherwise one).
+--compare X alternates steps between X as given and its other setting (for
+matrix-threads: one) in one process (a fair A/B on a noisy machine): JSON
+ms_per_step is the former, ms_per_step_alternative the latter; peak memory
+covers both.
 
        translution bench --mode studio [--checkpoints A.ckpt,B.ckpt] [--steps 60]
                          [--matrix-threads auto|N] [--json]
@@ -53,7 +55,9 @@ studio: the studio's inference path. A test digit is dragged across the canvas;
 for each position every checkpoint (default: the bundled Translution and
 self-attention models) predicts on its own thread with attention maps on, and
 the time until all are done is one canvas change's latency. BLAS threads are set
-as in the studio (one per GEMM unless $OPENBLAS_NUM_THREADS says otherwise).
+as in the studio (one per GEMM unless $OPENBLAS_NUM_THREADS says otherwise), and so
+are matrix threads (one: the slots already share the cores; --matrix-threads
+overrides).
 )";
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -110,14 +114,15 @@ int bench_command(const std::vector<std::string>& words) {
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
                                  "optimizer", "gemm", "pair-kernels", "matrix-threads", "compare"}));
-  const std::string matrix_threads = args.get("matrix-threads", "auto");
+  const bool studio = args.get("mode", "infer") == "studio";
+  const std::string matrix_threads = args.get("matrix-threads", studio ? "1" : "auto");
   int threads = 0;  // auto
   if (matrix_threads != "auto") {
     threads = int(args.get_int("matrix-threads", 0));
     if (threads < 1) throw Error("--matrix-threads must be auto or at least 1, got '" + matrix_threads + "'");
   }
   set_matrix_threads(threads);
-  if (args.get("mode") == "studio") return studio_bench(args);
+  if (studio) return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));
   BenchOptions options;
@@ -147,9 +152,16 @@ int bench_command(const std::vector<std::string>& words) {
       options.switch_path = [fused](bool alternative) { set_fused_pair_kernels(alternative != fused); };
     else if (options.compare == "recompute")
       options.switch_path = [recompute](bool alternative) { set_recompute_pair_rows(alternative != recompute); };
+    else if (options.compare == "matrix-threads")  // the alternative: no split, one thread
+      options.switch_path = [threads](bool alternative) { set_matrix_threads(alternative ? 1 : threads); };
     else
-      throw Error("unknown --compare '" + options.compare + "' (expected gemm, pair-kernels or recompute)");
+      throw Error("unknown --compare '" + options.compare +
+                  "' (expected gemm, pair-kernels, recompute or matrix-threads)");
   }
+  // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second
+  // thread gives batch-1 products next to nothing; the engine splits them over the
+  // cores itself (nn/dense.h, --matrix-threads; docs/benchmarks.md).
+  if (options.mode == "infer" && options.batch == 1 && options.device.is_cpu()) configure_concurrent_blas();
   ProgressBar bar("bench " + options.config.model + " " + options.mode, !args.flag("json"));
   const BenchResult r = run_benchmark(options, [&](int step, int total) { bar.update(step, total); });
   bar.finish();

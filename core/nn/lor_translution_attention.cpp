@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "nn/attention_math.h"
+#include "nn/dense.h"
 #include "nn/self_attention.h"
 #include "nn/translution_attention.h"
 
@@ -48,13 +49,13 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
 }
 
 // The input of one side of the low-rank dot product: x W1 (relative) or x W_low (plain).
-at::Tensor LoRTranslutionAttention::low_rank_side(int role, const at::Tensor& x) { return down_[role]->forward(x); }
+at::Tensor LoRTranslutionAttention::low_rank_side(int role, const at::Tensor& x) { return dense(down_[role], x); }
 
 at::Tensor LoRTranslutionAttention::forward(const at::Tensor& x, at::Tensor* probs) {
   const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim;
   const PairOrder& order = pair_order_for(order_, order_on_device_, x.device());
   at::Tensor logits;
-  if (spec_.lor_shared) logits = attention_logits(shared_[0]->forward(x), shared_[1]->forward(x), H);
+  if (spec_.lor_shared) logits = attention_logits(dense(shared_[0], x), dense(shared_[1], x), H);
   if (spec_.rel_q || spec_.rel_k) {
     const at::Tensor low =
         relative_logits(order, low_rank_side(0, x), banks_[0], low_rank_side(1, x), banks_[1], H);
@@ -64,14 +65,14 @@ at::Tensor LoRTranslutionAttention::forward(const at::Tensor& x, at::Tensor* pro
   if (probs) *probs = alpha.detach();
 
   at::Tensor out;
-  if (spec_.lor_shared) out = attend_values(alpha, shared_[2]->forward(x), H);
+  if (spec_.lor_shared) out = attend_values(alpha, dense(shared_[2], x), H);
   if (spec_.rel_v) {
     // s[b, i, h] = sum_j alpha^h_ij (x_j W1v Wv[d_ij]), then W2v per head (Appendix D's order).
-    const at::Tensor s = relative_values(order, alpha, down_[2]->forward(x), banks_[2], false);  // [B, N, H, C2 H]
+    const at::Tensor s = relative_values(order, alpha, dense(down_[2], x), banks_[2], false);  // [B, N, H, C2 H]
     const at::Tensor rel = at::einsum("bihc,chd->bihd", {s, up_v_.view({low_out_, H, dh})}).reshape({B, N, H * dh});
     out = out.defined() ? out + rel : rel;
   }
-  return to_out_ ? to_out_->forward(out) : out;
+  return to_out_ ? dense(to_out_, out) : out;
 }
 
 std::vector<OffsetMagnitudes> LoRTranslutionAttention::offset_magnitudes() const {

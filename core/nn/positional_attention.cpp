@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "nn/attention_math.h"
+#include "nn/dense.h"
 #include "nn/self_attention.h"
 #include "util/error.h"
 
@@ -92,7 +93,7 @@ at::Tensor PositionalAttention::rotate(const at::Tensor& x) const {
 
 at::Tensor PositionalAttention::forward(const at::Tensor& x, at::Tensor* probs) {
   const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim, E = table_.entries;
-  const auto qkv = to_qkv_->forward(x).chunk(3, -1);
+  const auto qkv = dense(to_qkv_, x).chunk(3, -1);
   at::Tensor q = qkv[0], k = qkv[1];
   if (method_ == AttentionMethod::Rotary) q = rotate(q), k = rotate(k);
   const at::Tensor entry = on_device(entry_, x.device());
@@ -122,7 +123,7 @@ at::Tensor PositionalAttention::forward(const at::Tensor& x, at::Tensor* probs) 
                                      .scatter_add_(3, entry.view({1, 1, N, N}).expand({B, H, N, N}), alpha);
     out = out + at::einsum("bhne,ehd->bnhd", {by_offset, rel_.view({E, H, dh})}).reshape({B, N, H * dh});
   }
-  return to_out_ ? to_out_->forward(out) : out;
+  return to_out_ ? dense(to_out_, out) : out;
 }
 
 }  // namespace translution

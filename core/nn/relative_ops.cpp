@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <exception>
 #include <initializer_list>
 #include <thread>
 
@@ -17,6 +16,7 @@
 #include "nn/raw_gemm.h"
 #include "util/device.h"
 #include "util/error.h"
+#include "util/helper_threads.h"
 
 namespace translution {
 namespace {
@@ -55,7 +55,7 @@ int matrix_parts(int64_t largest_gemm_rows) {
 }
 
 // body(first, last, part) over `parts` ranges of matrices with about equal rows,
-// part 0 on the calling thread and each other part on a thread of its own.
+// part 0 on the calling thread and the others on the helper threads.
 template <typename F>
 void for_matrix_parts(const std::vector<int64_t>& offset, int parts, F&& body) {
   const size_t E = offset.size() - 1;
@@ -66,20 +66,7 @@ void for_matrix_parts(const std::vector<int64_t>& offset, int parts, F&& body) {
     cut.push_back(size_t(std::lower_bound(offset.begin(), offset.end() - 1, target) - offset.begin()));
   }
   cut.push_back(E);
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
-  auto run = [&](int p) {
-    try {
-      body(cut[size_t(p)], cut[size_t(p) + 1], p);
-    } catch (...) {
-      errors[size_t(p)] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> helpers;
-  for (int p = 1; p < parts; ++p) helpers.emplace_back(run, p);
-  run(0);
-  for (auto& t : helpers) t.join();
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  run_parts(parts, [&](int p) { body(cut[size_t(p)], cut[size_t(p) + 1], p); });
 }
 
 // Copies the input rows of sorted rows [begin, end) (B x C each) into dst.

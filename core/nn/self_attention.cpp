@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "nn/attention_math.h"
+#include "nn/dense.h"
 
 namespace translution {
 
@@ -21,12 +22,12 @@ SelfAttention::SelfAttention(const AttentionShape& shape, const TokenLayout& lay
 }
 
 at::Tensor SelfAttention::forward(const at::Tensor& x, at::Tensor* probs) {
-  const auto qkv = to_qkv_->forward(x).chunk(3, -1);
+  const auto qkv = dense(to_qkv_, x).chunk(3, -1);
   const at::Tensor logits = attention_logits(qkv[0], qkv[1], shape_.heads) / std::sqrt(double(shape_.head_dim));
   const at::Tensor alpha = attention_softmax(logits, on_device(valid_, x.device()));
   if (probs) *probs = alpha.detach();
   const at::Tensor out = attend_values(alpha, qkv[2], shape_.heads);
-  return to_out_ ? to_out_->forward(out) : out;
+  return to_out_ ? dense(to_out_, out) : out;
 }
 
 }  // namespace translution

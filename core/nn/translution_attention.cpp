@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "nn/attention_math.h"
+#include "nn/dense.h"
 #include "nn/self_attention.h"
 
 namespace translution {
@@ -49,7 +50,7 @@ at::Tensor TranslutionAttention::forward(const at::Tensor& x, at::Tensor* probs)
   const PairOrder& order = pair_order_for(order_, order_on_device_, x.device());
   const int64_t H = shape_.heads;
   // Each side of the dot product is x with a bank (relative) or the plain projection.
-  auto side = [&](int role) { return banks_[role].defined() ? x : plain_[role]->forward(x); };
+  auto side = [&](int role) { return banks_[role].defined() ? x : dense(plain_[role], x); };
   const at::Tensor logits = spec_.rel_q || spec_.rel_k
                                 ? relative_logits(order, side(0), banks_[0], side(1), banks_[1], H)
                                 : attention_logits(side(0), side(1), H);
@@ -58,7 +59,7 @@ at::Tensor TranslutionAttention::forward(const at::Tensor& x, at::Tensor* probs)
   if (probs) *probs = alpha.detach();
   const at::Tensor out = spec_.rel_v ? relative_values(order, alpha, x, banks_[2], true)
                                      : attend_values(alpha, side(2), H);
-  return to_out_ ? to_out_->forward(out) : out;
+  return to_out_ ? dense(to_out_, out) : out;
 }
 
 std::vector<OffsetMagnitudes> TranslutionAttention::offset_magnitudes() const {

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/functional/activation.h>
 
+#include "nn/dense.h"
 #include "util/error.h"
 
 namespace translution {
@@ -18,7 +19,7 @@ ViTBlockImpl::ViTBlockImpl(const ViTConfig& c, int64_t index) {
 
 at::Tensor ViTBlockImpl::forward(const at::Tensor& x, at::Tensor* probs) {
   const at::Tensor h = x + attention_->forward(norm1_->forward(x), probs);
-  return h + fc2_->forward(torch::nn::functional::gelu(fc1_->forward(norm2_->forward(h))));
+  return h + dense(fc2_, torch::nn::functional::gelu(dense(fc1_, norm2_->forward(h))));
 }
 
 ViTImpl::ViTImpl(const ViTConfig& config) : config_(config) {
@@ -50,7 +51,7 @@ at::Tensor ViTImpl::patchify(const at::Tensor& images) const {
 at::Tensor ViTImpl::forward(const at::Tensor& images) { return forward(images, nullptr); }
 
 at::Tensor ViTImpl::forward(const at::Tensor& images, ViTInspection* inspection) {
-  at::Tensor x = embed_norm_->forward(patch_embed_->forward(patch_norm_->forward(patchify(images))));
+  at::Tensor x = embed_norm_->forward(dense(patch_embed_, patch_norm_->forward(patchify(images))));
   x = at::cat({cls_token_.expand({x.size(0), 1, config_.dim}), x}, 1);
   if (position_embedding_.defined()) x = x + position_embedding_;
   if (inspection) inspection->attention.clear();

@@ -47,9 +47,10 @@ double best_time(const c10::Device& device, int repeats, F&& f) {
 
 Roofline measure_roofline(const c10::Device& device) {
   at::NoGradGuard no_grad;
-  // The copy uses every core; the GEMM uses BLAS's own threads either way.
-  const int threads = at::get_num_threads();
-  at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
+  // The machine's limits: the copy and the GEMM use every core, whatever the run used.
+  const int threads = at::get_num_threads(), cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(cores);
+  const ScopedBlasThreads all_cores(cores);
   Roofline r;
   const int64_t n = 2048;
   const auto opts = at::TensorOptions().device(device).dtype(at::kFloat);

@@ -82,9 +82,16 @@ int64_t peak_memory_bytes(const c10::Device& device) {
 #endif
 }
 
+namespace {
+using SetThreads = void (*)(int);
+SetThreads openblas_set_threads() {
+  static const auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  return set;
+}
+}  // namespace
+
 bool configure_concurrent_blas() {
-  using SetThreads = void (*)(int);
-  const auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  const auto set = openblas_set_threads();
   if (!set) return false;
   const char* t = std::getenv("OPENBLAS_NUM_THREADS");
   if (!(t && *t)) set(1);
@@ -95,6 +102,18 @@ int blas_threads() {
   using GetThreads = int (*)();
   static const auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
   return get ? get() : 0;
+}
+
+ScopedBlasThreads::ScopedBlasThreads(int threads) {
+  const int now = blas_threads();
+  if (now > 0 && now != threads && openblas_set_threads()) {
+    openblas_set_threads()(threads);
+    restore_ = now;
+  }
+}
+
+ScopedBlasThreads::~ScopedBlasThreads() {
+  if (restore_ > 0) openblas_set_threads()(restore_);
 }
 
 void configure_threads() {

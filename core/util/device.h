@@ -38,4 +38,18 @@ bool configure_concurrent_blas();
 // Threads OpenBLAS gives each GEMM now, or 0 where the BLAS is not OpenBLAS.
 int blas_threads();
 
+// OpenBLAS threads each GEMM on `threads` threads while this lives (nothing where
+// the BLAS is not OpenBLAS). For a measurement that must use every core, such as
+// the GEMM roofline, in a process that otherwise runs one thread per GEMM.
+class ScopedBlasThreads {
+ public:
+  explicit ScopedBlasThreads(int threads);
+  ~ScopedBlasThreads();
+  ScopedBlasThreads(const ScopedBlasThreads&) = delete;
+  ScopedBlasThreads& operator=(const ScopedBlasThreads&) = delete;
+
+ private:
+  int restore_ = 0;
+};
+
 }  // namespace translution

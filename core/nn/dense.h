@@ -1,0 +1,19 @@
+#pragma once
+// A linear layer's forward that, for one image's tokens (at most 64 rows) and no
+// gradient, splits the output columns over the cores. OpenBLAS gives such a
+// product nothing from a second thread: it packs the whole weight matrix per
+// call, so a 50 x 192 x 576 product takes 159 us on one thread and 153 on two,
+// against 95 us with the columns split in two (bench/small_gemm.cpp). Where it
+// does not apply (gradients, more rows, CUDA, OpenBLAS already threading each
+// GEMM) it is the module's own forward.
+#include <torch/nn/modules/linear.h>
+
+namespace translution {
+
+at::Tensor dense(torch::nn::Linear& layer, const at::Tensor& x);
+
+// How many column parts dense() uses for an [rows x k] x [k x n] product
+// (matrix_threads() when set, else by shape and BLAS threading).
+int dense_parts(int64_t rows, int64_t n, int64_t k);
+
+}  // namespace translution

@@ -1,0 +1,123 @@
+#include "util/helper_threads.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace translution {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kSpin = std::chrono::microseconds(300);  // how long an idle helper waits awake
+
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// One helper: waits for its generation counter to move, runs the job, counts it done.
+class Helper {
+ public:
+  Helper() : thread_([this] { loop(); }) {}
+  ~Helper() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_.store(true);
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+
+  void start(const std::function<void(int)>* body, int part, std::exception_ptr* error) {
+    body_ = body, part_ = part, error_ = error;
+    generation_.fetch_add(1);
+    if (sleeping_.load()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      wake_.notify_one();
+    }
+  }
+
+  void wait() const {
+    const auto since = Clock::now();
+    for (int spins = 0; done_.load(std::memory_order_acquire) != generation_.load(); ++spins) {
+      if (spins < 4096 || Clock::now() - since < kSpin) relax();
+      else std::this_thread::yield();
+    }
+  }
+
+ private:
+  void loop() {
+    long seen = 0;
+    for (;;) {
+      const auto since = Clock::now();
+      for (int spins = 0; generation_.load(std::memory_order_acquire) == seen && !stop_.load(); ++spins)
+        if ((spins & 63) == 0 && Clock::now() - since > kSpin) {
+          std::unique_lock<std::mutex> lock(mutex_);
+          sleeping_.store(true);
+          wake_.wait(lock, [&] { return generation_.load() != seen || stop_.load(); });
+          sleeping_.store(false);
+        } else {
+          relax();
+        }
+      if (stop_.load()) return;
+      seen = generation_.load();
+      try {
+        (*body_)(part_);
+      } catch (...) {
+        *error_ = std::current_exception();
+      }
+      done_.store(seen, std::memory_order_release);
+    }
+  }
+
+  std::atomic<long> generation_{0}, done_{0};
+  std::atomic<bool> sleeping_{false}, stop_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  const std::function<void(int)>* body_ = nullptr;
+  int part_ = 0;
+  std::exception_ptr* error_ = nullptr;
+  std::thread thread_;
+};
+
+class Team {
+ public:
+  std::mutex busy;
+  std::vector<std::unique_ptr<Helper>> helpers;  // grown under `busy`
+};
+
+Team& team() {
+  static Team* t = new Team;  // never destroyed: helpers may outlive static destruction order
+  return *t;
+}
+
+}  // namespace
+
+void run_parts(int parts, const std::function<void(int)>& body) {
+  if (parts <= 1) return body(0);
+  Team& t = team();
+  std::unique_lock<std::mutex> lock(t.busy, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    for (int p = 0; p < parts; ++p) body(p);
+    return;
+  }
+  while (int(t.helpers.size()) < parts - 1) t.helpers.push_back(std::make_unique<Helper>());
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+  for (int p = 1; p < parts; ++p) t.helpers[size_t(p - 1)]->start(&body, p, &errors[size_t(p)]);
+  try {
+    body(0);
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (int p = 1; p < parts; ++p) t.helpers[size_t(p - 1)]->wait();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace translution

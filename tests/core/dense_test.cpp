@@ -1,0 +1,97 @@
+// dense() is the linear layer's forward with its columns split over threads, and
+// run_parts runs every part exactly once, from any number of callers.
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "nn/dense.h"
+#include "nn/relative_ops.h"
+#include "util/device.h"
+#include "util/helper_threads.h"
+
+namespace translution {
+namespace {
+
+double max_relative_error(const at::Tensor& a, const at::Tensor& b) {
+  return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item<double>();
+}
+
+TEST(Dense, SplitColumnsGiveTheLinearLayersOutputInDouble) {
+  at::manual_seed(5);
+  const at::NoGradGuard no_grad;
+  // Widths that split evenly, unevenly and into parts narrower than the 16-column
+  // alignment; with and without bias; one image's tokens and a batch (not split).
+  const struct { int64_t in, out, rows; bool bias; } cases[] = {
+      {19, 96, 50, true}, {33, 200, 7, false}, {8, 40, 50, true}, {24, 17, 3, true}, {16, 64, 130, true}};
+  for (const auto& c : cases)
+    for (const int threads : {1, 2, 3}) {
+      SCOPED_TRACE(std::to_string(c.rows) + " x " + std::to_string(c.in) + " -> " + std::to_string(c.out) + ", " +
+                   std::to_string(threads) + " thread(s)");
+      set_matrix_threads(threads);
+      torch::nn::Linear layer(torch::nn::LinearOptions(c.in, c.out).bias(c.bias));
+      layer->to(at::kDouble);
+      const at::Tensor x = at::randn({1, c.rows, c.in}, at::kDouble);
+      const at::Tensor out = dense(layer, x);
+      EXPECT_EQ(out.sizes(), (std::vector<int64_t>{1, c.rows, c.out}));
+      EXPECT_LT(max_relative_error(out, layer->forward(x)), 1e-12);
+      // A strided input (not contiguous) goes through the module's own forward.
+      const at::Tensor wide = at::randn({1, c.rows, 2 * c.in}, at::kDouble);
+      const at::Tensor strided = wide.narrow(2, 0, c.in);
+      EXPECT_LT(max_relative_error(dense(layer, strided), layer->forward(strided)), 1e-12);
+    }
+  set_matrix_threads(3);
+  EXPECT_EQ(dense_parts(50, 8, 192), 1) << "narrower than one aligned part";
+  EXPECT_EQ(dense_parts(50, 40, 192), 2) << "two aligned parts at most";
+  set_matrix_threads(0);
+}
+
+TEST(Dense, SplitsOneImagesProductsOnlyWhereTheBlasThreadsNone) {
+  set_matrix_threads(0);
+  if (!configure_concurrent_blas()) GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
+  if (blas_threads() != 1) GTEST_SKIP() << "OPENBLAS_NUM_THREADS asks for more than one thread";
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core";
+  EXPECT_EQ(dense_parts(50, 576, 192), 2) << "one image's q, k, v projection";
+  EXPECT_EQ(dense_parts(1, 10, 192), 1) << "the classifier head: too small to share";
+  EXPECT_EQ(dense_parts(1600, 576, 192), 1) << "a batch's rows are left to the BLAS";
+}
+
+TEST(Dense, GradientsFlowThroughTheModulesOwnForward) {
+  set_matrix_threads(2);
+  torch::nn::Linear layer(32, 64);
+  const at::Tensor x = at::randn({1, 50, 32}).requires_grad_(true);
+  dense(layer, x).sum().backward();
+  ASSERT_TRUE(x.grad().defined());
+  ASSERT_TRUE(layer->weight.grad().defined());
+  EXPECT_TRUE(at::allclose(x.grad(), layer->weight.sum(0).expand({1, 50, 32})));
+  set_matrix_threads(0);
+}
+
+TEST(HelperThreads, EveryPartRunsOnceFromConcurrentCallersAndErrorsComeBack) {
+  std::atomic<long> total{0};
+  auto caller = [&] {
+    for (int round = 0; round < 500; ++round) {
+      std::vector<int> runs(3, 0);
+      run_parts(3, [&](int p) { ++runs[size_t(p)]; });
+      for (int r : runs) ASSERT_EQ(r, 1);
+      total += 3;
+    }
+  };
+  std::thread other(caller);
+  caller();
+  other.join();
+  EXPECT_EQ(total.load(), 2 * 500 * 3);
+  EXPECT_THROW(run_parts(2, [](int p) {
+                 if (p == 1) throw std::runtime_error("part 1 failed");
+               }),
+               std::runtime_error);
+  int after = 0;
+  run_parts(2, [&](int p) { if (p == 1) after = 1; });  // the helper survives a failed part
+  EXPECT_EQ(after, 1);
+}
+
+}  // namespace
+}  // namespace translution
