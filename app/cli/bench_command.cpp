@@ -18,6 +18,7 @@
 #include "util/json_writer.h"
 #include "util/device.h"
 #include "util/error.h"
+#include "util/helper_threads.h"
 
 namespace translution::cli {
 namespace {

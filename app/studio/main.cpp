@@ -25,6 +25,7 @@
 #include "test_digit_source.h"
 #include "util/allocator.h"
 #include "util/device.h"
+#include "util/helper_threads.h"
 
 namespace {
 

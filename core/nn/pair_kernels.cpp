@@ -5,9 +5,9 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
 
 #include "nn/gather_rows.h"
+#include "util/helper_threads.h"
 
 namespace translution {
 namespace {
@@ -45,8 +45,9 @@ void scaled(T* y, T a, const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a * x[i];
 }
 
-// Each work item is one head's slice of one row (tens of floats): chunks of 64 are worth a hand-off.
-constexpr int64_t kGrain = 64;
+// Each work item is one head's slice of one row (tens of floats): a thread's share is
+// worth handing off from a few thousand items (one image's pairs are about 7500).
+constexpr int64_t kGrain = 2048;
 
 }  // namespace
 
@@ -60,7 +61,7 @@ at::Tensor pair_dots(const at::Tensor& sq, const at::Tensor& sk, int64_t heads) 
   AT_DISPATCH_FLOATING_TYPES(sq.scalar_type(), "pair_dots", [&] {
     const scalar_t *q = sq.data_ptr<scalar_t>(), *k = sk.data_ptr<scalar_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
-    at::parallel_for(0, R * B * heads, kGrain, [&](int64_t begin, int64_t end) {
+    run_chunks(R * B * heads, element_grain(kGrain), element_parts(), [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) o[t] = dot(q + t * w, k + t * w, w);
     });
   });
@@ -84,7 +85,7 @@ std::pair<at::Tensor, at::Tensor> pair_dots_backward(at::Tensor sq, at::Tensor s
   AT_DISPATCH_FLOATING_TYPES(sq.scalar_type(), "pair_dots_backward", [&] {
     const scalar_t *q = sq.data_ptr<scalar_t>(), *k = sk.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>();
     scalar_t *dq = dsq.data_ptr<scalar_t>(), *dk = dsk.data_ptr<scalar_t>();
-    at::parallel_for(0, R * B * H, kGrain, [&](int64_t begin, int64_t end) {
+    run_chunks(R * B * H, element_grain(kGrain), element_parts(), [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         scaled(dq + t * w, gp[t], k + t * w, w);  // in place: dq is k, scaled where it lies
         scaled(dk + t * w, gp[t], q + t * w, w);
@@ -109,7 +110,7 @@ at::Tensor scatter_weighted(const at::Tensor& a, const at::Tensor& v, const at::
     scalar_t* o = out.data_ptr<scalar_t>();
     const int64_t* query = rows.data_ptr<int64_t>();
     // Rows of different pairs add into the same query: threads split the batch, not the rows.
-    at::parallel_for(0, B, 1, [&](int64_t b0, int64_t b1) {
+    run_chunks(B, 1, element_parts(), [&](int64_t b0, int64_t b1) {
       for (int64_t r = 0; r < R; ++r)
         for (int64_t b = b0; b < b1; ++b) {
           const scalar_t* vrow = vp + (r * B + b) * D;
@@ -141,7 +142,7 @@ std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& do
     const scalar_t *dp = dout.data_ptr<scalar_t>(), *ap = a.data_ptr<scalar_t>(), *vp = v.data_ptr<scalar_t>();
     scalar_t *dap = da.data_ptr<scalar_t>(), *dvp = dv.data_ptr<scalar_t>();
     const int64_t* query = rows.data_ptr<int64_t>();
-    at::parallel_for(0, R * B, kGrain, [&](int64_t begin, int64_t end) {
+    run_chunks(R * B, element_grain(kGrain), element_parts(), [&](int64_t begin, int64_t end) {
       for (int64_t rb = begin; rb < end; ++rb) {
         const scalar_t* g = dp + (query[rb / B] * B + rb % B) * H * w;  // the query's gradient, read in place
         const scalar_t* vrow = vp + rb * D;

@@ -39,9 +39,6 @@ int64_t most_rows(const std::vector<int64_t>& offset) {
   return n;
 }
 
-// How many threads share the matrices of one per-matrix loop (0: by shape).
-std::atomic<int> g_matrix_threads{0};
-
 // At batch 1 every GEMM is small enough that the BLAS runs it on one core, and
 // the weights stream from memory: the other core would idle. There, matrices are
 // split between the cores, but only where OpenBLAS threads no GEMM: its idle
@@ -49,7 +46,7 @@ std::atomic<int> g_matrix_threads{0};
 // (ViT-A Translution, one image: no gain with two BLAS threads; with one, 102.7
 // -> 64.3 ms, docs/benchmarks.md). Larger GEMMs are left to the BLAS's threads.
 int matrix_parts(int64_t largest_gemm_rows) {
-  if (const int forced = g_matrix_threads.load(); forced > 0) return forced;
+  if (const int forced = matrix_threads(); forced > 0) return forced;
   const bool small = largest_gemm_rows <= 64;
   return small && blas_threads() == 1 && std::thread::hardware_concurrency() >= 2 ? 2 : 1;
 }
@@ -338,8 +335,6 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
 
 void set_projection_algorithm(ProjectionAlgorithm algorithm) { g_algorithm = algorithm; }
 void set_recompute_pair_rows(bool recompute) { g_recompute = recompute; }
-void set_matrix_threads(int threads) { g_matrix_threads = std::max(0, threads); }
-int matrix_threads() { return g_matrix_threads; }
 bool recompute_pair_rows() { return g_recompute; }
 ProjectionAlgorithm projection_algorithm() { return g_algorithm; }
 

@@ -46,12 +46,6 @@ ProjectionAlgorithm parse_projection_algorithm(const std::string& name);  // aut
 void set_recompute_pair_rows(bool recompute);
 bool recompute_pair_rows();
 
-// Threads sharing the matrices of one per-matrix loop on the raw BLAS path. 0
-// (default): two when each GEMM is small enough for the BLAS to keep on one core
-// (ViT-A at batch 1) and OpenBLAS threads no GEMM (the studio's setting), else
-// one, leaving larger GEMMs to the BLAS's own threads.
-void set_matrix_threads(int threads);
-int matrix_threads();
 
 // Per-head logits [B, H, N, N] (unscaled; 0 at hidden pairs). Each side is either
 // relative (input [B, N, C] and bank [E, C, D]) or plain (vectors [B, N, D] and an

@@ -20,6 +20,7 @@
 #include "train/release_gradients.h"
 #include "util/device.h"
 #include "util/error.h"
+#include "util/helper_threads.h"
 
 namespace translution {
 namespace {

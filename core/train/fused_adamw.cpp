@@ -5,9 +5,10 @@
 #include <string>
 #include <type_traits>
 
-#include <ATen/Parallel.h>
 #include <torch/autograd.h>
 #include <torch/csrc/autograd/variable.h>
+
+#include "util/helper_threads.h"
 
 namespace translution {
 namespace {
@@ -37,7 +38,7 @@ void update_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __
 
 template <typename T>
 void update(T* p, const T* g, T* m, T* v, int64_t n, const Coefficients& c) {
-  at::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
+  run_chunks(n, element_grain(1 << 16), element_parts(), [&](int64_t begin, int64_t end) {
     update_range<T>(p, g, m, v, begin, end, T(c.decay), T(c.beta1), T(c.beta2), T(1 - c.beta1), T(1 - c.beta2),
                     T(-c.step_size), T(c.sqrt_bc2), T(c.eps));
   });

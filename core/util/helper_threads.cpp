@@ -1,5 +1,6 @@
 #include "util/helper_threads.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -13,6 +14,7 @@ namespace translution {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+std::atomic<int> g_matrix_threads{0};
 constexpr auto kSpin = std::chrono::microseconds(300);  // how long an idle helper waits awake
 
 inline void relax() {
@@ -62,8 +64,11 @@ class Helper {
           sleeping_.store(true);
           wake_.wait(lock, [&] { return generation_.load() != seen || stop_.load(); });
           sleeping_.store(false);
-        } else {
+        } else if (spins < 256) {
           relax();
+        } else {
+          // Politely: where the BLAS's own workers (or another model) want this core, they get it.
+          std::this_thread::yield();
         }
       if (stop_.load()) return;
       seen = generation_.load();
@@ -99,6 +104,16 @@ Team& team() {
 
 }  // namespace
 
+void set_matrix_threads(int threads) { g_matrix_threads = std::max(0, threads); }
+int matrix_threads() { return g_matrix_threads; }
+
+int element_parts() {
+  const int forced = g_matrix_threads.load();
+  return forced > 0 ? forced : int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+int64_t element_grain(int64_t grain) { return g_matrix_threads.load() > 0 ? 1 : grain; }
+
 void run_parts(int parts, const std::function<void(int)>& body) {
   if (parts <= 1) return body(0);
   Team& t = team();
@@ -118,6 +133,13 @@ void run_parts(int parts, const std::function<void(int)>& body) {
   for (int p = 1; p < parts; ++p) t.helpers[size_t(p - 1)]->wait();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+void run_chunks(int64_t n, int64_t grain, int parts, const std::function<void(int64_t, int64_t)>& body) {
+  if (n <= 0) return;
+  const int64_t most = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
+  const int p = int(std::max<int64_t>(1, std::min<int64_t>(parts, most)));
+  run_parts(p, [&](int part) { body(n * part / p, n * (part + 1) / p); });
 }
 
 }  // namespace translution

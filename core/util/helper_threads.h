@@ -4,9 +4,25 @@
 // the batch-1 GEMMs it would share (docs/benchmarks.md); these helpers start
 // once, spin briefly after each part (the next one usually follows within
 // microseconds), then sleep until woken.
+#include <cstdint>
 #include <functional>
 
 namespace translution {
+
+// How many threads share one model's work (the --matrix-threads knob). 0 (the
+// default) decides by shape: the per-matrix loops and the dense layers split in
+// two where each GEMM is small enough for the BLAS to keep on one core (ViT-A at
+// batch 1) and OpenBLAS threads no GEMM, else leave GEMMs to the BLAS's own
+// threads; the per-pair kernels and the optimizer's pass use every core. The
+// studio sets 1: its model slots already keep the cores busy.
+void set_matrix_threads(int threads);
+int matrix_threads();
+// Parts for element-wise work (per-pair kernels, the optimizer): matrix_threads()
+// when set, else the machine's cores. element_grain(g): the least items per part,
+// g by default, 1 when the thread count is set (a forced split happens even on
+// the small inputs of the exactness tests).
+int element_parts();
+int64_t element_grain(int64_t grain);
 
 // Runs body(part) for every part in [0, parts): part 0 on the calling thread,
 // the others on helper threads, and returns when all are done. If the helpers
@@ -14,5 +30,9 @@ namespace translution {
 // parts run one after another on the caller instead of crowding the cores. The
 // first exception a part throws is rethrown here.
 void run_parts(int parts, const std::function<void(int)>& body);
+
+// body(begin, end) over [0, n) in at most `parts` contiguous chunks of at least
+// `grain` items each, through run_parts.
+void run_chunks(int64_t n, int64_t grain, int parts, const std::function<void(int64_t, int64_t)>& body);
 
 }  // namespace translution

@@ -11,6 +11,7 @@
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
+#include "util/helper_threads.h"
 
 using namespace translution;
 
