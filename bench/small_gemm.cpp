@@ -3,7 +3,8 @@
 // through OpenBLAS and through a plain AVX-512 kernel, with the matrices streamed
 // from memory and with the same two matrices over and over (in cache); and the
 // time to only read the 456 MB once, the floor of any such kernel. Last, LoR's
-// per-matrix products at batch 32 (464 rows x 24 x 24 per matrix) through OpenBLAS.
+// per-matrix products at batch 32 (464 rows x 24 x 24 per matrix) through OpenBLAS,
+// and one image's larger matrices (28-49 rows) in one call or in chunks of 24 rows.
 // docs/benchmarks.md ("What is left") quotes it. Not part of the build:
 //   g++ -O3 -funroll-loops bench/small_gemm.cpp -o /tmp/small_gemm
 //       /usr/lib/x86_64-linux-gnu/libblas.so.3 -lpthread   (one line)
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -132,6 +134,25 @@ int main(int argc, char** argv) {
       std::printf("OpenBLAS, LoR shape 464 x 24 x 24: %5.1f us each, %5.1f GFLOP/s\n", each * 1e6,
                   2.0 * rows * width * width / each / 1e9);
     }
+  }
+  {  // One image's larger matrices (28-49 rows): one call, or row chunks of at most 24 rows, each
+     // under OpenBLAS's small-matrix limit (1e6 multiply-adds), which it runs without packing W.
+    std::vector<float> a(49 * kIn, 0.5f), c(49 * kOut);
+    const int streamed = kBanks / 3 * kEntries;  // 1032 distinct matrices: far more than the caches hold
+    for (int rows : {28, 35, 42, 49})
+      for (int cap : {rows, 24})
+        for (int round = 0; round < 3; ++round) {
+          const double start = now();
+          for (int e = 0; e < streamed; ++e)
+            for (int r = 0; r < rows; r += cap) {
+              const int m = std::min(cap, rows - r), n = kOut, k = kIn;
+              const float one = 1, zero = 0;
+              sgemm_("N", "N", &n, &m, &k, &one, weights.data() + size_t(e) * kIn * kOut, &n, a.data() + r * kIn, &k,
+                     &zero, c.data() + r * kOut, &n);
+            }
+          std::printf("OpenBLAS, %2d rows x 192 x 192, streamed, rows per call %2d: %5.1f us each\n", rows, cap,
+                      (now() - start) / streamed * 1e6);
+        }
   }
   double worst = 0;
   for (size_t i = 0; i < out[0].size(); ++i) worst = std::max(worst, double(std::fabs(out[0][i] - out[1][i])));
