@@ -39,16 +39,21 @@ int64_t most_rows(const std::vector<int64_t>& offset) {
   return n;
 }
 
-// At batch 1 every GEMM is small enough that the BLAS runs it on one core, and
-// the weights stream from memory: the other core would idle. There, matrices are
-// split between the cores, but only where OpenBLAS threads no GEMM: its idle
-// workers spin (sched_yield) between GEMMs and take the second core's time
-// (ViT-A Translution, one image: no gain with two BLAS threads; with one, 102.7
-// -> 64.3 ms, docs/benchmarks.md). Larger GEMMs are left to the BLAS's threads.
-int matrix_parts(int64_t largest_gemm_rows) {
+// Where the BLAS would run each product on one core, the other core would idle:
+// there the matrices are split between the cores. That is (a) one image's
+// products (at most 64 rows), where OpenBLAS threads no GEMM (the studio's
+// setting, or bench at batch 1): with two BLAS threads their spinning workers
+// took the second core's time (Translution, one image: 102.7 -> 64.3 ms split
+// with one BLAS thread, docs/benchmarks.md); and (b) products under about a
+// million multiply-adds (LoR's 24 x 24 matrices at batch 32), which OpenBLAS
+// runs on its single-threaded small-matrix kernel whatever its thread count
+// (LoR training: -4.6% and -8.6% per step). Larger products are left to the BLAS's threads.
+int matrix_parts(int64_t largest_gemm_rows, int64_t k, int64_t n) {
   if (const int forced = matrix_threads(); forced > 0) return forced;
-  const bool small = largest_gemm_rows <= 64;
-  return small && blas_threads() == 1 && std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+  if (std::thread::hardware_concurrency() < 2) return 1;
+  const bool one_image = largest_gemm_rows <= 64 && blas_threads() == 1;
+  const bool small_kernel = largest_gemm_rows * k * n <= (int64_t(1) << 20);
+  return one_image || small_kernel ? 2 : 1;
 }
 
 // body(first, last, part) over `parts` ranges of matrices with about equal rows,
@@ -84,7 +89,7 @@ at::Tensor project_sorted(const at::Tensor& xt_in, const at::Tensor& rows, const
   at::Tensor out2 = out.view({R * B, D});
   if (raw_path({&xt, &bank, &out2}) && rows.is_cpu()) {
     const int64_t block = most_rows(offset) * B;
-    const int parts = matrix_parts(block);
+    const int parts = matrix_parts(block, C, D);
     at::Tensor scratch = at::empty({parts, block, C}, xt.options());
     AT_DISPATCH_FLOATING_TYPES(xt.scalar_type(), "project_sorted", [&] {
       const scalar_t *xp = xt.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>();
@@ -133,7 +138,7 @@ std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt_i
     if (offset[e + 1] == offset[e]) dbank.select(0, int64_t(e)).zero_();
   if (raw_path({&xt, &bank, &ds2, &dbank}) && rows.is_cpu()) {
     const int64_t block = most_rows(offset) * B;
-    const int parts = matrix_parts(block);
+    const int parts = matrix_parts(block, C, D);
     // Each part adds into its own input gradient; they are summed at the end.
     at::Tensor dxt = at::zeros({parts, N, B, C}, xt.options());
     at::Tensor scratch = at::empty({parts, 2, block, C}, xt.options());
