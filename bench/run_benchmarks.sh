@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures what docs/benchmarks.md reports: one JSON line per measurement.
-# Usage: bench/run_benchmarks.sh [build-dir] > results.jsonl   (about 6 minutes on 2 cores)
+# Usage: bench/run_benchmarks.sh [build-dir] > results.jsonl   (about 8 minutes on 2 cores)
 set -euo pipefail
 cli=${1:-build}/app/translution
 common=(--preset A --image 84 --patch 12)
@@ -31,10 +31,16 @@ done
 # Memory for time: backward recomputes the pair rows (alone, for its peak; then alternating, for its time).
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --recompute --json
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare recompute --json
-# One BLAS thread per GEMM (the studio's setting): batch-1 matrices on one thread, then split over two.
-for t in 1 auto; do
-  OPENBLAS_NUM_THREADS=1 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 \
-    --matrix-threads "$t" --json
+# The engine's own split over the cores (helper threads) against none, steps alternating in one process:
+# one image (bench runs batch 1 with one BLAS thread per GEMM), and training (per-pair kernels, AdamW,
+# LoR's small products).
+for m in attention lor; do
+  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 200 --warmup 20 --compare matrix-threads --json
 done
+"$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --compare matrix-threads --json
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare matrix-threads --json
+"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare matrix-threads --json
+# One image with two BLAS threads per GEMM (bench's setting before session 5): no split applies.
+OPENBLAS_NUM_THREADS=2 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --json
 # The studio's path: both bundled models per canvas change.
 "$cli" bench --mode studio --steps 60 --json

@@ -4,18 +4,21 @@
 // from memory and with the same two matrices over and over (in cache); and the
 // time to only read the 456 MB once, the floor of any such kernel. Last, LoR's
 // per-matrix products at batch 32 (464 rows x 24 x 24 per matrix) through OpenBLAS,
-// and one image's larger matrices (28-49 rows) in one call or in chunks of 24 rows.
+// one image's larger matrices (28-49 rows) in one call or in chunks of 24 rows, and
+// one image's dense-layer products on one thread or split by columns over two.
 // docs/benchmarks.md ("What is left") quotes it. Not part of the build:
 //   g++ -O3 -funroll-loops bench/small_gemm.cpp -o /tmp/small_gemm
 //       /usr/lib/x86_64-linux-gnu/libblas.so.3 -lpthread   (one line)
 //   OPENBLAS_NUM_THREADS=1 /tmp/small_gemm [threads=1]
 #include <immintrin.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -153,6 +156,53 @@ int main(int argc, char** argv) {
           std::printf("OpenBLAS, %2d rows x 192 x 192, streamed, rows per call %2d: %5.1f us each\n", rows, cap,
                       (now() - start) / streamed * 1e6);
         }
+  }
+  {  // One image's dense layers (50 tokens): x [50 x K] W^T, W [N x K] as LibTorch stores it, on one
+     // thread, and split by output columns with a helper thread that is already running (as
+     // nn/dense does through util/helper_threads).
+    std::atomic<long> go{0}, done{0};
+    std::function<void()> job;
+    std::thread helper([&] {
+      for (long seen = 0;;) {
+        long g;
+        while ((g = go.load()) == seen) {
+        }
+        if (g < 0) return;
+        seen = g;
+        job();
+        done.store(seen);
+      }
+    });
+    const int shapes[][2] = {{576, 192}, {192, 192}, {768, 192}, {192, 768}};  // qkv, projection, MLP in, out
+    for (const auto& shape : shapes) {
+      const int rows = 50, n = shape[0], k = shape[1];
+      std::vector<float> x(size_t(rows) * k, 0.5f), w(size_t(n) * k, 0.25f), c(size_t(rows) * n);
+      auto product = [&](int n0, int n1) {
+        const int cols = n1 - n0;
+        const float one = 1, zero = 0;
+        sgemm_("T", "N", &cols, &rows, &k, &one, w.data() + size_t(n0) * k, &k, x.data(), &k, &zero, c.data() + n0,
+               &n);
+      };
+      for (int split = 0; split < 2; ++split) {
+        auto once = [&] {
+          if (!split) return product(0, n);
+          const int half = (n / 2 + 15) / 16 * 16;
+          job = [&] { product(half, n); };
+          const long ticket = go.load() + 1;
+          go.store(ticket);
+          product(0, half);
+          while (done.load() != ticket) {
+          }
+        };
+        for (int i = 0; i < 100; ++i) once();
+        const double start = now();
+        for (int i = 0; i < 1000; ++i) once();
+        std::printf("OpenBLAS, dense 50 x %3d x %3d, %s: %6.1f us\n", k, n, split ? "columns split in two" : "one thread ",
+                    (now() - start) / 1000 * 1e6);
+      }
+    }
+    go.store(-1);
+    helper.join();
   }
   double worst = 0;
   for (size_t i = 0; i < out[0].size(); ++i) worst = std::max(worst, double(std::fabs(out[0][i] - out[1][i])));

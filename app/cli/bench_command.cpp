@@ -96,7 +96,8 @@ int studio_bench(const Args& args) {
     JsonWriter w;
     w.add("mode", "studio").add("checkpoints", args.get("checkpoints", "resources/models/translution.ckpt,resources/models/attention.ckpt"))
         .add("changes", int64_t(r.changes)).add("median_ms", r.median_ms).add("p90_ms", r.p90_ms).add("max_ms", r.max_ms)
-        .add("slot_median_ms", r.slot_median_ms).add("threads", int64_t(at::get_num_threads()));
+        .add("slot_median_ms", r.slot_median_ms).add("threads", int64_t(at::get_num_threads()))
+        .add("matrix_threads", int64_t(matrix_threads())).add("blas_threads", int64_t(blas_threads()));
     std::cout << w.str() << std::endl;
     return 0;
   }
@@ -119,7 +120,7 @@ int bench_command(const std::vector<std::string>& words) {
   const std::string matrix_threads = args.get("matrix-threads", studio ? "1" : "auto");
   int threads = 0;  // auto
   if (matrix_threads != "auto") {
-    threads = int(args.get_int("matrix-threads", 0));
+    threads = args.has("matrix-threads") ? int(args.get_int("matrix-threads", 0)) : 1;
     if (threads < 1) throw Error("--matrix-threads must be auto or at least 1, got '" + matrix_threads + "'");
   }
   set_matrix_threads(threads);

@@ -1,7 +1,6 @@
 #include "nn/dense.h"
 
 #include <algorithm>
-#include <thread>
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -40,7 +39,7 @@ int dense_parts(int64_t rows, int64_t n, int64_t k) {
   int parts = matrix_threads();
   if (parts == 0) {
     const bool worth = rows <= 64 && rows * n * k >= (int64_t(1) << 20);
-    parts = worth && blas_threads() == 1 && std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+    parts = worth && blas_threads() == 1 && free_cores() >= 2 ? 2 : 1;
   }
   return int(std::max<int64_t>(1, std::min<int64_t>(parts, n / kColumnAlign)));
 }

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstring>
 #include <initializer_list>
-#include <thread>
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -50,7 +49,7 @@ int64_t most_rows(const std::vector<int64_t>& offset) {
 // (LoR training: -4.6% and -8.6% per step). Larger products are left to the BLAS's threads.
 int matrix_parts(int64_t largest_gemm_rows, int64_t k, int64_t n) {
   if (const int forced = matrix_threads(); forced > 0) return forced;
-  if (std::thread::hardware_concurrency() < 2) return 1;
+  if (free_cores() < 2) return 1;
   const bool one_image = largest_gemm_rows <= 64 && blas_threads() == 1;
   const bool small_kernel = largest_gemm_rows * k * n <= (int64_t(1) << 20);
   return one_image || small_kernel ? 2 : 1;

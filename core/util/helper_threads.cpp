@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <ATen/Parallel.h>
+
 namespace translution {
 namespace {
 
@@ -107,9 +109,11 @@ Team& team() {
 void set_matrix_threads(int threads) { g_matrix_threads = std::max(0, threads); }
 int matrix_threads() { return g_matrix_threads; }
 
+int free_cores() { return at::get_num_threads() > 1 ? 1 : int(std::max(1u, std::thread::hardware_concurrency())); }
+
 int element_parts() {
   const int forced = g_matrix_threads.load();
-  return forced > 0 ? forced : int(std::max(1u, std::thread::hardware_concurrency()));
+  return forced > 0 ? forced : free_cores();
 }
 
 int64_t element_grain(int64_t grain) { return g_matrix_threads.load() > 0 ? 1 : grain; }

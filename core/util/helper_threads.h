@@ -17,8 +17,13 @@ namespace translution {
 // studio sets 1: its model slots already keep the cores busy.
 void set_matrix_threads(int threads);
 int matrix_threads();
+// The cores the helpers may use when nothing is forced: every core, but one where
+// LibTorch's own intra-op threads are on ($TRANSLUTION_THREADS above 1): their
+// spinning OpenMP workers and the helpers would take turns at the same cores
+// (self-attention, one image: 50 ms against 8).
+int free_cores();
 // Parts for element-wise work (per-pair kernels, the optimizer): matrix_threads()
-// when set, else the machine's cores. element_grain(g): the least items per part,
+// when set, else free_cores(). element_grain(g): the least items per part,
 // g by default, 1 when the thread count is set (a forced split happens even on
 // the small inputs of the exactness tests).
 int element_parts();

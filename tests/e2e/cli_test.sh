@@ -68,6 +68,12 @@ check "bench --gemm/--pair-kernels/--matrix-threads are reported" grep -q '"gemm
 check "bench rejects zero matrix threads" bash -c "out=\$(\"$cli\" bench --model attention --matrix-threads 0 2>&1); test \$? -ne 0 && grep -q 'matrix-threads must be auto or at least 1' <<<\"\$out\""
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --compare pair-kernels --json)
 check "bench --compare alternates in one process" grep -qE '"compare":"pair-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
+bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare matrix-threads --json)
+check "bench --compare matrix-threads runs one image with one BLAS thread per GEMM" grep -qE '"blas_threads":(0|1),"compare":"matrix-threads","ms_per_step_alternative":[0-9]' <<<"$bench"
+models="$ROOT_DIR/resources/models"
+studio=$("$cli" bench --mode studio --steps 2 --checkpoints "$models/translution.ckpt,$models/attention.ckpt" --json)
+check "bench --mode studio times a canvas change" grep -qE '"median_ms":[0-9]' <<<"$studio"
+check "bench --mode studio splits nothing by default, as the studio" grep -q '"matrix_threads":1' <<<"$studio"
 check "bench rejects a bad --compare" bash -c "out=\$(\"$cli\" bench --model attention --compare fast 2>&1); test \$? -ne 0 && grep -q \"unknown --compare 'fast'\" <<<\"\$out\""
 check "bench rejects a bad optimizer" bash -c "! \"$cli\" bench --model attention --optimizer sgd 2>/dev/null"
 check "bench rejects a bad mode" bash -c "! \"$cli\" bench --model attention --mode sing 2>/dev/null"
