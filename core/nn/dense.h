@@ -1,10 +1,11 @@
 #pragma once
 // A linear layer's forward that, for one image's tokens (at most 64 rows) and no
-// gradient, splits the output columns over the cores. OpenBLAS gives such a
-// product nothing from a second thread: it packs the whole weight matrix per
-// call, so a 50 x 192 x 576 product takes 159 us on one thread and 153 on two,
-// against 95 us with the columns split in two (bench/small_gemm.cpp). Where it
-// does not apply (gradients, more rows, CUDA, OpenBLAS already threading each
+// gradient, splits the output columns over the cores. OpenBLAS gains little or
+// nothing from its own second thread on such a product (it packs the whole weight
+// matrix per call): one image's q, k, v projection (50 x 192 x 576) took 312 us on
+// one thread and 413 us with two BLAS threads, against 165 us with the columns
+// split in two on a helper thread (bench/small_gemm.cpp, docs/benchmarks.md).
+// Where it does not apply (gradients, more rows, CUDA, OpenBLAS threading each
 // GEMM) it is the module's own forward.
 #include <torch/nn/modules/linear.h>
 
