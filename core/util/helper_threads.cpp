@@ -120,12 +120,19 @@ int64_t element_grain(int64_t grain) { return g_matrix_threads.load() > 0 ? 1 : 
 
 void run_parts(int parts, const std::function<void(int)>& body) {
   if (parts <= 1) return body(0);
+  // A part that itself splits (none does today) runs its parts in turn: the team is taken.
+  thread_local bool inside = false;
   Team& t = team();
-  std::unique_lock<std::mutex> lock(t.busy, std::try_to_lock);
-  if (!lock.owns_lock()) {
+  std::unique_lock<std::mutex> lock(t.busy, std::defer_lock);
+  if (inside || !lock.try_lock()) {
     for (int p = 0; p < parts; ++p) body(p);
     return;
   }
+  inside = true;
+  struct Leave {
+    bool& flag;
+    ~Leave() { flag = false; }
+  } leave{inside};
   while (int(t.helpers.size()) < parts - 1) t.helpers.push_back(std::make_unique<Helper>());
   std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
   for (int p = 1; p < parts; ++p) t.helpers[size_t(p - 1)]->start(&body, p, &errors[size_t(p)]);

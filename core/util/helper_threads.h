@@ -11,10 +11,11 @@ namespace translution {
 
 // How many threads share one model's work (the --matrix-threads knob). 0 (the
 // default) decides by shape: the per-matrix loops and the dense layers split in
-// two where each GEMM is small enough for the BLAS to keep on one core (ViT-A at
-// batch 1) and OpenBLAS threads no GEMM, else leave GEMMs to the BLAS's own
-// threads; the per-pair kernels and the optimizer's pass use every core. The
-// studio sets 1: its model slots already keep the cores busy.
+// two where the BLAS would keep each product on one core (one image's products
+// where OpenBLAS threads no GEMM; per-matrix products under a million
+// multiply-adds), else leave GEMMs to the BLAS's own threads; the per-pair
+// kernels and the optimizer's pass use every core. The studio sets 1: its model
+// slots already keep the cores busy.
 void set_matrix_threads(int threads);
 int matrix_threads();
 // The cores the helpers may use when nothing is forced: every core, but one where

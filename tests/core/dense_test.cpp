@@ -91,6 +91,9 @@ TEST(HelperThreads, EveryPartRunsOnceFromConcurrentCallersAndErrorsComeBack) {
   int after = 0;
   run_parts(2, [&](int p) { if (p == 1) after = 1; });  // the helper survives a failed part
   EXPECT_EQ(after, 1);
+  std::atomic<int> nested{0};  // parts that split again run their own parts in turn
+  run_parts(2, [&](int) { run_parts(3, [&](int) { ++nested; }); });
+  EXPECT_EQ(nested.load(), 6);
 }
 
 }  // namespace
