@@ -41,9 +41,11 @@ machine's floor (GEMM rate and memory bandwidth measured in the same run).
 --gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls;
 --pair-kernels aten does the per-pair dot products and weighted sums as ATen
 expressions instead of the engine's fused one-pass CPU kernels;
---matrix-threads sets how many threads share the per-matrix GEMMs and the dense
-layers' columns (auto: two at batch 1 when OpenBLAS runs each GEMM on one thread,
-as in the studio or with OPENBLAS_NUM_THREADS=1; otherwise one).
+--matrix-threads sets how many threads share one model's work: the per-matrix
+GEMMs, one image's dense layers (by columns), the per-pair kernels and AdamW
+(auto: the GEMMs split in two where the BLAS would keep each on one core, i.e.
+one image's products with one BLAS thread per GEMM, or products under a million
+multiply-adds; the element-wise passes use every core).
 --compare X alternates steps between X as given and its other setting (for
 matrix-threads: one) in one process (a fair A/B on a noisy machine): JSON
 ms_per_step is the former, ms_per_step_alternative the latter; peak memory
