@@ -6,8 +6,6 @@
 #include <ATen/Dispatch.h>
 
 #include "nn/raw_gemm.h"
-#include "nn/relative_ops.h"
-#include "util/device.h"
 #include "util/helper_threads.h"
 
 namespace translution {
@@ -22,9 +20,10 @@ void split_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b
   const int64_t N = w.size(0), K = w.size(1), M = x.numel() / K;
   const T *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>(), *bp = b.defined() ? b.data_ptr<T>() : nullptr;
   T* op = out.data_ptr<T>();
+  // Part p starts at its share of the columns rounded up to the alignment; part `parts` starts at N.
+  auto start = [&](int p) { return std::min(N, (N * p / parts + kColumnAlign - 1) / kColumnAlign * kColumnAlign); };
   run_parts(parts, [&](int p) {
-    const int64_t n0 = std::min(N, (N * p / parts + kColumnAlign - 1) / kColumnAlign * kColumnAlign);
-    const int64_t n1 = p + 1 == parts ? N : std::min(N, (N * (p + 1) / parts + kColumnAlign - 1) / kColumnAlign * kColumnAlign);
+    const int64_t n0 = start(p), n1 = start(p + 1);
     if (n1 <= n0) return;
     raw_gemm_strided<T>(false, true, M, n1 - n0, K, xp, K, wp + n0 * K, K, op + n0, N);
     if (bp)
@@ -37,10 +36,7 @@ void split_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b
 
 int dense_parts(int64_t rows, int64_t n, int64_t k) {
   int parts = matrix_threads();
-  if (parts == 0) {
-    const bool worth = rows <= 64 && rows * n * k >= (int64_t(1) << 20);
-    parts = worth && blas_threads() == 1 && free_cores() >= 2 ? 2 : 1;
-  }
+  if (parts == 0) parts = one_image_split(rows) && rows * n * k >= (int64_t(1) << 20) ? 2 : 1;
   return int(std::max<int64_t>(1, std::min<int64_t>(parts, n / kColumnAlign)));
 }
 

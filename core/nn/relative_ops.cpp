@@ -13,7 +13,6 @@
 #include "nn/gather_rows.h"
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
-#include "util/device.h"
 #include "util/error.h"
 #include "util/helper_threads.h"
 
@@ -49,10 +48,8 @@ int64_t most_rows(const std::vector<int64_t>& offset) {
 // (LoR training: -4.6% and -8.6% per step). Larger products are left to the BLAS's threads.
 int matrix_parts(int64_t largest_gemm_rows, int64_t k, int64_t n) {
   if (const int forced = matrix_threads(); forced > 0) return forced;
-  if (free_cores() < 2) return 1;
-  const bool one_image = largest_gemm_rows <= 64 && blas_threads() == 1;
-  const bool small_kernel = largest_gemm_rows * k * n <= (int64_t(1) << 20);
-  return one_image || small_kernel ? 2 : 1;
+  const bool small_kernel = largest_gemm_rows * k * n <= (int64_t(1) << 20) && free_cores() >= 2;
+  return one_image_split(largest_gemm_rows) || small_kernel ? 2 : 1;
 }
 
 // body(first, last, part) over `parts` ranges of matrices with about equal rows,

@@ -23,6 +23,10 @@ int matrix_threads();
 // spinning OpenMP workers and the helpers would take turns at the same cores
 // (self-attention, one image: 50 ms against 8).
 int free_cores();
+// Whether one image's products ([rows x k] x [k x n], rows at most 64) split in two:
+// where OpenBLAS threads no GEMM (its spinning workers would take the second core)
+// and two cores are free.
+bool one_image_split(int64_t rows);
 // Parts for element-wise work (per-pair kernels, the optimizer): matrix_threads()
 // when set, else free_cores(). element_grain(g): the least items per part,
 // g by default, 1 when the thread count is set (a forced split happens even on
