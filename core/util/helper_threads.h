@@ -1,9 +1,10 @@
 #pragma once
 // Splits one piece of CPU work over the cores with threads that outlive it.
-// Starting a thread costs about 50 us on the 2-core machine, as much as one of
-// the batch-1 GEMMs it would share (docs/benchmarks.md); these helpers start
-// once, spin briefly after each part (the next one usually follows within
-// microseconds), then sleep until woken.
+// Starting a thread per split costs more than the batch-1 GEMMs it would share:
+// one image's 50 x 192 x 192 product took 71 us on one thread and 122 us split
+// with a new thread, 43 us with a running one (bench/small_gemm.cpp,
+// docs/benchmarks.md). These helpers start once, spin briefly after each part
+// (the next one usually follows within microseconds), then sleep until woken.
 #include <cstdint>
 #include <functional>
 
