@@ -15,6 +15,7 @@
 #include "nn/relative_ops.h"
 #include "perf/benchmark.h"
 #include "perf/studio_latency.h"
+#include "util/allocator.h"
 #include "util/json_writer.h"
 #include "util/device.h"
 #include "util/error.h"
@@ -28,7 +29,8 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
                          [--pair-kernels fused|aten] [--matrix-threads auto|N]
-                         [--compare gemm|pair-kernels|recompute|matrix-threads] [--json]
+                         [--freed-memory keep-small|keep-all]
+                         [--compare gemm|pair-kernels|recompute|matrix-threads|freed-memory] [--json]
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
 BLAS thread per GEMM, the engine splitting the work over the cores); train:
@@ -46,6 +48,9 @@ GEMMs, one image's dense layers (by columns), the per-pair kernels and AdamW
 (auto: the GEMMs split in two where the BLAS would keep each on one core, i.e.
 one image's products with one BLAS thread per GEMM, or products under a million
 multiply-adds; the element-wise passes use every core).
+--freed-memory keep-all keeps every freed block in the heap (fastest reuse,
+but blocks it cannot reuse stay resident) instead of mapping blocks of 16 MB
+and more on their own (the default, keep-small).
 --compare X alternates steps between X as given and its other setting (for
 matrix-threads: one) in one process (a fair A/B on a noisy machine): JSON
 ms_per_step is the former, ms_per_step_alternative the latter; peak memory
@@ -117,7 +122,7 @@ int bench_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
-                                 "optimizer", "gemm", "pair-kernels", "matrix-threads", "compare"}));
+                                 "optimizer", "gemm", "pair-kernels", "matrix-threads", "freed-memory", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
   const std::string matrix_threads = args.get("matrix-threads", studio ? "1" : "auto");
   int threads = 0;  // auto
@@ -147,6 +152,9 @@ int bench_command(const std::vector<std::string>& words) {
   if (pair_kernels != "fused" && pair_kernels != "aten")
     throw Error("unknown --pair-kernels '" + pair_kernels + "' (expected fused or aten)");
   set_fused_pair_kernels(pair_kernels == "fused");
+  // As the process started ($TRANSLUTION_KEEP_FREED_MEMORY) unless asked.
+  if (args.has("freed-memory")) set_freed_memory(parse_freed_memory(args.get("freed-memory")));
+  const FreedMemory freed = freed_memory();
   if (args.has("compare")) {
     options.compare = args.get("compare");
     const bool raw = gemm == "raw", fused = pair_kernels == "fused", recompute = args.flag("recompute");
@@ -158,9 +166,17 @@ int bench_command(const std::vector<std::string>& words) {
       options.switch_path = [recompute](bool alternative) { set_recompute_pair_rows(alternative != recompute); };
     else if (options.compare == "matrix-threads")  // the alternative: no split, one thread
       options.switch_path = [threads](bool alternative) { set_matrix_threads(alternative ? 1 : threads); };
+    else if (options.compare == "freed-memory" && freed == FreedMemory::System)
+      throw Error("--compare freed-memory switches between keep-small and keep-all; "
+                  "TRANSLUTION_KEEP_FREED_MEMORY=0 left glibc's own policy, which cannot be switched back to");
+    else if (options.compare == "freed-memory")
+      options.switch_path = [freed](bool alternative) {
+        const FreedMemory other = freed == FreedMemory::KeepAll ? FreedMemory::KeepSmallMapLarge : FreedMemory::KeepAll;
+        set_freed_memory(alternative ? other : freed);
+      };
     else
       throw Error("unknown --compare '" + options.compare +
-                  "' (expected gemm, pair-kernels, recompute or matrix-threads)");
+                  "' (expected gemm, pair-kernels, recompute, matrix-threads or freed-memory)");
   }
   // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second
   // thread gives batch-1 products next to nothing; the engine splits them over the

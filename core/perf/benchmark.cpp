@@ -13,6 +13,7 @@
 
 #include "nn/model_cost.h"
 #include "nn/pair_kernels.h"
+#include "util/allocator.h"
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
 #include "nn/vit.h"
@@ -83,6 +84,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.fused_pair = fused_pair_kernels_enabled();
   result.matrix_threads = matrix_threads();
   result.blas_threads = blas_threads();
+  result.freed_memory = freed_memory_name(freed_memory());
   result.device_name = device_description(options.device);
 
   const ViTConfig& c = options.config;
@@ -178,7 +180,7 @@ std::string BenchResult::to_json() const {
                 "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
                 "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\","
                 "\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"pair_kernels\":\"%s\","
-                "\"matrix_threads\":%d,\"blas_threads\":%d,\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f}",
+                "\"matrix_threads\":%d,\"blas_threads\":%d,\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
@@ -186,7 +188,7 @@ std::string BenchResult::to_json() const {
                 fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
                 options.fused_optimizer ? "fused-adamw" : "adamw", forward_ms, backward_ms, optimizer_ms,
                 raw_gemm ? "raw" : "aten", fused_pair ? "fused" : "aten", matrix_threads, blas_threads,
-                options.compare.c_str(), ms_per_step_alternative);
+                freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative);
   return buffer;
 }
 

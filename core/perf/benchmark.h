@@ -53,6 +53,7 @@ struct BenchResult {
   bool fused_pair = true;     // fused CPU kernels for the per-pair arithmetic (else ATen)
   int matrix_threads = 0;     // threads sharing the per-matrix GEMMs (0: by shape)
   int blas_threads = 0;       // OpenBLAS threads per GEMM (0: not OpenBLAS)
+  std::string freed_memory;   // util/allocator.h's policy
   std::string device_name;
   std::string to_json() const;
 };

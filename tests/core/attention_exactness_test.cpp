@@ -82,7 +82,7 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
     set_fused_pair_kernels(true);
     set_matrix_threads(0);
   }
-  void check(const Case& c);
+  void check(const Case& c, bool retain_graph = false);
 };
 
 // Both ways of computing relative projections must be exact. Each test runs its
@@ -128,7 +128,19 @@ TEST_P(RecomputedExactness, ForwardAndGradientsMatchNaiveReference) {
   }
 }
 
-void AttentionExactness::check(const Case& c) {
+// A backward that frees the graph lets saved pair rows take their gradients in
+// place; with retain_graph they must survive it, so a second backward through the
+// same graph is exact too.
+class RetainedGraphExactness : public AttentionExactness {};
+TEST_P(RetainedGraphExactness, SecondBackwardThroughTheSameGraphMatchesNaiveReference) {
+  for (const bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused pair kernels" : "pair arithmetic as ATen expressions");
+    set_fused_pair_kernels(fused);
+    check(GetParam(), true);
+  }
+}
+
+void AttentionExactness::check(const Case& c, bool retain_graph) {
   AttentionSpec spec = attention_choice(c.model).spec;
   spec.lor_shared = c.lor_shared;
   spec.lor_c1 = c.c1;
@@ -154,14 +166,19 @@ void AttentionExactness::check(const Case& c) {
 
   std::vector<at::Tensor> inputs{x};
   for (const auto& p : module->parameters()) inputs.push_back(p);
-  const auto grad_fast = torch::autograd::grad({(fast * probe).sum()}, inputs, {}, false, false, true);
+  const at::Tensor loss = (fast * probe).sum();
   const auto grad_naive = torch::autograd::grad({(naive * probe).sum()}, inputs, {}, false, false, true);
   const auto names = module->named_parameters();
-  for (size_t n = 0; n < inputs.size(); ++n) {
-    const std::string what = n == 0 ? "input" : names[n - 1].key();
-    ASSERT_TRUE(grad_naive[n].defined()) << what << " does not influence the reference";
-    ASSERT_TRUE(grad_fast[n].defined()) << what << " has no gradient in the fast path";
-    EXPECT_LT(max_relative_error(grad_fast[n], grad_naive[n]), 1e-9) << "gradient of " << what;
+  for (int pass = 0; pass < (retain_graph ? 2 : 1); ++pass) {
+    SCOPED_TRACE("backward pass " + std::to_string(pass + 1));
+    const bool last = pass == (retain_graph ? 1 : 0);
+    const auto grad_fast = torch::autograd::grad({loss}, inputs, {}, !last, false, true);
+    for (size_t n = 0; n < inputs.size(); ++n) {
+      const std::string what = n == 0 ? "input" : names[n - 1].key();
+      ASSERT_TRUE(grad_naive[n].defined()) << what << " does not influence the reference";
+      ASSERT_TRUE(grad_fast[n].defined()) << what << " has no gradient in the fast path";
+      EXPECT_LT(max_relative_error(grad_fast[n], grad_naive[n]), 1e-9) << "gradient of " << what;
+    }
   }
 }
 
@@ -181,5 +198,6 @@ std::vector<Case> relative_cases() {
 
 INSTANTIATE_TEST_SUITE_P(AllOperators, AttentionExactness, ::testing::ValuesIn(all_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(RelativeOperators, RecomputedExactness, ::testing::ValuesIn(relative_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(RelativeOperators, RetainedGraphExactness, ::testing::ValuesIn(relative_cases()), case_name);
 
 }  // namespace

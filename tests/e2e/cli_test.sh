@@ -69,11 +69,15 @@ check "bench rejects zero matrix threads" bash -c "out=\$(\"$cli\" bench --model
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --compare pair-kernels --json)
 check "bench --compare alternates in one process" grep -qE '"compare":"pair-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare matrix-threads --json)
-check "bench --compare matrix-threads runs one image with one BLAS thread per GEMM" grep -qE '"blas_threads":(0|1),"compare":"matrix-threads","ms_per_step_alternative":[0-9]' <<<"$bench"
+check "bench --compare matrix-threads runs one image with one BLAS thread per GEMM" grep -qE '"blas_threads":(0|1),"freed_memory":"keep-small","compare":"matrix-threads","ms_per_step_alternative":[0-9]' <<<"$bench"
 models="$ROOT_DIR/resources/models"
 studio=$("$cli" bench --mode studio --steps 2 --checkpoints "$models/translution.ckpt,$models/attention.ckpt" --json)
 check "bench --mode studio times a canvas change" grep -qE '"median_ms":[0-9]' <<<"$studio"
 check "bench --mode studio splits nothing by default, as the studio" grep -q '"matrix_threads":1' <<<"$studio"
+bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --freed-memory keep-all --compare freed-memory --json)
+check "bench --compare freed-memory alternates the allocator policies" grep -qE '"freed_memory":"keep-all","compare":"freed-memory","ms_per_step_alternative":[0-9]' <<<"$bench"
+check "bench rejects an unknown --freed-memory" bash -c "out=\$(\"$cli\" bench --model attention --freed-memory some 2>&1); test \$? -ne 0 && grep -q \"unknown freed-memory policy 'some'\" <<<\"\$out\""
+check "bench cannot switch back to glibc's own policy" bash -c "out=\$(TRANSLUTION_KEEP_FREED_MEMORY=0 \"$cli\" bench --model attention --compare freed-memory 2>&1); test \$? -ne 0 && grep -q 'cannot be switched back to' <<<\"\$out\""
 check "bench rejects a bad --compare" bash -c "out=\$(\"$cli\" bench --model attention --compare fast 2>&1); test \$? -ne 0 && grep -q \"unknown --compare 'fast'\" <<<\"\$out\""
 check "bench rejects a bad optimizer" bash -c "! \"$cli\" bench --model attention --optimizer sgd 2>/dev/null"
 check "bench rejects a bad mode" bash -c "! \"$cli\" bench --model attention --mode sing 2>/dev/null"
