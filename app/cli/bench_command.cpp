@@ -29,7 +29,7 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
                          [--pair-kernels fused|aten] [--matrix-threads auto|N]
-                         [--freed-memory keep-small|keep-all]
+                         [--freed-memory pool|keep-all]
                          [--compare gemm|pair-kernels|recompute|matrix-threads|freed-memory] [--json]
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
@@ -48,9 +48,9 @@ GEMMs, one image's dense layers (by columns), the per-pair kernels and AdamW
 (auto: the GEMMs split in two where the BLAS would keep each on one core, i.e.
 one image's products with one BLAS thread per GEMM, or products under a million
 multiply-adds; the element-wise passes use every core).
---freed-memory keep-all keeps every freed block in the heap (fastest reuse,
-but blocks it cannot reuse stay resident) instead of mapping blocks of 16 MB
-and more on their own (the default, keep-small).
+--freed-memory keep-all keeps every freed block in glibc's heap, where some
+cannot be reused, instead of serving tensors of 16 MB and more from a pool of
+their own (the default, pool; util/allocator.h).
 --compare X alternates steps between X as given and its other setting (for
 matrix-threads: one) in one process (a fair A/B on a noisy machine): JSON
 ms_per_step is the former, ms_per_step_alternative the latter; peak memory
@@ -167,11 +167,11 @@ int bench_command(const std::vector<std::string>& words) {
     else if (options.compare == "matrix-threads")  // the alternative: no split, one thread
       options.switch_path = [threads](bool alternative) { set_matrix_threads(alternative ? 1 : threads); };
     else if (options.compare == "freed-memory" && freed == FreedMemory::System)
-      throw Error("--compare freed-memory switches between keep-small and keep-all; "
+      throw Error("--compare freed-memory switches between pool and keep-all; "
                   "TRANSLUTION_KEEP_FREED_MEMORY=0 left glibc's own policy, which cannot be switched back to");
     else if (options.compare == "freed-memory")
       options.switch_path = [freed](bool alternative) {
-        const FreedMemory other = freed == FreedMemory::KeepAll ? FreedMemory::KeepSmallMapLarge : FreedMemory::KeepAll;
+        const FreedMemory other = freed == FreedMemory::KeepAll ? FreedMemory::Pool : FreedMemory::KeepAll;
         set_freed_memory(alternative ? other : freed);
       };
     else

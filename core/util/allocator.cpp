@@ -1,31 +1,94 @@
 #include "util/allocator.h"
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <torch/version.h>
 
 #include "util/error.h"
+#include "util/large_block_pool.h"
 
 namespace translution {
 namespace {
-std::atomic<FreedMemory> g_policy{FreedMemory::KeepSmallMapLarge};
+
+std::atomic<FreedMemory> g_policy{FreedMemory::System};
+std::atomic<bool> g_pool_on{false};
+
+// Address space for the pool: the machine's memory (nothing is committed until
+// used). Never destroyed: tensors may be freed during static destruction.
+LargeBlockPool& pool() {
+  static LargeBlockPool* instance =
+      new LargeBlockPool(size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE)));
+  return *instance;
+}
+
+void release(void* p) {
+  if (pool().owns(p))
+    pool().release(p);
+  else
+    c10::free_cpu(p);
+}
+
+// LibTorch's CPU allocator: large blocks from the pool while it is on, the rest
+// (and whatever the pool cannot fit) as LibTorch's own allocator would.
+// LibTorch 2.3 made allocate() non-const and added copy_data().
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define TRANSLUTION_ALLOCATE_QUALIFIER override
+#define TRANSLUTION_HAS_COPY_DATA 1
+#else
+#define TRANSLUTION_ALLOCATE_QUALIFIER const override
+#define TRANSLUTION_HAS_COPY_DATA 0
+#endif
+class PoolingCpuAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t bytes) TRANSLUTION_ALLOCATE_QUALIFIER {
+    void* p = nullptr;
+    if (g_pool_on && bytes >= kLargeBlockBytes) p = pool().allocate(bytes);
+    if (!p && bytes > 0) p = c10::alloc_cpu(bytes);  // throws LibTorch's out-of-memory error
+    return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+#if TRANSLUTION_HAS_COPY_DATA
+  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
+#endif
+};
+
+void install_pool() {
+  static PoolingCpuAllocator allocator;
+  static const bool installed = [] {
+    c10::SetCPUAllocator(&allocator, /*priority=*/1);  // above LibTorch's default (0)
+    return true;
+  }();
+  (void)installed;
+}
+
+void keep_heap_blocks() {
+  mallopt(M_MMAP_MAX, 0);              // blocks glibc would map come from the heap, to be reused
+  // and the heap is not trimmed after every step (nor when a step of the other
+  // policy, under bench --compare, leaves its top free).
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+}
+
 }  // namespace
 
-FreedMemory freed_memory() { return g_policy; }
-
 void set_freed_memory(FreedMemory policy) {
-  // mallopt takes effect for later allocations; blocks already handed out keep
-  // where they came from and are freed correctly under any policy.
   switch (policy) {
-    case FreedMemory::KeepSmallMapLarge:
-      mallopt(M_MMAP_MAX, 1 << 16);  // glibc's default count of mapped blocks
-      mallopt(M_MMAP_THRESHOLD, kMappedBlockBytes);
-      mallopt(M_TRIM_THRESHOLD, 1 << 30);  // the heap is not trimmed after every step
+    case FreedMemory::Pool:
+      install_pool();
+      keep_heap_blocks();
+      g_pool_on = true;
       break;
     case FreedMemory::KeepAll:
-      mallopt(M_MMAP_MAX, 0);
-      mallopt(M_TRIM_THRESHOLD, 1 << 30);
+      keep_heap_blocks();
+      g_pool_on = false;  // blocks already in the pool go back to it when freed
       break;
     case FreedMemory::System:  // its threshold is dynamic: mallopt can pin it, not give it back
       throw Error("glibc's own freed-memory policy can only be kept from the start (TRANSLUTION_KEEP_FREED_MEMORY=0)");
@@ -33,29 +96,30 @@ void set_freed_memory(FreedMemory policy) {
   g_policy = policy;
 }
 
+FreedMemory freed_memory() { return g_policy; }
+
 FreedMemory parse_freed_memory(const std::string& name) {
-  if (name == "keep-small") return FreedMemory::KeepSmallMapLarge;
+  if (name == "pool") return FreedMemory::Pool;
   if (name == "keep-all") return FreedMemory::KeepAll;
-  throw Error("unknown freed-memory policy '" + name + "' (expected keep-small or keep-all)");
+  throw Error("unknown freed-memory policy '" + name + "' (expected pool or keep-all)");
 }
 
 const char* freed_memory_name(FreedMemory policy) {
   switch (policy) {
-    case FreedMemory::KeepSmallMapLarge: return "keep-small";
+    case FreedMemory::Pool: return "pool";
     case FreedMemory::KeepAll: return "keep-all";
     case FreedMemory::System: return "system";
   }
   return "?";
 }
 
+bool in_large_block_pool(const void* p) { return pool().owns(p); }
+
 void keep_freed_memory() {
   const char* env = std::getenv("TRANSLUTION_KEEP_FREED_MEMORY");
   const std::string value = env ? env : "";
-  if (value == "0") {
-    g_policy = FreedMemory::System;
-    return;
-  }
-  set_freed_memory(value == "all" ? FreedMemory::KeepAll : FreedMemory::KeepSmallMapLarge);
+  if (value == "0") return;  // glibc as it starts (dynamic threshold)
+  set_freed_memory(value == "all" ? FreedMemory::KeepAll : FreedMemory::Pool);
 }
 
 }  // namespace translution

@@ -1,6 +1,8 @@
-// The freed-memory policies do what they promise: under keep-small a large
-// block's memory leaves the process when the tensor is freed and a small one's
-// stays for reuse; under keep-all both stay. Measured on the resident set.
+// The large-block pool places, reuses and merges blocks as promised, and the
+// freed-memory policies route LibTorch's CPU tensors: under pool a large tensor
+// comes from the pool and its memory, freed, serves the next large tensors of
+// any size without growing the resident set; small tensors and keep-all stay in
+// glibc's heap.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -8,44 +10,91 @@
 #include "util/allocator.h"
 #include "util/device.h"
 #include "util/error.h"
+#include "util/large_block_pool.h"
 
 using namespace translution;
 
 namespace {
 
-// Resident growth left behind by a touched-then-freed tensor of `bytes`.
-int64_t resident_left_by(int64_t bytes) {
-  const int64_t before = resident_memory_bytes();
-  {
-    at::Tensor t = at::empty({bytes / 4}, at::kFloat);
-    t.fill_(1.0f);  // touch every page
-  }
-  return resident_memory_bytes() - before;
+constexpr size_t kMB = size_t(1) << 20;
+
+TEST(LargeBlockPool, ReusesFreedSpaceBestFitAndMergesNeighbours) {
+  LargeBlockPool pool(256 * kMB);
+  char* a = static_cast<char*>(pool.allocate(60 * kMB));
+  char* b = static_cast<char*>(pool.allocate(24 * kMB));
+  char* c = static_cast<char*>(pool.allocate(60 * kMB));
+  ASSERT_TRUE(a && b && c);
+  EXPECT_TRUE(pool.owns(a) && pool.owns(c + 60 * kMB - 1));
+  EXPECT_EQ(pool.high_water(), 144 * kMB);
+  pool.release(a);
+  pool.release(c);
+  // Two 25 MB blocks fit where a 60 MB one was; the best fit is the hole at the
+  // bottom, not the free space at the top.
+  char* d = static_cast<char*>(pool.allocate(25 * kMB));
+  char* e = static_cast<char*>(pool.allocate(25 * kMB));
+  EXPECT_EQ(d, a);
+  EXPECT_EQ(e, a + 25 * kMB);
+  EXPECT_EQ(pool.high_water(), 144 * kMB) << "reused space must not raise the high water";
+  // A block larger than any hole grows the free extent at the top in place.
+  char* f = static_cast<char*>(pool.allocate(100 * kMB));
+  EXPECT_EQ(f, c);
+  EXPECT_EQ(pool.high_water(), 184 * kMB);
+  // Freed neighbours merge: with everything freed, one block spans the whole used range.
+  for (char* p : {b, d, e, f}) pool.release(p);
+  EXPECT_EQ(pool.bytes_in_use(), 0u);
+  EXPECT_EQ(pool.allocate(184 * kMB), a);
+  EXPECT_EQ(pool.allocate(100 * kMB), nullptr) << "beyond the reserved range nothing is handed out";
+}
+
+TEST(LargeBlockPool, RoundsToPagesAndRefusesZero) {
+  LargeBlockPool pool(8 * kMB);
+  char* a = static_cast<char*>(pool.allocate(1));
+  char* b = static_cast<char*>(pool.allocate(1));
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 4096, 0u);
+  EXPECT_GE(b - a, 4096);
+  EXPECT_EQ(pool.allocate(0), nullptr);
 }
 
 class FreedMemoryTest : public ::testing::Test {
  protected:
-  void TearDown() override { set_freed_memory(FreedMemory::KeepSmallMapLarge); }
+  void TearDown() override { set_freed_memory(FreedMemory::Pool); }
 };
 
-constexpr int64_t kLarge = int64_t(4) * kMappedBlockBytes;  // 64 MB
-
-TEST_F(FreedMemoryTest, KeepSmallHandsLargeBlocksBackOnFree) {
+TEST_F(FreedMemoryTest, PoolServesLargeTensorsAndReusesTheirMemoryAcrossSizes) {
   ASSERT_GE(resident_memory_bytes(), 0) << "no resident-set figure on this system";
-  set_freed_memory(FreedMemory::KeepSmallMapLarge);
-  EXPECT_EQ(freed_memory(), FreedMemory::KeepSmallMapLarge);
-  EXPECT_LT(resident_left_by(kLarge), kLarge / 4);
+  set_freed_memory(FreedMemory::Pool);
+  EXPECT_EQ(freed_memory(), FreedMemory::Pool);
+  const void* first = nullptr;
+  {
+    at::Tensor rows = at::empty({int64_t(64 * kMB / 4)}, at::kFloat);
+    rows.fill_(1.0f);  // touch every page
+    first = rows.data_ptr();
+    EXPECT_TRUE(in_large_block_pool(first));
+  }
+  const int64_t before = resident_memory_bytes();
+  at::Tensor g1 = at::empty({int64_t(30 * kMB / 4)}, at::kFloat), g2 = at::empty({int64_t(30 * kMB / 4)}, at::kFloat);
+  g1.fill_(2.0f);
+  g2.fill_(3.0f);
+  EXPECT_TRUE(in_large_block_pool(g1.data_ptr()) && in_large_block_pool(g2.data_ptr()));
+  EXPECT_LT(resident_memory_bytes() - before, int64_t(8 * kMB)) << "the freed 64 MB were not reused";
+  const at::Tensor small = at::ones({1024}, at::kFloat);
+  EXPECT_FALSE(in_large_block_pool(small.data_ptr())) << "small tensors belong to the heap";
+  EXPECT_EQ(g1.sum().item<float>(), 2.0f * float(30 * kMB / 4));
 }
 
-TEST_F(FreedMemoryTest, KeepAllKeepsLargeBlocksResident) {
-  ASSERT_GE(resident_memory_bytes(), 0) << "no resident-set figure on this system";
+TEST_F(FreedMemoryTest, KeepAllLeavesLargeTensorsToTheHeap) {
   set_freed_memory(FreedMemory::KeepAll);
   EXPECT_EQ(freed_memory(), FreedMemory::KeepAll);
-  EXPECT_GT(resident_left_by(kLarge), kLarge * 3 / 4);
+  const at::Tensor t = at::zeros({int64_t(32 * kMB / 4)}, at::kFloat);
+  EXPECT_FALSE(in_large_block_pool(t.data_ptr()));
+  set_freed_memory(FreedMemory::Pool);
+  const at::Tensor u = at::zeros({int64_t(32 * kMB / 4)}, at::kFloat);
+  EXPECT_TRUE(in_large_block_pool(u.data_ptr()));
 }
 
 TEST_F(FreedMemoryTest, NamesRoundTripAndUnknownOnesAreRejected) {
-  for (const FreedMemory p : {FreedMemory::KeepSmallMapLarge, FreedMemory::KeepAll})
+  for (const FreedMemory p : {FreedMemory::Pool, FreedMemory::KeepAll})
     EXPECT_EQ(parse_freed_memory(freed_memory_name(p)), p);
   try {
     parse_freed_memory("keep-some");
@@ -53,8 +102,9 @@ TEST_F(FreedMemoryTest, NamesRoundTripAndUnknownOnesAreRejected) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("keep-some"), std::string::npos) << e.what();
   }
+  set_freed_memory(FreedMemory::KeepAll);
   EXPECT_THROW(set_freed_memory(FreedMemory::System), Error);
-  EXPECT_EQ(freed_memory(), FreedMemory::KeepSmallMapLarge) << "a rejected policy must not be recorded";
+  EXPECT_EQ(freed_memory(), FreedMemory::KeepAll) << "a rejected policy must not be recorded";
 }
 
 }  // namespace
