@@ -11,7 +11,6 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
-#include <torch/version.h>
 
 #include "util/error.h"
 #include "util/large_block_pool.h"
@@ -39,26 +38,20 @@ void release(void* p) {
 
 // LibTorch's CPU allocator: large blocks from the pool while it is on, the rest
 // (and whatever the pool cannot fit) as LibTorch's own allocator would.
-// LibTorch 2.3 made allocate() non-const and added copy_data().
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
-#define TRANSLUTION_ALLOCATE_QUALIFIER override
-#define TRANSLUTION_HAS_COPY_DATA 1
-#else
-#define TRANSLUTION_ALLOCATE_QUALIFIER const override
-#define TRANSLUTION_HAS_COPY_DATA 0
-#endif
+// LibTorch 2.3 made allocate() non-const and added a pure copy_data(): both
+// forms of allocate() are defined, whichever the base declares is overridden,
+// and copy_data() is defined either way (hence no `override` here).
 class PoolingCpuAllocator final : public c10::Allocator {
  public:
-  c10::DataPtr allocate(size_t bytes) TRANSLUTION_ALLOCATE_QUALIFIER {
+  c10::DataPtr allocate(size_t bytes) const {
     void* p = nullptr;
     if (g_pool_on && bytes >= kLargeBlockBytes) p = pool().allocate(bytes);
     if (!p && bytes > 0) p = c10::alloc_cpu(bytes);  // throws LibTorch's out-of-memory error
     return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
   }
-  c10::DeleterFnPtr raw_deleter() const override { return &release; }
-#if TRANSLUTION_HAS_COPY_DATA
-  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
-#endif
+  c10::DataPtr allocate(size_t bytes) { return static_cast<const PoolingCpuAllocator*>(this)->allocate(bytes); }
+  c10::DeleterFnPtr raw_deleter() const { return &release; }
+  void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
 };
 
 void install_pool() {
