@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures what docs/benchmarks.md reports: one JSON line per measurement.
-# Usage: bench/run_benchmarks.sh [build-dir] > results.jsonl   (about 8 minutes on 2 cores)
+# Usage: bench/run_benchmarks.sh [build-dir] > results.jsonl   (about 10 minutes on 2 cores)
 set -euo pipefail
 cli=${1:-build}/app/translution
 common=(--preset A --image 84 --patch 12)
@@ -31,6 +31,10 @@ done
 # Memory for time: backward recomputes the pair rows (alone, for its peak; then alternating, for its time).
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --recompute --json
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare recompute --json
+# Where freed memory goes: the large-block pool (default) against glibc's heap for every block (alone,
+# for its peak; then alternating, for its time).
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --freed-memory keep-all --json
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare freed-memory --json
 # The engine's own split over the cores (helper threads) against none, steps alternating in one process:
 # one image (bench runs batch 1 with one BLAS thread per GEMM), and training (per-pair kernels, AdamW,
 # LoR's small products).
