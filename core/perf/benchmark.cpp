@@ -13,12 +13,12 @@
 
 #include "nn/model_cost.h"
 #include "nn/pair_kernels.h"
-#include "util/allocator.h"
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
 #include "nn/vit.h"
 #include "train/fused_adamw.h"
 #include "train/release_gradients.h"
+#include "util/allocator.h"
 #include "util/device.h"
 #include "util/error.h"
 #include "util/helper_threads.h"
