@@ -238,10 +238,13 @@ std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, co
 
 // Saved pair rows may take their own gradients in place (no new [R, B, D] tensors
 // at the backward peak: Translution training's resident peak 3245 -> 3101 MB)
-// when nothing can read them again: recomputed, or this backward frees the graph.
-// With retain_graph (a second backward reads them) they are left intact.
-bool rows_are_scratch(bool recomputed) {
-  return recomputed || !torch::autograd::get_current_graph_task_keep_graph();
+// when nothing can read them again: recomputed, or this backward frees the graph
+// and no backward of this node was ever recorded (create_graph: the recorded
+// ops may hold the rows). With retain_graph a second backward reads them: intact.
+bool rows_are_scratch(AutogradContext* ctx, bool recomputed) {
+  if (at::GradMode::is_enabled()) ctx->saved_data["recorded"] = true;
+  if (recomputed) return true;
+  return !ctx->saved_data.count("recorded") && !torch::autograd::get_current_graph_task_keep_graph();
 }
 
 // Autograd functions take no undefined inputs: a plain side passes an empty bank.
@@ -293,7 +296,7 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset);
     const int64_t B = sq.size(1), N = qt.size(0), H = grads[0].size(1);
     const at::Tensor dfull = grads[0].permute({2, 3, 0, 1}).reshape({N * N, B, H});
-    const bool scratch = rows_are_scratch(!s[7].defined() && !s[8].defined());
+    const bool scratch = rows_are_scratch(ctx, !s[7].defined() && !s[8].defined());
     auto [dsq, dsk] = pair_dots_backward(sq, sk, gather_rows(dfull, pair_of_row), scratch);
     auto [dq, dq_bank] = side_backward(qt, q_bank, query_of_row, offset, dsq);
     auto [dk, dk_bank] = side_backward(kt, k_bank, source_of_row, offset, dsk);
@@ -331,7 +334,7 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     const at::Tensor dout_t = head_sliced ? grads[0].transpose(0, 1).reshape({N, B, H, D / H})
                                           : grads[0].transpose(0, 1);  // [N, B, H, *]
     auto [da, dv] = scatter_weighted_backward(dout_t, a, v, query_of_row, head_sliced,
-                                                 rows_are_scratch(!s[2].defined()));
+                                                 rows_are_scratch(ctx, !s[2].defined()));
     at::Tensor dalpha_full = at::zeros({N * N, B, H}, da.options());
     dalpha_full.index_copy_(0, pair_of_row, da);
     auto [dxt, dbank] = project_rows_backward(xt, source_of_row, bank, offset, dv);

@@ -1,8 +1,10 @@
 #include "util/allocator.h"
 
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -21,11 +23,19 @@ namespace {
 std::atomic<FreedMemory> g_policy{FreedMemory::System};
 std::atomic<bool> g_pool_on{false};
 
-// Address space for the pool: the machine's memory (nothing is committed until
-// used). Never destroyed: tensors may be freed during static destruction.
+// Address space for the pool: the machine's memory, or a quarter of an address-
+// space limit (ulimit -v) if that is less; nothing is committed until used.
+// Never destroyed: tensors may be freed during static destruction.
+size_t pool_capacity() {
+  size_t capacity = size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE));
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    capacity = std::min(capacity, size_t(limit.rlim_cur / 4));
+  return capacity;
+}
+
 LargeBlockPool& pool() {
-  static LargeBlockPool* instance =
-      new LargeBlockPool(size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE)));
+  static LargeBlockPool* instance = new LargeBlockPool(pool_capacity());
   return *instance;
 }
 
@@ -55,9 +65,9 @@ class PoolingCpuAllocator final : public c10::Allocator {
 };
 
 void install_pool() {
-  static PoolingCpuAllocator allocator;
   static const bool installed = [] {
-    c10::SetCPUAllocator(&allocator, /*priority=*/1);  // above LibTorch's default (0)
+    // Never destroyed: LibTorch keeps using it until the process ends.
+    c10::SetCPUAllocator(new PoolingCpuAllocator, /*priority=*/1);  // above LibTorch's default (0)
     return true;
   }();
   (void)installed;
@@ -75,8 +85,13 @@ void keep_heap_blocks() {
 void set_freed_memory(FreedMemory policy) {
   switch (policy) {
     case FreedMemory::Pool:
-      install_pool();
       keep_heap_blocks();
+      if (!pool().available()) {  // no address range to be had: the heap keeps everything
+        g_pool_on = false;
+        g_policy = FreedMemory::KeepAll;
+        return;
+      }
+      install_pool();
       g_pool_on = true;
       break;
     case FreedMemory::KeepAll:

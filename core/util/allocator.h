@@ -26,6 +26,8 @@ enum class FreedMemory {
 // Tensors of at least this size come from the pool under FreedMemory::Pool.
 constexpr size_t kLargeBlockBytes = size_t(16) << 20;
 
+// Pool falls back to KeepAll (and freed_memory() says so) where no address range
+// can be reserved for the pool.
 void set_freed_memory(FreedMemory policy);
 FreedMemory freed_memory();  // the policy last set (before any: glibc as it started)
 FreedMemory parse_freed_memory(const std::string& name);  // pool or keep-all

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -16,14 +17,23 @@ size_t round_up(size_t n, size_t unit) { return (n + unit - 1) / unit * unit; }
 
 LargeBlockPool::LargeBlockPool(size_t capacity) {
   capacity = round_up(capacity, page_size());
-  // MAP_NORESERVE: address space only; memory is committed page by page as touched.
-  void* p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  // Address space only (PROT_NONE is not charged to the commit limit, even under
+  // strict overcommit); it is opened for use as the top grows (open_to).
+  void* p = mmap(nullptr, capacity, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return;
-  // Huge pages where the system allows them on request: a fault per 2 MB on first
-  // touch, and fewer TLB misses streaming the offset matrices.
-  madvise(p, capacity, MADV_HUGEPAGE);
   base_ = static_cast<char*>(p);
   capacity_ = capacity;
+}
+
+bool LargeBlockPool::open_to(size_t end) {
+  if (end <= open_) return true;
+  const size_t target = std::min(capacity_, round_up(end, kOpenStep));
+  if (mprotect(base_ + open_, target - open_, PROT_READ | PROT_WRITE) != 0) return false;  // commit refused
+  // Huge pages where the system allows them on request: a fault per 2 MB on first
+  // touch, and fewer TLB misses streaming the offset matrices.
+  madvise(base_ + open_, target - open_, MADV_HUGEPAGE);
+  open_ = target;
+  return true;
 }
 
 LargeBlockPool::~LargeBlockPool() {
@@ -31,7 +41,7 @@ LargeBlockPool::~LargeBlockPool() {
 }
 
 void* LargeBlockPool::allocate(size_t bytes) {
-  if (!base_ || bytes == 0) return nullptr;
+  if (!base_ || bytes == 0 || bytes > capacity_) return nullptr;  // (also keeps the rounding from wrapping)
   const size_t size = round_up(bytes, page_size());
   std::lock_guard<std::mutex> lock(mutex_);
   // Best fit among the free extents, the lowest on ties; a free extent that ends
@@ -49,7 +59,7 @@ void* LargeBlockPool::allocate(size_t bytes) {
     auto last = free_.empty() ? free_.end() : std::prev(free_.end());
     const bool grow_last = last != free_.end() && last->first + last->second == top_;
     offset = grow_last ? last->first : top_;
-    if (offset + size > capacity_) return nullptr;
+    if (offset + size > capacity_ || !open_to(offset + size)) return nullptr;
     if (grow_last) free_.erase(last);
     top_ = offset + size;
   }

@@ -21,7 +21,8 @@ namespace translution {
 class LargeBlockPool {
  public:
   // Reserves `capacity` bytes of address space (no memory until touched). A
-  // failed reservation leaves an empty pool whose allocate() returns nullptr.
+  // failed reservation leaves an empty pool whose allocate() returns nullptr, as
+  // does a block that does not fit or whose memory the system refuses to commit.
   explicit LargeBlockPool(size_t capacity);
   ~LargeBlockPool();
   LargeBlockPool(const LargeBlockPool&) = delete;
@@ -32,6 +33,7 @@ class LargeBlockPool {
   // Returns a block from allocate() to the pool (merging it with free neighbours).
   void release(void* block);
   bool owns(const void* p) const { return base_ && p >= base_ && p < base_ + capacity_; }
+  bool available() const { return base_ != nullptr; }
 
   // Bytes from the start of the range to the end of the highest block ever
   // placed: what the pool can have made resident.
@@ -39,8 +41,12 @@ class LargeBlockPool {
   size_t bytes_in_use() const;
 
  private:
+  static constexpr size_t kOpenStep = size_t(64) << 20;  // the range opens for use in these steps
+  bool open_to(size_t end);  // makes [0, end) usable; false when the system refuses
+
   char* base_ = nullptr;
   size_t capacity_ = 0;
+  size_t open_ = 0;                  // [0, open_) is readable and writable
   mutable std::mutex mutex_;
   size_t top_ = 0;                   // first offset never handed out
   size_t in_use_ = 0;

@@ -82,7 +82,7 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
     set_fused_pair_kernels(true);
     set_matrix_threads(0);
   }
-  void check(const Case& c, bool retain_graph = false);
+  void check(const Case& c, bool retain_graph = false, bool create_graph = false);
 };
 
 // Both ways of computing relative projections must be exact. Each test runs its
@@ -129,18 +129,21 @@ TEST_P(RecomputedExactness, ForwardAndGradientsMatchNaiveReference) {
 }
 
 // A backward that frees the graph lets saved pair rows take their gradients in
-// place; with retain_graph they must survive it, so a second backward through the
-// same graph is exact too.
+// place; with retain_graph (and with create_graph, whose recorded ops may hold
+// them) they must survive it, so a second backward through the same graph is
+// exact too.
 class RetainedGraphExactness : public AttentionExactness {};
 TEST_P(RetainedGraphExactness, SecondBackwardThroughTheSameGraphMatchesNaiveReference) {
-  for (const bool fused : {true, false}) {
-    SCOPED_TRACE(fused ? "fused pair kernels" : "pair arithmetic as ATen expressions");
-    set_fused_pair_kernels(fused);
-    check(GetParam(), true);
-  }
+  for (const bool fused : {true, false})
+    for (const bool create_graph : {false, true}) {
+      SCOPED_TRACE(std::string(fused ? "fused pair kernels" : "pair arithmetic as ATen expressions") +
+                   (create_graph ? ", first backward with create_graph" : ", first with retain_graph"));
+      set_fused_pair_kernels(fused);
+      check(GetParam(), true, create_graph);
+    }
 }
 
-void AttentionExactness::check(const Case& c, bool retain_graph) {
+void AttentionExactness::check(const Case& c, bool retain_graph, bool create_graph) {
   AttentionSpec spec = attention_choice(c.model).spec;
   spec.lor_shared = c.lor_shared;
   spec.lor_c1 = c.c1;
@@ -172,7 +175,7 @@ void AttentionExactness::check(const Case& c, bool retain_graph) {
   for (int pass = 0; pass < (retain_graph ? 2 : 1); ++pass) {
     SCOPED_TRACE("backward pass " + std::to_string(pass + 1));
     const bool last = pass == (retain_graph ? 1 : 0);
-    const auto grad_fast = torch::autograd::grad({loss}, inputs, {}, !last, false, true);
+    const auto grad_fast = torch::autograd::grad({loss}, inputs, {}, !last, create_graph && !last, true);
     for (size_t n = 0; n < inputs.size(); ++n) {
       const std::string what = n == 0 ? "input" : names[n - 1].key();
       ASSERT_TRUE(grad_naive[n].defined()) << what << " does not influence the reference";
