@@ -1,5 +1,6 @@
 #include "training_run.h"
 
+#include "util/allocator.h"
 #include "util/device.h"
 #include "util/error.h"
 
@@ -34,6 +35,8 @@ TrainingRun::~TrainingRun() {
     trainer_->stop();
     thread_->wait();
   }
+  trainer_.reset();
+  release_free_memory();  // its weights and optimizer state
 }
 
 void TrainingRun::start() {
@@ -45,6 +48,10 @@ void TrainingRun::start() {
       if (p.event == TrainProgress::Event::Paused) paused_seen_ = true;
       Q_EMIT progress(p);  // queued to the GUI thread
     });
+    // The steps' activations, freed, were kept for the next step; a run that
+    // ended needs only its weights and AdamW's moments (Translution ViT-A/12:
+    // 465 and 930 MB of a 2.9 GB training peak).
+    release_free_memory();
     Q_EMIT finished(int(end));
   });
   thread_->setObjectName("training");

@@ -123,6 +123,11 @@ const char* freed_memory_name(FreedMemory policy) {
 
 bool in_large_block_pool(const void* p) { return pool().owns(p); }
 
+void release_free_memory() {
+  if (pool().available()) pool().trim();
+  malloc_trim(0);
+}
+
 void keep_freed_memory() {
   const char* env = std::getenv("TRANSLUTION_KEEP_FREED_MEMORY");
   const std::string value = env ? env : "";

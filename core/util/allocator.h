@@ -33,6 +33,11 @@ FreedMemory freed_memory();  // the policy last set (before any: glibc as it sta
 FreedMemory parse_freed_memory(const std::string& name);  // pool or keep-all
 const char* freed_memory_name(FreedMemory policy);
 
+// Gives the memory of freed blocks back to the system: the pool's free extents
+// and the top of glibc's heap. For long-lived processes between bursts of work
+// (the studio, when a training run ends); the next burst faults it back in.
+void release_free_memory();
+
 // Whether p lies in a block of the large-block pool (tests).
 bool in_large_block_pool(const void* p);
 

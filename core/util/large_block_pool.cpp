@@ -96,6 +96,14 @@ void LargeBlockPool::release(void* block) {
   free_.emplace(start, size);
 }
 
+size_t LargeBlockPool::trim() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t given = 0;
+  for (const auto& [offset, size] : free_)
+    if (madvise(base_ + offset, size, MADV_DONTNEED) == 0) given += size;
+  return given;
+}
+
 size_t LargeBlockPool::high_water() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return top_;

@@ -11,7 +11,8 @@
 // placed best-fit below the highest address ever used and never handed back:
 // freed memory stays resident and warm, and the next blocks of any size reuse
 // it (two gradients fit where one row was), so the resident set follows the
-// live peak. Pages are touched only when first used.
+// live peak. Pages are touched only when first used, and trim() gives free ones
+// back (the studio does when a training run ends).
 #include <cstddef>
 #include <map>
 #include <mutex>
@@ -32,6 +33,9 @@ class LargeBlockPool {
   void* allocate(size_t bytes);
   // Returns a block from allocate() to the pool (merging it with free neighbours).
   void release(void* block);
+  // Hands the memory of every free extent back to the system (the range stays
+  // reserved; reuse faults fresh pages in). Returns the bytes given back.
+  size_t trim();
   bool owns(const void* p) const { return base_ && p >= base_ && p < base_ + capacity_; }
   bool available() const { return base_ != nullptr; }
 

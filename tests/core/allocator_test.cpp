@@ -84,6 +84,22 @@ TEST_F(FreedMemoryTest, PoolServesLargeTensorsAndReusesTheirMemoryAcrossSizes) {
   EXPECT_EQ(g1.sum().item<float>(), 2.0f * float(30 * kMB / 4));
 }
 
+TEST_F(FreedMemoryTest, ReleasingFreeMemoryShrinksTheResidentSet) {
+  if (resident_memory_bytes() < 0) GTEST_SKIP() << "no resident-set figure on this system";
+  set_freed_memory(FreedMemory::Pool);
+  {
+    at::Tensor t = at::empty({int64_t(96 * kMB / 4)}, at::kFloat);
+    t.fill_(1.0f);
+    ASSERT_TRUE(in_large_block_pool(t.data_ptr()));
+  }
+  const int64_t kept = resident_memory_bytes();
+  release_free_memory();
+  EXPECT_GT(kept - resident_memory_bytes(), int64_t(64 * kMB)) << "the freed 96 MB stayed resident";
+  at::Tensor again = at::ones({int64_t(96 * kMB / 4)}, at::kFloat);  // the range is still usable
+  EXPECT_TRUE(in_large_block_pool(again.data_ptr()));
+  EXPECT_EQ(again.sum().item<double>(), double(96 * kMB / 4));
+}
+
 TEST_F(FreedMemoryTest, KeepAllLeavesLargeTensorsToTheHeap) {
   set_freed_memory(FreedMemory::KeepAll);
   EXPECT_EQ(freed_memory(), FreedMemory::KeepAll);

@@ -116,31 +116,28 @@ TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceAllTokens) {
   check(GetParam());
 }
 
-// Recomputing pair rows in backward must give the same gradients; recomputed rows
-// take their gradients in place, in the fused kernels and the ATen expressions.
-class RecomputedExactness : public AttentionExactness {};
-TEST_P(RecomputedExactness, ForwardAndGradientsMatchNaiveReference) {
-  set_recompute_pair_rows(true);
+// Pair rows, saved or recomputed, take their gradients in place where nothing
+// can read them again. Recomputing them in backward must give the same gradients.
+// Saved ones must survive a backward that keeps the graph (retain_graph, and
+// create_graph, whose recorded ops may hold them): a second backward through the
+// same graph is exact too. Fused kernels and ATen expressions, in one process
+// per operator (a test process's start costs more than these checks).
+class SavedRowsExactness : public AttentionExactness {};
+TEST_P(SavedRowsExactness, RecomputedOrReusedRowsMatchNaiveReference) {
   for (const bool fused : {true, false}) {
-    SCOPED_TRACE(fused ? "fused pair kernels" : "pair arithmetic as ATen expressions");
     set_fused_pair_kernels(fused);
-    check(GetParam());
-  }
-}
-
-// A backward that frees the graph lets saved pair rows take their gradients in
-// place; with retain_graph (and with create_graph, whose recorded ops may hold
-// them) they must survive it, so a second backward through the same graph is
-// exact too.
-class RetainedGraphExactness : public AttentionExactness {};
-TEST_P(RetainedGraphExactness, SecondBackwardThroughTheSameGraphMatchesNaiveReference) {
-  for (const bool fused : {true, false})
+    const std::string kernels = fused ? "fused pair kernels" : "pair arithmetic as ATen expressions";
+    {
+      SCOPED_TRACE(kernels + ", rows recomputed in backward");
+      set_recompute_pair_rows(true);
+      check(GetParam());
+      set_recompute_pair_rows(false);
+    }
     for (const bool create_graph : {false, true}) {
-      SCOPED_TRACE(std::string(fused ? "fused pair kernels" : "pair arithmetic as ATen expressions") +
-                   (create_graph ? ", first backward with create_graph" : ", first with retain_graph"));
-      set_fused_pair_kernels(fused);
+      SCOPED_TRACE(kernels + (create_graph ? ", first backward with create_graph" : ", first with retain_graph"));
       check(GetParam(), true, create_graph);
     }
+  }
 }
 
 void AttentionExactness::check(const Case& c, bool retain_graph, bool create_graph) {
@@ -200,7 +197,6 @@ std::vector<Case> relative_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOperators, AttentionExactness, ::testing::ValuesIn(all_cases()), case_name);
-INSTANTIATE_TEST_SUITE_P(RelativeOperators, RecomputedExactness, ::testing::ValuesIn(relative_cases()), case_name);
-INSTANTIATE_TEST_SUITE_P(RelativeOperators, RetainedGraphExactness, ::testing::ValuesIn(relative_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(RelativeOperators, SavedRowsExactness, ::testing::ValuesIn(relative_cases()), case_name);
 
 }  // namespace
