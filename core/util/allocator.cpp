@@ -25,7 +25,6 @@ std::atomic<bool> g_pool_on{false};
 
 // Address space for the pool: the machine's memory, or a quarter of an address-
 // space limit (ulimit -v) if that is less; nothing is committed until used.
-// Never destroyed: tensors may be freed during static destruction.
 size_t pool_capacity() {
   size_t capacity = size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE));
   rlimit limit{};
@@ -34,6 +33,7 @@ size_t pool_capacity() {
   return capacity;
 }
 
+// Never destroyed: tensors may be freed during static destruction.
 LargeBlockPool& pool() {
   static LargeBlockPool* instance = new LargeBlockPool(pool_capacity());
   return *instance;

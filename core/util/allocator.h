@@ -7,7 +7,8 @@
 // large temporary: 15.7 s against 10.8 s per Translution ViT-A/12 step at batch 32
 // when freed memory is kept instead (docs/benchmarks.md). Kept in glibc's heap
 // (keep-all), large blocks sit among small ones and leave memory the heap cannot
-// reuse at the peak (3.10 against 2.89 GB). The default (pool) keeps small blocks
+// reuse at the peak (Translution training: 3.10 GB resident against 2.91 GB with
+// the pool; docs/benchmarks.md, "Session 6"). The default (pool) keeps small blocks
 // in the heap and serves LibTorch's CPU tensors of 16 MB and more from a
 // LargeBlockPool (util/large_block_pool.h): resident and warm like the heap, but
 // reused across sizes, so the resident set follows the live peak.
