@@ -34,9 +34,9 @@ declare -A arch=(
 )
 train_one() {  # NAME DATASET
   local name=$1 data=$2 start=$SECONDS
-  # One BLAS thread each: the static and dynamic runs share the two cores.
+  # One thread each (BLAS and the engine's split): the static and dynamic runs share the two cores.
   # shellcheck disable=SC2086
-  OPENBLAS_NUM_THREADS=1 "$cli" train ${arch[$name]} --image 84 --patch 12 \
+  OPENBLAS_NUM_THREADS=1 "$cli" train ${arch[$name]} --image 84 --patch 12 --matrix-threads 1 \
     --dataset "$data" --train-samples "$samples" --epochs "$epochs" --batch 64 --lr 1e-3 --warmup 100 --seed 1 \
     --eval-samples 1000 --no-final-eval --data-dir "$DATA_DIR" --out "$out/$name-$data.ckpt" --json \
     >"$out/$name-$data.log"

@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <thread>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -30,7 +32,8 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
                          [--pair-kernels fused|aten] [--matrix-threads auto|N]
                          [--freed-memory pool|keep-all]
-                         [--compare gemm|pair-kernels|recompute|matrix-threads|freed-memory] [--json]
+                         [--compare gemm|pair-kernels|recompute|matrix-threads|freed-memory|
+                                    blas-threads] [--json]
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
 BLAS thread per GEMM, the engine splitting the work over the cores); train:
@@ -52,7 +55,8 @@ multiply-adds; the element-wise passes use every core).
 cannot be reused, instead of serving tensors of 16 MB and more from a pool of
 their own (the default, pool; util/allocator.h).
 --compare X alternates steps between X as given and its other setting (for
-matrix-threads: one) in one process (a fair A/B on a noisy machine): JSON
+matrix-threads: one; for blas-threads, OpenBLAS's threads per GEMM: one if the
+run has more, else one per core) in one process (a fair A/B on a noisy machine): JSON
 ms_per_step is the former, ms_per_step_alternative the latter; peak memory
 covers both.
 
@@ -124,13 +128,7 @@ int bench_command(const std::vector<std::string>& words) {
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
                                  "optimizer", "gemm", "pair-kernels", "matrix-threads", "freed-memory", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
-  const std::string matrix_threads = args.get("matrix-threads", studio ? "1" : "auto");
-  int threads = 0;  // auto
-  if (matrix_threads != "auto") {
-    threads = args.has("matrix-threads") ? int(args.get_int("matrix-threads", 0)) : 1;
-    if (threads < 1) throw Error("--matrix-threads must be auto or at least 1, got '" + matrix_threads + "'");
-  }
-  set_matrix_threads(threads);
+  const int threads = apply_matrix_threads(args, studio ? "1" : "auto");
   if (studio) return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));
@@ -174,9 +172,18 @@ int bench_command(const std::vector<std::string>& words) {
         const FreedMemory other = freed == FreedMemory::KeepAll ? FreedMemory::Pool : FreedMemory::KeepAll;
         set_freed_memory(alternative ? other : freed);
       };
-    else
+    else if (options.compare == "blas-threads") {
+      if (blas_threads() == 0) throw Error("--compare blas-threads needs OpenBLAS, which this LibTorch does not use");
+      // The alternative holds the other thread count while it runs; the run's own is read at its first step.
+      auto other = std::make_shared<std::optional<ScopedBlasThreads>>();
+      options.switch_path = [other](bool alternative) {
+        other->reset();
+        const int cores = int(std::max(2u, std::thread::hardware_concurrency()));
+        if (alternative) other->emplace(blas_threads() == 1 ? cores : 1);
+      };
+    } else
       throw Error("unknown --compare '" + options.compare +
-                  "' (expected gemm, pair-kernels, recompute, matrix-threads or freed-memory)");
+                  "' (expected gemm, pair-kernels, recompute, matrix-threads, freed-memory or blas-threads)");
   }
   // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second
   // thread gives batch-1 products next to nothing; the engine splits them over the

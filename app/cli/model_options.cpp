@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "util/error.h"
+#include "util/helper_threads.h"
 
 namespace translution::cli {
 
@@ -44,6 +45,23 @@ ViTConfig config_from_args(const Args& args) {
   c.first_blocks = args.get_int("first-blocks", c.first_model.empty() ? 0 : 1);
   c.validate();
   return c;
+}
+
+int apply_matrix_threads(const Args& args, const std::string& fallback) {
+  const std::string value = args.get("matrix-threads", fallback);
+  int threads = 0;  // auto
+  if (value != "auto") {
+    try {
+      size_t used = 0;
+      threads = std::stoi(value, &used);
+      if (used != value.size()) threads = 0;
+    } catch (const std::exception&) {
+      threads = 0;
+    }
+    if (threads < 1) throw Error("--matrix-threads must be auto or at least 1, got '" + value + "'");
+  }
+  set_matrix_threads(threads);
+  return threads;
 }
 
 }  // namespace translution::cli

@@ -25,10 +25,10 @@ const char* kTrainUsage = R"(usage: translution train --model NAME [--preset A] 
                          [--lr 3e-4] [--weight-decay 0.05] [--warmup STEPS] [--min-lr 0] [--clip 1.0]
                          [--seed 0] [--data-seed 0] [--fresh-positions] [--train-samples N] [--eval-every STEPS]
                          [--eval-samples 2000] [--checkpoint-every STEPS] [--device auto|cpu|cuda]
-                         [--data-dir DIR] [--no-final-eval] [--stop-at STEP] [--recompute] [--json]
-                         --out FILE.ckpt
+                         [--data-dir DIR] [--no-final-eval] [--stop-at STEP] [--recompute]
+                         [--matrix-threads auto|N] [--json] --out FILE.ckpt
        translution train --resume FILE.ckpt [--steps N] [--fresh-positions] [--stop-at STEP] [--device ...]
-                         [--data-dir DIR] [--recompute] [--json]
+                         [--data-dir DIR] [--recompute] [--matrix-threads auto|N] [--json]
 
 Trains with AdamW and a cosine schedule (linear warm-up first when --warmup is set),
 evaluating on the first --eval-samples test digits every --eval-every steps (default:
@@ -42,7 +42,11 @@ step with a resumable checkpoint and exit status 0 (Ctrl-C: 130). After the last
 the whole test set is evaluated and its accuracy stored in the checkpoint unless
 --no-final-eval. --recompute keeps less for backward (relative layers recompute their
 pair projections; the same numbers): Translution ViT-A/12 at batch 32 peaks a quarter
-lower for about a sixth more time (docs/benchmarks.md). Model options as in `model info`.
+lower for about a sixth more time (docs/benchmarks.md). On the CPU, Translution and LoR
+train with one BLAS thread per GEMM and the engine splitting the products over the
+cores (measured faster; $OPENBLAS_NUM_THREADS overrides); --matrix-threads 1 keeps
+one model's work on one thread, for runs that share the cores with others. Model
+options as in `model info`.
 )";
 
 volatile std::sig_atomic_t interrupted = 0;
@@ -103,12 +107,14 @@ int train_command(const std::vector<std::string>& words) {
   const Args args(words, model_flags({"json", "no-final-eval", "fresh-positions", "recompute"}),
                   model_options({"dataset", "epochs", "steps", "batch", "lr", "weight-decay", "warmup", "min-lr",
                                  "clip", "seed", "data-seed", "train-samples", "eval-every", "eval-samples",
-                                 "checkpoint-every", "device", "data-dir", "out", "resume", "stop-at"}));
+                                 "checkpoint-every", "device", "data-dir", "out", "resume", "stop-at",
+                                 "matrix-threads"}));
   if (!args.has("resume") && !args.has("out")) throw Error("train needs --out FILE.ckpt (or --resume FILE.ckpt)");
   const int64_t stop_at = args.get_int("stop-at", 0);  // a planned pause: checkpoint, exit 0
   if (stop_at < 0) throw Error("--stop-at must be a step number, got " + std::to_string(stop_at));
   const bool json = args.flag("json");
   set_recompute_pair_rows(args.flag("recompute"));
+  apply_matrix_threads(args, "auto");
   const c10::Device device = parse_device(args.get("device", "auto"));
   const std::string data_dir = args.get("data-dir", default_mnist_dir());
   std::unique_ptr<Trainer> trainer = make_trainer(args, data_dir, device);

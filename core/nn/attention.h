@@ -31,6 +31,8 @@ class AttentionModule : public torch::nn::Module {
   // x: [B, N, C]. When `probs` is given it receives the attention [B, heads, N, N].
   virtual at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) = 0;
   virtual std::vector<OffsetMagnitudes> offset_magnitudes() const { return {}; }
+  // Whether forward runs nn/relative_ops' per-matrix products (offset-indexed banks).
+  virtual bool per_matrix_products() const { return false; }
 };
 
 // Index and mask tensors are not buffers (Module::to(dtype) would turn them into

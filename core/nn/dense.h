@@ -1,12 +1,13 @@
 #pragma once
-// A linear layer's forward that, for one image's tokens (at most 64 rows) and no
-// gradient, splits the output columns over the cores. OpenBLAS gains little or
-// nothing from its own second thread on such a product (it packs the whole weight
-// matrix per call): one image's q, k, v projection (50 x 192 x 576) took 312 us on
-// one thread and 413 us with two BLAS threads, against 165 us with the columns
-// split in two on a helper thread (bench/small_gemm.cpp, docs/benchmarks.md).
-// Where it does not apply (gradients, more rows, CUDA, OpenBLAS threading each
-// GEMM) it is the module's own forward.
+// A linear layer whose products, where OpenBLAS threads no GEMM, are split over
+// the cores by the engine: the output's columns forward; the input gradient's
+// columns and the weight gradient's rows backward. OpenBLAS gains little or
+// nothing from its own second thread on one image's product (it packs the whole
+// weight matrix per call): one image's q, k, v projection (50 x 192 x 576) took
+// 312 us on one thread and 413 us with two BLAS threads, against 165 us with the
+// columns split in two on a helper thread (bench/small_gemm.cpp,
+// docs/benchmarks.md). Where it does not apply (small products, CUDA, OpenBLAS
+// threading each GEMM) it is the module's own forward.
 #include <torch/nn/modules/linear.h>
 
 namespace translution {

@@ -19,6 +19,7 @@ class LoRTranslutionAttention : public AttentionModule {
   LoRTranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape, const TokenLayout& layout);
   at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) override;
   std::vector<OffsetMagnitudes> offset_magnitudes() const override;
+  bool per_matrix_products() const override { return true; }
 
  private:
   at::Tensor low_rank_side(int role, const at::Tensor& x);

@@ -39,9 +39,9 @@ int64_t most_rows(const std::vector<int64_t>& offset) {
 }
 
 // Where the BLAS would run each product on one core, the other core would idle:
-// there the matrices are split between the cores. That is (a) one image's
-// products (at most 64 rows), where OpenBLAS threads no GEMM (the studio's
-// setting, or bench at batch 1): with two BLAS threads their spinning workers
+// there the matrices are split between the cores. That is (a) every product
+// where OpenBLAS threads no GEMM (bench at batch 1 and in training, the studio
+// when it does not force one thread): with two BLAS threads their spinning workers
 // took the second core's time (Translution, one image: 102.7 -> 64.3 ms split
 // with one BLAS thread, docs/benchmarks.md); and (b) products under about a
 // million multiply-adds (LoR's 24 x 24 matrices at batch 32), which OpenBLAS
@@ -50,7 +50,7 @@ int64_t most_rows(const std::vector<int64_t>& offset) {
 int matrix_parts(int64_t largest_gemm_rows, int64_t k, int64_t n) {
   if (const int forced = matrix_threads(); forced > 0) return forced;
   const bool small_kernel = largest_gemm_rows * k * n <= (int64_t(1) << 20) && free_cores() >= 2;
-  return one_image_split(largest_gemm_rows) || small_kernel ? 2 : 1;
+  return engine_splits_products() || small_kernel ? 2 : 1;
 }
 
 // body(first, last, part) over `parts` ranges of matrices with about equal rows,

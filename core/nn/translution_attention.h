@@ -18,6 +18,7 @@ class TranslutionAttention : public AttentionModule {
   TranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape, const TokenLayout& layout);
   at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) override;
   std::vector<OffsetMagnitudes> offset_magnitudes() const override;
+  bool per_matrix_products() const override { return true; }
 
  private:
   AttentionSpec spec_;

@@ -75,4 +75,10 @@ std::vector<std::vector<OffsetMagnitudes>> ViTImpl::offset_magnitudes() const {
   return out;
 }
 
+bool ViTImpl::per_matrix_products() const {
+  for (const auto& block : blocks_)
+    if (block->attention().per_matrix_products()) return true;
+  return false;
+}
+
 }  // namespace translution

@@ -47,6 +47,8 @@ class ViTImpl : public torch::nn::Module {
   int64_t parameter_count() const;
   // Per layer, the relative matrices' magnitudes (empty for plain attention layers).
   std::vector<std::vector<OffsetMagnitudes>> offset_magnitudes() const;
+  // Whether any block's attention runs per-matrix products (Translution, LoR).
+  bool per_matrix_products() const;
   const ViTBlockImpl& block(int64_t i) const { return *blocks_[size_t(i)]; }
 
  private:

@@ -5,6 +5,7 @@
 #include <thread>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -18,6 +19,7 @@
 #include "nn/vit.h"
 #include "train/fused_adamw.h"
 #include "train/release_gradients.h"
+#include "train/training_threads.h"
 #include "util/allocator.h"
 #include "util/device.h"
 #include "util/error.h"
@@ -83,7 +85,6 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.raw_gemm = raw_gemm_enabled();
   result.fused_pair = fused_pair_kernels_enabled();
   result.matrix_threads = matrix_threads();
-  result.blas_threads = blas_threads();
   result.freed_memory = freed_memory_name(freed_memory());
   result.device_name = device_description(options.device);
 
@@ -93,6 +94,10 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   model->to(options.device);
   result.parameters = model->parameter_count();
   const bool train = options.mode == "train";
+  // Training shares the cores as `translution train` does (train/training_threads.h).
+  std::optional<TrainingThreads> training_threads;
+  if (train) training_threads.emplace(model, options.device);
+  result.blas_threads = blas_threads();
   const auto opts = at::TensorOptions().device(options.device);
   const at::Tensor images = at::randn({options.batch, c.channels, c.image_height, c.image_width}, opts);
   const at::Tensor labels = at::randint(c.classes, {options.batch}, opts.dtype(at::kLong));

@@ -113,7 +113,7 @@ int matrix_threads() { return g_matrix_threads; }
 
 int free_cores() { return at::get_num_threads() > 1 ? 1 : int(std::max(1u, std::thread::hardware_concurrency())); }
 
-bool one_image_split(int64_t rows) { return rows <= 64 && blas_threads() == 1 && free_cores() >= 2; }
+bool engine_splits_products() { return blas_threads() == 1 && free_cores() >= 2; }
 
 int element_parts() {
   const int forced = g_matrix_threads.load();

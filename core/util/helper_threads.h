@@ -12,9 +12,9 @@ namespace translution {
 
 // How many threads share one model's work (the --matrix-threads knob). 0 (the
 // default) decides by shape: the per-matrix loops and the dense layers split in
-// two where the BLAS would keep each product on one core (one image's products
-// where OpenBLAS threads no GEMM; per-matrix products under a million
-// multiply-adds), else leave GEMMs to the BLAS's own threads; the per-pair
+// two where the BLAS would keep each product on one core (every product where
+// OpenBLAS threads no GEMM; per-matrix products under a million multiply-adds),
+// else leave GEMMs to the BLAS's own threads; the per-pair
 // kernels and the optimizer's pass use every core. The studio sets 1: its model
 // slots already keep the cores busy.
 void set_matrix_threads(int threads);
@@ -24,10 +24,10 @@ int matrix_threads();
 // spinning OpenMP workers and the helpers would take turns at the same cores
 // (self-attention, one image: 50 ms against 8).
 int free_cores();
-// Whether one image's products ([rows x k] x [k x n], rows at most 64) split in two:
-// where OpenBLAS threads no GEMM (its spinning workers would take the second core)
-// and two cores are free.
-bool one_image_split(int64_t rows);
+// Whether the engine splits large products over the cores itself: where OpenBLAS
+// threads no GEMM (one BLAS thread: then no spinning BLAS workers take the second
+// core between products) and two cores are free.
+bool engine_splits_products();
 // Parts for element-wise work (per-pair kernels, the optimizer): matrix_threads()
 // when set, else free_cores(). element_grain(g): the least items per part,
 // g by default, 1 when the thread count is set (a forced split happens even on

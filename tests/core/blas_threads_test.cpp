@@ -1,11 +1,17 @@
-// The studio's BLAS setting: one thread per GEMM, unless the user says otherwise.
+// The studio's BLAS setting: one thread per GEMM, unless the user says otherwise;
+// and a CPU training run's: one thread per GEMM where the model runs per-matrix products.
 #include <dlfcn.h>
 
 #include <cstdlib>
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
+#include "nn/vit.h"
+#include "train/training_threads.h"
 #include "util/device.h"
+#include "util/helper_threads.h"
 
 namespace translution {
 namespace {
@@ -22,6 +28,44 @@ TEST(ConcurrentBlas, OpenBlasThreadsEachGemmOnOneThread) {
   if (env && *env) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
   EXPECT_TRUE(configure_concurrent_blas());
   EXPECT_EQ(get(), 1);
+}
+
+TEST(TrainingThreads, OneBlasThreadWhileAModelWithPerMatrixProductsTrains) {
+  if (blas_threads() == 0) GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
+  const char* env = std::getenv("OPENBLAS_NUM_THREADS");
+  if (env && *env) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core";
+  set_matrix_threads(0);
+  const ScopedBlasThreads two(2);
+  ASSERT_EQ(blas_threads(), 2);
+  auto model = [](const char* name) {
+    ViTConfig c = preset_config("tiny", name);
+    c.depth = 1, c.image_height = c.image_width = 28, c.patch = 7;
+    return ViT(c);
+  };
+  {
+    const TrainingThreads threads(model("translution"), c10::Device(c10::kCPU));
+    EXPECT_TRUE(threads.engine_splits());
+    EXPECT_EQ(blas_threads(), 1);
+    EXPECT_TRUE(engine_splits_products());
+  }
+  EXPECT_EQ(blas_threads(), 2) << "restored when the run ends";
+  {
+    const TrainingThreads threads(model("lor"), c10::Device(c10::kCPU));
+    EXPECT_EQ(blas_threads(), 1);
+  }
+  {
+    const TrainingThreads threads(model("attention"), c10::Device(c10::kCPU));
+    EXPECT_FALSE(threads.engine_splits()) << "plain attention: OpenBLAS's threads were faster";
+    EXPECT_EQ(blas_threads(), 2);
+  }
+  set_matrix_threads(1);  // the studio: its slots already share the cores
+  {
+    const TrainingThreads threads(model("translution"), c10::Device(c10::kCPU));
+    EXPECT_FALSE(threads.engine_splits());
+    EXPECT_EQ(blas_threads(), 2);
+  }
+  set_matrix_threads(0);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// dense() is the linear layer's forward with its columns split over threads, and
+// dense() is the linear layer with its products split over threads, and
 // run_parts runs every part exactly once, from any number of callers.
 #include <atomic>
 #include <stdexcept>
@@ -49,26 +49,54 @@ TEST(Dense, SplitColumnsGiveTheLinearLayersOutputInDouble) {
   set_matrix_threads(0);
 }
 
-TEST(Dense, SplitsOneImagesProductsOnlyWhereTheBlasThreadsNone) {
+TEST(Dense, SplitsProductsOnlyWhereTheBlasThreadsNone) {
   set_matrix_threads(0);
   if (!configure_concurrent_blas()) GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
   if (blas_threads() != 1) GTEST_SKIP() << "OPENBLAS_NUM_THREADS asks for more than one thread";
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core";
   EXPECT_EQ(dense_parts(50, 576, 192), 2) << "one image's q, k, v projection";
   EXPECT_EQ(dense_parts(1, 10, 192), 1) << "the classifier head: too small to share";
-  EXPECT_EQ(dense_parts(1600, 576, 192), 1) << "a batch's rows are left to the BLAS";
+  EXPECT_EQ(dense_parts(1600, 576, 192), 2) << "a batch's rows, with no BLAS threads to take them";
+  {
+    const ScopedBlasThreads two(2);
+    if (blas_threads() == 2) {
+      EXPECT_EQ(dense_parts(1600, 576, 192), 1) << "left to OpenBLAS's own threads";
+    }
+  }
 }
 
-TEST(Dense, GradientsFlowThroughTheModulesOwnForward) {
-  set_matrix_threads(2);
+// Forward and all three gradients of the split layer against at::linear, in
+// double, with 1-3 parts (uneven and narrower-than-alignment splits included),
+// with and without bias, and with an input that needs no gradient.
+TEST(Dense, SplitGradientsMatchTheLinearLayerInDouble) {
   at::manual_seed(6);
-  torch::nn::Linear layer(32, 64);
-  layer->to(at::kDouble);  // in float the two sums' rounding differs by more than allclose's tolerance near 0
-  const at::Tensor x = at::randn({1, 50, 32}, at::kDouble).requires_grad_(true);
-  dense(layer, x).sum().backward();
-  ASSERT_TRUE(x.grad().defined());
-  ASSERT_TRUE(layer->weight.grad().defined());
-  EXPECT_LT(max_relative_error(x.grad(), layer->weight.sum(0).expand({1, 50, 32})), 1e-12);
+  const struct { int64_t in, out, rows; bool bias, input_grad; } cases[] = {
+      {32, 64, 50, true, true}, {19, 96, 130, false, true}, {24, 17, 7, true, true}, {40, 200, 33, true, false}};
+  for (const auto& c : cases)
+    for (const int threads : {1, 2, 3}) {
+      SCOPED_TRACE(std::to_string(c.rows) + " x " + std::to_string(c.in) + " -> " + std::to_string(c.out) + ", " +
+                   std::to_string(threads) + " thread(s)");
+      set_matrix_threads(threads);
+      torch::nn::Linear layer(torch::nn::LinearOptions(c.in, c.out).bias(c.bias));
+      layer->to(at::kDouble);
+      const at::Tensor x0 = at::randn({2, c.rows, c.in}, at::kDouble);
+      const at::Tensor dy = at::randn({2, c.rows, c.out}, at::kDouble);
+      const at::Tensor x = x0.clone().requires_grad_(c.input_grad);
+      (dense(layer, x) * dy).sum().backward();
+      const at::Tensor w = layer->weight.detach().clone().requires_grad_(true);
+      const at::Tensor b = c.bias ? layer->bias.detach().clone().requires_grad_(true) : at::Tensor();
+      const at::Tensor xr = x0.clone().requires_grad_(c.input_grad);
+      (at::linear(xr, w, b) * dy).sum().backward();
+      EXPECT_LT(max_relative_error(layer->weight.grad(), w.grad()), 1e-12);
+      if (c.bias) {
+        EXPECT_LT(max_relative_error(layer->bias.grad(), b.grad()), 1e-12);
+      }
+      if (c.input_grad) {
+        EXPECT_LT(max_relative_error(x.grad(), xr.grad()), 1e-12);
+      } else {
+        EXPECT_FALSE(x.grad().defined());
+      }
+    }
   set_matrix_threads(0);
 }
 
