@@ -44,6 +44,13 @@ done
 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --compare matrix-threads --json
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare matrix-threads --json
 "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare matrix-threads --json
+# Who splits the products in training (train/training_threads.h): one BLAS thread per GEMM with the
+# engine splitting every product (the default for Translution and LoR) against OpenBLAS's own threads
+# (the default for self-attention), steps alternating in one process.
+for m in lor attention; do
+  "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare blas-threads --json
+done
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare blas-threads --json
 # One image with two BLAS threads per GEMM (bench's setting before session 5): no split applies.
 OPENBLAS_NUM_THREADS=2 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --json
 # The studio's path: both bundled models per canvas change.

@@ -37,8 +37,10 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
 BLAS thread per GEMM, the engine splitting the work over the cores); train:
-forward, backward and an AdamW step. Reports the median ms per step, images/s, peak memory (resident set on CPU,
-allocator peak on CUDA), the exact FLOPs per image, and the fraction of this
+forward, backward and an AdamW step (as `translution train` runs it: Translution
+and LoR with one BLAS thread per GEMM and the engine's split). Reports the
+median ms per step, images/s, peak memory (resident set on CPU, allocator peak
+on CUDA), the exact FLOPs per image, and the fraction of this
 machine's floor (GEMM rate and memory bandwidth measured in the same run).
 --algorithm forces how relative projections are computed (default: by shape);
 --recompute trades time for memory (backward recomputes pair projections).
@@ -49,7 +51,7 @@ expressions instead of the engine's fused one-pass CPU kernels;
 --matrix-threads sets how many threads share one model's work: the per-matrix
 GEMMs, one image's dense layers (by columns), the per-pair kernels and AdamW
 (auto: the GEMMs split in two where the BLAS would keep each on one core, i.e.
-one image's products with one BLAS thread per GEMM, or products under a million
+every product when OpenBLAS has one thread per GEMM, or products under a million
 multiply-adds; the element-wise passes use every core).
 --freed-memory keep-all keeps every freed block in glibc's heap, where some
 cannot be reused, instead of serving tensors of 16 MB and more from a pool of
