@@ -13,6 +13,7 @@
 #include "nn/relative_ops.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
+#include "train/training_threads.h"
 #include "util/device.h"
 #include "util/error.h"
 #include "util/key_value.h"
@@ -42,11 +43,12 @@ step with a resumable checkpoint and exit status 0 (Ctrl-C: 130). After the last
 the whole test set is evaluated and its accuracy stored in the checkpoint unless
 --no-final-eval. --recompute keeps less for backward (relative layers recompute their
 pair projections; the same numbers): Translution ViT-A/12 at batch 32 peaks a quarter
-lower for about a sixth more time (docs/benchmarks.md). On the CPU, Translution and LoR
-train with one BLAS thread per GEMM and the engine splitting the products over the
-cores (measured faster; $OPENBLAS_NUM_THREADS overrides); --matrix-threads 1 keeps
-one model's work on one thread, for runs that share the cores with others. Model
-options as in `model info`.
+lower for about a sixth more time (docs/benchmarks.md). On a two-core CPU, Translution
+and LoR train with one BLAS thread per GEMM and the engine splitting the products
+over the cores (measured faster; $OPENBLAS_NUM_THREADS overrides). --matrix-threads 1
+keeps the engine's work on one thread; a run that shares the cores with others also
+sets OPENBLAS_NUM_THREADS=1 (as scripts/reproduce_protocol.sh does). Model options as
+in `model info`.
 )";
 
 volatile std::sig_atomic_t interrupted = 0;
@@ -124,6 +126,7 @@ int train_command(const std::vector<std::string>& words) {
                trainer->model()->parameter_count() / 1e6, trainer->config().dataset.c_str(),
                (long long)trainer->total_steps(), (long long)trainer->config().batch, device_description(device).c_str());
 
+  const TrainingThreads threads(trainer->model(), device);  // here, on the thread that owns BLAS's setting
   std::signal(SIGINT, on_interrupt);
   ProgressBar bar("train", true);
   const auto start = std::chrono::steady_clock::now();

@@ -82,14 +82,21 @@ class SplitLinear : public torch::autograd::Function<SplitLinear> {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &x = saved[0], &w = saved[1];
     const at::Tensor dy = grads[0].contiguous();
+    const int64_t N = w.size(0), K = w.size(1);
     at::Tensor dx, dw, db;
+    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) db = dy.reshape({-1, N}).sum(0);
+    if (at::GradMode::is_enabled()) {  // create_graph: the gradients must be differentiable themselves
+      const at::Tensor dy2 = dy.reshape({-1, N});
+      if (ctx->needs_input_grad(0)) dx = dy2.mm(w).view(x.sizes());
+      if (ctx->needs_input_grad(1)) dw = dy2.t().mm(x.reshape({-1, K}));
+      return {dx, dw, db, at::Tensor()};
+    }
     if (ctx->needs_input_grad(0)) dx = at::empty_like(x, at::MemoryFormat::Contiguous);
     if (ctx->needs_input_grad(1)) dw = at::empty_like(w, at::MemoryFormat::Contiguous);
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dense_backward", [&] {
       split_gradients<scalar_t>(dy, x, w, dx.defined() ? &dx : nullptr, dw.defined() ? &dw : nullptr,
                                 int(ctx->saved_data["parts"].toInt()));
     });
-    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) db = dy.reshape({-1, w.size(0)}).sum(0);
     return {dx, dw, db, at::Tensor()};
   }
 };
@@ -105,7 +112,7 @@ int dense_parts(int64_t rows, int64_t n, int64_t k) {
 at::Tensor dense(torch::nn::Linear& layer, const at::Tensor& x) {
   const at::Tensor &w = layer->weight, &b = layer->bias;
   if (x.dim() < 1 || x.size(-1) != w.size(1) || x.scalar_type() != w.scalar_type() || !raw_gemm_usable(x) ||
-      !raw_gemm_usable(w) || (b.defined() && !raw_gemm_usable(b)))
+      !raw_gemm_usable(w) || (b.defined() && (!raw_gemm_usable(b) || b.scalar_type() != w.scalar_type())))
     return layer->forward(x);
   const int64_t N = w.size(0), K = w.size(1), M = x.numel() / std::max<int64_t>(K, 1);
   const int parts = dense_parts(M, N, K);

@@ -18,7 +18,6 @@
 #include "train/fused_adamw.h"
 #include "train/lr_schedule.h"
 #include "train/release_gradients.h"
-#include "train/training_threads.h"
 #include "util/error.h"
 #include "util/key_value.h"
 
@@ -214,7 +213,6 @@ void Trainer::save(const TrainCallback& callback) {
 
 TrainProgress::Event Trainer::run(const TrainCallback& callback) {
   stop_ = false;
-  const TrainingThreads threads(model_, device_);
   while (step_ < total_steps()) {
     if (!wait_while_paused(callback)) break;
     if (stop_) break;

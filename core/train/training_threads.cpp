@@ -1,15 +1,12 @@
 #include "train/training_threads.h"
 
-#include <cstdlib>
-
 #include "util/helper_threads.h"
 
 namespace translution {
 
 TrainingThreads::TrainingThreads(const ViT& model, const c10::Device& device) {
-  const char* env = std::getenv("OPENBLAS_NUM_THREADS");
-  if (!device.is_cpu() || (env && *env) || matrix_threads() == 1 || blas_threads() <= 1) return;
-  if (free_cores() < 2 || !model->per_matrix_products()) return;
+  if (!device.is_cpu() || blas_threads_from_environment() || matrix_threads() == 1 || blas_threads() <= 1) return;
+  if (free_cores() != 2 || !model->per_matrix_products()) return;
   blas_.emplace(1);
 }
 

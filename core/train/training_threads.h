@@ -3,10 +3,8 @@
 // each GEMM, and the engine's helpers (util/helper_threads), which split the work
 // between products. Where a step is mostly per-matrix products (Translution,
 // LoR), one BLAS thread per GEMM with the engine splitting every product over the
-// cores was faster: Translution ViT-A/12 at batch 32, 2385-2430 against 2871-2894
-// ms/step, no OpenBLAS worker spinning between the thousands of products; for
-// plain attention OpenBLAS's own threads were (3-10% per step; docs/benchmarks.md,
-// session 7, `bench --compare blas-threads`).
+// two cores was measured faster, and for plain attention OpenBLAS's own threads
+// were (docs/benchmarks.md, section "Session 7", `bench --compare blas-threads`).
 #include <optional>
 
 #include <c10/core/Device.h>
@@ -17,8 +15,11 @@
 namespace translution {
 
 // While it lives, OpenBLAS threads each GEMM on one thread when `model` runs
-// per-matrix products on the CPU, unless $OPENBLAS_NUM_THREADS or a forced
-// single matrix thread (the studio) says how the cores are shared.
+// per-matrix products on the CPU of a two-core machine (the engine splits in two;
+// more cores are left to OpenBLAS until measured), unless $OPENBLAS_NUM_THREADS
+// or a forced single matrix thread (the studio) says how the cores are shared.
+// OpenBLAS's thread count is process-wide: create it on the thread that owns the
+// process's BLAS setting (the CLI's main thread), never beside concurrent GEMMs.
 class TrainingThreads {
  public:
   TrainingThreads(const ViT& model, const c10::Device& device);

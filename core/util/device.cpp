@@ -93,9 +93,13 @@ SetThreads openblas_set_threads() {
 bool configure_concurrent_blas() {
   const auto set = openblas_set_threads();
   if (!set) return false;
-  const char* t = std::getenv("OPENBLAS_NUM_THREADS");
-  if (!(t && *t)) set(1);
+  if (!blas_threads_from_environment()) set(1);
   return true;
+}
+
+bool blas_threads_from_environment() {
+  const char* t = std::getenv("OPENBLAS_NUM_THREADS");
+  return t && *t;
 }
 
 int blas_threads() {

@@ -37,6 +37,8 @@ bool configure_concurrent_blas();
 
 // Threads OpenBLAS gives each GEMM now, or 0 where the BLAS is not OpenBLAS.
 int blas_threads();
+// Whether $OPENBLAS_NUM_THREADS is set (then it wins over the engine's choices).
+bool blas_threads_from_environment();
 
 // OpenBLAS threads each GEMM on `threads` threads while this lives (nothing where
 // the BLAS is not OpenBLAS). For a measurement that must use every core, such as

@@ -8,7 +8,10 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <torch/autograd.h>
+
 #include "nn/dense.h"
+#include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
 #include "util/device.h"
 #include "util/helper_threads.h"
@@ -20,29 +23,42 @@ double max_relative_error(const at::Tensor& a, const at::Tensor& b) {
   return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item<double>();
 }
 
-TEST(Dense, SplitColumnsGiveTheLinearLayersOutputInDouble) {
-  at::manual_seed(5);
-  const at::NoGradGuard no_grad;
-  // Widths that split evenly, unevenly and into parts narrower than the 16-column
-  // alignment; with and without bias; one image's tokens and a batch (not split).
-  const struct { int64_t in, out, rows; bool bias; } cases[] = {
-      {19, 96, 50, true}, {33, 200, 7, false}, {8, 40, 50, true}, {24, 17, 3, true}, {16, 64, 130, true}};
-  for (const auto& c : cases)
+struct LayerCase {
+  int64_t in, out, rows;
+  bool bias, input_grad = true, weight_grad = true;
+};
+
+// Runs check(case, layer) for every case on 1, 2 and 3 matrix threads, with a fresh double layer.
+template <typename Check>
+void for_each_split(const std::vector<LayerCase>& cases, Check check) {
+  for (const LayerCase& c : cases)
     for (const int threads : {1, 2, 3}) {
       SCOPED_TRACE(std::to_string(c.rows) + " x " + std::to_string(c.in) + " -> " + std::to_string(c.out) + ", " +
                    std::to_string(threads) + " thread(s)");
       set_matrix_threads(threads);
       torch::nn::Linear layer(torch::nn::LinearOptions(c.in, c.out).bias(c.bias));
       layer->to(at::kDouble);
-      const at::Tensor x = at::randn({1, c.rows, c.in}, at::kDouble);
-      const at::Tensor out = dense(layer, x);
-      EXPECT_EQ(out.sizes(), (std::vector<int64_t>{1, c.rows, c.out}));
-      EXPECT_LT(max_relative_error(out, layer->forward(x)), 1e-12);
-      // A strided input (not contiguous) goes through the module's own forward.
-      const at::Tensor wide = at::randn({1, c.rows, 2 * c.in}, at::kDouble);
-      const at::Tensor strided = wide.narrow(2, 0, c.in);
-      EXPECT_LT(max_relative_error(dense(layer, strided), layer->forward(strided)), 1e-12);
+      check(c, layer);
     }
+  set_matrix_threads(0);
+}
+
+TEST(Dense, SplitColumnsGiveTheLinearLayersOutputInDouble) {
+  at::manual_seed(5);
+  const at::NoGradGuard no_grad;
+  // Widths that split evenly, unevenly and into parts narrower than the 16-column
+  // alignment; with and without bias; one image's tokens and a batch.
+  for_each_split({{19, 96, 50, true}, {33, 200, 7, false}, {8, 40, 50, true}, {24, 17, 3, true}, {16, 64, 130, true}},
+                 [](const LayerCase& c, torch::nn::Linear& layer) {
+                   const at::Tensor x = at::randn({1, c.rows, c.in}, at::kDouble);
+                   const at::Tensor out = dense(layer, x);
+                   EXPECT_EQ(out.sizes(), (std::vector<int64_t>{1, c.rows, c.out}));
+                   EXPECT_LT(max_relative_error(out, layer->forward(x)), 1e-12);
+                   // A strided input (not contiguous) goes through the module's own forward.
+                   const at::Tensor wide = at::randn({1, c.rows, 2 * c.in}, at::kDouble);
+                   const at::Tensor strided = wide.narrow(2, 0, c.in);
+                   EXPECT_LT(max_relative_error(dense(layer, strided), layer->forward(strided)), 1e-12);
+                 });
   set_matrix_threads(3);
   EXPECT_EQ(dense_parts(50, 8, 192), 1) << "narrower than one aligned part";
   EXPECT_EQ(dense_parts(50, 40, 192), 2) << "two aligned parts at most";
@@ -67,36 +83,63 @@ TEST(Dense, SplitsProductsOnlyWhereTheBlasThreadsNone) {
 
 // Forward and all three gradients of the split layer against at::linear, in
 // double, with 1-3 parts (uneven and narrower-than-alignment splits included),
-// with and without bias, and with an input that needs no gradient.
+// with and without bias, an input that needs no gradient and a frozen weight.
 TEST(Dense, SplitGradientsMatchTheLinearLayerInDouble) {
   at::manual_seed(6);
-  const struct { int64_t in, out, rows; bool bias, input_grad; } cases[] = {
-      {32, 64, 50, true, true}, {19, 96, 130, false, true}, {24, 17, 7, true, true}, {40, 200, 33, true, false}};
-  for (const auto& c : cases)
-    for (const int threads : {1, 2, 3}) {
-      SCOPED_TRACE(std::to_string(c.rows) + " x " + std::to_string(c.in) + " -> " + std::to_string(c.out) + ", " +
-                   std::to_string(threads) + " thread(s)");
-      set_matrix_threads(threads);
-      torch::nn::Linear layer(torch::nn::LinearOptions(c.in, c.out).bias(c.bias));
-      layer->to(at::kDouble);
-      const at::Tensor x0 = at::randn({2, c.rows, c.in}, at::kDouble);
-      const at::Tensor dy = at::randn({2, c.rows, c.out}, at::kDouble);
-      const at::Tensor x = x0.clone().requires_grad_(c.input_grad);
-      (dense(layer, x) * dy).sum().backward();
-      const at::Tensor w = layer->weight.detach().clone().requires_grad_(true);
-      const at::Tensor b = c.bias ? layer->bias.detach().clone().requires_grad_(true) : at::Tensor();
-      const at::Tensor xr = x0.clone().requires_grad_(c.input_grad);
-      (at::linear(xr, w, b) * dy).sum().backward();
-      EXPECT_LT(max_relative_error(layer->weight.grad(), w.grad()), 1e-12);
-      if (c.bias) {
-        EXPECT_LT(max_relative_error(layer->bias.grad(), b.grad()), 1e-12);
-      }
-      if (c.input_grad) {
-        EXPECT_LT(max_relative_error(x.grad(), xr.grad()), 1e-12);
-      } else {
-        EXPECT_FALSE(x.grad().defined());
-      }
-    }
+  for_each_split({{32, 64, 50, true}, {19, 96, 130, false}, {24, 17, 7, true}, {40, 200, 33, true, false},
+                  {48, 80, 20, false, true, false}},
+                 [](const LayerCase& c, torch::nn::Linear& layer) {
+                   layer->weight.requires_grad_(c.weight_grad);
+                   const at::Tensor x0 = at::randn({2, c.rows, c.in}, at::kDouble);
+                   const at::Tensor dy = at::randn({2, c.rows, c.out}, at::kDouble);
+                   const at::Tensor x = x0.clone().requires_grad_(c.input_grad);
+                   const at::Tensor y = dense(layer, x);
+                   if (raw_gemm_usable(x0) && dense_parts(2 * c.rows, c.out, c.in) > 1) {
+                     ASSERT_TRUE(y.grad_fn());
+                     EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
+                   }
+                   (y * dy).sum().backward();
+                   const at::Tensor w = layer->weight.detach().clone().requires_grad_(c.weight_grad);
+                   const at::Tensor b = c.bias ? layer->bias.detach().clone().requires_grad_(true) : at::Tensor();
+                   const at::Tensor xr = x0.clone().requires_grad_(c.input_grad);
+                   const at::Tensor yr = at::linear(xr, w, b);
+                   EXPECT_LT(max_relative_error(y.detach(), yr.detach()), 1e-12);
+                   (yr * dy).sum().backward();
+                   if (c.weight_grad) {
+                     EXPECT_LT(max_relative_error(layer->weight.grad(), w.grad()), 1e-12);
+                   } else {
+                     EXPECT_FALSE(layer->weight.grad().defined());
+                   }
+                   if (c.bias) {
+                     EXPECT_LT(max_relative_error(layer->bias.grad(), b.grad()), 1e-12);
+                   }
+                   if (c.input_grad) {
+                     EXPECT_LT(max_relative_error(x.grad(), xr.grad()), 1e-12);
+                   } else {
+                     EXPECT_FALSE(x.grad().defined());
+                   }
+                 });
+}
+
+// With create_graph the split layer's gradients are differentiable too: a
+// second-order gradient matches at::linear's.
+TEST(Dense, SecondOrderGradientsMatchTheLinearLayerInDouble) {
+  at::manual_seed(7);
+  set_matrix_threads(2);
+  torch::nn::Linear layer(32, 64);
+  layer->to(at::kDouble);
+  const at::Tensor x0 = at::randn({2, 50, 32}, at::kDouble), dy = at::randn({2, 50, 64}, at::kDouble);
+  const at::Tensor v = at::randn({2, 50, 32}, at::kDouble);
+  auto second_order = [&](const at::Tensor& x, const at::Tensor& y, const at::Tensor& w) {
+    const at::Tensor dx = torch::autograd::grad({(y * dy).sum()}, {x}, {}, true, true)[0];
+    return torch::autograd::grad({(dx * v).sum()}, {w})[0];
+  };
+  const at::Tensor x = x0.clone().requires_grad_(true);
+  const at::Tensor split = second_order(x, dense(layer, x), layer->weight);
+  const at::Tensor w = layer->weight.detach().clone().requires_grad_(true);
+  const at::Tensor xr = x0.clone().requires_grad_(true);
+  const at::Tensor reference = second_order(xr, at::linear(xr, w, layer->bias.detach()), w);
+  EXPECT_LT(max_relative_error(split, reference), 1e-12);
   set_matrix_threads(0);
 }
 

@@ -1,12 +1,25 @@
 // core_tests' main: gtest's, except that a run in which every selected test was
 // skipped (the CUDA suite without a GPU) exits with 77, which ctest reports as
-// "Skipped" (SKIP_RETURN_CODE, discover_suites.cmake) instead of "Passed".
+// "Skipped" (SKIP_RETURN_CODE, discover_suites.cmake) instead of "Passed", and a
+// run that selects no test at all fails (a ctest entry that tests nothing).
+#include <cstdio>
+
 #include <gtest/gtest.h>
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   const int status = RUN_ALL_TESTS();
+#ifdef GTEST_FLAG_GET
+  const bool listing = GTEST_FLAG_GET(list_tests);
+#else
+  const bool listing = ::testing::GTEST_FLAG(list_tests);
+#endif
+  if (status != 0 || listing) return status;
   const testing::UnitTest& run = *testing::UnitTest::GetInstance();
-  const bool all_skipped = run.skipped_test_count() > 0 && run.successful_test_count() == 0 && run.failed_test_count() == 0;
-  return status == 0 && all_skipped ? 77 : status;
+  if (run.test_to_run_count() == 0) {
+    std::fprintf(stderr, "no test selected (filter or shard matches none)\n");
+    return 1;
+  }
+  const bool all_skipped = run.skipped_test_count() > 0 && run.successful_test_count() == 0;
+  return all_skipped ? 77 : 0;
 }
