@@ -7,7 +7,6 @@
 #include <torch/autograd.h>
 
 #include "nn/raw_gemm.h"
-#include "util/device.h"
 #include "util/helper_threads.h"
 
 namespace translution {
