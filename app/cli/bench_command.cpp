@@ -130,7 +130,7 @@ int bench_command(const std::vector<std::string>& words) {
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
                                  "optimizer", "gemm", "pair-kernels", "matrix-threads", "freed-memory", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
-  const int threads = apply_matrix_threads(args, studio ? "1" : "auto");
+  const int threads = apply_matrix_threads(args, studio ? 1 : 0);
   if (studio) return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));

@@ -47,18 +47,12 @@ ViTConfig config_from_args(const Args& args) {
   return c;
 }
 
-int apply_matrix_threads(const Args& args, const std::string& fallback) {
-  const std::string value = args.get("matrix-threads", fallback);
-  int threads = 0;  // auto
-  if (value != "auto") {
-    try {
-      size_t used = 0;
-      threads = std::stoi(value, &used);
-      if (used != value.size()) threads = 0;
-    } catch (const std::exception&) {
-      threads = 0;
-    }
-    if (threads < 1) throw Error("--matrix-threads must be auto or at least 1, got '" + value + "'");
+int apply_matrix_threads(const Args& args, int fallback) {
+  int threads = fallback;
+  if (args.has("matrix-threads")) {
+    threads = args.get("matrix-threads") == "auto" ? 0 : int(args.get_int("matrix-threads", 0));
+    if (threads < 0 || (threads == 0 && args.get("matrix-threads") != "auto"))
+      throw Error("--matrix-threads must be auto or at least 1, got '" + args.get("matrix-threads") + "'");
   }
   set_matrix_threads(threads);
   return threads;

@@ -116,7 +116,7 @@ int train_command(const std::vector<std::string>& words) {
   if (stop_at < 0) throw Error("--stop-at must be a step number, got " + std::to_string(stop_at));
   const bool json = args.flag("json");
   set_recompute_pair_rows(args.flag("recompute"));
-  apply_matrix_threads(args, "auto");
+  apply_matrix_threads(args, 0);
   const c10::Device device = parse_device(args.get("device", "auto"));
   const std::string data_dir = args.get("data-dir", default_mnist_dir());
   std::unique_ptr<Trainer> trainer = make_trainer(args, data_dir, device);
