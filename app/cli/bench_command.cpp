@@ -15,6 +15,7 @@
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
+#include "nn/row_gemm.h"
 #include "perf/benchmark.h"
 #include "perf/studio_latency.h"
 #include "util/allocator.h"
@@ -30,10 +31,10 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--mode infer|train] [--batch B] [--device auto|cpu|cuda]
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
-                         [--pair-kernels fused|aten] [--matrix-threads auto|N]
-                         [--freed-memory pool|keep-all]
-                         [--compare gemm|pair-kernels|recompute|matrix-threads|freed-memory|
-                                    blas-threads] [--json]
+                         [--row-gemm on|off] [--pair-kernels fused|aten]
+                         [--matrix-threads auto|N] [--freed-memory pool|keep-all]
+                         [--compare gemm|row-gemm|pair-kernels|recompute|matrix-threads|
+                                    freed-memory|blas-threads] [--json]
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
 BLAS thread per GEMM, the engine splitting the work over the cores); train:
@@ -46,6 +47,9 @@ machine's floor (GEMM rate and memory bandwidth measured in the same run).
 --recompute trades time for memory (backward recomputes pair projections).
 --optimizer adamw uses LibTorch's AdamW instead of the engine's fused one;
 --gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls;
+--row-gemm off sends the per-matrix products of at most 64 rows (one image's) to
+the BLAS instead of the engine's AVX-512 kernel, which prefetches the next matrix
+while it computes (on by default where the CPU has AVX-512);
 --pair-kernels aten does the per-pair dot products and weighted sums as ATen
 expressions instead of the engine's fused one-pass CPU kernels;
 --matrix-threads sets how many threads share one model's work: the per-matrix
@@ -128,7 +132,7 @@ int bench_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
-                                 "optimizer", "gemm", "pair-kernels", "matrix-threads", "freed-memory", "compare"}));
+                                 "optimizer", "gemm", "row-gemm", "pair-kernels", "matrix-threads", "freed-memory", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
   const int threads = apply_matrix_threads(args, studio ? 1 : 0);
   if (studio) return studio_bench(args);
@@ -148,6 +152,9 @@ int bench_command(const std::vector<std::string>& words) {
   const std::string gemm = args.get("gemm", "raw");
   if (gemm != "raw" && gemm != "aten") throw Error("unknown --gemm '" + gemm + "' (expected raw or aten)");
   set_raw_gemm_enabled(gemm == "raw");
+  const std::string row = args.get("row-gemm", "on");
+  if (row != "on" && row != "off") throw Error("unknown --row-gemm '" + row + "' (expected on or off)");
+  set_row_gemm_enabled(row == "on");
   const std::string pair_kernels = args.get("pair-kernels", "fused");
   if (pair_kernels != "fused" && pair_kernels != "aten")
     throw Error("unknown --pair-kernels '" + pair_kernels + "' (expected fused or aten)");
@@ -160,6 +167,8 @@ int bench_command(const std::vector<std::string>& words) {
     const bool raw = gemm == "raw", fused = pair_kernels == "fused", recompute = args.flag("recompute");
     if (options.compare == "gemm")
       options.switch_path = [raw](bool alternative) { set_raw_gemm_enabled(alternative != raw); };
+    else if (options.compare == "row-gemm")
+      options.switch_path = [on = row == "on"](bool alternative) { set_row_gemm_enabled(alternative != on); };
     else if (options.compare == "pair-kernels")
       options.switch_path = [fused](bool alternative) { set_fused_pair_kernels(alternative != fused); };
     else if (options.compare == "recompute")
@@ -185,7 +194,7 @@ int bench_command(const std::vector<std::string>& words) {
       };
     } else
       throw Error("unknown --compare '" + options.compare +
-                  "' (expected gemm, pair-kernels, recompute, matrix-threads, freed-memory or blas-threads)");
+                  "' (expected gemm, row-gemm, pair-kernels, recompute, matrix-threads, freed-memory or blas-threads)");
   }
   // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second
   // thread gives batch-1 products next to nothing; the engine splits them over the

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 #include <initializer_list>
+#include <type_traits>
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -14,6 +15,7 @@
 #include "nn/gather_rows.h"
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
+#include "nn/row_gemm.h"
 #include "util/error.h"
 #include "util/helper_threads.h"
 
@@ -75,6 +77,22 @@ void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, i
     std::memcpy(dst + (r - begin) * row_size, x + rows[r] * row_size, sizeof(T) * size_t(row_size));
 }
 
+// out[m x D] = g[m x C] w[C x D]. Products of few rows (one image's, about 15 per
+// matrix) go to the engine's kernel, which streams the next matrix of the loop
+// into cache while it computes (nn/row_gemm.h; Translution, one image: see
+// docs/benchmarks.md, "Session 8"); larger ones to the BLAS, whose packed kernels
+// win from about 96 rows (bench/small_gemm.cpp).
+constexpr int64_t kRowGemmMaxRows = 64;
+
+template <typename T>
+void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (m <= kRowGemmMaxRows && row_gemm_available() && row_gemm_width_ok(D))
+      return row_gemm(m, D, C, g, C, w, D, out, D, next, next ? int64_t(sizeof(T)) * C * D : 0);
+  }
+  raw_gemm<T>(false, false, m, D, C, g, w, out);
+}
+
 // S[rows of e] = X[rows of e] W[e] for every matrix: one GEMM each, M = B n_e. On
 // the raw path each matrix's input rows are gathered into a scratch block the size
 // of one GEMM's operand (cache-resident) instead of a gathered copy of all rows.
@@ -98,7 +116,8 @@ at::Tensor project_sorted(const at::Tensor& xt_in, const at::Tensor& rows, const
           const int64_t n = offset[e + 1] - offset[e];
           if (n == 0) continue;
           gather_block(xp, rp, offset[e], offset[e + 1], B * C, gp);
-          raw_gemm<scalar_t>(false, false, n * B, D, C, gp, wp + int64_t(e) * C * D, op + offset[e] * B * D);
+          const scalar_t* w = wp + int64_t(e) * C * D;
+          matrix_product<scalar_t>(n * B, C, D, gp, w, op + offset[e] * B * D, e + 1 < last ? w + C * D : nullptr);
         }
       });
     });

@@ -50,6 +50,7 @@ struct BenchResult {
   std::string algorithm;  // how relative projections were computed
   bool recompute = false; // pair rows recomputed in backward
   bool raw_gemm = true;       // per-matrix products straight to BLAS (else at::mm)
+  bool row_gemm = true;       // small per-matrix products on the engine's kernel (nn/row_gemm.h)
   bool fused_pair = true;     // fused CPU kernels for the per-pair arithmetic (else ATen)
   int matrix_threads = 0;     // threads sharing the per-matrix GEMMs (0: by shape)
   int blas_threads = 0;       // OpenBLAS threads per GEMM (0: not OpenBLAS)

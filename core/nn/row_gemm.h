@@ -1,0 +1,32 @@
+#pragma once
+// c[m x n] = a[m x k] b[k x n] in fp32, row-major, for the relative projections'
+// per-matrix products: few rows (about 15 per matrix for one image), one offset
+// matrix b read straight from its bank, never packed. OpenBLAS runs these on its
+// small-matrix kernel at about a third of the core's FMA rate and cannot know that
+// the next matrix is about to be needed; this kernel keeps a 32-column strip of b
+// in L1 across all rows and prefetches the caller's next matrix into L2 while it
+// computes, so streaming the bank overlaps the arithmetic (docs/benchmarks.md,
+// "Session 8"). AVX-512 only; callers fall back to the BLAS where it is absent.
+// Plain C++ on raw pointers (no LibTorch), so bench/small_gemm.cpp can time it alone.
+#include <cstdint>
+
+namespace translution {
+
+// True when this CPU can run row_gemm and it is switched on.
+bool row_gemm_available();
+// On by default where available; off sends the products back to the BLAS
+// (`bench --compare row-gemm`, and the tests of both paths).
+void set_row_gemm_enabled(bool enabled);
+
+// How many products row_gemm has run in this process (tests check the path ran).
+int64_t row_gemm_calls();
+
+// Whether row_gemm handles this width (a multiple of 16 floats).
+inline bool row_gemm_width_ok(int64_t n) { return n > 0 && n % 16 == 0; }
+
+// c = a b (c is overwritten). lda, ldb, ldc are row strides in floats. While it
+// runs, the next_bytes bytes at next (may be null) are prefetched into L2.
+void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+              int64_t ldc, const void* next = nullptr, int64_t next_bytes = 0);
+
+}  // namespace translution

@@ -1,0 +1,134 @@
+// The engine's small-product kernel (nn/row_gemm.h): every register block shape
+// against a double-precision product, inside wider rows, with and without a
+// prefetch range; then a float Translution layer whose relative products run on
+// it, against the per-pair reference and against the BLAS path.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include "naive_attention.h"
+#include "nn/attention.h"
+#include "nn/relative_ops.h"
+#include "nn/row_gemm.h"
+#include "util/error.h"
+#include "util/helper_threads.h"
+
+namespace translution {
+namespace {
+
+class RowGemm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!row_gemm_available()) GTEST_SKIP() << "this CPU has no AVX-512: the products run on the BLAS";
+  }
+  void TearDown() override {
+    set_row_gemm_enabled(true);
+    set_matrix_threads(0);
+    set_projection_algorithm(ProjectionAlgorithm::Auto);
+  }
+};
+
+// c = a b for a [m x k] in rows of lda, b [k x n] in rows of ldb, written into
+// rows of ldc starting 3 columns in; returns the worst error relative to the
+// sum of |a||b| over k (float rounding scales with it), and checks that no other
+// column of the output rows was touched.
+double worst_error(int64_t m, int64_t n, int64_t k, const void* next, int64_t next_bytes) {
+  const at::Tensor wide_a = at::randn({m, k + 3}), wide_b = at::randn({k, n + 16});
+  const at::Tensor a = wide_a.narrow(1, 2, k), b = wide_b.narrow(1, 16, n);
+  at::Tensor wide_c = at::full({m, n + 5}, 42.0f);
+  row_gemm(m, n, k, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(), b.stride(0),
+           wide_c.data_ptr<float>() + 3, wide_c.stride(0), next, next_bytes);
+  EXPECT_TRUE(wide_c.narrow(1, 0, 3).eq(42.0f).all().item<bool>()) << "columns left of c were written";
+  EXPECT_TRUE(wide_c.narrow(1, 3 + n, 2).eq(42.0f).all().item<bool>()) << "columns right of c were written";
+  const at::Tensor ad = a.to(at::kDouble), bd = b.to(at::kDouble);
+  const at::Tensor error = (wide_c.narrow(1, 3, n).to(at::kDouble) - at::mm(ad, bd)).abs();
+  return (error / (at::mm(ad.abs(), bd.abs()) + 1e-30)).max().item<double>();
+}
+
+// 1-40 rows cover every block height (1-12) and 2-4 blocks of unequal heights;
+// 16 and 48 columns end in a one-vector strip; k = 1 has a single step.
+TEST_F(RowGemm, MatchesTheDoubleProductForEveryBlockShape) {
+  at::manual_seed(5);
+  for (int64_t m = 1; m <= 40; ++m)
+    for (const int64_t n : {16, 48, 64})
+      for (const int64_t k : {1, 7, 33}) {
+        SCOPED_TRACE("m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k));
+        EXPECT_LT(worst_error(m, n, k, nullptr, 0), 1e-5);
+      }
+}
+
+// The prefetch range is only read ahead, never used: any range (shorter or longer
+// than the product's steps can cover, or none) leaves the result bit for bit.
+TEST_F(RowGemm, PrefetchingAnyRangeChangesNothing) {
+  const int64_t m = 15, n = 192, k = 192;
+  const at::Tensor a = at::randn({m, k}), b = at::randn({k, n}), next = at::randn({4 * k, n});
+  at::Tensor plain = at::empty({m, n}), with_next = at::empty({m, n});
+  row_gemm(m, n, k, a.data_ptr<float>(), k, b.data_ptr<float>(), n, plain.data_ptr<float>(), n);
+  for (const int64_t bytes : {int64_t(1), int64_t(64 * 5), int64_t(4) * k * n, int64_t(16) * k * n}) {
+    row_gemm(m, n, k, a.data_ptr<float>(), k, b.data_ptr<float>(), n, with_next.data_ptr<float>(), n,
+             next.data_ptr<float>(), bytes);
+    EXPECT_TRUE(with_next.equal(plain)) << bytes << " bytes prefetched";
+  }
+  EXPECT_LT((plain - at::mm(a, b)).abs().max().item<double>(), 1e-3);
+}
+
+TEST_F(RowGemm, RefusesWidthsItCannotRunAndCanBeSwitchedOff) {
+  EXPECT_FALSE(row_gemm_width_ok(24));
+  EXPECT_FALSE(row_gemm_width_ok(0));
+  EXPECT_TRUE(row_gemm_width_ok(192));
+  const at::Tensor a = at::randn({3, 4}), b = at::randn({4, 24});
+  at::Tensor c = at::empty({3, 24});
+  EXPECT_THROW(row_gemm(3, 24, 4, a.data_ptr<float>(), 4, b.data_ptr<float>(), 24, c.data_ptr<float>(), 24), Error);
+  set_row_gemm_enabled(false);
+  EXPECT_FALSE(row_gemm_available());
+}
+
+double max_relative_error(const at::Tensor& fast, const at::Tensor& reference) {
+  const double scale = std::max(reference.abs().max().item<double>(), 1e-30);
+  return (fast.to(at::kDouble) - reference).abs().max().item<double>() / scale;
+}
+
+// Translution in float (banks 8 -> 16 wide, so its products qualify) with the
+// relative products on the kernel and on the BLAS, one and two threads, batch 1
+// and 2: forward and every gradient within float rounding of the per-pair
+// reference in double, and the kernel demonstrably used.
+TEST_F(RowGemm, FloatTranslutionOnTheKernelMatchesTheReference) {
+  const AttentionSpec spec = attention_choice("translution").spec;
+  const AttentionShape shape{8, 2, 8};
+  const TokenLayout layout = TokenLayout::grid(3, 4, true);
+  at::manual_seed(9);
+  auto module = make_attention(spec, shape, layout);
+  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+  for (const int64_t batch : {1, 2}) {
+    const at::Tensor x = at::randn({batch, layout.tokens(), shape.dim});
+    const at::Tensor probe = at::randn({batch, layout.tokens(), shape.dim});
+    module->to(at::kDouble);
+    const at::Tensor xd = x.to(at::kDouble).requires_grad_(true);
+    const at::Tensor naive = test_support::naive_attention(*module, spec, shape, layout, xd);
+    std::vector<at::Tensor> inputs_d{xd};
+    for (const auto& p : module->parameters()) inputs_d.push_back(p);
+    const auto grad_naive = torch::autograd::grad({(naive * probe.to(at::kDouble)).sum()}, inputs_d);
+    module->to(at::kFloat);
+    for (const bool kernel : {true, false})
+      for (const int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(kernel ? "kernel" : "BLAS") + ", batch " + std::to_string(batch) + ", " +
+                     std::to_string(threads) + " thread(s)");
+        set_row_gemm_enabled(kernel);
+        set_matrix_threads(threads);
+        const int64_t calls = row_gemm_calls();
+        const at::Tensor xf = x.clone().requires_grad_(true);
+        const at::Tensor fast = module->forward(xf);
+        EXPECT_EQ(row_gemm_calls() > calls, kernel) << "whether the kernel ran";
+        EXPECT_LT(max_relative_error(fast, naive), 1e-5) << "forward";
+        std::vector<at::Tensor> inputs{xf};
+        for (const auto& p : module->parameters()) inputs.push_back(p);
+        const auto grad_fast = torch::autograd::grad({(fast * probe).sum()}, inputs);
+        for (size_t i = 0; i < inputs.size(); ++i)
+          EXPECT_LT(max_relative_error(grad_fast[i], grad_naive[i]), 1e-4) << "gradient " << i;
+      }
+  }
+}
+
+}  // namespace
+}  // namespace translution
