@@ -70,6 +70,33 @@ void for_matrix_parts(const std::vector<int64_t>& offset, int parts, F&& body) {
   run_parts(parts, [&](int p) { body(cut[size_t(p)], cut[size_t(p) + 1], p); });
 }
 
+// body(e, next, part) for every matrix e, the parts taking matrices in chunks of
+// a few as they come free, so that where one core is held up (another program,
+// or time this shared VM's host takes from it) the other takes over its share;
+// `next` is the matrix the same part takes after e (E: none), for prefetching.
+// Only for work whose result does not depend on the part that does it (the
+// backward's per-part input gradients keep the fixed split: deterministic sums).
+template <typename F>
+void for_matrices_shared(size_t E, int parts, F&& body) {
+  if (parts <= 1) {
+    for (size_t e = 0; e < E; ++e) body(e, e + 1, 0);
+    return;
+  }
+  constexpr size_t kChunk = 4;
+  std::atomic<size_t> claimed{0};
+  run_parts(parts, [&](int part) {
+    for (size_t begin = claimed.fetch_add(kChunk); begin < E;) {
+      const size_t end = std::min(begin + kChunk, E);
+      size_t next_begin = E;
+      for (size_t e = begin; e < end; ++e) {
+        if (e + 1 == end) next_begin = claimed.fetch_add(kChunk);  // claimed before the last, to prefetch it
+        body(e, e + 1 < end ? e + 1 : std::min(next_begin, E), part);
+      }
+      begin = next_begin;
+    }
+  });
+}
+
 // Copies the input rows of sorted rows [begin, end) (B x C each) into dst.
 template <typename T>
 void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, int64_t row_size, T* dst) {
@@ -110,15 +137,14 @@ at::Tensor project_sorted(const at::Tensor& xt_in, const at::Tensor& rows, const
       const scalar_t *xp = xt.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>();
       scalar_t* op = out2.data_ptr<scalar_t>();
       const int64_t* rp = rows.data_ptr<int64_t>();
-      for_matrix_parts(offset, parts, [&](size_t first, size_t last, int part) {
+      const size_t E = offset.size() - 1;
+      for_matrices_shared(E, parts, [&](size_t e, size_t next, int part) {
+        const int64_t n = offset[e + 1] - offset[e];
+        if (n == 0) return;
         scalar_t* gp = scratch.data_ptr<scalar_t>() + part * block * C;
-        for (size_t e = first; e < last; ++e) {
-          const int64_t n = offset[e + 1] - offset[e];
-          if (n == 0) continue;
-          gather_block(xp, rp, offset[e], offset[e + 1], B * C, gp);
-          const scalar_t* w = wp + int64_t(e) * C * D;
-          matrix_product<scalar_t>(n * B, C, D, gp, w, op + offset[e] * B * D, e + 1 < last ? w + C * D : nullptr);
-        }
+        gather_block(xp, rp, offset[e], offset[e + 1], B * C, gp);
+        matrix_product<scalar_t>(n * B, C, D, gp, wp + int64_t(e) * C * D, op + offset[e] * B * D,
+                                 next < E ? wp + int64_t(next) * C * D : nullptr);
       });
     });
     return out;
