@@ -29,20 +29,20 @@ bool cpu_has_avx512() {
   return yes;
 }
 
-// c[R x 16V] = a[R x k] b[k x 16V]. Two lines of the prefetch range go out per
-// step of k (clamped to its last line, so the loop has no branch).
-template <int R, int V>
+// c[R x 16V] = a[R x k] b[k x 16V], with P lines from `prefetch` on prefetched
+// per step of k (P k lines in all; the caller keeps them inside its range).
+template <int R, int V, int P>
 __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-                                              float* c, int64_t ldc, const char* prefetch, int64_t lines) {
+                                              float* c, int64_t ldc, const char* prefetch) {
   __m512 acc[R][V];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
-  const int64_t last = lines - 1;
   for (int64_t p = 0; p < k; ++p) {
-    _mm_prefetch(prefetch + std::min(2 * p, last) * 64, _MM_HINT_T1);
-    _mm_prefetch(prefetch + std::min(2 * p + 1, last) * 64, _MM_HINT_T1);
+    if constexpr (P >= 1) _mm_prefetch(prefetch, _MM_HINT_T1);
+    if constexpr (P >= 2) _mm_prefetch(prefetch + 64, _MM_HINT_T1);
+    prefetch += 64 * P;
     const float* bp = b + p * ldb;
     __m512 w[V];
 #pragma GCC unroll 4
@@ -60,35 +60,39 @@ __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t
     for (int v = 0; v < V; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
 }
 
-using Block = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const char*, int64_t);
+using Block = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const char*);
 
 template <int... R>
 constexpr auto blocks_of(std::integer_sequence<int, R...>) {
   struct Table {
-    Block f[kMaxRows][2];
+    Block f[kMaxRows][2][3];
   };
-  return Table{{{block<R + 1, 1>, block<R + 1, 2>}...}};
+  return Table{{{{block<R + 1, 1, 0>, block<R + 1, 1, 1>, block<R + 1, 1, 2>},
+                 {block<R + 1, 2, 0>, block<R + 1, 2, 1>, block<R + 1, 2, 2>}}...}};
 }
 constexpr auto kBlocks = blocks_of(std::make_integer_sequence<int, kMaxRows>{});
 
 // Strips of 32 columns outside, row blocks inside, so each strip of b is read
 // from memory (or L2) once and from L1 for every further block. The rows are cut
 // into blocks of nearly equal size (15 -> 7 + 8): a block of few rows has too few
-// independent accumulators to hide the FMA latency.
+// independent accumulators to hide the FMA latency. Each block prefetches its
+// share of the next matrix's lines, one or two per step of k.
 void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
          int64_t ldc, const char* next, int64_t next_lines) {
   const int64_t row_blocks = (m + kMaxRows - 1) / kMaxRows, strips = (n + kStrip - 1) / kStrip;
   const int64_t tasks = row_blocks * strips;
+  if (next_lines < k) next_lines = 0;  // too few lines to spread over the steps: not worth it
   int64_t task = 0;
   for (int64_t j = 0; j < n; j += kStrip) {
     const int vectors = n - j >= kStrip ? 2 : 1;
     for (int64_t i = 0, row = 0; i < row_blocks; ++i, ++task) {
       const int64_t rows = (m - row) / (row_blocks - i);
-      // This block's share of the next matrix's lines; with none, it re-touches its own b.
-      const int64_t from = next_lines * task / tasks, to = next_lines * (task + 1) / tasks;
-      const char* prefetch = to > from ? next + from * 64 : reinterpret_cast<const char*>(b + j);
-      kBlocks.f[rows - 1][vectors - 1](k, a + row * lda, lda, b + j, ldb, c + row * ldc + j, ldc, prefetch,
-                                       std::max<int64_t>(to - from, 1));
+      const int64_t from = next_lines * task / tasks, share = next_lines * (task + 1) / tasks - from;
+      const int per_step = share == 0 ? 0 : share <= k || next_lines < 2 * k ? 1 : 2;
+      // per_step x k lines, moved back where they would run past the range's end.
+      const char* prefetch = next ? next + 64 * std::min(from, next_lines - per_step * k) : nullptr;
+      kBlocks.f[rows - 1][vectors - 1][per_step](k, a + row * lda, lda, b + j, ldb, c + row * ldc + j, ldc,
+                                                 prefetch);
       row += rows;
     }
   }

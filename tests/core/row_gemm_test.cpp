@@ -61,16 +61,19 @@ TEST_F(RowGemm, MatchesTheDoubleProductForEveryBlockShape) {
 // The prefetch range is only read ahead, never used: any range (shorter or longer
 // than the product's steps can cover, or none) leaves the result bit for bit.
 TEST_F(RowGemm, PrefetchingAnyRangeChangesNothing) {
-  const int64_t m = 15, n = 192, k = 192;
-  const at::Tensor a = at::randn({m, k}), b = at::randn({k, n}), next = at::randn({4 * k, n});
-  at::Tensor plain = at::empty({m, n}), with_next = at::empty({m, n});
-  row_gemm(m, n, k, a.data_ptr<float>(), k, b.data_ptr<float>(), n, plain.data_ptr<float>(), n);
-  for (const int64_t bytes : {int64_t(1), int64_t(64 * 5), int64_t(4) * k * n, int64_t(16) * k * n}) {
-    row_gemm(m, n, k, a.data_ptr<float>(), k, b.data_ptr<float>(), n, with_next.data_ptr<float>(), n,
-             next.data_ptr<float>(), bytes);
-    EXPECT_TRUE(with_next.equal(plain)) << bytes << " bytes prefetched";
+  for (const auto& [m, n] : {std::pair<int64_t, int64_t>{15, 192}, {1, 16}}) {
+    const int64_t k = 192;
+    const at::Tensor a = at::randn({m, k}), b = at::randn({k, n}), next = at::randn({16 * k, n});
+    at::Tensor plain = at::empty({m, n}), with_next = at::empty({m, n});
+    row_gemm(m, n, k, a.data_ptr<float>(), k, b.data_ptr<float>(), n, plain.data_ptr<float>(), n);
+    // none; fewer lines than steps; between one and two per step; one matrix; four
+    for (const int64_t bytes : {int64_t(1), int64_t(64 * 5), 64 * k * 3 / 2, 4 * k * n, 16 * k * n}) {
+      row_gemm(m, n, k, a.data_ptr<float>(), k, b.data_ptr<float>(), n, with_next.data_ptr<float>(), n,
+               next.data_ptr<float>(), std::min<int64_t>(bytes, next.numel() * 4));
+      EXPECT_TRUE(with_next.equal(plain)) << m << " x " << n << ", " << bytes << " bytes prefetched";
+    }
+    EXPECT_LT((plain - at::mm(a, b)).abs().max().item<double>(), 1e-3);
   }
-  EXPECT_LT((plain - at::mm(a, b)).abs().max().item<double>(), 1e-3);
 }
 
 TEST_F(RowGemm, RefusesWidthsItCannotRunAndCanBeSwitchedOff) {
