@@ -67,7 +67,7 @@ ms_per_step is the former, ms_per_step_alternative the latter; peak memory
 covers both.
 
        translution bench --mode studio [--checkpoints A.ckpt,B.ckpt] [--steps 60]
-                         [--matrix-threads auto|N] [--json]
+                         [--matrix-threads auto|N] [--row-gemm on|off] [--json]
 
 studio: the studio's inference path. A test digit is dragged across the canvas;
 for each position every checkpoint (default: the bundled Translution and
@@ -135,6 +135,9 @@ int bench_command(const std::vector<std::string>& words) {
                                  "optimizer", "gemm", "row-gemm", "pair-kernels", "matrix-threads", "freed-memory", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
   const int threads = apply_matrix_threads(args, studio ? 1 : 0);
+  const std::string row = args.get("row-gemm", "on");
+  if (row != "on" && row != "off") throw Error("unknown --row-gemm '" + row + "' (expected on or off)");
+  set_row_gemm_enabled(row == "on");
   if (studio) return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));
@@ -152,9 +155,6 @@ int bench_command(const std::vector<std::string>& words) {
   const std::string gemm = args.get("gemm", "raw");
   if (gemm != "raw" && gemm != "aten") throw Error("unknown --gemm '" + gemm + "' (expected raw or aten)");
   set_raw_gemm_enabled(gemm == "raw");
-  const std::string row = args.get("row-gemm", "on");
-  if (row != "on" && row != "off") throw Error("unknown --row-gemm '" + row + "' (expected on or off)");
-  set_row_gemm_enabled(row == "on");
   const std::string pair_kernels = args.get("pair-kernels", "fused");
   if (pair_kernels != "fused" && pair_kernels != "aten")
     throw Error("unknown --pair-kernels '" + pair_kernels + "' (expected fused or aten)");

@@ -107,14 +107,12 @@ void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, i
 // out[m x D] = g[m x C] w[C x D]. Products of few rows (one image's, about 15 per
 // matrix) go to the engine's kernel, which streams the next matrix of the loop
 // into cache while it computes (nn/row_gemm.h; Translution, one image: see
-// docs/benchmarks.md, "Session 8"); larger ones to the BLAS, whose packed kernels
-// win from about 96 rows (bench/small_gemm.cpp).
-constexpr int64_t kRowGemmMaxRows = 64;
+// docs/benchmarks.md, "Session 8"); larger ones to the BLAS.
 
 template <typename T>
 void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next) {
   if constexpr (std::is_same_v<T, float>) {
-    if (m <= kRowGemmMaxRows && row_gemm_available() && row_gemm_width_ok(D))
+    if (m <= kRowGemmMostRows && row_gemm_available() && row_gemm_width_ok(D))
       return row_gemm(m, D, C, g, C, w, D, out, D, next, next ? int64_t(sizeof(T)) * C * D : 0);
   }
   raw_gemm<T>(false, false, m, D, C, g, w, out);
