@@ -44,6 +44,9 @@ done
 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --compare matrix-threads --json
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare matrix-threads --json
 "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare matrix-threads --json
+# The engine's row kernel for one image's per-matrix products (nn/row_gemm.h) against the BLAS,
+# steps alternating in one process.
+"$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --compare row-gemm --json
 # Who splits the products in training (train/training_threads.h): one BLAS thread per GEMM with the
 # engine splitting every product (the default for Translution and LoR) against OpenBLAS's own threads
 # (the default for self-attention), steps alternating in one process.

@@ -1,14 +1,16 @@
 // The per-matrix products of a batch-1 Translution ViT-A/12 forward, alone: 18
 // banks of 172 matrices (192 x 192 floats, 456 MB), each multiplied by 15 rows,
-// through OpenBLAS and through a plain AVX-512 kernel, with the matrices streamed
-// from memory and with the same two matrices over and over (in cache); and the
+// through OpenBLAS and through the engine's row kernel (core/nn/row_gemm.cpp),
+// without and with the next matrix prefetched, with the matrices streamed from
+// memory and with the same two matrices over and over (in cache); and the
 // time to only read the 456 MB once, the floor of any such kernel. Last, LoR's
 // per-matrix products at batch 32 (464 rows x 24 x 24 per matrix) through OpenBLAS,
 // one image's larger matrices (28-49 rows) in one call or in chunks of 24 rows, and
 // one image's dense-layer products on one thread or split by columns over two (with
-// a helper thread already running, and with a new thread started per call).
-// docs/benchmarks.md ("What is left") quotes it. Not part of the build:
-//   g++ -O3 -funroll-loops bench/small_gemm.cpp -o /tmp/small_gemm
+// a helper thread already running, and with a new thread started per call), and on
+// the row kernel with a transposed copy of the weight.
+// docs/benchmarks.md ("Session 8", "What is left") quotes it. Not part of the build:
+//   g++ -O3 -funroll-loops -Icore bench/small_gemm.cpp core/nn/row_gemm.cpp -o /tmp/small_gemm
 //       /usr/lib/x86_64-linux-gnu/libblas.so.3 -lpthread   (one line)
 //   OPENBLAS_NUM_THREADS=1 /tmp/small_gemm [threads=1]
 #include <immintrin.h>
@@ -22,6 +24,8 @@
 #include <functional>
 #include <thread>
 #include <vector>
+
+#include "nn/row_gemm.h"
 
 extern "C" void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
                        const int*, const float*, const int*, const float*, float*, const int*);
@@ -37,34 +41,6 @@ void blas(const float* a, const float* w, float* c) {
   const int m = kRows, n = kOut, k = kIn;
   const float one = 1, zero = 0;
   sgemm_("N", "N", &n, &m, &k, &one, w, &n, a, &k, &zero, c, &n);
-}
-
-// R rows x 48 columns of c, accumulated in 3R AVX-512 registers over k.
-template <int R>
-__attribute__((target("avx512f"))) void tile(const float* a, const float* w, float* c) {
-  __m512 acc[R][3];
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < 3; ++v) acc[r][v] = _mm512_setzero_ps();
-  for (int p = 0; p < kIn; ++p) {
-    const float* row = w + p * kOut;
-    const __m512 w0 = _mm512_loadu_ps(row), w1 = _mm512_loadu_ps(row + 16), w2 = _mm512_loadu_ps(row + 32);
-    for (int r = 0; r < R; ++r) {
-      const __m512 x = _mm512_set1_ps(a[r * kIn + p]);
-      acc[r][0] = _mm512_fmadd_ps(x, w0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(x, w1, acc[r][1]);
-      acc[r][2] = _mm512_fmadd_ps(x, w2, acc[r][2]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < 3; ++v) _mm512_storeu_ps(c + r * kOut + 16 * v, acc[r][v]);
-}
-
-__attribute__((target("avx512f"))) void strips(const float* a, const float* w, float* c) {
-  for (int j = 0; j < kOut; j += 48) {  // 15 rows = 8 + 4 + 3 x 1
-    tile<8>(a, w + j, c + j);
-    tile<4>(a + 8 * kIn, w + j, c + 8 * kOut + j);
-    for (int r = 12; r < kRows; ++r) tile<1>(a + r * kIn, w + j, c + r * kOut + j);
-  }
 }
 
 // Sum of n floats: a read-only stream at full width.
@@ -84,7 +60,8 @@ int main(int argc, char** argv) {
   std::vector<float> weights(size_t(kBanks) * kEntries * kIn * kOut), input(kRows * kIn);
   for (auto& x : weights) x = float(std::rand() % 1000) / 1000.f - 0.5f;
   for (auto& x : input) x = float(std::rand() % 1000) / 1000.f - 0.5f;
-  std::vector<float> out[2] = {std::vector<float>(size_t(threads) * kRows * kOut),
+  std::vector<float> out[3] = {std::vector<float>(size_t(threads) * kRows * kOut),
+                               std::vector<float>(size_t(threads) * kRows * kOut),
                                std::vector<float>(size_t(threads) * kRows * kOut)};
   for (int round = 0; round < 3; ++round) {
     const double start = now();
@@ -99,9 +76,9 @@ int main(int argc, char** argv) {
     std::printf("read only                 %d thread(s): %6.1f ms for %.0f MB, %5.1f GB/s (sum %g)\n", threads,
                 seconds * 1e3, weights.size() * 4.0 / 1e6, weights.size() * 4.0 / seconds / 1e9, double(sums[0]));
   }
-  const char* names[2] = {"OpenBLAS", "AVX-512 strips"};
+  const char* names[3] = {"OpenBLAS", "row kernel", "row, prefetch"};
   for (int cached = 0; cached < 2; ++cached)
-    for (int kernel = 0; kernel < 2; ++kernel)
+    for (int kernel = 0; kernel < 3; ++kernel)
       for (int round = 0; round < 3; ++round) {
         const double start = now();
         auto work = [&](int t) {
@@ -110,7 +87,11 @@ int main(int argc, char** argv) {
             for (int e = t; e < kEntries; e += threads) {
               const size_t matrix = cached ? size_t(e % 2) : size_t(b) * kEntries + size_t(e);
               const float* w = weights.data() + matrix * kIn * kOut;
-              kernel == 0 ? blas(input.data(), w, c) : strips(input.data(), w, c);
+              // The engine prefetches the next matrix its part will take (here: the next of the bank).
+              const float* next = kernel == 2 && !cached && e + threads < kEntries ? w + threads * kIn * kOut : nullptr;
+              if (kernel == 0) blas(input.data(), w, c);
+              else translution::row_gemm(kRows, kOut, kIn, input.data(), kIn, w, kOut, c, kOut, next,
+                                         int64_t(sizeof(float)) * kIn * kOut);
             }
         };
         std::vector<std::thread> helpers;
@@ -206,11 +187,20 @@ int main(int argc, char** argv) {
         for (int i = 0; i < 1000; ++i) once();
         std::printf("OpenBLAS, dense 50 x %3d x %3d, %s: %6.1f us\n", k, n, ways[split], (now() - start) / 1000 * 1e6);
       }
+      // The row kernel on a kept copy of w^T ([k x n]), one thread: no packing per call.
+      std::vector<float> wt(size_t(k) * n);
+      for (int j = 0; j < n; ++j)
+        for (int p = 0; p < k; ++p) wt[size_t(p) * n + j] = w[size_t(j) * k + p];
+      const double start = now();
+      for (int i = 0; i < 1000; ++i) translution::row_gemm(rows, n, k, x.data(), k, wt.data(), n, c.data(), n);
+      std::printf("row kernel, dense 50 x %3d x %3d, w^T kept, one thread: %6.1f us\n", k, n,
+                  (now() - start) / 1000 * 1e6);
     }
     go.store(-1);
     helper.join();
   }
   double worst = 0;
-  for (size_t i = 0; i < out[0].size(); ++i) worst = std::max(worst, double(std::fabs(out[0][i] - out[1][i])));
+  for (size_t i = 0; i < out[0].size(); ++i)
+    worst = std::max({worst, double(std::fabs(out[0][i] - out[1][i])), double(std::fabs(out[0][i] - out[2][i]))});
   std::printf("largest difference between the kernels: %g\n", worst);
 }
