@@ -12,7 +12,7 @@
 // docs/benchmarks.md ("Session 8", "What is left") quotes it. Not part of the build:
 //   g++ -O3 -funroll-loops -Icore bench/small_gemm.cpp core/nn/row_gemm.cpp -o /tmp/small_gemm
 //       /usr/lib/x86_64-linux-gnu/libblas.so.3 -lpthread   (one line)
-//   OPENBLAS_NUM_THREADS=1 /tmp/small_gemm [threads=1]
+//   OPENBLAS_NUM_THREADS=1 /tmp/small_gemm [threads=1] [rows per product=15]
 #include <immintrin.h>
 
 #include <atomic>
@@ -32,13 +32,14 @@ extern "C" void sgemm_(const char*, const char*, const int*, const int*, const i
 
 namespace {
 
-constexpr int kRows = 15, kIn = 192, kOut = 192, kEntries = 172, kBanks = 18;
+constexpr int kIn = 192, kOut = 192, kEntries = 172, kBanks = 18;
+int g_rows = 15;  // rows per product: one image's; the second argument sets it (464: batch 32's)
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Row-major c[m x n] = a[m x k] w[k x n] through the Fortran interface.
 void blas(const float* a, const float* w, float* c) {
-  const int m = kRows, n = kOut, k = kIn;
+  const int m = g_rows, n = kOut, k = kIn;
   const float one = 1, zero = 0;
   sgemm_("N", "N", &n, &m, &k, &one, w, &n, a, &k, &zero, c, &n);
 }
@@ -57,12 +58,13 @@ __attribute__((target("avx512f"))) float read_all(const float* p, size_t n) {
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
-  std::vector<float> weights(size_t(kBanks) * kEntries * kIn * kOut), input(kRows * kIn);
+  if (argc > 2) g_rows = std::max(1, std::atoi(argv[2]));
+  std::vector<float> weights(size_t(kBanks) * kEntries * kIn * kOut), input(g_rows * kIn);
   for (auto& x : weights) x = float(std::rand() % 1000) / 1000.f - 0.5f;
   for (auto& x : input) x = float(std::rand() % 1000) / 1000.f - 0.5f;
-  std::vector<float> out[3] = {std::vector<float>(size_t(threads) * kRows * kOut),
-                               std::vector<float>(size_t(threads) * kRows * kOut),
-                               std::vector<float>(size_t(threads) * kRows * kOut)};
+  std::vector<float> out[3] = {std::vector<float>(size_t(threads) * g_rows * kOut),
+                               std::vector<float>(size_t(threads) * g_rows * kOut),
+                               std::vector<float>(size_t(threads) * g_rows * kOut)};
   for (int round = 0; round < 3; ++round) {
     const double start = now();
     std::vector<float> sums(static_cast<size_t>(threads));
@@ -82,7 +84,7 @@ int main(int argc, char** argv) {
       for (int round = 0; round < 3; ++round) {
         const double start = now();
         auto work = [&](int t) {
-          float* c = out[kernel].data() + size_t(t) * kRows * kOut;
+          float* c = out[kernel].data() + size_t(t) * g_rows * kOut;
           for (int b = 0; b < kBanks; ++b)
             for (int e = t; e < kEntries; e += threads) {
               const size_t matrix = cached ? size_t(e % 2) : size_t(b) * kEntries + size_t(e);
@@ -90,7 +92,7 @@ int main(int argc, char** argv) {
               // The engine prefetches the next matrix its part will take (here: the next of the bank).
               const float* next = kernel == 2 && !cached && e + threads < kEntries ? w + threads * kIn * kOut : nullptr;
               if (kernel == 0) blas(input.data(), w, c);
-              else translution::row_gemm(kRows, kOut, kIn, input.data(), kIn, w, kOut, c, kOut, next,
+              else translution::row_gemm(g_rows, kOut, kIn, input.data(), kIn, w, kOut, c, kOut, next,
                                          int64_t(sizeof(float)) * kIn * kOut);
             }
         };

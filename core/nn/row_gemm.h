@@ -21,8 +21,9 @@ void set_row_gemm_enabled(bool enabled);
 // How many products row_gemm has run in this process (tests check the path ran).
 int64_t row_gemm_calls();
 
-// Products of at most this many rows go to row_gemm; from about 96 rows the
-// BLAS's packed kernels win (Translution's 192 x 192 matrices, bench/small_gemm.cpp).
+// Products of at most this many rows go to row_gemm; from about 96 rows on, the
+// BLAS's packed kernels are as fast (Translution's 192 x 192 matrices,
+// bench/small_gemm.cpp with its rows argument).
 constexpr int64_t kRowGemmMostRows = 64;
 
 // Whether row_gemm handles this width (a multiple of 16 floats).
