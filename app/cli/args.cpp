@@ -42,6 +42,16 @@ std::string Args::get(const std::string& name, const std::string& fallback) cons
   return it == values_.end() ? fallback : it->second;
 }
 
+std::string Args::get_choice(const std::string& name, const std::vector<std::string>& choices) const {
+  const std::string v = get(name, choices.front());
+  for (const std::string& c : choices)
+    if (v == c) return v;
+  std::string expected;
+  for (size_t i = 0; i < choices.size(); ++i)
+    expected += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  throw Error("unknown --" + name + " '" + v + "' (expected " + expected + ")");
+}
+
 std::string Args::require(const std::string& name) const {
   if (!has(name)) throw Error("missing required option --" + name);
   return get(name);

@@ -20,6 +20,9 @@ class Args {
   std::string get(const std::string& name, const std::string& fallback = "") const;
   int64_t get_int(const std::string& name, int64_t fallback) const;
   double get_double(const std::string& name, double fallback) const;
+  // One of `choices`, the first when the option is absent; anything else is an
+  // error that lists them.
+  std::string get_choice(const std::string& name, const std::vector<std::string>& choices) const;
   std::string require(const std::string& name) const;
   const std::vector<std::string>& positional() const { return positional_; }
 

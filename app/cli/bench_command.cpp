@@ -46,7 +46,8 @@ machine's floor (GEMM rate and memory bandwidth measured in the same run).
 --algorithm forces how relative projections are computed (default: by shape);
 --recompute trades time for memory (backward recomputes pair projections).
 --optimizer adamw uses LibTorch's AdamW instead of the engine's fused one;
---gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls;
+--gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls
+(or, for one image's, the engine's row kernel);
 --row-gemm off sends the per-matrix products of at most 64 rows (one image's) to
 the BLAS instead of the engine's AVX-512 kernel, which prefetches the next matrix
 while it computes (on by default where the CPU has AVX-512);
@@ -135,8 +136,7 @@ int bench_command(const std::vector<std::string>& words) {
                                  "optimizer", "gemm", "row-gemm", "pair-kernels", "matrix-threads", "freed-memory", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
   const int threads = apply_matrix_threads(args, studio ? 1 : 0);
-  const std::string row = args.get("row-gemm", "on");
-  if (row != "on" && row != "off") throw Error("unknown --row-gemm '" + row + "' (expected on or off)");
+  const std::string row = args.get_choice("row-gemm", {"on", "off"});
   set_row_gemm_enabled(row == "on");
   if (studio) return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
@@ -148,16 +148,10 @@ int bench_command(const std::vector<std::string>& words) {
   options.device = parse_device(args.get("device", "cpu"));
   options.steps = int(args.get_int("steps", 10));
   options.warmup = int(args.get_int("warmup", 2));
-  const std::string optimizer = args.get("optimizer", "fused-adamw");
-  if (optimizer != "fused-adamw" && optimizer != "adamw")
-    throw Error("unknown optimizer '" + optimizer + "' (expected fused-adamw or adamw)");
-  options.fused_optimizer = optimizer == "fused-adamw";
-  const std::string gemm = args.get("gemm", "raw");
-  if (gemm != "raw" && gemm != "aten") throw Error("unknown --gemm '" + gemm + "' (expected raw or aten)");
+  options.fused_optimizer = args.get_choice("optimizer", {"fused-adamw", "adamw"}) == "fused-adamw";
+  const std::string gemm = args.get_choice("gemm", {"raw", "aten"});
   set_raw_gemm_enabled(gemm == "raw");
-  const std::string pair_kernels = args.get("pair-kernels", "fused");
-  if (pair_kernels != "fused" && pair_kernels != "aten")
-    throw Error("unknown --pair-kernels '" + pair_kernels + "' (expected fused or aten)");
+  const std::string pair_kernels = args.get_choice("pair-kernels", {"fused", "aten"});
   set_fused_pair_kernels(pair_kernels == "fused");
   // As the process started ($TRANSLUTION_KEEP_FREED_MEMORY) unless asked.
   if (args.has("freed-memory")) set_freed_memory(parse_freed_memory(args.get("freed-memory")));

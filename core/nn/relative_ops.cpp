@@ -70,33 +70,6 @@ void for_matrix_parts(const std::vector<int64_t>& offset, int parts, F&& body) {
   run_parts(parts, [&](int p) { body(cut[size_t(p)], cut[size_t(p) + 1], p); });
 }
 
-// body(e, next, part) for every matrix e, the parts taking matrices in chunks of
-// a few as they come free, so that where one core is held up (another program,
-// or time this shared VM's host takes from it) the other takes over its share;
-// `next` is the matrix the same part takes after e (E: none), for prefetching.
-// Only for work whose result does not depend on the part that does it (the
-// backward's per-part input gradients keep the fixed split: deterministic sums).
-template <typename F>
-void for_matrices_shared(size_t E, int parts, F&& body) {
-  if (parts <= 1) {
-    for (size_t e = 0; e < E; ++e) body(e, e + 1, 0);
-    return;
-  }
-  constexpr size_t kChunk = 4;
-  std::atomic<size_t> claimed{0};
-  run_parts(parts, [&](int part) {
-    for (size_t begin = claimed.fetch_add(kChunk); begin < E;) {
-      const size_t end = std::min(begin + kChunk, E);
-      size_t next_begin = E;
-      for (size_t e = begin; e < end; ++e) {
-        if (e + 1 == end) next_begin = claimed.fetch_add(kChunk);  // claimed before the last, to prefetch it
-        body(e, e + 1 < end ? e + 1 : std::min(next_begin, E), part);
-      }
-      begin = next_begin;
-    }
-  });
-}
-
 // Copies the input rows of sorted rows [begin, end) (B x C each) into dst.
 template <typename T>
 void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, int64_t row_size, T* dst) {
@@ -108,7 +81,6 @@ void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, i
 // matrix) go to the engine's kernel, which streams the next matrix of the loop
 // into cache while it computes (nn/row_gemm.h; Translution, one image: see
 // docs/benchmarks.md, "Session 8"); larger ones to the BLAS.
-
 template <typename T>
 void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next) {
   if constexpr (std::is_same_v<T, float>) {
@@ -135,8 +107,10 @@ at::Tensor project_sorted(const at::Tensor& xt_in, const at::Tensor& rows, const
       const scalar_t *xp = xt.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>();
       scalar_t* op = out2.data_ptr<scalar_t>();
       const int64_t* rp = rows.data_ptr<int64_t>();
+      // Matrices claimed four at a time as each core comes free (deterministic: each product is the
+      // same whichever core computes it). The backward keeps fixed parts for its per-part sums.
       const size_t E = offset.size() - 1;
-      for_matrices_shared(E, parts, [&](size_t e, size_t next, int part) {
+      for_each_claimed(E, parts, 4, [&](size_t e, size_t next, int part) {
         const int64_t n = offset[e + 1] - offset[e];
         if (n == 0) return;
         scalar_t* gp = scratch.data_ptr<scalar_t>() + part * block * C;

@@ -1,7 +1,5 @@
 #include "nn/row_gemm.h"
 
-#include "util/error.h"
-
 #include <algorithm>
 #include <atomic>
 #include <utility>
@@ -10,19 +8,18 @@
 #include <immintrin.h>
 #endif
 
+#include "util/error.h"
+
 namespace translution {
 namespace {
 
 std::atomic<bool> g_enabled{true};
-std::atomic<int64_t> g_calls{0};  // relaxed: one add per product of several microseconds
+thread_local int64_t t_calls = 0;
+
+constexpr int kMaxRows = 12;  // rows of a register block (below)
+constexpr int kStrip = 32;    // columns one block sweeps: 2 vectors, 24 KB of b at k = 192 (L1)
 
 #if defined(__x86_64__)
-
-// A register block is R rows x V vectors of 16 columns: R x V accumulators, V
-// loads of b and R broadcasts of a per step of k. 12 x 2 leaves 6 of the 32
-// registers free and keeps FMAs, not loads, the limit (24 FMAs to 14 loads).
-constexpr int kMaxRows = 12;
-constexpr int kStrip = 32;  // columns of b one block sweeps: 2 vectors, 24 KB of b at k = 192 (L1)
 
 bool cpu_has_avx512() {
   static const bool yes = __builtin_cpu_supports("avx512f");
@@ -30,7 +27,10 @@ bool cpu_has_avx512() {
 }
 
 // c[R x 16V] = a[R x k] b[k x 16V], with P lines from `prefetch` on prefetched
-// per step of k (P k lines in all; the caller keeps them inside its range).
+// per step of k (P k lines in all; the caller keeps them inside its range). A
+// register block is R x V accumulators, V loads of b and R broadcasts of a per
+// step: 12 x 2 leaves 6 of the 32 registers free and keeps FMAs, not loads, the
+// limit (24 FMAs to 14 loads).
 template <int R, int V, int P>
 __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
                                               float* c, int64_t ldc, const char* prefetch) {
@@ -40,9 +40,8 @@ __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
   for (int64_t p = 0; p < k; ++p) {
-    if constexpr (P >= 1) _mm_prefetch(prefetch, _MM_HINT_T1);
-    if constexpr (P >= 2) _mm_prefetch(prefetch + 64, _MM_HINT_T1);
-    prefetch += 64 * P;
+    if constexpr (P >= 1) _mm_prefetch(prefetch + p * (64 * P), _MM_HINT_T1);
+    if constexpr (P >= 2) _mm_prefetch(prefetch + p * (64 * P) + 64, _MM_HINT_T1);
     const float* bp = b + p * ldb;
     __m512 w[V];
 #pragma GCC unroll 4
@@ -76,25 +75,19 @@ constexpr auto kBlocks = blocks_of(std::make_integer_sequence<int, kMaxRows>{});
 // from memory (or L2) once and from L1 for every further block. The rows are cut
 // into blocks of nearly equal size (15 -> 7 + 8): a block of few rows has too few
 // independent accumulators to hide the FMA latency. Each block prefetches its
-// share of the next matrix's lines, one or two per step of k.
+// share of the next matrix's lines (row_gemm_prefetch).
 void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-         int64_t ldc, const char* next, int64_t next_lines) {
-  const int64_t row_blocks = (m + kMaxRows - 1) / kMaxRows, strips = (n + kStrip - 1) / kStrip;
-  if (next_lines < k) next_lines = 0;  // too few lines to spread over the steps: not worth it
-  // Every block takes the same share (one division per product: per block, the
-  // divisions cost 3% of one image's forward); the last ones may overlap.
-  const int64_t share = (next_lines + row_blocks * strips - 1) / (row_blocks * strips);
-  const int per_step = share == 0 ? 0 : share <= k || next_lines < 2 * k ? 1 : 2;
+         int64_t ldc, const char* next, const RowGemmPrefetch& plan) {
+  const int64_t row_blocks = (m + kMaxRows - 1) / kMaxRows;
   const int64_t base_rows = m / row_blocks, taller = row_blocks - m % row_blocks;  // blocks from `taller` on: +1
-  int64_t from = 0;
+  int64_t block = 0;
   for (int64_t j = 0; j < n; j += kStrip) {
     const int vectors = n - j >= kStrip ? 2 : 1;
-    for (int64_t i = 0, row = 0; i < row_blocks; ++i, from += share) {
+    for (int64_t i = 0, row = 0; i < row_blocks; ++i, ++block) {
       const int64_t rows = base_rows + (i >= taller);
-      // per_step x k lines, moved back where they would run past the range's end.
-      const char* prefetch = per_step ? next + 64 * std::min(from, next_lines - per_step * k) : nullptr;
-      kBlocks.f[rows - 1][vectors - 1][per_step](k, a + row * lda, lda, b + j, ldb, c + row * ldc + j, ldc,
-                                                 prefetch);
+      const char* prefetch = plan.per_step ? next + 64 * plan.first_line(block, k) : nullptr;
+      kBlocks.f[rows - 1][vectors - 1][plan.per_step](k, a + row * lda, lda, b + j, ldb, c + row * ldc + j, ldc,
+                                                      prefetch);
       row += rows;
     }
   }
@@ -113,17 +106,32 @@ bool row_gemm_available() {
 }
 
 void set_row_gemm_enabled(bool enabled) { g_enabled = enabled; }
-int64_t row_gemm_calls() { return g_calls.load(std::memory_order_relaxed); }
+int64_t row_gemm_calls_on_this_thread() { return t_calls; }
+
+RowGemmPrefetch row_gemm_prefetch(int64_t m, int64_t n, int64_t k, int64_t next_bytes) {
+  RowGemmPrefetch plan;
+  plan.blocks = std::max<int64_t>(0, (m + kMaxRows - 1) / kMaxRows) * std::max<int64_t>(0, (n + kStrip - 1) / kStrip);
+  plan.lines = (std::max<int64_t>(next_bytes, 0) + 63) / 64;
+  if (plan.blocks == 0 || k <= 0 || plan.lines < k) return RowGemmPrefetch{plan.blocks, 0, 0, 0};  // too few lines
+  // Every block takes the same share (one division per product: per block, the
+  // divisions cost 3% of one image's forward); the last blocks' ranges are moved
+  // back to end at the range's end, overlapping their neighbours'.
+  plan.share = (plan.lines + plan.blocks - 1) / plan.blocks;
+  plan.per_step = plan.share <= k || plan.lines < 2 * k ? 1 : 2;
+  return plan;
+}
 
 void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
               int64_t ldc, const void* next, int64_t next_bytes) {
 #if defined(__x86_64__)
   if (cpu_has_avx512() && row_gemm_width_ok(n)) {
-    g_calls.fetch_add(1, std::memory_order_relaxed);
+    ++t_calls;
     if (m <= 0) return;
-    const int64_t lines = next ? (next_bytes + 63) / 64 : 0;
-    return run(m, n, k, a, lda, b, ldb, c, ldc, static_cast<const char*>(next), lines);
+    const RowGemmPrefetch plan = row_gemm_prefetch(m, n, k, next ? next_bytes : 0);
+    return run(m, n, k, a, lda, b, ldb, c, ldc, static_cast<const char*>(next), plan);
   }
+#else
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next, (void)next_bytes;
 #endif
   throw Error("internal: row_gemm called where it cannot run (no AVX-512, or a width not a multiple of 16)");
 }

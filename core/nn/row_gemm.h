@@ -8,6 +8,7 @@
 // computes, so streaming the bank overlaps the arithmetic (docs/benchmarks.md,
 // "Session 8"). AVX-512 only; callers fall back to the BLAS where it is absent.
 // Plain C++ on raw pointers (no LibTorch), so bench/small_gemm.cpp can time it alone.
+#include <algorithm>
 #include <cstdint>
 
 namespace translution {
@@ -18,8 +19,9 @@ bool row_gemm_available();
 // (`bench --compare row-gemm`, and the tests of both paths).
 void set_row_gemm_enabled(bool enabled);
 
-// How many products row_gemm has run in this process (tests check the path ran).
-int64_t row_gemm_calls();
+// How many products row_gemm has run on the calling thread (tests check the path
+// ran; per thread, so that counting costs the hot path no shared cache line).
+int64_t row_gemm_calls_on_this_thread();
 
 // Products of at most this many rows go to row_gemm; from about 96 rows on, the
 // BLAS's packed kernels are as fast (Translution's 192 x 192 matrices,
@@ -33,5 +35,17 @@ inline bool row_gemm_width_ok(int64_t n) { return n > 0 && n % 16 == 0; }
 // runs, the next_bytes bytes at next (may be null) are prefetched into L2.
 void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
               int64_t ldc, const void* next = nullptr, int64_t next_bytes = 0);
+
+// How row_gemm spreads the prefetch of `next` over its register blocks (each a
+// strip of 32 columns by up to 12 rows), exposed for its tests: every block
+// prefetches per_step lines per step of k, per_step x k lines from first_line.
+struct RowGemmPrefetch {
+  int64_t blocks = 0;  // register blocks of the product
+  int64_t lines = 0;   // 64-byte lines to prefetch (0: too few to spread over the steps)
+  int64_t share = 0;   // lines per block
+  int per_step = 0;    // 0, 1 or 2
+  int64_t first_line(int64_t block, int64_t k) const { return std::min(block * share, lines - per_step * k); }
+};
+RowGemmPrefetch row_gemm_prefetch(int64_t m, int64_t n, int64_t k, int64_t next_bytes);
 
 }  // namespace translution

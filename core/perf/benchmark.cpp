@@ -84,7 +84,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.algorithm = algorithms[int(projection_algorithm())];
   result.recompute = recompute_pair_rows();
   result.raw_gemm = raw_gemm_enabled();
-  result.row_gemm = row_gemm_available();
+  result.row_gemm = row_gemm_available() && raw_gemm_enabled();  // the kernel sits on the raw path
   result.fused_pair = fused_pair_kernels_enabled();
   result.matrix_threads = matrix_threads();
   result.freed_memory = freed_memory_name(freed_memory());

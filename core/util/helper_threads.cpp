@@ -150,6 +150,26 @@ void run_parts(int parts, const std::function<void(int)>& body) {
     if (e) std::rethrow_exception(e);
 }
 
+void for_each_claimed(size_t n, int parts, size_t chunk, const std::function<void(size_t, size_t, int)>& body) {
+  if (parts <= 1) {
+    for (size_t i = 0; i < n; ++i) body(i, i + 1, 0);
+    return;
+  }
+  chunk = std::max<size_t>(chunk, 1);
+  std::atomic<size_t> claimed{0};
+  run_parts(parts, [&](int part) {
+    for (size_t begin = claimed.fetch_add(chunk); begin < n;) {
+      const size_t end = std::min(begin + chunk, n);
+      size_t next_begin = n;
+      for (size_t i = begin; i < end; ++i) {
+        if (i + 1 == end) next_begin = claimed.fetch_add(chunk);  // claimed before the last, to name it as next
+        body(i, i + 1 < end ? i + 1 : std::min(next_begin, n), part);
+      }
+      begin = next_begin;
+    }
+  });
+}
+
 void run_chunks(int64_t n, int64_t grain, int parts, const std::function<void(int64_t, int64_t)>& body) {
   if (n <= 0) return;
   const int64_t most = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));

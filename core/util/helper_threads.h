@@ -42,6 +42,14 @@ int64_t element_grain(int64_t grain);
 // first exception a part throws is rethrown here.
 void run_parts(int parts, const std::function<void(int)>& body);
 
+// body(item, next, part) for every item in [0, n), the parts claiming `chunk`
+// items at a time as they come free, so that where one core is held up (another
+// program, or time this shared VM's host takes from it) the others take over its
+// share. `next` is the item the same part takes after this one (n: none), for
+// prefetching. Only for work whose result does not depend on which part does an
+// item. Part 0 runs on the calling thread, as in run_parts.
+void for_each_claimed(size_t n, int parts, size_t chunk, const std::function<void(size_t, size_t, int)>& body);
+
 // body(begin, end) over [0, n) in at most `parts` contiguous chunks of at least
 // `grain` items each, through run_parts.
 void run_chunks(int64_t n, int64_t grain, int parts, const std::function<void(int64_t, int64_t)>& body);

@@ -7,6 +7,7 @@
 #include <torch/autograd.h>
 
 #include "naive_attention.h"
+#include "tensor_checks.h"
 #include "nn/attention.h"
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
@@ -68,10 +69,7 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
-double max_relative_error(const at::Tensor& fast, const at::Tensor& reference) {
-  const double scale = std::max(reference.abs().max().item<double>(), 1e-30);
-  return (fast - reference).abs().max().item<double>() / scale;
-}
+using test_support::max_relative_error;
 
 class AttentionExactness : public ::testing::TestWithParam<Case> {
  protected:

@@ -15,13 +15,12 @@
 #include "nn/relative_ops.h"
 #include "util/device.h"
 #include "util/helper_threads.h"
+#include "tensor_checks.h"
 
 namespace translution {
 namespace {
 
-double max_relative_error(const at::Tensor& a, const at::Tensor& b) {
-  return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item<double>();
-}
+using test_support::max_relative_error;
 
 struct LayerCase {
   int64_t in, out, rows;
@@ -167,6 +166,25 @@ TEST(HelperThreads, EveryPartRunsOnceFromConcurrentCallersAndErrorsComeBack) {
   std::atomic<int> nested{0};  // parts that split again run their own parts in turn
   run_parts(2, [&](int) { run_parts(3, [&](int) { ++nested; }); });
   EXPECT_EQ(nested.load(), 6);
+}
+
+// Every item exactly once, whatever the number of parts and items, and `next` is
+// the item its part really took next (what the relative projections prefetch).
+TEST(HelperThreads, ClaimedChunksRunEveryItemOnceAndNameEachPartsNextItem) {
+  for (const int parts : {1, 2, 3, 4})
+    for (const size_t n : {size_t(0), size_t(1), size_t(3), size_t(4), size_t(5), size_t(17), size_t(172)}) {
+      SCOPED_TRACE(std::to_string(parts) + " parts, " + std::to_string(n) + " items");
+      std::vector<std::atomic<int>> runs(n);
+      std::vector<std::vector<std::pair<size_t, size_t>>> taken(static_cast<size_t>(parts));  // (item, next)
+      for_each_claimed(n, parts, 4, [&](size_t item, size_t next, int part) {
+        ++runs[item];
+        taken[size_t(part)].push_back({item, next});
+      });
+      for (size_t i = 0; i < n; ++i) EXPECT_EQ(runs[i].load(), 1) << "item " << i;
+      for (const auto& list : taken)
+        for (size_t t = 0; t < list.size(); ++t)
+          EXPECT_EQ(list[t].second, t + 1 < list.size() ? list[t + 1].first : n) << "next of item " << list[t].first;
+    }
 }
 
 }  // namespace

@@ -67,6 +67,9 @@ bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --de
 check "bench --gemm/--row-gemm/--pair-kernels/--matrix-threads are reported" grep -q '"gemm":"aten","row_gemm":"off","pair_kernels":"aten","matrix_threads":3' <<<"$bench"
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare row-gemm --json)
 check "bench --compare row-gemm alternates in one process" grep -qE '"compare":"row-gemm","ms_per_step_alternative":[0-9]' <<<"$bench"
+if grep -qw avx512f /proc/cpuinfo; then
+  check "bench runs one image's products on the row kernel by default (AVX-512 here)" grep -q '"gemm":"raw","row_gemm":"on"' <<<"$bench"
+fi
 check "bench rejects a bad --row-gemm" bash -c "out=\$(\"$cli\" bench --model attention --row-gemm maybe 2>&1); test \$? -ne 0 && grep -q \"unknown --row-gemm 'maybe'\" <<<\"\$out\""
 check "bench rejects zero matrix threads" bash -c "out=\$(\"$cli\" bench --model attention --matrix-threads 0 2>&1); test \$? -ne 0 && grep -q 'matrix-threads must be auto or at least 1' <<<\"\$out\""
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --compare pair-kernels --json)
