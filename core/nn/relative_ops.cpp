@@ -78,7 +78,7 @@ void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, i
 }
 
 // out[m x D] = g[m x C] w[C x D]. Products of few rows (one image's, about 15 per
-// matrix) go to the engine's kernel, which streams the next matrix of the loop
+// matrix) in float go to the engine's kernel, which streams the next matrix of the loop
 // into cache while it computes (nn/row_gemm.h; Translution, one image: see
 // docs/benchmarks.md, "Session 8"); larger ones to the BLAS.
 template <typename T>

@@ -31,9 +31,9 @@ bool cpu_has_avx512() {
 // register block is R x V accumulators, V loads of b and R broadcasts of a per
 // step: 12 x 2 leaves 6 of the 32 registers free and keeps FMAs, not loads, the
 // limit (24 FMAs to 14 loads).
-template <int R, int V, int P>
+template <int R, int V, int P, bool Tail>
 __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-                                              float* c, int64_t ldc, const char* prefetch) {
+                                              float* c, int64_t ldc, const char* prefetch, __mmask16 tail) {
   __m512 acc[R][V];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
@@ -45,7 +45,8 @@ __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t
     const float* bp = b + p * ldb;
     __m512 w[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) w[v] = _mm512_loadu_ps(bp + 16 * v);
+    for (int v = 0; v < V; ++v)
+      w[v] = Tail && v == V - 1 ? _mm512_maskz_loadu_ps(tail, bp + 16 * v) : _mm512_loadu_ps(bp + 16 * v);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m512 x = _mm512_set1_ps(a[r * lda + p]);
@@ -56,18 +57,27 @@ __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+    for (int v = 0; v < V; ++v) {
+      if (Tail && v == V - 1) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, tail, acc[r][v]);
+      else _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+    }
 }
 
-using Block = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const char*);
+using Block = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const char*,
+                       __mmask16);
 
+// [rows - 1][vectors - 1][lines per step][whether the last vector is partial]
 template <int... R>
 constexpr auto blocks_of(std::integer_sequence<int, R...>) {
   struct Table {
-    Block f[kMaxRows][2][3];
+    Block f[kMaxRows][2][3][2];
   };
-  return Table{{{{block<R + 1, 1, 0>, block<R + 1, 1, 1>, block<R + 1, 1, 2>},
-                 {block<R + 1, 2, 0>, block<R + 1, 2, 1>, block<R + 1, 2, 2>}}...}};
+  return Table{{{{{block<R + 1, 1, 0, false>, block<R + 1, 1, 0, true>},
+                  {block<R + 1, 1, 1, false>, block<R + 1, 1, 1, true>},
+                  {block<R + 1, 1, 2, false>, block<R + 1, 1, 2, true>}},
+                 {{block<R + 1, 2, 0, false>, block<R + 1, 2, 0, true>},
+                  {block<R + 1, 2, 1, false>, block<R + 1, 2, 1, true>},
+                  {block<R + 1, 2, 2, false>, block<R + 1, 2, 2, true>}}}...}};
 }
 constexpr auto kBlocks = blocks_of(std::make_integer_sequence<int, kMaxRows>{});
 
@@ -82,12 +92,15 @@ void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const flo
   const int64_t base_rows = m / row_blocks, taller = row_blocks - m % row_blocks;  // blocks from `taller` on: +1
   int64_t block = 0;
   for (int64_t j = 0; j < n; j += kStrip) {
-    const int vectors = n - j >= kStrip ? 2 : 1;
+    // The last strip may be narrower: its last vector is loaded and stored under a mask.
+    const int64_t width = std::min<int64_t>(kStrip, n - j), partial = width % 16;
+    const int vectors = int((width + 15) / 16);
+    const __mmask16 tail = partial ? __mmask16((1u << partial) - 1) : __mmask16(0xFFFF);
     for (int64_t i = 0, row = 0; i < row_blocks; ++i, ++block) {
       const int64_t rows = base_rows + (i >= taller);
       const char* prefetch = plan.per_step ? next + 64 * plan.first_line(block, k) : nullptr;
-      kBlocks.f[rows - 1][vectors - 1][plan.per_step](k, a + row * lda, lda, b + j, ldb, c + row * ldc + j, ldc,
-                                                      prefetch);
+      kBlocks.f[rows - 1][vectors - 1][plan.per_step][partial != 0](k, a + row * lda, lda, b + j, ldb,
+                                                                    c + row * ldc + j, ldc, prefetch, tail);
       row += rows;
     }
   }
@@ -133,7 +146,7 @@ void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, cons
 #else
   (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next, (void)next_bytes;
 #endif
-  throw Error("internal: row_gemm called where it cannot run (no AVX-512, or a width not a multiple of 16)");
+  throw Error("internal: row_gemm called where it cannot run (no AVX-512, or no columns)");
 }
 
 }  // namespace translution

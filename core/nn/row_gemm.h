@@ -28,8 +28,9 @@ int64_t row_gemm_calls_on_this_thread();
 // bench/small_gemm.cpp with its rows argument).
 constexpr int64_t kRowGemmMostRows = 64;
 
-// Whether row_gemm handles this width (a multiple of 16 floats).
-inline bool row_gemm_width_ok(int64_t n) { return n > 0 && n % 16 == 0; }
+// Whether row_gemm handles this width: any (a last partial vector of 16 floats is
+// masked), but none.
+inline bool row_gemm_width_ok(int64_t n) { return n > 0; }
 
 // c = a b (c is overwritten). lda, ldb, ldc are row strides in floats. While it
 // runs, the next_bytes bytes at next (may be null) are prefetched into L2.

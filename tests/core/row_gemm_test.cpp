@@ -46,11 +46,12 @@ double worst_error(int64_t m, int64_t n, int64_t k) {
 }
 
 // 1-40 rows cover every block height (1-12) and 2-4 blocks of unequal heights;
-// 16 and 48 columns end in a one-vector strip; k = 1 has a single step.
+// 16 and 48 columns end in a one-vector strip, 1, 8, 24 and 41 in a masked
+// partial vector (LoR's 24-wide matrices); k = 1 has a single step.
 TEST_F(RowGemm, MatchesTheDoubleProductForEveryBlockShape) {
   at::manual_seed(5);
   for (int64_t m = 1; m <= 40; ++m)
-    for (const int64_t n : {16, 48, 64})
+    for (const int64_t n : {1, 8, 16, 24, 41, 48, 64})
       for (const int64_t k : {1, 7, 33}) {
         SCOPED_TRACE("m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k));
         EXPECT_LT(worst_error(m, n, k), 1e-5);
@@ -114,24 +115,25 @@ TEST_F(RowGemm, PrefetchingAnyRangeChangesNothing) {
   }
 }
 
-TEST_F(RowGemm, RefusesWidthsItCannotRunAndCanBeSwitchedOff) {
-  EXPECT_FALSE(row_gemm_width_ok(24));
+TEST_F(RowGemm, RefusesAProductWithoutColumnsAndCanBeSwitchedOff) {
   EXPECT_FALSE(row_gemm_width_ok(0));
-  EXPECT_TRUE(row_gemm_width_ok(192));
-  const at::Tensor a = at::randn({3, 4}), b = at::randn({4, 24});
-  at::Tensor c = at::empty({3, 24});
-  EXPECT_THROW(row_gemm(3, 24, 4, a.data_ptr<float>(), 4, b.data_ptr<float>(), 24, c.data_ptr<float>(), 24), Error);
+  EXPECT_TRUE(row_gemm_width_ok(24));
+  const at::Tensor a = at::randn({3, 4}), b = at::randn({4, 1});
+  at::Tensor c = at::empty({3, 1});
+  EXPECT_THROW(row_gemm(3, 0, 4, a.data_ptr<float>(), 4, b.data_ptr<float>(), 1, c.data_ptr<float>(), 1), Error);
   set_row_gemm_enabled(false);
   EXPECT_FALSE(row_gemm_available());
 }
 
-// Translution in float (banks 8 -> 16 wide, so its products qualify) with the
-// relative products on the kernel (where the CPU has it) and on the BLAS, the
-// matrices claimed by one to three threads, batch 1 and 2: forward and every
-// gradient within float rounding of the per-pair reference in double. On one
-// thread the test also sees whether the kernel ran.
-TEST(RowGemmLayer, FloatTranslutionMatchesTheReference) {
-  const AttentionSpec spec = attention_choice("translution").spec;
+// Translution (banks 8 -> 16 wide) and LoR (narrow relative encodings, whose
+// products end in a masked partial vector) in float, with the relative products
+// on the kernel (where the CPU has it) and on the BLAS, the matrices claimed by
+// one to three threads, batch 1 and 2: forward and every gradient within float
+// rounding of the per-pair reference in double. On one thread the test also
+// sees whether the kernel ran.
+class RowGemmLayer : public ::testing::TestWithParam<std::string> {};
+TEST_P(RowGemmLayer, FloatLayerMatchesTheReference) {
+  const AttentionSpec spec = attention_choice(GetParam()).spec;
   const AttentionShape shape{8, 2, 8};
   const TokenLayout layout = TokenLayout::grid(3, 4, true);
   at::manual_seed(9);
@@ -174,6 +176,8 @@ TEST(RowGemmLayer, FloatTranslutionMatchesTheReference) {
   set_matrix_threads(0);
   set_projection_algorithm(ProjectionAlgorithm::Auto);
 }
+
+INSTANTIATE_TEST_SUITE_P(RelativeModels, RowGemmLayer, ::testing::Values("translution", "lor"));
 
 }  // namespace
 }  // namespace translution
