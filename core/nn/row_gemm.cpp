@@ -26,8 +26,9 @@ bool cpu_has_avx512() {
   return yes;
 }
 
-// c[R x 16V] = a[R x k] b[k x 16V], with P lines from `prefetch` on prefetched
-// per step of k (P k lines in all; the caller keeps them inside its range). A
+// c[R x 16V] = a[R x k] b[k x 16V] (with Tail, the last vector only in the
+// columns `tail` selects), with P lines from `prefetch` on prefetched per step
+// of k (P k lines in all; the caller keeps them inside its range). A
 // register block is R x V accumulators, V loads of b and R broadcasts of a per
 // step: 12 x 2 leaves 6 of the 32 registers free and keeps FMAs, not loads, the
 // limit (24 FMAs to 14 loads).
