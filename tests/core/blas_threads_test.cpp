@@ -2,11 +2,9 @@
 // and a CPU training run's: one thread per GEMM where the model runs per-matrix products.
 #include <dlfcn.h>
 
-#include <cstdlib>
+#include <thread>
 
 #include <gtest/gtest.h>
-
-#include <thread>
 
 #include "nn/vit.h"
 #include "train/training_threads.h"
@@ -24,16 +22,14 @@ TEST(ConcurrentBlas, OpenBlasThreadsEachGemmOnOneThread) {
     EXPECT_FALSE(configure_concurrent_blas());
     GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
   }
-  const char* env = std::getenv("OPENBLAS_NUM_THREADS");
-  if (env && *env) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
+  if (blas_threads_from_environment()) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
   EXPECT_TRUE(configure_concurrent_blas());
   EXPECT_EQ(get(), 1);
 }
 
 TEST(TrainingThreads, OneBlasThreadWhileAModelWithPerMatrixProductsTrains) {
   if (blas_threads() == 0) GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
-  const char* env = std::getenv("OPENBLAS_NUM_THREADS");
-  if (env && *env) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
+  if (blas_threads_from_environment()) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core";
   set_matrix_threads(0);
   const ScopedBlasThreads two(2);
