@@ -12,6 +12,7 @@
 #include "data/canvas_dataset.h"
 #include "data/mnist_provision.h"
 #include "infer/predictor.h"
+#include "nn/fused_inference.h"
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
@@ -32,8 +33,10 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
                          [--row-gemm on|off] [--pair-kernels fused|aten]
+                         [--inference-kernels fused|aten]
                          [--matrix-threads auto|N] [--freed-memory pool|keep-all]
-                         [--compare gemm|row-gemm|pair-kernels|recompute|matrix-threads|
+                         [--compare gemm|row-gemm|pair-kernels|inference-kernels|
+                                    recompute|matrix-threads|
                                     freed-memory|blas-threads] [--json]
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
@@ -53,6 +56,9 @@ the BLAS instead of the engine's AVX-512 kernel, which prefetches the next matri
 while it computes (on by default where the CPU has AVX-512);
 --pair-kernels aten does the per-pair dot products and weighted sums as ATen
 expressions instead of the engine's fused one-pass CPU kernels;
+--inference-kernels aten runs a forward without gradients as LibTorch's ops
+instead of the engine's passes (LayerNorm per row; bias, GELU and residual
+inside each dense layer's product; self-attention per head and block of rows);
 --matrix-threads sets how many threads share one model's work: the per-matrix
 GEMMs, one image's dense layers (by columns), the per-pair kernels and AdamW
 (auto: the GEMMs split in two where the BLAS would keep each on one core, i.e.
@@ -68,7 +74,8 @@ ms_per_step is the former, ms_per_step_alternative the latter; peak memory
 covers both.
 
        translution bench --mode studio [--checkpoints A.ckpt,B.ckpt] [--steps 60]
-                         [--matrix-threads auto|N] [--row-gemm on|off] [--json]
+                         [--matrix-threads auto|N] [--row-gemm on|off]
+                         [--inference-kernels fused|aten] [--json]
 
 studio: the studio's inference path. A test digit is dragged across the canvas;
 for each position every checkpoint (default: the bundled Translution and
@@ -133,11 +140,14 @@ int bench_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
-                                 "optimizer", "gemm", "row-gemm", "pair-kernels", "matrix-threads", "freed-memory", "compare"}));
+                                 "optimizer", "gemm", "row-gemm", "pair-kernels", "inference-kernels", "matrix-threads",
+                                 "freed-memory", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
   const int threads = apply_matrix_threads(args, studio ? 1 : 0);
   const std::string row = args.get_choice("row-gemm", {"on", "off"});
   set_row_gemm_enabled(row == "on");
+  const std::string inference_kernels = args.get_choice("inference-kernels", {"fused", "aten"});
+  set_fused_inference(inference_kernels == "fused");
   if (studio) return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));
@@ -165,6 +175,10 @@ int bench_command(const std::vector<std::string>& words) {
       options.switch_path = [on = row == "on"](bool alternative) { set_row_gemm_enabled(alternative != on); };
     else if (options.compare == "pair-kernels")
       options.switch_path = [fused](bool alternative) { set_fused_pair_kernels(alternative != fused); };
+    else if (options.compare == "inference-kernels")
+      options.switch_path = [on = inference_kernels == "fused"](bool alternative) {
+        set_fused_inference(alternative != on);
+      };
     else if (options.compare == "recompute")
       options.switch_path = [recompute](bool alternative) { set_recompute_pair_rows(alternative != recompute); };
     else if (options.compare == "matrix-threads")  // the alternative: no split, one thread
@@ -188,7 +202,8 @@ int bench_command(const std::vector<std::string>& words) {
       };
     } else
       throw Error("unknown --compare '" + options.compare +
-                  "' (expected gemm, row-gemm, pair-kernels, recompute, matrix-threads, freed-memory or blas-threads)");
+                  "' (expected gemm, row-gemm, pair-kernels, inference-kernels, recompute, matrix-threads, freed-memory "
+                  "or blas-threads)");
   }
   // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second
   // thread gives batch-1 products next to nothing; the engine splits them over the

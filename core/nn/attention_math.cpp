@@ -1,12 +1,17 @@
 #include "nn/attention_math.h"
 
+#include <cmath>
 #include <limits>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <torch/autograd.h>
 
+#include "nn/fused_inference.h"
 #include "nn/raw_gemm.h"
+#include "nn/vector_math.h"
+#include "util/helper_threads.h"
 
 namespace translution {
 namespace {
@@ -120,6 +125,38 @@ class HeadValues : public torch::autograd::Function<HeadValues> {
   }
 };
 
+// Self-attention without gradients: for each (image, head, block of rows), the
+// block's logits, their softmax in place, and its rows of the output, so that
+// alpha never leaves the cache unless it is asked for.
+constexpr int64_t kRowsPerItem = 32;  // one image's 50 rows: two items per head
+
+template <typename T>
+void fused_self_attention(const T* qkv, int64_t B, int64_t N, int64_t H, int64_t dh, T scale, const bool* valid,
+                          T* probs, T* out) {
+  const int64_t D = H * dh, ld = 3 * D, blocks = (N + kRowsPerItem - 1) / kRowsPerItem;
+  const int64_t rows_per_block = (N + blocks - 1) / blocks;
+  int parts = matrix_threads();
+  if (parts == 0) parts = engine_splits_products() && B * H * N * N * dh >= (int64_t(1) << 18) ? free_cores() : 1;
+  for_each_claimed(size_t(B * H * blocks), parts, 1, [&](size_t item, size_t, int) {
+    const int64_t b = int64_t(item) / (H * blocks), h = int64_t(item) / blocks % H;
+    const int64_t r0 = int64_t(item) % blocks * rows_per_block, rows = std::min(N, r0 + rows_per_block) - r0;
+    if (rows <= 0) return;
+    const T* q = qkv + b * N * ld + h * dh;
+    thread_local std::vector<T> scratch;
+    T* alpha;
+    if (probs) {
+      alpha = probs + ((b * H + h) * N + r0) * N;
+    } else {
+      scratch.resize(size_t(rows * N));
+      alpha = scratch.data();
+    }
+    raw_gemm_strided<T>(false, true, rows, N, dh, q + r0 * ld, ld, q + D, ld, alpha, N);
+    for (int64_t r = 0; r < rows; ++r)
+      scaled_softmax_in_place(alpha + r * N, N, scale, valid ? valid + (r0 + r) * N : nullptr);
+    raw_gemm_strided<T>(false, false, rows, dh, N, alpha, N, q + 2 * D, ld, out + (b * N + r0) * D + h * dh, D);
+  });
+}
+
 }  // namespace
 
 at::Tensor attention_logits(const at::Tensor& q, const at::Tensor& k, int64_t heads) {
@@ -140,6 +177,25 @@ at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t h
   const int64_t B = v.size(0), N = v.size(1), D = v.size(2), dh = D / heads;
   const at::Tensor vh = v.view({B, N, heads, dh}).transpose(1, 2);
   return at::matmul(alpha, vh).transpose(1, 2).reshape({B, N, D});
+}
+
+at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs) {
+  const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(2) / 3, dh = D / heads;
+  const bool mask_ok = !valid.defined() || (valid.is_cpu() && valid.is_contiguous() && valid.scalar_type() == at::kBool);
+  if (qkv.dim() == 3 && mask_ok && fused_inference_applies({&qkv})) {
+    at::Tensor out = at::empty({B, N, D}, qkv.options());
+    if (probs) *probs = at::empty({B, heads, N, N}, qkv.options());
+    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_core", [&] {
+      fused_self_attention<scalar_t>(qkv.data_ptr<scalar_t>(), B, N, heads, dh, scalar_t(1.0 / std::sqrt(double(dh))),
+                                     valid.defined() ? valid.data_ptr<bool>() : nullptr,
+                                     probs ? probs->data_ptr<scalar_t>() : nullptr, out.data_ptr<scalar_t>());
+    });
+    return out;
+  }
+  const auto qkv3 = qkv.chunk(3, -1);
+  const at::Tensor alpha = attention_softmax(attention_logits(qkv3[0], qkv3[1], heads) / std::sqrt(double(dh)), valid);
+  if (probs) *probs = alpha.detach();
+  return attend_values(alpha, qkv3[2], heads);
 }
 
 }  // namespace translution

@@ -14,4 +14,10 @@ at::Tensor attention_softmax(const at::Tensor& logits, const at::Tensor& valid);
 // sum_j alpha[b, h, i, j] v[b, j, h-slice]: [B, N, D].
 at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t heads);
 
+// The three above for self-attention: q, k and v are the thirds of qkv [B, N, 3D],
+// the logits scaled by 1 / sqrt(D / heads); `*probs`, when asked, gets alpha.
+// Without gradients on CPU (nn/fused_inference.h) it is one pass per head and
+// block of rows, split over the cores, alpha written only where it is asked for.
+at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs);
+
 }  // namespace translution

@@ -6,7 +6,9 @@
 #include <ATen/Dispatch.h>
 #include <torch/autograd.h>
 
+#include "nn/fused_inference.h"
 #include "nn/raw_gemm.h"
+#include "nn/vector_math.h"
 #include "util/helper_threads.h"
 
 namespace translution {
@@ -15,7 +17,9 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-constexpr int64_t kColumnAlign = 16;  // one AVX-512 register of floats per part boundary
+constexpr int64_t kColumnAlign = 16;
+
+enum class Epilogue { kNone, kGelu, kAdd };  // one AVX-512 register of floats per part boundary
 
 bool needs_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
 
@@ -24,19 +28,26 @@ int64_t part_start(int64_t n, int p, int parts) {
   return std::min(n, (n * p / parts + kColumnAlign - 1) / kColumnAlign * kColumnAlign);
 }
 
-// out [M x N] = x [M x K] w^T (+ b), the columns of out split over the parts.
+// out [M x N] = x [M x K] w^T (+ b), then the epilogue, the columns of out split over the parts.
 template <typename T>
-void split_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out, int parts) {
+void split_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out, int parts,
+                   Epilogue epilogue, const at::Tensor& residual) {
   const int64_t N = w.size(0), K = w.size(1), M = x.numel() / K;
   const T *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>(), *bp = b.defined() && b.numel() ? b.data_ptr<T>() : nullptr;
+  const T* rp = epilogue == Epilogue::kAdd ? residual.data_ptr<T>() : nullptr;
   T* op = out.data_ptr<T>();
   run_parts(parts, [&](int p) {
     const int64_t n0 = part_start(N, p, parts), n1 = part_start(N, p + 1, parts);
     if (n1 <= n0) return;
     raw_gemm_strided<T>(false, true, M, n1 - n0, K, xp, K, wp + n0 * K, K, op + n0, N);
-    if (bp)
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = n0; n < n1; ++n) op[m * N + n] += bp[n];
+    for (int64_t m = 0; m < M; ++m) {
+      T* row = op + m * N;
+      if (bp)
+        for (int64_t n = n0; n < n1; ++n) row[n] += bp[n];
+      if (rp)
+        for (int64_t n = n0; n < n1; ++n) row[n] += rp[m * N + n];
+      if (epilogue == Epilogue::kGelu) gelu_in_place(row + n0, n1 - n0);
+    }
   });
 }
 
@@ -57,11 +68,14 @@ void split_gradients(const at::Tensor& dy, const at::Tensor& x, const at::Tensor
   });
 }
 
-at::Tensor product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int parts) {
+at::Tensor product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int parts,
+                   Epilogue epilogue = Epilogue::kNone, const at::Tensor& residual = {}) {
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes.back() = w.size(0);
   at::Tensor out = at::empty(sizes, x.options());
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dense", [&] { split_product<scalar_t>(x, w, b, out, parts); });
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dense", [&] {
+    split_product<scalar_t>(x, w, b, out, parts, epilogue, residual);
+  });
   return out;
 }
 
@@ -108,17 +122,44 @@ int dense_parts(int64_t rows, int64_t n, int64_t k) {
   return int(std::max<int64_t>(1, std::min<int64_t>(parts, n / kColumnAlign)));
 }
 
-at::Tensor dense(torch::nn::Linear& layer, const at::Tensor& x) {
+namespace {
+
+// The epilogue as LibTorch ops, where the product did not run it.
+at::Tensor finish(at::Tensor y, Epilogue epilogue, const at::Tensor& residual) {
+  if (epilogue == Epilogue::kGelu) return at::gelu(y);
+  if (epilogue == Epilogue::kAdd) return residual + y;
+  return y;
+}
+
+at::Tensor dense_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue epilogue, const at::Tensor& residual) {
   const at::Tensor &w = layer->weight, &b = layer->bias;
   if (x.dim() < 1 || x.size(-1) != w.size(1) || x.scalar_type() != w.scalar_type() || !raw_gemm_usable(x) ||
       !raw_gemm_usable(w) || (b.defined() && (!raw_gemm_usable(b) || b.scalar_type() != w.scalar_type())))
-    return layer->forward(x);
+    return finish(layer->forward(x), epilogue, residual);
   const int64_t N = w.size(0), K = w.size(1), M = x.numel() / std::max<int64_t>(K, 1);
+  if (M == 0 || K == 0) return finish(layer->forward(x), epilogue, residual);
   const int parts = dense_parts(M, N, K);
-  if (parts <= 1 || M == 0 || K == 0) return layer->forward(x);
   const bool grad = at::GradMode::is_enabled() && (needs_grad(x) || needs_grad(w) || needs_grad(b));
-  if (!grad) return product(x, w, b, parts);
-  return SplitLinear::apply(x, w, b.defined() ? b : at::empty({0}, w.options()), int64_t(parts));
+  // Without gradients the epilogue runs inside each part, on its columns, while they are in cache.
+  if (!grad && fused_inference_applies({&x, &w, &b, &residual}) &&
+      (epilogue != Epilogue::kAdd || (residual.numel() == M * N && residual.size(-1) == N)))
+    return product(x, w, b, parts, epilogue, residual);
+  if (parts <= 1) return finish(layer->forward(x), epilogue, residual);
+  if (!grad) return finish(product(x, w, b, parts), epilogue, residual);
+  return finish(SplitLinear::apply(x, w, b.defined() ? b : at::empty({0}, w.options()), int64_t(parts)), epilogue,
+                residual);
+}
+
+}  // namespace
+
+at::Tensor dense(torch::nn::Linear& layer, const at::Tensor& x) { return dense_with(layer, x, Epilogue::kNone, {}); }
+
+at::Tensor dense_gelu(torch::nn::Linear& layer, const at::Tensor& x) {
+  return dense_with(layer, x, Epilogue::kGelu, {});
+}
+
+at::Tensor dense_add(torch::nn::Linear& layer, const at::Tensor& x, const at::Tensor& residual) {
+  return dense_with(layer, x, Epilogue::kAdd, residual);
 }
 
 }  // namespace translution

@@ -7,12 +7,18 @@
 // 312 us on one thread and 413 us with two BLAS threads, against 165 us with the
 // columns split in two on a helper thread (bench/small_gemm.cpp,
 // docs/benchmarks.md). Where it does not apply (small products, CUDA, OpenBLAS
-// threading each GEMM) it is the module's own forward.
+// threading each GEMM) it is the module's own forward, except that a forward
+// without gradients on CPU always calls the BLAS directly (nn/fused_inference.h).
 #include <torch/nn/modules/linear.h>
 
 namespace translution {
 
 at::Tensor dense(torch::nn::Linear& layer, const at::Tensor& x);
+// gelu(layer(x)) and residual + layer(x). Without gradients (nn/fused_inference.h)
+// each part applies them to its own columns right after its product; otherwise
+// they are LibTorch's ops on the layer's output.
+at::Tensor dense_gelu(torch::nn::Linear& layer, const at::Tensor& x);
+at::Tensor dense_add(torch::nn::Linear& layer, const at::Tensor& x, const at::Tensor& residual);
 
 // How many column parts dense() uses for an [rows x k] x [k x n] product
 // (matrix_threads() when set, else by shape and BLAS threading).

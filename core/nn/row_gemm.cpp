@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #endif
 
+#include "util/device.h"
 #include "util/error.h"
 
 namespace translution {
@@ -20,11 +21,6 @@ constexpr int kMaxRows = 12;  // rows of a register block (below)
 constexpr int kStrip = 32;    // columns one block sweeps: 2 vectors, 24 KB of b at k = 192 (L1)
 
 #if defined(__x86_64__)
-
-bool cpu_has_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-}
 
 // c[R x 16V] = a[R x k] b[k x 16V] (with Tail, the last vector only in the
 // columns `tail` selects), with P lines from `prefetch` on prefetched per step

@@ -1,7 +1,5 @@
 #include "nn/self_attention.h"
 
-#include <cmath>
-
 #include <ATen/ATen.h>
 
 #include "nn/attention_math.h"
@@ -22,11 +20,7 @@ SelfAttention::SelfAttention(const AttentionShape& shape, const TokenLayout& lay
 }
 
 at::Tensor SelfAttention::forward(const at::Tensor& x, at::Tensor* probs) {
-  const auto qkv = dense(to_qkv_, x).chunk(3, -1);
-  const at::Tensor logits = attention_logits(qkv[0], qkv[1], shape_.heads) / std::sqrt(double(shape_.head_dim));
-  const at::Tensor alpha = attention_softmax(logits, on_device(valid_, x.device()));
-  if (probs) *probs = alpha.detach();
-  const at::Tensor out = attend_values(alpha, qkv[2], shape_.heads);
+  const at::Tensor out = self_attention_core(dense(to_qkv_, x), shape_.heads, on_device(valid_, x.device()), probs);
   return to_out_ ? dense(to_out_, out) : out;
 }
 

@@ -1,9 +1,9 @@
 #include "nn/vit.h"
 
 #include <ATen/ATen.h>
-#include <torch/nn/functional/activation.h>
 
 #include "nn/dense.h"
+#include "nn/fused_inference.h"
 #include "util/error.h"
 
 namespace translution {
@@ -18,8 +18,8 @@ ViTBlockImpl::ViTBlockImpl(const ViTConfig& c, int64_t index) {
 }
 
 at::Tensor ViTBlockImpl::forward(const at::Tensor& x, at::Tensor* probs) {
-  const at::Tensor h = x + attention_->forward(norm1_->forward(x), probs);
-  return h + dense(fc2_, torch::nn::functional::gelu(dense(fc1_, norm2_->forward(h))));
+  const at::Tensor h = x + attention_->forward(normalize(norm1_, x), probs);
+  return dense_add(fc2_, dense_gelu(fc1_, normalize(norm2_, h)), h);
 }
 
 ViTImpl::ViTImpl(const ViTConfig& config) : config_(config) {
@@ -51,7 +51,7 @@ at::Tensor ViTImpl::patchify(const at::Tensor& images) const {
 at::Tensor ViTImpl::forward(const at::Tensor& images) { return forward(images, nullptr); }
 
 at::Tensor ViTImpl::forward(const at::Tensor& images, ViTInspection* inspection) {
-  at::Tensor x = embed_norm_->forward(dense(patch_embed_, patch_norm_->forward(patchify(images))));
+  at::Tensor x = normalize(embed_norm_, dense(patch_embed_, normalize(patch_norm_, patchify(images))));
   x = at::cat({cls_token_.expand({x.size(0), 1, config_.dim}), x}, 1);
   if (position_embedding_.defined()) x = x + position_embedding_;
   if (inspection) inspection->attention.clear();
@@ -60,7 +60,7 @@ at::Tensor ViTImpl::forward(const at::Tensor& images, ViTInspection* inspection)
     x = block->forward(x, inspection ? &probs : nullptr);
     if (inspection) inspection->attention.push_back(probs);
   }
-  return head_->forward(final_norm_->forward(x.select(1, 0)));
+  return head_->forward(normalize(final_norm_, x.select(1, 0)));
 }
 
 int64_t ViTImpl::parameter_count() const {

@@ -52,6 +52,7 @@ struct BenchResult {
   bool raw_gemm = true;       // per-matrix products straight to BLAS (else at::mm)
   bool row_gemm = true;       // small per-matrix products on the engine's kernel (nn/row_gemm.h)
   bool fused_pair = true;     // fused CPU kernels for the per-pair arithmetic (else ATen)
+  bool fused_inference = true;  // a forward without gradients in the engine's passes (nn/fused_inference.h)
   int matrix_threads = 0;     // threads sharing the per-matrix GEMMs (0: by shape)
   int blas_threads = 0;       // OpenBLAS threads per GEMM (0: not OpenBLAS)
   std::string freed_memory;   // util/allocator.h's policy

@@ -102,6 +102,15 @@ bool blas_threads_from_environment() {
   return t && *t;
 }
 
+bool cpu_has_avx512() {
+#if defined(__x86_64__)
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+#else
+  return false;
+#endif
+}
+
 int blas_threads() {
   using GetThreads = int (*)();
   static const auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));

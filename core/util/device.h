@@ -35,6 +35,9 @@ void configure_threads();
 // when set, wins. Returns false where the BLAS is not OpenBLAS.
 bool configure_concurrent_blas();
 
+// Whether this CPU runs AVX-512F (the engine's own float kernels need it; x86-64 only).
+bool cpu_has_avx512();
+
 // Threads OpenBLAS gives each GEMM now, or 0 where the BLAS is not OpenBLAS.
 int blas_threads();
 // Whether $OPENBLAS_NUM_THREADS is set (then it wins over the engine's choices).

@@ -111,7 +111,11 @@ Team& team() {
 void set_matrix_threads(int threads) { g_matrix_threads = std::max(0, threads); }
 int matrix_threads() { return g_matrix_threads; }
 
-int free_cores() { return at::get_num_threads() > 1 ? 1 : int(std::max(1u, std::thread::hardware_concurrency())); }
+int free_cores() {
+  // Asked once: glibc reads /sys for it on every call, and one image's forward asks dozens of times.
+  static const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  return at::get_num_threads() > 1 ? 1 : cores;
+}
 
 bool engine_splits_products() { return blas_threads() == 1 && free_cores() >= 2; }
 

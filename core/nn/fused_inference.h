@@ -1,0 +1,34 @@
+#pragma once
+// A forward without gradients on CPU, in fewer and larger passes. At batch 1 a
+// self-attention block is seventeen LibTorch ops on 50-row tensors, and their
+// dispatch, allocation and TensorIterator set-up cost about as much as the
+// arithmetic (a 64-wide model with the same ops took 1.2-2.4 ms of ViT-A's
+// 4.6-7 ms; docs/benchmarks.md, session 9). Where every tensor is on the CPU,
+// contiguous, float or double and nothing needs a gradient, the block runs as:
+//   normalize()     LayerNorm, one pass per row;
+//   dense_gelu()    fc1, bias and GELU, each core on its own columns (nn/dense.h);
+//   dense_add()     fc2, bias and the residual, likewise;
+//   self_attention_core()  per head and block of rows: logits, scaled softmax
+//                   and the weighted sum of values, split over the cores
+//                   (nn/attention_math.h).
+// Elsewhere (training, CUDA, views) the same functions are LibTorch's ops.
+// Tests prove both paths equal (double exactly, float to rounding).
+#include <initializer_list>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/modules/normalization.h>
+
+namespace translution {
+
+// On by default; off runs LibTorch's ops everywhere (bench --inference-kernels aten).
+void set_fused_inference(bool enabled);
+bool fused_inference_enabled();
+
+// Whether the fused passes may run on these tensors (undefined ones are skipped):
+// switched on, no gradient wanted, CPU, contiguous, one type, float or double.
+bool fused_inference_applies(std::initializer_list<const at::Tensor*> tensors);
+
+// layer(x): LayerNorm over the last dimension.
+at::Tensor normalize(torch::nn::LayerNorm& layer, const at::Tensor& x);
+
+}  // namespace translution
