@@ -1,5 +1,6 @@
 #include "nn/fused_inference.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 
@@ -11,30 +12,38 @@ namespace {
 
 std::atomic<bool> g_enabled{true};
 
-// Sixteen partial sums: the compiler vectorises them without reassociating a single one.
+// Sixteen partial sums of x - shift and of its square: the compiler vectorises
+// them without reassociating a single one. The shift (the row's first element)
+// keeps the variance exact where the mean is large against the spread.
 template <typename T>
-T sum_of(const T* x, int64_t n, T shift, bool squares) {
-  T acc[16] = {};
+void moments(const T* x, int64_t n, T& mean, T& variance) {
+  const T shift = x[0];
+  T sum[16] = {}, squares[16] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     for (int u = 0; u < 16; ++u) {
       const T d = x[i + u] - shift;
-      acc[u] += squares ? d * d : d;
+      sum[u] += d, squares[u] += d * d;
     }
-  for (; i < n; ++i) acc[0] += squares ? (x[i] - shift) * (x[i] - shift) : x[i] - shift;
-  T total = 0;
-  for (const T a : acc) total += a;
-  return total;
+  for (; i < n; ++i) sum[0] += x[i] - shift, squares[0] += (x[i] - shift) * (x[i] - shift);
+  T s = 0, q = 0;
+  for (int u = 0; u < 16; ++u) s += sum[u], q += squares[u];
+  const T d = s / T(n);
+  mean = shift + d;
+  variance = std::max(T(0), q / T(n) - d * d);
 }
 
 // y = (x - mean) / sqrt(var + eps) * gamma + beta per row, the variance biased, as LayerNorm defines it.
 template <typename T>
 void normalize_rows(const T* x, T* y, int64_t rows, int64_t n, const T* gamma, const T* beta, double eps) {
   for (int64_t r = 0; r < rows; ++r, x += n, y += n) {
-    const T mean = sum_of(x, n, T(0), false) / T(n);
-    const T scale = T(1) / std::sqrt(sum_of(x, n, mean, true) / T(n) + T(eps));
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = (x[i] - mean) * scale * (gamma ? gamma[i] : T(1)) + (beta ? beta[i] : T(0));
+    T mean, variance;
+    moments(x, n, mean, variance);
+    const T scale = T(1) / std::sqrt(variance + T(eps));
+    if (gamma && beta)
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * scale * gamma[i] + beta[i];
+    else
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * scale * (gamma ? gamma[i] : T(1)) + (beta ? beta[i] : T(0));
   }
 }
 
