@@ -125,6 +125,12 @@ class HeadValues : public torch::autograd::Function<HeadValues> {
   }
 };
 
+// Whether a causal mask (or none) can be read as raw [queries x keys] booleans.
+bool mask_fits(const at::Tensor& valid, int64_t queries, int64_t keys) {
+  return !valid.defined() || (valid.is_cpu() && valid.is_contiguous() && valid.scalar_type() == at::kBool &&
+                              valid.dim() == 2 && valid.size(0) == queries && valid.size(1) == keys);
+}
+
 // Self-attention without gradients: for each (image, head, block of rows), the
 // block's logits, their softmax in place, and its rows of the output, so that
 // alpha never leaves the cache unless it is asked for.
@@ -167,7 +173,20 @@ at::Tensor attention_logits(const at::Tensor& q, const at::Tensor& k, int64_t he
   return at::matmul(qh, kh.transpose(-1, -2));
 }
 
-at::Tensor attention_softmax(const at::Tensor& logits, const at::Tensor& valid) {
+at::Tensor attention_softmax(const at::Tensor& logits_in, const at::Tensor& valid, double divisor) {
+  if (logits_in.dim() >= 2 && mask_fits(valid, logits_in.size(-2), logits_in.size(-1)) &&
+      fused_inference_applies({&logits_in})) {
+    at::Tensor alpha = logits_in.clone();
+    const int64_t N = alpha.size(-1), queries = alpha.size(-2), rows = N ? alpha.numel() / N : 0;
+    const bool* kept = valid.defined() ? valid.data_ptr<bool>() : nullptr;
+    AT_DISPATCH_FLOATING_TYPES(alpha.scalar_type(), "attention_softmax", [&] {
+      scalar_t* a = alpha.data_ptr<scalar_t>();
+      for (int64_t r = 0; r < rows; ++r)
+        scaled_softmax_in_place(a + r * N, N, scalar_t(1.0 / divisor), kept ? kept + r % queries * N : nullptr);
+    });
+    return alpha;
+  }
+  const at::Tensor logits = divisor == 1.0 ? logits_in : logits_in / divisor;
   if (!valid.defined()) return at::softmax(logits, -1);
   return at::softmax(logits.masked_fill(valid.logical_not(), -std::numeric_limits<double>::infinity()), -1);
 }
@@ -181,8 +200,7 @@ at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t h
 
 at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs) {
   const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(2) / 3, dh = D / heads;
-  const bool mask_ok = !valid.defined() || (valid.is_cpu() && valid.is_contiguous() && valid.scalar_type() == at::kBool);
-  if (qkv.dim() == 3 && mask_ok && fused_inference_applies({&qkv})) {
+  if (qkv.dim() == 3 && mask_fits(valid, N, N) && fused_inference_applies({&qkv})) {
     at::Tensor out = at::empty({B, N, D}, qkv.options());
     if (probs) *probs = at::empty({B, heads, N, N}, qkv.options());
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_core", [&] {
@@ -193,7 +211,7 @@ at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::T
     return out;
   }
   const auto qkv3 = qkv.chunk(3, -1);
-  const at::Tensor alpha = attention_softmax(attention_logits(qkv3[0], qkv3[1], heads) / std::sqrt(double(dh)), valid);
+  const at::Tensor alpha = attention_softmax(attention_logits(qkv3[0], qkv3[1], heads), valid, std::sqrt(double(dh)));
   if (probs) *probs = alpha.detach();
   return attend_values(alpha, qkv3[2], heads);
 }

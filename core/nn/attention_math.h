@@ -8,8 +8,9 @@ namespace translution {
 // Per-head dot products q_i . k_j: [B, H, N, N], not yet scaled.
 at::Tensor attention_logits(const at::Tensor& q, const at::Tensor& k, int64_t heads);
 
-// Softmax over sources; `valid` ([N, N] bool, may be undefined) hides pairs.
-at::Tensor attention_softmax(const at::Tensor& logits, const at::Tensor& valid);
+// Softmax over sources of logits / divisor; `valid` ([N, N] bool, may be
+// undefined) hides pairs. Without gradients on CPU, one pass per row.
+at::Tensor attention_softmax(const at::Tensor& logits, const at::Tensor& valid, double divisor = 1.0);
 
 // sum_j alpha[b, h, i, j] v[b, j, h-slice]: [B, N, D].
 at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t heads);

@@ -3,9 +3,12 @@
 #include <cmath>
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
 
 #include "nn/attention_math.h"
 #include "nn/dense.h"
+#include "nn/fused_inference.h"
+#include "nn/raw_gemm.h"
 #include "nn/self_attention.h"
 #include "nn/translution_attention.h"
 
@@ -15,6 +18,23 @@ const char* kRoles[3] = {"q", "k", "v"};
 
 torch::nn::Linear linear(int64_t in, int64_t out) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+}
+
+// rel[b, i, h] = s[b, i, h] W2v[:, h], s: [B, N, H, C2 H], up: [C2 H, H dh] -> [B, N, H dh].
+// Without gradients on CPU one BLAS call per head, reading s and W2v in place
+// (the einsum permutes, copies and batches them: nn/fused_inference.h).
+at::Tensor up_project(const at::Tensor& s, const at::Tensor& up, int64_t H, int64_t dh) {
+  const int64_t B = s.size(0), N = s.size(1), c = s.size(3);
+  if (!fused_inference_applies({&s, &up}) || !raw_gemm_usable(s) || !raw_gemm_usable(up))
+    return at::einsum("bihc,chd->bihd", {s, up.view({c, H, dh})}).reshape({B, N, H * dh});
+  at::Tensor out = at::empty({B, N, H * dh}, s.options());
+  AT_DISPATCH_FLOATING_TYPES(s.scalar_type(), "up_project", [&] {
+    const scalar_t *sp = s.data_ptr<scalar_t>(), *wp = up.data_ptr<scalar_t>();
+    scalar_t* op = out.data_ptr<scalar_t>();
+    for (int64_t h = 0; h < H; ++h)
+      raw_gemm_strided<scalar_t>(false, false, B * N, dh, c, sp + h * c, H * c, wp + h * dh, H * dh, op + h * dh, H * dh);
+  });
+  return out;
 }
 }  // namespace
 
@@ -61,7 +81,7 @@ at::Tensor LoRTranslutionAttention::forward(const at::Tensor& x, at::Tensor* pro
         relative_logits(order, low_rank_side(0, x), banks_[0], low_rank_side(1, x), banks_[1], H);
     logits = logits.defined() ? logits + low : low;
   }
-  const at::Tensor alpha = attention_softmax(logits / std::sqrt(double(dh)), on_device(valid_, x.device()));
+  const at::Tensor alpha = attention_softmax(logits, on_device(valid_, x.device()), std::sqrt(double(dh)));
   if (probs) *probs = alpha.detach();
 
   at::Tensor out;
@@ -69,7 +89,7 @@ at::Tensor LoRTranslutionAttention::forward(const at::Tensor& x, at::Tensor* pro
   if (spec_.rel_v) {
     // s[b, i, h] = sum_j alpha^h_ij (x_j W1v Wv[d_ij]), then W2v per head (Appendix D's order).
     const at::Tensor s = relative_values(order, alpha, dense(down_[2], x), banks_[2], false);  // [B, N, H, C2 H]
-    const at::Tensor rel = at::einsum("bihc,chd->bihd", {s, up_v_.view({low_out_, H, dh})}).reshape({B, N, H * dh});
+    const at::Tensor rel = up_project(s, up_v_, H, dh);
     out = out.defined() ? out + rel : rel;
   }
   return to_out_ ? dense(to_out_, out) : out;

@@ -55,7 +55,7 @@ at::Tensor TranslutionAttention::forward(const at::Tensor& x, at::Tensor* probs)
                                 ? relative_logits(order, side(0), banks_[0], side(1), banks_[1], H)
                                 : attention_logits(side(0), side(1), H);
   const at::Tensor alpha =
-      attention_softmax(logits / std::sqrt(double(shape_.head_dim)), on_device(valid_, x.device()));
+      attention_softmax(logits, on_device(valid_, x.device()), std::sqrt(double(shape_.head_dim)));
   if (probs) *probs = alpha.detach();
   const at::Tensor out = spec_.rel_v ? relative_values(order, alpha, x, banks_[2], true)
                                      : attend_values(alpha, side(2), H);

@@ -179,6 +179,21 @@ TEST(FusedInference, SelfAttentionCoreMatchesTheOps) {
   set_matrix_threads(0);
 }
 
+TEST(FusedInference, AttentionSoftmaxMatchesTheOps) {
+  at::manual_seed(18);
+  const at::NoGradGuard no_grad;
+  for (const auto type : {at::kDouble, at::kFloat})
+    for (const bool causal : {false, true})
+      for (const double divisor : {1.0, 8.0}) {
+        const at::Tensor logits = at::randn({2, 3, 9, 9}, type) * 10;
+        const at::Tensor valid = causal ? at::ones({9, 9}, at::kBool).tril() : at::Tensor();
+        const at::Tensor fused = attention_softmax(logits, valid, divisor);
+        const at::Tensor ops = with_ops([&] { return attention_softmax(logits, valid, divisor); });
+        EXPECT_LT(max_relative_error(fused, ops), type == at::kDouble ? 1e-13 : 2e-6);
+        EXPECT_EQ(fused.sizes(), logits.sizes());
+      }
+}
+
 ViTConfig small_config(const std::string& model) {
   ViTConfig c = preset_config("tiny", model);
   c.image_height = 28, c.image_width = 21, c.patch = 7, c.depth = 2, c.heads = 2, c.head_dim = 16, c.dim = 24;
