@@ -284,6 +284,49 @@ std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::
   return {dxt.transpose(0, 1), dbank};
 }
 
+// logits[b, h, i, j] = dots[r, b, h] where row r is the pair (i, j); 0 where no
+// row is (pairs a causal mask hides). On CPU one pass straight into [B, H, N, N]
+// (contiguous, so the softmax after it runs in place of a copy); elsewhere an
+// index_copy_ into [N N, B, H] and a permuted view of it.
+bool plain_cpu(const at::Tensor& t, const at::Tensor& index) {
+  return t.is_cpu() && t.is_contiguous() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) &&
+         index.is_cpu() && index.is_contiguous() && index.scalar_type() == at::kLong;
+}
+
+at::Tensor pairs_to_grid(const at::Tensor& dots, const at::Tensor& pair_of_row, int64_t N) {
+  const int64_t R = dots.size(0), B = dots.size(1), H = dots.size(2);
+  if (!plain_cpu(dots, pair_of_row)) {
+    at::Tensor full = at::zeros({N * N, B, H}, dots.options());
+    full.index_copy_(0, pair_of_row, dots);
+    return full.view({N, N, B, H}).permute({2, 3, 0, 1});
+  }
+  at::Tensor grid = R == N * N ? at::empty({B, H, N, N}, dots.options()) : at::zeros({B, H, N, N}, dots.options());
+  const int64_t* pair = pair_of_row.data_ptr<int64_t>();
+  AT_DISPATCH_FLOATING_TYPES(dots.scalar_type(), "pairs_to_grid", [&] {
+    const scalar_t* d = dots.data_ptr<scalar_t>();
+    scalar_t* g = grid.data_ptr<scalar_t>();
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t bh = 0; bh < B * H; ++bh) g[bh * N * N + pair[r]] = d[r * B * H + bh];
+  });
+  return grid;
+}
+
+// The reverse: rows[r, b, h] = alpha[b, h, i, j] for the pair (i, j) of row r.
+at::Tensor grid_to_pairs(const at::Tensor& alpha, const at::Tensor& pair_of_row) {
+  const int64_t B = alpha.size(0), H = alpha.size(1), N = alpha.size(2), R = pair_of_row.size(0);
+  if (!plain_cpu(alpha, pair_of_row))
+    return gather_rows(alpha.permute({2, 3, 0, 1}).reshape({N * N, B, H}), pair_of_row);
+  at::Tensor rows = at::empty({R, B, H}, alpha.options());
+  const int64_t* pair = pair_of_row.data_ptr<int64_t>();
+  AT_DISPATCH_FLOATING_TYPES(alpha.scalar_type(), "grid_to_pairs", [&] {
+    const scalar_t* a = alpha.data_ptr<scalar_t>();
+    scalar_t* o = rows.data_ptr<scalar_t>();
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t bh = 0; bh < B * H; ++bh) o[r * B * H + bh] = a[bh * N * N + pair[r]];
+  });
+  return rows;
+}
+
 class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q_input, const at::Tensor& q_bank,
@@ -293,15 +336,13 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const at::Tensor qt = token_major(q_input), kt = token_major(k_input);
     const at::Tensor sq = side_rows(qt, q_bank, query_of_row, offset);   // [R, B, D]
     const at::Tensor sk = side_rows(kt, k_bank, source_of_row, offset);  // [R, B, D]
-    const int64_t B = sq.size(1), N = qt.size(0);
+    const int64_t N = qt.size(0);
     const at::Tensor dots = pair_dots(sq, sk, heads);  // [R, B, H]
-    at::Tensor full = at::zeros({N * N, B, heads}, dots.options());
-    full.index_copy_(0, pair_of_row, dots);
     const bool keep = !g_recompute.load();
     ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row,
                             keep ? sq : at::Tensor(), keep ? sk : at::Tensor()});
     ctx->saved_data["offset"] = offset;
-    return full.view({N, N, B, heads}).permute({2, 3, 0, 1});
+    return pairs_to_grid(dots, pair_of_row, N);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -326,11 +367,11 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& alpha, const at::Tensor& input,
                             const at::Tensor& bank, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
                             const at::Tensor& source_of_row, const std::vector<int64_t>& offset, bool head_sliced) {
-    const int64_t B = alpha.size(0), H = alpha.size(1), N = alpha.size(2);
+    const int64_t B = alpha.size(0), N = alpha.size(2);
     const at::Tensor xt = token_major(input);
     const at::Tensor v = project_rows(xt, source_of_row, bank, offset);  // [R, B, D]
     const int64_t D = v.size(2);
-    const at::Tensor a = gather_rows(alpha.permute({2, 3, 0, 1}).reshape({N * N, B, H}), pair_of_row);  // [R, B, H]
+    const at::Tensor a = grid_to_pairs(alpha, pair_of_row);  // [R, B, H]
     const at::Tensor out = scatter_weighted(a, v, query_of_row, N, head_sliced);  // [N, B, H, *]
     ctx->save_for_backward({xt, bank, g_recompute.load() ? at::Tensor() : v, a, pair_of_row, query_of_row,
                             source_of_row});
