@@ -154,6 +154,59 @@ at::Tensor dense_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue ep
 
 at::Tensor dense(torch::nn::Linear& layer, const at::Tensor& x) { return dense_with(layer, x, Epilogue::kNone, {}); }
 
+namespace {
+
+// Each layer's product as a column range of one wide product: part p covers the
+// same share of the layers' columns taken together as split_product's parts do.
+template <typename T>
+void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x, std::vector<at::Tensor>& out,
+                    int64_t total, int parts) {
+  const int64_t K = x.size(-1), M = x.numel() / K;
+  const T* xp = x.data_ptr<T>();
+  run_parts(parts, [&](int p) {
+    const int64_t g0 = part_start(total, p, parts), g1 = part_start(total, p + 1, parts);
+    int64_t first = 0;  // the layer's first column in the wide product
+    for (size_t i = 0; i < layers.size(); first += (*layers[i])->weight.size(0), ++i) {
+      const at::Tensor &w = (*layers[i])->weight, &b = (*layers[i])->bias;
+      const int64_t N = w.size(0), n0 = std::max(g0 - first, int64_t(0)), n1 = std::min(g1 - first, N);
+      if (n1 <= n0) continue;
+      T* op = out[i].data_ptr<T>();
+      raw_gemm_strided<T>(false, true, M, n1 - n0, K, xp, K, w.data_ptr<T>() + n0 * K, K, op + n0, N);
+      if (b.defined() && b.numel())
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = n0; n < n1; ++n) op[m * N + n] += b.data_ptr<T>()[n];
+    }
+  });
+}
+
+}  // namespace
+
+std::vector<at::Tensor> dense_each(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x) {
+  std::vector<at::Tensor> out;
+  bool fused = x.dim() >= 1 && x.numel() > 0 && fused_inference_applies({&x}) && raw_gemm_usable(x);
+  int64_t total = 0;
+  for (torch::nn::Linear* layer : layers) {
+    const at::Tensor &w = (*layer)->weight, &b = (*layer)->bias;
+    fused = fused && w.dim() == 2 && w.size(1) == x.size(-1) && fused_inference_applies({&x, &w, &b}) &&
+            raw_gemm_usable(w) && (!b.defined() || raw_gemm_usable(b));
+    total += w.size(0);
+  }
+  if (!fused) {
+    for (torch::nn::Linear* layer : layers) out.push_back(dense(*layer, x));
+    return out;
+  }
+  const int64_t K = x.size(-1), M = x.numel() / K;
+  for (torch::nn::Linear* layer : layers) {
+    std::vector<int64_t> sizes = x.sizes().vec();
+    sizes.back() = (*layer)->weight.size(0);
+    out.push_back(at::empty(sizes, x.options()));
+  }
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dense_each", [&] {
+    split_products<scalar_t>(layers, x, out, total, dense_parts(M, total, K));
+  });
+  return out;
+}
+
 at::Tensor dense_gelu(torch::nn::Linear& layer, const at::Tensor& x) {
   return dense_with(layer, x, Epilogue::kGelu, {});
 }

@@ -9,6 +9,8 @@
 // docs/benchmarks.md). Where it does not apply (small products, CUDA, OpenBLAS
 // threading each GEMM) it is the module's own forward, except that a forward
 // without gradients on CPU always calls the BLAS directly (nn/fused_inference.h).
+#include <vector>
+
 #include <torch/nn/modules/linear.h>
 
 namespace translution {
@@ -19,6 +21,10 @@ at::Tensor dense(torch::nn::Linear& layer, const at::Tensor& x);
 // they are LibTorch's ops on the layer's output.
 at::Tensor dense_gelu(torch::nn::Linear& layer, const at::Tensor& x);
 at::Tensor dense_add(torch::nn::Linear& layer, const at::Tensor& x, const at::Tensor& residual);
+// layer(x) for each layer, all of the same input. Without gradients the products
+// share one split over the cores (one hand-off instead of one per layer, and
+// products too small to split alone are split too); otherwise dense() each.
+std::vector<at::Tensor> dense_each(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x);
 
 // How many column parts dense() uses for an [rows x k] x [k x n] product
 // (matrix_threads() when set, else by shape and BLAS threading).

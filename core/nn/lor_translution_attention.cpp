@@ -68,27 +68,35 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
   if (layout.causal) valid_ = table_.valid;
 }
 
-// The input of one side of the low-rank dot product: x W1 (relative) or x W_low (plain).
-at::Tensor LoRTranslutionAttention::low_rank_side(int role, const at::Tensor& x) { return dense(down_[role], x); }
-
 at::Tensor LoRTranslutionAttention::forward(const at::Tensor& x, at::Tensor* probs) {
-  const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim;
+  const int64_t H = shape_.heads, dh = shape_.head_dim;
   const PairOrder& order = pair_order_for(order_, order_on_device_, x.device());
+  // Every projection of x the layer needs, in one hand-off to the cores (nn/dense.h):
+  // shared[r] = x W^r and low[r] = x W1^r (relative) or x W_low^r (plain side of the logits).
+  at::Tensor shared[3], low[3];
+  std::vector<torch::nn::Linear*> layers;
+  std::vector<at::Tensor*> targets;
+  for (int role = 0; role < 3; ++role) {
+    if (spec_.lor_shared) layers.push_back(&shared_[role]), targets.push_back(&shared[role]);
+    if (down_[role]) layers.push_back(&down_[role]), targets.push_back(&low[role]);
+  }
+  std::vector<at::Tensor> projected = dense_each(layers, x);
+  for (size_t i = 0; i < targets.size(); ++i) *targets[i] = std::move(projected[i]);
+
   at::Tensor logits;
-  if (spec_.lor_shared) logits = attention_logits(dense(shared_[0], x), dense(shared_[1], x), H);
+  if (spec_.lor_shared) logits = attention_logits(shared[0], shared[1], H);
   if (spec_.rel_q || spec_.rel_k) {
-    const at::Tensor low =
-        relative_logits(order, low_rank_side(0, x), banks_[0], low_rank_side(1, x), banks_[1], H);
-    logits = logits.defined() ? logits + low : low;
+    const at::Tensor rel = relative_logits(order, low[0], banks_[0], low[1], banks_[1], H);
+    logits = logits.defined() ? logits + rel : rel;
   }
   const at::Tensor alpha = attention_softmax(logits, on_device(valid_, x.device()), std::sqrt(double(dh)));
   if (probs) *probs = alpha.detach();
 
   at::Tensor out;
-  if (spec_.lor_shared) out = attend_values(alpha, dense(shared_[2], x), H);
+  if (spec_.lor_shared) out = attend_values(alpha, shared[2], H);
   if (spec_.rel_v) {
     // s[b, i, h] = sum_j alpha^h_ij (x_j W1v Wv[d_ij]), then W2v per head (Appendix D's order).
-    const at::Tensor s = relative_values(order, alpha, dense(down_[2], x), banks_[2], false);  // [B, N, H, C2 H]
+    const at::Tensor s = relative_values(order, alpha, low[2], banks_[2], false);  // [B, N, H, C2 H]
     const at::Tensor rel = up_project(s, up_v_, H, dh);
     out = out.defined() ? out + rel : rel;
   }

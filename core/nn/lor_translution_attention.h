@@ -22,8 +22,6 @@ class LoRTranslutionAttention : public AttentionModule {
   bool per_matrix_products() const override { return true; }
 
  private:
-  at::Tensor low_rank_side(int role, const at::Tensor& x);
-
   AttentionSpec spec_;
   AttentionShape shape_;
   RelativeTable table_;

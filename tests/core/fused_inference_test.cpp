@@ -146,6 +146,36 @@ TEST(FusedInference, DenseEpiloguesMatchTheOps) {
   set_matrix_threads(0);
 }
 
+TEST(FusedInference, DenseEachGivesEveryLayersOutput) {
+  at::manual_seed(19);
+  // Layers of widths that put the parts' boundaries inside, between and at the ends of layers.
+  for (const int threads : {1, 2, 3})
+    for (const auto type : {at::kDouble, at::kFloat}) {
+      SCOPED_TRACE(std::to_string(threads) + " thread(s)");
+      set_matrix_threads(threads);
+      torch::nn::Linear a(torch::nn::LinearOptions(24, 40)), b(torch::nn::LinearOptions(24, 8).bias(false)),
+          c(torch::nn::LinearOptions(24, 72));
+      for (auto* layer : {&a, &b, &c}) (*layer)->to(type);
+      const at::Tensor x = at::randn({1, 50, 24}, type);
+      std::vector<at::Tensor> each;
+      {
+        const at::NoGradGuard no_grad;
+        each = dense_each({&a, &b, &c}, x);
+      }
+      ASSERT_EQ(each.size(), 3u);
+      const double tolerance = type == at::kDouble ? 1e-12 : 2e-6;
+      int i = 0;
+      for (auto* layer : {&a, &b, &c}) {
+        EXPECT_EQ(each[size_t(i)].sizes(), (*layer)->forward(x).sizes());
+        EXPECT_LT(max_relative_error(each[size_t(i++)], (*layer)->forward(x).detach()), tolerance);
+      }
+      // With gradients wanted it is dense() per layer, and the outputs carry their graphs.
+      const std::vector<at::Tensor> graphs = dense_each({&a, &b, &c}, x);
+      for (const at::Tensor& t : graphs) EXPECT_TRUE(t.requires_grad());
+    }
+  set_matrix_threads(0);
+}
+
 TEST(FusedInference, SelfAttentionCoreMatchesTheOps) {
   at::manual_seed(15);
   const at::NoGradGuard no_grad;
