@@ -47,6 +47,15 @@ done
 # The engine's row kernel for one image's per-matrix products (nn/row_gemm.h) against the BLAS,
 # steps alternating in one process.
 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --compare row-gemm --json
+# The engine's passes for a forward without gradients (nn/fused_inference.h) against LibTorch's ops,
+# steps alternating in one process: one image of each model, and a batch of 32.
+for m in attention lor; do
+  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 200 --warmup 20 --compare inference-kernels --json
+done
+"$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --compare inference-kernels --json
+for m in attention lor; do
+  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 32 --steps 10 --compare inference-kernels --json
+done
 # Who splits the products in training (train/training_threads.h): one BLAS thread per GEMM with the
 # engine splitting every product (the default for Translution and LoR) against OpenBLAS's own threads
 # (the default for self-attention), steps alternating in one process.
@@ -58,3 +67,4 @@ done
 OPENBLAS_NUM_THREADS=2 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --json
 # The studio's path: both bundled models per canvas change.
 "$cli" bench --mode studio --steps 60 --json
+"$cli" bench --mode studio --steps 60 --inference-kernels aten --json
