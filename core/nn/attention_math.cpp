@@ -199,8 +199,9 @@ at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t h
 }
 
 at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs) {
-  const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(2) / 3, dh = D / heads;
-  if (qkv.dim() == 3 && mask_fits(valid, N, N) && fused_inference_applies({&qkv})) {
+  const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(-1) / 3, dh = D / heads;
+  if (qkv.dim() == 3 && N > 0 && mask_fits(valid, N, N) && fused_inference_applies({&qkv}) &&
+      raw_gemm_usable(qkv)) {
     at::Tensor out = at::empty({B, N, D}, qkv.options());
     if (probs) *probs = at::empty({B, heads, N, N}, qkv.options());
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_core", [&] {

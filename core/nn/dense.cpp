@@ -17,9 +17,9 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-constexpr int64_t kColumnAlign = 16;
+constexpr int64_t kColumnAlign = 16;  // one AVX-512 register of floats per part boundary
 
-enum class Epilogue { kNone, kGelu, kAdd };  // one AVX-512 register of floats per part boundary
+enum class Epilogue { kNone, kGelu, kAdd };  // what each part does to its columns after its product
 
 bool needs_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
 
@@ -68,11 +68,15 @@ void split_gradients(const at::Tensor& dy, const at::Tensor& x, const at::Tensor
   });
 }
 
+std::vector<int64_t> output_sizes(const at::Tensor& x, int64_t n) {
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = n;
+  return sizes;
+}
+
 at::Tensor product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int parts,
                    Epilogue epilogue = Epilogue::kNone, const at::Tensor& residual = {}) {
-  std::vector<int64_t> sizes = x.sizes().vec();
-  sizes.back() = w.size(0);
-  at::Tensor out = at::empty(sizes, x.options());
+  at::Tensor out = at::empty(output_sizes(x, w.size(0)), x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dense", [&] {
     split_product<scalar_t>(x, w, b, out, parts, epilogue, residual);
   });
@@ -142,7 +146,7 @@ at::Tensor dense_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue ep
   const bool grad = at::GradMode::is_enabled() && (needs_grad(x) || needs_grad(w) || needs_grad(b));
   // Without gradients the epilogue runs inside each part, on its columns, while they are in cache.
   if (!grad && fused_inference_applies({&x, &w, &b, &residual}) &&
-      (epilogue != Epilogue::kAdd || (residual.numel() == M * N && residual.size(-1) == N)))
+      (epilogue != Epilogue::kAdd || residual.sizes() == output_sizes(x, N)))
     return product(x, w, b, parts, epilogue, residual);
   if (parts <= 1) return finish(layer->forward(x), epilogue, residual);
   if (!grad) return finish(product(x, w, b, parts), epilogue, residual);
@@ -196,11 +200,7 @@ std::vector<at::Tensor> dense_each(const std::vector<torch::nn::Linear*>& layers
     return out;
   }
   const int64_t K = x.size(-1), M = x.numel() / K;
-  for (torch::nn::Linear* layer : layers) {
-    std::vector<int64_t> sizes = x.sizes().vec();
-    sizes.back() = (*layer)->weight.size(0);
-    out.push_back(at::empty(sizes, x.options()));
-  }
+  for (torch::nn::Linear* layer : layers) out.push_back(at::empty(output_sizes(x, (*layer)->weight.size(0)), x.options()));
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dense_each", [&] {
     split_products<scalar_t>(layers, x, out, total, dense_parts(M, total, K));
   });

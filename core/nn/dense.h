@@ -8,7 +8,8 @@
 // columns split in two on a helper thread (bench/small_gemm.cpp,
 // docs/benchmarks.md). Where it does not apply (small products, CUDA, OpenBLAS
 // threading each GEMM) it is the module's own forward, except that a forward
-// without gradients on CPU always calls the BLAS directly (nn/fused_inference.h).
+// without gradients on contiguous CPU tensors calls the BLAS directly
+// (nn/fused_inference.h).
 #include <vector>
 
 #include <torch/nn/modules/linear.h>

@@ -6,31 +6,32 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
 
 namespace translution {
 namespace {
 
 std::atomic<bool> g_enabled{true};
 
-// Sixteen partial sums of x - shift and of its square: the compiler vectorises
-// them without reassociating a single one. The shift (the row's first element)
-// keeps the variance exact where the mean is large against the spread.
-template <typename T>
-void moments(const T* x, int64_t n, T& mean, T& variance) {
-  const T shift = x[0];
-  T sum[16] = {}, squares[16] = {};
+// Sixteen partial sums: the compiler vectorises them without reassociating a single one.
+template <typename T, typename F>
+T sum_over(int64_t n, F term) {
+  T acc[16] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    for (int u = 0; u < 16; ++u) {
-      const T d = x[i + u] - shift;
-      sum[u] += d, squares[u] += d * d;
-    }
-  for (; i < n; ++i) sum[0] += x[i] - shift, squares[0] += (x[i] - shift) * (x[i] - shift);
-  T s = 0, q = 0;
-  for (int u = 0; u < 16; ++u) s += sum[u], q += squares[u];
-  const T d = s / T(n);
-  mean = shift + d;
-  variance = std::max(T(0), q / T(n) - d * d);
+    for (int u = 0; u < 16; ++u) acc[u] += term(i + u);
+  for (; i < n; ++i) acc[0] += term(i);
+  T total = 0;
+  for (const T a : acc) total += a;
+  return total;
+}
+
+// Mean, then the mean squared deviation from it: two passes over a row in L1,
+// and no cancellation where one element is far from the rest.
+template <typename T>
+void moments(const T* x, int64_t n, T& mean, T& variance) {
+  mean = sum_over<T>(n, [&](int64_t i) { return x[i]; }) / T(n);
+  variance = sum_over<T>(n, [&](int64_t i) { return (x[i] - mean) * (x[i] - mean); }) / T(n);
 }
 
 // y = (x - mean) / sqrt(var + eps) * gamma + beta per row, the variance biased, as LayerNorm defines it.
@@ -53,7 +54,8 @@ void set_fused_inference(bool enabled) { g_enabled = enabled; }
 bool fused_inference_enabled() { return g_enabled; }
 
 bool fused_inference_applies(std::initializer_list<const at::Tensor*> tensors) {
-  if (!g_enabled.load()) return false;
+  // With LibTorch's intra-op threads asked for ($TRANSLUTION_THREADS), its ops use them; these passes would not.
+  if (!g_enabled.load() || at::get_num_threads() > 1) return false;
   const bool grad_mode = at::GradMode::is_enabled();
   at::ScalarType type = at::kFloat;
   bool first = true;

@@ -37,7 +37,10 @@ void softmax_scalar(T* row, int64_t n, T scale, const bool* kept) {
 
 // GCC 12's own intrinsics (_mm512_max_ps and the reductions) start from
 // _mm512_undefined_*, which it then reports as maybe uninitialised.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #define AVX512 __attribute__((target("avx512f")))
 
 // exp(x) = 2^m e^r with m = round(x / ln 2) and |r| <= ln 2 / 2, where the
@@ -111,6 +114,9 @@ AVX512 void softmax16(float* row, int64_t n, float scale, const bool* kept) {
 }
 
 #undef AVX512
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 }  // namespace

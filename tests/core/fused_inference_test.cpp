@@ -14,6 +14,7 @@
 #include "nn/attention_math.h"
 #include "nn/dense.h"
 #include "nn/fused_inference.h"
+#include "nn/raw_gemm.h"
 #include "nn/vector_math.h"
 #include "nn/vit.h"
 #include "util/helper_threads.h"
@@ -49,7 +50,7 @@ TEST(VectorMath, GeluMatchesItsDefinition) {
     for (int64_t i = 0; i < n; ++i) {
       const double want = gelu_reference(double(x[size_t(i)]));
       // erf's absolute error (1.5e-7) scaled by x / 2, and float rounding.
-      EXPECT_NEAR(y[size_t(i)], want, 1e-7 * (1 + std::abs(double(x[size_t(i)]))))
+      EXPECT_NEAR(y[size_t(i)], want, 3e-7 * (1 + std::abs(double(x[size_t(i)]))))
           << "x = " << x[size_t(i)] << ", n = " << n;
     }
     std::vector<double> xd(x.begin(), x.end());
@@ -232,39 +233,58 @@ ViTConfig small_config(const std::string& model) {
 
 TEST(FusedInference, WholeModelsMatchTheOpsAndTheirAttentionMaps) {
   at::manual_seed(16);
-  for (const std::string model : {"attention", "attention-nope", "rope", "lor", "translution"}) {
-    SCOPED_TRACE(model);
-    ViT vit(small_config(model));
-    vit->to(at::kDouble);
-    const at::Tensor images = at::randn({2, 1, 28, 21}, at::kDouble);
-    const at::NoGradGuard no_grad;
-    ViTInspection fused_maps, op_maps;
-    const at::Tensor fused = vit->forward(images, &fused_maps);
-    const at::Tensor ops = with_ops([&] { return vit->forward(images, &op_maps); });
-    EXPECT_LT(max_relative_error(fused, ops), 1e-12);
-    ASSERT_EQ(fused_maps.attention.size(), op_maps.attention.size());
-    for (size_t l = 0; l < op_maps.attention.size(); ++l)
-      EXPECT_LT(max_relative_error(fused_maps.attention[l], op_maps.attention[l]), 1e-12);
-  }
+  // One image (the studio's case: LoR's W2v product runs fused only there) and two; double and float.
+  for (const std::string model : {"attention", "attention-nope", "rope", "lor", "translution"})
+    for (const int64_t batch : {1, 2})
+      for (const auto type : {at::kDouble, at::kFloat}) {
+        SCOPED_TRACE(model + ", batch " + std::to_string(batch) + (type == at::kFloat ? ", float" : ", double"));
+        ViT vit(small_config(model));
+        vit->to(type);
+        const at::Tensor images = at::randn({batch, 1, 28, 21}, type);
+        const at::NoGradGuard no_grad;
+        ViTInspection fused_maps, op_maps;
+        const at::Tensor fused = vit->forward(images, &fused_maps);
+        const at::Tensor ops = with_ops([&] { return vit->forward(images, &op_maps); });
+        const double tolerance = type == at::kDouble ? 1e-12 : 1e-5;
+        EXPECT_LT(max_relative_error(fused, ops), tolerance);
+        ASSERT_EQ(fused_maps.attention.size(), op_maps.attention.size());
+        for (size_t l = 0; l < op_maps.attention.size(); ++l)
+          EXPECT_LT(max_relative_error(fused_maps.attention[l], op_maps.attention[l]), tolerance);
+      }
+}
+
+TEST(FusedInference, SelfAttentionWithoutTheRawBlasFallsBackToTheOps) {
+  at::manual_seed(20);
+  const at::NoGradGuard no_grad;
+  const at::Tensor qkv = at::randn({1, 9, 3 * 2 * 8}, at::kDouble);
+  const at::Tensor fused = self_attention_core(qkv, 2, at::Tensor(), nullptr);
+  set_raw_gemm_enabled(false);
+  const at::Tensor ops = self_attention_core(qkv, 2, at::Tensor(), nullptr);
+  set_raw_gemm_enabled(true);
+  EXPECT_LT(max_relative_error(fused, ops), 1e-12);
 }
 
 TEST(FusedInference, NeverTakenWhereAGradientIsWanted) {
   at::manual_seed(17);
-  ViT vit(small_config("attention"));
-  vit->to(at::kDouble);
-  const at::Tensor images = at::randn({2, 1, 28, 21}, at::kDouble);
-  const at::Tensor loss = vit->forward(images).square().sum();
-  ASSERT_TRUE(loss.requires_grad());
-  loss.backward();
-  for (const auto& p : vit->parameters()) {
-    ASSERT_TRUE(p.grad().defined());
+  for (const std::string model : {"attention", "lor", "translution"}) {
+    SCOPED_TRACE(model);
+    ViT vit(small_config(model));
+    vit->to(at::kDouble);
+    const at::Tensor images = at::randn({1, 1, 28, 21}, at::kDouble);
+    const at::Tensor loss = vit->forward(images).square().sum();
+    ASSERT_TRUE(loss.requires_grad());
+    loss.backward();
+    // Every parameter that reaches the loss gets its gradient, and it is the ops' gradient.
+    std::vector<at::Tensor> grads;
+    for (const auto& p : vit->parameters()) {
+      ASSERT_TRUE(p.grad().defined());
+      grads.push_back(p.grad().clone());
+      p.mutable_grad().zero_();
+    }
+    with_ops([&] { vit->forward(images).square().sum().backward(); });
+    size_t i = 0;
+    for (const auto& p : vit->parameters()) EXPECT_LT(max_relative_error(grads[i++], p.grad()), 1e-12);
   }
-  // The gradients are those of the ops: the same step with the passes switched off.
-  std::vector<at::Tensor> grads;
-  for (const auto& p : vit->parameters()) grads.push_back(p.grad().clone()), p.mutable_grad().zero_();
-  with_ops([&] { vit->forward(images).square().sum().backward(); });
-  size_t i = 0;
-  for (const auto& p : vit->parameters()) EXPECT_LT(max_relative_error(grads[i++], p.grad()), 1e-12);
 }
 
 }  // namespace
