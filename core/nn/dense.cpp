@@ -8,6 +8,7 @@
 
 #include "nn/fused_inference.h"
 #include "nn/raw_gemm.h"
+#include "nn/row_gemm.h"
 #include "nn/vector_math.h"
 #include "util/helper_threads.h"
 
@@ -28,6 +29,20 @@ int64_t part_start(int64_t n, int p, int parts) {
   return std::min(n, (n * p / parts + kColumnAlign - 1) / kColumnAlign * kColumnAlign);
 }
 
+// Columns per BLAS call in one image's product (at most 64 rows), or 0: the
+// whole part in one call. OpenBLAS packs both operands of a GEMM, on every call,
+// unless its small-matrix kernels take it; for this product's form (the weight
+// transposed) they take at most 1200 outputs, 10^6 multiply-adds and k >= 32
+// (0.3.21's Skylake-X sgemm_small_kernel_permit). One image's weights were a
+// third of its dense products' time in packing; in slices that fit, self-
+// attention's image took 12-13% less time (docs/benchmarks.md, "Session 9").
+// With another BLAS the slices are merely smaller calls.
+int64_t unpacked_slice(int64_t rows, int64_t k) {
+  if (rows > kRowGemmMostRows || rows <= 0 || k < 32 || !fused_inference_enabled()) return 0;
+  const int64_t width = std::min<int64_t>(1200 / rows, 1000000 / (rows * k));
+  return width >= 16 ? width : 0;
+}
+
 // out [M x N] = x [M x K] w^T (+ b), then the epilogue, the columns of out split over the parts.
 template <typename T>
 void split_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out, int parts,
@@ -36,10 +51,15 @@ void split_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b
   const T *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>(), *bp = b.defined() && b.numel() ? b.data_ptr<T>() : nullptr;
   const T* rp = epilogue == Epilogue::kAdd ? residual.data_ptr<T>() : nullptr;
   T* op = out.data_ptr<T>();
+  const int64_t slice = unpacked_slice(M, K);
   run_parts(parts, [&](int p) {
     const int64_t n0 = part_start(N, p, parts), n1 = part_start(N, p + 1, parts);
     if (n1 <= n0) return;
-    raw_gemm_strided<T>(false, true, M, n1 - n0, K, xp, K, wp + n0 * K, K, op + n0, N);
+    const int64_t step = slice > 0 ? slice : n1 - n0;
+    for (int64_t c0 = n0; c0 < n1; c0 += step) {
+      const int64_t c1 = std::min(n1, c0 + step);
+      raw_gemm_strided<T>(false, true, M, c1 - c0, K, xp, K, wp + c0 * K, K, op + c0, N);
+    }
     for (int64_t m = 0; m < M; ++m) {
       T* row = op + m * N;
       if (bp)
@@ -167,6 +187,7 @@ void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Ten
                     int64_t total, int parts) {
   const int64_t K = x.size(-1), M = x.numel() / K;
   const T* xp = x.data_ptr<T>();
+  const int64_t slice = unpacked_slice(M, K);
   run_parts(parts, [&](int p) {
     const int64_t g0 = part_start(total, p, parts), g1 = part_start(total, p + 1, parts);
     int64_t first = 0;  // the layer's first column in the wide product
@@ -175,7 +196,10 @@ void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Ten
       const int64_t N = w.size(0), n0 = std::max(g0 - first, int64_t(0)), n1 = std::min(g1 - first, N);
       if (n1 <= n0) continue;
       T* op = out[i].data_ptr<T>();
-      raw_gemm_strided<T>(false, true, M, n1 - n0, K, xp, K, w.data_ptr<T>() + n0 * K, K, op + n0, N);
+      const int64_t step = slice > 0 ? slice : n1 - n0;
+      for (int64_t c0 = n0; c0 < n1; c0 += step)
+        raw_gemm_strided<T>(false, true, M, std::min(n1, c0 + step) - c0, K, xp, K, w.data_ptr<T>() + c0 * K, K,
+                            op + c0, N);
       if (b.defined() && b.numel())
         for (int64_t m = 0; m < M; ++m)
           for (int64_t n = n0; n < n1; ++n) op[m * N + n] += b.data_ptr<T>()[n];

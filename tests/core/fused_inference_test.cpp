@@ -130,15 +130,18 @@ TEST(FusedInference, NormalizeMatchesLayerNorm) {
 TEST(FusedInference, DenseEpiloguesMatchTheOps) {
   at::manual_seed(14);
   const at::NoGradGuard no_grad;
-  // Widths that split over the parts evenly, unevenly and below the 16-column alignment.
+  // Widths that split over the parts evenly, unevenly and below the 16-column alignment; a batch, and
+  // one image's 50 rows over k >= 32, which go to the BLAS in slices of 24 columns (the last one shorter).
   for (const int threads : {1, 2, 3})
-    for (const int64_t out : {40, 17, 768})
-      for (const auto type : {at::kDouble, at::kFloat}) {
-        SCOPED_TRACE(std::to_string(threads) + " thread(s), width " + std::to_string(out));
+    for (const int64_t out : {40, 17, 768, 200})
+      for (const auto type : {at::kDouble, at::kFloat})
+        for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{2, 9, 24}, {1, 50, 192}}) {
+        SCOPED_TRACE(std::to_string(threads) + " thread(s), width " + std::to_string(out) + ", k " +
+                     std::to_string(shape.back()));
         set_matrix_threads(threads);
-        torch::nn::Linear layer(torch::nn::LinearOptions(24, out));
+        torch::nn::Linear layer(torch::nn::LinearOptions(shape.back(), out));
         layer->to(type);
-        const at::Tensor x = at::randn({2, 9, 24}, type), residual = at::randn({2, 9, out}, type);
+        const at::Tensor x = at::randn(shape, type), residual = at::randn({shape[0], shape[1], out}, type);
         const double tolerance = type == at::kDouble ? 1e-12 : 2e-6;
         EXPECT_LT(max_relative_error(dense_gelu(layer, x), at::gelu(layer->forward(x))), tolerance);
         EXPECT_LT(max_relative_error(dense_add(layer, x, residual), residual + layer->forward(x)), tolerance);
@@ -154,10 +157,11 @@ TEST(FusedInference, DenseEachGivesEveryLayersOutput) {
     for (const auto type : {at::kDouble, at::kFloat}) {
       SCOPED_TRACE(std::to_string(threads) + " thread(s)");
       set_matrix_threads(threads);
-      torch::nn::Linear a(torch::nn::LinearOptions(24, 40)), b(torch::nn::LinearOptions(24, 8).bias(false)),
-          c(torch::nn::LinearOptions(24, 72));
+      // k = 64: one image's rows go to the BLAS in slices of 24 columns.
+      torch::nn::Linear a(torch::nn::LinearOptions(64, 40)), b(torch::nn::LinearOptions(64, 8).bias(false)),
+          c(torch::nn::LinearOptions(64, 72));
       for (auto* layer : {&a, &b, &c}) (*layer)->to(type);
-      const at::Tensor x = at::randn({1, 50, 24}, type);
+      const at::Tensor x = at::randn({1, 50, 64}, type);
       std::vector<at::Tensor> each;
       {
         const at::NoGradGuard no_grad;
