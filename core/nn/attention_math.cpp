@@ -134,7 +134,10 @@ bool mask_fits(const at::Tensor& valid, int64_t queries, int64_t keys) {
 // Self-attention without gradients: for each (image, head, block of rows), the
 // block's logits, their softmax in place, and its rows of the output, so that
 // alpha never leaves the cache unless it is asked for.
-constexpr int64_t kRowsPerItem = 32;  // one image's 50 rows: two items per head
+// At most 24 rows: with 50 keys a block's logits are at most 1200 outputs, which
+// OpenBLAS runs on its small-matrix kernel instead of packing both operands (the
+// same limit as nn/dense's slices; about 1% of self-attention's image against 32).
+constexpr int64_t kRowsPerItem = 24;  // one image's 50 rows: three items per head
 
 template <typename T>
 void fused_self_attention(const T* qkv, int64_t B, int64_t N, int64_t H, int64_t dh, T scale, const bool* valid,
