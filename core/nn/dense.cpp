@@ -43,6 +43,19 @@ int64_t unpacked_slice(int64_t rows, int64_t k) {
   return width >= 16 ? width : 0;
 }
 
+// Columns [n0, n1) of out [M x N] = x [M x K] w^T (+ b): BLAS calls of `slice`
+// columns each (0: one call), then the bias row by row.
+template <typename T>
+void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp, T* op, int64_t N, int64_t n0,
+                     int64_t n1, int64_t slice) {
+  const int64_t step = slice > 0 ? slice : n1 - n0;
+  for (int64_t c0 = n0; c0 < n1; c0 += step)
+    raw_gemm_strided<T>(false, true, M, std::min(n1, c0 + step) - c0, K, xp, K, wp + c0 * K, K, op + c0, N);
+  if (bp)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = n0; n < n1; ++n) op[m * N + n] += bp[n];
+}
+
 // out [M x N] = x [M x K] w^T (+ b), then the epilogue, the columns of out split over the parts.
 template <typename T>
 void split_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out, int parts,
@@ -55,15 +68,10 @@ void split_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b
   run_parts(parts, [&](int p) {
     const int64_t n0 = part_start(N, p, parts), n1 = part_start(N, p + 1, parts);
     if (n1 <= n0) return;
-    const int64_t step = slice > 0 ? slice : n1 - n0;
-    for (int64_t c0 = n0; c0 < n1; c0 += step) {
-      const int64_t c1 = std::min(n1, c0 + step);
-      raw_gemm_strided<T>(false, true, M, c1 - c0, K, xp, K, wp + c0 * K, K, op + c0, N);
-    }
+    product_columns(xp, M, K, wp, bp, op, N, n0, n1, slice);
+    if (epilogue == Epilogue::kNone) return;
     for (int64_t m = 0; m < M; ++m) {
       T* row = op + m * N;
-      if (bp)
-        for (int64_t n = n0; n < n1; ++n) row[n] += bp[n];
       if (rp)
         for (int64_t n = n0; n < n1; ++n) row[n] += rp[m * N + n];
       if (epilogue == Epilogue::kGelu) gelu_in_place(row + n0, n1 - n0);
@@ -195,14 +203,8 @@ void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Ten
       const at::Tensor &w = (*layers[i])->weight, &b = (*layers[i])->bias;
       const int64_t N = w.size(0), n0 = std::max(g0 - first, int64_t(0)), n1 = std::min(g1 - first, N);
       if (n1 <= n0) continue;
-      T* op = out[i].data_ptr<T>();
-      const int64_t step = slice > 0 ? slice : n1 - n0;
-      for (int64_t c0 = n0; c0 < n1; c0 += step)
-        raw_gemm_strided<T>(false, true, M, std::min(n1, c0 + step) - c0, K, xp, K, w.data_ptr<T>() + c0 * K, K,
-                            op + c0, N);
-      if (b.defined() && b.numel())
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = n0; n < n1; ++n) op[m * N + n] += b.data_ptr<T>()[n];
+      product_columns(xp, M, K, w.data_ptr<T>(), b.defined() && b.numel() ? b.data_ptr<T>() : nullptr,
+                      out[i].data_ptr<T>(), N, n0, n1, slice);
     }
   });
 }
@@ -211,7 +213,7 @@ void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Ten
 
 std::vector<at::Tensor> dense_each(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x) {
   std::vector<at::Tensor> out;
-  bool fused = x.dim() >= 1 && x.numel() > 0 && fused_inference_applies({&x}) && raw_gemm_usable(x);
+  bool fused = x.dim() >= 1 && x.numel() > 0 && raw_gemm_usable(x);
   int64_t total = 0;
   for (torch::nn::Linear* layer : layers) {
     const at::Tensor &w = (*layer)->weight, &b = (*layer)->bias;
