@@ -23,6 +23,7 @@
 #include "train/release_gradients.h"
 #include "train/training_threads.h"
 #include "util/allocator.h"
+#include "util/blas_kernels.h"
 #include "util/device.h"
 #include "util/error.h"
 #include "util/helper_threads.h"
@@ -102,6 +103,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   std::optional<TrainingThreads> training_threads;
   if (train) training_threads.emplace(model, options.device);
   result.blas_threads = blas_threads();
+  result.blas_core = translution::blas_core();
   const auto opts = at::TensorOptions().device(options.device);
   const at::Tensor images = at::randn({options.batch, c.channels, c.image_height, c.image_width}, opts);
   const at::Tensor labels = at::randint(c.classes, {options.batch}, opts.dtype(at::kLong));
@@ -190,7 +192,7 @@ std::string BenchResult::to_json() const {
                 "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\","
                 "\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
                 "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\","
-                "\"matrix_threads\":%d,\"blas_threads\":%d,\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f}",
+                "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
@@ -198,7 +200,7 @@ std::string BenchResult::to_json() const {
                 fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
                 options.fused_optimizer ? "fused-adamw" : "adamw", forward_ms, backward_ms, optimizer_ms,
                 raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", fused_pair ? "fused" : "aten",
-                fused_inference ? "fused" : "aten", matrix_threads, blas_threads,
+                fused_inference ? "fused" : "aten", matrix_threads, blas_threads, blas_core.c_str(),
                 freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative);
   return buffer;
 }

@@ -55,6 +55,7 @@ struct BenchResult {
   bool fused_inference = true;  // a forward without gradients in the engine's passes (nn/fused_inference.h)
   int matrix_threads = 0;     // threads sharing the per-matrix GEMMs (0: by shape)
   int blas_threads = 0;       // OpenBLAS threads per GEMM (0: not OpenBLAS)
+  std::string blas_core;      // OpenBLAS's kernels (util/blas_kernels.h; empty: not OpenBLAS)
   std::string freed_memory;   // util/allocator.h's policy
   std::string device_name;
   std::string to_json() const;

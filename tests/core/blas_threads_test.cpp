@@ -1,13 +1,16 @@
-// The studio's BLAS setting: one thread per GEMM, unless the user says otherwise;
+// The hint about OpenBLAS's kernels (util/blas_kernels.h). The studio's BLAS
+// setting: one thread per GEMM, unless the user says otherwise;
 // and a CPU training run's: one thread per GEMM where the model runs per-matrix products.
 #include <dlfcn.h>
 
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "nn/vit.h"
 #include "train/training_threads.h"
+#include "util/blas_kernels.h"
 #include "util/device.h"
 #include "util/helper_threads.h"
 
@@ -15,6 +18,18 @@ namespace translution {
 namespace {
 
 using GetThreads = int (*)();
+
+TEST(BlasKernels, HintsOnlyAtAvx2KernelsOnAnAvx512Cpu) {
+  const std::string set = avx2_blas_hint(true, "Haswell", "Haswell");
+  EXPECT_NE(set.find("OPENBLAS_CORETYPE=Haswell keeps OpenBLAS on its AVX2"), std::string::npos) << set;
+  EXPECT_NE(set.find("env -u OPENBLAS_CORETYPE"), std::string::npos) << set;
+  const std::string chosen = avx2_blas_hint(true, "haswell", nullptr);
+  EXPECT_NE(chosen.find("OPENBLAS_CORETYPE=SkylakeX selects"), std::string::npos) << chosen;
+  EXPECT_EQ(avx2_blas_hint(false, "Haswell", "Haswell"), "") << "no AVX-512: Haswell is the right choice";
+  EXPECT_EQ(avx2_blas_hint(true, "Cooperlake", nullptr), "");
+  EXPECT_EQ(avx2_blas_hint(true, "SkylakeX", "SkylakeX"), "");
+  EXPECT_EQ(avx2_blas_hint(true, "", nullptr), "") << "not OpenBLAS";
+}
 
 TEST(ConcurrentBlas, OpenBlasThreadsEachGemmOnOneThread) {
   const auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));

@@ -78,13 +78,25 @@ check "bench rejects zero matrix threads" bash -c "out=\$(\"$cli\" bench --model
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --compare pair-kernels --json)
 check "bench --compare alternates in one process" grep -qE '"compare":"pair-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
 bench=$(env -u TRANSLUTION_KEEP_FREED_MEMORY "$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare matrix-threads --json)
-check "bench --compare matrix-threads runs one image with one BLAS thread per GEMM" grep -qE '"blas_threads":(0|1),"freed_memory":"pool","compare":"matrix-threads","ms_per_step_alternative":[0-9]' <<<"$bench"
+check "bench --compare matrix-threads runs one image with one BLAS thread per GEMM" grep -qE '"blas_threads":(0|1),"blas_core":"[^"]*","freed_memory":"pool","compare":"matrix-threads","ms_per_step_alternative":[0-9]' <<<"$bench"
 # Training Translution: one BLAS thread per GEMM, the engine splitting the products
 # (where OpenBLAS has threads to give up); the alternative gives them back.
 bench=$(env -u OPENBLAS_NUM_THREADS "$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --compare blas-threads --json)
 check "bench --compare blas-threads alternates in one process" grep -qE '"compare":"blas-threads","ms_per_step_alternative":[0-9]' <<<"$bench"
 if [ "$(nproc)" -ge 2 ] && grep -q '"blas_threads":[1-9]' <<<"$bench"; then
   check "bench trains Translution with one BLAS thread per GEMM" grep -q '"blas_threads":1,' <<<"$bench"
+fi
+# OpenBLAS's kernels (util/blas_kernels.h): reported, and on an AVX-512 CPU a
+# hint when OPENBLAS_CORETYPE keeps them on AVX2.
+tiny_infer=(bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 1 --warmup 0)
+bench=$(OPENBLAS_CORETYPE=Haswell "$cli" "${tiny_infer[@]}" --json)
+if ! grep -q '"blas_core":""' <<<"$bench"; then
+  check "bench reports the OpenBLAS kernels OPENBLAS_CORETYPE chose" grep -q '"blas_core":"Haswell"' <<<"$bench"
+  if grep -q ' avx512f ' /proc/cpuinfo && grep -q ' avx512bw ' /proc/cpuinfo && grep -q ' avx512dq ' /proc/cpuinfo &&
+     grep -q ' avx512vl ' /proc/cpuinfo; then
+    check "bench says how to leave OpenBLAS's AVX2 kernels on an AVX-512 CPU" bash -c \
+      "OPENBLAS_CORETYPE=Haswell \"$cli\" ${tiny_infer[*]} | grep -q 'note: OPENBLAS_CORETYPE=Haswell keeps OpenBLAS on its AVX2'"
+  fi
 fi
 check "train rejects zero matrix threads" bash -c "out=\$(\"$cli\" train --model attention --out '$work/x.ckpt' --matrix-threads 0 2>&1); test \$? -ne 0 && grep -q 'matrix-threads must be auto or at least 1' <<<\"\$out\""
 models="$ROOT_DIR/resources/models"
