@@ -60,6 +60,59 @@ __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t
     }
 }
 
+// A product of at most kWideRows rows is one register block high, so 2 x R
+// accumulators are too few to hide the FMA latency (a 2-row block took 5x the
+// time per multiply-add of a 10-row one, "Session 10"). Such products sweep
+// 64 columns at a time instead: R x 4 accumulators, and b is read once either
+// way. P lines per step are prefetched from each of the two 32-column blocks'
+// ranges of the prefetch plan, so the plan is the same as for narrow blocks.
+template <int R, int P>
+__attribute__((target("avx512f"))) void wide_block(int64_t k, const float* a, int64_t lda, const float* b,
+                                                   int64_t ldb, float* c, int64_t ldc, const char* prefetch,
+                                                   const char* prefetch2) {
+  constexpr int V = 4;
+  __m512 acc[R][V];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    if constexpr (P >= 1) _mm_prefetch(prefetch + p * (64 * P), _MM_HINT_T1), _mm_prefetch(prefetch2 + p * (64 * P), _MM_HINT_T1);
+    if constexpr (P >= 2)
+      _mm_prefetch(prefetch + p * (64 * P) + 64, _MM_HINT_T1), _mm_prefetch(prefetch2 + p * (64 * P) + 64, _MM_HINT_T1);
+    const float* bp = b + p * ldb;
+    __m512 w[V];
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) w[v] = _mm512_loadu_ps(bp + 16 * v);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_set1_ps(a[r * lda + p]);
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(x, w[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+}
+
+constexpr int kWideRows = 6;
+constexpr int kWideStrip = 64;
+
+using WideBlock = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const char*,
+                           const char*);
+
+// [rows - 1][lines per step]
+template <int... R>
+constexpr auto wide_blocks_of(std::integer_sequence<int, R...>) {
+  struct Table {
+    WideBlock f[kWideRows][3];
+  };
+  return Table{{{wide_block<R + 1, 0>, wide_block<R + 1, 1>, wide_block<R + 1, 2>}...}};
+}
+constexpr auto kWideBlocks = wide_blocks_of(std::make_integer_sequence<int, kWideRows>{});
+
 using Block = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const char*,
                        __mmask16);
 
@@ -87,8 +140,14 @@ void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const flo
          int64_t ldc, const char* next, const RowGemmPrefetch& plan) {
   const int64_t row_blocks = (m + kMaxRows - 1) / kMaxRows;
   const int64_t base_rows = m / row_blocks, taller = row_blocks - m % row_blocks;  // blocks from `taller` on: +1
-  int64_t block = 0;
-  for (int64_t j = 0; j < n; j += kStrip) {
+  int64_t block = 0, j = 0;
+  if (m <= kWideRows)  // one row block: whole 64-column strips wide, the rest below
+    for (; j + kWideStrip <= n; j += kWideStrip, block += 2) {
+      const char* prefetch = plan.per_step ? next + 64 * plan.first_line(block, k) : nullptr;
+      const char* prefetch2 = plan.per_step ? next + 64 * plan.first_line(block + 1, k) : nullptr;
+      kWideBlocks.f[m - 1][plan.per_step](k, a, lda, b + j, ldb, c + j, ldc, prefetch, prefetch2);
+    }
+  for (; j < n; j += kStrip) {
     // The last strip may be narrower: its last vector is loaded and stored under a mask.
     const int64_t width = std::min<int64_t>(kStrip, n - j), partial = width % 16;
     const int vectors = int((width + 15) / 16);
