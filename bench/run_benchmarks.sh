@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Measures what docs/benchmarks.md reports: one JSON line per measurement.
 # Usage: bench/run_benchmarks.sh [build-dir] > results.jsonl   (about 10 minutes on 2 cores)
+# OpenBLAS picks its kernels for the CPU unless $OPENBLAS_CORETYPE names some; the table in
+# docs/benchmarks.md is measured with it unset (`env -u OPENBLAS_CORETYPE bench/run_benchmarks.sh`),
+# as on a fresh Debian machine, and its last rows force the AVX2 (Haswell) kernels for comparison.
 set -euo pipefail
 cli=${1:-build}/app/translution
+if [ -n "${OPENBLAS_CORETYPE+set}" ]; then
+  echo "note: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE is set: OpenBLAS runs those kernels, not its own choice" >&2
+fi
 common=(--preset A --image 84 --patch 12)
 for m in attention lor translution; do
   "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 20 --json
@@ -68,3 +74,12 @@ OPENBLAS_NUM_THREADS=2 "$cli" bench --model translution "${common[@]}" --mode in
 # The studio's path: both bundled models per canvas change.
 "$cli" bench --mode studio --steps 60 --json
 "$cli" bench --mode studio --steps 60 --inference-kernels aten --json
+# OpenBLAS's AVX2 (Haswell) kernels, which the development machine's shell selects: one image and a
+# training step of each model, for comparison with the rows above (docs/benchmarks.md, "Session 10").
+for m in attention lor translution; do
+  OPENBLAS_CORETYPE=Haswell "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 20 --json
+done
+for m in attention lor; do
+  OPENBLAS_CORETYPE=Haswell "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --json
+done
+OPENBLAS_CORETYPE=Haswell "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --json

@@ -123,7 +123,8 @@ int studio_bench(const Args& args) {
     w.add("mode", "studio").add("checkpoints", args.get("checkpoints", "resources/models/translution.ckpt,resources/models/attention.ckpt"))
         .add("changes", int64_t(r.changes)).add("median_ms", r.median_ms).add("p90_ms", r.p90_ms).add("max_ms", r.max_ms)
         .add("slot_median_ms", r.slot_median_ms).add("threads", int64_t(at::get_num_threads()))
-        .add("matrix_threads", int64_t(matrix_threads())).add("blas_threads", int64_t(blas_threads()));
+        .add("matrix_threads", int64_t(matrix_threads())).add("blas_threads", int64_t(blas_threads()))
+        .add("blas_core", blas_core());
     std::cout << w.str() << std::endl;
     return 0;
   }
