@@ -24,6 +24,7 @@
 #include "robustness_panel.h"
 #include "test_digit_source.h"
 #include "util/allocator.h"
+#include "util/blas_kernels.h"
 #include "util/device.h"
 #include "util/helper_threads.h"
 
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   translution::keep_freed_memory();
   translution::configure_threads();
   translution::configure_concurrent_blas();
+  if (const std::string hint = translution::avx2_blas_hint(); !hint.empty()) std::fprintf(stderr, "note: %s\n", hint.c_str());
   // The model slots predict at the same time and already keep the cores busy:
   // splitting one model's products over them as well only adds contention
   // (canvas change, median of 60: 8.0 and 7.8 ms against 8.5 and 11.0 ms split).

@@ -118,6 +118,11 @@ check "train exits 0" test $? -eq 0
 check "train --json reports evaluations" test "$(grep -c '"event":"evaluated"' <<<"$out")" -eq 2
 check "train --json reports finished" grep -q '"event":"finished","step":6' <<<"$out"
 check "checkpoint written" test -s "$work/m.ckpt"
+if grep -q ' avx512f ' /proc/cpuinfo && grep -q ' avx512bw ' /proc/cpuinfo && grep -q ' avx512dq ' /proc/cpuinfo &&
+   grep -q ' avx512vl ' /proc/cpuinfo && [ "$(OPENBLAS_CORETYPE=Haswell "$cli" "${tiny_infer[@]}" --json | grep -o '"blas_core":"[^"]*"')" = '"blas_core":"Haswell"' ]; then
+  check "train notes OpenBLAS's AVX2 kernels on an AVX-512 CPU" bash -c \
+    "OPENBLAS_CORETYPE=Haswell \"$cli\" train ${tiny[*]} --steps 1 --out '$work/n.ckpt' --no-final-eval 2>&1 | grep -q 'note: OPENBLAS_CORETYPE=Haswell keeps'"
+fi
 # Recomputing pair rows in backward changes memory, not numbers: the same held-out and last losses.
 again=$("$cli" train "${tiny[@]}" --steps 6 --eval-every 3 --eval-samples 32 --out "$work/r.ckpt" --json --no-final-eval --recompute)
 losses() { grep -oE '"(test_loss|last_loss)":[^,]*' <<<"$1"; }
