@@ -236,7 +236,8 @@ int bench_command(const std::vector<std::string>& words) {
   std::printf("  machine: GEMM %.0f GFLOP/s, memory %.1f GB/s -> floor %.2f ms/step; reached %.0f%% of it\n",
               r.roofline.gemm_gflops, r.roofline.bandwidth_gbs, r.floor_ms, 100 * r.fraction_of_floor);
   if (!r.blas_core.empty()) std::printf("  OpenBLAS kernels: %s\n", r.blas_core.c_str());
-  if (const std::string hint = avx2_blas_hint(); !hint.empty()) std::printf("  note: %s\n", hint.c_str());
+  if (const std::string hint = avx2_blas_hint(); !hint.empty() && options.device.is_cpu())
+    std::printf("  note: %s\n", hint.c_str());
   return 0;
 }
 

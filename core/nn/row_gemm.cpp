@@ -131,7 +131,8 @@ constexpr auto blocks_of(std::integer_sequence<int, R...>) {
 }
 constexpr auto kBlocks = blocks_of(std::make_integer_sequence<int, kMaxRows>{});
 
-// Strips of 32 columns outside, row blocks inside, so each strip of b is read
+// Strips of 32 columns outside (64 for a product of at most kWideRows rows, up to
+// its last whole 64; wide_block), row blocks inside, so each strip of b is read
 // from memory (or L2) once and from L1 for every further block. The rows are cut
 // into blocks of nearly equal size (15 -> 7 + 8): a block of few rows has too few
 // independent accumulators to hide the FMA latency. Each block prefetches its

@@ -1,10 +1,11 @@
 #pragma once
 // c[m x n] = a[m x k] b[k x n] in fp32, row-major, for the relative projections'
 // per-matrix products: few rows (about 15 per matrix for one image), one offset
-// matrix b read straight from its bank, never packed. OpenBLAS runs these on its
-// small-matrix kernel at about a third of the core's FMA rate and cannot know that
-// the next matrix is about to be needed; this kernel keeps a 32-column strip of b
-// in L1 across all rows and prefetches the caller's next matrix into L2 while it
+// matrix b read straight from its bank, never packed. OpenBLAS runs these at about
+// a third of the core's FMA rate and cannot know that the next matrix is about to
+// be needed; this kernel keeps a 32-column strip of b in L1 across all rows (a
+// product of at most 6 rows, one register block high, sweeps 64 columns at a
+// time instead) and prefetches the caller's next matrix into L2 while it
 // computes, so streaming the bank overlaps the arithmetic (docs/benchmarks.md,
 // "Session 8"). AVX-512 only; callers fall back to the BLAS where it is absent.
 // Plain C++ on raw pointers (no LibTorch), so bench/small_gemm.cpp can time it alone.

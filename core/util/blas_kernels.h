@@ -5,8 +5,8 @@
 // when it loads, unless OPENBLAS_CORETYPE names one. On the development machine
 // (an AVX-512 CPU, family 6 model 143) it picks "Cooperlake", whose single-precision
 // kernels are its AVX-512 ones; the shell there exports OPENBLAS_CORETYPE=Haswell,
-// which keeps it on AVX2 kernels that did the training step's products and a
-// 2048^3 GEMM 1.5-1.6x slower (docs/benchmarks.md, "Session 10"). A value the
+// which keeps it on AVX2 kernels that ran a training batch's q, k, v product up to
+// 1.6x slower (docs/benchmarks.md, "Session 10"). A value the
 // user set is theirs to keep; the engine only says what it costs.
 #include <string>
 

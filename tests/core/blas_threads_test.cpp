@@ -21,13 +21,15 @@ using GetThreads = int (*)();
 
 TEST(BlasKernels, HintsOnlyAtAvx2KernelsOnAnAvx512Cpu) {
   const std::string set = avx2_blas_hint(true, "Haswell", "Haswell");
-  EXPECT_NE(set.find("OPENBLAS_CORETYPE=Haswell keeps OpenBLAS on its AVX2"), std::string::npos) << set;
+  EXPECT_NE(set.find("with OPENBLAS_CORETYPE=Haswell, OpenBLAS runs its AVX2"), std::string::npos) << set;
   EXPECT_NE(set.find("env -u OPENBLAS_CORETYPE"), std::string::npos) << set;
   const std::string chosen = avx2_blas_hint(true, "haswell", nullptr);
   EXPECT_NE(chosen.find("OPENBLAS_CORETYPE=SkylakeX selects"), std::string::npos) << chosen;
   EXPECT_EQ(avx2_blas_hint(false, "Haswell", "Haswell"), "") << "no AVX-512: Haswell is the right choice";
   EXPECT_EQ(avx2_blas_hint(true, "Cooperlake", nullptr), "");
   EXPECT_EQ(avx2_blas_hint(true, "SkylakeX", "SkylakeX"), "");
+  const std::string fell_back = avx2_blas_hint(true, "Haswell", "NoSuchCore");
+  EXPECT_NE(fell_back.find("with OPENBLAS_CORETYPE=NoSuchCore, OpenBLAS runs its AVX2"), std::string::npos) << fell_back;
   EXPECT_EQ(avx2_blas_hint(true, "", nullptr), "") << "not OpenBLAS";
 }
 

@@ -48,11 +48,12 @@ double worst_error(int64_t m, int64_t n, int64_t k) {
 // 1-40 rows cover every block height (1-12) and 2-4 blocks of unequal heights;
 // 16 and 48 columns end in a one-vector strip, 1, 8, 24 and 41 in a masked
 // partial vector (LoR's 24-wide matrices); at most 6 rows sweep 64-column strips
-// (64, and 88 and 136 with narrower strips after them); k = 1 has a single step.
+// (64; 88 and 136 end in a masked strip after them, 112 in a 32- and a 16-column one);
+// k = 1 has a single step.
 TEST_F(RowGemm, MatchesTheDoubleProductForEveryBlockShape) {
   at::manual_seed(5);
   for (int64_t m = 1; m <= 40; ++m)
-    for (const int64_t n : {1, 8, 16, 24, 41, 48, 64, 88, 136})
+    for (const int64_t n : {1, 8, 16, 24, 41, 48, 64, 88, 112, 136})
       for (const int64_t k : {1, 7, 33}) {
         SCOPED_TRACE("m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k));
         EXPECT_LT(worst_error(m, n, k), 1e-5);
