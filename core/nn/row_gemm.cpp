@@ -27,10 +27,11 @@ constexpr int kStrip = 32;    // columns one block sweeps: 2 vectors, 24 KB of b
 // of k (P k lines in all; the caller keeps them inside its range). A
 // register block is R x V accumulators, V loads of b and R broadcasts of a per
 // step: 12 x 2 leaves 6 of the 32 registers free and keeps FMAs, not loads, the
-// limit (24 FMAs to 14 loads).
-template <int R, int V, int P, bool Tail>
+// limit (24 FMAs to 14 loads). With Two, as many lines again come from prefetch2.
+template <int R, int V, int P, bool Tail, bool Two = false>
 __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-                                              float* c, int64_t ldc, const char* prefetch, __mmask16 tail) {
+                                              float* c, int64_t ldc, const char* prefetch, const char* prefetch2,
+                                              __mmask16 tail) {
   __m512 acc[R][V];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
@@ -39,6 +40,8 @@ __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t
   for (int64_t p = 0; p < k; ++p) {
     if constexpr (P >= 1) _mm_prefetch(prefetch + p * (64 * P), _MM_HINT_T1);
     if constexpr (P >= 2) _mm_prefetch(prefetch + p * (64 * P) + 64, _MM_HINT_T1);
+    if constexpr (Two && P >= 1) _mm_prefetch(prefetch2 + p * (64 * P), _MM_HINT_T1);
+    if constexpr (Two && P >= 2) _mm_prefetch(prefetch2 + p * (64 * P) + 64, _MM_HINT_T1);
     const float* bp = b + p * ldb;
     __m512 w[V];
 #pragma GCC unroll 4
@@ -60,61 +63,28 @@ __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t
     }
 }
 
+using Block = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const char*,
+                       const char*, __mmask16);
+
 // A product of at most kWideRows rows is one register block high, so 2 x R
 // accumulators are too few to hide the FMA latency (a 2-row block took 5x the
 // time per multiply-add of a 10-row one, "Session 10"). Such products sweep
 // 64 columns at a time instead: R x 4 accumulators, and b is read once either
 // way. P lines per step are prefetched from each of the two 32-column blocks'
 // ranges of the prefetch plan, so the plan is the same as for narrow blocks.
-template <int R, int P>
-__attribute__((target("avx512f"))) void wide_block(int64_t k, const float* a, int64_t lda, const float* b,
-                                                   int64_t ldb, float* c, int64_t ldc, const char* prefetch,
-                                                   const char* prefetch2) {
-  constexpr int V = 4;
-  __m512 acc[R][V];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < k; ++p) {
-    if constexpr (P >= 1) _mm_prefetch(prefetch + p * (64 * P), _MM_HINT_T1), _mm_prefetch(prefetch2 + p * (64 * P), _MM_HINT_T1);
-    if constexpr (P >= 2)
-      _mm_prefetch(prefetch + p * (64 * P) + 64, _MM_HINT_T1), _mm_prefetch(prefetch2 + p * (64 * P) + 64, _MM_HINT_T1);
-    const float* bp = b + p * ldb;
-    __m512 w[V];
-#pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) w[v] = _mm512_loadu_ps(bp + 16 * v);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m512 x = _mm512_set1_ps(a[r * lda + p]);
-#pragma GCC unroll 4
-      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(x, w[v], acc[r][v]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
-}
-
 constexpr int kWideRows = 6;
 constexpr int kWideStrip = 64;
-
-using WideBlock = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const char*,
-                           const char*);
 
 // [rows - 1][lines per step]
 template <int... R>
 constexpr auto wide_blocks_of(std::integer_sequence<int, R...>) {
   struct Table {
-    WideBlock f[kWideRows][3];
+    Block f[kWideRows][3];
   };
-  return Table{{{wide_block<R + 1, 0>, wide_block<R + 1, 1>, wide_block<R + 1, 2>}...}};
+  return Table{{{block<R + 1, 4, 0, false, true>, block<R + 1, 4, 1, false, true>,
+                 block<R + 1, 4, 2, false, true>}...}};
 }
 constexpr auto kWideBlocks = wide_blocks_of(std::make_integer_sequence<int, kWideRows>{});
-
-using Block = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const char*,
-                       __mmask16);
 
 // [rows - 1][vectors - 1][lines per step][whether the last vector is partial]
 template <int... R>
@@ -132,7 +102,7 @@ constexpr auto blocks_of(std::integer_sequence<int, R...>) {
 constexpr auto kBlocks = blocks_of(std::make_integer_sequence<int, kMaxRows>{});
 
 // Strips of 32 columns outside (64 for a product of at most kWideRows rows, up to
-// its last whole 64; wide_block), row blocks inside, so each strip of b is read
+// its last whole 64; kWideBlocks), row blocks inside, so each strip of b is read
 // from memory (or L2) once and from L1 for every further block. The rows are cut
 // into blocks of nearly equal size (15 -> 7 + 8): a block of few rows has too few
 // independent accumulators to hide the FMA latency. Each block prefetches its
@@ -146,7 +116,7 @@ void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const flo
     for (; j + kWideStrip <= n; j += kWideStrip, block += 2) {
       const char* prefetch = plan.per_step ? next + 64 * plan.first_line(block, k) : nullptr;
       const char* prefetch2 = plan.per_step ? next + 64 * plan.first_line(block + 1, k) : nullptr;
-      kWideBlocks.f[m - 1][plan.per_step](k, a, lda, b + j, ldb, c + j, ldc, prefetch, prefetch2);
+      kWideBlocks.f[m - 1][plan.per_step](k, a, lda, b + j, ldb, c + j, ldc, prefetch, prefetch2, 0xFFFF);
     }
   for (; j < n; j += kStrip) {
     // The last strip may be narrower: its last vector is loaded and stored under a mask.
@@ -157,7 +127,7 @@ void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const flo
       const int64_t rows = base_rows + (i >= taller);
       const char* prefetch = plan.per_step ? next + 64 * plan.first_line(block, k) : nullptr;
       kBlocks.f[rows - 1][vectors - 1][plan.per_step][partial != 0](k, a + row * lda, lda, b + j, ldb,
-                                                                    c + row * ldc + j, ldc, prefetch, tail);
+                                                                    c + row * ldc + j, ldc, prefetch, nullptr, tail);
       row += rows;
     }
   }
