@@ -126,7 +126,8 @@ int train_command(const std::vector<std::string>& words) {
                model.model.c_str(), model.preset.c_str(), (long long)model.patch,
                trainer->model()->parameter_count() / 1e6, trainer->config().dataset.c_str(),
                (long long)trainer->total_steps(), (long long)trainer->config().batch, device_description(device).c_str());
-  if (const std::string hint = avx2_blas_hint(); !hint.empty() && device.is_cpu()) std::fprintf(stderr, "note: %s\n", hint.c_str());
+  if (const std::string hint = avx2_blas_hint(); !hint.empty() && device.is_cpu())
+    std::fprintf(stderr, "note: %s\n", hint.c_str());
 
   const TrainingThreads threads(trainer->model(), device);  // here, on the thread that owns BLAS's setting
   std::signal(SIGINT, on_interrupt);

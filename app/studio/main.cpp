@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
   translution::keep_freed_memory();
   translution::configure_threads();
   translution::configure_concurrent_blas();
-  if (const std::string hint = translution::avx2_blas_hint(); !hint.empty()) std::fprintf(stderr, "note: %s\n", hint.c_str());
+  if (const std::string hint = translution::avx2_blas_hint(); !hint.empty())
+    std::fprintf(stderr, "note: %s\n", hint.c_str());
   // The model slots predict at the same time and already keep the cores busy:
   // splitting one model's products over them as well only adds contention
   // (canvas change, median of 60: 8.0 and 7.8 ms against 8.5 and 11.0 ms split).
