@@ -17,6 +17,7 @@
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
 #include "nn/row_gemm.h"
+#include "nn/training_kernels.h"
 #include "perf/benchmark.h"
 #include "perf/studio_latency.h"
 #include "util/allocator.h"
@@ -34,10 +35,10 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
                          [--row-gemm on|off] [--pair-kernels fused|aten]
-                         [--inference-kernels fused|aten]
+                         [--inference-kernels fused|aten] [--training-kernels fused|aten]
                          [--matrix-threads auto|N] [--freed-memory pool|keep-all]
                          [--compare gemm|row-gemm|pair-kernels|inference-kernels|
-                                    recompute|matrix-threads|
+                                    training-kernels|recompute|matrix-threads|
                                     freed-memory|blas-threads] [--json]
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
@@ -60,6 +61,9 @@ expressions instead of the engine's fused one-pass CPU kernels;
 --inference-kernels aten runs a forward without gradients as LibTorch's ops
 instead of the engine's passes (LayerNorm per row; bias, GELU and residual
 inside each dense layer's product; self-attention per head and block of rows);
+--training-kernels aten runs GELU and the attention softmax of a forward that
+records gradients (and their backward) as LibTorch's ops instead of the engine's
+vectorised passes, split over the cores;
 --matrix-threads sets how many threads share one model's work: the per-matrix
 GEMMs, one image's dense layers (by columns), the per-pair kernels and AdamW
 (auto: the GEMMs split in two where the BLAS would keep each on one core, i.e.
@@ -142,7 +146,8 @@ int bench_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
-                                 "optimizer", "gemm", "row-gemm", "pair-kernels", "inference-kernels", "matrix-threads",
+                                 "optimizer", "gemm", "row-gemm", "pair-kernels", "inference-kernels", "training-kernels",
+                                 "matrix-threads",
                                  "freed-memory", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
   const int threads = apply_matrix_threads(args, studio ? 1 : 0);
@@ -151,6 +156,8 @@ int bench_command(const std::vector<std::string>& words) {
   const std::string inference_kernels = args.get_choice("inference-kernels", {"fused", "aten"});
   set_fused_inference(inference_kernels == "fused");
   if (studio) return studio_bench(args);
+  const std::string training_kernels = args.get_choice("training-kernels", {"fused", "aten"});
+  set_training_kernels(training_kernels == "fused");
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));
   BenchOptions options;
@@ -181,6 +188,10 @@ int bench_command(const std::vector<std::string>& words) {
       options.switch_path = [on = inference_kernels == "fused"](bool alternative) {
         set_fused_inference(alternative != on);
       };
+    else if (options.compare == "training-kernels")
+      options.switch_path = [on = training_kernels == "fused"](bool alternative) {
+        set_training_kernels(alternative != on);
+      };
     else if (options.compare == "recompute")
       options.switch_path = [recompute](bool alternative) { set_recompute_pair_rows(alternative != recompute); };
     else if (options.compare == "matrix-threads")  // the alternative: no split, one thread
@@ -204,7 +215,7 @@ int bench_command(const std::vector<std::string>& words) {
       };
     } else
       throw Error("unknown --compare '" + options.compare +
-                  "' (expected gemm, row-gemm, pair-kernels, inference-kernels, recompute, matrix-threads, freed-memory "
+                  "' (expected gemm, row-gemm, pair-kernels, inference-kernels, training-kernels, recompute, matrix-threads, freed-memory "
                   "or blas-threads)");
   }
   // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second

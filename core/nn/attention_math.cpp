@@ -10,6 +10,7 @@
 
 #include "nn/fused_inference.h"
 #include "nn/raw_gemm.h"
+#include "nn/training_kernels.h"
 #include "nn/vector_math.h"
 #include "util/helper_threads.h"
 
@@ -189,6 +190,9 @@ at::Tensor attention_softmax(const at::Tensor& logits_in, const at::Tensor& vali
     });
     return alpha;
   }
+  if (logits_in.dim() >= 2 && mask_fits(valid, logits_in.size(-2), logits_in.size(-1)) &&
+      training_kernels_apply({&logits_in}))
+    return trained_softmax(logits_in, valid, 1.0 / divisor);
   const at::Tensor logits = divisor == 1.0 ? logits_in : logits_in / divisor;
   if (!valid.defined()) return at::softmax(logits, -1);
   return at::softmax(logits.masked_fill(valid.logical_not(), -std::numeric_limits<double>::infinity()), -1);

@@ -9,6 +9,7 @@
 #include "nn/fused_inference.h"
 #include "nn/raw_gemm.h"
 #include "nn/row_gemm.h"
+#include "nn/training_kernels.h"
 #include "nn/vector_math.h"
 #include "util/helper_threads.h"
 
@@ -156,9 +157,9 @@ int dense_parts(int64_t rows, int64_t n, int64_t k) {
 
 namespace {
 
-// The epilogue as LibTorch ops, where the product did not run it.
+// The epilogue after the product, where the product did not run it (with gradients: nn/training_kernels).
 at::Tensor finish(at::Tensor y, Epilogue epilogue, const at::Tensor& residual) {
-  if (epilogue == Epilogue::kGelu) return at::gelu(y);
+  if (epilogue == Epilogue::kGelu) return trained_gelu(y);
   if (epilogue == Epilogue::kAdd) return residual + y;
   return y;
 }

@@ -30,7 +30,8 @@ bool fused_inference_enabled();
 // type, float or double.
 bool fused_inference_applies(std::initializer_list<const at::Tensor*> tensors);
 
-// layer(x): LayerNorm over the last dimension.
+// layer(x): LayerNorm over the last dimension (with gradients recorded, through
+// nn/training_kernels where it applies).
 at::Tensor normalize(torch::nn::LayerNorm& layer, const at::Tensor& x);
 
 }  // namespace translution

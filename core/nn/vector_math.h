@@ -1,6 +1,6 @@
 #pragma once
-// The element-wise arithmetic of a forward without gradients, in place on raw
-// rows: GELU and a scaled, masked softmax. One image's self-attention block
+// The element-wise arithmetic of the engine's own passes, on raw rows: GELU and
+// a scaled, masked softmax, forward and backward. One image's self-attention block
 // spent more time in LibTorch's per-op overhead for these (and the layers
 // around them) than in their arithmetic (docs/benchmarks.md, session 9), so
 // nn/fused_inference runs them inside its own passes instead.
@@ -13,15 +13,25 @@
 
 namespace translution {
 
-// x[i] = x[i] / 2 (1 + erf(x[i] / sqrt 2)), LibTorch's default (exact) GELU.
-void gelu_in_place(float* x, int64_t n);
-void gelu_in_place(double* x, int64_t n);
+// y[i] = x[i] / 2 (1 + erf(x[i] / sqrt 2)), LibTorch's default (exact) GELU; y may be x.
+void gelu(const float* x, float* y, int64_t n);
+void gelu(const double* x, double* y, int64_t n);
+inline void gelu_in_place(float* x, int64_t n) { gelu(x, x, n); }
+inline void gelu_in_place(double* x, int64_t n) { gelu(x, x, n); }
+// dx[i] = dy[i] GELU'(x[i]), GELU'(x) = Phi(x) + x phi(x); dx may be dy.
+void gelu_backward(const float* x, const float* dy, float* dx, int64_t n);
+void gelu_backward(const double* x, const double* dy, double* dx, int64_t n);
 
 // row[j] = exp(scale (row[j] - max)) / sum over the kept j, where kept[j] (or
 // every j when kept is null); the others become 0. The same as softmax(scale x)
 // with the masked logits at -infinity.
 void scaled_softmax_in_place(float* row, int64_t n, float scale, const bool* kept);
 void scaled_softmax_in_place(double* row, int64_t n, double scale, const bool* kept);
+
+// Given alpha = that softmax of a row and g the gradient of alpha, the gradient
+// of the row: d[j] = scale alpha[j] (g[j] - sum_k g[k] alpha[k]); d may be g.
+void softmax_backward(const float* alpha, const float* g, float* d, int64_t n, float scale);
+void softmax_backward(const double* alpha, const double* g, double* d, int64_t n, double scale);
 
 // Whether float takes the vectorised path here (for the tests' tolerances).
 bool vector_math_vectorised();

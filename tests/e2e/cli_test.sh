@@ -63,10 +63,13 @@ done
 check "bench times the training phases" grep -q '"forward_ms":[0-9].*"optimizer_ms":[0-9]' <<<"$bench"
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --optimizer adamw --json)
 check "bench --optimizer adamw" grep -q '"optimizer":"adamw"' <<<"$bench"
-bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --gemm aten --row-gemm off --pair-kernels aten --inference-kernels aten --matrix-threads 3 --json)
-check "bench --gemm/--row-gemm/--pair-kernels/--inference-kernels/--matrix-threads are reported" grep -q '"gemm":"aten","row_gemm":"off","pair_kernels":"aten","inference_kernels":"aten","matrix_threads":3' <<<"$bench"
+bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --gemm aten --row-gemm off --pair-kernels aten --inference-kernels aten --training-kernels aten --matrix-threads 3 --json)
+check "bench --gemm/--row-gemm/--pair-kernels/--inference-kernels/--training-kernels/--matrix-threads are reported" grep -q '"gemm":"aten","row_gemm":"off","pair_kernels":"aten","inference_kernels":"aten","training_kernels":"aten","matrix_threads":3' <<<"$bench"
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare inference-kernels --json)
 check "bench --compare inference-kernels alternates in one process (fused by default)" grep -qE '"inference_kernels":"fused",.*"compare":"inference-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
+bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 2 --warmup 0 --compare training-kernels --json)
+check "bench --compare training-kernels alternates in one process (fused by default)" grep -qE '"training_kernels":"fused",.*"compare":"training-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
+check "bench rejects a bad --training-kernels" bash -c "out=\$(\"$cli\" bench --model attention --training-kernels fast 2>&1); test \$? -ne 0 && grep -q \"unknown --training-kernels 'fast'\" <<<\"\$out\""
 check "bench rejects a bad --inference-kernels" bash -c "out=\$(\"$cli\" bench --model attention --inference-kernels fast 2>&1); test \$? -ne 0 && grep -q \"unknown --inference-kernels 'fast'\" <<<\"\$out\""
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare row-gemm --json)
 check "bench --compare row-gemm alternates in one process" grep -qE '"compare":"row-gemm","ms_per_step_alternative":[0-9]' <<<"$bench"

@@ -1,0 +1,43 @@
+#pragma once
+// The element-wise steps of a forward that records gradients, GELU, LayerNorm
+// and the attention's scaled softmax, as autograd functions over the engine's own
+// vectorised passes (nn/vector_math), split over the cores. LibTorch 1.13's CPU
+// gelu and gelu_backward run on one core at about 3 ns an element here: they
+// took 49 ms of a 340 ms self-attention ViT-A training step at batch 32, and its
+// softmax with the division by sqrt(d) 11 ms (LibTorch's profiler,
+// docs/benchmarks.md, "Session 11"). Forward keeps what LibTorch's ops keep (the
+// GELU's input; LayerNorm's input and each row's mean and 1 / std; the softmax's
+// output), so memory is unchanged. Where they do not
+// apply (CUDA, views, half precision, LibTorch's intra-op threads on, switched
+// off) the same functions are LibTorch's ops. Tests prove both paths equal,
+// forward and backward (double to rounding, float to the kernels' accuracy).
+#include <initializer_list>
+
+#include <ATen/core/Tensor.h>
+
+namespace translution {
+
+// On by default; off runs LibTorch's ops (bench --training-kernels aten).
+void set_training_kernels(bool enabled);
+bool training_kernels_enabled();
+
+// Whether the passes may run on these tensors (undefined ones are skipped):
+// switched on, one intra-op thread, gradients recorded for one of them, CPU,
+// contiguous, one type, float or double. (Without gradients nn/fused_inference
+// runs its own passes.)
+bool training_kernels_apply(std::initializer_list<const at::Tensor*> tensors);
+
+// gelu(x), LibTorch's exact (erf) GELU, with its gradient: the pass where
+// training_kernels_apply({&x}), else at::gelu.
+at::Tensor trained_gelu(const at::Tensor& x);
+
+// LayerNorm of x over its last dimension (of gamma's and beta's length), with
+// its gradients. Needs training_kernels_apply({&x, &gamma, &beta}).
+at::Tensor trained_layer_norm(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, double eps);
+
+// softmax(scale logits) over the last dimension with the entries where `valid`
+// (a [queries x keys] bool matrix, or undefined: none) is false at -infinity,
+// with its gradient. Needs training_kernels_apply({&logits}) and such a mask.
+at::Tensor trained_softmax(const at::Tensor& logits, const at::Tensor& valid, double scale);
+
+}  // namespace translution
