@@ -1,6 +1,7 @@
 #include "nn/attention_math.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -167,6 +168,107 @@ void fused_self_attention(const T* qkv, int64_t B, int64_t N, int64_t H, int64_t
   });
 }
 
+// Self-attention with gradients, one (image, head) at a time, the items split
+// over the cores: forward keeps alpha (as the separate functions did) and
+// backward writes dq, dk and dv straight into one [B, N, 3D] gradient, where the
+// separate functions ran their per-head products on one core and then
+// concatenated the three (docs/benchmarks.md, "Session 11").
+template <typename T>
+struct HeadAttention {
+  const T* qkv;
+  int64_t N, H, dh, D, ld;  // ld = 3D, the row stride of qkv
+  T scale;
+  const bool* valid;
+  const T* q(int64_t b, int64_t h) const { return qkv + b * N * ld + h * dh; }
+  const T* k(int64_t b, int64_t h) const { return q(b, h) + D; }
+  const T* v(int64_t b, int64_t h) const { return q(b, h) + 2 * D; }
+  const bool* kept(int64_t row) const { return valid ? valid + row * N : nullptr; }
+};
+
+// body(b, h) for every image b and head h, the items claimed by the parts as they come free.
+void attention_items(int64_t B, int64_t H, const std::function<void(int64_t, int64_t)>& body) {
+  for_each_claimed(size_t(B * H), element_parts(), 1,
+                   [&](size_t item, size_t, int) { body(int64_t(item) / H, int64_t(item) % H); });
+}
+
+template <typename T>
+void head_attention_forward(const HeadAttention<T>& a, int64_t B, T* alpha, T* out) {
+  const int64_t N = a.N;
+  attention_items(B, a.H, [&](int64_t b, int64_t h) {
+    T* al = alpha + (b * a.H + h) * N * N;
+    raw_gemm_strided<T>(false, true, N, N, a.dh, a.q(b, h), a.ld, a.k(b, h), a.ld, al, N);
+    for (int64_t r = 0; r < N; ++r) scaled_softmax_in_place(al + r * N, N, a.scale, a.kept(r));
+    raw_gemm_strided<T>(false, false, N, a.dh, N, al, N, a.v(b, h), a.ld, out + b * N * a.D + h * a.dh, a.D);
+  });
+}
+
+template <typename T>
+void head_attention_backward(const HeadAttention<T>& a, int64_t B, const T* alpha, const T* g, T* dqkv) {
+  const int64_t N = a.N, dh = a.dh, D = a.D, ld = a.ld;
+  attention_items(B, a.H, [&](int64_t b, int64_t h) {
+    const T* al = alpha + (b * a.H + h) * N * N;
+    const T* gh = g + b * N * D + h * dh;
+    T* dq = dqkv + b * N * ld + h * dh;
+    thread_local std::vector<T> scratch;
+    scratch.resize(size_t(N * N));
+    T* dl = scratch.data();
+    raw_gemm_strided<T>(true, false, N, dh, N, al, N, gh, D, dq + 2 * D, ld);       // dV = A^T G
+    raw_gemm_strided<T>(false, true, N, N, dh, gh, D, a.v(b, h), ld, dl, N);       // dA = G V^T
+    for (int64_t r = 0; r < N; ++r) softmax_backward(al + r * N, dl + r * N, dl + r * N, N, a.scale);
+    raw_gemm_strided<T>(false, false, N, dh, N, dl, N, a.k(b, h), ld, dq, ld);      // dQ = dL K
+    raw_gemm_strided<T>(true, false, N, dh, N, dl, N, a.q(b, h), ld, dq + D, ld);   // dK = dL^T Q
+  });
+}
+
+template <typename T>
+HeadAttention<T> head_attention(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid) {
+  const int64_t N = qkv.size(1), D = qkv.size(2) / 3, dh = D / heads;
+  return {qkv.data_ptr<T>(), N, heads, dh, D, 3 * D, T(1.0 / std::sqrt(double(dh))),
+          valid.numel() ? valid.data_ptr<bool>() : nullptr};
+}
+
+// The same arithmetic as LibTorch's differentiable ops, for create_graph.
+at::Tensor attention_by_ops(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid) {
+  const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(2) / 3, dh = D / heads;
+  const auto parts = qkv.chunk(3, -1);
+  const auto split_heads = [&](const at::Tensor& t) { return t.reshape({B, N, heads, dh}).transpose(1, 2); };
+  at::Tensor logits = at::matmul(split_heads(parts[0]), split_heads(parts[1]).transpose(-1, -2)) / std::sqrt(double(dh));
+  if (valid.numel()) logits = logits.masked_fill(valid.logical_not(), -std::numeric_limits<double>::infinity());
+  return at::matmul(at::softmax(logits, -1), split_heads(parts[2])).transpose(1, 2).reshape({B, N, D});
+}
+
+class SelfAttentionCore : public torch::autograd::Function<SelfAttentionCore> {
+ public:
+  // Returns out [B, N, D] and alpha [B, H, N, N] (not differentiable: for the attention maps).
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& qkv, const at::Tensor& valid, int64_t heads) {
+    const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(2) / 3;
+    at::Tensor out = at::empty({B, N, D}, qkv.options()), alpha = at::empty({B, heads, N, N}, qkv.options());
+    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_train", [&] {
+      head_attention_forward<scalar_t>(head_attention<scalar_t>(qkv, heads, valid), B, alpha.data_ptr<scalar_t>(),
+                                       out.data_ptr<scalar_t>());
+    });
+    ctx->save_for_backward({qkv, valid, alpha});
+    ctx->saved_data["heads"] = heads;
+    ctx->mark_non_differentiable({alpha});
+    return {out, alpha};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const at::Tensor &qkv = s[0], &valid = s[1], &alpha = s[2];
+    const int64_t heads = ctx->saved_data["heads"].toInt();
+    if (at::GradMode::is_enabled())  // create_graph: a gradient that is differentiable itself
+      return {torch::autograd::grad({attention_by_ops(qkv, heads, valid)}, {qkv}, {grads[0]}, true, true)[0], {}, {}};
+    const at::Tensor g = grads[0].contiguous();
+    at::Tensor dqkv = at::empty_like(qkv);
+    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_train_backward", [&] {
+      head_attention_backward<scalar_t>(head_attention<scalar_t>(qkv, heads, valid), qkv.size(0),
+                                        alpha.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), dqkv.data_ptr<scalar_t>());
+    });
+    return {dqkv, {}, {}};
+  }
+};
+
 }  // namespace
 
 at::Tensor attention_logits(const at::Tensor& q, const at::Tensor& k, int64_t heads) {
@@ -217,6 +319,12 @@ at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::T
                                      probs ? probs->data_ptr<scalar_t>() : nullptr, out.data_ptr<scalar_t>());
     });
     return out;
+  }
+  if (qkv.dim() == 3 && N > 0 && mask_fits(valid, N, N) && training_kernels_apply({&qkv}) && raw_gemm_usable(qkv)) {
+    const at::Tensor mask = valid.defined() ? valid : at::empty({0}, qkv.options().dtype(at::kBool));
+    const variable_list outputs = SelfAttentionCore::apply(qkv, mask, heads);
+    if (probs) *probs = outputs[1];
+    return outputs[0];
   }
   const auto qkv3 = qkv.chunk(3, -1);
   const at::Tensor alpha = attention_softmax(attention_logits(qkv3[0], qkv3[1], heads), valid, std::sqrt(double(dh)));

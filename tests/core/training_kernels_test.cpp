@@ -3,8 +3,8 @@
 // raw backward kernels against their definitions, each autograd function against
 // the op it replaces (double to rounding, float to the kernels' accuracy), split
 // over several threads and not, second derivatives through them, whole models'
-// gradients with the passes on and off, and the passes not taken where they
-// must not be.
+// gradients with the passes on and off, self-attention's maps, and the passes
+// not taken where they must not be.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -159,11 +159,26 @@ TEST(TrainingKernels, MatchTheOpsForwardAndBackward) {
             },
             {at::randn({2, 9, 24}, type) * 2 + 1, at::rand({24}, type) + 0.5, at::randn({24}, type)}, tolerance);
         const at::Tensor causal = at::ones({7, 7}, at::kBool).tril();
-        for (const at::Tensor& mask : {at::Tensor(), causal})
+        for (const at::Tensor& mask : {at::Tensor(), causal}) {
           expect_same([&](const std::vector<at::Tensor>& in) { return attention_softmax(in[0], mask, 4.0); },
                       {at::randn({2, 3, 7, 7}, type) * 4}, tolerance);
+          // Self-attention of two heads of 4 over 7 tokens: q, k and v are the thirds of qkv.
+          expect_same([&](const std::vector<at::Tensor>& in) { return self_attention_core(in[0], 2, mask, nullptr); },
+                      {at::randn({3, 7, 3 * 2 * 4}, type) * 2}, tolerance);
+        }
       });
     }
+}
+
+TEST(TrainingKernels, SelfAttentionGivesTheOpsAttentionMaps) {
+  at::manual_seed(38);
+  const at::Tensor qkv = at::randn({2, 9, 3 * 3 * 5}, at::kDouble).requires_grad_();
+  at::Tensor kernels, ops;
+  self_attention_core(qkv, 3, at::Tensor(), &kernels);
+  with_ops([&] { self_attention_core(qkv, 3, at::Tensor(), &ops); });
+  ASSERT_EQ(kernels.sizes(), (std::vector<int64_t>{2, 3, 9, 9}));
+  EXPECT_LT(max_relative_error(kernels, ops), 1e-13);
+  EXPECT_FALSE(kernels.requires_grad());
 }
 
 TEST(TrainingKernels, LayerNormTakesItsParametersGradients) {
@@ -190,20 +205,33 @@ TEST(TrainingKernels, SecondDerivativesMatchTheOps) {
   at::manual_seed(36);
   torch::nn::LayerNorm layer(torch::nn::LayerNormOptions({6}));
   layer->to(at::kDouble);
-  const std::vector<std::function<at::Tensor(const at::Tensor&)>> functions = {
-      [](const at::Tensor& x) { return trained_gelu(x); },
-      [&](const at::Tensor& x) { return normalize(layer, x); },
-      [](const at::Tensor& x) { return attention_softmax(x, at::ones({6, 6}, at::kBool).tril(), 2.0); },
+  const at::Tensor causal = at::ones({6, 6}, at::kBool).tril();
+  // Self-attention's other path (per-head functions) has no second derivative: its reference is LibTorch's ops here
+  // (two heads of dimension 1: the logits' scale is 1).
+  const auto attention_ops = [&](const at::Tensor& qkv) {
+    const auto p = qkv.chunk(3, -1);
+    const auto heads = [](const at::Tensor& t) { return t.reshape({2, 6, 2, 1}).transpose(1, 2); };
+    const at::Tensor logits = at::matmul(heads(p[0]), heads(p[1]).transpose(-1, -2)).masked_fill(causal.logical_not(), -INFINITY);
+    return at::matmul(at::softmax(logits, -1), heads(p[2])).transpose(1, 2).reshape({2, 6, 2});
+  };
+  using Function = std::function<at::Tensor(const at::Tensor&)>;
+  const std::vector<std::pair<Function, Function>> functions = {
+      {[](const at::Tensor& x) { return trained_gelu(x); }, {}},
+      {[&](const at::Tensor& x) { return normalize(layer, x); }, {}},
+      {[&](const at::Tensor& x) { return attention_softmax(x, causal, 2.0); }, {}},
+      {[&](const at::Tensor& x) { return self_attention_core(x, 2, causal, nullptr); }, attention_ops},
   };
   for (size_t i = 0; i < functions.size(); ++i) {
     SCOPED_TRACE("function " + std::to_string(i));
-    const at::Tensor x0 = at::randn({2, 6, 6}, at::kDouble), probe = at::randn({2, 6, 6}, at::kDouble);
-    const auto second = [&] {
+    const at::Tensor x0 = at::randn({2, 6, 6}, at::kDouble), probe = at::randn_like(functions[i].first(x0));
+    const auto second = [&](const Function& f) {
       const at::Tensor x = x0.clone().requires_grad_();
-      const at::Tensor dx = torch::autograd::grad({(functions[i](x) * probe).sum()}, {x}, {}, true, true)[0];
+      const at::Tensor dx = torch::autograd::grad({(f(x) * probe).sum()}, {x}, {}, true, true)[0];
       return torch::autograd::grad({dx.square().sum()}, {x})[0];
     };
-    EXPECT_LT(max_relative_error(second(), with_ops(second)), 1e-10);
+    const at::Tensor reference = functions[i].second ? second(functions[i].second)
+                                                     : with_ops([&] { return second(functions[i].first); });
+    EXPECT_LT(max_relative_error(second(functions[i].first), reference), 1e-10);
   }
 }
 
