@@ -62,6 +62,11 @@ done
 for m in attention lor; do
   "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 32 --steps 10 --compare inference-kernels --json
 done
+# The engine's passes for a forward that records gradients (nn/training_kernels.h: GELU, LayerNorm,
+# the softmax, self-attention per image and head) against LibTorch's ops, steps alternating in one process.
+"$cli" bench --model attention "${common[@]}" --mode train --batch 32 --steps 20 --warmup 2 --compare training-kernels --json
+"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare training-kernels --json
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare training-kernels --json
 # Who splits the products in training (train/training_threads.h): one BLAS thread per GEMM with the
 # engine splitting every product (the default for Translution and LoR) against OpenBLAS's own threads
 # (the default for self-attention), steps alternating in one process.
