@@ -61,9 +61,10 @@ expressions instead of the engine's fused one-pass CPU kernels;
 --inference-kernels aten runs a forward without gradients as LibTorch's ops
 instead of the engine's passes (LayerNorm per row; bias, GELU and residual
 inside each dense layer's product; self-attention per head and block of rows);
---training-kernels aten runs GELU and the attention softmax of a forward that
-records gradients (and their backward) as LibTorch's ops instead of the engine's
-vectorised passes, split over the cores;
+--training-kernels aten runs GELU, LayerNorm and the attention softmax of a
+forward that records gradients (and their backward) as LibTorch's ops, and
+self-attention as its separate per-head functions, instead of the engine's
+passes split over the cores;
 --matrix-threads sets how many threads share one model's work: the per-matrix
 GEMMs, one image's dense layers (by columns), the per-pair kernels and AdamW
 (auto: the GEMMs split in two where the BLAS would keep each on one core, i.e.

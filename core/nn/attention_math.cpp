@@ -1,7 +1,6 @@
 #include "nn/attention_math.h"
 
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <vector>
 
@@ -141,13 +140,12 @@ bool mask_fits(const at::Tensor& valid, int64_t queries, int64_t keys) {
 // same limit as nn/dense's slices; about 1% of self-attention's image against 32).
 constexpr int64_t kRowsPerItem = 24;  // one image's 50 rows: three items per head
 
+// The items split over `parts`. Training's forward runs it too, with probs the kept alpha.
 template <typename T>
 void fused_self_attention(const T* qkv, int64_t B, int64_t N, int64_t H, int64_t dh, T scale, const bool* valid,
-                          T* probs, T* out) {
+                          T* probs, T* out, int parts) {
   const int64_t D = H * dh, ld = 3 * D, blocks = (N + kRowsPerItem - 1) / kRowsPerItem;
   const int64_t rows_per_block = (N + blocks - 1) / blocks;
-  int parts = matrix_threads();
-  if (parts == 0) parts = engine_splits_products() && B * H * N * N * dh >= (int64_t(1) << 18) ? free_cores() : 1;
   for_each_claimed(size_t(B * H * blocks), parts, 1, [&](size_t item, size_t, int) {
     const int64_t b = int64_t(item) / (H * blocks), h = int64_t(item) / blocks % H;
     const int64_t r0 = int64_t(item) % blocks * rows_per_block, rows = std::min(N, r0 + rows_per_block) - r0;
@@ -168,11 +166,12 @@ void fused_self_attention(const T* qkv, int64_t B, int64_t N, int64_t H, int64_t
   });
 }
 
-// Self-attention with gradients, one (image, head) at a time, the items split
-// over the cores: forward keeps alpha (as the separate functions did) and
-// backward writes dq, dk and dv straight into one [B, N, 3D] gradient, where the
-// separate functions ran their per-head products on one core and then
-// concatenated the three (docs/benchmarks.md, "Session 11").
+// Self-attention with gradients: forward as above, alpha kept (as the separate
+// functions did); backward one (image, head) at a time, the items split over the
+// cores as products below OpenBLAS's threading size allow (product_parts), dq,
+// dk and dv written straight into one [B, N, 3D] gradient, where the separate
+// functions ran their per-head products on one core and then concatenated the
+// three (docs/benchmarks.md, "Session 11").
 template <typename T>
 struct HeadAttention {
   const T* qkv;
@@ -182,30 +181,14 @@ struct HeadAttention {
   const T* q(int64_t b, int64_t h) const { return qkv + b * N * ld + h * dh; }
   const T* k(int64_t b, int64_t h) const { return q(b, h) + D; }
   const T* v(int64_t b, int64_t h) const { return q(b, h) + 2 * D; }
-  const bool* kept(int64_t row) const { return valid ? valid + row * N : nullptr; }
+  int parts() const { return product_parts(N * N * dh); }
 };
-
-// body(b, h) for every image b and head h, the items claimed by the parts as they come free.
-void attention_items(int64_t B, int64_t H, const std::function<void(int64_t, int64_t)>& body) {
-  for_each_claimed(size_t(B * H), element_parts(), 1,
-                   [&](size_t item, size_t, int) { body(int64_t(item) / H, int64_t(item) % H); });
-}
-
-template <typename T>
-void head_attention_forward(const HeadAttention<T>& a, int64_t B, T* alpha, T* out) {
-  const int64_t N = a.N;
-  attention_items(B, a.H, [&](int64_t b, int64_t h) {
-    T* al = alpha + (b * a.H + h) * N * N;
-    raw_gemm_strided<T>(false, true, N, N, a.dh, a.q(b, h), a.ld, a.k(b, h), a.ld, al, N);
-    for (int64_t r = 0; r < N; ++r) scaled_softmax_in_place(al + r * N, N, a.scale, a.kept(r));
-    raw_gemm_strided<T>(false, false, N, a.dh, N, al, N, a.v(b, h), a.ld, out + b * N * a.D + h * a.dh, a.D);
-  });
-}
 
 template <typename T>
 void head_attention_backward(const HeadAttention<T>& a, int64_t B, const T* alpha, const T* g, T* dqkv) {
-  const int64_t N = a.N, dh = a.dh, D = a.D, ld = a.ld;
-  attention_items(B, a.H, [&](int64_t b, int64_t h) {
+  const int64_t N = a.N, dh = a.dh, D = a.D, ld = a.ld, H = a.H;
+  for_each_claimed(size_t(B * H), a.parts(), 1, [&](size_t item, size_t, int) {
+    const int64_t b = int64_t(item) / H, h = int64_t(item) % H;
     const T* al = alpha + (b * a.H + h) * N * N;
     const T* gh = g + b * N * D + h * dh;
     T* dq = dqkv + b * N * ld + h * dh;
@@ -244,8 +227,9 @@ class SelfAttentionCore : public torch::autograd::Function<SelfAttentionCore> {
     const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(2) / 3;
     at::Tensor out = at::empty({B, N, D}, qkv.options()), alpha = at::empty({B, heads, N, N}, qkv.options());
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_train", [&] {
-      head_attention_forward<scalar_t>(head_attention<scalar_t>(qkv, heads, valid), B, alpha.data_ptr<scalar_t>(),
-                                       out.data_ptr<scalar_t>());
+      const HeadAttention<scalar_t> a = head_attention<scalar_t>(qkv, heads, valid);
+      fused_self_attention<scalar_t>(a.qkv, B, N, heads, a.dh, a.scale, a.valid, alpha.data_ptr<scalar_t>(),
+                                     out.data_ptr<scalar_t>(), a.parts());
     });
     ctx->save_for_backward({qkv, valid, alpha});
     ctx->saved_data["heads"] = heads;
@@ -292,7 +276,7 @@ at::Tensor attention_softmax(const at::Tensor& logits_in, const at::Tensor& vali
     });
     return alpha;
   }
-  if (logits_in.dim() >= 2 && mask_fits(valid, logits_in.size(-2), logits_in.size(-1)) &&
+  if (logits_in.dim() >= 2 && logits_in.numel() > 0 && mask_fits(valid, logits_in.size(-2), logits_in.size(-1)) &&
       training_kernels_apply({&logits_in}))
     return trained_softmax(logits_in, valid, 1.0 / divisor);
   const at::Tensor logits = divisor == 1.0 ? logits_in : logits_in / divisor;
@@ -309,18 +293,22 @@ at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t h
 
 at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs) {
   const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(-1) / 3, dh = D / heads;
-  if (qkv.dim() == 3 && N > 0 && mask_fits(valid, N, N) && fused_inference_applies({&qkv}) &&
-      raw_gemm_usable(qkv)) {
+  // Raw memory: q, k and v must split into whole heads (views of a ragged qkv would throw instead).
+  const bool raw = qkv.dim() == 3 && N > 0 && D > 0 && qkv.size(2) == 3 * heads * dh && mask_fits(valid, N, N) &&
+                   raw_gemm_usable(qkv);
+  if (raw && fused_inference_applies({&qkv})) {
     at::Tensor out = at::empty({B, N, D}, qkv.options());
     if (probs) *probs = at::empty({B, heads, N, N}, qkv.options());
+    int parts = matrix_threads();  // one image: split where the engine splits products
+    if (parts == 0) parts = engine_splits_products() && B * heads * N * N * dh >= (int64_t(1) << 18) ? free_cores() : 1;
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_core", [&] {
       fused_self_attention<scalar_t>(qkv.data_ptr<scalar_t>(), B, N, heads, dh, scalar_t(1.0 / std::sqrt(double(dh))),
                                      valid.defined() ? valid.data_ptr<bool>() : nullptr,
-                                     probs ? probs->data_ptr<scalar_t>() : nullptr, out.data_ptr<scalar_t>());
+                                     probs ? probs->data_ptr<scalar_t>() : nullptr, out.data_ptr<scalar_t>(), parts);
     });
     return out;
   }
-  if (qkv.dim() == 3 && N > 0 && mask_fits(valid, N, N) && training_kernels_apply({&qkv}) && raw_gemm_usable(qkv)) {
+  if (raw && training_kernels_apply({&qkv})) {
     const at::Tensor mask = valid.defined() ? valid : at::empty({0}, qkv.options().dtype(at::kBool));
     const variable_list outputs = SelfAttentionCore::apply(qkv, mask, heads);
     if (probs) *probs = outputs[1];

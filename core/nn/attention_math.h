@@ -9,7 +9,8 @@ namespace translution {
 at::Tensor attention_logits(const at::Tensor& q, const at::Tensor& k, int64_t heads);
 
 // Softmax over sources of logits / divisor; `valid` ([N, N] bool, may be
-// undefined) hides pairs. Without gradients on CPU, one pass per row.
+// undefined) hides pairs. On CPU, one pass per row (with gradients: an autograd
+// function split over the cores, nn/training_kernels.h).
 at::Tensor attention_softmax(const at::Tensor& logits, const at::Tensor& valid, double divisor = 1.0);
 
 // sum_j alpha[b, h, i, j] v[b, j, h-slice]: [B, N, D].
@@ -18,7 +19,9 @@ at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t h
 // The three above for self-attention: q, k and v are the thirds of qkv [B, N, 3D],
 // the logits scaled by 1 / sqrt(D / heads); `*probs`, when asked, gets alpha.
 // Without gradients on CPU (nn/fused_inference.h) it is one pass per head and
-// block of rows, split over the cores, alpha written only where it is asked for.
+// block of rows, split over the cores, alpha written only where it is asked for;
+// with them (nn/training_kernels.h) one autograd function whose backward runs
+// per (image, head), split likewise, and writes the gradient of qkv in one piece.
 at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs);
 
 }  // namespace translution

@@ -39,7 +39,7 @@ bool fused_inference_applies(std::initializer_list<const at::Tensor*> tensors) {
 at::Tensor normalize(torch::nn::LayerNorm& layer, const at::Tensor& x) {
   const auto& shape = layer->options.normalized_shape();
   const at::Tensor &gamma = layer->weight, &beta = layer->bias;
-  if (shape.size() != 1 || x.dim() < 1 || x.size(-1) != shape[0]) return layer->forward(x);
+  if (shape.size() != 1 || x.dim() < 1 || x.size(-1) != shape[0] || x.numel() == 0) return layer->forward(x);
   if (gamma.defined() && beta.defined() && training_kernels_apply({&x, &gamma, &beta}))
     return trained_layer_norm(x, gamma, beta, layer->options.eps());
   if (!fused_inference_applies({&x, &gamma, &beta})) return layer->forward(x);

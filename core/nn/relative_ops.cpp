@@ -41,19 +41,12 @@ int64_t most_rows(const std::vector<int64_t>& offset) {
 }
 
 // Where the BLAS would run each product on one core, the other core would idle:
-// there the matrices are split between the cores. That is (a) every product
-// where OpenBLAS threads no GEMM (bench at batch 1 and in training, the studio
-// when it does not force one thread): with two BLAS threads their spinning workers
-// took the second core's time (Translution, one image: 102.7 -> 64.3 ms split
-// with one BLAS thread, docs/benchmarks.md); and (b) products under about a
-// million multiply-adds (LoR's 24 x 24 matrices at batch 32), which OpenBLAS
-// runs on its single-threaded small-matrix kernel whatever its thread count
-// (LoR training: -4.6% and -8.6% per step). Larger products are left to the BLAS's threads.
-int matrix_parts(int64_t largest_gemm_rows, int64_t k, int64_t n) {
-  if (const int forced = matrix_threads(); forced > 0) return forced;
-  const bool small_kernel = largest_gemm_rows * k * n <= (int64_t(1) << 20) && free_cores() >= 2;
-  return engine_splits_products() || small_kernel ? 2 : 1;
-}
+// there the matrices are split between the cores (util/helper_threads'
+// product_parts). With two BLAS threads their spinning workers took the second
+// core's time (Translution, one image: 102.7 -> 64.3 ms split with one BLAS
+// thread, docs/benchmarks.md); LoR's 24 x 24 matrices at batch 32, under
+// OpenBLAS's small-matrix limit, gained 4.6% and 8.6% per training step.
+int matrix_parts(int64_t largest_gemm_rows, int64_t k, int64_t n) { return product_parts(largest_gemm_rows * k * n); }
 
 // body(first, last, part) over `parts` ranges of matrices with about equal rows,
 // part 0 on the calling thread and the others on the helper threads.

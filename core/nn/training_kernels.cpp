@@ -133,12 +133,15 @@ class LayerNorm : public torch::autograd::Function<LayerNorm> {
       const scalar_t *xp = x.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>(), *wp = gamma.data_ptr<scalar_t>();
       const scalar_t *mp = mean.data_ptr<scalar_t>(), *rp = rstd.data_ptr<scalar_t>();
       scalar_t *dxp = dx.data_ptr<scalar_t>(), *pp = partial.data_ptr<scalar_t>();
+      const bool parameters = ctx->needs_input_grad(1) || ctx->needs_input_grad(2);
       run_parts(parts, [&](int p) {
         const int64_t begin = rows * p / parts, end = rows * (p + 1) / parts;
         layer_norm_rows_backward<scalar_t>(xp + begin * n, gp + begin * n, mp + begin, rp + begin, wp, end - begin, n,
-                                           dxp + begin * n, pp + 2 * p * n, pp + (2 * p + 1) * n);
+                                           dxp + begin * n, parameters ? pp + 2 * p * n : nullptr,
+                                           parameters ? pp + (2 * p + 1) * n : nullptr);
       });
     });
+    if (!ctx->needs_input_grad(1) && !ctx->needs_input_grad(2)) return {dx, {}, {}, {}};
     const at::Tensor sums = partial.sum(0);
     return {dx, sums[0], sums[1], {}};
   }

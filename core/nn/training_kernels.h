@@ -1,16 +1,18 @@
 #pragma once
 // The element-wise steps of a forward that records gradients, GELU, LayerNorm
-// and the attention's scaled softmax, as autograd functions over the engine's own
-// vectorised passes (nn/vector_math), split over the cores. LibTorch 1.13's CPU
-// gelu and gelu_backward run on one core at about 3 ns an element here: they
-// took 49 ms of a 340 ms self-attention ViT-A training step at batch 32, and its
-// softmax with the division by sqrt(d) 11 ms (LibTorch's profiler,
-// docs/benchmarks.md, "Session 11"). Forward keeps what LibTorch's ops keep (the
-// GELU's input; LayerNorm's input and each row's mean and 1 / std; the softmax's
-// output), so memory is unchanged. Where they do not
-// apply (CUDA, views, half precision, LibTorch's intra-op threads on, switched
-// off) the same functions are LibTorch's ops. Tests prove both paths equal,
-// forward and backward (double to rounding, float to the kernels' accuracy).
+// and the attention's scaled softmax, as autograd functions over the engine's
+// own vectorised passes (nn/vector_math), split over the cores (self-attention's
+// per-head work, likewise, is nn/attention_math's). LibTorch 1.13's CPU ops for
+// them run on one core (one intra-op thread), while OpenBLAS's second thread
+// waits: in LibTorch's profiler they took about 70 ms of a 340 ms self-attention
+// ViT-A training step at batch 32 (bench/op_profile.cpp, docs/benchmarks.md,
+// "Session 11"). Forward keeps what LibTorch's ops keep (the GELU's input;
+// LayerNorm's input and each row's mean and 1 / std; the softmax's output), so
+// memory is unchanged. Where they do not apply (CUDA, non-contiguous tensors,
+// half precision, LibTorch's intra-op threads on, nothing recording gradients,
+// switched off) the same functions are LibTorch's ops. Tests prove both paths
+// equal, forward and backward (double to rounding, float to the kernels'
+// accuracy).
 #include <initializer_list>
 
 #include <ATen/core/Tensor.h>

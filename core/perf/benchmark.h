@@ -53,7 +53,7 @@ struct BenchResult {
   bool row_gemm = true;       // small per-matrix products on the engine's kernel (nn/row_gemm.h)
   bool fused_pair = true;     // fused CPU kernels for the per-pair arithmetic (else ATen)
   bool fused_inference = true;  // a forward without gradients in the engine's passes (nn/fused_inference.h)
-  bool training_kernels = true;  // GELU and softmax with gradients in the engine's passes (nn/training_kernels.h)
+  bool training_kernels = true;  // GELU, LayerNorm, softmax, self-attention with gradients in the engine's passes
   int matrix_threads = 0;     // threads sharing the per-matrix GEMMs (0: by shape)
   int blas_threads = 0;       // OpenBLAS threads per GEMM (0: not OpenBLAS)
   std::string blas_core;      // OpenBLAS's kernels (util/blas_kernels.h; empty: not OpenBLAS)

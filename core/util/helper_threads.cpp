@@ -119,6 +119,12 @@ int free_cores() {
 
 bool engine_splits_products() { return blas_threads() == 1 && free_cores() >= 2; }
 
+int product_parts(int64_t multiply_adds) {
+  if (const int forced = g_matrix_threads.load(); forced > 0) return forced;
+  const bool small_kernel = multiply_adds <= (int64_t(1) << 20) && free_cores() >= 2;
+  return engine_splits_products() || small_kernel ? 2 : 1;
+}
+
 int element_parts() {
   const int forced = g_matrix_threads.load();
   return forced > 0 ? forced : free_cores();

@@ -28,6 +28,14 @@ int free_cores();
 // threads no GEMM (one BLAS thread: then no spinning BLAS workers take the second
 // core between products) and two cores are free.
 bool engine_splits_products();
+// Parts for independent GEMMs of at most `multiply_adds` each (the per-matrix
+// loops, self-attention's per-head products in training): matrix_threads()
+// when set, else two where the BLAS would keep each product on one core, i.e.
+// every product where OpenBLAS threads no GEMM (engine_splits_products()), and
+// products under about a million multiply-adds, which OpenBLAS runs on its
+// single-threaded small-matrix kernel whatever its thread count; else one
+// (larger products are left to the BLAS's threads).
+int product_parts(int64_t multiply_adds);
 // Parts for element-wise work (per-pair kernels, the optimizer): matrix_threads()
 // when set, else free_cores(). element_grain(g): the least items per part,
 // g by default, 1 when the thread count is set (a forced split happens even on

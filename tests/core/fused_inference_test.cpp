@@ -19,20 +19,17 @@
 #include "nn/vit.h"
 #include "util/helper_threads.h"
 #include "tensor_checks.h"
+#include "test_switches.h"
 
 namespace translution {
 namespace {
 
 using test_support::max_relative_error;
 
-// Runs body() with the fused passes off, restoring them even if it throws.
+// Runs body() with the passes off (LibTorch's ops), switching them back on even if it throws.
 template <typename Body>
 auto with_ops(Body body) {
-  struct Restore {
-    ~Restore() { set_fused_inference(true); }
-  } restore;
-  set_fused_inference(false);
-  return body();
+  return test_support::with_switch_off(&set_fused_inference, body);
 }
 
 double gelu_reference(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
@@ -229,12 +226,6 @@ TEST(FusedInference, AttentionSoftmaxMatchesTheOps) {
       }
 }
 
-ViTConfig small_config(const std::string& model) {
-  ViTConfig c = preset_config("tiny", model);
-  c.image_height = 28, c.image_width = 21, c.patch = 7, c.depth = 2, c.heads = 2, c.head_dim = 16, c.dim = 24;
-  return c;
-}
-
 TEST(FusedInference, WholeModelsMatchTheOpsAndTheirAttentionMaps) {
   at::manual_seed(16);
   // One image (the studio's case: LoR's W2v product runs fused only there) and two; double and float.
@@ -242,7 +233,7 @@ TEST(FusedInference, WholeModelsMatchTheOpsAndTheirAttentionMaps) {
     for (const int64_t batch : {1, 2})
       for (const auto type : {at::kDouble, at::kFloat}) {
         SCOPED_TRACE(model + ", batch " + std::to_string(batch) + (type == at::kFloat ? ", float" : ", double"));
-        ViT vit(small_config(model));
+        ViT vit(test_support::small_vit_config(model));
         vit->to(type);
         const at::Tensor images = at::randn({batch, 1, 28, 21}, type);
         const at::NoGradGuard no_grad;
@@ -272,7 +263,7 @@ TEST(FusedInference, NeverTakenWhereAGradientIsWanted) {
   at::manual_seed(17);
   for (const std::string model : {"attention", "lor", "translution"}) {
     SCOPED_TRACE(model);
-    ViT vit(small_config(model));
+    ViT vit(test_support::small_vit_config(model));
     vit->to(at::kDouble);
     const at::Tensor images = at::randn({1, 1, 28, 21}, at::kDouble);
     const at::Tensor loss = vit->forward(images).square().sum();

@@ -21,20 +21,17 @@
 #include "nn/vit.h"
 #include "util/helper_threads.h"
 #include "tensor_checks.h"
+#include "test_switches.h"
 
 namespace translution {
 namespace {
 
 using test_support::max_relative_error;
 
-// Runs body() with the passes off, restoring them even if it throws.
+// Runs body() with the passes off (LibTorch's ops), switching them back on even if it throws.
 template <typename Body>
 auto with_ops(Body body) {
-  struct Restore {
-    ~Restore() { set_training_kernels(true); }
-  } restore;
-  set_training_kernels(false);
-  return body();
+  return test_support::with_switch_off(&set_training_kernels, body);
 }
 
 // Runs body() with the work forced over `threads` parts (every split taken, even on tiny inputs).
@@ -121,12 +118,16 @@ TEST(LayerNormRows, BackwardMatchesLibTorch) {
 }
 
 // f(kernels) and f(ops) for one function of several inputs: outputs and every input's gradient.
+// `node` names the engine's autograd function, which must record the output with the passes on
+// and must not with them off (so that a gate that silently fell back cannot pass as equal).
 void expect_same(const std::function<at::Tensor(const std::vector<at::Tensor>&)>& f,
-                 const std::vector<at::Tensor>& inputs, double tolerance) {
+                 const std::vector<at::Tensor>& inputs, double tolerance, const std::string& node) {
   const auto run = [&] {
     std::vector<at::Tensor> leaves;
     for (const at::Tensor& t : inputs) leaves.push_back(t.detach().clone().requires_grad_());
     const at::Tensor y = f(leaves);
+    const std::string recorded = y.grad_fn()->name();
+    EXPECT_EQ(recorded.find("::" + node + ">") != std::string::npos, training_kernels_enabled()) << recorded;
     at::manual_seed(77);
     y.backward(at::randn_like(y));
     std::vector<at::Tensor> out = {y.detach()};
@@ -150,21 +151,22 @@ TEST(TrainingKernels, MatchTheOpsForwardAndBackward) {
       const double tolerance = type == at::kDouble ? 1e-12 : 2e-6;
       with_threads(threads, [&] {
         expect_same([](const std::vector<at::Tensor>& in) { return trained_gelu(in[0]); },
-                    {at::randn({3, 5, 37}, type) * 3}, tolerance);
+                    {at::randn({3, 5, 37}, type) * 3}, tolerance, "Gelu");
         expect_same(
             [](const std::vector<at::Tensor>& in) {
               if (!training_kernels_enabled()) return at::layer_norm(in[0], {24}, in[1], in[2], 1e-5);
               EXPECT_TRUE(training_kernels_apply({&in[0], &in[1], &in[2]}));
               return trained_layer_norm(in[0], in[1], in[2], 1e-5);
             },
-            {at::randn({2, 9, 24}, type) * 2 + 1, at::rand({24}, type) + 0.5, at::randn({24}, type)}, tolerance);
+            {at::randn({2, 9, 24}, type) * 2 + 1, at::rand({24}, type) + 0.5, at::randn({24}, type)}, tolerance,
+            "LayerNorm");
         const at::Tensor causal = at::ones({7, 7}, at::kBool).tril();
         for (const at::Tensor& mask : {at::Tensor(), causal}) {
           expect_same([&](const std::vector<at::Tensor>& in) { return attention_softmax(in[0], mask, 4.0); },
-                      {at::randn({2, 3, 7, 7}, type) * 4}, tolerance);
+                      {at::randn({2, 3, 7, 7}, type) * 4}, tolerance, "ScaledSoftmax");
           // Self-attention of two heads of 4 over 7 tokens: q, k and v are the thirds of qkv.
           expect_same([&](const std::vector<at::Tensor>& in) { return self_attention_core(in[0], 2, mask, nullptr); },
-                      {at::randn({3, 7, 3 * 2 * 4}, type) * 2}, tolerance);
+                      {at::randn({3, 7, 3 * 2 * 4}, type) * 2}, tolerance, "SelfAttentionCore");
         }
       });
     }
@@ -235,19 +237,13 @@ TEST(TrainingKernels, SecondDerivativesMatchTheOps) {
   }
 }
 
-ViTConfig small_config(const std::string& model) {
-  ViTConfig c = preset_config("tiny", model);
-  c.image_height = 28, c.image_width = 21, c.patch = 7, c.depth = 2, c.heads = 2, c.head_dim = 16, c.dim = 24;
-  return c;
-}
-
 TEST(TrainingKernels, WholeModelsGradientsMatchTheOps) {
   at::manual_seed(37);
   // Every attention that goes through the softmax: plain, positional, relative (dense and low rank).
   for (const std::string model : {"attention", "rel-bias", "gpsa", "lor", "translution"})
     for (const auto type : {at::kDouble, at::kFloat}) {
       SCOPED_TRACE(model + (type == at::kFloat ? ", float" : ", double"));
-      ViT vit(small_config(model));
+      ViT vit(test_support::small_vit_config(model));
       vit->to(type);
       const at::Tensor images = at::randn({3, 1, 28, 21}, type);
       const auto gradients = [&] {
@@ -280,6 +276,15 @@ TEST(TrainingKernels, TakenOnlyWhereTheyApply) {
   const at::Tensor other = at::randn({4, 8}, at::kDouble);
   EXPECT_FALSE(training_kernels_apply({&x, &other}));
   with_ops([&] { EXPECT_FALSE(training_kernels_apply({&x})); });
+  // LibTorch's intra-op threads on: its ops use them, these passes would not.
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  EXPECT_FALSE(training_kernels_apply({&x}));
+  at::set_num_threads(threads);
+  // A mask that is not [queries x keys] booleans: the softmax is LibTorch's (a broadcast mask works there).
+  const at::Tensor logits = at::randn({2, 5, 5}).requires_grad_(), wide_mask = at::ones({1, 5, 5}, at::kBool);
+  EXPECT_EQ(attention_softmax(logits, wide_mask, 2.0).grad_fn()->name(), "SoftmaxBackward0");
+  EXPECT_NE(attention_softmax(logits, at::Tensor(), 2.0).grad_fn()->name(), "SoftmaxBackward0");
   // Off, GELU is LibTorch's op: its graph node says so.
   with_ops([&] { EXPECT_EQ(trained_gelu(x).grad_fn()->name(), "GeluBackward0"); });
   EXPECT_NE(trained_gelu(x).grad_fn()->name(), "GeluBackward0");
