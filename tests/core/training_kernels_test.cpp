@@ -202,6 +202,26 @@ TEST(TrainingKernels, LayerNormTakesItsParametersGradients) {
   EXPECT_LT(max_relative_error(gb, layer->bias.grad()), 1e-12);
 }
 
+TEST(TrainingKernels, LayerNormWithFrozenParametersGivesTheInputGradientOnly) {
+  at::manual_seed(39);
+  torch::nn::LayerNorm layer(torch::nn::LayerNormOptions({12}));
+  layer->to(at::kDouble);
+  {
+    const at::NoGradGuard no_grad;
+    layer->weight.uniform_(0.5, 1.5), layer->bias.uniform_(-1, 1);
+  }
+  layer->weight.requires_grad_(false), layer->bias.requires_grad_(false);
+  const at::Tensor x = at::randn({5, 12}, at::kDouble).requires_grad_();
+  const at::Tensor y = normalize(layer, x);
+  EXPECT_NE(std::string(y.grad_fn()->name()).find("LayerNorm>"), std::string::npos);
+  y.square().sum().backward();
+  const at::Tensor gx = x.grad().clone();
+  x.mutable_grad().zero_();
+  layer->forward(x).square().sum().backward();
+  EXPECT_LT(max_relative_error(gx, x.grad()), 1e-12);
+  EXPECT_FALSE(layer->weight.grad().defined());
+}
+
 TEST(TrainingKernels, SecondDerivativesMatchTheOps) {
   // create_graph: each function's gradient is differentiable, and its own gradient is the ops'.
   at::manual_seed(36);
