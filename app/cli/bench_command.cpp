@@ -156,9 +156,11 @@ int bench_command(const std::vector<std::string>& words) {
   set_row_gemm_enabled(row == "on");
   const std::string inference_kernels = args.get_choice("inference-kernels", {"fused", "aten"});
   set_fused_inference(inference_kernels == "fused");
-  if (studio) return studio_bench(args);
   const std::string training_kernels = args.get_choice("training-kernels", {"fused", "aten"});
+  if (studio && args.has("training-kernels"))
+    throw Error("--training-kernels applies to --mode train (the studio mode only predicts)");
   set_training_kernels(training_kernels == "fused");
+  if (studio) return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));
   BenchOptions options;

@@ -69,6 +69,7 @@ bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --dept
 check "bench --compare inference-kernels alternates in one process (fused by default)" grep -qE '"inference_kernels":"fused",.*"compare":"inference-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 2 --warmup 0 --compare training-kernels --json)
 check "bench --compare training-kernels alternates in one process (fused by default)" grep -qE '"training_kernels":"fused",.*"compare":"training-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
+check "bench --mode studio rejects --training-kernels" bash -c "out=\$(\"$cli\" bench --mode studio --training-kernels aten 2>&1); test \$? -ne 0 && grep -q \"applies to --mode train\" <<<\"\$out\""
 check "bench rejects a bad --training-kernels" bash -c "out=\$(\"$cli\" bench --model attention --training-kernels fast 2>&1); test \$? -ne 0 && grep -q \"unknown --training-kernels 'fast'\" <<<\"\$out\""
 check "bench rejects a bad --inference-kernels" bash -c "out=\$(\"$cli\" bench --model attention --inference-kernels fast 2>&1); test \$? -ne 0 && grep -q \"unknown --inference-kernels 'fast'\" <<<\"\$out\""
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare row-gemm --json)
