@@ -264,21 +264,10 @@ at::Tensor attention_logits(const at::Tensor& q, const at::Tensor& k, int64_t he
 }
 
 at::Tensor attention_softmax(const at::Tensor& logits_in, const at::Tensor& valid, double divisor) {
-  if (logits_in.dim() >= 2 && mask_fits(valid, logits_in.size(-2), logits_in.size(-1)) &&
-      fused_inference_applies({&logits_in})) {
-    at::Tensor alpha = logits_in.clone();
-    const int64_t N = alpha.size(-1), queries = alpha.size(-2), rows = N ? alpha.numel() / N : 0;
-    const bool* kept = valid.defined() ? valid.data_ptr<bool>() : nullptr;
-    AT_DISPATCH_FLOATING_TYPES(alpha.scalar_type(), "attention_softmax", [&] {
-      scalar_t* a = alpha.data_ptr<scalar_t>();
-      for (int64_t r = 0; r < rows; ++r)
-        scaled_softmax_in_place(a + r * N, N, scalar_t(1.0 / divisor), kept ? kept + r % queries * N : nullptr);
-    });
-    return alpha;
+  if (logits_in.dim() >= 2 && logits_in.numel() > 0 && mask_fits(valid, logits_in.size(-2), logits_in.size(-1))) {
+    if (fused_inference_applies({&logits_in})) return softmax_rows(logits_in, valid, 1.0 / divisor, 1);
+    if (training_kernels_apply({&logits_in})) return trained_softmax(logits_in, valid, 1.0 / divisor);
   }
-  if (logits_in.dim() >= 2 && logits_in.numel() > 0 && mask_fits(valid, logits_in.size(-2), logits_in.size(-1)) &&
-      training_kernels_apply({&logits_in}))
-    return trained_softmax(logits_in, valid, 1.0 / divisor);
   const at::Tensor logits = divisor == 1.0 ? logits_in : logits_in / divisor;
   if (!valid.defined()) return at::softmax(logits, -1);
   return at::softmax(logits.masked_fill(valid.logical_not(), -std::numeric_limits<double>::infinity()), -1);

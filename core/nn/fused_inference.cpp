@@ -21,19 +21,24 @@ std::atomic<bool> g_enabled{true};
 void set_fused_inference(bool enabled) { g_enabled = enabled; }
 bool fused_inference_enabled() { return g_enabled; }
 
-bool fused_inference_applies(std::initializer_list<const at::Tensor*> tensors) {
+bool engine_pass_tensors(std::initializer_list<const at::Tensor*> tensors, bool& recorded) {
   // With LibTorch's intra-op threads asked for ($TRANSLUTION_THREADS), its ops use them; these passes would not.
-  if (!g_enabled.load() || at::get_num_threads() > 1) return false;
-  const bool grad_mode = at::GradMode::is_enabled();
+  if (at::get_num_threads() > 1) return false;
   at::ScalarType type = at::kFloat;
   bool first = true;
+  recorded = false;
   for (const at::Tensor* t : tensors) {
     if (!t->defined()) continue;
     if (first) type = t->scalar_type(), first = false;
-    if ((grad_mode && t->requires_grad()) || !t->is_cpu() || !t->is_contiguous() || t->scalar_type() != type)
-      return false;
+    if (!t->is_cpu() || !t->is_contiguous() || t->scalar_type() != type) return false;
+    recorded = recorded || t->requires_grad();
   }
   return type == at::kFloat || type == at::kDouble;
+}
+
+bool fused_inference_applies(std::initializer_list<const at::Tensor*> tensors) {
+  bool recorded;
+  return g_enabled.load() && engine_pass_tensors(tensors, recorded) && !(recorded && at::GradMode::is_enabled());
 }
 
 at::Tensor normalize(torch::nn::LayerNorm& layer, const at::Tensor& x) {

@@ -25,6 +25,13 @@ namespace translution {
 void set_fused_inference(bool enabled);
 bool fused_inference_enabled();
 
+// Whether the engine's own passes can work on these tensors' memory (undefined
+// ones are skipped): one intra-op thread, CPU, contiguous, one type, float or
+// double; `recorded` says whether one of them wants a gradient. The gate of
+// both kinds of passes: without gradients (below) and with them
+// (nn/training_kernels.h).
+bool engine_pass_tensors(std::initializer_list<const at::Tensor*> tensors, bool& recorded);
+
 // Whether the fused passes may run on these tensors (undefined ones are skipped):
 // switched on, one intra-op thread, no gradient wanted, CPU, contiguous, one
 // type, float or double.

@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include "nn/fused_inference.h"
 #include "nn/layer_norm_rows.h"
 #include "nn/vector_math.h"
 #include "util/helper_threads.h"
@@ -58,19 +59,29 @@ class Gelu : public torch::autograd::Function<Gelu> {
   }
 };
 
+}  // namespace
+
+at::Tensor softmax_rows(const at::Tensor& logits, const at::Tensor& valid, double scale, int parts) {
+  at::Tensor alpha = logits.clone();
+  const int64_t n = alpha.size(-1), queries = alpha.size(-2), rows = n ? alpha.numel() / n : 0;
+  const bool* kept = valid.defined() && valid.numel() ? valid.data_ptr<bool>() : nullptr;
+  if (rows == 0) return alpha;
+  AT_DISPATCH_FLOATING_TYPES(alpha.scalar_type(), "softmax_rows", [&] {
+    scalar_t* a = alpha.data_ptr<scalar_t>();
+    run_chunks(rows, element_grain(kElementGrain / n + 1), parts, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        scaled_softmax_in_place(a + r * n, n, scalar_t(scale), kept ? kept + r % queries * n : nullptr);
+    });
+  });
+  return alpha;
+}
+
+namespace {
+
 class ScaledSoftmax : public torch::autograd::Function<ScaledSoftmax> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits, const at::Tensor& valid, double scale) {
-    at::Tensor alpha = logits.clone();
-    const int64_t n = alpha.size(-1), queries = alpha.size(-2), rows = n ? alpha.numel() / n : 0;
-    const bool* kept = valid.numel() ? valid.data_ptr<bool>() : nullptr;
-    AT_DISPATCH_FLOATING_TYPES(alpha.scalar_type(), "trained_softmax", [&] {
-      scalar_t* a = alpha.data_ptr<scalar_t>();
-      split(rows, kElementGrain / n + 1, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r)
-          scaled_softmax_in_place(a + r * n, n, scalar_t(scale), kept ? kept + r % queries * n : nullptr);
-      });
-    });
+    const at::Tensor alpha = softmax_rows(logits, valid, scale, element_parts());
     ctx->save_for_backward({alpha});
     ctx->saved_data["scale"] = scale;
     return alpha;
@@ -153,17 +164,8 @@ void set_training_kernels(bool enabled) { g_enabled = enabled; }
 bool training_kernels_enabled() { return g_enabled; }
 
 bool training_kernels_apply(std::initializer_list<const at::Tensor*> tensors) {
-  // With LibTorch's intra-op threads asked for ($TRANSLUTION_THREADS), its ops use them; these passes would not.
-  if (!g_enabled.load() || at::get_num_threads() > 1 || !at::GradMode::is_enabled()) return false;
-  at::ScalarType type = at::kFloat;
-  bool first = true, recorded = false;
-  for (const at::Tensor* t : tensors) {
-    if (!t->defined()) continue;
-    if (first) type = t->scalar_type(), first = false;
-    if (!t->is_cpu() || !t->is_contiguous() || t->scalar_type() != type) return false;
-    recorded = recorded || t->requires_grad();
-  }
-  return recorded && (type == at::kFloat || type == at::kDouble);
+  bool recorded;
+  return g_enabled.load() && at::GradMode::is_enabled() && engine_pass_tensors(tensors, recorded) && recorded;
 }
 
 at::Tensor trained_gelu(const at::Tensor& x) {

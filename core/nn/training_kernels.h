@@ -37,6 +37,11 @@ at::Tensor trained_gelu(const at::Tensor& x);
 // its gradients. Needs training_kernels_apply({&x, &gamma, &beta}).
 at::Tensor trained_layer_norm(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, double eps);
 
+// The arithmetic of trained_softmax's forward, without gradients: a copy of
+// logits, each row's scaled, masked softmax in place, the rows over `parts`
+// (nn/attention_math's forward without gradients runs it on one).
+at::Tensor softmax_rows(const at::Tensor& logits, const at::Tensor& valid, double scale, int parts);
+
 // softmax(scale logits) over the last dimension with the entries where `valid`
 // (a [queries x keys] bool matrix, or undefined: none) is false at -infinity,
 // with its gradient. Needs training_kernels_apply({&logits}) and such a mask.

@@ -183,15 +183,19 @@ TEST(TrainingKernels, SelfAttentionGivesTheOpsAttentionMaps) {
   EXPECT_FALSE(kernels.requires_grad());
 }
 
+// A LayerNorm of width n in double with a scale and shift away from 1 and 0.
+torch::nn::LayerNorm double_layer_norm(int64_t n) {
+  torch::nn::LayerNorm layer(torch::nn::LayerNormOptions({n}));
+  layer->to(at::kDouble);
+  const at::NoGradGuard no_grad;
+  layer->weight.uniform_(0.5, 1.5), layer->bias.uniform_(-1, 1);
+  return layer;
+}
+
 TEST(TrainingKernels, LayerNormTakesItsParametersGradients) {
   // normalize() with the passes: the layer's own weight and bias get their gradients.
   at::manual_seed(35);
-  torch::nn::LayerNorm layer(torch::nn::LayerNormOptions({16}));
-  layer->to(at::kDouble);
-  {
-    const at::NoGradGuard no_grad;
-    layer->weight.uniform_(0.5, 1.5), layer->bias.uniform_(-1, 1);
-  }
+  torch::nn::LayerNorm layer = double_layer_norm(16);
   const at::Tensor x = at::randn({4, 16}, at::kDouble).requires_grad_();
   normalize(layer, x).square().sum().backward();
   const at::Tensor gx = x.grad().clone(), gw = layer->weight.grad().clone(), gb = layer->bias.grad().clone();
@@ -204,12 +208,7 @@ TEST(TrainingKernels, LayerNormTakesItsParametersGradients) {
 
 TEST(TrainingKernels, LayerNormWithFrozenParametersGivesTheInputGradientOnly) {
   at::manual_seed(39);
-  torch::nn::LayerNorm layer(torch::nn::LayerNormOptions({12}));
-  layer->to(at::kDouble);
-  {
-    const at::NoGradGuard no_grad;
-    layer->weight.uniform_(0.5, 1.5), layer->bias.uniform_(-1, 1);
-  }
+  torch::nn::LayerNorm layer = double_layer_norm(12);
   layer->weight.requires_grad_(false), layer->bias.requires_grad_(false);
   const at::Tensor x = at::randn({5, 12}, at::kDouble).requires_grad_();
   const at::Tensor y = normalize(layer, x);
