@@ -17,6 +17,7 @@
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
 #include "nn/row_gemm.h"
+#include "nn/bf16_gemm.h"
 #include "nn/training_kernels.h"
 #include "perf/benchmark.h"
 #include "perf/studio_latency.h"
@@ -36,10 +37,11 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
                          [--row-gemm on|off] [--pair-kernels fused|aten]
                          [--inference-kernels fused|aten] [--training-kernels fused|aten]
+                         [--precision fp32|bf16]
                          [--matrix-threads auto|N] [--freed-memory pool|keep-all]
                          [--compare gemm|row-gemm|pair-kernels|inference-kernels|
-                                    training-kernels|recompute|matrix-threads|
-                                    freed-memory|blas-threads] [--json]
+                                    training-kernels|precision|recompute|
+                                    matrix-threads|freed-memory|blas-threads] [--json]
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
 BLAS thread per GEMM, the engine splitting the work over the cores); train:
@@ -65,6 +67,10 @@ inside each dense layer's product; self-attention per head and block of rows);
 forward that records gradients (and their backward) as LibTorch's ops, and
 self-attention as its separate per-head functions, instead of the engine's
 passes split over the cores;
+--precision bf16 (train only) multiplies the dense layers' inputs, weights and
+gradients as bfloat16 on AMX tiles with fp32 sums (mixed precision, as PyTorch's
+bf16 autocast; weights, optimizer and every other op stay fp32); it needs a CPU
+with AMX (Intel Xeon from Sapphire Rapids on), and the floor stays fp32's;
 --matrix-threads sets how many threads share one model's work: the per-matrix
 GEMMs, one image's dense layers (by columns), the per-pair kernels and AdamW
 (auto: the GEMMs split in two where the BLAS would keep each on one core, i.e.
@@ -148,7 +154,7 @@ int bench_command(const std::vector<std::string>& words) {
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
                                  "optimizer", "gemm", "row-gemm", "pair-kernels", "inference-kernels", "training-kernels",
-                                 "matrix-threads",
+                                 "precision", "matrix-threads",
                                  "freed-memory", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
   const int threads = apply_matrix_threads(args, studio ? 1 : 0);
@@ -160,6 +166,10 @@ int bench_command(const std::vector<std::string>& words) {
   if (studio && args.has("training-kernels"))
     throw Error("--training-kernels applies to --mode train (the studio mode only predicts)");
   set_training_kernels(training_kernels == "fused");
+  if (args.has("precision") && args.get("mode", "infer") != "train")
+    throw Error("--precision applies to --mode train (forwards without gradients stay fp32)");
+  const DensePrecision precision = parse_dense_precision(args.get("precision", "fp32"));
+  set_dense_precision(precision);
   if (studio) return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));
@@ -168,6 +178,8 @@ int bench_command(const std::vector<std::string>& words) {
   options.mode = args.get("mode", "infer");
   options.batch = args.get_int("batch", 1);
   options.device = parse_device(args.get("device", "cpu"));
+  if (precision == DensePrecision::Bf16 && !options.device.is_cpu())
+    throw Error("--precision bf16 runs on the CPU's AMX tiles; on " + options.device.str() + " use --precision fp32");
   options.steps = int(args.get_int("steps", 10));
   options.warmup = int(args.get_int("warmup", 2));
   options.fused_optimizer = args.get_choice("optimizer", {"fused-adamw", "adamw"}) == "fused-adamw";
@@ -195,7 +207,12 @@ int bench_command(const std::vector<std::string>& words) {
       options.switch_path = [on = training_kernels == "fused"](bool alternative) {
         set_training_kernels(alternative != on);
       };
-    else if (options.compare == "recompute")
+    else if (options.compare == "precision") {
+      if (options.mode != "train") throw Error("--compare precision applies to --mode train");
+      const DensePrecision other =
+          parse_dense_precision(precision == DensePrecision::Fp32 ? "bf16" : "fp32");  // names why not, if not
+      options.switch_path = [precision, other](bool alternative) { set_dense_precision(alternative ? other : precision); };
+    } else if (options.compare == "recompute")
       options.switch_path = [recompute](bool alternative) { set_recompute_pair_rows(alternative != recompute); };
     else if (options.compare == "matrix-threads")  // the alternative: no split, one thread
       options.switch_path = [threads](bool alternative) { set_matrix_threads(alternative ? 1 : threads); };
@@ -218,7 +235,7 @@ int bench_command(const std::vector<std::string>& words) {
       };
     } else
       throw Error("unknown --compare '" + options.compare +
-                  "' (expected gemm, row-gemm, pair-kernels, inference-kernels, training-kernels, recompute, matrix-threads, freed-memory "
+                  "' (expected gemm, row-gemm, pair-kernels, inference-kernels, training-kernels, precision, recompute, matrix-threads, freed-memory "
                   "or blas-threads)");
   }
   // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second

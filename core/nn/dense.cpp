@@ -6,6 +6,7 @@
 #include <ATen/Dispatch.h>
 #include <torch/autograd.h>
 
+#include "nn/bf16_gemm.h"
 #include "nn/fused_inference.h"
 #include "nn/raw_gemm.h"
 #include "nn/row_gemm.h"
@@ -112,16 +113,35 @@ at::Tensor product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b
   return out;
 }
 
+// Whether this layer's products with gradients run in bfloat16 (nn/bf16_gemm.h).
+bool bf16_applies(const at::Tensor& x, const at::Tensor& w) {
+  return dense_precision() == DensePrecision::Bf16 && x.scalar_type() == at::kFloat &&
+         w.scalar_type() == at::kFloat && bf16_gemm_available();
+}
+
+int bf16_parts() { return matrix_threads() > 0 ? matrix_threads() : free_cores(); }
+
+// out [M x N] = x [M x K] w^T (+ b), the product in bfloat16 with fp32 sums.
+at::Tensor bf16_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  const int64_t N = w.size(0), K = w.size(1), M = x.numel() / K;
+  at::Tensor out = at::empty(output_sizes(x, N), x.options());
+  bf16_gemm(false, true, M, N, K, x.data_ptr<float>(), K, w.data_ptr<float>(), K, out.data_ptr<float>(), N,
+            bf16_parts(), b.numel() ? b.data_ptr<float>() : nullptr);
+  return out;
+}
+
 // The linear layer with its products split over the cores, forward and backward.
 // b is empty when the layer has no bias (autograd functions take no undefined inputs).
 class SplitLinear : public torch::autograd::Function<SplitLinear> {
  public:
+  // bf16: both directions' products in bfloat16 (nn/bf16_gemm.h), else fp32 split into `parts`.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                            int64_t parts) {
+                            int64_t parts, bool bf16) {
     ctx->save_for_backward({x, w});
     ctx->saved_data["parts"] = parts;
     ctx->saved_data["bias"] = b.numel() > 0;
-    return product(x, w, b, int(parts));
+    ctx->saved_data["bf16"] = bf16;
+    return bf16 ? bf16_product(x, w, b) : product(x, w, b, int(parts));
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -135,15 +155,22 @@ class SplitLinear : public torch::autograd::Function<SplitLinear> {
       const at::Tensor dy2 = dy.reshape({-1, N});
       if (ctx->needs_input_grad(0)) dx = dy2.mm(w).view(x.sizes());
       if (ctx->needs_input_grad(1)) dw = dy2.t().mm(x.reshape({-1, K}));
-      return {dx, dw, db, at::Tensor()};
+      return {dx, dw, db, at::Tensor(), at::Tensor()};
     }
     if (ctx->needs_input_grad(0)) dx = at::empty_like(x, at::MemoryFormat::Contiguous);
     if (ctx->needs_input_grad(1)) dw = at::empty_like(w, at::MemoryFormat::Contiguous);
+    if (ctx->saved_data["bf16"].toBool()) {
+      const int64_t M = x.numel() / K;
+      const float *dyp = dy.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
+      if (dx.defined()) bf16_gemm(false, false, M, K, N, dyp, N, wp, K, dx.data_ptr<float>(), K, bf16_parts());
+      if (dw.defined()) bf16_gemm(true, false, N, K, M, dyp, N, xp, K, dw.data_ptr<float>(), K, bf16_parts());
+      return {dx, dw, db, at::Tensor(), at::Tensor()};
+    }
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dense_backward", [&] {
       split_gradients<scalar_t>(dy, x, w, dx.defined() ? &dx : nullptr, dw.defined() ? &dw : nullptr,
                                 int(ctx->saved_data["parts"].toInt()));
     });
-    return {dx, dw, db, at::Tensor()};
+    return {dx, dw, db, at::Tensor(), at::Tensor()};
   }
 };
 
@@ -177,10 +204,11 @@ at::Tensor dense_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue ep
   if (!grad && fused_inference_applies({&x, &w, &b, &residual}) &&
       (epilogue != Epilogue::kAdd || residual.sizes() == output_sizes(x, N)))
     return product(x, w, b, parts, epilogue, residual);
-  if (parts <= 1) return finish(layer->forward(x), epilogue, residual);
+  const bool bf16 = grad && bf16_applies(x, w);
+  if (parts <= 1 && !bf16) return finish(layer->forward(x), epilogue, residual);
   if (!grad) return finish(product(x, w, b, parts), epilogue, residual);
-  return finish(SplitLinear::apply(x, w, b.defined() ? b : at::empty({0}, w.options()), int64_t(parts)), epilogue,
-                residual);
+  return finish(SplitLinear::apply(x, w, b.defined() ? b : at::empty({0}, w.options()), int64_t(parts), bf16),
+                epilogue, residual);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "nn/model_cost.h"
 #include "nn/fused_inference.h"
+#include "nn/bf16_gemm.h"
 #include "nn/training_kernels.h"
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
@@ -91,6 +92,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.fused_pair = fused_pair_kernels_enabled();
   result.fused_inference = fused_inference_enabled();
   result.training_kernels = training_kernels_enabled();
+  result.precision = options.mode == "train" ? dense_precision_name(dense_precision()) : "fp32";
   result.matrix_threads = matrix_threads();
   result.freed_memory = freed_memory_name(freed_memory());
   result.device_name = device_description(options.device);
@@ -193,7 +195,7 @@ std::string BenchResult::to_json() const {
                 "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
                 "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\","
                 "\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
-                "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\","
+                "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\",\"precision\":\"%s\","
                 "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
@@ -202,7 +204,7 @@ std::string BenchResult::to_json() const {
                 fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
                 options.fused_optimizer ? "fused-adamw" : "adamw", forward_ms, backward_ms, optimizer_ms,
                 raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", fused_pair ? "fused" : "aten",
-                fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", matrix_threads, blas_threads, blas_core.c_str(),
+                fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", precision.c_str(), matrix_threads, blas_threads, blas_core.c_str(),
                 freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative);
   return buffer;
 }

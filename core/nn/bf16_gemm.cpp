@@ -1,0 +1,305 @@
+#include "nn/bf16_gemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "util/error.h"
+#include "util/helper_threads.h"
+
+#if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 11))
+#define TRANSLUTION_AMX 1
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace translution {
+namespace {
+
+std::atomic<DensePrecision> g_precision{DensePrecision::Fp32};
+
+int64_t round_up(int64_t x, int64_t step) { return (x + step - 1) / step * step; }
+
+#ifdef TRANSLUTION_AMX
+// The operands in the forms the tiles read:
+//  A  bfloat16 rows [Mp x Kp] (Mp, Kp multiples of 32, zero-padded): a tile is
+//     16 rows of 32 consecutive k, loaded with the row stride;
+//  B  tiles [Np / 16][Kp / 32] of 16 rows x 32 bfloat16: row r of tile (j, q) holds,
+//     for its 16 columns, the pair (k = 32 q + 2 r, k + 1): the layout TDPBF16PS
+//     multiplies (C[i][j] += A[i][2p] B[p][2j] + A[i][2p + 1] B[p][2j + 1]).
+constexpr int64_t kTile = 16 * 32;  // bfloat16 per tile
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t column_bytes[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Lanes [0, n) of a 16-float load (masked lanes read nothing and are 0).
+__mmask16 lanes(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1); }
+
+// 32 bfloat16 [lo_0..lo_15, hi_0..hi_15] -> pairs [lo_0, hi_0, lo_1, hi_1, ...].
+__attribute__((target("avx512f,avx512bw"))) __m512i interleave_pairs(__m512i v) {
+  alignas(64) static const uint16_t order[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                                 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  return _mm512_permutexvar_epi16(_mm512_load_si512(order), v);
+}
+
+// Two masked 16-float loads rounded to 32 bfloat16 [lo, hi].
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) __m512i to_bf16(const float* lo, __mmask16 lo_lanes,
+                                                                         const float* hi, __mmask16 hi_lanes) {
+  const __m512 l = _mm512_maskz_loadu_ps(lo_lanes, lo), h = _mm512_maskz_loadu_ps(hi_lanes, hi);
+  return __m512i(_mm512_cvtne2ps_pbh(h, l));
+}
+
+// Rows [r0, r1) of packed A from a [m x k] (row stride lda).
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_a_rows(const float* a, int64_t lda, int64_t m,
+                                                                          int64_t k, uint16_t* ap, int64_t kp,
+                                                                          int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    uint16_t* dst = ap + r * kp;
+    if (r >= m) {
+      std::memset(dst, 0, size_t(kp) * 2);
+      continue;
+    }
+    const float* src = a + r * lda;
+    for (int64_t q = 0; q < kp; q += 32)
+      _mm512_storeu_si512(dst + q, to_bf16(src + q, lanes(k - q), src + q + 16, lanes(k - q - 16)));
+  }
+}
+
+// Rows [r0, r1) (multiples of 16) of packed A where A = a^T, a stored [k x m]:
+// two rows of a give, for 16 consecutive rows of A, the pair (k, k + 1) each,
+// scattered down those rows (the rows of a read front to back, once).
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_a_transposed(const float* a, int64_t lda,
+                                                                                int64_t m, int64_t k, uint16_t* ap,
+                                                                                int64_t kp, int64_t r0, int64_t r1) {
+  const __m512i down = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(int(kp / 2)));
+  for (int64_t p = 0; p < kp / 2; ++p) {
+    const int64_t k0 = 2 * p;
+    for (int64_t g = r0; g < r1; g += 16) {
+      const __mmask16 rows = lanes(m - g);
+      const __m512i v = interleave_pairs(to_bf16(a + k0 * lda + g, k0 < k ? rows : __mmask16(0),
+                                                 a + (k0 + 1) * lda + g, k0 + 1 < k ? rows : __mmask16(0)));
+      _mm512_i32scatter_epi32(reinterpret_cast<int32_t*>(ap + g * kp) + p, down, v, 4);
+    }
+  }
+}
+
+// Column groups [j0, j1) (16 columns each) of packed B from b [k x n] (row stride ldb).
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_b_rows(const float* b, int64_t ldb, int64_t n,
+                                                                          int64_t k, uint16_t* bp, int64_t kp,
+                                                                          int64_t j0, int64_t j1) {
+  const int64_t kb = kp / 32;
+  for (int64_t p = 0; p < kp / 2; ++p) {  // two rows of b at a time, front to back
+    const int64_t k0 = 2 * p;
+    for (int64_t j = j0; j < j1; ++j) {
+      const __mmask16 cols = lanes(n - 16 * j);
+      const float* src = b + k0 * ldb + 16 * j;
+      const __m512i v = to_bf16(src, k0 < k ? cols : __mmask16(0), src + ldb, k0 + 1 < k ? cols : __mmask16(0));
+      _mm512_storeu_si512(bp + (j * kb + p / 16) * kTile + (p % 16) * 32, interleave_pairs(v));
+    }
+  }
+}
+
+// Column groups [j0, j1) of packed B where B = b^T, b stored [n x k]: a row of b
+// is one column of B, its 32 consecutive k already the 16 pairs a tile column
+// holds, scattered down the tile.
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_b_transposed(const float* b, int64_t ldb,
+                                                                                int64_t n, int64_t k, uint16_t* bp,
+                                                                                int64_t kp, int64_t j0, int64_t j1) {
+  const __m512i down = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(16));
+  const int64_t kb = kp / 32;
+  for (int64_t j = j0; j < j1; ++j)
+    for (int64_t c = 0; c < 16; ++c) {
+      const int64_t col = 16 * j + c;
+      for (int64_t q = 0; q < kb; ++q) {
+        int32_t* tile = reinterpret_cast<int32_t*>(bp + (j * kb + q) * kTile);
+        const float* src = b + col * ldb + 32 * q;
+        const bool inside = col < n;
+        const __m512i v = to_bf16(src, inside ? lanes(k - 32 * q) : __mmask16(0), src + 16,
+                                  inside ? lanes(k - 32 * q - 16) : __mmask16(0));
+        _mm512_i32scatter_epi32(tile + c, down, v, 4);
+      }
+    }
+}
+
+// C blocks of 32 x 32 for row blocks [i0, i1): four accumulator tiles (0-3), two
+// A tiles (4, 5) and two B tiles (6, 7) per step of 32 k.
+// The accumulators start at 0, or at the bias row (np floats) where one is given.
+__attribute__((target("amx-tile,amx-bf16"))) void multiply_blocks(const uint16_t* ap, const uint16_t* bp,
+                                                                  const float* bias, int64_t kp, int64_t np,
+                                                                  float* c, int64_t ldc, int64_t m, int64_t n,
+                                                                  int64_t i0, int64_t i1) {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) config.rows[t] = 16, config.column_bytes[t] = 64;
+  _tile_loadconfig(&config);
+  const int64_t kb = kp / 32, a_stride = kp * 2;
+  alignas(64) float edge[32 * 32];
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t j = 0; j < np / 32; ++j) {
+      if (bias) {  // row stride 0: every row of the tile is the same 16 entries
+        _tile_loadd(0, bias + 32 * j, 0);
+        _tile_loadd(1, bias + 32 * j + 16, 0);
+        _tile_loadd(2, bias + 32 * j, 0);
+        _tile_loadd(3, bias + 32 * j + 16, 0);
+      } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+      }
+      const uint16_t* a0 = ap + 32 * i * kp;
+      const uint16_t* b0 = bp + 2 * j * kb * kTile;
+      for (int64_t q = 0; q < kb; ++q) {
+        _tile_loadd(4, a0 + 32 * q, a_stride);
+        _tile_loadd(5, a0 + 16 * kp + 32 * q, a_stride);
+        _tile_loadd(6, b0 + q * kTile, 64);
+        _tile_loadd(7, b0 + (kb + q) * kTile, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      const int64_t rows = std::min<int64_t>(32, m - 32 * i), cols = std::min<int64_t>(32, n - 32 * j);
+      const bool whole = rows == 32 && cols == 32;
+      float* out = whole ? c + 32 * i * ldc + 32 * j : edge;
+      const int64_t stride = whole ? ldc : 32;
+      _tile_stored(0, out, stride * 4);
+      _tile_stored(1, out + 16, stride * 4);
+      _tile_stored(2, out + 16 * stride, stride * 4);
+      _tile_stored(3, out + 16 * stride + 16, stride * 4);
+      if (!whole)
+        for (int64_t r = 0; r < rows; ++r)
+          std::memcpy(c + (32 * i + r) * ldc + 32 * j, edge + r * 32, size_t(cols) * sizeof(float));
+    }
+  _tile_release();
+}
+
+// The packed operands of the calling thread's products: kept and grown, not
+// allocated per call (fresh pages cost a fault each; a step makes 70 products).
+class Scratch {
+ public:
+  void* get(size_t bytes) {
+    if (bytes > size_) {
+      std::free(data_);
+      data_ = std::aligned_alloc(64, bytes);
+      size_ = data_ ? bytes : 0;
+      if (!data_) throw Error("out of memory for a bfloat16 product's operands (" + std::to_string(bytes) + " bytes)");
+    }
+    return data_;
+  }
+  ~Scratch() { std::free(data_); }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The tile state must be requested from Linux once per process (ARCH_REQ_XCOMP_PERM).
+bool tiles_granted() {
+  static const bool granted = [] {
+    if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16") ||
+        !__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw"))
+      return false;
+    constexpr long kRequestPermission = 0x1023, kTileData = 18;
+    return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+  }();
+  return granted;
+}
+#endif
+
+}  // namespace
+
+bool bf16_gemm_available() {
+#ifdef TRANSLUTION_AMX
+  return tiles_granted();
+#else
+  return false;
+#endif
+}
+
+std::string bf16_gemm_unavailable_reason() {
+  if (bf16_gemm_available()) return "";
+#ifdef TRANSLUTION_AMX
+  if (!__builtin_cpu_supports("amx-bf16") || !__builtin_cpu_supports("avx512bf16"))
+    return "this CPU has no AMX bfloat16 tiles (Intel Xeon from Sapphire Rapids on)";
+  return "the kernel did not grant this process the AMX tile state (Linux 5.16 or later is needed)";
+#else
+  return "this build has no AMX kernels (x86-64 with GCC 11 or Clang is needed)";
+#endif
+}
+
+void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+               const float* b, int64_t ldb, float* c, int64_t ldc, int parts, const float* bias) {
+  if (m <= 0 || n <= 0) return;
+  if (!bf16_gemm_available()) throw Error("bfloat16 products: " + bf16_gemm_unavailable_reason());
+#ifdef TRANSLUTION_AMX
+  const int64_t mp = round_up(m, 32), np = round_up(n, 32), kp = round_up(std::max<int64_t>(k, 1), 32);
+  thread_local Scratch scratch;
+  const size_t a_bytes = size_t(mp * kp * 2), b_bytes = size_t(np * kp * 2);
+  uint16_t* ap = static_cast<uint16_t*>(scratch.get(a_bytes + b_bytes + size_t(np) * sizeof(float)));
+  uint16_t* bp = ap + mp * kp;
+  float* padded_bias = nullptr;
+  if (bias) {  // the tiles read 32 entries per block: padded with zeros past n
+    padded_bias = reinterpret_cast<float*>(bp + np * kp);
+    std::memcpy(padded_bias, bias, size_t(n) * sizeof(float));
+    std::fill(padded_bias + n, padded_bias + np, 0.0f);
+  }
+  const int64_t row_blocks = mp / 32;
+  parts = int(std::max<int64_t>(1, std::min<int64_t>(parts, row_blocks)));
+  // Each part packs a share of both operands, then (all packed) multiplies a share of C's row blocks.
+  run_parts(parts, [&](int p) {
+    const int64_t g0 = mp / 16 * p / parts * 16, g1 = mp / 16 * (p + 1) / parts * 16;
+    if (trans_a) pack_a_transposed(a, lda, m, k, ap, kp, g0, g1);
+    else pack_a_rows(a, lda, m, k, ap, kp, g0, g1);
+    const int64_t j0 = np / 16 * p / parts, j1 = np / 16 * (p + 1) / parts;
+    if (trans_b) pack_b_transposed(b, ldb, n, k, bp, kp, j0, j1);
+    else pack_b_rows(b, ldb, n, k, bp, kp, j0, j1);
+  });
+  run_parts(parts, [&](int p) {
+    multiply_blocks(ap, bp, padded_bias, kp, np, c, ldc, m, n, row_blocks * p / parts, row_blocks * (p + 1) / parts);
+  });
+#else
+  (void)trans_a, (void)trans_b, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)parts,
+      (void)bias;
+#endif
+}
+
+float round_to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  const uint32_t exponent = u & 0x7F800000u;
+  if (exponent == 0x7F800000u && (u & 0x007FFFFFu)) u |= 0x00400000u;  // NaN: quiet, stays NaN
+  else if (exponent == 0) u &= 0x80000000u;  // subnormal: zero, as the hardware's conversion flushes it
+  else u += 0x7FFFu + ((u >> 16) & 1u);      // to nearest, ties to even
+  u &= 0xFFFF0000u;
+  float y;
+  std::memcpy(&y, &u, 4);
+  return y;
+}
+
+void set_dense_precision(DensePrecision precision) { g_precision = precision; }
+DensePrecision dense_precision() { return g_precision; }
+
+DensePrecision parse_dense_precision(const std::string& name) {
+  if (name == "fp32") return DensePrecision::Fp32;
+  if (name == "bf16") {
+    if (!bf16_gemm_available())
+      throw Error("--precision bf16 needs AMX bfloat16 tiles: " + bf16_gemm_unavailable_reason() +
+                  "; use --precision fp32");
+    return DensePrecision::Bf16;
+  }
+  throw Error("unknown precision '" + name + "' (expected fp32 or bf16)");
+}
+
+const char* dense_precision_name(DensePrecision precision) {
+  return precision == DensePrecision::Bf16 ? "bf16" : "fp32";
+}
+
+}  // namespace translution

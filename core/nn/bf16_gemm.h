@@ -1,0 +1,47 @@
+#pragma once
+// Mixed-precision matrix products on Intel AMX: fp32 operands rounded to
+// bfloat16 (to nearest, ties to even), multiplied in 16 x 32 tiles with fp32
+// sums, fp32 results. The training step's dense products are bound by the fp32
+// GEMM rate (self-attention's 300 images/s would need more than this machine's
+// 2048^3 fp32 GEMM reaches); one core's tiles did 1.6-2.6x the work of
+// OpenBLAS's two fp32 threads on those shapes (bench/amx_gemm.cpp,
+// docs/benchmarks.md "Session 11"). It changes the numbers: each product carries
+// bfloat16's rounding of its inputs (8 significant bits), as under PyTorch's
+// bf16 autocast, so it is opt-in (set_dense_precision), never the default.
+#include <cstdint>
+#include <string>
+
+namespace translution {
+
+// Whether this CPU has AMX bf16 tiles and AVX-512 BF16 and the kernel lets this
+// process use them (Linux asks each process to request the tile state). Asked
+// once; the answer is kept.
+bool bf16_gemm_available();
+// Why not, in words a person can act on ("" where it is available).
+std::string bf16_gemm_unavailable_reason();
+
+// c[m x n] = op(a) op(b) in the layout of raw_gemm_strided (row-major: op(a) is
+// a [m x k] with row stride lda, or a stored [k x m] and transposed when
+// trans_a; op(b) is b [k x n], or b stored [n x k] when trans_b), the operands
+// rounded to bfloat16, sums in fp32, plus `bias` (n floats, kept fp32) added to
+// every row where given. Split over `parts` cores (run_parts). Only where
+// bf16_gemm_available() (else it throws an Error saying why).
+void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+               const float* b, int64_t ldb, float* c, int64_t ldc, int parts, const float* bias = nullptr);
+
+// The bfloat16 a float rounds to, widened back to a float (what bf16_gemm
+// multiplies): round to nearest, ties to even; NaN stays NaN; subnormals become
+// zero (the conversion instruction flushes them).
+float round_to_bf16(float x);
+
+// Which precision the dense layers' products use where gradients are recorded
+// (training): fp32 (the default) or bf16 (bf16_gemm, CPU float tensors only;
+// elsewhere fp32). Set before training starts.
+enum class DensePrecision { Fp32, Bf16 };
+void set_dense_precision(DensePrecision precision);
+DensePrecision dense_precision();
+// fp32|bf16; bf16 throws an Error naming the reason where bf16_gemm is not available.
+DensePrecision parse_dense_precision(const std::string& name);
+const char* dense_precision_name(DensePrecision precision);
+
+}  // namespace translution

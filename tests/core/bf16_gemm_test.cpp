@@ -1,0 +1,229 @@
+// The bfloat16 products (nn/bf16_gemm.h) against a double-precision product of
+// the same operands rounded to bfloat16 (so only the fp32 sums may differ):
+// every transposition, shapes that fill no tile and leave partial ones, row
+// strides wider than the rows, 1-3 parts, with and without a bias row; the rounding against its definition;
+// dense layers in bf16 mode, forward and both gradients, against the same
+// rounded reference, and the layers left in fp32 where bf16 must not apply; a
+// small ViT trains in bf16 mode. Skipped where the CPU has no AMX tiles.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adamw.h>
+
+#include "nn/bf16_gemm.h"
+#include "nn/dense.h"
+#include "nn/vit.h"
+#include "util/error.h"
+#include "util/helper_threads.h"
+#include "test_switches.h"
+
+namespace translution {
+namespace {
+
+#define SKIP_WITHOUT_TILES() \
+  if (!bf16_gemm_available()) GTEST_SKIP() << "no AMX bf16 here: " << bf16_gemm_unavailable_reason()
+
+// Sets the dense precision for one scope.
+struct PrecisionScope {
+  explicit PrecisionScope(DensePrecision p) { set_dense_precision(p); }
+  ~PrecisionScope() { set_dense_precision(DensePrecision::Fp32); }
+};
+
+struct ThreadsScope {
+  int before = matrix_threads();
+  explicit ThreadsScope(int threads) { set_matrix_threads(threads); }
+  ~ThreadsScope() { set_matrix_threads(before); }
+};
+
+at::Tensor rounded(const at::Tensor& t) {
+  at::Tensor f = t.to(at::kFloat).contiguous().clone();
+  float* p = f.data_ptr<float>();
+  for (int64_t i = 0; i < f.numel(); ++i) p[i] = round_to_bf16(p[i]);
+  return f.to(at::kDouble);
+}
+
+// Largest |got - want| relative to want's largest entry.
+double relative_error(const at::Tensor& got, const at::Tensor& want) {
+  const double scale = want.abs().max().item<double>();
+  return (got.to(at::kDouble) - want).abs().max().item<double>() / (scale > 0 ? scale : 1);
+}
+
+TEST(Bf16Gemm, RoundingFollowsItsDefinition) {
+  const auto bits = [](float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    return u;
+  };
+  const auto from = [](uint32_t u) {
+    float x;
+    std::memcpy(&x, &u, 4);
+    return x;
+  };
+  EXPECT_EQ(round_to_bf16(1.0f), 1.0f);
+  EXPECT_EQ(bits(round_to_bf16(from(0x3F808000u))), 0x3F800000u);  // tie, even below: down
+  EXPECT_EQ(bits(round_to_bf16(from(0x3F818000u))), 0x3F820000u);  // tie, odd below: up
+  EXPECT_EQ(bits(round_to_bf16(from(0x3F808001u))), 0x3F810000u);  // above the tie: up
+  EXPECT_EQ(bits(round_to_bf16(from(0x3F807FFFu))), 0x3F800000u);  // below the tie: down
+  EXPECT_EQ(bits(round_to_bf16(-0.0f)), 0x80000000u);
+  EXPECT_EQ(round_to_bf16(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(round_to_bf16(std::numeric_limits<float>::max()), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_TRUE(std::isnan(round_to_bf16(from(0x7F800001u))));  // a NaN whose rounding would carry into Inf
+  EXPECT_EQ(bits(round_to_bf16(from(0x00000001u))), 0u);      // subnormals flush to zero
+  EXPECT_EQ(bits(round_to_bf16(from(0x80400000u))), 0x80000000u);
+  // Relative error at most half a unit in the 8-bit significand.
+  for (float x = 1e-30f; x < 1e30f; x *= 1.37f) EXPECT_LE(std::abs(round_to_bf16(x) - x), x * std::ldexp(1.0, -8));
+}
+
+// c = op(a) op(b) (+ a bias row where `bias`) through bf16_gemm, in a wider c whose
+// extra columns must stay untouched.
+void check_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int parts, bool bias = false) {
+  const int64_t pad = 3;
+  const at::Tensor a = ta ? at::randn({k, m + pad}) : at::randn({m, k + pad});
+  const at::Tensor b = tb ? at::randn({n, k + pad}) : at::randn({k, n + pad});
+  const at::Tensor row = at::randn({n});
+  at::Tensor c = at::full({m, n + pad}, 7.0f);
+  bf16_gemm(ta, tb, m, n, k, a.data_ptr<float>(), a.size(1), b.data_ptr<float>(), b.size(1), c.data_ptr<float>(),
+            n + pad, parts, bias ? row.data_ptr<float>() : nullptr);
+  const at::Tensor opa = ta ? a.narrow(1, 0, m).t() : a.narrow(1, 0, k);
+  const at::Tensor opb = tb ? b.narrow(1, 0, k).t() : b.narrow(1, 0, n);
+  const at::Tensor added = bias ? row.to(at::kDouble) : at::zeros({n}, at::kDouble);  // the bias is not rounded
+  const at::Tensor want = at::mm(rounded(opa), rounded(opb)) + added;
+  const at::Tensor exact_fp32 = at::mm(opa.to(at::kDouble), opb.to(at::kDouble)) + added;
+  SCOPED_TRACE(testing::Message() << "trans " << ta << tb << " m " << m << " n " << n << " k " << k << " parts "
+                                  << parts << " bias " << bias);
+  // Against the rounded operands only the fp32 sums differ; against the unrounded ones bf16's rounding shows.
+  EXPECT_LT(relative_error(c.narrow(1, 0, n), want), 2e-6);
+  EXPECT_LT(relative_error(c.narrow(1, 0, n), exact_fp32), 3e-2);
+  EXPECT_TRUE(at::all(c.narrow(1, n, pad) == 7.0f).item<bool>()) << "columns past n were written";
+}
+
+TEST(Bf16Gemm, MatchesTheRoundedProductInEveryLayout) {
+  SKIP_WITHOUT_TILES();
+  at::manual_seed(3);
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true})
+      for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+               {1, 1, 1}, {32, 32, 32}, {17, 40, 33}, {50, 24, 192}, {64, 96, 70}, {100, 10, 31}, {33, 65, 160}})
+        for (const int parts : {1, 2, 3}) check_product(ta, tb, m, n, k, parts, (m + parts) % 2 == 1);
+}
+
+TEST(Bf16Gemm, ShapesOfATrainingStep) {
+  SKIP_WITHOUT_TILES();
+  at::manual_seed(4);
+  check_product(false, true, 1600, 576, 192, 2, true);  // forward: x w^T + b
+  check_product(false, false, 1600, 192, 768, 2);  // input gradient: dy w
+  check_product(true, false, 768, 192, 1600, 2);   // weight gradient: dy^T x
+}
+
+TEST(Bf16Gemm, NonFiniteInputsReachTheOutput) {
+  SKIP_WITHOUT_TILES();
+  at::Tensor a = at::ones({32, 32}), b = at::ones({32, 32}), c = at::zeros({32, 32});
+  a[3][5] = std::numeric_limits<float>::quiet_NaN();
+  a[7][1] = std::numeric_limits<float>::infinity();
+  bf16_gemm(false, false, 32, 32, 32, a.data_ptr<float>(), 32, b.data_ptr<float>(), 32, c.data_ptr<float>(), 32, 2);
+  EXPECT_TRUE(at::all(at::isnan(c[3])).item<bool>());
+  EXPECT_TRUE(at::all(at::isinf(c[7])).item<bool>());
+  EXPECT_TRUE(at::all(c[0] == 32.0f).item<bool>());
+}
+
+TEST(Bf16Gemm, PrecisionNamesAndErrors) {
+  EXPECT_EQ(parse_dense_precision("fp32"), DensePrecision::Fp32);
+  EXPECT_STREQ(dense_precision_name(DensePrecision::Bf16), "bf16");
+  EXPECT_THROW(parse_dense_precision("fp16"), Error);
+  if (bf16_gemm_available()) {
+    EXPECT_EQ(parse_dense_precision("bf16"), DensePrecision::Bf16);
+    EXPECT_EQ(bf16_gemm_unavailable_reason(), "");
+  } else {
+    EXPECT_THROW(parse_dense_precision("bf16"), Error);
+    EXPECT_NE(bf16_gemm_unavailable_reason(), "");
+  }
+}
+
+// A dense layer's output and gradients in bf16 mode against the rounded double reference.
+void check_dense(int threads) {
+  ThreadsScope scope(threads);
+  PrecisionScope bf16(DensePrecision::Bf16);
+  torch::nn::Linear layer(torch::nn::LinearOptions(70, 48));
+  const at::Tensor x = at::randn({3, 17, 70}).requires_grad_(true);
+  const at::Tensor y = dense(layer, x);
+  ASSERT_NE(y.grad_fn(), nullptr);
+  EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
+  const at::Tensor dy = at::randn(y.sizes());
+  y.backward(dy);
+
+  const at::Tensor x2 = x.detach().reshape({-1, 70}), dy2 = dy.reshape({-1, 48}), w = layer->weight.detach();
+  const at::Tensor want_y = at::mm(rounded(x2), rounded(w).t()) + layer->bias.detach().to(at::kDouble);
+  const at::Tensor want_dx = at::mm(rounded(dy2), rounded(w));
+  const at::Tensor want_dw = at::mm(rounded(dy2).t(), rounded(x2));
+  SCOPED_TRACE(testing::Message() << "threads " << threads);
+  EXPECT_LT(relative_error(y.detach().reshape({-1, 48}), want_y), 2e-6);
+  EXPECT_LT(relative_error(x.grad().reshape({-1, 70}), want_dx), 2e-6);
+  EXPECT_LT(relative_error(layer->weight.grad(), want_dw), 2e-6);
+  EXPECT_LT(relative_error(layer->bias.grad(), dy2.sum(0).to(at::kDouble)), 1e-6);
+}
+
+TEST(Bf16Dense, LayerProductsAndGradientsAreTheRoundedOnes) {
+  SKIP_WITHOUT_TILES();
+  at::manual_seed(5);
+  for (const int threads : {1, 2}) check_dense(threads);
+}
+
+TEST(Bf16Dense, StaysFp32WhereItMustNotApply) {
+  SKIP_WITHOUT_TILES();
+  at::manual_seed(6);
+  torch::nn::Linear layer(torch::nn::LinearOptions(40, 24));
+  const at::Tensor x = at::randn({9, 40});
+  const at::Tensor exact = at::mm(x.to(at::kDouble), layer->weight.detach().to(at::kDouble).t()) +
+                           layer->bias.detach().to(at::kDouble);
+  {  // fp32 mode (the default), with gradients: fp32 to rounding
+    const at::Tensor y = dense(layer, x.clone().requires_grad_(true));
+    EXPECT_LT(relative_error(y.detach(), exact), 1e-6);
+  }
+  PrecisionScope bf16(DensePrecision::Bf16);
+  {  // no gradients recorded (inference): fp32
+    at::NoGradGuard no_grad;
+    EXPECT_LT(relative_error(dense(layer, x), exact), 1e-6);
+  }
+  {  // double: fp64, untouched by the mode
+    torch::nn::Linear wide(torch::nn::LinearOptions(40, 24));
+    wide->to(at::kDouble);
+    const at::Tensor xd = x.to(at::kDouble).requires_grad_(true);
+    const at::Tensor want = at::mm(xd.detach(), wide->weight.detach().t()) + wide->bias.detach();
+    EXPECT_LT(relative_error(dense(wide, xd).detach(), want), 1e-14);
+  }
+  {  // with gradients in bf16 mode the rounding shows (the mode is on)
+    const at::Tensor y = dense(layer, x.clone().requires_grad_(true));
+    const double error = relative_error(y.detach(), exact);
+    EXPECT_GT(error, 1e-5);
+    EXPECT_LT(error, 3e-2);
+  }
+}
+
+TEST(Bf16Dense, ASmallViTLearnsABatchInBf16) {
+  SKIP_WITHOUT_TILES();
+  at::manual_seed(7);
+  PrecisionScope bf16(DensePrecision::Bf16);
+  ViT vit(test_support::small_vit_config("attention"));
+  torch::optim::AdamW optimizer(vit->parameters(), torch::optim::AdamWOptions(3e-3));
+  const at::Tensor images = at::randn({16, 1, 28, 21}), labels = at::randint(0, 10, {16}, at::kLong);
+  double first = 0, last = 0;
+  for (int step = 0; step < 60; ++step) {
+    optimizer.zero_grad();
+    const at::Tensor loss = torch::nn::functional::cross_entropy(vit->forward(images), labels);
+    loss.backward();
+    optimizer.step();
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  EXPECT_TRUE(std::isfinite(last));
+  EXPECT_LT(last, 0.25 * first) << "first loss " << first << ", last " << last;
+}
+
+}  // namespace
+}  // namespace translution
