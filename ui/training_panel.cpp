@@ -21,6 +21,7 @@
 #include "model_slot.h"
 #include "plot_export.h"
 #include "nn/attention_spec.h"
+#include "nn/bf16_gemm.h"
 #include "util/device.h"
 #include "util/error.h"
 
@@ -119,6 +120,16 @@ void TrainingPanel::buildForm() {
   fresh_positions_ = new QCheckBox(tr("New positions every epoch"), this);
   fresh_positions_->setToolTip(tr("Dynamic and moving canvases: place every digit somewhere new each epoch, so "
                                   "no training canvas repeats (less over-fitting on long runs)"));
+  fresh_positions_->setObjectName("freshPositions");
+  bf16_ = new QCheckBox(tr("bfloat16 products (AMX)"), this);
+  bf16_->setObjectName("bf16Products");
+  if (bf16_gemm_available()) {
+    bf16_->setToolTip(tr("Multiply the dense layers in bfloat16 on this CPU's AMX tiles, summing in fp32 (mixed "
+                         "precision): self-attention trains about twice as fast; weights and optimizer stay fp32"));
+  } else {
+    bf16_->setEnabled(false);
+    bf16_->setToolTip(tr("Not here: %1").arg(QString::fromStdString(bf16_gemm_unavailable_reason())));
+  }
   device_ = new QComboBox(this);
   device_->addItem("CPU", "cpu");
   if (cuda_available()) device_->addItem("CUDA", "cuda");
@@ -135,6 +146,7 @@ void TrainingPanel::buildForm() {
   form2->addRow(tr("Seed"), seed_);
   form2->addRow(tr("Training digits"), samples_);
   form2->addRow(QString(), fresh_positions_);
+  form2->addRow(QString(), bf16_);
   auto* columns = new QHBoxLayout;
   columns->addLayout(form);
   columns->addLayout(form2);
@@ -199,6 +211,7 @@ TrainConfig TrainingPanel::trainConfig() const {
   t.seed = seed_->value();
   t.train_samples = samples_->value();
   t.fresh_positions = fresh_positions_->isChecked();
+  t.precision = bf16_->isChecked() ? "bf16" : "fp32";
   t.eval_samples = 1000;
   t.eval_every = t.steps > 0 ? std::max<int64_t>(1, t.steps / 10) : 0;
   t.validate();

@@ -28,9 +28,9 @@ const char* kTrainUsage = R"(usage: translution train --model NAME [--preset A] 
                          [--seed 0] [--data-seed 0] [--fresh-positions] [--train-samples N] [--eval-every STEPS]
                          [--eval-samples 2000] [--checkpoint-every STEPS] [--device auto|cpu|cuda]
                          [--data-dir DIR] [--no-final-eval] [--stop-at STEP] [--recompute]
-                         [--matrix-threads auto|N] [--json] --out FILE.ckpt
+                         [--precision fp32|bf16] [--matrix-threads auto|N] [--json] --out FILE.ckpt
        translution train --resume FILE.ckpt [--steps N] [--fresh-positions] [--stop-at STEP] [--device ...]
-                         [--data-dir DIR] [--recompute] [--matrix-threads auto|N] [--json]
+                         [--data-dir DIR] [--recompute] [--precision fp32|bf16] [--matrix-threads auto|N] [--json]
 
 Trains with AdamW and a cosine schedule (linear warm-up first when --warmup is set),
 evaluating on the first --eval-samples test digits every --eval-every steps (default:
@@ -49,7 +49,11 @@ and LoR train with one BLAS thread per GEMM and the engine splitting the product
 over the cores (measured faster; $OPENBLAS_NUM_THREADS overrides). --matrix-threads 1
 keeps the engine's work on one thread; a run that shares the cores with others also
 sets OPENBLAS_NUM_THREADS=1 (as scripts/reproduce_protocol.sh does). Model options as
-in `model info`.
+in `model info`. --precision bf16 multiplies the dense layers' inputs, weights and
+gradients as bfloat16 on the CPU's AMX tiles, summing in fp32 (mixed precision: the
+weights, the optimizer and every other op stay fp32; self-attention ViT-A/12 trained
+about 2x faster, docs/benchmarks.md); it needs an Intel Xeon from Sapphire Rapids on,
+and is stored in the checkpoint, so a resumed run keeps it unless --precision says otherwise.
 )";
 
 volatile std::sig_atomic_t interrupted = 0;
@@ -82,6 +86,7 @@ TrainConfig train_config_from_args(const Args& args) {
   t.eval_every = args.get_int("eval-every", t.eval_every);
   t.eval_samples = args.get_int("eval-samples", t.eval_samples);
   t.checkpoint_every = args.get_int("checkpoint-every", t.checkpoint_every);
+  t.precision = args.get_choice("precision", {"fp32", "bf16"});
   t.validate();
   return t;
 }
@@ -94,6 +99,7 @@ std::unique_ptr<Trainer> make_trainer(const Args& args, const std::string& data_
       c.training->config.validate();
     }
     if (c.training && args.flag("fresh-positions")) c.training->config.fresh_positions = true;
+    if (c.training && args.has("precision")) c.training->config.precision = args.get_choice("precision", {"fp32", "bf16"});
     auto trainer = std::make_unique<Trainer>(std::move(c), data_dir, device);
     trainer->set_checkpoint_path(args.get("out", args.get("resume")));
     return trainer;
@@ -110,7 +116,7 @@ int train_command(const std::vector<std::string>& words) {
   const Args args(words, model_flags({"json", "no-final-eval", "fresh-positions", "recompute"}),
                   model_options({"dataset", "epochs", "steps", "batch", "lr", "weight-decay", "warmup", "min-lr",
                                  "clip", "seed", "data-seed", "train-samples", "eval-every", "eval-samples",
-                                 "checkpoint-every", "device", "data-dir", "out", "resume", "stop-at",
+                                 "checkpoint-every", "precision", "device", "data-dir", "out", "resume", "stop-at",
                                  "matrix-threads"}));
   if (!args.has("resume") && !args.has("out")) throw Error("train needs --out FILE.ckpt (or --resume FILE.ckpt)");
   const int64_t stop_at = args.get_int("stop-at", 0);  // a planned pause: checkpoint, exit 0

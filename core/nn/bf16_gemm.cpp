@@ -1,7 +1,6 @@
 #include "nn/bf16_gemm.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -19,7 +18,7 @@
 namespace translution {
 namespace {
 
-std::atomic<DensePrecision> g_precision{DensePrecision::Fp32};
+thread_local DensePrecision t_precision = DensePrecision::Fp32;
 
 int64_t round_up(int64_t x, int64_t step) { return (x + step - 1) / step * step; }
 
@@ -284,15 +283,16 @@ float round_to_bf16(float x) {
   return y;
 }
 
-void set_dense_precision(DensePrecision precision) { g_precision = precision; }
-DensePrecision dense_precision() { return g_precision; }
+void set_dense_precision(DensePrecision precision) { t_precision = precision; }
+DensePrecision dense_precision() { return t_precision; }
+bool valid_dense_precision_name(const std::string& name) { return name == "fp32" || name == "bf16"; }
 
 DensePrecision parse_dense_precision(const std::string& name) {
   if (name == "fp32") return DensePrecision::Fp32;
   if (name == "bf16") {
     if (!bf16_gemm_available())
-      throw Error("--precision bf16 needs AMX bfloat16 tiles: " + bf16_gemm_unavailable_reason() +
-                  "; use --precision fp32");
+      throw Error("precision bf16 needs AMX bfloat16 tiles: " + bf16_gemm_unavailable_reason() +
+                  "; train with precision fp32");
     return DensePrecision::Bf16;
   }
   throw Error("unknown precision '" + name + "' (expected fp32 or bf16)");

@@ -34,14 +34,31 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
 // zero (the conversion instruction flushes them).
 float round_to_bf16(float x);
 
-// Which precision the dense layers' products use where gradients are recorded
-// (training): fp32 (the default) or bf16 (bf16_gemm, CPU float tensors only;
-// elsewhere fp32). Set before training starts.
+// Which precision the dense layers' products use, on the calling thread, where
+// gradients are recorded (training): fp32 (the default) or bf16 (bf16_gemm, CPU
+// float tensors only; elsewhere fp32). Per thread, so that the studio's two
+// training runs may differ.
 enum class DensePrecision { Fp32, Bf16 };
 void set_dense_precision(DensePrecision precision);
 DensePrecision dense_precision();
-// fp32|bf16; bf16 throws an Error naming the reason where bf16_gemm is not available.
+
+// Sets the calling thread's precision for one scope (a training step) and restores it.
+class ScopedDensePrecision {
+ public:
+  explicit ScopedDensePrecision(DensePrecision precision) : before_(dense_precision()) {
+    set_dense_precision(precision);
+  }
+  ~ScopedDensePrecision() { set_dense_precision(before_); }
+  ScopedDensePrecision(const ScopedDensePrecision&) = delete;
+  ScopedDensePrecision& operator=(const ScopedDensePrecision&) = delete;
+
+ private:
+  DensePrecision before_;
+};
+// fp32|bf16; bf16 throws an Error naming the reason where bf16_gemm is not
+// available. valid_dense_precision_name checks the name alone (a stored config).
 DensePrecision parse_dense_precision(const std::string& name);
+bool valid_dense_precision_name(const std::string& name);
 const char* dense_precision_name(DensePrecision precision);
 
 }  // namespace translution

@@ -1,6 +1,7 @@
 #include "train/train_config.h"
 
 #include "data/canvas_dataset.h"
+#include "nn/bf16_gemm.h"
 #include "util/error.h"
 #include "util/key_value.h"
 
@@ -28,6 +29,7 @@ const std::vector<KeyValueField<TrainConfig>>& fields() {
       int_field("eval_every", &T::eval_every),
       int_field("eval_samples", &T::eval_samples),
       int_field("checkpoint_every", &T::checkpoint_every),
+      string_field("precision", &T::precision),
   };
   return f;
 }
@@ -76,6 +78,8 @@ void TrainConfig::validate() const {
   at_least("weight_decay", weight_decay, 0);
   at_least("clip_norm", clip_norm, 0);
   at_least("min_lr", min_lr, 0);
+  if (!valid_dense_precision_name(precision))
+    throw Error("training: precision must be fp32 or bf16, got '" + precision + "'");
   if (!(lr > 0)) throw Error("training: lr must be positive, got " + format_double(lr));
   if (min_lr > lr) throw Error("training: min_lr (" + format_double(min_lr) + ") exceeds lr (" + format_double(lr) + ")");
   if (warmup_steps > total_steps())

@@ -14,6 +14,7 @@
 #include <torch/serialize/output-archive.h>
 
 #include "data/batches.h"
+#include "nn/bf16_gemm.h"
 #include "train/evaluate.h"
 #include "train/fused_adamw.h"
 #include "train/lr_schedule.h"
@@ -60,12 +61,20 @@ void set_lr(torch::optim::AdamW& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
+// bf16 runs on the CPU's AMX tiles (nn/bf16_gemm.h): elsewhere the run would silently be fp32.
+DensePrecision run_precision(const TrainConfig& config, const c10::Device& device) {
+  if (config.precision == "bf16" && !device.is_cpu())
+    throw Error("training: precision bf16 runs on the CPU's AMX tiles; on " + device.str() + " use precision fp32");
+  return parse_dense_precision(config.precision);  // says why where the tiles are missing
+}
+
 }  // namespace
 
 Trainer::Trainer(const ViTConfig& model, const TrainConfig& train, std::string data_dir, c10::Device device)
     : model_config_(model), config_(train), data_dir_(std::move(data_dir)), device_(device) {
   model_config_.validate();
   config_.validate();
+  precision_ = run_precision(config_, device_);
   load_data();
   at::manual_seed(uint64_t(config_.seed));
   model_ = ViT(model_config_);
@@ -80,6 +89,7 @@ Trainer::Trainer(Checkpoint checkpoint, std::string data_dir, c10::Device device
     throw Error("this checkpoint holds weights only (no training state), so its run cannot be resumed");
   TrainingState& s = *checkpoint.training;
   config_ = s.config;
+  precision_ = run_precision(config_, device_);
   load_data();
   model_ = checkpoint.model;
   model_->to(device_);
@@ -160,6 +170,7 @@ TrainProgress Trainer::train_step() {
   p.lr = scheduled_lr(step_, total_steps(), config_.warmup_steps, config_.lr, config_.min_lr);
   const Batch batch = make_batch(*train_set_, batch_indices(step_), device_);
   model_->train();
+  const ScopedDensePrecision precision(precision_);
   set_lr(*optimizer_, p.lr);
   release_gradients(*optimizer_);
   const at::Tensor logits = model_->forward(batch.images);

@@ -23,6 +23,7 @@
 #include <torch/optim/adamw.h>
 
 #include "data/canvas_dataset.h"
+#include "nn/bf16_gemm.h"
 #include "train/checkpoint.h"
 
 namespace translution {
@@ -83,6 +84,7 @@ class Trainer {
 
   ViTConfig model_config_;
   TrainConfig config_;
+  DensePrecision precision_ = DensePrecision::Fp32;  // config_.precision, checked against this machine
   std::string data_dir_;
   c10::Device device_;
   ViT model_{nullptr};

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <thread>
 
+#include "nn/bf16_gemm.h"
 #include "temp_dir.h"
 #include "train/evaluate.h"
 #include "train/lr_schedule.h"
@@ -94,6 +95,33 @@ TEST(Trainer, SameSeedSameRunDifferentSeedDifferentRun) {
   Trainer c(small_model(), t, mnist_dir(), c10::kCPU);
   c.run([](const TrainProgress&) {});
   EXPECT_FALSE(at::equal(a.model()->named_parameters()["head.weight"], c.model()->named_parameters()["head.weight"]));
+}
+
+TEST(Trainer, Bf16PrecisionTrainsInItAndIsStored) {
+  ASSERT_FALSE(mnist_dir().empty());
+  TrainConfig t = small_run();
+  t.steps = 3;
+  t.precision = "bf16";
+  if (!bf16_gemm_available()) {  // a clear error before any work, naming the reason
+    try {
+      Trainer(small_model("attention"), t, mnist_dir(), c10::kCPU);
+      ADD_FAILURE() << "a bf16 run started without AMX tiles";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("AMX"), std::string::npos) << e.what();
+    }
+    return;
+  }
+  Trainer bf16(small_model("attention"), t, mnist_dir(), c10::kCPU);
+  bf16.run([](const TrainProgress&) {});
+  EXPECT_EQ(dense_precision(), DensePrecision::Fp32) << "the step's precision leaked out of it";
+  EXPECT_EQ(bf16.checkpoint().training->config.precision, "bf16");
+  t.precision = "fp32";
+  Trainer fp32(small_model("attention"), t, mnist_dir(), c10::kCPU);
+  fp32.run([](const TrainProgress&) {});
+  // The same run but for the dense products' rounding: close, not equal.
+  const at::Tensor a = bf16.model()->named_parameters()["head.weight"], b = fp32.model()->named_parameters()["head.weight"];
+  EXPECT_FALSE(at::equal(a, b));
+  EXPECT_LT((a - b).abs().max().item<double>(), 0.05 * b.abs().max().item<double>());
 }
 
 TEST(Trainer, FreshPositionsGiveEveryEpochItsOwnCanvases) {
@@ -185,13 +213,19 @@ TEST(Trainer, ImpossibleConfigurationsAreErrors) {
   EXPECT_THROW(Trainer(wrong_size, small_run(), mnist_dir(), c10::kCPU), Error);
   EXPECT_THROW(TrainConfig::from_text("lr=fast\n"), Error);
   EXPECT_THROW(TrainConfig::from_text("learning_rate=0.1\n"), Error);
+  EXPECT_THROW(TrainConfig::from_text("precision=fp16\n"), Error);
+  t = small_run();
+  t.precision = "bf16";
+  EXPECT_THROW(Trainer(small_model(), t, mnist_dir(), c10::Device("cuda")), Error);  // AMX is the CPU's
 }
 
 TEST(TrainConfig, RoundTripsThroughText) {
   TrainConfig t = small_run();
   t.lr = 0.000123456789;
   t.min_lr = 1e-7;
+  t.precision = "bf16";
   EXPECT_EQ(TrainConfig::from_text(t.to_text()).to_text(), t.to_text());
+  EXPECT_EQ(TrainConfig::from_text("").precision, "fp32");  // checkpoints from before the field
   EXPECT_EQ(t.steps_per_epoch(), 3);
 }
 

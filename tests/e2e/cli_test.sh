@@ -64,13 +64,24 @@ check "bench times the training phases" grep -q '"forward_ms":[0-9].*"optimizer_
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --optimizer adamw --json)
 check "bench --optimizer adamw" grep -q '"optimizer":"adamw"' <<<"$bench"
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --gemm aten --row-gemm off --pair-kernels aten --inference-kernels aten --training-kernels aten --matrix-threads 3 --json)
-check "bench --gemm/--row-gemm/--pair-kernels/--inference-kernels/--training-kernels/--matrix-threads are reported" grep -q '"gemm":"aten","row_gemm":"off","pair_kernels":"aten","inference_kernels":"aten","training_kernels":"aten","matrix_threads":3' <<<"$bench"
+check "bench --gemm/--row-gemm/--pair-kernels/--inference-kernels/--training-kernels/--matrix-threads are reported" grep -q '"gemm":"aten","row_gemm":"off","pair_kernels":"aten","inference_kernels":"aten","training_kernels":"aten","precision":"fp32","matrix_threads":3' <<<"$bench"
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare inference-kernels --json)
 check "bench --compare inference-kernels alternates in one process (fused by default)" grep -qE '"inference_kernels":"fused",.*"compare":"inference-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 2 --warmup 0 --compare training-kernels --json)
 check "bench --compare training-kernels alternates in one process (fused by default)" grep -qE '"training_kernels":"fused",.*"compare":"training-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
 check "bench --mode studio rejects --training-kernels" bash -c "out=\$(\"$cli\" bench --mode studio --training-kernels aten 2>&1); test \$? -ne 0 && grep -q \"applies to --mode train\" <<<\"\$out\""
 check "bench rejects a bad --training-kernels" bash -c "out=\$(\"$cli\" bench --model attention --training-kernels fast 2>&1); test \$? -ne 0 && grep -q \"unknown --training-kernels 'fast'\" <<<\"\$out\""
+check "bench rejects --precision outside training" bash -c "out=\$(\"$cli\" bench --model attention --precision bf16 2>&1); test \$? -ne 0 && grep -q 'precision applies to --mode train' <<<\"\$out\""
+check "bench rejects an unknown --precision" bash -c "out=\$(\"$cli\" bench --model attention --mode train --precision fp16 2>&1); test \$? -ne 0 && grep -q \"unknown precision 'fp16'\" <<<\"\$out\""
+tiny_train=(--model attention --preset tiny --image 28 --patch 7 --depth 1 --dataset dynamic --batch 16 --train-samples 64 --steps 3 --eval-samples 32 --no-final-eval)
+if grep -q ' amx_bf16 ' /proc/cpuinfo; then  # (the kernel must also grant the tiles: Linux 5.16 on)
+  bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 2 --warmup 0 --precision bf16 --compare precision --json)
+  check "bench --compare precision alternates bf16 and fp32" grep -qE '"precision":"bf16",.*"compare":"precision","ms_per_step_alternative":[0-9]' <<<"$bench"
+  check "train --precision bf16 trains" "$cli" train "${tiny_train[@]}" --precision bf16 --out "$work/bf16.ckpt"
+  check "the checkpoint keeps the precision" bash -c "\"$cli\" checkpoint info '$work/bf16.ckpt' | grep -q 'precision=bf16'"
+else
+  check "train --precision bf16 says why it cannot run here" bash -c "out=\$(\"$cli\" train ${tiny_train[*]} --precision bf16 --out '$work/bf16.ckpt' 2>&1); test \$? -ne 0 && grep -q 'AMX' <<<\"\$out\" && test ! -e '$work/bf16.ckpt'"
+fi
 check "bench rejects a bad --inference-kernels" bash -c "out=\$(\"$cli\" bench --model attention --inference-kernels fast 2>&1); test \$? -ne 0 && grep -q \"unknown --inference-kernels 'fast'\" <<<\"\$out\""
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare row-gemm --json)
 check "bench --compare row-gemm alternates in one process" grep -qE '"compare":"row-gemm","ms_per_step_alternative":[0-9]' <<<"$bench"

@@ -20,6 +20,7 @@
 #include "probability_chart.h"
 #include "slot_view.h"
 #include "image/png_io.h"
+#include "nn/bf16_gemm.h"
 #include "train/checkpoint.h"
 #include "robustness_panel.h"
 #include "training_panel.h"
@@ -183,10 +184,18 @@ class StudioPanelsTest : public QObject {
     QVERIFY(!panel->hasUnsavedRun());
     QCOMPARE(load_checkpoint(path.toStdString()).training->step, panel->current()->trainer().step());
     // The form's augmentation switch reaches the run's configuration.
-    auto* fresh = panel->findChild<QCheckBox*>();
+    auto* fresh = panel->findChild<QCheckBox*>("freshPositions");
     QVERIFY(fresh != nullptr && !panel->trainConfig().fresh_positions);
     fresh->setChecked(true);
     QVERIFY(panel->trainConfig().fresh_positions);
+    // So does the precision switch, offered only where the CPU has AMX tiles.
+    auto* bf16 = panel->findChild<QCheckBox*>("bf16Products");
+    QVERIFY(bf16 != nullptr && panel->trainConfig().precision == "fp32");
+    QCOMPARE(bf16->isEnabled(), bf16_gemm_available());
+    if (bf16->isEnabled()) {
+      bf16->setChecked(true);
+      QVERIFY(panel->trainConfig().precision == "bf16");
+    }
   }
 
   void robustnessPanelSlidesSweepsAndEvaluates() {
