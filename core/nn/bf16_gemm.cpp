@@ -47,6 +47,34 @@ __attribute__((target("avx512f,avx512bw"))) __m512i interleave_pairs(__m512i v) 
   return _mm512_permutexvar_epi16(_mm512_load_si512(order), v);
 }
 
+// r[i] element j -> r[j] element i, for 16 x 16 32-bit elements (pairs of
+// bfloat16): per group of four rows their columns gathered into 128-bit lanes
+// (cols 4l + c in lane l of u[4 g + c]), then the lanes of the four groups.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own unpack intrinsics (their unused pass-through)
+__attribute__((target("avx512f"))) void transpose_16x16(__m512i r[16]) {
+  __m512i u[16];
+  for (int g = 0; g < 4; ++g) {
+    const __m512i lo01 = _mm512_unpacklo_epi32(r[4 * g], r[4 * g + 1]),
+                  hi01 = _mm512_unpackhi_epi32(r[4 * g], r[4 * g + 1]),
+                  lo23 = _mm512_unpacklo_epi32(r[4 * g + 2], r[4 * g + 3]),
+                  hi23 = _mm512_unpackhi_epi32(r[4 * g + 2], r[4 * g + 3]);
+    u[4 * g] = _mm512_unpacklo_epi64(lo01, lo23);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(lo01, lo23);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(hi01, hi23);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(hi01, hi23);
+  }
+  for (int c = 0; c < 4; ++c) {  // u[c] lanes hold columns c, c + 4, c + 8, c + 12
+    const __m512i even_ab = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), even_cd = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+    const __m512i odd_ab = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd), odd_cd = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+    r[c] = _mm512_shuffle_i32x4(even_ab, even_cd, 0x88);
+    r[c + 8] = _mm512_shuffle_i32x4(even_ab, even_cd, 0xdd);
+    r[c + 4] = _mm512_shuffle_i32x4(odd_ab, odd_cd, 0x88);
+    r[c + 12] = _mm512_shuffle_i32x4(odd_ab, odd_cd, 0xdd);
+  }
+}
+#pragma GCC diagnostic pop
+
 // Two masked 16-float loads rounded to 32 bfloat16 [lo, hi].
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) __m512i to_bf16(const float* lo, __mmask16 lo_lanes,
                                                                          const float* hi, __mmask16 hi_lanes) {
@@ -71,22 +99,24 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_a_rows(const fl
 }
 
 // Rows [r0, r1) (multiples of 16) of packed A where A = a^T, a stored [k x m]:
-// two rows of a give, for 16 consecutive rows of A, the pair (k, k + 1) each,
-// scattered down those rows (the rows of a read front to back, once).
+// for 16 rows of A and 32 k, two rows of a at a time give each row's pair
+// (k, k + 1); transposed, each vector is one row's 32 k (the rows of a read
+// front to back).
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_a_transposed(const float* a, int64_t lda,
                                                                                 int64_t m, int64_t k, uint16_t* ap,
                                                                                 int64_t kp, int64_t r0, int64_t r1) {
-  const __m512i down = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                          _mm512_set1_epi32(int(kp / 2)));
-  for (int64_t p = 0; p < kp / 2; ++p) {
-    const int64_t k0 = 2 * p;
+  __m512i v[16];
+  for (int64_t q = 0; q < kp / 32; ++q)
     for (int64_t g = r0; g < r1; g += 16) {
       const __mmask16 rows = lanes(m - g);
-      const __m512i v = interleave_pairs(to_bf16(a + k0 * lda + g, k0 < k ? rows : __mmask16(0),
-                                                 a + (k0 + 1) * lda + g, k0 + 1 < k ? rows : __mmask16(0)));
-      _mm512_i32scatter_epi32(reinterpret_cast<int32_t*>(ap + g * kp) + p, down, v, 4);
+      for (int p = 0; p < 16; ++p) {
+        const int64_t k0 = 32 * q + 2 * p;
+        v[p] = interleave_pairs(to_bf16(a + k0 * lda + g, k0 < k ? rows : __mmask16(0), a + (k0 + 1) * lda + g,
+                                        k0 + 1 < k ? rows : __mmask16(0)));
+      }
+      transpose_16x16(v);
+      for (int j = 0; j < 16; ++j) _mm512_storeu_si512(ap + (g + j) * kp + 32 * q, v[j]);
     }
-  }
 }
 
 // Column groups [j0, j1) (16 columns each) of packed B from b [k x n] (row stride ldb).
@@ -107,24 +137,24 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_b_rows(const fl
 
 // Column groups [j0, j1) of packed B where B = b^T, b stored [n x k]: a row of b
 // is one column of B, its 32 consecutive k already the 16 pairs a tile column
-// holds, scattered down the tile.
+// holds; 16 of them transposed are the tile's rows.
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_b_transposed(const float* b, int64_t ldb,
                                                                                 int64_t n, int64_t k, uint16_t* bp,
                                                                                 int64_t kp, int64_t j0, int64_t j1) {
-  const __m512i down = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                          _mm512_set1_epi32(16));
   const int64_t kb = kp / 32;
+  __m512i v[16];
   for (int64_t j = j0; j < j1; ++j)
-    for (int64_t c = 0; c < 16; ++c) {
-      const int64_t col = 16 * j + c;
-      for (int64_t q = 0; q < kb; ++q) {
-        int32_t* tile = reinterpret_cast<int32_t*>(bp + (j * kb + q) * kTile);
+    for (int64_t q = 0; q < kb; ++q) {
+      for (int c = 0; c < 16; ++c) {
+        const int64_t col = 16 * j + c;
         const float* src = b + col * ldb + 32 * q;
         const bool inside = col < n;
-        const __m512i v = to_bf16(src, inside ? lanes(k - 32 * q) : __mmask16(0), src + 16,
-                                  inside ? lanes(k - 32 * q - 16) : __mmask16(0));
-        _mm512_i32scatter_epi32(tile + c, down, v, 4);
+        v[c] = to_bf16(src, inside ? lanes(k - 32 * q) : __mmask16(0), src + 16,
+                       inside ? lanes(k - 32 * q - 16) : __mmask16(0));
       }
+      transpose_16x16(v);
+      uint16_t* tile = bp + (j * kb + q) * kTile;
+      for (int p = 0; p < 16; ++p) _mm512_storeu_si512(tile + 32 * p, v[p]);
     }
 }
 
