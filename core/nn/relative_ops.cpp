@@ -12,6 +12,7 @@
 #include <torch/autograd.h>
 #include <torch/csrc/autograd/graph_task.h>
 
+#include "nn/bf16_gemm.h"
 #include "nn/gather_rows.h"
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
@@ -70,24 +71,47 @@ void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, i
     std::memcpy(dst + (r - begin) * row_size, x + rows[r] * row_size, sizeof(T) * size_t(row_size));
 }
 
-// out[m x D] = g[m x C] w[C x D]. Products of few rows (one image's, about 15 per
-// matrix) in float go to the engine's kernel, which streams the next matrix of the loop
-// into cache while it computes (nn/row_gemm.h; Translution, one image: see
-// docs/benchmarks.md, "Session 8"); larger ones to the BLAS.
+// Whether a bank's products run in bfloat16 (nn/bf16_gemm.h) when training in bf16
+// precision: float matrices of at least 64 x 64 (Translution's 192 x 192; LoR's
+// 24 x 24 would be mostly padding in the 32-wide tiles and stay fp32).
+bool bf16_bank(const at::Tensor& bank) {
+  return bank.scalar_type() == at::kFloat && bank.dim() == 3 && bank.size(1) >= 64 && bank.size(2) >= 64;
+}
+
+// out[m x D] = g[m x C] w[C x D]. In bf16 precision on AMX tiles; else products of
+// few rows (one image's, about 15 per matrix) in float go to the engine's kernel,
+// which streams the next matrix of the loop into cache while it computes
+// (nn/row_gemm.h; Translution, one image: see docs/benchmarks.md, "Session 8");
+// larger ones to the BLAS.
 template <typename T>
-void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next) {
+void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next, bool bf16) {
   if constexpr (std::is_same_v<T, float>) {
+    if (bf16) return bf16_gemm(false, false, m, D, C, g, C, w, D, out, D, 1);
     if (m <= kRowGemmMostRows && row_gemm_available() && row_gemm_width_ok(D))
       return row_gemm(m, D, C, g, C, w, D, out, D, next, next ? int64_t(sizeof(T)) * C * D : 0);
   }
   raw_gemm<T>(false, false, m, D, C, g, w, out);
 }
 
+// dW = G^T dS and dG = dS W^T for one matrix's rows ([m x C] and [m x D]), in bf16 precision on AMX tiles.
+template <typename T>
+void matrix_gradients(int64_t m, int64_t C, int64_t D, const T* g, const T* ds, const T* w, T* dw, T* dg, bool bf16) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16) {
+      bf16_gemm(true, false, C, D, m, g, C, ds, D, dw, D, 1);
+      bf16_gemm(false, true, m, C, D, ds, D, w, D, dg, C, 1);
+      return;
+    }
+  }
+  raw_gemm<T>(true, false, C, D, m, g, ds, dw);
+  raw_gemm<T>(false, true, m, C, D, ds, w, dg);
+}
+
 // S[rows of e] = X[rows of e] W[e] for every matrix: one GEMM each, M = B n_e. On
 // the raw path each matrix's input rows are gathered into a scratch block the size
 // of one GEMM's operand (cache-resident) instead of a gathered copy of all rows.
 at::Tensor project_sorted(const at::Tensor& xt_in, const at::Tensor& rows, const at::Tensor& bank,
-                          const std::vector<int64_t>& offset) {
+                          const std::vector<int64_t>& offset, bool bf16) {
   const at::Tensor xt = xt_in.contiguous();
   const int64_t R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
   at::Tensor out = at::empty({R, B, D}, xt.options());
@@ -109,7 +133,7 @@ at::Tensor project_sorted(const at::Tensor& xt_in, const at::Tensor& rows, const
         scalar_t* gp = scratch.data_ptr<scalar_t>() + part * block * C;
         gather_block(xp, rp, offset[e], offset[e + 1], B * C, gp);
         matrix_product<scalar_t>(n * B, C, D, gp, wp + int64_t(e) * C * D, op + offset[e] * B * D,
-                                 next < E ? wp + int64_t(next) * C * D : nullptr);
+                                 next < E ? wp + int64_t(next) * C * D : nullptr, bf16);
       });
     });
     return out;
@@ -135,7 +159,7 @@ at::Tensor scatter_rows(const at::Tensor& rows_grad, const at::Tensor& index, in
 // matrix. The raw path gathers and scatters one matrix's rows at a time, as above.
 std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt_in, const at::Tensor& rows,
                                                           const at::Tensor& bank, const std::vector<int64_t>& offset,
-                                                          const at::Tensor& ds_in) {
+                                                          const at::Tensor& ds_in, bool bf16) {
   const at::Tensor xt = xt_in.contiguous();
   const int64_t N = xt.size(0), R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
   const at::Tensor ds2 = ds_in.reshape({R * B, D}).contiguous();
@@ -162,8 +186,7 @@ std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt_i
           if (n == 0) continue;
           const scalar_t* ds_e = sp + offset[e] * B * D;
           gather_block(xp, rp, offset[e], offset[e + 1], row_size, gp);
-          raw_gemm<scalar_t>(true, false, C, D, n * B, gp, ds_e, dwp + w);   // dW = G^T dS
-          raw_gemm<scalar_t>(false, true, n * B, C, D, ds_e, wp + w, dgp);  // dG = dS W^T
+          matrix_gradients<scalar_t>(n * B, C, D, gp, ds_e, wp + w, dwp + w, dgp, bf16);
           for (int64_t r = 0; r < n; ++r) {
             scalar_t* dst = dxp + rp[offset[e] + r] * row_size;
             const scalar_t* src = dgp + r * row_size;
@@ -220,19 +243,19 @@ at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& o
 
 // x_row(r) W[entry(r)] for every sorted row r: [R, B, D]. xt: [N, B, C].
 at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
-                        const std::vector<int64_t>& offset) {
+                        const std::vector<int64_t>& offset, bool bf16) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
   if (project_every_token(bank, B)) {
     const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
     return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
   }
-  return project_sorted(xt, rows, bank, offset);
+  return project_sorted(xt, rows, bank, offset, bf16);
 }
 
 // Gradients of project_rows: into the input ([N, B, C]) and the bank.
 std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, const at::Tensor& rows,
                                                         const at::Tensor& bank, const std::vector<int64_t>& offset,
-                                                        const at::Tensor& ds) {
+                                                        const at::Tensor& ds, bool bf16) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
   if (project_every_token(bank, B)) {
     const at::Tensor dall = at::zeros({N * B * E, D}, ds.options())
@@ -243,7 +266,7 @@ std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, co
     const at::Tensor dxt = at::mm(dall, bank.permute({1, 0, 2}).reshape({C, E * D}).t()).view({N, B, C});
     return {dxt, dbank};
   }
-  return project_sorted_backward(xt, rows, bank, offset, ds);
+  return project_sorted_backward(xt, rows, bank, offset, ds, bf16);
 }
 
 // Saved pair rows may take their own gradients in place (no new [R, B, D] tensors
@@ -257,6 +280,16 @@ bool rows_are_scratch(AutogradContext* ctx, bool recomputed) {
   return !ctx->saved_data.count("recorded") && !torch::autograd::get_current_graph_task_keep_graph();
 }
 
+// Whether this forward records gradients in bf16 precision (nn/bf16_gemm.h), asked
+// before the autograd function (inside it gradients are off); which banks then
+// take bfloat16 products is bf16_bank's choice.
+bool training_in_bf16(std::initializer_list<const at::Tensor*> inputs) {
+  if (dense_precision() != DensePrecision::Bf16 || !at::GradMode::is_enabled() || !bf16_gemm_available()) return false;
+  for (const at::Tensor* t : inputs)
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
 // Autograd functions take no undefined inputs: a plain side passes an empty bank.
 bool has_bank(const at::Tensor& bank) { return bank.defined() && bank.numel() > 0; }
 at::Tensor bank_or_empty(const at::Tensor& bank, const at::Tensor& like) {
@@ -265,15 +298,15 @@ at::Tensor bank_or_empty(const at::Tensor& bank, const at::Tensor& like) {
 
 // One side of the dot product for every sorted row: projected (relative) or gathered (plain).
 at::Tensor side_rows(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
-                     const std::vector<int64_t>& offset) {
-  return has_bank(bank) ? project_rows(xt, rows, bank, offset) : gather_rows(xt, rows);
+                     const std::vector<int64_t>& offset, bool bf16) {
+  return has_bank(bank) ? project_rows(xt, rows, bank, offset, bf16 && bf16_bank(bank)) : gather_rows(xt, rows);
 }
 
 // Gradient of one side: into the input and the bank (relative) or just the vectors (plain).
 std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
-                                                const std::vector<int64_t>& offset, const at::Tensor& ds) {
+                                                const std::vector<int64_t>& offset, const at::Tensor& ds, bool bf16) {
   if (!has_bank(bank)) return {scatter_rows(ds, rows, xt.size(0)).transpose(0, 1), at::Tensor()};
-  auto [dxt, dbank] = project_rows_backward(xt, rows, bank, offset, ds);
+  auto [dxt, dbank] = project_rows_backward(xt, rows, bank, offset, ds, bf16 && bf16_bank(bank));
   return {dxt.transpose(0, 1), dbank};
 }
 
@@ -325,16 +358,17 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q_input, const at::Tensor& q_bank,
                             const at::Tensor& k_input, const at::Tensor& k_bank, const at::Tensor& pair_of_row,
                             const at::Tensor& query_of_row, const at::Tensor& source_of_row,
-                            const std::vector<int64_t>& offset, int64_t heads) {
+                            const std::vector<int64_t>& offset, int64_t heads, bool bf16) {
     const at::Tensor qt = token_major(q_input), kt = token_major(k_input);
-    const at::Tensor sq = side_rows(qt, q_bank, query_of_row, offset);   // [R, B, D]
-    const at::Tensor sk = side_rows(kt, k_bank, source_of_row, offset);  // [R, B, D]
+    const at::Tensor sq = side_rows(qt, q_bank, query_of_row, offset, bf16);   // [R, B, D]
+    const at::Tensor sk = side_rows(kt, k_bank, source_of_row, offset, bf16);  // [R, B, D]
     const int64_t N = qt.size(0);
     const at::Tensor dots = pair_dots(sq, sk, heads);  // [R, B, H]
     const bool keep = !g_recompute.load();
     ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row,
                             keep ? sq : at::Tensor(), keep ? sk : at::Tensor()});
     ctx->saved_data["offset"] = offset;
+    ctx->saved_data["bf16"] = bf16;
     return pairs_to_grid(dots, pair_of_row, N);
   }
 
@@ -343,15 +377,17 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const at::Tensor &qt = s[0], &q_bank = s[1], &kt = s[2], &k_bank = s[3], &pair_of_row = s[4];
     const at::Tensor &query_of_row = s[5], &source_of_row = s[6];
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
-    const at::Tensor sq = s[7].defined() ? s[7] : side_rows(qt, q_bank, query_of_row, offset);
-    const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset);
+    const bool bf16 = ctx->saved_data["bf16"].toBool();
+    const at::Tensor sq = s[7].defined() ? s[7] : side_rows(qt, q_bank, query_of_row, offset, bf16);
+    const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset, bf16);
     const int64_t B = sq.size(1), N = qt.size(0), H = grads[0].size(1);
     const at::Tensor dfull = grads[0].permute({2, 3, 0, 1}).reshape({N * N, B, H});
     const bool scratch = rows_are_scratch(ctx, !s[7].defined() && !s[8].defined());
     auto [dsq, dsk] = pair_dots_backward(sq, sk, gather_rows(dfull, pair_of_row), scratch);
-    auto [dq, dq_bank] = side_backward(qt, q_bank, query_of_row, offset, dsq);
-    auto [dk, dk_bank] = side_backward(kt, k_bank, source_of_row, offset, dsk);
-    return {dq, dq_bank, dk, dk_bank, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    auto [dq, dq_bank] = side_backward(qt, q_bank, query_of_row, offset, dsq, bf16);
+    auto [dk, dk_bank] = side_backward(kt, k_bank, source_of_row, offset, dsk, bf16);
+    return {dq, dq_bank, dk, dk_bank, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -359,10 +395,12 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& alpha, const at::Tensor& input,
                             const at::Tensor& bank, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
-                            const at::Tensor& source_of_row, const std::vector<int64_t>& offset, bool head_sliced) {
+                            const at::Tensor& source_of_row, const std::vector<int64_t>& offset, bool head_sliced,
+                            bool bf16) {
     const int64_t B = alpha.size(0), N = alpha.size(2);
     const at::Tensor xt = token_major(input);
-    const at::Tensor v = project_rows(xt, source_of_row, bank, offset);  // [R, B, D]
+    bf16 = bf16 && bf16_bank(bank);
+    const at::Tensor v = project_rows(xt, source_of_row, bank, offset, bf16);  // [R, B, D]
     const int64_t D = v.size(2);
     const at::Tensor a = grid_to_pairs(alpha, pair_of_row);  // [R, B, H]
     const at::Tensor out = scatter_weighted(a, v, query_of_row, N, head_sliced);  // [N, B, H, *]
@@ -370,6 +408,7 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
                             source_of_row});
     ctx->saved_data["offset"] = offset;
     ctx->saved_data["head_sliced"] = head_sliced;
+    ctx->saved_data["bf16"] = bf16;
     return head_sliced ? out.view({N, B, D}).transpose(0, 1) : out.transpose(0, 1);
   }
 
@@ -378,7 +417,8 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     const at::Tensor &xt = s[0], &bank = s[1], &a = s[3], &pair_of_row = s[4], &query_of_row = s[5],
                      &source_of_row = s[6];
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
-    const at::Tensor v = s[2].defined() ? s[2] : project_rows(xt, source_of_row, bank, offset);
+    const bool bf16 = ctx->saved_data["bf16"].toBool();
+    const at::Tensor v = s[2].defined() ? s[2] : project_rows(xt, source_of_row, bank, offset, bf16);
     const bool head_sliced = ctx->saved_data["head_sliced"].toBool();
     const int64_t B = v.size(1), D = v.size(2), H = a.size(2), N = xt.size(0);
     // Gradient reaching each pair row from its query's output.
@@ -388,10 +428,10 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
                                                  rows_are_scratch(ctx, !s[2].defined()));
     at::Tensor dalpha_full = at::zeros({N * N, B, H}, da.options());
     dalpha_full.index_copy_(0, pair_of_row, da);
-    auto [dxt, dbank] = project_rows_backward(xt, source_of_row, bank, offset, dv);
+    auto [dxt, dbank] = project_rows_backward(xt, source_of_row, bank, offset, dv, bf16);
     const at::Tensor dinput = dxt.transpose(0, 1);
     return {dalpha_full.view({N, N, B, H}).permute({2, 3, 0, 1}), dinput, dbank, at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor()};
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -449,14 +489,15 @@ PairOrder make_pair_order(const RelativeTable& table) {
 
 at::Tensor relative_logits(const PairOrder& o, const at::Tensor& q_input, const at::Tensor& q_bank,
                            const at::Tensor& k_input, const at::Tensor& k_bank, int64_t heads) {
-  return RelativeLogits::apply(q_input, bank_or_empty(q_bank, q_input), k_input, bank_or_empty(k_bank, k_input), o.pair_of_row, o.query_of_row, o.source_of_row,
-                               o.entry_offset, heads);
+  return RelativeLogits::apply(q_input, bank_or_empty(q_bank, q_input), k_input, bank_or_empty(k_bank, k_input),
+                               o.pair_of_row, o.query_of_row, o.source_of_row, o.entry_offset, heads,
+                               training_in_bf16({&q_input, &q_bank, &k_input, &k_bank}));
 }
 
 at::Tensor relative_values(const PairOrder& o, const at::Tensor& alpha, const at::Tensor& input,
                            const at::Tensor& bank, bool head_sliced) {
   return RelativeValues::apply(alpha, input, bank, o.pair_of_row, o.query_of_row, o.source_of_row, o.entry_offset,
-                               head_sliced);
+                               head_sliced, training_in_bf16({&alpha, &input, &bank}));
 }
 
 }  // namespace translution

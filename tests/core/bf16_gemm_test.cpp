@@ -3,8 +3,9 @@
 // every transposition, shapes that fill no tile and leave partial ones, row
 // strides wider than the rows, 1-3 parts, with and without a bias row; the rounding against its definition;
 // dense layers in bf16 mode, forward and both gradients, against the same
-// rounded reference, and the layers left in fp32 where bf16 must not apply; a
-// small ViT trains in bf16 mode. Skipped where the CPU has no AMX tiles.
+// rounded reference, and the layers left in fp32 where bf16 must not apply;
+// Translution's offset-matrix products against the naive reference on rounded
+// operands; a small ViT trains in bf16 mode. Skipped where the CPU has no AMX tiles.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -16,11 +17,13 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adamw.h>
 
+#include "nn/attention.h"
 #include "nn/bf16_gemm.h"
 #include "nn/dense.h"
 #include "nn/vit.h"
 #include "util/error.h"
 #include "util/helper_threads.h"
+#include "naive_attention.h"
 #include "test_switches.h"
 
 namespace translution {
@@ -204,6 +207,46 @@ TEST(Bf16Dense, StaysFp32WhereItMustNotApply) {
     EXPECT_GT(error, 1e-5);
     EXPECT_LT(error, 3e-2);
   }
+}
+
+// Translution's offset-matrix products in bf16 precision (banks of 64 x 64 and
+// more): the forward is the paper's equations (the naive per-pair reference, in
+// double) on the operands rounded to bfloat16; the gradients also round what
+// flows back, so they are compared more loosely. One head spanning the width:
+// no output projection, whose input the reference would not round.
+TEST(Bf16Relative, TranslutionProductsAreTheRoundedOnes) {
+  SKIP_WITHOUT_TILES();
+  at::manual_seed(9);
+  const AttentionSpec spec = attention_choice("translution").spec;
+  const AttentionShape shape{64, 1, 64};
+  const TokenLayout layout = TokenLayout::grid(2, 3, true);
+  auto module = make_attention(spec, shape, layout);
+  const at::Tensor x = at::randn({2, layout.tokens(), 64}).requires_grad_(true);
+  const at::Tensor probe = at::randn({2, layout.tokens(), 64});
+  at::Tensor out;
+  {
+    PrecisionScope bf16(DensePrecision::Bf16);
+    out = module->forward(x, nullptr);
+    (out * probe).sum().backward();
+  }
+  auto reference = make_attention(spec, shape, layout);
+  reference->to(at::kDouble);
+  {
+    at::NoGradGuard no_grad;
+    const auto fast = module->named_parameters();
+    for (auto& p : reference->named_parameters()) p.value().copy_(rounded(fast[p.key()].detach()));
+  }
+  const at::Tensor xr = rounded(x.detach()).requires_grad_(true);
+  const at::Tensor want = test_support::naive_attention(*reference, spec, shape, layout, xr);
+  EXPECT_LT(relative_error(out.detach(), want.detach()), 1e-5);
+  (want * probe.to(at::kDouble)).sum().backward();
+  EXPECT_LT(relative_error(x.grad(), xr.grad()), 3e-2);
+  const auto fast = module->named_parameters();
+  for (const auto& p : reference->named_parameters())
+    EXPECT_LT(relative_error(fast[p.key()].grad(), p.value().grad()), 3e-2) << p.key();
+  // And the mode took effect: against the unrounded operands the forward differs.
+  const at::Tensor fp32 = test_support::naive_attention(*module, spec, shape, layout, x.detach()).to(at::kDouble);
+  EXPECT_GT(relative_error(out.detach(), fp32.detach()), 1e-4);
 }
 
 TEST(Bf16Dense, ASmallViTLearnsABatchInBf16) {
