@@ -17,6 +17,16 @@ for m in attention lor; do
   "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --json
 done
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --json
+# Mixed precision (nn/bf16_gemm.h): training with bfloat16 products on AMX tiles, where the CPU has
+# them: alone (its peak memory), then alternating with fp32 in one process.
+if grep -q ' amx_bf16 ' /proc/cpuinfo; then
+  for m in attention lor; do
+    "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --precision bf16 --json
+    "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision bf16 --compare precision --json
+  done
+  "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --precision bf16 --json
+  "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --precision bf16 --compare precision --json
+fi
 # Algorithm choice: both ways of computing relative projections, forced.
 for a in per-matrix all-tokens; do
   for m in lor translution; do
