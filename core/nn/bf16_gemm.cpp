@@ -185,13 +185,29 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_blocks(const uint16_t
       }
       const uint16_t* a0 = ap + 32 * i * kp;
       const uint16_t* b0 = bp + 2 * j * kb * kTile;
+      // The next block's first tiles: the next column pair with these rows, else the next rows' first pair.
+      const bool last_column = j + 1 == np / 32;
+      const uint16_t* next_a = last_column && i + 1 < i1 ? a0 + 32 * kp : a0;
+      const uint16_t* next_b = last_column ? bp : b0 + 2 * kb * kTile;
       for (int64_t q = 0; q < kb; ++q) {
+        // The next step's four tiles into L1 while these multiply (a tile load waits for the products
+        // still reading its register, so its latency is not hidden otherwise): faster on the weight
+        // gradients' long-k products, no change on the others (docs/benchmarks.md, "Session 12").
+        const bool more = q + 1 < kb;
+        const uint16_t* pa = more ? a0 + 32 * (q + 1) : next_a;
+        const uint16_t* pb = more ? b0 + (q + 1) * kTile : next_b;
+        for (int r = 0; r < 16; ++r) {
+          _mm_prefetch(reinterpret_cast<const char*>(pb + 32 * r), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(pb + kb * kTile + 32 * r), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(pa + r * kp), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(pa + (16 + r) * kp), _MM_HINT_T0);
+        }
         _tile_loadd(4, a0 + 32 * q, a_stride);
-        _tile_loadd(5, a0 + 16 * kp + 32 * q, a_stride);
         _tile_loadd(6, b0 + q * kTile, 64);
-        _tile_loadd(7, b0 + (kb + q) * kTile, 64);
         _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(7, b0 + (kb + q) * kTile, 64);
         _tile_dpbf16ps(1, 4, 7);
+        _tile_loadd(5, a0 + 16 * kp + 32 * q, a_stride);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
       }
