@@ -6,6 +6,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -124,8 +125,9 @@ void TrainingPanel::buildForm() {
   bf16_ = new QCheckBox(tr("bfloat16 products (AMX)"), this);
   bf16_->setObjectName("bf16Products");
   if (bf16_gemm_available()) {
-    bf16_->setToolTip(tr("Multiply the dense layers in bfloat16 on this CPU's AMX tiles, summing in fp32 (mixed "
-                         "precision): self-attention trains about twice as fast; weights and optimizer stay fp32"));
+    bf16_->setToolTip(tr("Multiply the dense layers and Translution's offset matrices in bfloat16 on this CPU's "
+                         "AMX tiles, summing in fp32 (mixed precision): self-attention and Translution train 2-2.5x "
+                         "as fast; weights, optimizer and the rest stay fp32. CPU only"));
   } else {
     bf16_->setEnabled(false);
     bf16_->setToolTip(tr("Not here: %1").arg(QString::fromStdString(bf16_gemm_unavailable_reason())));
@@ -189,6 +191,12 @@ void TrainingPanel::buildForm() {
   connect(preset_, &QComboBox::currentTextChanged, this, [this](const QString& preset) {
     depth_->setValue(int(preset_config(preset.toStdString(), "attention").depth));
   });
+  // bf16 runs on the CPU's tiles: off and unavailable while another device is chosen.
+  connect(device_, &QComboBox::currentIndexChanged, this, [this] {
+    const bool cpu = device_->currentData().toString() == "cpu";
+    bf16_->setEnabled(cpu && bf16_gemm_available());
+    if (!cpu) bf16_->setChecked(false);
+  });
 }
 
 ViTConfig TrainingPanel::modelConfig() const {
@@ -236,8 +244,19 @@ void TrainingPanel::resumeFromFile() {
   const QString path = QFileDialog::getOpenFileName(this, tr("Resume a run"), QString(), tr("Checkpoints (*.ckpt)"));
   if (path.isEmpty()) return;
   try {
-    addRun(new TrainingRun(load_checkpoint(path.toStdString(), parse_device(device_->currentData().toString().toStdString())),
-                           data_dir_, device_->currentData().toString(), this));
+    const std::string device = device_->currentData().toString().toStdString();
+    Checkpoint checkpoint = load_checkpoint(path.toStdString(), parse_device(device));
+    // A run trained in bf16 continues in fp32 where bf16 cannot run (no AMX tiles, or not the CPU).
+    QString note;
+    if (checkpoint.training && checkpoint.training->config.precision == "bf16" &&
+        (device != "cpu" || !bf16_gemm_available())) {
+      checkpoint.training->config.precision = "fp32";
+      const QString why = device != "cpu" ? tr("the chosen device is not the CPU")
+                                          : QString::fromStdString(bf16_gemm_unavailable_reason());
+      note = tr("%1 trained in bf16; it continues in fp32 here (%2).").arg(QFileInfo(path).fileName(), why);
+    }
+    addRun(new TrainingRun(std::move(checkpoint), data_dir_, device_->currentData().toString(), this));
+    if (!note.isEmpty()) status_->setText(note);
   } catch (const std::exception& e) {
     showError(tr("Cannot resume %1").arg(path), QString::fromStdString(e.what()));
   }

@@ -67,8 +67,8 @@ inside each dense layer's product; self-attention per head and block of rows);
 forward that records gradients (and their backward) as LibTorch's ops, and
 self-attention as its separate per-head functions, instead of the engine's
 passes split over the cores;
---precision bf16 (train only) multiplies the dense layers' inputs, weights and
-gradients as bfloat16 on AMX tiles with fp32 sums (mixed precision, as PyTorch's
+--precision bf16 (train only) multiplies the dense layers and Translution's offset
+matrices as bfloat16 on AMX tiles with fp32 sums (mixed precision, as PyTorch's
 bf16 autocast; weights, optimizer and every other op stay fp32); it needs a CPU
 with AMX (Intel Xeon from Sapphire Rapids on), and the floor stays fp32's;
 --matrix-threads sets how many threads share one model's work: the per-matrix
@@ -209,6 +209,7 @@ int bench_command(const std::vector<std::string>& words) {
       };
     else if (options.compare == "precision") {
       if (options.mode != "train") throw Error("--compare precision applies to --mode train");
+      if (!options.device.is_cpu()) throw Error("--compare precision runs bf16 on the CPU's AMX tiles; use --device cpu");
       const DensePrecision other =
           parse_dense_precision(precision == DensePrecision::Fp32 ? "bf16" : "fp32");  // names why not, if not
       options.switch_path = [precision, other](bool alternative) { set_dense_precision(alternative ? other : precision); };

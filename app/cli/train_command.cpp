@@ -49,10 +49,10 @@ and LoR train with one BLAS thread per GEMM and the engine splitting the product
 over the cores (measured faster; $OPENBLAS_NUM_THREADS overrides). --matrix-threads 1
 keeps the engine's work on one thread; a run that shares the cores with others also
 sets OPENBLAS_NUM_THREADS=1 (as scripts/reproduce_protocol.sh does). Model options as
-in `model info`. --precision bf16 multiplies the dense layers' inputs, weights and
-gradients as bfloat16 on the CPU's AMX tiles, summing in fp32 (mixed precision: the
-weights, the optimizer and every other op stay fp32; self-attention ViT-A/12 trained
-about 2x faster, docs/benchmarks.md); it needs an Intel Xeon from Sapphire Rapids on,
+in `model info`. --precision bf16 multiplies the dense layers and Translution's offset
+matrices as bfloat16 on the CPU's AMX tiles, summing in fp32 (mixed precision: the
+weights, the optimizer and every other op stay fp32; ViT-A/12 self-attention and
+Translution trained 2-2.5x faster, docs/benchmarks.md); it needs an Intel Xeon from Sapphire Rapids on,
 and is stored in the checkpoint, so a resumed run keeps it unless --precision says otherwise.
 )";
 

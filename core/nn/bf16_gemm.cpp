@@ -3,16 +3,20 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "util/error.h"
 #include "util/helper_threads.h"
 
-#if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 11))
+// AMX intrinsics need GCC 11 or Clang 12; the tile permission is Linux's.
+#if defined(__x86_64__) && defined(__linux__) && \
+    ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
 #define TRANSLUTION_AMX 1
+#include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cerrno>
 #endif
 
 namespace translution {
@@ -20,9 +24,9 @@ namespace {
 
 thread_local DensePrecision t_precision = DensePrecision::Fp32;
 
+#ifdef TRANSLUTION_AMX
 int64_t round_up(int64_t x, int64_t step) { return (x + step - 1) / step * step; }
 
-#ifdef TRANSLUTION_AMX
 // The operands in the forms the tiles read:
 //  A  bfloat16 rows [Mp x Kp] (Mp, Kp multiples of 32, zero-padded): a tile is
 //     16 rows of 32 consecutive k, loaded with the row stride;
@@ -246,16 +250,24 @@ class Scratch {
   size_t size_ = 0;
 };
 
-// The tile state must be requested from Linux once per process (ARCH_REQ_XCOMP_PERM).
-bool tiles_granted() {
-  static const bool granted = [] {
-    if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16") ||
-        !__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw"))
-      return false;
+// AMX-TILE, AMX-BF16 (CPUID 7.0 EDX bits 24, 22) and AVX512-BF16 (7.1 EAX bit 5), read
+// directly: older compilers' __builtin_cpu_supports knows none of these names.
+bool cpu_has_tiles() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22))) return false;
+  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return false;
+  return __builtin_cpu_supports("avx512bw");
+}
+
+// The tile state must be requested from Linux once per process (ARCH_REQ_XCOMP_PERM);
+// 0 when granted, else the errno of the refusal (-1: the CPU has no tiles).
+int tile_refusal() {
+  static const int refusal = [] {
+    if (!cpu_has_tiles()) return -1;
     constexpr long kRequestPermission = 0x1023, kTileData = 18;
-    return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+    return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0 ? 0 : errno;
   }();
-  return granted;
+  return refusal;
 }
 #endif
 
@@ -263,7 +275,7 @@ bool tiles_granted() {
 
 bool bf16_gemm_available() {
 #ifdef TRANSLUTION_AMX
-  return tiles_granted();
+  return tile_refusal() == 0;
 #else
   return false;
 #endif
@@ -272,11 +284,13 @@ bool bf16_gemm_available() {
 std::string bf16_gemm_unavailable_reason() {
   if (bf16_gemm_available()) return "";
 #ifdef TRANSLUTION_AMX
-  if (!__builtin_cpu_supports("amx-bf16") || !__builtin_cpu_supports("avx512bf16"))
-    return "this CPU has no AMX bfloat16 tiles (Intel Xeon from Sapphire Rapids on)";
-  return "the kernel did not grant this process the AMX tile state (Linux 5.16 or later is needed)";
+  const int refusal = tile_refusal();
+  if (refusal < 0) return "this CPU has no AMX bfloat16 tiles (Intel Xeon from Sapphire Rapids on)";
+  if (refusal == EINVAL) return "this Linux kernel gives no AMX tile state to processes (5.16 or later is needed)";
+  return std::string("Linux refused this process the AMX tile state (") + std::strerror(refusal) +
+         "; a sandbox or seccomp filter may block arch_prctl)";
 #else
-  return "this build has no AMX kernels (x86-64 with GCC 11 or Clang is needed)";
+  return "this build has no AMX kernels (x86-64 Linux with GCC 11 or Clang 12 on is needed)";
 #endif
 }
 
@@ -316,6 +330,8 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
 #endif
 }
 
+int bf16_gemm_parts() { return matrix_threads() > 0 ? matrix_threads() : free_cores(); }
+
 float round_to_bf16(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
@@ -338,7 +354,7 @@ DensePrecision parse_dense_precision(const std::string& name) {
   if (name == "bf16") {
     if (!bf16_gemm_available())
       throw Error("precision bf16 needs AMX bfloat16 tiles: " + bf16_gemm_unavailable_reason() +
-                  "; train with precision fp32");
+                  "; use precision fp32 (--precision fp32)");
     return DensePrecision::Bf16;
   }
   throw Error("unknown precision '" + name + "' (expected fp32 or bf16)");

@@ -29,15 +29,20 @@ std::string bf16_gemm_unavailable_reason();
 void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                const float* b, int64_t ldb, float* c, int64_t ldc, int parts, const float* bias = nullptr);
 
+// The parts bfloat16 work splits over: matrix_threads() when set, else every free
+// core (the tiles are per core; no BLAS threads compete for them).
+int bf16_gemm_parts();
+
 // The bfloat16 a float rounds to, widened back to a float (what bf16_gemm
 // multiplies): round to nearest, ties to even; NaN stays NaN; subnormals become
 // zero (the conversion instruction flushes them).
 float round_to_bf16(float x);
 
-// Which precision the dense layers' products use, on the calling thread, where
-// gradients are recorded (training): fp32 (the default) or bf16 (bf16_gemm, CPU
-// float tensors only; elsewhere fp32). Per thread, so that the studio's two
-// training runs may differ.
+// Which precision a training step's large products use, on the calling thread,
+// where gradients are recorded: fp32 (the default) or bf16 (bf16_gemm, for CPU
+// float tensors: every dense layer's forward and both gradients, and Translution's
+// offset-matrix products, nn/relative_ops; the rest stays fp32, as does a forward
+// without gradients). Per thread, so that the studio's two runs may differ.
 enum class DensePrecision { Fp32, Bf16 };
 void set_dense_precision(DensePrecision precision);
 DensePrecision dense_precision();

@@ -113,20 +113,23 @@ at::Tensor product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b
   return out;
 }
 
-// Whether this layer's products with gradients run in bfloat16 (nn/bf16_gemm.h).
-bool bf16_applies(const at::Tensor& x, const at::Tensor& w) {
-  return dense_precision() == DensePrecision::Bf16 && x.scalar_type() == at::kFloat &&
-         w.scalar_type() == at::kFloat && bf16_gemm_available();
+// Whether this layer's products with gradients run in bfloat16 (nn/bf16_gemm.h):
+// CPU float memory read in place, whether or not a BLAS is there or switched on.
+bool bf16_tensor(const at::Tensor& t) {
+  return t.is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
 }
-
-int bf16_parts() { return matrix_threads() > 0 ? matrix_threads() : free_cores(); }
+bool bf16_applies(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  return dense_precision() == DensePrecision::Bf16 && x.dim() >= 1 && w.dim() == 2 && x.size(-1) == w.size(1) &&
+         x.numel() > 0 && w.size(1) > 0 && bf16_tensor(x) && bf16_tensor(w) && (!b.defined() || bf16_tensor(b)) &&
+         bf16_gemm_available();
+}
 
 // out [M x N] = x [M x K] w^T (+ b), the product in bfloat16 with fp32 sums.
 at::Tensor bf16_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
   const int64_t N = w.size(0), K = w.size(1), M = x.numel() / K;
   at::Tensor out = at::empty(output_sizes(x, N), x.options());
   bf16_gemm(false, true, M, N, K, x.data_ptr<float>(), K, w.data_ptr<float>(), K, out.data_ptr<float>(), N,
-            bf16_parts(), b.numel() ? b.data_ptr<float>() : nullptr);
+            bf16_gemm_parts(), b.numel() ? b.data_ptr<float>() : nullptr);
   return out;
 }
 
@@ -134,7 +137,8 @@ at::Tensor bf16_product(const at::Tensor& x, const at::Tensor& w, const at::Tens
 // b is empty when the layer has no bias (autograd functions take no undefined inputs).
 class SplitLinear : public torch::autograd::Function<SplitLinear> {
  public:
-  // bf16: both directions' products in bfloat16 (nn/bf16_gemm.h), else fp32 split into `parts`.
+  // bf16: both directions' products in bfloat16 (nn/bf16_gemm.h), else fp32 split into
+  // `parts`; a differentiable backward (create_graph) is LibTorch's fp32 ops either way.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                             int64_t parts, bool bf16) {
     ctx->save_for_backward({x, w});
@@ -162,8 +166,8 @@ class SplitLinear : public torch::autograd::Function<SplitLinear> {
     if (ctx->saved_data["bf16"].toBool()) {
       const int64_t M = x.numel() / K;
       const float *dyp = dy.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
-      if (dx.defined()) bf16_gemm(false, false, M, K, N, dyp, N, wp, K, dx.data_ptr<float>(), K, bf16_parts());
-      if (dw.defined()) bf16_gemm(true, false, N, K, M, dyp, N, xp, K, dw.data_ptr<float>(), K, bf16_parts());
+      if (dx.defined()) bf16_gemm(false, false, M, K, N, dyp, N, wp, K, dx.data_ptr<float>(), K, bf16_gemm_parts());
+      if (dw.defined()) bf16_gemm(true, false, N, K, M, dyp, N, xp, K, dw.data_ptr<float>(), K, bf16_gemm_parts());
       return {dx, dw, db, at::Tensor(), at::Tensor()};
     }
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dense_backward", [&] {
@@ -193,21 +197,23 @@ at::Tensor finish(at::Tensor y, Epilogue epilogue, const at::Tensor& residual) {
 
 at::Tensor dense_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue epilogue, const at::Tensor& residual) {
   const at::Tensor &w = layer->weight, &b = layer->bias;
+  const bool grad = at::GradMode::is_enabled() && (needs_grad(x) || needs_grad(w) || needs_grad(b));
+  if (grad && bf16_applies(x, w, b))
+    return finish(SplitLinear::apply(x, w, b.defined() ? b : at::empty({0}, w.options()), int64_t(1), true), epilogue,
+                  residual);
   if (x.dim() < 1 || x.size(-1) != w.size(1) || x.scalar_type() != w.scalar_type() || !raw_gemm_usable(x) ||
       !raw_gemm_usable(w) || (b.defined() && (!raw_gemm_usable(b) || b.scalar_type() != w.scalar_type())))
     return finish(layer->forward(x), epilogue, residual);
   const int64_t N = w.size(0), K = w.size(1), M = x.numel() / std::max<int64_t>(K, 1);
   if (M == 0 || K == 0) return finish(layer->forward(x), epilogue, residual);
   const int parts = dense_parts(M, N, K);
-  const bool grad = at::GradMode::is_enabled() && (needs_grad(x) || needs_grad(w) || needs_grad(b));
   // Without gradients the epilogue runs inside each part, on its columns, while they are in cache.
   if (!grad && fused_inference_applies({&x, &w, &b, &residual}) &&
       (epilogue != Epilogue::kAdd || residual.sizes() == output_sizes(x, N)))
     return product(x, w, b, parts, epilogue, residual);
-  const bool bf16 = grad && bf16_applies(x, w);
-  if (parts <= 1 && !bf16) return finish(layer->forward(x), epilogue, residual);
+  if (parts <= 1) return finish(layer->forward(x), epilogue, residual);
   if (!grad) return finish(product(x, w, b, parts), epilogue, residual);
-  return finish(SplitLinear::apply(x, w, b.defined() ? b : at::empty({0}, w.options()), int64_t(parts), bf16),
+  return finish(SplitLinear::apply(x, w, b.defined() ? b : at::empty({0}, w.options()), int64_t(parts), false),
                 epilogue, residual);
 }
 

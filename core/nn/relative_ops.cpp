@@ -75,7 +75,8 @@ void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, i
 // precision: float matrices of at least 64 x 64 (Translution's 192 x 192; LoR's
 // 24 x 24 would be mostly padding in the 32-wide tiles and stay fp32).
 bool bf16_bank(const at::Tensor& bank) {
-  return bank.scalar_type() == at::kFloat && bank.dim() == 3 && bank.size(1) >= 64 && bank.size(2) >= 64;
+  return bank.scalar_type() == at::kFloat && bank.dim() == 3 && bank.is_contiguous() && bank.size(1) >= 64 &&
+         bank.size(2) >= 64;
 }
 
 // out[m x D] = g[m x C] w[C x D]. In bf16 precision on AMX tiles; else products of
@@ -116,9 +117,9 @@ at::Tensor project_sorted(const at::Tensor& xt_in, const at::Tensor& rows, const
   const int64_t R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
   at::Tensor out = at::empty({R, B, D}, xt.options());
   at::Tensor out2 = out.view({R * B, D});
-  if (raw_path({&xt, &bank, &out2}) && rows.is_cpu()) {
+  if ((bf16 || raw_path({&xt, &bank, &out2})) && rows.is_cpu()) {  // bf16: float CPU memory (training_in_bf16)
     const int64_t block = most_rows(offset) * B;
-    const int parts = matrix_parts(block, C, D);
+    const int parts = bf16 ? bf16_gemm_parts() : matrix_parts(block, C, D);
     at::Tensor scratch = at::empty({parts, block, C}, xt.options());
     AT_DISPATCH_FLOATING_TYPES(xt.scalar_type(), "project_sorted", [&] {
       const scalar_t *xp = xt.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>();
@@ -167,9 +168,9 @@ std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt_i
   at::Tensor dbank = at::empty_like(bank, at::MemoryFormat::Contiguous);
   for (size_t e = 0; e + 1 < offset.size(); ++e)
     if (offset[e + 1] == offset[e]) dbank.select(0, int64_t(e)).zero_();
-  if (raw_path({&xt, &bank, &ds2, &dbank}) && rows.is_cpu()) {
+  if ((bf16 || raw_path({&xt, &bank, &ds2, &dbank})) && rows.is_cpu()) {
     const int64_t block = most_rows(offset) * B;
-    const int parts = matrix_parts(block, C, D);
+    const int parts = bf16 ? bf16_gemm_parts() : matrix_parts(block, C, D);
     // Each part adds into its own input gradient; they are summed at the end.
     at::Tensor dxt = at::zeros({parts, N, B, C}, xt.options());
     at::Tensor scratch = at::empty({parts, 2, block, C}, xt.options());
@@ -285,9 +286,13 @@ bool rows_are_scratch(AutogradContext* ctx, bool recomputed) {
 // take bfloat16 products is bf16_bank's choice.
 bool training_in_bf16(std::initializer_list<const at::Tensor*> inputs) {
   if (dense_precision() != DensePrecision::Bf16 || !at::GradMode::is_enabled() || !bf16_gemm_available()) return false;
-  for (const at::Tensor* t : inputs)
-    if (t->defined() && t->requires_grad()) return true;
-  return false;
+  bool grad = false;
+  for (const at::Tensor* t : inputs) {
+    if (!t->defined() || t->numel() == 0) continue;  // an empty bank: a plain side
+    if (!t->is_cpu() || t->scalar_type() != at::kFloat) return false;
+    grad = grad || t->requires_grad();
+  }
+  return grad;
 }
 
 // Autograd functions take no undefined inputs: a plain side passes an empty bank.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -20,6 +21,7 @@
 #include "nn/attention.h"
 #include "nn/bf16_gemm.h"
 #include "nn/dense.h"
+#include "nn/raw_gemm.h"
 #include "nn/vit.h"
 #include "util/error.h"
 #include "util/helper_threads.h"
@@ -136,6 +138,27 @@ TEST(Bf16Gemm, NonFiniteInputsReachTheOutput) {
   EXPECT_TRUE(at::all(c[0] == 32.0f).item<bool>());
 }
 
+TEST(Bf16Gemm, ConcurrentCallersKeepTheirOwnScratch) {  // the studio's two runs, each on its thread
+  SKIP_WITHOUT_TILES();
+  at::manual_seed(10);
+  std::vector<std::thread> callers;
+  std::vector<int> failures(2, 0);
+  for (int t = 0; t < 2; ++t)
+    callers.emplace_back([t, &failures] {
+      const int64_t m = 40 + 30 * t, n = 50 - 10 * t, k = 70 + 20 * t;
+      const at::Tensor a = at::randn({m, k}), b = at::randn({k, n});
+      const at::Tensor want = at::mm(rounded(a), rounded(b));
+      for (int round = 0; round < 50; ++round) {
+        at::Tensor c = at::empty({m, n});
+        bf16_gemm(false, false, m, n, k, a.data_ptr<float>(), k, b.data_ptr<float>(), n, c.data_ptr<float>(), n, 2);
+        if (relative_error(c, want) > 2e-6) ++failures[size_t(t)];
+      }
+    });
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(failures[0], 0);
+  EXPECT_EQ(failures[1], 0);
+}
+
 TEST(Bf16Gemm, PrecisionNamesAndErrors) {
   EXPECT_EQ(parse_dense_precision("fp32"), DensePrecision::Fp32);
   EXPECT_STREQ(dense_precision_name(DensePrecision::Bf16), "bf16");
@@ -176,6 +199,12 @@ TEST(Bf16Dense, LayerProductsAndGradientsAreTheRoundedOnes) {
   SKIP_WITHOUT_TILES();
   at::manual_seed(5);
   for (const int threads : {1, 2}) check_dense(threads);
+  // Also where no BLAS runs (switched off here; a LibTorch without sgemm_): bf16 needs none.
+  struct Restore {
+    ~Restore() { set_raw_gemm_enabled(true); }
+  } restore;
+  set_raw_gemm_enabled(false);
+  check_dense(2);
 }
 
 TEST(Bf16Dense, StaysFp32WhereItMustNotApply) {
@@ -226,6 +255,7 @@ TEST(Bf16Relative, TranslutionProductsAreTheRoundedOnes) {
   at::Tensor out;
   {
     PrecisionScope bf16(DensePrecision::Bf16);
+    ThreadsScope threads(2);  // the matrices split over two parts, each with its own scratch
     out = module->forward(x, nullptr);
     (out * probe).sum().backward();
   }
@@ -256,6 +286,14 @@ TEST(Bf16Dense, ASmallViTLearnsABatchInBf16) {
   ViT vit(test_support::small_vit_config("attention"));
   torch::optim::AdamW optimizer(vit->parameters(), torch::optim::AdamWOptions(3e-3));
   const at::Tensor images = at::randn({16, 1, 28, 21}), labels = at::randint(0, 10, {16}, at::kLong);
+  {  // the mode reaches the model's layers: its logits are not fp32's
+    const at::Tensor bf16_logits = vit->forward(images).detach();
+    set_dense_precision(DensePrecision::Fp32);
+    const at::Tensor fp32_logits = vit->forward(images).detach();
+    set_dense_precision(DensePrecision::Bf16);
+    EXPECT_GT(relative_error(bf16_logits, fp32_logits.to(at::kDouble)), 1e-5);
+    EXPECT_LT(relative_error(bf16_logits, fp32_logits.to(at::kDouble)), 5e-2);
+  }
   double first = 0, last = 0;
   for (int step = 0; step < 60; ++step) {
     optimizer.zero_grad();
