@@ -126,8 +126,8 @@ void TrainingPanel::buildForm() {
   bf16_->setObjectName("bf16Products");
   if (bf16_gemm_available()) {
     bf16_->setToolTip(tr("Multiply the dense layers and Translution's offset matrices in bfloat16 on this CPU's "
-                         "AMX tiles, summing in fp32 (mixed precision): self-attention and Translution train 2-2.5x "
-                         "as fast; weights, optimizer and the rest stay fp32. CPU only"));
+                         "AMX tiles, summing in fp32 (mixed precision): self-attention and Translution train about "
+                         "twice as fast; weights, optimizer and the rest stay fp32. CPU only"));
   } else {
     bf16_->setEnabled(false);
     bf16_->setToolTip(tr("Not here: %1").arg(QString::fromStdString(bf16_gemm_unavailable_reason())));

@@ -52,7 +52,7 @@ sets OPENBLAS_NUM_THREADS=1 (as scripts/reproduce_protocol.sh does). Model optio
 in `model info`. --precision bf16 multiplies the dense layers and Translution's offset
 matrices as bfloat16 on the CPU's AMX tiles, summing in fp32 (mixed precision: the
 weights, the optimizer and every other op stay fp32; ViT-A/12 self-attention and
-Translution trained 2-2.5x faster, docs/benchmarks.md); it needs an Intel Xeon from Sapphire Rapids on,
+Translution trained 1.8-2.5x as fast, docs/benchmarks.md); it needs an Intel Xeon from Sapphire Rapids on,
 and is stored in the checkpoint, so a resumed run keeps it unless --precision says otherwise.
 )";
 
