@@ -10,11 +10,12 @@ TrainingRun::TrainingRun(const ViTConfig& model, const TrainConfig& train, const
                          const QString& device, QObject* parent)
     : QObject(parent),
       trainer_(std::make_unique<Trainer>(model, train, data_dir.toStdString(), parse_device(device.toStdString()))),
-      label_(QString("%1 %2/%3 on %4, seed %5")
+      label_(QString("%1 %2/%3 on %4, seed %5%6")
                  .arg(QString::fromStdString(model.model), QString::fromStdString(model.preset))
                  .arg(model.patch)
                  .arg(QString::fromStdString(train.dataset))
-                 .arg(train.seed)) {
+                 .arg(train.seed)
+                 .arg(train.precision == "bf16" ? ", bf16" : "")) {
   qRegisterMetaType<translution::TrainProgress>();
 }
 
@@ -23,10 +24,11 @@ TrainingRun::TrainingRun(Checkpoint checkpoint, const QString& data_dir, const Q
   qRegisterMetaType<translution::TrainProgress>();
   const ViTConfig model = checkpoint.config;
   trainer_ = std::make_unique<Trainer>(std::move(checkpoint), data_dir.toStdString(), parse_device(device.toStdString()));
-  label_ = QString("%1 %2/%3 on %4 (resumed)")
+  label_ = QString("%1 %2/%3 on %4%5 (resumed)")
                .arg(QString::fromStdString(model.model), QString::fromStdString(model.preset))
                .arg(model.patch)
-               .arg(QString::fromStdString(trainer_->config().dataset));
+               .arg(QString::fromStdString(trainer_->config().dataset))
+               .arg(trainer_->config().precision == "bf16" ? ", bf16" : "");
   saved_path_valid_ = true;
 }
 
