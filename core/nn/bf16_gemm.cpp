@@ -237,6 +237,7 @@ class Scratch {
   void* get(size_t bytes) {
     if (bytes > size_) {
       std::free(data_);
+      bytes = (bytes + 63) / 64 * 64;  // aligned_alloc takes whole multiples of the alignment
       data_ = std::aligned_alloc(64, bytes);
       size_ = data_ ? bytes : 0;
       if (!data_) throw Error("out of memory for a bfloat16 product's operands (" + std::to_string(bytes) + " bytes)");
