@@ -250,10 +250,10 @@ int bench_command(const std::vector<std::string>& words) {
     std::cout << r.to_json() << std::endl;
     return 0;
   }
-  std::printf("%s ViT-%s/%lld %lldx%lld, %s, batch %lld on %s (%d threads)\n", options.config.model.c_str(),
+  std::printf("%s ViT-%s/%lld %lldx%lld, %s, batch %lld on %s (%d threads)%s\n", options.config.model.c_str(),
               options.config.preset.c_str(), (long long)options.config.patch, (long long)options.config.image_height,
               (long long)options.config.image_width, options.mode.c_str(), (long long)options.batch,
-              r.device_name.c_str(), r.threads);
+              r.device_name.c_str(), r.threads, r.precision == "bf16" ? ", bf16 products (AMX)" : "");
   std::printf("  %.2f ms/step (median of %d, best %.2f), %.1f images/s\n", r.ms_per_step, options.steps, r.ms_min,
               r.images_per_second);
   if (!options.compare.empty())

@@ -128,10 +128,11 @@ int train_command(const std::vector<std::string>& words) {
   const std::string data_dir = args.get("data-dir", default_mnist_dir());
   std::unique_ptr<Trainer> trainer = make_trainer(args, data_dir, device);
   const ViTConfig& model = trainer->model()->config();
-  std::fprintf(stderr, "training %s ViT-%s/%lld (%.2f M parameters) on %s, %lld steps of %lld, %s\n",
+  std::fprintf(stderr, "training %s ViT-%s/%lld (%.2f M parameters) on %s, %lld steps of %lld, %s%s\n",
                model.model.c_str(), model.preset.c_str(), (long long)model.patch,
                trainer->model()->parameter_count() / 1e6, trainer->config().dataset.c_str(),
-               (long long)trainer->total_steps(), (long long)trainer->config().batch, device_description(device).c_str());
+               (long long)trainer->total_steps(), (long long)trainer->config().batch, device_description(device).c_str(),
+               trainer->config().precision == "bf16" ? ", bf16 products (AMX)" : "");
   if (const std::string hint = avx2_blas_hint(); !hint.empty() && device.is_cpu())
     std::fprintf(stderr, "note: %s\n", hint.c_str());
 
