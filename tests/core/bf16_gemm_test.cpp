@@ -34,18 +34,6 @@ namespace {
 #define SKIP_WITHOUT_TILES() \
   if (!bf16_gemm_available()) GTEST_SKIP() << "no AMX bf16 here: " << bf16_gemm_unavailable_reason()
 
-// Sets the dense precision for one scope.
-struct PrecisionScope {
-  explicit PrecisionScope(DensePrecision p) { set_dense_precision(p); }
-  ~PrecisionScope() { set_dense_precision(DensePrecision::Fp32); }
-};
-
-struct ThreadsScope {
-  int before = matrix_threads();
-  explicit ThreadsScope(int threads) { set_matrix_threads(threads); }
-  ~ThreadsScope() { set_matrix_threads(before); }
-};
-
 at::Tensor rounded(const at::Tensor& t) {
   at::Tensor f = t.to(at::kFloat).contiguous().clone();
   float* p = f.data_ptr<float>();
@@ -174,8 +162,8 @@ TEST(Bf16Gemm, PrecisionNamesAndErrors) {
 
 // A dense layer's output and gradients in bf16 mode against the rounded double reference.
 void check_dense(int threads) {
-  ThreadsScope scope(threads);
-  PrecisionScope bf16(DensePrecision::Bf16);
+  test_support::ScopedMatrixThreads scope(threads);
+  ScopedDensePrecision bf16(DensePrecision::Bf16);
   torch::nn::Linear layer(torch::nn::LinearOptions(70, 48));
   const at::Tensor x = at::randn({3, 17, 70}).requires_grad_(true);
   const at::Tensor y = dense(layer, x);
@@ -218,7 +206,7 @@ TEST(Bf16Dense, StaysFp32WhereItMustNotApply) {
     const at::Tensor y = dense(layer, x.clone().requires_grad_(true));
     EXPECT_LT(relative_error(y.detach(), exact), 1e-6);
   }
-  PrecisionScope bf16(DensePrecision::Bf16);
+  ScopedDensePrecision bf16(DensePrecision::Bf16);
   {  // no gradients recorded (inference): fp32
     at::NoGradGuard no_grad;
     EXPECT_LT(relative_error(dense(layer, x), exact), 1e-6);
@@ -254,8 +242,8 @@ TEST(Bf16Relative, TranslutionProductsAreTheRoundedOnes) {
   const at::Tensor probe = at::randn({2, layout.tokens(), 64});
   at::Tensor out;
   {
-    PrecisionScope bf16(DensePrecision::Bf16);
-    ThreadsScope threads(2);  // the matrices split over two parts, each with its own scratch
+    ScopedDensePrecision bf16(DensePrecision::Bf16);
+    test_support::ScopedMatrixThreads threads(2);  // the matrices split over two parts, each with its own scratch
     out = module->forward(x, nullptr);
     (out * probe).sum().backward();
   }
@@ -282,7 +270,7 @@ TEST(Bf16Relative, TranslutionProductsAreTheRoundedOnes) {
 TEST(Bf16Dense, ASmallViTLearnsABatchInBf16) {
   SKIP_WITHOUT_TILES();
   at::manual_seed(7);
-  PrecisionScope bf16(DensePrecision::Bf16);
+  ScopedDensePrecision bf16(DensePrecision::Bf16);
   ViT vit(test_support::small_vit_config("attention"));
   torch::optim::AdamW optimizer(vit->parameters(), torch::optim::AdamWOptions(3e-3));
   const at::Tensor images = at::randn({16, 1, 28, 21}), labels = at::randint(0, 10, {16}, at::kLong);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "nn/vit_config.h"
+#include "util/helper_threads.h"
 
 namespace translution::test_support {
 
@@ -18,6 +19,13 @@ auto with_switch_off(void (*set)(bool), Body body) {
   set(false);
   return body();
 }
+
+// Forces the engine's split over `threads` parts for one scope, then restores it.
+struct ScopedMatrixThreads {
+  int before = matrix_threads();
+  explicit ScopedMatrixThreads(int threads) { set_matrix_threads(threads); }
+  ~ScopedMatrixThreads() { set_matrix_threads(before); }
+};
 
 // A small ViT of `model`: two blocks of width 24 with two heads of 16, on
 // 28 x 21 images in 7 x 7 patches (a non-square 4 x 3 grid).

@@ -37,11 +37,7 @@ auto with_ops(Body body) {
 // Runs body() with the work forced over `threads` parts (every split taken, even on tiny inputs).
 template <typename Body>
 void with_threads(int threads, Body body) {
-  struct Restore {
-    int before = matrix_threads();
-    ~Restore() { set_matrix_threads(before); }
-  } restore;
-  set_matrix_threads(threads);
+  test_support::ScopedMatrixThreads scope(threads);
   body();
 }
 
