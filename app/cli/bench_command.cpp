@@ -49,7 +49,9 @@ forward, backward and an AdamW step (as `translution train` runs it: Translution
 and LoR with one BLAS thread per GEMM and the engine's split). Reports the
 median ms per step, images/s, peak memory (resident set on CPU, allocator peak
 on CUDA), the exact FLOPs per image, and the fraction of this
-machine's floor (GEMM rate and memory bandwidth measured in the same run).
+machine's floor (GEMM rate and memory bandwidth measured in the same run),
+and how much of the machine's CPU time a hypervisor gave other guests while the
+timed steps ran (steal, from /proc/stat; a virtual machine's slow stretches).
 --algorithm forces how relative projections are computed (default: by shape);
 --recompute trades time for memory (backward recomputes pair projections).
 --optimizer adamw uses LibTorch's AdamW instead of the engine's fused one;
@@ -268,6 +270,9 @@ int bench_command(const std::vector<std::string>& words) {
   std::printf("  machine: GEMM %.0f GFLOP/s, memory %.1f GB/s -> floor %.2f ms/step; reached %.0f%% of it\n",
               r.roofline.gemm_gflops, r.roofline.bandwidth_gbs, r.floor_ms, 100 * r.fraction_of_floor);
   if (!r.blas_core.empty()) std::printf("  OpenBLAS kernels: %s\n", r.blas_core.c_str());
+  if (r.cpu_steal >= 0)
+    std::printf("  CPU steal during the timed steps: %.1f%% of the machine's CPU time went to other guests%s\n",
+                100 * r.cpu_steal, r.cpu_steal >= 0.05 ? " (a slow stretch: compare rows with --compare)" : "");
   if (const std::string hint = avx2_blas_hint(); !hint.empty() && options.device.is_cpu())
     std::printf("  note: %s\n", hint.c_str());
   return 0;

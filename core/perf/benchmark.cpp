@@ -26,6 +26,7 @@
 #include "train/training_threads.h"
 #include "util/allocator.h"
 #include "util/blas_kernels.h"
+#include "util/cpu_steal.h"
 #include "util/device.h"
 #include "util/error.h"
 #include "util/helper_threads.h"
@@ -145,9 +146,11 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   const bool compare = bool(options.switch_path);
   const int total = (options.warmup + options.steps) * (compare ? 2 : 1);
   std::vector<double> times, alternative_times;
+  std::optional<CpuTimes> cpu_before;
   for (int s = 0; s < total; ++s) {
     const bool alternative = compare && s % 2 == 1;
     const bool timed = s >= options.warmup * (compare ? 2 : 1);
+    if (timed && !cpu_before) cpu_before = read_cpu_times();
     if (compare) options.switch_path(alternative);
     synchronize(options.device);
     const auto t0 = Clock::now();
@@ -156,6 +159,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
     if (timed) (alternative ? alternative_times : times).push_back(seconds_since(t0) * 1e3);
     if (progress) progress(s + 1, total);
   }
+  result.cpu_steal = steal_fraction(cpu_before, read_cpu_times());
   if (compare) options.switch_path(false);
   result.peak_memory_bytes = peak_memory_bytes(options.device);
   result.roofline = measure_roofline(options.device);  // after the run: its buffers must not count as peak
@@ -196,7 +200,7 @@ std::string BenchResult::to_json() const {
                 "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\","
                 "\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
                 "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\",\"precision\":\"%s\","
-                "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f}",
+                "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f,\"cpu_steal\":%.4f}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
@@ -205,7 +209,7 @@ std::string BenchResult::to_json() const {
                 options.fused_optimizer ? "fused-adamw" : "adamw", forward_ms, backward_ms, optimizer_ms,
                 raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", fused_pair ? "fused" : "aten",
                 fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", precision.c_str(), matrix_threads, blas_threads, blas_core.c_str(),
-                freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative);
+                freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative, cpu_steal);
   return buffer;
 }
 

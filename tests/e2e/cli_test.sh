@@ -61,6 +61,12 @@ for key in ms_per_step images_per_second peak_memory_bytes exact_flops_per_image
   check "bench reports $key" grep -q "\"$key\":" <<<"$bench"
 done
 check "bench times the training phases" grep -q '"forward_ms":[0-9].*"optimizer_ms":[0-9]' <<<"$bench"
+# CPU steal (util/cpu_steal.h): a share where Linux counts it, -1 where /proc/stat is missing.
+if [ -r /proc/stat ]; then
+  check "bench reports the CPU steal during its steps" grep -qE '"cpu_steal":(0|1)\.[0-9]{4}' <<<"$bench"
+else
+  check "bench reports an unknown CPU steal without /proc/stat" grep -q '"cpu_steal":-1' <<<"$bench"
+fi
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --optimizer adamw --json)
 check "bench --optimizer adamw" grep -q '"optimizer":"adamw"' <<<"$bench"
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --gemm aten --row-gemm off --pair-kernels aten --inference-kernels aten --training-kernels aten --matrix-threads 3 --json)
