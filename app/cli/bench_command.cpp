@@ -18,6 +18,7 @@
 #include "nn/relative_ops.h"
 #include "nn/row_gemm.h"
 #include "nn/bf16_gemm.h"
+#include "nn/bf16_weights.h"
 #include "nn/training_kernels.h"
 #include "perf/benchmark.h"
 #include "perf/studio_latency.h"
@@ -69,10 +70,12 @@ inside each dense layer's product; self-attention per head and block of rows);
 forward that records gradients (and their backward) as LibTorch's ops, and
 self-attention as its separate per-head functions, instead of the engine's
 passes split over the cores;
---precision bf16 (train only) multiplies the dense layers and Translution's offset
+--precision bf16, in training, multiplies the dense layers and Translution's offset
 matrices as bfloat16 on AMX tiles with fp32 sums (mixed precision, as PyTorch's
 bf16 autocast; weights, optimizer and every other op stay fp32); it needs a CPU
-with AMX (Intel Xeon from Sapphire Rapids on), and the floor stays fp32's;
+with AMX (Intel Xeon from Sapphire Rapids on), and the floor stays fp32's; in
+inference it reads Translution's offset matrices from bfloat16 copies (half the
+memory traffic; activations and sums stay fp32) and needs AVX-512;
 --matrix-threads sets how many threads share one model's work: the per-matrix
 GEMMs, one image's dense layers (by columns), the per-pair kernels and AdamW
 (auto: the GEMMs split in two where the BLAS would keep each on one core, i.e.
@@ -168,9 +171,17 @@ int bench_command(const std::vector<std::string>& words) {
   if (studio && args.has("training-kernels"))
     throw Error("--training-kernels applies to --mode train (the studio mode only predicts)");
   set_training_kernels(training_kernels == "fused");
-  if (args.has("precision") && args.get("mode", "infer") != "train")
-    throw Error("--precision applies to --mode train (forwards without gradients stay fp32)");
-  const DensePrecision precision = parse_dense_precision(args.get("precision", "fp32"));
+  if (studio && args.has("precision")) throw Error("--precision applies to --mode infer and --mode train");
+  // Training in bf16 needs AMX tiles (parse_dense_precision says why not); a
+  // forward without gradients reads bfloat16 weights on AVX-512 (nn/bf16_weights.h).
+  const bool train_mode = args.get("mode", "infer") == "train";
+  const std::string precision_name = args.get_choice("precision", {"fp32", "bf16"});
+  if (!train_mode && precision_name == "bf16" && !bf16_weights_available())
+    throw Error("--precision bf16 reads the offset matrices as bfloat16 with AVX-512, which this CPU lacks; "
+                "use --precision fp32");
+  const DensePrecision precision =
+      train_mode ? parse_dense_precision(precision_name)
+                 : (precision_name == "bf16" ? DensePrecision::Bf16 : DensePrecision::Fp32);
   set_dense_precision(precision);
   if (studio) return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
@@ -181,7 +192,8 @@ int bench_command(const std::vector<std::string>& words) {
   options.batch = args.get_int("batch", 1);
   options.device = parse_device(args.get("device", "cpu"));
   if (precision == DensePrecision::Bf16 && !options.device.is_cpu())
-    throw Error("--precision bf16 runs on the CPU's AMX tiles; on " + options.device.str() + " use --precision fp32");
+    throw Error(std::string("--precision bf16 runs on the CPU's ") + (train_mode ? "AMX tiles" : "AVX-512") + "; on " +
+                options.device.str() + " use --precision fp32");
   options.steps = int(args.get_int("steps", 10));
   options.warmup = int(args.get_int("warmup", 2));
   options.fused_optimizer = args.get_choice("optimizer", {"fused-adamw", "adamw"}) == "fused-adamw";
@@ -210,10 +222,11 @@ int bench_command(const std::vector<std::string>& words) {
         set_training_kernels(alternative != on);
       };
     else if (options.compare == "precision") {
-      if (options.mode != "train") throw Error("--compare precision applies to --mode train");
-      if (!options.device.is_cpu()) throw Error("--compare precision runs bf16 on the CPU's AMX tiles; use --device cpu");
-      const DensePrecision other =
-          parse_dense_precision(precision == DensePrecision::Fp32 ? "bf16" : "fp32");  // names why not, if not
+      if (!options.device.is_cpu()) throw Error("--compare precision runs bf16 on the CPU; use --device cpu");
+      const DensePrecision other = precision == DensePrecision::Bf16 ? DensePrecision::Fp32 : DensePrecision::Bf16;
+      if (other == DensePrecision::Bf16 && train_mode) parse_dense_precision("bf16");  // names why not, if not
+      if (other == DensePrecision::Bf16 && !train_mode && !bf16_weights_available())
+        throw Error("--compare precision: bfloat16 weights need AVX-512, which this CPU lacks");
       options.switch_path = [precision, other](bool alternative) { set_dense_precision(alternative ? other : precision); };
     } else if (options.compare == "recompute")
       options.switch_path = [recompute](bool alternative) { set_recompute_pair_rows(alternative != recompute); };
@@ -255,7 +268,8 @@ int bench_command(const std::vector<std::string>& words) {
   std::printf("%s ViT-%s/%lld %lldx%lld, %s, batch %lld on %s (%d threads)%s\n", options.config.model.c_str(),
               options.config.preset.c_str(), (long long)options.config.patch, (long long)options.config.image_height,
               (long long)options.config.image_width, options.mode.c_str(), (long long)options.batch,
-              r.device_name.c_str(), r.threads, r.precision == "bf16" ? ", bf16 products (AMX)" : "");
+              r.device_name.c_str(), r.threads,
+              r.precision != "bf16" ? "" : options.mode == "train" ? ", bf16 products (AMX)" : ", bf16 offset matrices");
   std::printf("  %.2f ms/step (median of %d, best %.2f), %.1f images/s\n", r.ms_per_step, options.steps, r.ms_min,
               r.images_per_second);
   if (!options.compare.empty())

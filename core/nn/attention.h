@@ -33,6 +33,9 @@ class AttentionModule : public torch::nn::Module {
   virtual std::vector<OffsetMagnitudes> offset_magnitudes() const { return {}; }
   // Whether forward runs nn/relative_ops' per-matrix products (offset-indexed banks).
   virtual bool per_matrix_products() const { return false; }
+  // Its offset-indexed banks [E, C, C'] (those per_matrix_products multiplies), for
+  // copies kept in another precision (nn/bf16_weights.h).
+  virtual std::vector<at::Tensor> relative_banks() const { return {}; }
 };
 
 // Index and mask tensors are not buffers (Module::to(dtype) would turn them into

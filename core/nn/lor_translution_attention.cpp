@@ -117,4 +117,11 @@ std::vector<OffsetMagnitudes> LoRTranslutionAttention::offset_magnitudes() const
   return out;
 }
 
+std::vector<at::Tensor> LoRTranslutionAttention::relative_banks() const {
+  std::vector<at::Tensor> banks;
+  for (const at::Tensor& b : banks_)
+    if (b.defined()) banks.push_back(b);
+  return banks;
+}
+
 }  // namespace translution

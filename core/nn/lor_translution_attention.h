@@ -20,6 +20,7 @@ class LoRTranslutionAttention : public AttentionModule {
   at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) override;
   std::vector<OffsetMagnitudes> offset_magnitudes() const override;
   bool per_matrix_products() const override { return true; }
+  std::vector<at::Tensor> relative_banks() const override;
 
  private:
   AttentionSpec spec_;

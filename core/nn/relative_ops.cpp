@@ -13,6 +13,7 @@
 #include <torch/csrc/autograd/graph_task.h>
 
 #include "nn/bf16_gemm.h"
+#include "nn/bf16_weights.h"
 #include "nn/gather_rows.h"
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
@@ -71,6 +72,12 @@ void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, i
     std::memcpy(dst + (r - begin) * row_size, x + rows[r] * row_size, sizeof(T) * size_t(row_size));
 }
 
+
+// out[m x D] = g[m x C] w[C x D]. In bf16 precision on AMX tiles; else products of
+// few rows (one image's, about 15 per matrix) in float go to the engine's kernel,
+// which streams the next matrix of the loop into cache while it computes
+// (nn/row_gemm.h; Translution, one image: see docs/benchmarks.md, "Session 8");
+// larger ones to the BLAS.
 // Whether a bank's products run in bfloat16 (nn/bf16_gemm.h) when training in bf16
 // precision: float matrices of at least 64 x 64 (Translution's 192 x 192; LoR's
 // 24 x 24 would be mostly padding in the 32-wide tiles and stay fp32).
@@ -79,14 +86,13 @@ bool bf16_bank(const at::Tensor& bank) {
          bank.size(2) >= 64;
 }
 
-// out[m x D] = g[m x C] w[C x D]. In bf16 precision on AMX tiles; else products of
-// few rows (one image's, about 15 per matrix) in float go to the engine's kernel,
-// which streams the next matrix of the loop into cache while it computes
-// (nn/row_gemm.h; Translution, one image: see docs/benchmarks.md, "Session 8");
-// larger ones to the BLAS.
+// With w16 (a bfloat16 copy of the bank, nn/bf16_weights.h; forwards without
+// gradients) every product reads w16's matrices instead of w's.
 template <typename T>
-void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next, bool bf16) {
+void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next, bool bf16,
+                    const Bf16Bits* w16 = nullptr, const Bf16Bits* next16 = nullptr) {
   if constexpr (std::is_same_v<T, float>) {
+    if (w16) return row_gemm_bf16(m, D, C, g, C, w16, D, out, D, next16, next16 ? int64_t(sizeof(Bf16Bits)) * C * D : 0);
     if (bf16) return bf16_gemm(false, false, m, D, C, g, C, w, D, out, D, 1);
     if (m <= kRowGemmMostRows && row_gemm_available() && row_gemm_width_ok(D))
       return row_gemm(m, D, C, g, C, w, D, out, D, next, next ? int64_t(sizeof(T)) * C * D : 0);
@@ -111,13 +117,17 @@ void matrix_gradients(int64_t m, int64_t C, int64_t D, const T* g, const T* ds, 
 // S[rows of e] = X[rows of e] W[e] for every matrix: one GEMM each, M = B n_e. On
 // the raw path each matrix's input rows are gathered into a scratch block the size
 // of one GEMM's operand (cache-resident) instead of a gathered copy of all rows.
+// copies: a forward without gradients, which reads the bank's bfloat16 copy where
+// one is in force (nn/bf16_weights.h); never a backward's recomputation.
 at::Tensor project_sorted(const at::Tensor& xt_in, const at::Tensor& rows, const at::Tensor& bank,
-                          const std::vector<int64_t>& offset, bool bf16) {
+                          const std::vector<int64_t>& offset, bool bf16, bool copies) {
   const at::Tensor xt = xt_in.contiguous();
   const int64_t R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
   at::Tensor out = at::empty({R, B, D}, xt.options());
   at::Tensor out2 = out.view({R * B, D});
-  if ((bf16 || raw_path({&xt, &bank, &out2})) && rows.is_cpu()) {  // bf16: float CPU memory (training_in_bf16)
+  // A bfloat16 copy of a float CPU bank, where one is in force (nn/bf16_weights.h).
+  const Bf16Bits* w16 = bf16 || !copies || xt.scalar_type() != at::kFloat ? nullptr : bf16_weights_for(bank);
+  if ((bf16 || w16 || raw_path({&xt, &bank, &out2})) && rows.is_cpu()) {  // bf16, w16: float CPU memory
     const int64_t block = most_rows(offset) * B;
     const int parts = bf16 ? bf16_gemm_parts() : matrix_parts(block, C, D);
     at::Tensor scratch = at::empty({parts, block, C}, xt.options());
@@ -134,7 +144,9 @@ at::Tensor project_sorted(const at::Tensor& xt_in, const at::Tensor& rows, const
         scalar_t* gp = scratch.data_ptr<scalar_t>() + part * block * C;
         gather_block(xp, rp, offset[e], offset[e + 1], B * C, gp);
         matrix_product<scalar_t>(n * B, C, D, gp, wp + int64_t(e) * C * D, op + offset[e] * B * D,
-                                 next < E ? wp + int64_t(next) * C * D : nullptr, bf16);
+                                 next < E ? wp + int64_t(next) * C * D : nullptr, bf16,
+                                 w16 ? w16 + int64_t(e) * C * D : nullptr,
+                                 w16 && next < E ? w16 + int64_t(next) * C * D : nullptr);
       });
     });
     return out;
@@ -244,13 +256,13 @@ at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& o
 
 // x_row(r) W[entry(r)] for every sorted row r: [R, B, D]. xt: [N, B, C].
 at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
-                        const std::vector<int64_t>& offset, bool bf16) {
+                        const std::vector<int64_t>& offset, bool bf16, bool copies) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
   if (project_every_token(bank, B)) {
     const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
     return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
   }
-  return project_sorted(xt, rows, bank, offset, bf16);
+  return project_sorted(xt, rows, bank, offset, bf16, copies);
 }
 
 // Gradients of project_rows: into the input ([N, B, C]) and the bank.
@@ -295,6 +307,11 @@ bool training_in_bf16(std::initializer_list<const at::Tensor*> inputs) {
   return grad;
 }
 
+// Whether this forward may read bfloat16 copies of the banks (nn/bf16_weights.h):
+// one without gradients, asked before the autograd function (inside it, and in
+// every backward, gradients are off).
+bool reads_weight_copies() { return !at::GradMode::is_enabled(); }
+
 // Autograd functions take no undefined inputs: a plain side passes an empty bank.
 bool has_bank(const at::Tensor& bank) { return bank.defined() && bank.numel() > 0; }
 at::Tensor bank_or_empty(const at::Tensor& bank, const at::Tensor& like) {
@@ -303,8 +320,9 @@ at::Tensor bank_or_empty(const at::Tensor& bank, const at::Tensor& like) {
 
 // One side of the dot product for every sorted row: projected (relative) or gathered (plain).
 at::Tensor side_rows(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
-                     const std::vector<int64_t>& offset, bool bf16) {
-  return has_bank(bank) ? project_rows(xt, rows, bank, offset, bf16 && bf16_bank(bank)) : gather_rows(xt, rows);
+                     const std::vector<int64_t>& offset, bool bf16, bool copies) {
+  return has_bank(bank) ? project_rows(xt, rows, bank, offset, bf16 && bf16_bank(bank), copies)
+                        : gather_rows(xt, rows);
 }
 
 // Gradient of one side: into the input and the bank (relative) or just the vectors (plain).
@@ -363,10 +381,10 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q_input, const at::Tensor& q_bank,
                             const at::Tensor& k_input, const at::Tensor& k_bank, const at::Tensor& pair_of_row,
                             const at::Tensor& query_of_row, const at::Tensor& source_of_row,
-                            const std::vector<int64_t>& offset, int64_t heads, bool bf16) {
+                            const std::vector<int64_t>& offset, int64_t heads, bool bf16, bool copies) {
     const at::Tensor qt = token_major(q_input), kt = token_major(k_input);
-    const at::Tensor sq = side_rows(qt, q_bank, query_of_row, offset, bf16);   // [R, B, D]
-    const at::Tensor sk = side_rows(kt, k_bank, source_of_row, offset, bf16);  // [R, B, D]
+    const at::Tensor sq = side_rows(qt, q_bank, query_of_row, offset, bf16, copies);   // [R, B, D]
+    const at::Tensor sk = side_rows(kt, k_bank, source_of_row, offset, bf16, copies);  // [R, B, D]
     const int64_t N = qt.size(0);
     const at::Tensor dots = pair_dots(sq, sk, heads);  // [R, B, H]
     const bool keep = !g_recompute.load();
@@ -383,8 +401,8 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const at::Tensor &query_of_row = s[5], &source_of_row = s[6];
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
     const bool bf16 = ctx->saved_data["bf16"].toBool();
-    const at::Tensor sq = s[7].defined() ? s[7] : side_rows(qt, q_bank, query_of_row, offset, bf16);
-    const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset, bf16);
+    const at::Tensor sq = s[7].defined() ? s[7] : side_rows(qt, q_bank, query_of_row, offset, bf16, false);
+    const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset, bf16, false);
     const int64_t B = sq.size(1), N = qt.size(0), H = grads[0].size(1);
     const at::Tensor dfull = grads[0].permute({2, 3, 0, 1}).reshape({N * N, B, H});
     const bool scratch = rows_are_scratch(ctx, !s[7].defined() && !s[8].defined());
@@ -392,7 +410,7 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     auto [dq, dq_bank] = side_backward(qt, q_bank, query_of_row, offset, dsq, bf16);
     auto [dk, dk_bank] = side_backward(kt, k_bank, source_of_row, offset, dsk, bf16);
     return {dq, dq_bank, dk, dk_bank, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor()};
+            at::Tensor(), at::Tensor()};
   }
 };
 
@@ -401,11 +419,11 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& alpha, const at::Tensor& input,
                             const at::Tensor& bank, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
                             const at::Tensor& source_of_row, const std::vector<int64_t>& offset, bool head_sliced,
-                            bool bf16) {
+                            bool bf16, bool copies) {
     const int64_t B = alpha.size(0), N = alpha.size(2);
     const at::Tensor xt = token_major(input);
     bf16 = bf16 && bf16_bank(bank);
-    const at::Tensor v = project_rows(xt, source_of_row, bank, offset, bf16);  // [R, B, D]
+    const at::Tensor v = project_rows(xt, source_of_row, bank, offset, bf16, copies);  // [R, B, D]
     const int64_t D = v.size(2);
     const at::Tensor a = grid_to_pairs(alpha, pair_of_row);  // [R, B, H]
     const at::Tensor out = scatter_weighted(a, v, query_of_row, N, head_sliced);  // [N, B, H, *]
@@ -423,7 +441,7 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
                      &source_of_row = s[6];
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
     const bool bf16 = ctx->saved_data["bf16"].toBool();
-    const at::Tensor v = s[2].defined() ? s[2] : project_rows(xt, source_of_row, bank, offset, bf16);
+    const at::Tensor v = s[2].defined() ? s[2] : project_rows(xt, source_of_row, bank, offset, bf16, false);
     const bool head_sliced = ctx->saved_data["head_sliced"].toBool();
     const int64_t B = v.size(1), D = v.size(2), H = a.size(2), N = xt.size(0);
     // Gradient reaching each pair row from its query's output.
@@ -436,7 +454,7 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     auto [dxt, dbank] = project_rows_backward(xt, source_of_row, bank, offset, dv, bf16);
     const at::Tensor dinput = dxt.transpose(0, 1);
     return {dalpha_full.view({N, N, B, H}).permute({2, 3, 0, 1}), dinput, dbank, at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -496,13 +514,13 @@ at::Tensor relative_logits(const PairOrder& o, const at::Tensor& q_input, const 
                            const at::Tensor& k_input, const at::Tensor& k_bank, int64_t heads) {
   return RelativeLogits::apply(q_input, bank_or_empty(q_bank, q_input), k_input, bank_or_empty(k_bank, k_input),
                                o.pair_of_row, o.query_of_row, o.source_of_row, o.entry_offset, heads,
-                               training_in_bf16({&q_input, &q_bank, &k_input, &k_bank}));
+                               training_in_bf16({&q_input, &q_bank, &k_input, &k_bank}), reads_weight_copies());
 }
 
 at::Tensor relative_values(const PairOrder& o, const at::Tensor& alpha, const at::Tensor& input,
                            const at::Tensor& bank, bool head_sliced) {
   return RelativeValues::apply(alpha, input, bank, o.pair_of_row, o.query_of_row, o.source_of_row, o.entry_offset,
-                               head_sliced, training_in_bf16({&alpha, &input, &bank}));
+                               head_sliced, training_in_bf16({&alpha, &input, &bank}), reads_weight_copies());
 }
 
 }  // namespace translution

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 #include <utility>
 
 #if defined(__x86_64__)
@@ -28,8 +29,19 @@ constexpr int kStrip = 32;    // columns one block sweeps: 2 vectors, 24 KB of b
 // register block is R x V accumulators, V loads of b and R broadcasts of a per
 // step: 12 x 2 leaves 6 of the 32 registers free and keeps FMAs, not loads, the
 // limit (24 FMAs to 14 loads). With Two, as many lines again come from prefetch2.
-template <int R, int V, int P, bool Tail, bool Two = false>
-__attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+//
+// W is the type b is stored in: float, or Bf16Bits (bfloat16 weights, row_gemm_bf16):
+// each vector of 16 is widened to float as it is loaded (a bfloat16 is the top
+// half of a float's bits), so only the memory read is halved, never the sums.
+template <typename W>
+__attribute__((target("avx512f"))) inline __m512 load_b(const W* p) {
+  if constexpr (std::is_same_v<W, float>) return _mm512_loadu_ps(p);
+  else return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+
+template <int R, int V, int P, bool Tail, bool Two = false, typename W = float>
+__attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t lda, const W* b, int64_t ldb,
                                               float* c, int64_t ldc, const char* prefetch, const char* prefetch2,
                                               __mmask16 tail) {
   __m512 acc[R][V];
@@ -42,11 +54,17 @@ __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t
     if constexpr (P >= 2) _mm_prefetch(prefetch + p * (64 * P) + 64, _MM_HINT_T1);
     if constexpr (Two && P >= 1) _mm_prefetch(prefetch2 + p * (64 * P), _MM_HINT_T1);
     if constexpr (Two && P >= 2) _mm_prefetch(prefetch2 + p * (64 * P) + 64, _MM_HINT_T1);
-    const float* bp = b + p * ldb;
+    const W* bp = b + p * ldb;
     __m512 w[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v)
-      w[v] = Tail && v == V - 1 ? _mm512_maskz_loadu_ps(tail, bp + 16 * v) : _mm512_loadu_ps(bp + 16 * v);
+    for (int v = 0; v < V; ++v) {
+      if constexpr (Tail) {  // float only: bfloat16 products take whole vectors (row_gemm_bf16)
+        static_assert(std::is_same_v<W, float>);
+        w[v] = v == V - 1 ? _mm512_maskz_loadu_ps(tail, bp + 16 * v) : _mm512_loadu_ps(bp + 16 * v);
+      } else {
+        w[v] = load_b(bp + 16 * v);
+      }
+    }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m512 x = _mm512_set1_ps(a[r * lda + p]);
@@ -63,8 +81,9 @@ __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t
     }
 }
 
-using Block = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const char*,
-                       const char*, __mmask16);
+template <typename W>
+using Block = void (*)(int64_t, const float*, int64_t, const W*, int64_t, float*, int64_t, const char*, const char*,
+                       __mmask16);
 
 // A product of at most kWideRows rows is one register block high, so 2 x R
 // accumulators are too few to hide the FMA latency (a 2-row block took 5x the
@@ -76,21 +95,22 @@ constexpr int kWideRows = 6;
 constexpr int kWideStrip = 64;
 
 // [rows - 1][lines per step]
-template <int... R>
+template <typename W, int... R>
 constexpr auto wide_blocks_of(std::integer_sequence<int, R...>) {
   struct Table {
-    Block f[kWideRows][3];
+    Block<W> f[kWideRows][3];
   };
-  return Table{{{block<R + 1, 4, 0, false, true>, block<R + 1, 4, 1, false, true>,
-                 block<R + 1, 4, 2, false, true>}...}};
+  return Table{{{block<R + 1, 4, 0, false, true, W>, block<R + 1, 4, 1, false, true, W>,
+                 block<R + 1, 4, 2, false, true, W>}...}};
 }
-constexpr auto kWideBlocks = wide_blocks_of(std::make_integer_sequence<int, kWideRows>{});
+template <typename W>
+constexpr auto kWideBlocks = wide_blocks_of<W>(std::make_integer_sequence<int, kWideRows>{});
 
 // [rows - 1][vectors - 1][lines per step][whether the last vector is partial]
 template <int... R>
 constexpr auto blocks_of(std::integer_sequence<int, R...>) {
   struct Table {
-    Block f[kMaxRows][2][3][2];
+    Block<float> f[kMaxRows][2][3][2];
   };
   return Table{{{{{block<R + 1, 1, 0, false>, block<R + 1, 1, 0, true>},
                   {block<R + 1, 1, 1, false>, block<R + 1, 1, 1, true>},
@@ -101,13 +121,36 @@ constexpr auto blocks_of(std::integer_sequence<int, R...>) {
 }
 constexpr auto kBlocks = blocks_of(std::make_integer_sequence<int, kMaxRows>{});
 
+// bfloat16 weights: whole vectors only, [rows - 1][vectors - 1][lines per step].
+template <int... R>
+constexpr auto bf16_blocks_of(std::integer_sequence<int, R...>) {
+  struct Table {
+    Block<Bf16Bits> f[kMaxRows][2][3];
+  };
+  return Table{{{{block<R + 1, 1, 0, false, false, Bf16Bits>, block<R + 1, 1, 1, false, false, Bf16Bits>,
+                  block<R + 1, 1, 2, false, false, Bf16Bits>},
+                 {block<R + 1, 2, 0, false, false, Bf16Bits>, block<R + 1, 2, 1, false, false, Bf16Bits>,
+                  block<R + 1, 2, 2, false, false, Bf16Bits>}}...}};
+}
+constexpr auto kBf16Blocks = bf16_blocks_of(std::make_integer_sequence<int, kMaxRows>{});
+
+template <typename W>
+void narrow_block(int rows, int vectors, int per_step, bool partial, int64_t k, const float* a, int64_t lda,
+                  const W* b, int64_t ldb, float* c, int64_t ldc, const char* prefetch, __mmask16 tail) {
+  if constexpr (std::is_same_v<W, float>)
+    kBlocks.f[rows - 1][vectors - 1][per_step][partial](k, a, lda, b, ldb, c, ldc, prefetch, nullptr, tail);
+  else
+    kBf16Blocks.f[rows - 1][vectors - 1][per_step](k, a, lda, b, ldb, c, ldc, prefetch, nullptr, tail);
+}
+
 // Strips of 32 columns outside (64 for a product of at most kWideRows rows, up to
 // its last whole 64; kWideBlocks), row blocks inside, so each strip of b is read
 // from memory (or L2) once and from L1 for every further block. The rows are cut
 // into blocks of nearly equal size (15 -> 7 + 8): a block of few rows has too few
 // independent accumulators to hide the FMA latency. Each block prefetches its
 // share of the next matrix's lines (row_gemm_prefetch).
-void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+template <typename W>
+void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* b, int64_t ldb, float* c,
          int64_t ldc, const char* next, const RowGemmPrefetch& plan) {
   const int64_t row_blocks = (m + kMaxRows - 1) / kMaxRows;
   const int64_t base_rows = m / row_blocks, taller = row_blocks - m % row_blocks;  // blocks from `taller` on: +1
@@ -116,7 +159,7 @@ void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const flo
     for (; j + kWideStrip <= n; j += kWideStrip, block += 2) {
       const char* prefetch = plan.per_step ? next + 64 * plan.first_line(block, k) : nullptr;
       const char* prefetch2 = plan.per_step ? next + 64 * plan.first_line(block + 1, k) : nullptr;
-      kWideBlocks.f[m - 1][plan.per_step](k, a, lda, b + j, ldb, c + j, ldc, prefetch, prefetch2, 0xFFFF);
+      kWideBlocks<W>.f[m - 1][plan.per_step](k, a, lda, b + j, ldb, c + j, ldc, prefetch, prefetch2, 0xFFFF);
     }
   for (; j < n; j += kStrip) {
     // The last strip may be narrower: its last vector is loaded and stored under a mask.
@@ -126,8 +169,8 @@ void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const flo
     for (int64_t i = 0, row = 0; i < row_blocks; ++i, ++block) {
       const int64_t rows = base_rows + (i >= taller);
       const char* prefetch = plan.per_step ? next + 64 * plan.first_line(block, k) : nullptr;
-      kBlocks.f[rows - 1][vectors - 1][plan.per_step][partial != 0](k, a + row * lda, lda, b + j, ldb,
-                                                                    c + row * ldc + j, ldc, prefetch, nullptr, tail);
+      narrow_block<W>(int(rows), vectors, plan.per_step, partial != 0, k, a + row * lda, lda, b + j, ldb,
+                      c + row * ldc + j, ldc, prefetch, tail);
       row += rows;
     }
   }
@@ -174,6 +217,21 @@ void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, cons
   (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next, (void)next_bytes;
 #endif
   throw Error("internal: row_gemm called where it cannot run (no AVX-512, or no columns)");
+}
+
+void row_gemm_bf16(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const Bf16Bits* b, int64_t ldb,
+                   float* c, int64_t ldc, const void* next, int64_t next_bytes) {
+#if defined(__x86_64__)
+  if (cpu_has_avx512() && row_gemm_bf16_width_ok(n)) {
+    ++t_calls;
+    if (m <= 0) return;
+    const RowGemmPrefetch plan = row_gemm_prefetch(m, n, k, next ? next_bytes : 0);
+    return run(m, n, k, a, lda, b, ldb, c, ldc, static_cast<const char*>(next), plan);
+  }
+#else
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next, (void)next_bytes;
+#endif
+  throw Error("internal: row_gemm_bf16 called where it cannot run (no AVX-512, or columns not a multiple of 16)");
 }
 
 }  // namespace translution

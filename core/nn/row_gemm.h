@@ -38,6 +38,19 @@ inline bool row_gemm_width_ok(int64_t n) { return n > 0; }
 void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
               int64_t ldc, const void* next = nullptr, int64_t next_bytes = 0);
 
+// The bits of a bfloat16 (the top 16 bits of the float it rounds).
+using Bf16Bits = uint16_t;
+
+// Whether row_gemm_bf16 handles this width: whole vectors of 16 columns.
+inline bool row_gemm_bf16_width_ok(int64_t n) { return n > 0 && n % 16 == 0; }
+
+// row_gemm with b stored as bfloat16 (nn/bf16_weights.h): b's values are widened
+// to float as they are loaded and everything else is row_gemm's fp32 arithmetic,
+// so the product is exactly a (float) times the rounded b, summed in float, for
+// half of b's memory traffic. next_bytes counts the next matrix's bfloat16 bytes.
+void row_gemm_bf16(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const Bf16Bits* b, int64_t ldb,
+                   float* c, int64_t ldc, const void* next = nullptr, int64_t next_bytes = 0);
+
 // How row_gemm spreads the prefetch of `next` over its register blocks (each a
 // strip of 32 columns by up to 12 rows), exposed for its tests: every block
 // prefetches per_step lines per step of k, per_step x k lines from first_line.

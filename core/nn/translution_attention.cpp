@@ -70,4 +70,11 @@ std::vector<OffsetMagnitudes> TranslutionAttention::offset_magnitudes() const {
   return out;
 }
 
+std::vector<at::Tensor> TranslutionAttention::relative_banks() const {
+  std::vector<at::Tensor> banks;
+  for (const at::Tensor& b : banks_)
+    if (b.defined()) banks.push_back(b);
+  return banks;
+}
+
 }  // namespace translution

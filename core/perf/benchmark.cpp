@@ -15,6 +15,7 @@
 #include "nn/model_cost.h"
 #include "nn/fused_inference.h"
 #include "nn/bf16_gemm.h"
+#include "nn/bf16_weights.h"
 #include "nn/training_kernels.h"
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
@@ -93,7 +94,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.fused_pair = fused_pair_kernels_enabled();
   result.fused_inference = fused_inference_enabled();
   result.training_kernels = training_kernels_enabled();
-  result.precision = options.mode == "train" ? dense_precision_name(dense_precision()) : "fp32";
+  result.precision = dense_precision_name(dense_precision());  // inference: bfloat16 offset matrices (below)
   result.matrix_threads = matrix_threads();
   result.freed_memory = freed_memory_name(freed_memory());
   result.device_name = device_description(options.device);
@@ -119,6 +120,14 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   torch::optim::AdamW& optimizer = *optimizer_owner;
   if (train) model->train(); else model->eval();
 
+  // Made before the steps, so that no timed step pays for the copy.
+  std::optional<Bf16Weights> bf16_weights;
+  if (!train && (dense_precision() == DensePrecision::Bf16 || options.compare == "precision")) {
+    bf16_weights.emplace(*model);
+    if (bf16_weights->banks() == 0)
+      throw Error("--precision bf16 in inference reads offset matrices of at least 64 x 64 as bfloat16; " + c.model +
+                  " has none (use --precision fp32)");
+  }
   // Training steps are timed by phase too (device synchronised between phases).
   std::vector<double> phase_ms[3];
   auto step = [&](bool timed) {
@@ -138,6 +147,8 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
       lap(2);
     } else {
       at::NoGradGuard no_grad;
+      // bf16 in inference: the offset matrices read from bfloat16 copies (below).
+      const ScopedBf16Weights scope(dense_precision() == DensePrecision::Bf16 ? &*bf16_weights : nullptr);
       model->forward(images);
     }
   };

@@ -55,7 +55,8 @@ struct BenchResult {
   bool fused_pair = true;     // fused CPU kernels for the per-pair arithmetic (else ATen)
   bool fused_inference = true;  // a forward without gradients in the engine's passes (nn/fused_inference.h)
   bool training_kernels = true;  // GELU, LayerNorm, softmax, self-attention with gradients in the engine's passes
-  std::string precision = "fp32";  // the dense layers' products in training (nn/bf16_gemm.h)
+  std::string precision = "fp32";  // training: the dense layers' products (nn/bf16_gemm.h); inference: the
+                                   // offset matrices read as bfloat16 (nn/bf16_weights.h)
   int matrix_threads = 0;     // threads sharing the per-matrix GEMMs (0: by shape)
   int blas_threads = 0;       // OpenBLAS threads per GEMM (0: not OpenBLAS)
   std::string blas_core;      // OpenBLAS's kernels (util/blas_kernels.h; empty: not OpenBLAS)

@@ -77,8 +77,14 @@ bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --dept
 check "bench --compare training-kernels alternates in one process (fused by default)" grep -qE '"training_kernels":"fused",.*"compare":"training-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
 check "bench --mode studio rejects --training-kernels" bash -c "out=\$(\"$cli\" bench --mode studio --training-kernels aten 2>&1); test \$? -ne 0 && grep -q \"applies to --mode train\" <<<\"\$out\""
 check "bench rejects a bad --training-kernels" bash -c "out=\$(\"$cli\" bench --model attention --training-kernels fast 2>&1); test \$? -ne 0 && grep -q \"unknown --training-kernels 'fast'\" <<<\"\$out\""
-check "bench rejects --precision outside training" bash -c "out=\$(\"$cli\" bench --model attention --precision bf16 2>&1); test \$? -ne 0 && grep -q 'precision applies to --mode train' <<<\"\$out\""
-check "bench rejects an unknown --precision" bash -c "out=\$(\"$cli\" bench --model attention --mode train --precision fp16 2>&1); test \$? -ne 0 && grep -q \"unknown precision 'fp16'\" <<<\"\$out\""
+# In inference bf16 reads Translution's offset matrices as bfloat16 (nn/bf16_weights.h, AVX-512).
+check "bench --precision bf16 in inference names a model without offset matrices" bash -c "out=\$(\"$cli\" bench --model attention --precision bf16 2>&1); test \$? -ne 0 && grep -qE 'attention has none|lacks' <<<\"\$out\""
+check "bench --mode studio rejects --precision" bash -c "out=\$(\"$cli\" bench --mode studio --precision bf16 2>&1); test \$? -ne 0 && grep -q 'precision applies to --mode infer and --mode train' <<<\"\$out\""
+if grep -q ' avx512f ' /proc/cpuinfo; then
+  bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --precision bf16 --compare precision --json)
+  check "bench --precision bf16 reads bfloat16 offset matrices in inference" grep -qE '"mode":"infer".*"precision":"bf16",.*"compare":"precision","ms_per_step_alternative":[0-9]' <<<"$bench"
+fi
+check "bench rejects an unknown --precision" bash -c "out=\$(\"$cli\" bench --model attention --mode train --precision fp16 2>&1); test \$? -ne 0 && grep -q \"unknown --precision 'fp16'\" <<<\"\$out\""
 tiny_train=(--model attention --preset tiny --image 28 --patch 7 --depth 1 --dataset dynamic --batch 16 --train-samples 64 --steps 3 --eval-samples 32 --no-final-eval)
 # Whether this machine runs bf16 (AMX tiles, and a kernel that grants them) is the CLI's to say.
 if bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 2 --warmup 0 --precision bf16 --compare precision --json 2>"$work/bf16.err"); then
@@ -167,6 +173,12 @@ check "a weights-only file cannot be resumed" test $? -ne 0
 check "resuming weights only says why" grep -q "weights only" <<<"$err"
 ev=$("$cli" eval --checkpoint "$work/w.ckpt" --samples 50 --json)
 check "eval --json has accuracy and confusion" bash -c "grep -q '\"samples\":50,\"accuracy\":' <<<'$ev' && grep -q '\"confusion\":\[\[' <<<'$ev'"
+check "eval --precision bf16 names a checkpoint without offset matrices it can read" bash -c "out=\$(\"$cli\" eval --checkpoint '$work/w.ckpt' --samples 10 --precision bf16 2>&1); test \$? -ne 0 && grep -qE 'lor checkpoint has none|lacks' <<<\"\$out\""
+if grep -q ' avx512f ' /proc/cpuinfo; then
+  check "a tiny Translution trains" "$cli" train --model translution --preset tiny --image 28 --patch 7 --depth 1 --dataset dynamic --batch 16 --train-samples 64 --steps 2 --no-final-eval --out "$work/t.ckpt"
+  ev=$("$cli" eval --checkpoint "$work/t.ckpt" --samples 50 --precision bf16 --json)
+  check "eval --precision bf16 evaluates with bfloat16 offset matrices" grep -q '"precision":"bf16","samples":50,"accuracy":' <<<"$ev"
+fi
 pr=$("$cli" eval --checkpoint "$work/w.ckpt" --protocol --samples 20 --json)
 check "eval --protocol --json gives dynamic->dynamic" grep -q '"dynamic->dynamic":[0-9.]' <<<"$pr"
 check "eval --protocol prints three test sets" bash -c "\"$cli\" eval --checkpoint '$work/w.ckpt' --protocol --samples 20 | grep -q 'static *dynamic *moving'"

@@ -1,0 +1,60 @@
+#include "nn/bf16_weights.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+#include "nn/attention.h"
+#include "util/device.h"
+#include "util/error.h"
+
+namespace translution {
+namespace {
+thread_local const Bf16Weights* t_weights = nullptr;
+
+uint32_t version_of(const at::Tensor& t) { return t._version(); }
+}  // namespace
+
+bool bf16_weights_available() { return cpu_has_avx512(); }
+
+Bf16Weights::Bf16Weights(const torch::nn::Module& module) {
+  if (!bf16_weights_available())
+    throw Error("bfloat16 weights need a CPU with AVX-512 (this one has none); use --precision fp32");
+  at::NoGradGuard no_grad;
+  for (const auto& child : module.modules()) {
+    const auto* attention = dynamic_cast<const AttentionModule*>(child.get());
+    if (!attention) continue;
+    for (const at::Tensor& bank : attention->relative_banks()) {
+      if (!bank.is_cpu() || bank.scalar_type() != at::kFloat || bank.dim() != 3 || !bank.is_contiguous() ||
+          !row_gemm_bf16_width_ok(bank.size(2)))
+        continue;
+      // LibTorch's conversion rounds to nearest, ties to even.
+      copies_.push_back({bank.data_ptr(), version_of(bank), bank.detach().to(at::kBFloat16).contiguous()});
+    }
+  }
+}
+
+const Bf16Bits* Bf16Weights::find(const at::Tensor& bank) const {
+  const void* data = bank.data_ptr();
+  for (const Copy& c : copies_)
+    if (c.data == data)
+      return c.version == version_of(bank) && c.bf16.sizes() == bank.sizes()
+                 ? reinterpret_cast<const Bf16Bits*>(c.bf16.data_ptr<at::BFloat16>())
+                 : nullptr;
+  return nullptr;
+}
+
+int64_t Bf16Weights::bytes() const {
+  int64_t n = 0;
+  for (const Copy& c : copies_) n += c.bf16.numel() * 2;
+  return n;
+}
+
+ScopedBf16Weights::ScopedBf16Weights(const Bf16Weights* weights) : before_(t_weights) { t_weights = weights; }
+ScopedBf16Weights::~ScopedBf16Weights() { t_weights = before_; }
+
+const Bf16Bits* bf16_weights_for(const at::Tensor& bank) {
+  if (!t_weights || c10::GradMode::is_enabled() || !bank.defined() || !bank.is_cpu()) return nullptr;
+  return t_weights->find(bank);
+}
+
+}  // namespace translution

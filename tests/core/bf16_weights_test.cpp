@@ -1,0 +1,188 @@
+// bfloat16 copies of the offset matrices for forwards without gradients
+// (nn/bf16_weights.h): row_gemm_bf16 against a double product with b rounded to
+// bfloat16, for every block shape; a Translution layer reading the copies against
+// the per-pair reference on rounded banks; and the rules that keep a copy from
+// being read where it must not be: changed weights, gradients on, another
+// thread, no snapshot in force, banks it cannot multiply (LoR's 24 wide).
+// Skipped where the CPU has no AVX-512.
+#include <thread>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "naive_attention.h"
+#include "nn/attention.h"
+#include "nn/bf16_weights.h"
+#include "nn/row_gemm.h"
+#include "nn/vit.h"
+#include "tensor_checks.h"
+#include "test_switches.h"
+#include "util/error.h"
+
+namespace translution {
+namespace {
+
+using test_support::max_relative_error;
+
+#define SKIP_WITHOUT_AVX512() \
+  if (!bf16_weights_available()) GTEST_SKIP() << "no AVX-512 here: offset matrices stay fp32"
+
+at::Tensor rounded(const at::Tensor& t) { return t.to(at::kBFloat16).to(t.scalar_type()); }
+
+// c = a b16 into rows of ldc starting 3 columns in, b given as bfloat16 bits in
+// rows of ldb; the worst error against the double product with the rounded b,
+// relative to the sum of |a||b| over k; no other column may be touched.
+double worst_error(int64_t m, int64_t n, int64_t k) {
+  const at::Tensor wide_a = at::randn({m, k + 3});
+  const at::Tensor a = wide_a.narrow(1, 2, k);
+  const at::Tensor wide_b16 = at::randn({k, n + 32}).to(at::kBFloat16);
+  const at::Tensor b16 = wide_b16.narrow(1, 16, n);
+  at::Tensor wide_c = at::full({m, n + 5}, 42.0f);
+  row_gemm_bf16(m, n, k, a.data_ptr<float>(), a.stride(0),
+                reinterpret_cast<const Bf16Bits*>(b16.data_ptr<at::BFloat16>()), b16.stride(0),
+                wide_c.data_ptr<float>() + 3, wide_c.stride(0));
+  EXPECT_TRUE(wide_c.narrow(1, 0, 3).eq(42.0f).all().item<bool>()) << "columns left of c were written";
+  EXPECT_TRUE(wide_c.narrow(1, 3 + n, 2).eq(42.0f).all().item<bool>()) << "columns right of c were written";
+  const at::Tensor ad = a.to(at::kDouble), bd = b16.to(at::kDouble);  // exact: a bfloat16 widens without loss
+  const at::Tensor error = (wide_c.narrow(1, 3, n).to(at::kDouble) - at::mm(ad, bd)).abs();
+  return (error / (at::mm(ad.abs(), bd.abs()) + 1e-30)).max().item<double>();
+}
+
+// Every block height (1-12, and 2-4 blocks of unequal heights up to 40 rows),
+// one- and two-vector strips (16, 48), 64-column sweeps for at most 6 rows (64,
+// 192 = Translution's width), k = 1 (one step) to 33.
+TEST(RowGemmBf16, MatchesTheDoubleProductWithTheRoundedMatrix) {
+  SKIP_WITHOUT_AVX512();
+  at::manual_seed(3);
+  for (int64_t m = 1; m <= 40; ++m)
+    for (const int64_t n : {16, 32, 48, 64, 112, 192})
+      for (const int64_t k : {1, 7, 33}) {
+        SCOPED_TRACE("m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k));
+        EXPECT_LT(worst_error(m, n, k), 1e-5);
+      }
+  EXPECT_LT(worst_error(200, 64, 192), 1e-5) << "a batch's rows";
+}
+
+TEST(RowGemmBf16, RefusesWidthsItCannotLoad) {
+  SKIP_WITHOUT_AVX512();
+  const at::Tensor a = at::zeros({2, 4}), b = at::zeros({4, 24}, at::kBFloat16);
+  at::Tensor c = at::zeros({2, 24});
+  EXPECT_FALSE(row_gemm_bf16_width_ok(24));
+  EXPECT_THROW(row_gemm_bf16(2, 24, 4, a.data_ptr<float>(), 4, reinterpret_cast<const Bf16Bits*>(b.data_ptr()), 24,
+                             c.data_ptr<float>(), 24),
+               Error);
+}
+
+struct Layer {
+  AttentionSpec spec = attention_choice("translution").spec;
+  AttentionShape shape{64, 2, 32};
+  TokenLayout layout = TokenLayout::grid(3, 4, true);
+  std::shared_ptr<AttentionModule> module = make_attention(spec, shape, layout);
+};
+
+// The forward reads the copies: it equals the paper's equations (per-pair
+// reference, double) with the banks rounded and everything else as it is, and
+// differs from the fp32 forward. Both matrix parts run (two threads).
+TEST(Bf16Weights, ATranslutionLayerReadsTheRoundedBanks) {
+  SKIP_WITHOUT_AVX512();
+  at::manual_seed(4);
+  Layer l;
+  const Bf16Weights weights(*l.module);
+  EXPECT_EQ(weights.banks(), 3) << "q, k and v";
+  EXPECT_EQ(weights.bytes(), 3 * l.module->relative_banks()[0].numel() * 2);
+  for (const int64_t batch : {int64_t(1), int64_t(5)}) {
+    const at::Tensor x = at::randn({batch, l.layout.tokens(), 64});
+    at::Tensor got, fp32;
+    {
+      at::NoGradGuard no_grad;
+      test_support::ScopedMatrixThreads threads(2);
+      fp32 = l.module->forward(x, nullptr);
+      const ScopedBf16Weights scope(&weights);
+      got = l.module->forward(x, nullptr);
+    }
+    auto reference = make_attention(l.spec, l.shape, l.layout);
+    reference->to(at::kDouble);
+    {
+      at::NoGradGuard no_grad;
+      const auto fast = l.module->named_parameters();
+      for (auto& p : reference->named_parameters()) {
+        const at::Tensor v = fast[p.key()].detach();
+        p.value().copy_(v.dim() == 3 ? rounded(v) : v);  // only the banks are rounded
+      }
+    }
+    const at::Tensor want =
+        test_support::naive_attention(*reference, l.spec, l.shape, l.layout, x.to(at::kDouble)).detach();
+    EXPECT_LT(max_relative_error(got, want), 1e-5) << "batch " << batch;
+    EXPECT_GT(max_relative_error(got, fp32.to(at::kDouble)), 1e-5) << "the copies were not read";
+  }
+}
+
+TEST(Bf16Weights, NeverReadWhereTheyMustNotBe) {
+  SKIP_WITHOUT_AVX512();
+  at::manual_seed(6);
+  Layer l;
+  const Bf16Weights weights(*l.module);
+  const at::Tensor bank = l.module->relative_banks()[0];
+  const at::Tensor x = at::randn({2, l.layout.tokens(), 64});
+  auto forward = [&] {
+    at::NoGradGuard no_grad;
+    return l.module->forward(x, nullptr);
+  };
+  const at::Tensor fp32 = forward();
+  const at::Tensor fp32_with_grad = l.module->forward(x, nullptr).detach();
+  EXPECT_EQ(bf16_weights_for(bank), nullptr) << "no snapshot in force";
+  {
+    const ScopedBf16Weights scope(&weights);
+    {
+      at::NoGradGuard no_grad;
+      EXPECT_NE(bf16_weights_for(bank), nullptr);
+      EXPECT_EQ(bf16_weights_for(at::zeros_like(bank)), nullptr) << "a bank it was not made from";
+    }
+    EXPECT_EQ(bf16_weights_for(bank), nullptr) << "gradients on: training reads the fp32 weights";
+    const at::Tensor with_grad = l.module->forward(x, nullptr).detach();
+    EXPECT_TRUE(at::equal(with_grad, fp32_with_grad));
+    std::thread other([&] {
+      at::NoGradGuard no_grad;
+      EXPECT_EQ(bf16_weights_for(bank), nullptr) << "the snapshot is the calling thread's";
+    });
+    other.join();
+    {
+      const ScopedBf16Weights none(nullptr);
+      EXPECT_TRUE(at::equal(forward(), fp32)) << "an inner scope without a snapshot";
+    }
+    EXPECT_FALSE(at::equal(forward(), fp32)) << "the outer snapshot restored";
+    // Weights changed in place after the copy (an optimizer step, a checkpoint
+    // loaded into them): read in fp32 again, never from the stale copy.
+    {
+      at::NoGradGuard no_grad;
+      l.module->relative_banks()[1].mul_(0.5);
+    }
+    const at::Tensor changed = forward();
+    EXPECT_EQ(bf16_weights_for(l.module->relative_banks()[1]), nullptr);
+    ScopedBf16Weights none(nullptr);
+    EXPECT_TRUE(at::allclose(changed.narrow(0, 0, 1), forward().narrow(0, 0, 1), 1e-3, 1e-3))
+        << "the changed bank in fp32, the others from their copies";
+  }
+}
+
+TEST(Bf16Weights, CopiesOnlyBanksItCanMultiply) {
+  SKIP_WITHOUT_AVX512();
+  ViTConfig lor;
+  lor.model = "lor";
+  lor.image_height = lor.image_width = 28;
+  lor.patch = 7;
+  lor.depth = 2, lor.dim = 64, lor.heads = 3, lor.head_dim = 32, lor.mlp_dim = 128;
+  ViT lor_model(lor);
+  EXPECT_EQ(Bf16Weights(*lor_model).banks(), 0) << "LoR's matrices are 8 x 3 heads = 24 wide: no whole vectors of 16";
+  ViTConfig translution = lor;
+  translution.model = "translution";
+  ViT model(translution);
+  EXPECT_EQ(Bf16Weights(*model).banks(), 6) << "q, k, v of two layers";
+  ViTConfig attention = lor;
+  attention.model = "attention";
+  ViT plain(attention);
+  EXPECT_EQ(Bf16Weights(*plain).banks(), 0);
+}
+
+}  // namespace
+}  // namespace translution
