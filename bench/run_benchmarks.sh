@@ -27,6 +27,12 @@ if grep -q ' amx_bf16 ' /proc/cpuinfo; then
   "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --precision bf16 --json
   "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --precision bf16 --compare precision --json
 fi
+# Inference reading Translution's offset matrices as bfloat16 copies (nn/bf16_weights.h, AVX-512):
+# alone (its peak memory holds the copies), then alternating with fp32 in one process.
+if grep -q ' avx512f ' /proc/cpuinfo; then
+  "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --precision bf16 --json
+  "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --warmup 5 --precision bf16 --compare precision --json
+fi
 # Algorithm choice: both ways of computing relative projections, forced.
 for a in per-matrix all-tokens; do
   for m in lor translution; do

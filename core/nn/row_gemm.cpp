@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -204,10 +205,13 @@ RowGemmPrefetch row_gemm_prefetch(int64_t m, int64_t n, int64_t k, int64_t next_
   return plan;
 }
 
-void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-              int64_t ldc, const void* next, int64_t next_bytes) {
+namespace {
+// Runs the product where this CPU can (width_ok: the widths the kernel loads).
+template <typename W>
+void checked_run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* b, int64_t ldb, float* c,
+                 int64_t ldc, const void* next, int64_t next_bytes, bool width_ok, const char* what) {
 #if defined(__x86_64__)
-  if (cpu_has_avx512() && row_gemm_width_ok(n)) {
+  if (cpu_has_avx512() && width_ok) {
     ++t_calls;
     if (m <= 0) return;
     const RowGemmPrefetch plan = row_gemm_prefetch(m, n, k, next ? next_bytes : 0);
@@ -216,22 +220,18 @@ void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, cons
 #else
   (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next, (void)next_bytes;
 #endif
-  throw Error("internal: row_gemm called where it cannot run (no AVX-512, or no columns)");
+  throw Error(std::string("internal: ") + what + " called where it cannot run (no AVX-512, or a width it cannot load)");
+}
+}  // namespace
+
+void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+              int64_t ldc, const void* next, int64_t next_bytes) {
+  checked_run(m, n, k, a, lda, b, ldb, c, ldc, next, next_bytes, row_gemm_width_ok(n), "row_gemm");
 }
 
 void row_gemm_bf16(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const Bf16Bits* b, int64_t ldb,
                    float* c, int64_t ldc, const void* next, int64_t next_bytes) {
-#if defined(__x86_64__)
-  if (cpu_has_avx512() && row_gemm_bf16_width_ok(n)) {
-    ++t_calls;
-    if (m <= 0) return;
-    const RowGemmPrefetch plan = row_gemm_prefetch(m, n, k, next ? next_bytes : 0);
-    return run(m, n, k, a, lda, b, ldb, c, ldc, static_cast<const char*>(next), plan);
-  }
-#else
-  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next, (void)next_bytes;
-#endif
-  throw Error("internal: row_gemm_bf16 called where it cannot run (no AVX-512, or columns not a multiple of 16)");
+  checked_run(m, n, k, a, lda, b, ldb, c, ldc, next, next_bytes, row_gemm_bf16_width_ok(n), "row_gemm_bf16");
 }
 
 }  // namespace translution
