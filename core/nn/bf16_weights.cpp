@@ -1,5 +1,8 @@
 #include "nn/bf16_weights.h"
 
+#include <string>
+#include <vector>
+
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
@@ -14,6 +17,17 @@ thread_local const Bf16Weights* t_weights = nullptr;
 uint32_t version_of(const at::Tensor& t) { return t._version(); }
 }  // namespace
 
+at::Tensor bf16_strip_layout(const at::Tensor& bank) {
+  const int64_t n = bank.size(-1);
+  if (n % 32 != 0) throw Error("internal: bf16_strip_layout needs rows of whole 32-column strips, got " + std::to_string(n));
+  std::vector<int64_t> strips = bank.sizes().vec();
+  strips.back() = n / 32;
+  strips.push_back(2);
+  strips.push_back(16);  // [..., strip, half, column]: interleave the halves column by column
+  // LibTorch's conversion rounds to nearest, ties to even.
+  return bank.detach().to(at::kBFloat16).reshape(strips).transpose(-1, -2).contiguous().view(bank.sizes());
+}
+
 bool bf16_weights_available() { return cpu_has_avx512(); }
 
 Bf16Weights::Bf16Weights(const torch::nn::Module& module) {
@@ -27,8 +41,7 @@ Bf16Weights::Bf16Weights(const torch::nn::Module& module) {
       if (!bank.is_cpu() || bank.scalar_type() != at::kFloat || bank.dim() != 3 || !bank.is_contiguous() ||
           !row_gemm_bf16_width_ok(bank.size(2)))
         continue;
-      // LibTorch's conversion rounds to nearest, ties to even.
-      copies_.push_back({bank.data_ptr(), version_of(bank), bank.detach().to(at::kBFloat16).contiguous()});
+      copies_.push_back({bank.data_ptr(), version_of(bank), bf16_strip_layout(bank)});
     }
   }
 }

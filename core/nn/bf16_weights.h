@@ -28,11 +28,15 @@ namespace translution {
 // Whether this machine can read weights as bfloat16 (row_gemm_bf16: AVX-512).
 bool bf16_weights_available();
 
+// bank [..., n] (float, n a multiple of 32) rounded to bfloat16 (to nearest, ties
+// to even) in row_gemm_bf16's strip layout, as a bfloat16 tensor of bank's shape.
+at::Tensor bf16_strip_layout(const at::Tensor& bank);
+
 class Bf16Weights {
  public:
   // Copies every offset-matrix bank of the module's attention layers
   // (AttentionModule::relative_banks) that row_gemm_bf16 can multiply: float,
-  // on the CPU, C' a multiple of 16 (Translution's; not LoR's 24 x 24 at three
+  // on the CPU, C' a multiple of 32 (Translution's; not LoR's 24 x 24 at three
   // heads). Throws an Error where this machine cannot read them
   // (bf16_weights_available).
   explicit Bf16Weights(const torch::nn::Module& module);

@@ -32,13 +32,21 @@ constexpr int kStrip = 32;    // columns one block sweeps: 2 vectors, 24 KB of b
 // limit (24 FMAs to 14 loads). With Two, as many lines again come from prefetch2.
 //
 // W is the type b is stored in: float, or Bf16Bits (bfloat16 weights, row_gemm_bf16):
-// each vector of 16 is widened to float as it is loaded (a bfloat16 is the top
-// half of a float's bits), so only the memory read is halved, never the sums.
+// widened to float as they are loaded (a bfloat16 is the top half of a float's
+// bits), so only the memory read is halved, never the sums. In the strip layout
+// (row_gemm.h) one 64-byte load holds a strip's two vectors: 32-bit word t is
+// column 16 + t's bits above column t's, so a shift gives the first vector and a
+// mask the second, two instructions beside the FMAs for 32 columns.
 template <typename W>
-__attribute__((target("avx512f"))) inline __m512 load_b(const W* p) {
-  if constexpr (std::is_same_v<W, float>) return _mm512_loadu_ps(p);
-  else return _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+__attribute__((target("avx512f"))) inline void load_b_pair(const W* p, __m512& first, __m512& second) {
+  if constexpr (std::is_same_v<W, float>) {
+    first = _mm512_loadu_ps(p);
+    second = _mm512_loadu_ps(p + 16);
+  } else {
+    const __m512i words = _mm512_loadu_si512(p);
+    first = _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
+    second = _mm512_castsi512_ps(_mm512_and_si512(words, _mm512_set1_epi32(int(0xFFFF0000u))));
+  }
 }
 
 template <int R, int V, int P, bool Tail, bool Two = false, typename W = float>
@@ -58,12 +66,16 @@ __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t
     const W* bp = b + p * ldb;
     __m512 w[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) {
-      if constexpr (Tail) {  // float only: bfloat16 products take whole vectors (row_gemm_bf16)
+    for (int v = 0; v < V; v += 2) {
+      if constexpr (V == 1) {  // float only: bfloat16 products take whole strips of 32 (row_gemm_bf16)
         static_assert(std::is_same_v<W, float>);
-        w[v] = v == V - 1 ? _mm512_maskz_loadu_ps(tail, bp + 16 * v) : _mm512_loadu_ps(bp + 16 * v);
+        w[0] = Tail ? _mm512_maskz_loadu_ps(tail, bp) : _mm512_loadu_ps(bp);
+      } else if constexpr (Tail) {
+        static_assert(std::is_same_v<W, float>);
+        w[v] = _mm512_loadu_ps(bp + 16 * v);
+        w[v + 1] = v + 1 == V - 1 ? _mm512_maskz_loadu_ps(tail, bp + 16 * v + 16) : _mm512_loadu_ps(bp + 16 * v + 16);
       } else {
-        w[v] = load_b(bp + 16 * v);
+        load_b_pair(bp + 16 * v, w[v], w[v + 1]);
       }
     }
 #pragma GCC unroll 16
@@ -122,16 +134,14 @@ constexpr auto blocks_of(std::integer_sequence<int, R...>) {
 }
 constexpr auto kBlocks = blocks_of(std::make_integer_sequence<int, kMaxRows>{});
 
-// bfloat16 weights: whole vectors only, [rows - 1][vectors - 1][lines per step].
+// bfloat16 weights: whole 32-column strips only, [rows - 1][lines per step].
 template <int... R>
 constexpr auto bf16_blocks_of(std::integer_sequence<int, R...>) {
   struct Table {
-    Block<Bf16Bits> f[kMaxRows][2][3];
+    Block<Bf16Bits> f[kMaxRows][3];
   };
-  return Table{{{{block<R + 1, 1, 0, false, false, Bf16Bits>, block<R + 1, 1, 1, false, false, Bf16Bits>,
-                  block<R + 1, 1, 2, false, false, Bf16Bits>},
-                 {block<R + 1, 2, 0, false, false, Bf16Bits>, block<R + 1, 2, 1, false, false, Bf16Bits>,
-                  block<R + 1, 2, 2, false, false, Bf16Bits>}}...}};
+  return Table{{{block<R + 1, 2, 0, false, false, Bf16Bits>, block<R + 1, 2, 1, false, false, Bf16Bits>,
+                 block<R + 1, 2, 2, false, false, Bf16Bits>}...}};
 }
 constexpr auto kBf16Blocks = bf16_blocks_of(std::make_integer_sequence<int, kMaxRows>{});
 
@@ -141,7 +151,7 @@ void narrow_block(int rows, int vectors, int per_step, bool partial, int64_t k, 
   if constexpr (std::is_same_v<W, float>)
     kBlocks.f[rows - 1][vectors - 1][per_step][partial](k, a, lda, b, ldb, c, ldc, prefetch, nullptr, tail);
   else
-    kBf16Blocks.f[rows - 1][vectors - 1][per_step](k, a, lda, b, ldb, c, ldc, prefetch, nullptr, tail);
+    kBf16Blocks.f[rows - 1][per_step](k, a, lda, b, ldb, c, ldc, prefetch, nullptr, tail);  // vectors: 2
 }
 
 // Strips of 32 columns outside (64 for a product of at most kWideRows rows, up to

@@ -41,13 +41,16 @@ void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, cons
 // The bits of a bfloat16 (the top 16 bits of the float it rounds).
 using Bf16Bits = uint16_t;
 
-// Whether row_gemm_bf16 handles this width: whole vectors of 16 columns.
-inline bool row_gemm_bf16_width_ok(int64_t n) { return n > 0 && n % 16 == 0; }
+// Whether row_gemm_bf16 handles this width: whole strips of 32 columns.
+inline bool row_gemm_bf16_width_ok(int64_t n) { return n > 0 && n % 32 == 0; }
 
-// row_gemm with b stored as bfloat16 (nn/bf16_weights.h): b's values are widened
-// to float as they are loaded and everything else is row_gemm's fp32 arithmetic,
-// so the product is exactly a (float) times the rounded b, summed in float, for
-// half of b's memory traffic. next_bytes counts the next matrix's bfloat16 bytes.
+// row_gemm with b stored as bfloat16 in the strip layout (nn/bf16_weights.h makes
+// it): within every 32 columns of a row, bfloat16 2t holds column t and 2t + 1
+// column 16 + t, so that one load widens to both of a strip's vectors. b's values
+// are widened to float as they are loaded and everything else is row_gemm's fp32
+// arithmetic: the product is exactly a (float) times the rounded b, summed in
+// float, for half of b's memory traffic. ldb counts bfloat16s; next_bytes the
+// next matrix's bytes.
 void row_gemm_bf16(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const Bf16Bits* b, int64_t ldb,
                    float* c, int64_t ldc, const void* next = nullptr, int64_t next_bytes = 0);
 

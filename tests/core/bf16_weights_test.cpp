@@ -29,33 +29,35 @@ using test_support::max_relative_error;
 
 at::Tensor rounded(const at::Tensor& t) { return t.to(at::kBFloat16).to(t.scalar_type()); }
 
-// c = a b16 into rows of ldc starting 3 columns in, b given as bfloat16 bits in
-// rows of ldb; the worst error against the double product with the rounded b,
-// relative to the sum of |a||b| over k; no other column may be touched.
+// c = a b into rows of ldc starting 3 columns in, b given in bfloat16's strip
+// layout in rows of ldb (one strip in from the left); the worst error against the
+// double product with the rounded b, relative to the sum of |a||b| over k; no
+// other column may be touched.
 double worst_error(int64_t m, int64_t n, int64_t k) {
   const at::Tensor wide_a = at::randn({m, k + 3});
   const at::Tensor a = wide_a.narrow(1, 2, k);
-  const at::Tensor wide_b16 = at::randn({k, n + 32}).to(at::kBFloat16);
-  const at::Tensor b16 = wide_b16.narrow(1, 16, n);
+  const at::Tensor wide_b = at::randn({k, n + 64});
+  const at::Tensor strips = bf16_strip_layout(wide_b);
+  const at::Tensor b16 = rounded(wide_b).narrow(1, 32, n);
   at::Tensor wide_c = at::full({m, n + 5}, 42.0f);
   row_gemm_bf16(m, n, k, a.data_ptr<float>(), a.stride(0),
-                reinterpret_cast<const Bf16Bits*>(b16.data_ptr<at::BFloat16>()), b16.stride(0),
+                reinterpret_cast<const Bf16Bits*>(strips.data_ptr<at::BFloat16>()) + 32, strips.stride(0),
                 wide_c.data_ptr<float>() + 3, wide_c.stride(0));
   EXPECT_TRUE(wide_c.narrow(1, 0, 3).eq(42.0f).all().item<bool>()) << "columns left of c were written";
   EXPECT_TRUE(wide_c.narrow(1, 3 + n, 2).eq(42.0f).all().item<bool>()) << "columns right of c were written";
-  const at::Tensor ad = a.to(at::kDouble), bd = b16.to(at::kDouble);  // exact: a bfloat16 widens without loss
+  const at::Tensor ad = a.to(at::kDouble), bd = b16.to(at::kDouble);  // exact: a rounded float widens without loss
   const at::Tensor error = (wide_c.narrow(1, 3, n).to(at::kDouble) - at::mm(ad, bd)).abs();
   return (error / (at::mm(ad.abs(), bd.abs()) + 1e-30)).max().item<double>();
 }
 
 // Every block height (1-12, and 2-4 blocks of unequal heights up to 40 rows),
-// one- and two-vector strips (16, 48), 64-column sweeps for at most 6 rows (64,
-// 192 = Translution's width), k = 1 (one step) to 33.
+// 32-column strips, 64-column sweeps for at most 6 rows (64; 96 ends in a
+// 32-column strip after one; 192 = Translution's width), k = 1 (one step) to 33.
 TEST(RowGemmBf16, MatchesTheDoubleProductWithTheRoundedMatrix) {
   SKIP_WITHOUT_AVX512();
   at::manual_seed(3);
   for (int64_t m = 1; m <= 40; ++m)
-    for (const int64_t n : {16, 32, 48, 64, 112, 192})
+    for (const int64_t n : {32, 64, 96, 160, 192})
       for (const int64_t k : {1, 7, 33}) {
         SCOPED_TRACE("m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k));
         EXPECT_LT(worst_error(m, n, k), 1e-5);
@@ -63,11 +65,26 @@ TEST(RowGemmBf16, MatchesTheDoubleProductWithTheRoundedMatrix) {
   EXPECT_LT(worst_error(200, 64, 192), 1e-5) << "a batch's rows";
 }
 
+// The strip layout: each row's 32 columns interleaved t, 16 + t, as bfloat16.
+TEST(RowGemmBf16, StripLayoutInterleavesEachStripsHalves) {
+  const at::Tensor bank = at::arange(2 * 3 * 64, at::kFloat).view({2, 3, 64});
+  const at::Tensor strips = bf16_strip_layout(bank).to(at::kFloat);
+  ASSERT_EQ(strips.sizes(), bank.sizes());
+  for (int64_t col = 0; col < 64; ++col) {
+    const int64_t strip = col / 32, t = col % 32;
+    const int64_t source = strip * 32 + (t % 2 == 0 ? t / 2 : 16 + t / 2);
+    EXPECT_TRUE(at::equal(strips.select(2, col), rounded(bank.select(2, source)))) << "column " << col;
+  }
+  EXPECT_THROW(bf16_strip_layout(at::zeros({2, 48})), Error);
+}
+
 TEST(RowGemmBf16, RefusesWidthsItCannotLoad) {
   SKIP_WITHOUT_AVX512();
   const at::Tensor a = at::zeros({2, 4}), b = at::zeros({4, 24}, at::kBFloat16);
   at::Tensor c = at::zeros({2, 24});
   EXPECT_FALSE(row_gemm_bf16_width_ok(24));
+  EXPECT_FALSE(row_gemm_bf16_width_ok(16)) << "half a strip";
+  EXPECT_TRUE(row_gemm_bf16_width_ok(32));
   EXPECT_THROW(row_gemm_bf16(2, 24, 4, a.data_ptr<float>(), 4, reinterpret_cast<const Bf16Bits*>(b.data_ptr()), 24,
                              c.data_ptr<float>(), 24),
                Error);
@@ -173,7 +190,7 @@ TEST(Bf16Weights, CopiesOnlyBanksItCanMultiply) {
   lor.patch = 7;
   lor.depth = 2, lor.dim = 64, lor.heads = 3, lor.head_dim = 32, lor.mlp_dim = 128;
   ViT lor_model(lor);
-  EXPECT_EQ(Bf16Weights(*lor_model).banks(), 0) << "LoR's matrices are 8 x 3 heads = 24 wide: no whole vectors of 16";
+  EXPECT_EQ(Bf16Weights(*lor_model).banks(), 0) << "LoR's matrices are 8 x 3 heads = 24 wide: no whole strips of 32";
   ViTConfig translution = lor;
   translution.model = "translution";
   ViT model(translution);
