@@ -199,6 +199,14 @@ int bench_command(const std::vector<std::string>& words) {
   options.fused_optimizer = args.get_choice("optimizer", {"fused-adamw", "adamw"}) == "fused-adamw";
   const std::string gemm = args.get_choice("gemm", {"raw", "aten"});
   set_raw_gemm_enabled(gemm == "raw");
+  // bfloat16 copies are read per matrix on the engine's row kernel, whatever these
+  // fp32 switches say: refused together, so that every reported field is what ran.
+  const bool bf16_inference = !train_mode && (precision == DensePrecision::Bf16 || args.get("compare", "") == "precision");
+  if (bf16_inference && (row == "off" || gemm == "aten" || args.get("algorithm", "auto") == "all-tokens" ||
+                         args.get("compare", "") == "row-gemm" || args.get("compare", "") == "gemm"))
+    throw Error("bf16 in inference reads the offset matrices' bfloat16 copies per matrix on the engine's row kernel; "
+                "--row-gemm off, --gemm aten, --algorithm all-tokens and --compare row-gemm|gemm choose among fp32 "
+                "paths (use them with --precision fp32)");
   const std::string pair_kernels = args.get_choice("pair-kernels", {"fused", "aten"});
   set_fused_pair_kernels(pair_kernels == "fused");
   // As the process started ($TRANSLUTION_KEEP_FREED_MEMORY) unless asked.

@@ -38,16 +38,20 @@ std::string trained_on(const Checkpoint& c) {
   return it == c.metadata.end() ? std::string("unknown") : it->second;
 }
 
-EvalResult run_eval(const Checkpoint& c, const std::string& dataset, const Args& args, const c10::Device& device) {
+// With --precision bf16: the checkpoint's bfloat16 copies, made once (the
+// precision and the device are checked before any checkpoint loads).
+std::optional<Bf16Weights> weights_for(const Checkpoint& c, const std::string& path, bool bf16) {
+  if (!bf16) return std::nullopt;
+  std::optional<Bf16Weights> weights(std::in_place, *c.model);
+  if (weights->banks() == 0)
+    throw Error("--precision bf16 reads offset matrices whose width is a multiple of 32 as bfloat16; " + path +
+                " (" + c.config.model + ") has none (use --precision fp32)");
+  return weights;
+}
+
+EvalResult run_eval(const Checkpoint& c, const std::string& dataset, const Args& args, const c10::Device& device,
+                    const std::optional<Bf16Weights>& weights) {
   CanvasDataset test = dataset_for_model(c.config, dataset, Split::Test, args.get("data-dir", default_mnist_dir()));
-  std::optional<Bf16Weights> weights;
-  if (args.get_choice("precision", {"fp32", "bf16"}) == "bf16") {
-    if (!device.is_cpu()) throw Error("--precision bf16 reads bfloat16 weights on the CPU; on " + device.str() + " use --precision fp32");
-    weights.emplace(*c.model);  // throws where the CPU has no AVX-512
-    if (weights->banks() == 0)
-      throw Error("--precision bf16 reads offset matrices of at least 64 x 64 as bfloat16; this " + c.config.model +
-                  " checkpoint has none (use --precision fp32)");
-  }
   const ScopedBf16Weights scope(weights ? &*weights : nullptr);
   ProgressBar bar("eval " + dataset, !args.flag("json"));
   const EvalResult r = evaluate(c.model, test, args.get_int("samples", 0), 256, device,
@@ -81,17 +85,19 @@ void print_result(const std::string& name, const std::string& dataset, const std
 }
 
 int protocol(const std::vector<std::string>& paths, const std::vector<Checkpoint>& checkpoints, const Args& args,
-             const c10::Device& device) {
+             const c10::Device& device, bool bf16) {
   const bool json = args.flag("json");
   std::map<std::string, double> cell;  // "train->test" -> accuracy
   if (!json) std::printf("%-28s %-10s %9s %9s %9s\n", "checkpoint", "trained on", "static", "dynamic", "moving");
   for (size_t i = 0; i < checkpoints.size(); ++i) {
     const std::string train = trained_on(checkpoints[i]);
     JsonWriter row;
-    row.add("checkpoint", paths[i]).add("model", checkpoints[i].config.model).add("trained_on", train);
+    row.add("checkpoint", paths[i]).add("model", checkpoints[i].config.model).add("trained_on", train)
+        .add("precision", bf16 ? "bf16" : "fp32");
     if (!json) std::printf("%-28s %-10s", paths[i].c_str(), train.c_str());
+    const std::optional<Bf16Weights> weights = weights_for(checkpoints[i], paths[i], bf16);
     for (const char* test : {"static", "dynamic", "moving"}) {
-      const double a = run_eval(checkpoints[i], test, args, device).accuracy;
+      const double a = run_eval(checkpoints[i], test, args, device, weights).accuracy;
       cell[train + "->" + test] = a;
       row.add(std::string(test), a);
       if (!json) std::printf(" %8.2f%%", 100 * a), std::fflush(stdout);
@@ -101,7 +107,7 @@ int protocol(const std::vector<std::string>& paths, const std::vector<Checkpoint
   }
   JsonWriter summary;
   summary.add("protocol", "table2");
-  if (!json) std::printf("\npapers' protocol (train -> test):\n");
+  if (!json) std::printf("\npapers' protocol (train -> test)%s:\n", bf16 ? ", bfloat16 offset matrices" : "");
   for (const char* name : {"static->static", "dynamic->dynamic", "static->dynamic"}) {
     const auto it = cell.find(name);
     const double a = it == cell.end() ? std::nan("") : it->second;
@@ -121,14 +127,20 @@ int eval_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kEvalUsage, false)) return *status;
   const Args args(words, {"json", "protocol"}, {"checkpoint", "dataset", "samples", "device", "data-dir", "precision"});
   const c10::Device device = parse_device(args.get("device", "auto"));
+  const bool bf16 = args.get_choice("precision", {"fp32", "bf16"}) == "bf16";
+  if (bf16 && !device.is_cpu())
+    throw Error("--precision bf16 reads bfloat16 weights on the CPU; with " + device.str() +
+                " use --device cpu (or --precision fp32)");
+  if (bf16 && !bf16_weights_available())
+    throw Error("--precision bf16 reads bfloat16 weights with AVX-512, which this CPU lacks; use --precision fp32");
   std::vector<std::string> paths{args.require("checkpoint")};
   for (const auto& p : args.positional()) paths.push_back(p);
   std::vector<Checkpoint> checkpoints;
   for (const auto& p : paths) checkpoints.push_back(load_checkpoint(p, device));
-  if (args.flag("protocol")) return protocol(paths, checkpoints, args, device);
+  if (args.flag("protocol")) return protocol(paths, checkpoints, args, device, bf16);
   for (size_t i = 0; i < checkpoints.size(); ++i) {
     const std::string dataset = args.get("dataset", trained_on(checkpoints[i]) == "unknown" ? "dynamic" : trained_on(checkpoints[i]));
-    const EvalResult r = run_eval(checkpoints[i], dataset, args, device);
+    const EvalResult r = run_eval(checkpoints[i], dataset, args, device, weights_for(checkpoints[i], paths[i], bf16));
     if (args.flag("json"))
       std::cout << JsonWriter().add("checkpoint", paths[i]).add("model", checkpoints[i].config.model)
                        .add("dataset", dataset).add("precision", args.get("precision", "fp32"))

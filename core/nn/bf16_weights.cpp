@@ -32,7 +32,7 @@ bool bf16_weights_available() { return cpu_has_avx512(); }
 
 Bf16Weights::Bf16Weights(const torch::nn::Module& module) {
   if (!bf16_weights_available())
-    throw Error("bfloat16 weights need a CPU with AVX-512 (this one has none); use --precision fp32");
+    throw Error("bfloat16 weights need AVX-512, which this CPU lacks; use --precision fp32");
   at::NoGradGuard no_grad;
   for (const auto& child : module.modules()) {
     const auto* attention = dynamic_cast<const AttentionModule*>(child.get());
@@ -41,7 +41,7 @@ Bf16Weights::Bf16Weights(const torch::nn::Module& module) {
       if (!bank.is_cpu() || bank.scalar_type() != at::kFloat || bank.dim() != 3 || !bank.is_contiguous() ||
           !row_gemm_bf16_width_ok(bank.size(2)))
         continue;
-      copies_.push_back({bank.data_ptr(), version_of(bank), bf16_strip_layout(bank)});
+      copies_.push_back({bank.storage(), bank.data_ptr(), version_of(bank), bf16_strip_layout(bank)});
     }
   }
 }
@@ -49,8 +49,9 @@ Bf16Weights::Bf16Weights(const torch::nn::Module& module) {
 const Bf16Bits* Bf16Weights::find(const at::Tensor& bank) const {
   const void* data = bank.data_ptr();
   for (const Copy& c : copies_)
-    if (c.data == data)
-      return c.version == version_of(bank) && c.bf16.sizes() == bank.sizes()
+    if (c.data == data)  // and the same memory, not a new one at the same address
+      return c.storage.unsafeGetStorageImpl() == bank.storage().unsafeGetStorageImpl() &&
+                     c.version == version_of(bank) && c.bf16.sizes() == bank.sizes()
                  ? reinterpret_cast<const Bf16Bits*>(c.bf16.data_ptr<at::BFloat16>())
                  : nullptr;
   return nullptr;

@@ -13,8 +13,9 @@
 //
 // A Bf16Weights is a snapshot: made from a model's current weights, put in
 // force on a thread by ScopedBf16Weights. A bank whose weights changed since
-// (its version counter moved: an optimizer step, a checkpoint loaded into it)
-// is read in fp32 again, never from a stale copy.
+// (its version counter moved: an optimizer step, a checkpoint loaded into it;
+// or its memory was replaced) is read in fp32 again, never from a stale copy.
+// The snapshot holds the banks' memory while it lives.
 #include <cstdint>
 #include <vector>
 
@@ -48,7 +49,8 @@ class Bf16Weights {
 
  private:
   struct Copy {
-    const void* data = nullptr;  // the fp32 bank's memory
+    c10::Storage storage;        // the fp32 bank's memory, held so that its address is never reused
+    const void* data = nullptr;  // where the bank starts in it
     uint32_t version = 0;        // its version counter when copied
     at::Tensor bf16;             // [E, C, D] bfloat16
   };

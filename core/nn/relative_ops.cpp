@@ -258,7 +258,9 @@ at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& o
 at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
                         const std::vector<int64_t>& offset, bool bf16, bool copies) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
-  if (project_every_token(bank, B)) {
+  // A bfloat16 copy in force is read per matrix (project_sorted), whatever the algorithm.
+  const bool copy = copies && !bf16 && xt.scalar_type() == at::kFloat && bf16_weights_for(bank);
+  if (project_every_token(bank, B) && !copy) {
     const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
     return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
   }

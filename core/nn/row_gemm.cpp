@@ -44,7 +44,8 @@ __attribute__((target("avx512f"))) inline void load_b_pair(const W* p, __m512& f
     second = _mm512_loadu_ps(p + 16);
   } else {
     const __m512i words = _mm512_loadu_si512(p);
-    first = _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
+    // (maskz with every lane on: the plain shift's undefined source trips GCC 12's -Wmaybe-uninitialized)
+    first = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(__mmask16(0xFFFF), words, 16));
     second = _mm512_castsi512_ps(_mm512_and_si512(words, _mm512_set1_epi32(int(0xFFFF0000u))));
   }
 }
@@ -228,7 +229,8 @@ void checked_run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
     return run(m, n, k, a, lda, b, ldb, c, ldc, static_cast<const char*>(next), plan);
   }
 #else
-  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next, (void)next_bytes;
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next, (void)next_bytes,
+      (void)width_ok;
 #endif
   throw Error(std::string("internal: ") + what + " called where it cannot run (no AVX-512, or a width it cannot load)");
 }

@@ -125,7 +125,8 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   if (!train && (dense_precision() == DensePrecision::Bf16 || options.compare == "precision")) {
     bf16_weights.emplace(*model);
     if (bf16_weights->banks() == 0)
-      throw Error("--precision bf16 in inference reads offset matrices of at least 64 x 64 as bfloat16; " + c.model +
+      throw Error(std::string(options.compare == "precision" ? "--compare precision" : "--precision bf16") +
+                  " in inference reads offset matrices whose width is a multiple of 32 as bfloat16; " + c.model +
                   " has none (use --precision fp32)");
   }
   // Training steps are timed by phase too (device synchronised between phases).

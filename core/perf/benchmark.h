@@ -46,7 +46,7 @@ struct BenchResult {
   Roofline roofline;
   double floor_ms = 0;              // max(work / GEMM rate, weight traffic / bandwidth)
   double fraction_of_floor = 0;     // floor_ms / ms_per_step
-  double cpu_steal = -1;  // share of the machine's CPU time a hypervisor took during the timed steps (util/cpu_steal.h; -1: unknown)
+  double cpu_steal = -1;  // share of the machine's CPU time a hypervisor took during the timed steps (util/cpu_steal.h; -1: unknown or too short to count)
   int threads = 1;
   std::string algorithm;  // how relative projections were computed
   bool recompute = false; // pair rows recomputed in backward

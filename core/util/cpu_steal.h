@@ -27,7 +27,8 @@ CpuTimes parse_cpu_times(const std::string& proc_stat);
 std::optional<CpuTimes> read_cpu_times();
 
 // Stolen share of all CPU time between two readings, in [0, 1]; -1 when
-// either reading is missing or no time passed.
+// either reading is missing or no time passed (less than a clock tick, 10 ms
+// of CPU time on most kernels: too short to count).
 double steal_fraction(const std::optional<CpuTimes>& before, const std::optional<CpuTimes>& after);
 
 }  // namespace translution

@@ -13,6 +13,7 @@
 #include "naive_attention.h"
 #include "nn/attention.h"
 #include "nn/bf16_weights.h"
+#include "nn/relative_ops.h"
 #include "nn/row_gemm.h"
 #include "nn/vit.h"
 #include "tensor_checks.h"
@@ -180,6 +181,27 @@ TEST(Bf16Weights, NeverReadWhereTheyMustNotBe) {
     EXPECT_TRUE(at::allclose(changed.narrow(0, 0, 1), forward().narrow(0, 0, 1), 1e-3, 1e-3))
         << "the changed bank in fp32, the others from their copies";
   }
+}
+
+// Copies are read per matrix whichever algorithm is set (the all-tokens product
+// would read the fp32 bank), and a bank whose memory was replaced reads fp32.
+TEST(Bf16Weights, AlgorithmAndReplacedMemory) {
+  SKIP_WITHOUT_AVX512();
+  at::manual_seed(8);
+  Layer l;
+  const Bf16Weights weights(*l.module);
+  const at::Tensor x = at::randn({2, l.layout.tokens(), 64});
+  at::NoGradGuard no_grad;
+  const ScopedBf16Weights scope(&weights);
+  const at::Tensor per_matrix = l.module->forward(x, nullptr);
+  set_projection_algorithm(ProjectionAlgorithm::AllTokens);
+  const at::Tensor all_tokens = l.module->forward(x, nullptr);
+  set_projection_algorithm(ProjectionAlgorithm::Auto);
+  EXPECT_TRUE(at::equal(per_matrix, all_tokens));
+  at::Tensor bank = l.module->relative_banks()[2];
+  bank.set_data(bank.clone());  // same values, new memory
+  EXPECT_EQ(bf16_weights_for(bank), nullptr);
+  EXPECT_NE(bf16_weights_for(l.module->relative_banks()[0]), nullptr) << "the others still read their copies";
 }
 
 TEST(Bf16Weights, CopiesOnlyBanksItCanMultiply) {
