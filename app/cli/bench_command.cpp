@@ -58,9 +58,10 @@ timed steps ran (steal, from /proc/stat; a virtual machine's slow stretches).
 --optimizer adamw uses LibTorch's AdamW instead of the engine's fused one;
 --gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls
 (or, for one image's, the engine's row kernel);
---row-gemm off sends the per-matrix products of at most 64 rows (one image's) to
-the BLAS instead of the engine's AVX-512 kernel, which prefetches the next matrix
-while it computes (on by default where the CPU has AVX-512);
+--row-gemm off sends the per-matrix products of at most 64 rows (one image's) and
+one image's dense products to the BLAS instead of the engine's AVX-512 kernel,
+which prefetches the next matrix (or strip of a transposed weight) while it
+computes (on by default where the CPU has AVX-512);
 --pair-kernels aten does the per-pair dot products and weighted sums as ATen
 expressions instead of the engine's fused one-pass CPU kernels;
 --inference-kernels aten runs a forward without gradients as LibTorch's ops

@@ -1,6 +1,8 @@
 #include "nn/dense.h"
 
 #include <algorithm>
+#include <type_traits>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -11,6 +13,7 @@
 #include "nn/raw_gemm.h"
 #include "nn/row_gemm.h"
 #include "nn/training_kernels.h"
+#include "nn/transposed_weights.h"
 #include "nn/vector_math.h"
 #include "util/helper_threads.h"
 
@@ -45,32 +48,60 @@ int64_t unpacked_slice(int64_t rows, int64_t k) {
   return width >= 16 ? width : 0;
 }
 
-// Columns [n0, n1) of out [M x N] = x [M x K] w^T (+ b): BLAS calls of `slice`
-// columns each (0: one call), then the bias row by row.
+// Columns [n0, n1) of out [M x N] = x [M x K] w^T (+ b): with wt (w^T [K x N],
+// nn/transposed_weights.h) one call of the engine's row kernel, else BLAS calls
+// of `slice` columns each (0: one call); then the bias row by row.
 template <typename T>
 void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp, T* op, int64_t N, int64_t n0,
-                     int64_t n1, int64_t slice) {
+                     int64_t n1, int64_t slice, const T* wt = nullptr) {
   const int64_t step = slice > 0 ? slice : n1 - n0;
-  for (int64_t c0 = n0; c0 < n1; c0 += step)
+  if constexpr (std::is_same_v<T, float>) {
+    if (wt && n0 % kWeightStrip != 0) wt = nullptr;  // a part starting inside a strip: the BLAS
+    if (wt)  // strip by strip, prefetching the next one while it computes
+      for (int64_t s = n0 / kWeightStrip; s * kWeightStrip < n1; ++s) {
+        const int64_t c0 = s * kWeightStrip, width = std::min(n1 - c0, kWeightStrip);
+        const T* next = c0 + kWeightStrip < n1 ? wt + (s + 1) * K * kWeightStrip : nullptr;
+        row_gemm(M, width, K, xp, K, wt + s * K * kWeightStrip, kWeightStrip, op + c0, N, next,
+                 int64_t(sizeof(T)) * K * kWeightStrip);
+      }
+  }
+  for (int64_t c0 = n0; c0 < n1 && !wt; c0 += step)
     raw_gemm_strided<T>(false, true, M, std::min(n1, c0 + step) - c0, K, xp, K, wp + c0 * K, K, op + c0, N);
   if (bp)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = n0; n < n1; ++n) op[m * N + n] += bp[n];
 }
 
+// w^T for one image's product on the row kernel (at most kRowGemmMostRows rows,
+// float, a forward without gradients in the engine's passes), else undefined.
+at::Tensor row_kernel_weight(const at::Tensor& w, int64_t rows, bool inference) {
+  if (!inference || rows > kRowGemmMostRows || !fused_inference_enabled() || !row_gemm_available())
+    return at::Tensor();
+  return transposed_weight(w);
+}
+
+template <typename T>
+const T* data_or_null(const at::Tensor& t) {
+  if constexpr (std::is_same_v<T, float>) return t.defined() ? t.data_ptr<float>() : nullptr;
+  return nullptr;
+}
+
 // out [M x N] = x [M x K] w^T (+ b), then the epilogue, the columns of out split over the parts.
+// inference: a forward without gradients, whose one-image products may read w^T (row_kernel_weight).
 template <typename T>
 void split_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out, int parts,
-                   Epilogue epilogue, const at::Tensor& residual) {
+                   Epilogue epilogue, const at::Tensor& residual, bool inference) {
   const int64_t N = w.size(0), K = w.size(1), M = x.numel() / K;
   const T *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>(), *bp = b.defined() && b.numel() ? b.data_ptr<T>() : nullptr;
   const T* rp = epilogue == Epilogue::kAdd ? residual.data_ptr<T>() : nullptr;
   T* op = out.data_ptr<T>();
   const int64_t slice = unpacked_slice(M, K);
+  const at::Tensor wt = row_kernel_weight(w, M, inference);  // held until every part is done
+  const T* wtp = data_or_null<T>(wt);
   run_parts(parts, [&](int p) {
     const int64_t n0 = part_start(N, p, parts), n1 = part_start(N, p + 1, parts);
     if (n1 <= n0) return;
-    product_columns(xp, M, K, wp, bp, op, N, n0, n1, slice);
+    product_columns(xp, M, K, wp, bp, op, N, n0, n1, slice, wtp);
     if (epilogue == Epilogue::kNone) return;
     for (int64_t m = 0; m < M; ++m) {
       T* row = op + m * N;
@@ -104,11 +135,11 @@ std::vector<int64_t> output_sizes(const at::Tensor& x, int64_t n) {
   return sizes;
 }
 
-at::Tensor product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int parts,
+at::Tensor product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int parts, bool inference,
                    Epilogue epilogue = Epilogue::kNone, const at::Tensor& residual = {}) {
   at::Tensor out = at::empty(output_sizes(x, w.size(0)), x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dense", [&] {
-    split_product<scalar_t>(x, w, b, out, parts, epilogue, residual);
+    split_product<scalar_t>(x, w, b, out, parts, epilogue, residual, inference);
   });
   return out;
 }
@@ -145,7 +176,7 @@ class SplitLinear : public torch::autograd::Function<SplitLinear> {
     ctx->saved_data["parts"] = parts;
     ctx->saved_data["bias"] = b.numel() > 0;
     ctx->saved_data["bf16"] = bf16;
-    return bf16 ? bf16_product(x, w, b) : product(x, w, b, int(parts));
+    return bf16 ? bf16_product(x, w, b) : product(x, w, b, int(parts), false);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -210,9 +241,9 @@ at::Tensor dense_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue ep
   // Without gradients the epilogue runs inside each part, on its columns, while they are in cache.
   if (!grad && fused_inference_applies({&x, &w, &b, &residual}) &&
       (epilogue != Epilogue::kAdd || residual.sizes() == output_sizes(x, N)))
-    return product(x, w, b, parts, epilogue, residual);
+    return product(x, w, b, parts, true, epilogue, residual);
   if (parts <= 1) return finish(layer->forward(x), epilogue, residual);
-  if (!grad) return finish(product(x, w, b, parts), epilogue, residual);
+  if (!grad) return finish(product(x, w, b, parts, true), epilogue, residual);
   return finish(SplitLinear::apply(x, w, b.defined() ? b : at::empty({0}, w.options()), int64_t(parts), false),
                 epilogue, residual);
 }
@@ -231,6 +262,8 @@ void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Ten
   const int64_t K = x.size(-1), M = x.numel() / K;
   const T* xp = x.data_ptr<T>();
   const int64_t slice = unpacked_slice(M, K);
+  std::vector<at::Tensor> wt;  // held until every part is done
+  for (torch::nn::Linear* layer : layers) wt.push_back(row_kernel_weight((*layer)->weight, M, true));
   run_parts(parts, [&](int p) {
     const int64_t g0 = part_start(total, p, parts), g1 = part_start(total, p + 1, parts);
     int64_t first = 0;  // the layer's first column in the wide product
@@ -239,7 +272,7 @@ void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Ten
       const int64_t N = w.size(0), n0 = std::max(g0 - first, int64_t(0)), n1 = std::min(g1 - first, N);
       if (n1 <= n0) continue;
       product_columns(xp, M, K, w.data_ptr<T>(), b.defined() && b.numel() ? b.data_ptr<T>() : nullptr,
-                      out[i].data_ptr<T>(), N, n0, n1, slice);
+                      out[i].data_ptr<T>(), N, n0, n1, slice, data_or_null<T>(wt[i]));
     }
   });
 }

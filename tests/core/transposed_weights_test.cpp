@@ -1,0 +1,139 @@
+// One image's dense products on the engine's row kernel (nn/transposed_weights.h):
+// the strip layout, when a copy is made again and when it is reused, and dense
+// layers (plain, GELU and residual epilogues, several layers at once) against
+// the BLAS path in double and float. Skipped where the row kernel cannot run.
+#include <thread>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/nn/modules/linear.h>
+
+#include "nn/dense.h"
+#include "nn/row_gemm.h"
+#include "nn/transposed_weights.h"
+#include "tensor_checks.h"
+#include "util/helper_threads.h"
+
+namespace translution {
+namespace {
+
+using test_support::max_relative_error;
+
+TEST(TransposedWeights, StripsHoldTheTransposedColumns) {
+  const at::Tensor w = at::randn({96, 40});
+  const at::Tensor t = transposed_weight(w);
+  ASSERT_TRUE(t.defined());
+  ASSERT_EQ(t.sizes(), (std::vector<int64_t>{3, 40, 32}));
+  for (int64_t s = 0; s < 3; ++s)
+    EXPECT_TRUE(at::equal(t[s], w.narrow(0, 32 * s, 32).t())) << "strip " << s;
+  EXPECT_FALSE(transposed_weight(at::randn({10, 40})).defined()) << "10 outputs: no whole strip";
+  EXPECT_FALSE(transposed_weight(at::randn({64, 40}, at::kDouble)).defined()) << "double stays on the BLAS";
+  EXPECT_FALSE(transposed_weight(at::randn({40, 64}).t()).defined()) << "not contiguous";
+}
+
+TEST(TransposedWeights, MadeOnceAndAgainWhenTheWeightChanges) {
+  at::Tensor w = at::randn({64, 24});
+  const at::Tensor first = transposed_weight(w);
+  const at::Tensor first_values = first.clone();
+  const int64_t made = transposed_weights_made();
+  EXPECT_TRUE(transposed_weight(w).is_same(first)) << "reused while unchanged";
+  EXPECT_EQ(transposed_weights_made(), made);
+  {
+    at::NoGradGuard no_grad;
+    w.mul_(2);  // an in-place change moves the version counter
+  }
+  const at::Tensor second = transposed_weight(w);
+  EXPECT_EQ(transposed_weights_made(), made + 1);
+  EXPECT_TRUE(at::equal(second[0], w.narrow(0, 0, 32).t())) << "the copy follows the weight";
+  w.set_data(at::randn({64, 24}));  // new memory, same tensor
+  EXPECT_TRUE(at::equal(transposed_weight(w)[1], w.narrow(0, 32, 32).t()));
+  EXPECT_EQ(transposed_weights_made(), made + 2);
+  EXPECT_TRUE(at::equal(first, first_values)) << "a copy handed out stays valid after the cache replaced it";
+}
+
+TEST(TransposedWeights, CopiesOfWeightsThatAreGoneAreDropped) {
+  { transposed_weight(at::randn({32, 8})); }  // its weight is gone once the statement ends
+  const int64_t before = transposed_weights_cached();
+  const at::Tensor kept = at::randn({32, 8});
+  transposed_weight(kept);  // a new copy sweeps the dead ones
+  EXPECT_LE(transposed_weights_cached(), before) << "the dead weight's copy went, the new one came";
+}
+
+TEST(TransposedWeights, ConcurrentCallersGetTheSameCopy) {
+  const at::Tensor w = at::randn({128, 64});
+  std::vector<at::Tensor> got(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { got[size_t(i)] = transposed_weight(w); });
+  for (auto& t : threads) t.join();
+  for (const at::Tensor& t : got) EXPECT_TRUE(at::equal(t, got[0]));
+}
+
+class OneImageDense : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!row_gemm_available()) GTEST_SKIP() << "no AVX-512: one image's dense products stay on the BLAS";
+  }
+  void TearDown() override {
+    set_row_gemm_enabled(true);
+    set_matrix_threads(0);
+  }
+  // The layer's output with the row kernel, against the BLAS path (row kernel off).
+  template <typename F>
+  static void expect_same(F run, double tolerance) {
+    const at::Tensor kernel = run();
+    set_row_gemm_enabled(false);
+    const at::Tensor blas = run();
+    set_row_gemm_enabled(true);
+    EXPECT_LT(max_relative_error(kernel, blas.to(at::kDouble)), tolerance);
+  }
+};
+
+// Widths of whole strips, parts that start inside a strip (336 of 672: the BLAS
+// for that part), a head narrower than a strip; 1-3 matrix threads.
+TEST_F(OneImageDense, MatchesTheBlasPathForEveryEpilogue) {
+  at::manual_seed(12);
+  at::NoGradGuard no_grad;
+  for (const int threads : {1, 2, 3})
+    for (const int64_t out : {int64_t(32), int64_t(192), int64_t(672), int64_t(10)}) {
+      SCOPED_TRACE(std::to_string(out) + " outputs, " + std::to_string(threads) + " thread(s)");
+      set_matrix_threads(threads);
+      torch::nn::Linear layer(torch::nn::LinearOptions(64, out));
+      const at::Tensor x = at::randn({1, 50, 64});
+      const at::Tensor residual = at::randn({1, 50, out});
+      expect_same([&] { return dense(layer, x); }, 1e-5);
+      expect_same([&] { return dense_gelu(layer, x); }, 1e-5);
+      expect_same([&] { return dense_add(layer, x, residual); }, 1e-5);
+      // Against the module in double: the products themselves, not only their agreement.
+      torch::nn::Linear reference(torch::nn::LinearOptions(64, out));
+      reference->to(at::kDouble);
+      reference->weight.copy_(layer->weight);
+      reference->bias.copy_(layer->bias);
+      EXPECT_LT(max_relative_error(dense(layer, x), reference->forward(x.to(at::kDouble))), 1e-5);
+    }
+}
+
+TEST_F(OneImageDense, SeveralLayersAtOnce) {
+  at::manual_seed(13);
+  at::NoGradGuard no_grad;
+  // LoR's six projections: 192-wide layers beside 24-wide ones, so part boundaries fall inside strips.
+  std::vector<torch::nn::Linear> owned;
+  for (const int64_t out : {192, 24, 192, 24, 192, 24}) owned.emplace_back(torch::nn::LinearOptions(64, out).bias(false));
+  std::vector<torch::nn::Linear*> layers;
+  for (auto& l : owned) layers.push_back(&l);
+  const at::Tensor x = at::randn({1, 50, 64});
+  for (const int threads : {1, 2}) {
+    set_matrix_threads(threads);
+    const std::vector<at::Tensor> kernel = dense_each(layers, x);
+    set_row_gemm_enabled(false);
+    const std::vector<at::Tensor> blas = dense_each(layers, x);
+    set_row_gemm_enabled(true);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      EXPECT_LT(max_relative_error(kernel[i], blas[i].to(at::kDouble)), 1e-5) << "layer " << i;
+      EXPECT_LT(max_relative_error(kernel[i], owned[i]->forward(x).to(at::kDouble)), 1e-5) << "layer " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace translution
