@@ -38,7 +38,7 @@ Bf16Weights::Bf16Weights(const torch::nn::Module& module) {
     const auto* attention = dynamic_cast<const AttentionModule*>(child.get());
     if (!attention) continue;
     for (const at::Tensor& bank : attention->relative_banks()) {
-      if (!bank.is_cpu() || bank.scalar_type() != at::kFloat || bank.dim() != 3 || !bank.is_contiguous() ||
+      if (!bank.is_cpu() || bank.is_inference() || bank.scalar_type() != at::kFloat || bank.dim() != 3 || !bank.is_contiguous() ||
           !row_gemm_bf16_width_ok(bank.size(2)))
         continue;
       copies_.push_back({bank.storage(), bank.data_ptr(), version_of(bank), bf16_strip_layout(bank)});

@@ -54,19 +54,25 @@ int64_t unpacked_slice(int64_t rows, int64_t k) {
 template <typename T>
 void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp, T* op, int64_t N, int64_t n0,
                      int64_t n1, int64_t slice, const T* wt = nullptr) {
-  const int64_t step = slice > 0 ? slice : n1 - n0;
+  int64_t blas_end = n1;  // columns [n0, blas_end) go to the BLAS
   if constexpr (std::is_same_v<T, float>) {
-    if (wt && n0 % kWeightStrip != 0) wt = nullptr;  // a part starting inside a strip: the BLAS
-    if (wt)  // strip by strip, prefetching the next one while it computes
-      for (int64_t s = n0 / kWeightStrip; s * kWeightStrip < n1; ++s) {
+    if (wt) {
+      // A part starting inside a strip takes the rest of that strip from the BLAS,
+      // then whole strips (the last maybe narrower) on the row kernel, prefetching
+      // the next strip while it computes.
+      const int64_t first = (n0 + kWeightStrip - 1) / kWeightStrip;
+      blas_end = std::min(n1, first * kWeightStrip);
+      for (int64_t s = first; s * kWeightStrip < n1; ++s) {
         const int64_t c0 = s * kWeightStrip, width = std::min(n1 - c0, kWeightStrip);
         const T* next = c0 + kWeightStrip < n1 ? wt + (s + 1) * K * kWeightStrip : nullptr;
         row_gemm(M, width, K, xp, K, wt + s * K * kWeightStrip, kWeightStrip, op + c0, N, next,
                  int64_t(sizeof(T)) * K * kWeightStrip);
       }
+    }
   }
-  for (int64_t c0 = n0; c0 < n1 && !wt; c0 += step)
-    raw_gemm_strided<T>(false, true, M, std::min(n1, c0 + step) - c0, K, xp, K, wp + c0 * K, K, op + c0, N);
+  const int64_t step = slice > 0 ? slice : std::max<int64_t>(blas_end - n0, 1);
+  for (int64_t c0 = n0; c0 < blas_end; c0 += step)
+    raw_gemm_strided<T>(false, true, M, std::min(blas_end, c0 + step) - c0, K, xp, K, wp + c0 * K, K, op + c0, N);
   if (bp)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = n0; n < n1; ++n) op[m * N + n] += bp[n];

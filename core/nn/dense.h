@@ -9,7 +9,11 @@
 // docs/benchmarks.md). Where it does not apply (small products, CUDA, OpenBLAS
 // threading each GEMM) it is the module's own forward, except that a forward
 // without gradients on contiguous CPU tensors calls the BLAS directly
-// (nn/fused_inference.h).
+// (nn/fused_inference.h), or for one image's float products (at most 64 rows)
+// the engine's row kernel on a transposed copy of the weight
+// (nn/transposed_weights.h); which of the two computes a column depends on where
+// the column split falls, so such outputs may differ in their last bits
+// between thread counts.
 #include <vector>
 
 #include <torch/nn/modules/linear.h>

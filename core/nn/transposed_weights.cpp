@@ -1,6 +1,7 @@
 #include "nn/transposed_weights.h"
 
 #include <atomic>
+#include <iterator>
 #include <mutex>
 #include <unordered_map>
 
@@ -10,50 +11,72 @@
 namespace translution {
 namespace {
 
+// Weak references only: neither a weight nor its memory is kept alive by the
+// cache, yet neither address can be reused by another while its entry exists.
 struct Entry {
-  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weight;  // expired: the weight is gone
-  c10::Storage storage;  // the weight's memory when copied, held so that its address is never reused
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weight;
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;  // the weight's memory when copied
   const void* data = nullptr;
-  uint32_t version = 0;
+  int64_t version = 0;
   at::Tensor transposed;
 };
 
-std::mutex g_mutex;
-std::unordered_map<const c10::TensorImpl*, Entry> g_entries;
+// The cache outlives every thread that may still call it at exit (never destroyed).
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<const c10::TensorImpl*, Entry> entries;
+};
+Cache& cache() {
+  static Cache* c = new Cache;
+  return *c;
+}
 std::atomic<int64_t> g_made{0};
 
+bool copyable(const at::Tensor& w) {
+  return w.defined() && w.is_cpu() && !w.is_inference() && w.scalar_type() == at::kFloat && w.dim() == 2 &&
+         w.is_contiguous() && w.size(0) > 0 && w.size(0) % kWeightStrip == 0;
+}
+
 bool current(const Entry& e, const at::Tensor& w) {
-  return !e.weight.expired() && e.storage.unsafeGetStorageImpl() == w.storage().unsafeGetStorageImpl() &&
-         e.data == w.data_ptr() && e.version == w._version() && e.transposed.size(0) * kWeightStrip == w.size(0) &&
+  return copyable(w) && e.storage.lock().get() == w.storage().unsafeGetStorageImpl() && e.data == w.data_ptr() &&
+         e.version == int64_t(w._version()) && e.transposed.size(0) * kWeightStrip == w.size(0) &&
          e.transposed.size(1) == w.size(1);
+}
+
+// Drops the copies of weights that are gone or have changed since.
+void sweep(std::unordered_map<const c10::TensorImpl*, Entry>& entries) {
+  for (auto e = entries.begin(); e != entries.end();) {
+    auto weight = e->second.weight.lock();
+    const bool keep = weight && current(e->second, at::Tensor(std::move(weight)));
+    e = keep ? std::next(e) : entries.erase(e);
+  }
 }
 
 }  // namespace
 
 at::Tensor transposed_weight(const at::Tensor& w) {
-  if (!w.defined() || !w.is_cpu() || w.scalar_type() != at::kFloat || w.dim() != 2 || !w.is_contiguous() ||
-      w.size(0) % kWeightStrip != 0 || w.size(0) == 0)
-    return at::Tensor();
+  if (!copyable(w)) return at::Tensor();
   const c10::TensorImpl* key = w.unsafeGetTensorImpl();
-  std::lock_guard<std::mutex> lock(g_mutex);
-  auto it = g_entries.find(key);
-  if (it != g_entries.end() && current(it->second, w)) return it->second.transposed;
-  for (auto e = g_entries.begin(); e != g_entries.end();)  // drop the copies of weights that are gone
-    e = e->second.weight.expired() ? g_entries.erase(e) : std::next(e);
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  auto it = c.entries.find(key);
+  if (it != c.entries.end() && current(it->second, w)) return it->second.transposed;
+  sweep(c.entries);  // (this weight's stale copy among them)
   at::NoGradGuard no_grad;
-  Entry entry{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(w.getIntrusivePtr()), w.storage(),
-              w.data_ptr(), uint32_t(w._version()),
+  Entry entry{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(w.getIntrusivePtr()),
+              w.storage().getWeakStorageImpl(), w.data_ptr(), int64_t(w._version()),
               w.detach().view({w.size(0) / kWeightStrip, kWeightStrip, w.size(1)}).transpose(1, 2).contiguous()};
   ++g_made;
   at::Tensor transposed = entry.transposed;
-  g_entries.erase(key);  // a stale copy of this weight, if the sweep left one
-  g_entries.emplace(key, std::move(entry));
+  c.entries.erase(key);
+  c.entries.emplace(key, std::move(entry));
   return transposed;
 }
 
 int64_t transposed_weights_cached() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return int64_t(g_entries.size());
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return int64_t(c.entries.size());
 }
 
 int64_t transposed_weights_made() { return g_made; }

@@ -9,9 +9,10 @@
 // made once per weight and kept while the weight lives and is unchanged.
 //
 // The copy is made again when the weight changed: its version counter moved (an
-// optimizer step, a checkpoint loaded into it) or its memory was replaced. Copies
-// of weights that no longer exist are dropped at the next copy made. Safe to
-// call from several threads (the studio's two slots).
+// optimizer step, a checkpoint loaded into it) or its memory was replaced. The
+// cache holds no weight or weight memory alive; copies of weights that are gone
+// or changed are dropped at the next copy made. Safe to call from several
+// threads (the studio's two slots).
 #include <cstdint>
 
 #include <ATen/core/Tensor.h>

@@ -2,6 +2,7 @@
 // the strip layout, when a copy is made again and when it is reused, and dense
 // layers (plain, GELU and residual epilogues, several layers at once) against
 // the BLAS path in double and float. Skipped where the row kernel cannot run.
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -62,11 +63,13 @@ TEST(TransposedWeights, CopiesOfWeightsThatAreGoneAreDropped) {
 
 TEST(TransposedWeights, ConcurrentCallersGetTheSameCopy) {
   const at::Tensor w = at::randn({128, 64});
+  const int64_t made = transposed_weights_made();
   std::vector<at::Tensor> got(4);
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { got[size_t(i)] = transposed_weight(w); });
   for (auto& t : threads) t.join();
-  for (const at::Tensor& t : got) EXPECT_TRUE(at::equal(t, got[0]));
+  for (const at::Tensor& t : got) EXPECT_TRUE(t.is_same(got[0])) << "one copy, shared";
+  EXPECT_EQ(transposed_weights_made(), made + 1);
 }
 
 class OneImageDense : public ::testing::Test {
@@ -89,8 +92,10 @@ class OneImageDense : public ::testing::Test {
   }
 };
 
-// Widths of whole strips, parts that start inside a strip (336 of 672: the BLAS
-// for that part), a head narrower than a strip; 1-3 matrix threads.
+// Widths of whole strips, parts that start inside a strip (672 in two parts: the
+// second starts at 336, 16 columns into a strip), 10 outputs (no whole strip: no
+// copy, the BLAS both ways); 1-3 matrix threads. On one thread the row kernel
+// must have run (and not with it off).
 TEST_F(OneImageDense, MatchesTheBlasPathForEveryEpilogue) {
   at::manual_seed(12);
   at::NoGradGuard no_grad;
@@ -101,6 +106,16 @@ TEST_F(OneImageDense, MatchesTheBlasPathForEveryEpilogue) {
       torch::nn::Linear layer(torch::nn::LinearOptions(64, out));
       const at::Tensor x = at::randn({1, 50, 64});
       const at::Tensor residual = at::randn({1, 50, out});
+      if (threads == 1 && out % 32 == 0) {
+        const int64_t calls = row_gemm_calls_on_this_thread();
+        dense(layer, x);
+        EXPECT_GT(row_gemm_calls_on_this_thread(), calls) << "the row kernel ran";
+        set_row_gemm_enabled(false);
+        const int64_t off = row_gemm_calls_on_this_thread();
+        dense(layer, x);
+        EXPECT_EQ(row_gemm_calls_on_this_thread(), off) << "not with it off";
+        set_row_gemm_enabled(true);
+      }
       expect_same([&] { return dense(layer, x); }, 1e-5);
       expect_same([&] { return dense_gelu(layer, x); }, 1e-5);
       expect_same([&] { return dense_add(layer, x, residual); }, 1e-5);
@@ -111,6 +126,31 @@ TEST_F(OneImageDense, MatchesTheBlasPathForEveryEpilogue) {
       reference->bias.copy_(layer->bias);
       EXPECT_LT(max_relative_error(dense(layer, x), reference->forward(x.to(at::kDouble))), 1e-5);
     }
+}
+
+// The copy follows the weight through the changes a run makes, and a forward
+// that records gradients never makes one.
+TEST_F(OneImageDense, FollowsTheWeightAndStaysOutOfTraining) {
+  at::manual_seed(14);
+  set_matrix_threads(1);
+  torch::nn::Linear layer(torch::nn::LinearOptions(64, 96));
+  const at::Tensor x = at::randn({1, 50, 64});
+  auto no_grad_dense = [&] {
+    at::NoGradGuard no_grad;
+    return dense(layer, x);
+  };
+  no_grad_dense();
+  {
+    at::NoGradGuard no_grad;
+    layer->weight.mul_(-0.5);  // an optimizer-like in-place step
+  }
+  EXPECT_LT(max_relative_error(no_grad_dense(), layer->forward(x).detach().to(at::kDouble)), 1e-5);
+  layer->weight.set_data(at::randn({96, 64}));  // new memory
+  EXPECT_LT(max_relative_error(no_grad_dense(), layer->forward(x).detach().to(at::kDouble)), 1e-5);
+  const int64_t made = transposed_weights_made();
+  const at::Tensor with_grad = dense(layer, x);
+  EXPECT_TRUE(with_grad.requires_grad());
+  EXPECT_EQ(transposed_weights_made(), made) << "a forward with gradients made a copy";
 }
 
 TEST_F(OneImageDense, SeveralLayersAtOnce) {
