@@ -2,11 +2,12 @@
 // Transposed copies of dense layers' weights, for one image's products.
 //
 // A linear layer stores W as [out x in]; one image's product x W^T has about 50
-// rows. OpenBLAS's small-matrix kernel runs that form at about 36 G
-// multiply-adds/s on one core here; the engine's row kernel (nn/row_gemm.h)
-// needs W^T row-major [in x out] and then runs it at about 54 (docs/benchmarks.md,
-// "Session 13"). A forward without gradients therefore reads a transposed copy,
-// made once per weight and kept while the weight lives and is unchanged.
+// rows, which OpenBLAS's small-matrix kernel ran at a fraction of the core's FMA
+// rate (60% of self-attention's one-image samples). The engine's row kernel
+// (nn/row_gemm.h) needs W^T row-major; on a transposed copy self-attention's
+// image took 19-22% less time (docs/benchmarks.md, "Session 13"). A forward
+// without gradients therefore reads such a copy, made once per weight and kept
+// while the weight lives and is unchanged.
 //
 // The copy is made again when the weight changed: its version counter moved (an
 // optimizer step, a checkpoint loaded into it) or its memory was replaced. The
