@@ -48,9 +48,9 @@ int64_t unpacked_slice(int64_t rows, int64_t k) {
   return width >= 16 ? width : 0;
 }
 
-// Columns [n0, n1) of out [M x N] = x [M x K] w^T (+ b): with wt (w^T [K x N],
-// nn/transposed_weights.h) one call of the engine's row kernel, else BLAS calls
-// of `slice` columns each (0: one call); then the bias row by row.
+// Columns [n0, n1) of out [M x N] = x [M x K] w^T (+ b): with wt (w^T in strips of
+// kWeightStrip columns, nn/transposed_weights.h) the engine's row kernel strip by
+// strip, else BLAS calls of `slice` columns each (0: one call); then the bias row by row.
 template <typename T>
 void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp, T* op, int64_t N, int64_t n0,
                      int64_t n1, int64_t slice, const T* wt = nullptr) {
