@@ -141,7 +141,7 @@ int studio_bench(const Args& args) {
         .add("changes", int64_t(r.changes)).add("median_ms", r.median_ms).add("p90_ms", r.p90_ms).add("max_ms", r.max_ms)
         .add("slot_median_ms", r.slot_median_ms).add("threads", int64_t(at::get_num_threads()))
         .add("matrix_threads", int64_t(matrix_threads())).add("blas_threads", int64_t(blas_threads()))
-        .add("blas_core", blas_core());
+        .add("blas_core", blas_core()).add("cpu_steal", r.cpu_steal);
     std::cout << w.str() << std::endl;
     return 0;
   }
@@ -150,6 +150,9 @@ int studio_bench(const Args& args) {
               r.p90_ms, r.max_ms);
   for (size_t s = 0; s < slots.size(); ++s)
     std::printf("  %s: median %.1f ms (%s)\n", paths[s].c_str(), r.slot_median_ms[s], slots[s]->description().c_str());
+  if (r.cpu_steal >= 0)
+    std::printf("  CPU steal during the changes: %.1f%% of the machine's CPU time went to other guests\n",
+                100 * r.cpu_steal);
   return 0;
 }
 

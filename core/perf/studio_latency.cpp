@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
+#include "util/cpu_steal.h"
 #include "util/error.h"
 
 namespace translution {
@@ -22,6 +24,7 @@ StudioLatency measure_studio_latency(const std::vector<const Predictor*>& slots,
   for (const Predictor* slot : slots) slot->predict(canvases.front(), true);  // warm-up: allocations, caches
   std::vector<double> total;
   std::vector<std::vector<double>> per_slot(slots.size());
+  const std::optional<CpuTimes> cpu_before = read_cpu_times();
   for (size_t i = 0; i < canvases.size(); ++i) {
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::thread> workers;
@@ -34,6 +37,7 @@ StudioLatency measure_studio_latency(const std::vector<const Predictor*>& slots,
     if (progress) progress(int(i + 1), int(canvases.size()));
   }
   StudioLatency r;
+  r.cpu_steal = steal_fraction(cpu_before, read_cpu_times());
   r.changes = int(canvases.size());
   r.median_ms = percentile(total, 0.5);
   r.p90_ms = percentile(total, 0.9);

@@ -136,6 +136,7 @@ models="$ROOT_DIR/resources/models"
 studio=$("$cli" bench --mode studio --steps 2 --checkpoints "$models/translution.ckpt,$models/attention.ckpt" --json)
 check "bench --mode studio times a canvas change" grep -qE '"median_ms":[0-9]' <<<"$studio"
 check "bench --mode studio splits nothing by default, as the studio" grep -q '"matrix_threads":1' <<<"$studio"
+check "bench --mode studio reports the CPU steal (or -1: unknown, too short)" grep -qE '"cpu_steal":(-1|[01](\.[0-9]+)?(e-?[0-9]+)?)[,}]' <<<"$studio"
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --freed-memory keep-all --compare freed-memory --json)
 check "bench --compare freed-memory alternates the allocator policies" grep -qE '"freed_memory":"keep-all","compare":"freed-memory","ms_per_step_alternative":[0-9]' <<<"$bench"
 check "bench rejects an unknown --freed-memory" bash -c "out=\$(\"$cli\" bench --model attention --freed-memory some 2>&1); test \$? -ne 0 && grep -q \"unknown freed-memory policy 'some'\" <<<\"\$out\""
