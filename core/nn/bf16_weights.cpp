@@ -14,7 +14,6 @@ namespace translution {
 namespace {
 thread_local const Bf16Weights* t_weights = nullptr;
 
-uint32_t version_of(const at::Tensor& t) { return t._version(); }
 }  // namespace
 
 at::Tensor bf16_strip_layout(const at::Tensor& bank) {
@@ -41,7 +40,7 @@ Bf16Weights::Bf16Weights(const torch::nn::Module& module) {
       if (!bank.is_cpu() || bank.is_inference() || bank.scalar_type() != at::kFloat || bank.dim() != 3 || !bank.is_contiguous() ||
           !row_gemm_bf16_width_ok(bank.size(2)))
         continue;
-      copies_.push_back({bank.storage(), bank.data_ptr(), version_of(bank), bf16_strip_layout(bank)});
+      copies_.push_back({WeightStamp(bank), bf16_strip_layout(bank)});
     }
   }
 }
@@ -49,9 +48,8 @@ Bf16Weights::Bf16Weights(const torch::nn::Module& module) {
 const Bf16Bits* Bf16Weights::find(const at::Tensor& bank) const {
   const void* data = bank.data_ptr();
   for (const Copy& c : copies_)
-    if (c.data == data)  // and the same memory, not a new one at the same address
-      return c.storage.unsafeGetStorageImpl() == bank.storage().unsafeGetStorageImpl() &&
-                     c.version == version_of(bank) && c.bf16.sizes() == bank.sizes()
+    if (c.stamp.data() == data)
+      return c.stamp.matches(bank) && c.bf16.sizes() == bank.sizes()
                  ? reinterpret_cast<const Bf16Bits*>(c.bf16.data_ptr<at::BFloat16>())
                  : nullptr;
   return nullptr;

@@ -15,7 +15,7 @@
 // force on a thread by ScopedBf16Weights. A bank whose weights changed since
 // (its version counter moved: an optimizer step, a checkpoint loaded into it;
 // or its memory was replaced) is read in fp32 again, never from a stale copy.
-// The snapshot holds the banks' memory while it lives.
+// The snapshot does not keep the fp32 banks or their memory alive (nn/weight_stamp.h).
 #include <cstdint>
 #include <vector>
 
@@ -23,6 +23,7 @@
 #include <torch/nn/module.h>
 
 #include "nn/row_gemm.h"
+#include "nn/weight_stamp.h"
 
 namespace translution {
 
@@ -49,10 +50,8 @@ class Bf16Weights {
 
  private:
   struct Copy {
-    c10::Storage storage;        // the fp32 bank's memory, held so that its address is never reused
-    const void* data = nullptr;  // where the bank starts in it
-    uint32_t version = 0;        // its version counter when copied
-    at::Tensor bf16;             // [E, C, D] bfloat16
+    WeightStamp stamp;  // the fp32 bank's state when copied
+    at::Tensor bf16;    // [E, C, D] bfloat16, row_gemm_bf16's strip layout
   };
   std::vector<Copy> copies_;
 };

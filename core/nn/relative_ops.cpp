@@ -117,16 +117,13 @@ void matrix_gradients(int64_t m, int64_t C, int64_t D, const T* g, const T* ds, 
 // S[rows of e] = X[rows of e] W[e] for every matrix: one GEMM each, M = B n_e. On
 // the raw path each matrix's input rows are gathered into a scratch block the size
 // of one GEMM's operand (cache-resident) instead of a gathered copy of all rows.
-// copies: a forward without gradients, which reads the bank's bfloat16 copy where
-// one is in force (nn/bf16_weights.h); never a backward's recomputation.
+// w16: the bank's bfloat16 copy to read instead of it (project_rows finds it), or null.
 at::Tensor project_sorted(const at::Tensor& xt_in, const at::Tensor& rows, const at::Tensor& bank,
-                          const std::vector<int64_t>& offset, bool bf16, bool copies) {
+                          const std::vector<int64_t>& offset, bool bf16, const Bf16Bits* w16) {
   const at::Tensor xt = xt_in.contiguous();
   const int64_t R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
   at::Tensor out = at::empty({R, B, D}, xt.options());
   at::Tensor out2 = out.view({R * B, D});
-  // A bfloat16 copy of a float CPU bank, where one is in force (nn/bf16_weights.h).
-  const Bf16Bits* w16 = bf16 || !copies || xt.scalar_type() != at::kFloat ? nullptr : bf16_weights_for(bank);
   if ((bf16 || w16 || raw_path({&xt, &bank, &out2})) && rows.is_cpu()) {  // bf16, w16: float CPU memory
     const int64_t block = most_rows(offset) * B;
     const int parts = bf16 ? bf16_gemm_parts() : matrix_parts(block, C, D);
@@ -255,16 +252,18 @@ at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& o
 }
 
 // x_row(r) W[entry(r)] for every sorted row r: [R, B, D]. xt: [N, B, C].
+// copies: a forward without gradients, which reads the bank's bfloat16 copy where
+// one is in force (nn/bf16_weights.h), per matrix whatever the algorithm; never a
+// backward's recomputation.
 at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
                         const std::vector<int64_t>& offset, bool bf16, bool copies) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
-  // A bfloat16 copy in force is read per matrix (project_sorted), whatever the algorithm.
-  const bool copy = copies && !bf16 && xt.scalar_type() == at::kFloat && bf16_weights_for(bank);
-  if (project_every_token(bank, B) && !copy) {
+  const Bf16Bits* w16 = copies && !bf16 && xt.scalar_type() == at::kFloat ? bf16_weights_for(bank) : nullptr;
+  if (project_every_token(bank, B) && !w16) {
     const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
     return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
   }
-  return project_sorted(xt, rows, bank, offset, bf16, copies);
+  return project_sorted(xt, rows, bank, offset, bf16, w16);
 }
 
 // Gradients of project_rows: into the input ([N, B, C]) and the bank.

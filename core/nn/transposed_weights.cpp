@@ -1,5 +1,7 @@
 #include "nn/transposed_weights.h"
 
+#include "nn/weight_stamp.h"
+
 #include <atomic>
 #include <iterator>
 #include <mutex>
@@ -15,9 +17,7 @@ namespace {
 // cache, yet neither address can be reused by another while its entry exists.
 struct Entry {
   c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weight;
-  c10::weak_intrusive_ptr<c10::StorageImpl> storage;  // the weight's memory when copied
-  const void* data = nullptr;
-  int64_t version = 0;
+  WeightStamp stamp;  // the weight's state when copied
   at::Tensor transposed;
 };
 
@@ -38,8 +38,7 @@ bool copyable(const at::Tensor& w) {
 }
 
 bool current(const Entry& e, const at::Tensor& w) {
-  return copyable(w) && e.storage.lock().get() == w.storage().unsafeGetStorageImpl() && e.data == w.data_ptr() &&
-         e.version == int64_t(w._version()) && e.transposed.size(0) * kWeightStrip == w.size(0) &&
+  return copyable(w) && e.stamp.matches(w) && e.transposed.size(0) * kWeightStrip == w.size(0) &&
          e.transposed.size(1) == w.size(1);
 }
 
@@ -63,8 +62,7 @@ at::Tensor transposed_weight(const at::Tensor& w) {
   if (it != c.entries.end() && current(it->second, w)) return it->second.transposed;
   sweep(c.entries);  // (this weight's stale copy among them)
   at::NoGradGuard no_grad;
-  Entry entry{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(w.getIntrusivePtr()),
-              w.storage().getWeakStorageImpl(), w.data_ptr(), int64_t(w._version()),
+  Entry entry{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(w.getIntrusivePtr()), WeightStamp(w),
               w.detach().view({w.size(0) / kWeightStrip, kWeightStrip, w.size(1)}).transpose(1, 2).contiguous()};
   ++g_made;
   at::Tensor transposed = entry.transposed;
