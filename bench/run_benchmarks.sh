@@ -69,6 +69,8 @@ done
 # The engine's row kernel for one image's per-matrix products (nn/row_gemm.h) against the BLAS,
 # steps alternating in one process.
 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --compare row-gemm --json
+# ... and for LoR's 24 x 24 matrices at batch 32, forward and backward (the narrow-bank kernels).
+"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare row-gemm --json
 # The engine's passes for a forward without gradients (nn/fused_inference.h) against LibTorch's ops,
 # steps alternating in one process: one image of each model, and a batch of 32.
 for m in attention lor; do

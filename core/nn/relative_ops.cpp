@@ -72,12 +72,6 @@ void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, i
     std::memcpy(dst + (r - begin) * row_size, x + rows[r] * row_size, sizeof(T) * size_t(row_size));
 }
 
-
-// out[m x D] = g[m x C] w[C x D]. In bf16 precision on AMX tiles; else products of
-// few rows (one image's, about 15 per matrix) in float go to the engine's kernel,
-// which streams the next matrix of the loop into cache while it computes
-// (nn/row_gemm.h; Translution, one image: see docs/benchmarks.md, "Session 8");
-// larger ones to the BLAS.
 // Whether a bank's products run in bfloat16 (nn/bf16_gemm.h) when training in bf16
 // precision: float matrices of at least 64 x 64 (Translution's 192 x 192; LoR's
 // 24 x 24 would be mostly padding in the 32-wide tiles and stay fp32).
@@ -86,6 +80,17 @@ bool bf16_bank(const at::Tensor& bank) {
          bank.size(2) >= 64;
 }
 
+// Banks of at most 32 x 32 (LoR's 24 x 24): OpenBLAS ran their products at
+// 30-38 GFLOP/s, the engine's row kernels at 47-52 (bench/narrow_gemm.cpp,
+// docs/benchmarks.md "Session 14"), whatever the rows.
+constexpr int64_t kNarrowBank = 32;
+bool narrow_bank(int64_t C, int64_t D) { return C <= kNarrowBank && D <= kNarrowBank; }
+
+// out[m x D] = g[m x C] w[C x D]. In bf16 precision on AMX tiles; else products of
+// few rows (one image's, about 15 per matrix) in float go to the engine's kernel,
+// which streams the next matrix of the loop into cache while it computes
+// (nn/row_gemm.h; Translution, one image: see docs/benchmarks.md, "Session 8"), as
+// do a narrow bank's of any rows; the rest to the BLAS.
 // With w16 (a bfloat16 copy of the bank, nn/bf16_weights.h; forwards without
 // gradients) every product reads w16's matrices instead of w's.
 template <typename T>
@@ -94,13 +99,14 @@ void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* 
   if constexpr (std::is_same_v<T, float>) {
     if (w16) return row_gemm_bf16(m, D, C, g, C, w16, D, out, D, next16, next16 ? int64_t(sizeof(Bf16Bits)) * C * D : 0);
     if (bf16) return bf16_gemm(false, false, m, D, C, g, C, w, D, out, D, 1);
-    if (m <= kRowGemmMostRows && row_gemm_available() && row_gemm_width_ok(D))
+    if ((m <= kRowGemmMostRows || narrow_bank(C, D)) && row_gemm_available() && row_gemm_width_ok(D))
       return row_gemm(m, D, C, g, C, w, D, out, D, next, next ? int64_t(sizeof(T)) * C * D : 0);
   }
   raw_gemm<T>(false, false, m, D, C, g, w, out);
 }
 
-// dW = G^T dS and dG = dS W^T for one matrix's rows ([m x C] and [m x D]), in bf16 precision on AMX tiles.
+// dW = G^T dS and dG = dS W^T for one matrix's rows ([m x C] and [m x D]): in bf16
+// precision on AMX tiles; a narrow bank's in float on the row kernels; else the BLAS.
 template <typename T>
 void matrix_gradients(int64_t m, int64_t C, int64_t D, const T* g, const T* ds, const T* w, T* dw, T* dg, bool bf16) {
   if constexpr (std::is_same_v<T, float>) {
@@ -108,6 +114,13 @@ void matrix_gradients(int64_t m, int64_t C, int64_t D, const T* g, const T* ds, 
       bf16_gemm(true, false, C, D, m, g, C, ds, D, dw, D, 1);
       bf16_gemm(false, true, m, C, D, ds, D, w, D, dg, C, 1);
       return;
+    }
+    if (narrow_bank(C, D) && row_gemm_available()) {
+      row_gemm_at(C, D, m, g, C, ds, D, dw, D);
+      float wt[kNarrowBank * kNarrowBank];  // W^T, so that dG is a row_gemm
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t c = 0; c < C; ++c) wt[d * C + c] = w[c * D + d];
+      return row_gemm(m, C, D, ds, D, wt, C, dg, C);
     }
   }
   raw_gemm<T>(true, false, C, D, m, g, ds, dw);

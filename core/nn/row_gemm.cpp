@@ -188,6 +188,60 @@ void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* 
   }
 }
 
+// c[R x 32] = a^T b for a stored k x R (row p holds the p-th entry of every
+// output row): the register block of `block`, its broadcasts read along a's rows.
+// Both vectors are loaded and stored under masks (tails[v]), so one kernel covers
+// any width up to 32.
+template <int R>
+__attribute__((target("avx512f"))) void block_at(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                                                 float* c, int64_t ldc, const __mmask16 tails[2]) {
+  __m512 acc[R][2];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    const __m512 w0 = _mm512_maskz_loadu_ps(tails[0], b + p * ldb);
+    const __m512 w1 = _mm512_maskz_loadu_ps(tails[1], b + p * ldb + 16);
+    const float* ap = a + p * lda;
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_set1_ps(ap[r]);
+      acc[r][0] = _mm512_fmadd_ps(x, w0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(x, w1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    _mm512_mask_storeu_ps(c + r * ldc, tails[0], acc[r][0]);
+    _mm512_mask_storeu_ps(c + r * ldc + 16, tails[1], acc[r][1]);
+  }
+}
+
+using BlockAt = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const __mmask16*);
+template <int... R>
+constexpr auto at_blocks_of(std::integer_sequence<int, R...>) {
+  struct Table {
+    BlockAt f[kMaxRows];
+  };
+  return Table{{block_at<R + 1>...}};
+}
+constexpr auto kAtBlocks = at_blocks_of(std::make_integer_sequence<int, kMaxRows>{});
+
+void run_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+            int64_t ldc) {
+  const int64_t row_blocks = (m + kMaxRows - 1) / kMaxRows;
+  const int64_t base_rows = m / row_blocks, taller = row_blocks - m % row_blocks;
+  for (int64_t j = 0; j < n; j += kStrip) {
+    const int64_t width = std::min<int64_t>(kStrip, n - j);
+    const auto mask = [](int64_t lanes) { return __mmask16(lanes >= 16 ? 0xFFFF : lanes <= 0 ? 0 : (1u << lanes) - 1); };
+    const __mmask16 tails[2] = {mask(width), mask(width - 16)};
+    for (int64_t i = 0, row = 0; i < row_blocks; ++i) {
+      const int64_t rows = base_rows + (i >= taller);
+      kAtBlocks.f[rows - 1](k, a + row, lda, b + j, ldb, c + row * ldc + j, ldc, tails);
+      row += rows;
+    }
+  }
+}
+
 #endif
 
 }  // namespace
@@ -239,6 +293,20 @@ void checked_run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
 void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
               int64_t ldc, const void* next, int64_t next_bytes) {
   checked_run(m, n, k, a, lda, b, ldb, c, ldc, next, next_bytes, row_gemm_width_ok(n), "row_gemm");
+}
+
+void row_gemm_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                 int64_t ldc) {
+#if defined(__x86_64__)
+  if (cpu_has_avx512()) {
+    ++t_calls;
+    if (m > 0 && n > 0) run_at(m, n, k, a, lda, b, ldb, c, ldc);
+    return;
+  }
+#else
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc;
+#endif
+  throw Error("internal: row_gemm_at called where it cannot run (no AVX-512)");
 }
 
 void row_gemm_bf16(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const Bf16Bits* b, int64_t ldb,

@@ -38,6 +38,12 @@ inline bool row_gemm_width_ok(int64_t n) { return n > 0; }
 void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
               int64_t ldc, const void* next = nullptr, int64_t next_bytes = 0);
 
+// c[m x n] = a^T b with a stored k x m (lda: its row stride), b k x n: the
+// weight gradient G^T dS of a per-matrix product, read without transposing G.
+// c is overwritten. Same register blocks as row_gemm, no prefetch.
+void row_gemm_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                 int64_t ldc);
+
 // The bits of a bfloat16 (the top 16 bits of the float it rounds).
 using Bf16Bits = uint16_t;
 

@@ -117,6 +117,39 @@ TEST_F(RowGemm, PrefetchingAnyRangeChangesNothing) {
   }
 }
 
+// c = a^T b (row_gemm_at) for a stored [k x m] in rows of lda, b [k x n] in rows
+// of ldb, into rows of ldc 3 columns in: the worst error relative to the sum of
+// |a||b| over k, checking that no other column of the output rows was touched.
+double worst_error_at(int64_t m, int64_t n, int64_t k) {
+  const at::Tensor wide_a = at::randn({k, m + 5}), wide_b = at::randn({k, n + 16});
+  const at::Tensor a = wide_a.narrow(1, 1, m), b = wide_b.narrow(1, 16, n);
+  at::Tensor wide_c = at::full({m, n + 5}, 42.0f);
+  row_gemm_at(m, n, k, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(), b.stride(0),
+              wide_c.data_ptr<float>() + 3, wide_c.stride(0));
+  EXPECT_TRUE(wide_c.narrow(1, 0, 3).eq(42.0f).all().item<bool>()) << "columns left of c were written";
+  EXPECT_TRUE(wide_c.narrow(1, 3 + n, 2).eq(42.0f).all().item<bool>()) << "columns right of c were written";
+  const at::Tensor ad = a.to(at::kDouble).t(), bd = b.to(at::kDouble);
+  const at::Tensor error = (wide_c.narrow(1, 3, n).to(at::kDouble) - at::mm(ad, bd)).abs();
+  return (error / (at::mm(ad.abs(), bd.abs()) + 1e-30)).max().item<double>();
+}
+
+// The weight gradients' kernel: 1-30 output rows (every block height, and two or
+// three blocks), widths ending in a masked vector (1, 8, 24 as LoR's, 41) or a
+// whole one (16, 32, 48), k from one step to a batch's 464 rows; k = 0 gives zeros.
+TEST_F(RowGemm, TransposedProductMatchesTheDoubleProduct) {
+  at::manual_seed(6);
+  for (int64_t m = 1; m <= 30; ++m)
+    for (const int64_t n : {1, 8, 16, 24, 32, 41, 48})
+      for (const int64_t k : {1, 9, 464}) {
+        SCOPED_TRACE("m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k));
+        EXPECT_LT(worst_error_at(m, n, k), 1e-5);
+      }
+  const at::Tensor a = at::empty({0, 3}), b = at::empty({0, 16});
+  at::Tensor c = at::full({3, 16}, 42.0f);
+  row_gemm_at(3, 16, 0, a.data_ptr<float>(), 3, b.data_ptr<float>(), 16, c.data_ptr<float>(), 16);
+  EXPECT_TRUE(c.eq(0.0f).all().item<bool>());
+}
+
 TEST_F(RowGemm, RefusesAProductWithoutColumnsAndCanBeSwitchedOff) {
   EXPECT_FALSE(row_gemm_width_ok(0));
   EXPECT_TRUE(row_gemm_width_ok(24));
@@ -130,9 +163,10 @@ TEST_F(RowGemm, RefusesAProductWithoutColumnsAndCanBeSwitchedOff) {
 // Translution (banks 8 -> 16 wide) and LoR (narrow relative encodings, whose
 // products end in a masked partial vector) in float, with the relative products
 // on the kernel (where the CPU has it) and on the BLAS, the matrices claimed by
-// one to three threads, batch 1 and 2: forward and every gradient within float
-// rounding of the per-pair reference in double. On one thread the test also
-// sees whether the kernel ran.
+// one to three threads, batch 1, 2 and 8 (products of up to 96 rows: a narrow
+// bank's stay on the kernels, forward and backward, however many rows): forward
+// and every gradient within float rounding of the per-pair reference in double.
+// On one thread the test also sees whether the kernels ran, in both directions.
 class RowGemmLayer : public ::testing::TestWithParam<std::string> {};
 TEST_P(RowGemmLayer, FloatLayerMatchesTheReference) {
   const AttentionSpec spec = attention_choice(GetParam()).spec;
@@ -142,7 +176,7 @@ TEST_P(RowGemmLayer, FloatLayerMatchesTheReference) {
   auto module = make_attention(spec, shape, layout);
   set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
   const bool has_kernel = row_gemm_available();
-  for (const int64_t batch : {1, 2}) {
+  for (const int64_t batch : {1, 2, 8}) {
     const at::Tensor x = at::randn({batch, layout.tokens(), shape.dim});
     const at::Tensor probe = at::randn({batch, layout.tokens(), shape.dim});
     module->to(at::kDouble);
@@ -168,7 +202,11 @@ TEST_P(RowGemmLayer, FloatLayerMatchesTheReference) {
         EXPECT_LT(max_relative_error(fast, naive), 1e-5) << "forward";
         std::vector<at::Tensor> inputs{xf};
         for (const auto& p : module->parameters()) inputs.push_back(p);
+        const int64_t forward_calls = row_gemm_calls_on_this_thread();
         const auto grad_fast = torch::autograd::grad({(fast * probe).sum()}, inputs);
+        if (threads == 1 || !kernel) {
+          EXPECT_EQ(row_gemm_calls_on_this_thread() > forward_calls, kernel) << "kernels ran in backward";
+        }
         for (size_t i = 0; i < inputs.size(); ++i)
           EXPECT_LT(max_relative_error(grad_fast[i], grad_naive[i]), 1e-4) << "gradient " << i;
       }
