@@ -80,9 +80,9 @@ bool bf16_bank(const at::Tensor& bank) {
          bank.size(2) >= 64;
 }
 
-// Banks of at most 32 x 32 (LoR's 24 x 24): OpenBLAS ran their products at
-// 30-38 GFLOP/s, the engine's row kernels at 47-52 (bench/narrow_gemm.cpp,
-// docs/benchmarks.md "Session 14"), whatever the rows.
+// Banks of at most 32 x 32 (LoR's 24 x 24): their products of a batch's rows took
+// the engine's row kernels 0.63-0.81 of OpenBLAS's time (bench/narrow_gemm.cpp,
+// docs/benchmarks.md "Session 14"), and one image's already ran there.
 constexpr int64_t kNarrowBank = 32;
 bool narrow_bank(int64_t C, int64_t D) { return C <= kNarrowBank && D <= kNarrowBank; }
 
