@@ -7,7 +7,7 @@
 // two so that a slow stretch of this shared machine falls on both. Prints the
 // median time per product of each over the rounds. docs/benchmarks.md ("Session
 // 14") quotes it. Not part of the build:
-//   g++ -O3 -march=native -Icore bench/narrow_gemm.cpp core/nn/row_gemm.cpp -o /tmp/narrow_gemm
+//   g++ -O3 -Icore bench/narrow_gemm.cpp core/nn/row_gemm.cpp -o /tmp/narrow_gemm
 //       /usr/lib/x86_64-linux-gnu/libblas.so.3 -lpthread   (one line)
 //   env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 /tmp/narrow_gemm
 #include <algorithm>
@@ -17,14 +17,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "nn/row_gemm.h"
-
-extern "C" void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
-                       const int*, const float*, const int*, const float*, float*, const int*);
-
-namespace translution {
-bool cpu_has_avx512() { return __builtin_cpu_supports("avx512f"); }
-}  // namespace translution
+#include "standalone_kernels.h"
 
 namespace {
 

@@ -25,16 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "nn/row_gemm.h"
-
-extern "C" void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
-                       const int*, const float*, const int*, const float*, float*, const int*);
-
-// row_gemm asks util/device for AVX-512; that file needs LibTorch, so this
-// standalone tool answers the question itself.
-namespace translution {
-bool cpu_has_avx512() { return __builtin_cpu_supports("avx512f"); }
-}  // namespace translution
+#include "standalone_kernels.h"
 
 namespace {
 

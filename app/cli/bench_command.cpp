@@ -57,12 +57,12 @@ timed steps ran (steal, from /proc/stat; a virtual machine's slow stretches).
 --recompute trades time for memory (backward recomputes pair projections).
 --optimizer adamw uses LibTorch's AdamW instead of the engine's fused one;
 --gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls
-(or, for one image's, the engine's row kernel);
+(or, for one image's and every one of LoR's narrow matrices, the engine's row kernels);
 --row-gemm off sends the per-matrix products of at most 64 rows (one image's),
 one image's dense products, and every product of a matrix of at most 32 x 32
 (LoR's, forward and backward, any batch) to the BLAS instead of the engine's
-AVX-512 kernels, which prefetch the next matrix (or strip of a transposed
-weight) while they compute (on by default where the CPU has AVX-512);
+AVX-512 kernels, whose forward products prefetch the next matrix (or strip of a
+transposed weight) while they compute (on by default where the CPU has AVX-512);
 --pair-kernels aten does the per-pair dot products and weighted sums as ATen
 expressions instead of the engine's fused one-pass CPU kernels;
 --inference-kernels aten runs a forward without gradients as LibTorch's ops

@@ -46,8 +46,9 @@ int64_t most_rows(const std::vector<int64_t>& offset) {
 // there the matrices are split between the cores (util/helper_threads'
 // product_parts). With two BLAS threads their spinning workers took the second
 // core's time (Translution, one image: 102.7 -> 64.3 ms split with one BLAS
-// thread, docs/benchmarks.md); LoR's 24 x 24 matrices at batch 32, under
-// OpenBLAS's small-matrix limit, gained 4.6% and 8.6% per training step.
+// thread, docs/benchmarks.md); LoR's 24 x 24 matrices at batch 32 (then on
+// OpenBLAS's small-matrix kernels, now on the engine's: narrow_bank below) gained
+// 4.6% and 8.6% per training step.
 int matrix_parts(int64_t largest_gemm_rows, int64_t k, int64_t n) { return product_parts(largest_gemm_rows * k * n); }
 
 // body(first, last, part) over `parts` ranges of matrices with about equal rows,
@@ -81,7 +82,7 @@ bool bf16_bank(const at::Tensor& bank) {
 }
 
 // Banks of at most 32 x 32 (LoR's 24 x 24): their products of a batch's rows took
-// the engine's row kernels 0.63-0.81 of OpenBLAS's time (bench/narrow_gemm.cpp,
+// the engine's row kernels 0.62-0.79 of OpenBLAS's time (bench/narrow_gemm.cpp,
 // docs/benchmarks.md "Session 14"), and one image's already ran there.
 constexpr int64_t kNarrowBank = 32;
 bool narrow_bank(int64_t C, int64_t D) { return C <= kNarrowBank && D <= kNarrowBank; }

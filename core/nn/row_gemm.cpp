@@ -17,7 +17,7 @@ namespace translution {
 namespace {
 
 std::atomic<bool> g_enabled{true};
-thread_local int64_t t_calls = 0;
+thread_local int64_t t_calls = 0, t_at_calls = 0;
 
 constexpr int kMaxRows = 12;  // rows of a register block (below)
 constexpr int kStrip = 32;    // columns one block sweeps: 2 vectors, 24 KB of b at k = 192 (L1)
@@ -256,6 +256,7 @@ bool row_gemm_available() {
 
 void set_row_gemm_enabled(bool enabled) { g_enabled = enabled; }
 int64_t row_gemm_calls_on_this_thread() { return t_calls; }
+int64_t row_gemm_at_calls_on_this_thread() { return t_at_calls; }
 
 RowGemmPrefetch row_gemm_prefetch(int64_t m, int64_t n, int64_t k, int64_t next_bytes) {
   RowGemmPrefetch plan;
@@ -299,7 +300,7 @@ void row_gemm_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
                  int64_t ldc) {
 #if defined(__x86_64__)
   if (cpu_has_avx512()) {
-    ++t_calls;
+    ++t_at_calls;
     if (m > 0 && n > 0) run_at(m, n, k, a, lda, b, ldb, c, ldc);
     return;
   }

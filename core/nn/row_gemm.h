@@ -20,13 +20,16 @@ bool row_gemm_available();
 // (`bench --compare row-gemm`, and the tests of both paths).
 void set_row_gemm_enabled(bool enabled);
 
-// How many products row_gemm has run on the calling thread (tests check the path
-// ran; per thread, so that counting costs the hot path no shared cache line).
+// How many products row_gemm (and row_gemm_bf16) and row_gemm_at have run on the
+// calling thread (tests check the path ran; per thread, so that counting costs the
+// hot path no shared cache line).
 int64_t row_gemm_calls_on_this_thread();
+int64_t row_gemm_at_calls_on_this_thread();
 
 // Products of at most this many rows go to row_gemm; from about 96 rows on, the
 // BLAS's packed kernels are as fast (Translution's 192 x 192 matrices,
-// bench/small_gemm.cpp with its rows argument).
+// bench/small_gemm.cpp with its rows argument). A matrix of at most 32 x 32 (LoR's)
+// goes to the engine's kernels whatever the rows (nn/relative_ops.cpp, narrow_bank).
 constexpr int64_t kRowGemmMostRows = 64;
 
 // Whether row_gemm handles this width: any (a last partial vector of 16 floats is
@@ -40,7 +43,8 @@ void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, cons
 
 // c[m x n] = a^T b with a stored k x m (lda: its row stride), b k x n: the
 // weight gradient G^T dS of a per-matrix product, read without transposing G.
-// c is overwritten. Same register blocks as row_gemm, no prefetch.
+// c is overwritten. A kernel of its own with row_gemm's block shape (12 rows by
+// 32 columns, every load and store masked), no 64-column blocks, no prefetch.
 void row_gemm_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                  int64_t ldc);
 

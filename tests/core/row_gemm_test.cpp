@@ -28,19 +28,25 @@ class RowGemm : public ::testing::Test {
   void TearDown() override { set_row_gemm_enabled(true); }
 };
 
-// c = a b for a [m x k] in rows of lda, b [k x n] in rows of ldb, written into
-// rows of ldc starting 3 columns in; returns the worst error relative to the
-// sum of |a||b| over k (float rounding scales with it), and checks that no other
-// column of the output rows was touched.
-double worst_error(int64_t m, int64_t n, int64_t k) {
-  const at::Tensor wide_a = at::randn({m, k + 3}), wide_b = at::randn({k, n + 16});
-  const at::Tensor a = wide_a.narrow(1, 2, k), b = wide_b.narrow(1, 16, n);
+// c = a b (row_gemm) for a [m x k] in rows of lda, or c = a^T b (row_gemm_at) for
+// a stored [k x m]; b [k x n] in rows of ldb; written into rows of ldc starting 3
+// columns in. Returns the worst error relative to the sum of |a||b| over k (float
+// rounding scales with it), and checks that no other column of the output rows
+// was touched.
+double worst_error(int64_t m, int64_t n, int64_t k, bool transposed_a = false) {
+  const at::Tensor wide_a = transposed_a ? at::randn({k, m + 5}) : at::randn({m, k + 3});
+  const at::Tensor a = transposed_a ? wide_a.narrow(1, 1, m) : wide_a.narrow(1, 2, k);
+  const at::Tensor wide_b = at::randn({k, n + 16}), b = wide_b.narrow(1, 16, n);
   at::Tensor wide_c = at::full({m, n + 5}, 42.0f);
-  row_gemm(m, n, k, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(), b.stride(0),
-           wide_c.data_ptr<float>() + 3, wide_c.stride(0));
+  if (transposed_a)
+    row_gemm_at(m, n, k, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(), b.stride(0),
+                wide_c.data_ptr<float>() + 3, wide_c.stride(0));
+  else
+    row_gemm(m, n, k, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(), b.stride(0),
+             wide_c.data_ptr<float>() + 3, wide_c.stride(0));
   EXPECT_TRUE(wide_c.narrow(1, 0, 3).eq(42.0f).all().item<bool>()) << "columns left of c were written";
   EXPECT_TRUE(wide_c.narrow(1, 3 + n, 2).eq(42.0f).all().item<bool>()) << "columns right of c were written";
-  const at::Tensor ad = a.to(at::kDouble), bd = b.to(at::kDouble);
+  const at::Tensor ad = transposed_a ? a.to(at::kDouble).t() : a.to(at::kDouble), bd = b.to(at::kDouble);
   const at::Tensor error = (wide_c.narrow(1, 3, n).to(at::kDouble) - at::mm(ad, bd)).abs();
   return (error / (at::mm(ad.abs(), bd.abs()) + 1e-30)).max().item<double>();
 }
@@ -117,22 +123,6 @@ TEST_F(RowGemm, PrefetchingAnyRangeChangesNothing) {
   }
 }
 
-// c = a^T b (row_gemm_at) for a stored [k x m] in rows of lda, b [k x n] in rows
-// of ldb, into rows of ldc 3 columns in: the worst error relative to the sum of
-// |a||b| over k, checking that no other column of the output rows was touched.
-double worst_error_at(int64_t m, int64_t n, int64_t k) {
-  const at::Tensor wide_a = at::randn({k, m + 5}), wide_b = at::randn({k, n + 16});
-  const at::Tensor a = wide_a.narrow(1, 1, m), b = wide_b.narrow(1, 16, n);
-  at::Tensor wide_c = at::full({m, n + 5}, 42.0f);
-  row_gemm_at(m, n, k, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(), b.stride(0),
-              wide_c.data_ptr<float>() + 3, wide_c.stride(0));
-  EXPECT_TRUE(wide_c.narrow(1, 0, 3).eq(42.0f).all().item<bool>()) << "columns left of c were written";
-  EXPECT_TRUE(wide_c.narrow(1, 3 + n, 2).eq(42.0f).all().item<bool>()) << "columns right of c were written";
-  const at::Tensor ad = a.to(at::kDouble).t(), bd = b.to(at::kDouble);
-  const at::Tensor error = (wide_c.narrow(1, 3, n).to(at::kDouble) - at::mm(ad, bd)).abs();
-  return (error / (at::mm(ad.abs(), bd.abs()) + 1e-30)).max().item<double>();
-}
-
 // The weight gradients' kernel: 1-30 output rows (every block height, and two or
 // three blocks), widths ending in a masked vector (1, 8, 24 as LoR's, 41) or a
 // whole one (16, 32, 48), k from one step to a batch's 464 rows; k = 0 gives zeros.
@@ -142,7 +132,7 @@ TEST_F(RowGemm, TransposedProductMatchesTheDoubleProduct) {
     for (const int64_t n : {1, 8, 16, 24, 32, 41, 48})
       for (const int64_t k : {1, 9, 464}) {
         SCOPED_TRACE("m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k));
-        EXPECT_LT(worst_error_at(m, n, k), 1e-5);
+        EXPECT_LT(worst_error(m, n, k, true), 1e-5);
       }
   const at::Tensor a = at::empty({0, 3}), b = at::empty({0, 16});
   at::Tensor c = at::full({3, 16}, 42.0f);
@@ -160,17 +150,25 @@ TEST_F(RowGemm, RefusesAProductWithoutColumnsAndCanBeSwitchedOff) {
   EXPECT_FALSE(row_gemm_available());
 }
 
-// Translution (banks 8 -> 16 wide) and LoR (narrow relative encodings, whose
-// products end in a masked partial vector) in float, with the relative products
-// on the kernel (where the CPU has it) and on the BLAS, the matrices claimed by
-// one to three threads, batch 1, 2 and 8 (products of up to 96 rows: a narrow
-// bank's stay on the kernels, forward and backward, however many rows): forward
-// and every gradient within float rounding of the per-pair reference in double.
-// On one thread the test also sees whether the kernels ran, in both directions.
-class RowGemmLayer : public ::testing::TestWithParam<std::string> {};
+// A relative layer in float, with the relative products on the kernels (where the
+// CPU has them) and on the BLAS, the matrices claimed by one to three threads,
+// batch 1, 2 and 8 (products of up to 96 rows): forward and every gradient within
+// float rounding of the per-pair reference in double. Narrow banks (at most 32 x
+// 32: Translution's 8 -> 16 here, LoR's relative encodings, whose products end in
+// a masked partial vector) stay on the kernels forward and backward however many
+// rows; a wider bank (Translution's 40 -> 40, as its real 192 x 192) takes the
+// kernel only for products of at most 64 rows, forward. On one thread the test
+// also sees which kernels ran, in both directions.
+struct LayerCase {
+  std::string model;
+  AttentionShape shape;
+  bool narrow;
+};
+class RowGemmLayer : public ::testing::TestWithParam<LayerCase> {};
 TEST_P(RowGemmLayer, FloatLayerMatchesTheReference) {
-  const AttentionSpec spec = attention_choice(GetParam()).spec;
-  const AttentionShape shape{8, 2, 8};
+  const AttentionSpec spec = attention_choice(GetParam().model).spec;
+  const AttentionShape shape = GetParam().shape;
+  const bool narrow = GetParam().narrow;
   const TokenLayout layout = TokenLayout::grid(3, 4, true);
   at::manual_seed(9);
   auto module = make_attention(spec, shape, layout);
@@ -202,10 +200,11 @@ TEST_P(RowGemmLayer, FloatLayerMatchesTheReference) {
         EXPECT_LT(max_relative_error(fast, naive), 1e-5) << "forward";
         std::vector<at::Tensor> inputs{xf};
         for (const auto& p : module->parameters()) inputs.push_back(p);
-        const int64_t forward_calls = row_gemm_calls_on_this_thread();
+        const int64_t forward_calls = row_gemm_calls_on_this_thread(), at_calls = row_gemm_at_calls_on_this_thread();
         const auto grad_fast = torch::autograd::grad({(fast * probe).sum()}, inputs);
         if (threads == 1 || !kernel) {
-          EXPECT_EQ(row_gemm_calls_on_this_thread() > forward_calls, kernel) << "kernels ran in backward";
+          EXPECT_EQ(row_gemm_calls_on_this_thread() > forward_calls, kernel && narrow) << "dG on the kernel";
+          EXPECT_EQ(row_gemm_at_calls_on_this_thread() > at_calls, kernel && narrow) << "dW on the kernel";
         }
         for (size_t i = 0; i < inputs.size(); ++i)
           EXPECT_LT(max_relative_error(grad_fast[i], grad_naive[i]), 1e-4) << "gradient " << i;
@@ -217,7 +216,13 @@ TEST_P(RowGemmLayer, FloatLayerMatchesTheReference) {
   set_projection_algorithm(ProjectionAlgorithm::Auto);
 }
 
-INSTANTIATE_TEST_SUITE_P(RelativeModels, RowGemmLayer, ::testing::Values("translution", "lor"));
+INSTANTIATE_TEST_SUITE_P(RelativeModels, RowGemmLayer,
+                         ::testing::Values(LayerCase{"translution", {8, 2, 8}, true},
+                                           LayerCase{"lor", {8, 2, 8}, true},
+                                           LayerCase{"translution", {40, 2, 20}, false}),
+                         [](const auto& info) {
+                           return info.param.model + (info.param.narrow ? "_narrow" : "_wide");
+                         });
 
 }  // namespace
 }  // namespace translution
