@@ -155,17 +155,27 @@ void narrow_block(int rows, int vectors, int per_step, bool partial, int64_t k, 
     kBf16Blocks.f[rows - 1][per_step](k, a, lda, b, ldb, c, ldc, prefetch, nullptr, tail);  // vectors: 2
 }
 
+// body(first row, rows) for the register blocks of an m-row product: blocks of
+// nearly equal height, at most kMaxRows (15 -> 7 + 8), since a block of few rows
+// has too few independent accumulators to hide the FMA latency.
+template <typename F>
+void for_row_blocks(int64_t m, F&& body) {
+  const int64_t row_blocks = (m + kMaxRows - 1) / kMaxRows;
+  const int64_t base_rows = m / row_blocks, taller = row_blocks - m % row_blocks;  // blocks from `taller` on: +1
+  for (int64_t i = 0, row = 0; i < row_blocks; ++i) {
+    const int64_t rows = base_rows + (i >= taller);
+    body(row, rows);
+    row += rows;
+  }
+}
+
 // Strips of 32 columns outside (64 for a product of at most kWideRows rows, up to
 // its last whole 64; kWideBlocks), row blocks inside, so each strip of b is read
-// from memory (or L2) once and from L1 for every further block. The rows are cut
-// into blocks of nearly equal size (15 -> 7 + 8): a block of few rows has too few
-// independent accumulators to hide the FMA latency. Each block prefetches its
-// share of the next matrix's lines (row_gemm_prefetch).
+// from memory (or L2) once and from L1 for every further block (for_row_blocks).
+// Each block prefetches its share of the next matrix's lines (row_gemm_prefetch).
 template <typename W>
 void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* b, int64_t ldb, float* c,
          int64_t ldc, const char* next, const RowGemmPrefetch& plan) {
-  const int64_t row_blocks = (m + kMaxRows - 1) / kMaxRows;
-  const int64_t base_rows = m / row_blocks, taller = row_blocks - m % row_blocks;  // blocks from `taller` on: +1
   int64_t block = 0, j = 0;
   if (m <= kWideRows)  // one row block: whole 64-column strips wide, the rest below
     for (; j + kWideStrip <= n; j += kWideStrip, block += 2) {
@@ -178,13 +188,12 @@ void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* 
     const int64_t width = std::min<int64_t>(kStrip, n - j), partial = width % 16;
     const int vectors = int((width + 15) / 16);
     const __mmask16 tail = partial ? __mmask16((1u << partial) - 1) : __mmask16(0xFFFF);
-    for (int64_t i = 0, row = 0; i < row_blocks; ++i, ++block) {
-      const int64_t rows = base_rows + (i >= taller);
-      const char* prefetch = plan.per_step ? next + 64 * plan.first_line(block, k) : nullptr;
+    for_row_blocks(m, [&](int64_t row, int64_t rows) {
+      const int64_t this_block = block++;
+      const char* prefetch = plan.per_step ? next + 64 * plan.first_line(this_block, k) : nullptr;
       narrow_block<W>(int(rows), vectors, plan.per_step, partial != 0, k, a + row * lda, lda, b + j, ldb,
                       c + row * ldc + j, ldc, prefetch, tail);
-      row += rows;
-    }
+    });
   }
 }
 
@@ -228,17 +237,13 @@ constexpr auto kAtBlocks = at_blocks_of(std::make_integer_sequence<int, kMaxRows
 
 void run_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
             int64_t ldc) {
-  const int64_t row_blocks = (m + kMaxRows - 1) / kMaxRows;
-  const int64_t base_rows = m / row_blocks, taller = row_blocks - m % row_blocks;
   for (int64_t j = 0; j < n; j += kStrip) {
     const int64_t width = std::min<int64_t>(kStrip, n - j);
     const auto mask = [](int64_t lanes) { return __mmask16(lanes >= 16 ? 0xFFFF : lanes <= 0 ? 0 : (1u << lanes) - 1); };
     const __mmask16 tails[2] = {mask(width), mask(width - 16)};
-    for (int64_t i = 0, row = 0; i < row_blocks; ++i) {
-      const int64_t rows = base_rows + (i >= taller);
+    for_row_blocks(m, [&](int64_t row, int64_t rows) {
       kAtBlocks.f[rows - 1](k, a + row, lda, b + j, ldb, c + row * ldc + j, ldc, tails);
-      row += rows;
-    }
+    });
   }
 }
 
@@ -272,47 +277,53 @@ RowGemmPrefetch row_gemm_prefetch(int64_t m, int64_t n, int64_t k, int64_t next_
 }
 
 namespace {
-// Runs the product where this CPU can (width_ok: the widths the kernel loads).
-template <typename W>
-void checked_run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* b, int64_t ldb, float* c,
-                 int64_t ldc, const void* next, int64_t next_bytes, bool width_ok, const char* what) {
+// Runs body() where this CPU can (width_ok: the widths the kernel loads), counting
+// the call on `calls`; an empty product (no rows or columns) writes nothing.
+template <typename Body>
+void checked(bool width_ok, bool empty, int64_t& calls, const char* what, Body&& body) {
 #if defined(__x86_64__)
   if (cpu_has_avx512() && width_ok) {
-    ++t_calls;
-    if (m <= 0) return;
-    const RowGemmPrefetch plan = row_gemm_prefetch(m, n, k, next ? next_bytes : 0);
-    return run(m, n, k, a, lda, b, ldb, c, ldc, static_cast<const char*>(next), plan);
+    ++calls;
+    if (!empty) body();
+    return;
   }
 #else
-  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next, (void)next_bytes,
-      (void)width_ok;
+  (void)width_ok, (void)empty, (void)calls, (void)body;
 #endif
   throw Error(std::string("internal: ") + what + " called where it cannot run (no AVX-512, or a width it cannot load)");
+}
+
+template <typename W>
+void run_planned(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* b, int64_t ldb, float* c,
+                 int64_t ldc, const void* next, int64_t next_bytes) {
+#if defined(__x86_64__)
+  const RowGemmPrefetch plan = row_gemm_prefetch(m, n, k, next ? next_bytes : 0);
+  run(m, n, k, a, lda, b, ldb, c, ldc, static_cast<const char*>(next), plan);
+#else
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next, (void)next_bytes;
+#endif
 }
 }  // namespace
 
 void row_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
               int64_t ldc, const void* next, int64_t next_bytes) {
-  checked_run(m, n, k, a, lda, b, ldb, c, ldc, next, next_bytes, row_gemm_width_ok(n), "row_gemm");
+  checked(row_gemm_width_ok(n), m <= 0, t_calls, "row_gemm",
+          [&] { run_planned(m, n, k, a, lda, b, ldb, c, ldc, next, next_bytes); });
 }
 
 void row_gemm_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                  int64_t ldc) {
+  checked(true, m <= 0 || n <= 0, t_at_calls, "row_gemm_at", [&] {
 #if defined(__x86_64__)
-  if (cpu_has_avx512()) {
-    ++t_at_calls;
-    if (m > 0 && n > 0) run_at(m, n, k, a, lda, b, ldb, c, ldc);
-    return;
-  }
-#else
-  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc;
+    run_at(m, n, k, a, lda, b, ldb, c, ldc);
 #endif
-  throw Error("internal: row_gemm_at called where it cannot run (no AVX-512)");
+  });
 }
 
 void row_gemm_bf16(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const Bf16Bits* b, int64_t ldb,
                    float* c, int64_t ldc, const void* next, int64_t next_bytes) {
-  checked_run(m, n, k, a, lda, b, ldb, c, ldc, next, next_bytes, row_gemm_bf16_width_ok(n), "row_gemm_bf16");
+  checked(row_gemm_bf16_width_ok(n), m <= 0, t_calls, "row_gemm_bf16",
+          [&] { run_planned(m, n, k, a, lda, b, ldb, c, ldc, next, next_bytes); });
 }
 
 }  // namespace translution
