@@ -20,6 +20,7 @@
 #include "nn/bf16_gemm.h"
 #include "nn/bf16_weights.h"
 #include "nn/training_kernels.h"
+#include "nn/vit.h"
 #include "perf/benchmark.h"
 #include "perf/studio_latency.h"
 #include "util/allocator.h"
@@ -35,13 +36,14 @@ namespace {
 const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] [--image 84] [--patch 12]
                          [--mode infer|train] [--batch B] [--device auto|cpu|cuda]
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
+                         [--last-block cls|all]
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
                          [--row-gemm on|off] [--pair-kernels fused|aten]
                          [--inference-kernels fused|aten] [--training-kernels fused|aten]
                          [--precision fp32|bf16]
                          [--matrix-threads auto|N] [--freed-memory pool|keep-all]
                          [--compare gemm|row-gemm|pair-kernels|inference-kernels|
-                                    training-kernels|precision|recompute|
+                                    training-kernels|precision|recompute|last-block|
                                     matrix-threads|freed-memory|blas-threads] [--json]
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
@@ -55,6 +57,10 @@ and how much of the machine's CPU time a hypervisor gave other guests while the
 timed steps ran (steal, from /proc/stat; a virtual machine's slow stretches).
 --algorithm forces how relative projections are computed (default: by shape);
 --recompute trades time for memory (backward recomputes pair projections).
+--last-block all computes the last block for every token, as the equations are
+written, instead of for the CLS token alone (the default: only its output reaches
+the head, so logits and gradients are the same; the exact work and weight traffic
+reported are those of the setting that ran).
 --optimizer adamw uses LibTorch's AdamW instead of the engine's fused one;
 --gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls
 (or, for one image's and every one of LoR's narrow matrices, the engine's row kernels);
@@ -163,7 +169,7 @@ int bench_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
-                                 "optimizer", "gemm", "row-gemm", "pair-kernels", "inference-kernels", "training-kernels",
+                                 "optimizer", "last-block", "gemm", "row-gemm", "pair-kernels", "inference-kernels", "training-kernels",
                                  "precision", "matrix-threads",
                                  "freed-memory", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
@@ -191,6 +197,8 @@ int bench_command(const std::vector<std::string>& words) {
   if (studio) return studio_bench(args);
   set_projection_algorithm(parse_projection_algorithm(args.get("algorithm", "auto")));
   set_recompute_pair_rows(args.flag("recompute"));
+  const bool cls_only = args.get_choice("last-block", {"cls", "all"}) == "cls";
+  set_cls_only_last_block(cls_only);
   BenchOptions options;
   options.config = config_from_args(args);
   options.mode = args.get("mode", "infer");
@@ -241,7 +249,9 @@ int bench_command(const std::vector<std::string>& words) {
       if (other == DensePrecision::Bf16 && !train_mode && !bf16_weights_available())
         throw Error("--compare precision: bfloat16 weights need AVX-512, which this CPU lacks");
       options.switch_path = [precision, other](bool alternative) { set_dense_precision(alternative ? other : precision); };
-    } else if (options.compare == "recompute")
+    } else if (options.compare == "last-block")
+      options.switch_path = [cls_only](bool alternative) { set_cls_only_last_block(alternative != cls_only); };
+    else if (options.compare == "recompute")
       options.switch_path = [recompute](bool alternative) { set_recompute_pair_rows(alternative != recompute); };
     else if (options.compare == "matrix-threads")  // the alternative: no split, one thread
       options.switch_path = [threads](bool alternative) { set_matrix_threads(alternative ? 1 : threads); };
@@ -264,7 +274,7 @@ int bench_command(const std::vector<std::string>& words) {
       };
     } else
       throw Error("unknown --compare '" + options.compare +
-                  "' (expected gemm, row-gemm, pair-kernels, inference-kernels, training-kernels, precision, recompute, matrix-threads, freed-memory "
+                  "' (expected gemm, row-gemm, pair-kernels, inference-kernels, training-kernels, precision, recompute, last-block, matrix-threads, freed-memory "
                   "or blas-threads)");
   }
   // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second
@@ -292,7 +302,8 @@ int bench_command(const std::vector<std::string>& words) {
     std::printf("  forward %.2f ms, backward %.2f ms, optimizer %.2f ms (medians)\n", r.forward_ms, r.backward_ms,
                 r.optimizer_ms);
   if (r.peak_memory_bytes >= 0) std::printf("  peak memory %.1f MB\n", r.peak_memory_bytes / 1e6);
-  std::printf("  exact work %.2f GFLOP per image forward; achieved %.1f GFLOP/s\n", r.exact_flops_per_image / 1e9,
+  std::printf("  exact work %.2f GFLOP per image forward (last block: %s); achieved %.1f GFLOP/s\n",
+              r.exact_flops_per_image / 1e9, r.cls_only_last_block ? "CLS query only" : "every token",
               r.step_flops / (r.ms_per_step * 1e6));
   std::printf("  machine: GEMM %.0f GFLOP/s, memory %.1f GB/s -> floor %.2f ms/step; reached %.0f%% of it\n",
               r.roofline.gemm_gflops, r.roofline.bandwidth_gbs, r.floor_ms, 100 * r.fraction_of_floor);

@@ -13,6 +13,17 @@ const at::Tensor& on_device(at::Tensor& cached, const at::Device& device) {
   return cached;
 }
 
+at::Tensor AttentionModule::forward_queries(const at::Tensor& x, int64_t queries) {
+  if (x.dim() != 3 || queries < 1 || queries > x.size(1))
+    throw Error("attention: outputs of " + std::to_string(queries) + " queries asked of input " +
+                std::string(c10::str(x.sizes())) + " (expected [B, N, C] and 1 <= queries <= N)");
+  return attend(x, queries, nullptr);
+}
+
+at::Tensor query_rows(const at::Tensor& valid, int64_t queries) {
+  return valid.defined() && valid.size(0) != queries ? valid.narrow(0, 0, queries) : valid;
+}
+
 std::shared_ptr<AttentionModule> make_attention(const AttentionSpec& spec, const AttentionShape& shape,
                                                 const TokenLayout& layout) {
   if (shape.dim < 1 || shape.heads < 1 || shape.head_dim < 1)

@@ -29,14 +29,27 @@ struct OffsetMagnitudes {
 class AttentionModule : public torch::nn::Module {
  public:
   // x: [B, N, C]. When `probs` is given it receives the attention [B, heads, N, N].
-  virtual at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) = 0;
+  at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) { return attend(x, x.size(1), probs); }
+  // The outputs of the first `queries` tokens only, [B, queries, C]; every token
+  // is still a key and a value. ViT's last block asks for the CLS token's alone
+  // (nn/vit.h): nothing reads the others, and their queries, rows of attention
+  // and MLP are most of that block's work.
+  at::Tensor forward_queries(const at::Tensor& x, int64_t queries);
   virtual std::vector<OffsetMagnitudes> offset_magnitudes() const { return {}; }
   // Whether forward runs nn/relative_ops' per-matrix products (offset-indexed banks).
   virtual bool per_matrix_products() const { return false; }
   // Its offset-indexed banks [E, C, C'] (those per_matrix_products multiplies), for
   // copies kept in another precision (nn/bf16_weights.h).
   virtual std::vector<at::Tensor> relative_banks() const { return {}; }
+
+ protected:
+  // Both of the above: the outputs of tokens [0, queries) (1 <= queries <= N);
+  // `probs`, when given, receives [B, heads, queries, N].
+  virtual at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) = 0;
 };
+
+// The rows of a [N, N] mask (undefined: none) for the first `queries` tokens.
+at::Tensor query_rows(const at::Tensor& valid, int64_t queries);
 
 // Index and mask tensors are not buffers (Module::to(dtype) would turn them into
 // floats); operators keep them here and move them to the input's device on use.

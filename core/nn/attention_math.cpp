@@ -46,9 +46,9 @@ HeadView<T> tokens_view(const at::Tensor& x, int64_t dh) {  // x: [B, N, H dh], 
 }
 
 template <typename T>
-HeadView<T> pairs_view(const at::Tensor& x) {  // x: [B, H, N, N] contiguous
-  const int64_t N = x.size(2);
-  return {x.data_ptr<T>(), x.size(1) * N * N, N, N * N};
+HeadView<T> pairs_view(const at::Tensor& x) {  // x: [B, H, queries, keys] contiguous
+  const int64_t rows = x.size(2), keys = x.size(3);
+  return {x.data_ptr<T>(), x.size(1) * rows * keys, keys, rows * keys};
 }
 
 // For every (b, h): C = op(A) op(B), C written into out at (b, h).
@@ -61,17 +61,17 @@ void per_head(int64_t B, int64_t H, bool ta, bool tb, int64_t m, int64_t n, int6
                           out + i * out_batch + h * out_head, out_row);
 }
 
-// logits[b, h] = Q_bh K_bh^T.
+// logits[b, h] = Q_bh K_bh^T: Q [B, M, D] (M queries), K [B, N, D] -> [B, H, M, N].
 class HeadLogits : public torch::autograd::Function<HeadLogits> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, int64_t heads) {
     ctx->save_for_backward({q, k});
     ctx->saved_data["heads"] = heads;
-    const int64_t B = q.size(0), N = q.size(1), dh = q.size(2) / heads;
-    at::Tensor out = at::empty({B, heads, N, N}, q.options().memory_format(at::MemoryFormat::Contiguous));
+    const int64_t B = q.size(0), M = q.size(1), N = k.size(1), dh = q.size(2) / heads;
+    at::Tensor out = at::empty({B, heads, M, N}, q.options().memory_format(at::MemoryFormat::Contiguous));
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "head_logits", [&] {
-      per_head<scalar_t>(B, heads, false, true, N, N, dh, tokens_view<scalar_t>(q, dh), tokens_view<scalar_t>(k, dh),
-                         out.data_ptr<scalar_t>(), heads * N * N, N, N * N);
+      per_head<scalar_t>(B, heads, false, true, M, N, dh, tokens_view<scalar_t>(q, dh), tokens_view<scalar_t>(k, dh),
+                         out.data_ptr<scalar_t>(), heads * M * N, N, M * N);
     });
     return out;
   }
@@ -79,32 +79,33 @@ class HeadLogits : public torch::autograd::Function<HeadLogits> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto s = ctx->get_saved_variables();
     const at::Tensor &q = s[0], &k = s[1];
-    const int64_t H = ctx->saved_data["heads"].toInt(), B = q.size(0), N = q.size(1), D = q.size(2), dh = D / H;
+    const int64_t H = ctx->saved_data["heads"].toInt(), B = q.size(0), M = q.size(1), N = k.size(1), D = q.size(2);
+    const int64_t dh = D / H;
     const at::Tensor g = grads[0].contiguous();
-    at::Tensor dq = at::empty({B, N, D}, q.options()), dk = at::empty({B, N, D}, k.options());
+    at::Tensor dq = at::empty({B, M, D}, q.options()), dk = at::empty({B, N, D}, k.options());
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "head_logits_backward", [&] {
       const HeadView<scalar_t> gv = pairs_view<scalar_t>(g);
-      per_head<scalar_t>(B, H, false, false, N, dh, N, gv, tokens_view<scalar_t>(k, dh), dq.data_ptr<scalar_t>(),
-                         N * D, D, dh);  // dQ = G K
-      per_head<scalar_t>(B, H, true, false, N, dh, N, gv, tokens_view<scalar_t>(q, dh), dk.data_ptr<scalar_t>(),
+      per_head<scalar_t>(B, H, false, false, M, dh, N, gv, tokens_view<scalar_t>(k, dh), dq.data_ptr<scalar_t>(),
+                         M * D, D, dh);  // dQ = G K
+      per_head<scalar_t>(B, H, true, false, N, dh, M, gv, tokens_view<scalar_t>(q, dh), dk.data_ptr<scalar_t>(),
                          N * D, D, dh);  // dK = G^T Q
     });
     return {dq, dk, at::Tensor()};
   }
 };
 
-// out[b, :, head h] = alpha_bh V_bh.
+// out[b, :, head h] = alpha_bh V_bh: alpha [B, H, M, N], V [B, N, D] -> [B, M, D].
 class HeadValues : public torch::autograd::Function<HeadValues> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& alpha_in, const at::Tensor& v, int64_t heads) {
     const at::Tensor alpha = alpha_in.contiguous();
     ctx->save_for_backward({alpha, v});
     ctx->saved_data["heads"] = heads;
-    const int64_t B = v.size(0), N = v.size(1), D = v.size(2), dh = D / heads;
-    at::Tensor out = at::empty({B, N, D}, v.options());
+    const int64_t B = v.size(0), M = alpha.size(2), N = v.size(1), D = v.size(2), dh = D / heads;
+    at::Tensor out = at::empty({B, M, D}, v.options());
     AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "head_values", [&] {
-      per_head<scalar_t>(B, heads, false, false, N, dh, N, pairs_view<scalar_t>(alpha), tokens_view<scalar_t>(v, dh),
-                         out.data_ptr<scalar_t>(), N * D, D, dh);
+      per_head<scalar_t>(B, heads, false, false, M, dh, N, pairs_view<scalar_t>(alpha), tokens_view<scalar_t>(v, dh),
+                         out.data_ptr<scalar_t>(), M * D, D, dh);
     });
     return out;
   }
@@ -112,14 +113,15 @@ class HeadValues : public torch::autograd::Function<HeadValues> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto s = ctx->get_saved_variables();
     const at::Tensor &alpha = s[0], &v = s[1];
-    const int64_t H = ctx->saved_data["heads"].toInt(), B = v.size(0), N = v.size(1), D = v.size(2), dh = D / H;
-    const at::Tensor g = grads[0].contiguous();  // [B, N, D]
+    const int64_t H = ctx->saved_data["heads"].toInt(), B = v.size(0), M = alpha.size(2), N = v.size(1);
+    const int64_t D = v.size(2), dh = D / H;
+    const at::Tensor g = grads[0].contiguous();  // [B, M, D]
     at::Tensor dalpha = at::empty_like(alpha), dv = at::empty({B, N, D}, v.options());
     AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "head_values_backward", [&] {
       const HeadView<scalar_t> gv = tokens_view<scalar_t>(g, dh);
-      per_head<scalar_t>(B, H, false, true, N, N, dh, gv, tokens_view<scalar_t>(v, dh), dalpha.data_ptr<scalar_t>(),
-                         H * N * N, N, N * N);  // dA = G V^T
-      per_head<scalar_t>(B, H, true, false, N, dh, N, pairs_view<scalar_t>(alpha), gv, dv.data_ptr<scalar_t>(),
+      per_head<scalar_t>(B, H, false, true, M, N, dh, gv, tokens_view<scalar_t>(v, dh), dalpha.data_ptr<scalar_t>(),
+                         H * M * N, N, M * N);  // dA = G V^T
+      per_head<scalar_t>(B, H, true, false, N, dh, M, pairs_view<scalar_t>(alpha), gv, dv.data_ptr<scalar_t>(),
                          N * D, D, dh);  // dV = A^T G
     });
     return {dalpha, dv, at::Tensor()};
@@ -257,9 +259,9 @@ class SelfAttentionCore : public torch::autograd::Function<SelfAttentionCore> {
 
 at::Tensor attention_logits(const at::Tensor& q, const at::Tensor& k, int64_t heads) {
   if (raw_heads(q, k)) return HeadLogits::apply(q, k, heads);
-  const int64_t B = q.size(0), N = q.size(1), dh = q.size(2) / heads;
-  const at::Tensor qh = q.view({B, N, heads, dh}).transpose(1, 2);
-  const at::Tensor kh = k.view({B, N, heads, dh}).transpose(1, 2);
+  const int64_t B = q.size(0), dh = q.size(2) / heads;
+  const at::Tensor qh = q.reshape({B, q.size(1), heads, dh}).transpose(1, 2);
+  const at::Tensor kh = k.reshape({B, k.size(1), heads, dh}).transpose(1, 2);
   return at::matmul(qh, kh.transpose(-1, -2));
 }
 
@@ -276,8 +278,8 @@ at::Tensor attention_softmax(const at::Tensor& logits_in, const at::Tensor& vali
 at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t heads) {
   if (raw_heads(alpha, v)) return HeadValues::apply(alpha, v, heads);
   const int64_t B = v.size(0), N = v.size(1), D = v.size(2), dh = D / heads;
-  const at::Tensor vh = v.view({B, N, heads, dh}).transpose(1, 2);
-  return at::matmul(alpha, vh).transpose(1, 2).reshape({B, N, D});
+  const at::Tensor vh = v.reshape({B, N, heads, dh}).transpose(1, 2);
+  return at::matmul(alpha, vh).transpose(1, 2).reshape({B, alpha.size(2), D});
 }
 
 at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs) {

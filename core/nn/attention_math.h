@@ -1,19 +1,20 @@
 #pragma once
 // The shared arithmetic of attention over plain (position-free) queries, keys and
-// values, [B, N, D]. Pair-dependent ones go through nn/relative_ops.
+// values, [B, N, D]. Pair-dependent ones go through nn/relative_ops. The queries
+// may be fewer than the keys (the first M tokens': nn/attention.h's forward_queries).
 #include <ATen/core/Tensor.h>
 
 namespace translution {
 
-// Per-head dot products q_i . k_j: [B, H, N, N], not yet scaled.
+// Per-head dot products q_i . k_j: q [B, M, D], k [B, N, D] -> [B, H, M, N], not yet scaled.
 at::Tensor attention_logits(const at::Tensor& q, const at::Tensor& k, int64_t heads);
 
-// Softmax over sources of logits / divisor; `valid` ([N, N] bool, may be
+// Softmax over sources of logits / divisor; `valid` ([M, N] bool, may be
 // undefined) hides pairs. On CPU, one pass per row (with gradients: an autograd
 // function split over the cores, nn/training_kernels.h).
 at::Tensor attention_softmax(const at::Tensor& logits, const at::Tensor& valid, double divisor = 1.0);
 
-// sum_j alpha[b, h, i, j] v[b, j, h-slice]: [B, N, D].
+// sum_j alpha[b, h, i, j] v[b, j, h-slice]: alpha [B, H, M, N], v [B, N, D] -> [B, M, D].
 at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t heads);
 
 // The three above for self-attention: q, k and v are the thirds of qkv [B, N, 3D],

@@ -43,7 +43,7 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
     : spec_(spec),
       shape_(shape),
       table_(make_relative_table(layout, spec.encoding)),
-      order_(make_pair_order(table_)),
+      orders_(table_),
       low_in_(spec.lor_c1 * shape.heads),
       low_out_(spec.lor_c2 * shape.heads) {
   spec_.validate();
@@ -68,20 +68,30 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
   if (layout.causal) valid_ = table_.valid;
 }
 
-at::Tensor LoRTranslutionAttention::forward(const at::Tensor& x, at::Tensor* probs) {
+at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) {
   const int64_t H = shape_.heads, dh = shape_.head_dim;
-  const PairOrder& order = pair_order_for(order_, order_on_device_, x.device());
+  const PairOrder& order = orders_.get(table_, queries, x.device());
   // Every projection of x the layer needs, in one hand-off to the cores (nn/dense.h):
-  // shared[r] = x W^r and low[r] = x W1^r (relative) or x W_low^r (plain side of the logits).
+  // shared[r] = x W^r and low[r] = x W1^r (relative) or x W_low^r (plain side of the
+  // logits); the query side's for the tokens asked for, a second hand-off when fewer.
   at::Tensor shared[3], low[3];
-  std::vector<torch::nn::Linear*> layers;
-  std::vector<at::Tensor*> targets;
-  for (int role = 0; role < 3; ++role) {
-    if (spec_.lor_shared) layers.push_back(&shared_[role]), targets.push_back(&shared[role]);
-    if (down_[role]) layers.push_back(&down_[role]), targets.push_back(&low[role]);
+  auto project = [&](int first_role, int end_role, const at::Tensor& input) {
+    std::vector<torch::nn::Linear*> layers;
+    std::vector<at::Tensor*> targets;
+    for (int role = first_role; role < end_role; ++role) {
+      if (spec_.lor_shared) layers.push_back(&shared_[role]), targets.push_back(&shared[role]);
+      if (down_[role]) layers.push_back(&down_[role]), targets.push_back(&low[role]);
+    }
+    if (layers.empty()) return;
+    std::vector<at::Tensor> projected = dense_each(layers, input);
+    for (size_t i = 0; i < targets.size(); ++i) *targets[i] = std::move(projected[i]);
+  };
+  if (queries == x.size(1)) {
+    project(0, 3, x);
+  } else {
+    project(0, 1, x.narrow(1, 0, queries));
+    project(1, 3, x);
   }
-  std::vector<at::Tensor> projected = dense_each(layers, x);
-  for (size_t i = 0; i < targets.size(); ++i) *targets[i] = std::move(projected[i]);
 
   at::Tensor logits;
   if (spec_.lor_shared) logits = attention_logits(shared[0], shared[1], H);
@@ -89,14 +99,15 @@ at::Tensor LoRTranslutionAttention::forward(const at::Tensor& x, at::Tensor* pro
     const at::Tensor rel = relative_logits(order, low[0], banks_[0], low[1], banks_[1], H);
     logits = logits.defined() ? logits + rel : rel;
   }
-  const at::Tensor alpha = attention_softmax(logits, on_device(valid_, x.device()), std::sqrt(double(dh)));
+  const at::Tensor alpha =
+      attention_softmax(logits, query_rows(on_device(valid_, x.device()), queries), std::sqrt(double(dh)));
   if (probs) *probs = alpha.detach();
 
   at::Tensor out;
   if (spec_.lor_shared) out = attend_values(alpha, shared[2], H);
   if (spec_.rel_v) {
     // s[b, i, h] = sum_j alpha^h_ij (x_j W1v Wv[d_ij]), then W2v per head (Appendix D's order).
-    const at::Tensor s = relative_values(order, alpha, low[2], banks_[2], false);  // [B, N, H, C2 H]
+    const at::Tensor s = relative_values(order, alpha, low[2], banks_[2], false);  // [B, M, H, C2 H]
     const at::Tensor rel = up_project(s, up_v_, H, dh);
     out = out.defined() ? out + rel : rel;
   }

@@ -17,16 +17,18 @@ namespace translution {
 class LoRTranslutionAttention : public AttentionModule {
  public:
   LoRTranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape, const TokenLayout& layout);
-  at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) override;
   std::vector<OffsetMagnitudes> offset_magnitudes() const override;
   bool per_matrix_products() const override { return true; }
   std::vector<at::Tensor> relative_banks() const override;
+
+ protected:
+  at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) override;
 
  private:
   AttentionSpec spec_;
   AttentionShape shape_;
   RelativeTable table_;
-  PairOrder order_, order_on_device_;
+  PairOrders orders_;
   int64_t low_in_, low_out_;  // C1 and C2 times heads
   at::Tensor banks_[3];  // [E, C1 H, C2 H] (k stored mirrored)
   torch::nn::Linear down_[3] = {nullptr, nullptr, nullptr};  // C -> C1 H (relative) or C2 H (plain q/k)

@@ -1,43 +1,70 @@
 #include "nn/model_cost.h"
 
+#include <set>
+
 #include "nn/token_layout.h"
 
 namespace translution {
 namespace {
 
-double attention_block_macs(const ViTConfig& c, const AttentionSpec& s) {
+// One block's attention for the outputs of its first M of N tokens (every token a
+// key and a value): projections of the query side for M tokens, of the others for
+// N, per-pair terms for M N pairs.
+double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M) {
   const double N = double(c.tokens()), C = double(c.dim), D = double(c.heads * c.head_dim), H = double(c.heads);
   const bool out_proj = !(c.heads == 1 && c.head_dim == c.dim);
-  double macs = out_proj ? N * D * C : 0.0;
-  macs += 2 * N * N * D;  // logits and the weighted sum of values
+  double macs = out_proj ? M * D * C : 0.0;
+  macs += 2 * M * N * D;  // logits and the weighted sum of values
+  const double plain_qkv = (M + 2 * N) * C * D;
   switch (s.method) {
     case AttentionMethod::SelfAttention:
     case AttentionMethod::RelativeBias:
     case AttentionMethod::GatedPositional:
     case AttentionMethod::Rotary:
-      return macs + 3 * N * C * D;
+      return macs + plain_qkv;
     case AttentionMethod::RelativeKeyVector:
     case AttentionMethod::RelativeValueVector: {
       const TokenLayout grid = TokenLayout::grid(c.grid_height(), c.grid_width(), true);
-      return macs + 3 * N * C * D + N * double(make_relative_table(grid).entries) * D;  // q r^T or alpha r
+      return macs + plain_qkv + M * double(make_relative_table(grid).entries) * D;  // q r^T or alpha r
     }
-    case AttentionMethod::Translution:
-      for (bool rel : {s.rel_q, s.rel_k, s.rel_v}) macs += rel ? N * N * C * D : N * C * D;
+    case AttentionMethod::Translution: {
+      const bool rel[3] = {s.rel_q, s.rel_k, s.rel_v};
+      for (int role = 0; role < 3; ++role) macs += rel[role] ? M * N * C * D : (role == 0 ? M : N) * C * D;
       return macs;
+    }
     case AttentionMethod::LoRTranslution: {
       const double c1 = double(s.lor_c1) * H, c2 = double(s.lor_c2) * H;
-      if (!s.lor_shared) macs -= N * N * D;  // no shared values to sum
-      if (s.lor_shared) macs += 3 * N * C * D;
+      if (!s.lor_shared) macs -= M * N * D;  // no shared values to sum
+      if (s.lor_shared) macs += plain_qkv;
       if (s.rel_q || s.rel_k) {
-        for (bool rel : {s.rel_q, s.rel_k}) macs += rel ? N * C * c1 + N * N * c1 * c2 : N * C * c2;
-        macs += N * N * c2;  // low-rank logits
-        if (!s.lor_shared) macs -= N * N * D;
+        macs += s.rel_q ? M * C * c1 + M * N * c1 * c2 : M * C * c2;
+        macs += s.rel_k ? N * C * c1 + M * N * c1 * c2 : N * C * c2;
+        macs += M * N * c2;  // low-rank logits
+        if (!s.lor_shared) macs -= M * N * D;
       }
-      if (s.rel_v) macs += N * C * c1 + N * N * c1 * c2 + N * N * H * c2 + N * H * c2 * double(c.head_dim);
+      if (s.rel_v) macs += N * C * c1 + M * N * c1 * c2 + M * N * H * c2 + M * H * c2 * double(c.head_dim);
       return macs;
     }
   }
   return macs;
+}
+
+double block_macs(const ViTConfig& c, int64_t index, double M) {
+  return attention_block_macs(c, c.attention_spec(index), M) + 2 * M * double(c.dim) * double(c.mlp_dim);
+}
+
+// Offset matrices of a relative block that no pair of query 0 (CLS) selects.
+int64_t unread_by_cls(const ViTConfig& c, const AttentionSpec& s, const RelativeTable& table) {
+  std::set<int64_t> used;
+  const auto entry = table.entry.accessor<int64_t, 2>();
+  const auto valid = table.valid.accessor<bool, 2>();
+  for (int64_t j = 0; j < table.tokens(); ++j)
+    if (valid[0][j]) used.insert(entry[0][j]);
+  const int64_t per_matrix = s.method == AttentionMethod::Translution
+                                 ? c.dim * c.heads * c.head_dim
+                                 : s.lor_c1 * c.heads * s.lor_c2 * c.heads;
+  const int64_t banks = int64_t(s.rel_q) + int64_t(s.rel_k) + int64_t(s.rel_v);
+  return banks * (table.entries - int64_t(used.size())) * per_matrix;
 }
 
 }  // namespace
@@ -47,13 +74,18 @@ ModelCost model_cost(const ViTConfig& c) {
   const double N = double(c.tokens()), C = double(c.dim);
   const double patches = N - 1, patch_dim = double(c.patch * c.patch * c.channels);
   cost.exact_macs = patches * patch_dim * C + C * double(c.classes);
+  cost.cls_only_macs = cost.exact_macs;
   for (int64_t b = 0; b < c.depth; ++b) {
-    cost.exact_macs += attention_block_macs(c, c.attention_spec(b)) + 2 * N * C * double(c.mlp_dim);
+    cost.exact_macs += block_macs(c, b, N);
+    cost.cls_only_macs += block_macs(c, b, b + 1 == c.depth ? 1.0 : N);
   }
   const AttentionSpec last = c.attention_spec(c.depth - 1);
-  if (last.relative())
-    cost.relative_entries =
-        make_relative_table(TokenLayout::grid(c.grid_height(), c.grid_width(), true), last.encoding).entries;
+  if (last.relative()) {
+    const RelativeTable table =
+        make_relative_table(TokenLayout::grid(c.grid_height(), c.grid_width(), true), last.encoding);
+    cost.relative_entries = table.entries;
+    cost.cls_only_unread_weights = unread_by_cls(c, last, table);
+  }
   return cost;
 }
 

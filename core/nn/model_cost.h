@@ -9,7 +9,13 @@
 namespace translution {
 
 struct ModelCost {
-  double exact_macs = 0;         // per image, forward
+  double exact_macs = 0;         // per image, forward, every token through every block (the papers' count)
+  // The same when the last block computes the CLS token's output alone (the
+  // default: nn/vit.h), the only one the head reads: M = 1 query there.
+  double cls_only_macs = 0;
+  // Weights that forward never reads then: the last block's offset matrices no
+  // pair of the CLS query selects (Translution and LoR banks).
+  int64_t cls_only_unread_weights = 0;
   int64_t relative_entries = 0;  // E: matrices per relative projection (per layer)
 };
 

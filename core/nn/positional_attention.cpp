@@ -85,31 +85,34 @@ PositionalAttention::PositionalAttention(const AttentionSpec& spec, const Attent
 
 at::Tensor PositionalAttention::rotate(const at::Tensor& x) const {
   const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim;
-  const at::Tensor pairs = x.view({B, N, H, dh / 2, 2});
+  const at::Tensor pairs = x.reshape({B, N, H, dh / 2, 2});
   const at::Tensor a = pairs.select(-1, 0), b = pairs.select(-1, 1);
-  const at::Tensor c = cos_.to(x.options()).view({1, N, 1, dh / 2}), s = sin_.to(x.options()).view({1, N, 1, dh / 2});
+  const at::Tensor c = cos_.narrow(0, 0, N).to(x.options()).view({1, N, 1, dh / 2});
+  const at::Tensor s = sin_.narrow(0, 0, N).to(x.options()).view({1, N, 1, dh / 2});
   return at::stack({a * c - b * s, a * s + b * c}, -1).view({B, N, H * dh});
 }
 
-at::Tensor PositionalAttention::forward(const at::Tensor& x, at::Tensor* probs) {
+// M = queries rows of every [N, N] pair table below.
+at::Tensor PositionalAttention::attend(const at::Tensor& x, int64_t M, at::Tensor* probs) {
   const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim, E = table_.entries;
   const auto qkv = dense(to_qkv_, x).chunk(3, -1);
-  at::Tensor q = qkv[0], k = qkv[1];
+  at::Tensor q = qkv[0].narrow(1, 0, M), k = qkv[1];
   if (method_ == AttentionMethod::Rotary) q = rotate(q), k = rotate(k);
-  const at::Tensor entry = on_device(entry_, x.device());
-  const at::Tensor valid = on_device(valid_, x.device());
+  const at::Tensor entry = query_rows(on_device(entry_, x.device()), M);
+  const at::Tensor valid = query_rows(on_device(valid_, x.device()), M);
 
-  at::Tensor logits = attention_logits(q, k, H);  // [B, H, N, N]
+  at::Tensor logits = attention_logits(q, k, H);  // [B, H, M, N]
   if (method_ == AttentionMethod::RelativeKeyVector) {
     // q_i . r[d_ij]: every query against every offset vector, then pick each pair's.
-    const at::Tensor qr = at::einsum("bnhd,ehd->bhne", {q.view({B, N, H, dh}), rel_.view({E, H, dh})});
-    logits = logits + qr.gather(3, entry.view({1, 1, N, N}).expand({B, H, N, N}));
+    const at::Tensor qr = at::einsum("bnhd,ehd->bhne", {q.reshape({B, M, H, dh}), rel_.view({E, H, dh})});
+    logits = logits + qr.gather(3, entry.view({1, 1, M, N}).expand({B, H, M, N}));
   }
   logits = logits / std::sqrt(double(dh));
-  if (method_ == AttentionMethod::RelativeBias) logits = logits + rel_.index_select(1, entry.reshape({-1})).view({1, H, N, N});
+  if (method_ == AttentionMethod::RelativeBias) logits = logits + rel_.index_select(1, entry.reshape({-1})).view({1, H, M, N});
   at::Tensor alpha = attention_softmax(logits, valid);
   if (method_ == AttentionMethod::GatedPositional) {
-    const at::Tensor scores = at::matmul(features_.to(x.options()), gpsa_w_.t()).permute({2, 0, 1});  // [H, N, N]
+    const at::Tensor scores =
+        at::matmul(features_.narrow(0, 0, M).to(x.options()), gpsa_w_.t()).permute({2, 0, 1});  // [H, M, N]
     const at::Tensor beta = attention_softmax(scores.unsqueeze(0), valid);
     const at::Tensor gate = at::sigmoid(gpsa_gate_).view({1, H, 1, 1});
     const at::Tensor mixed = (1 - gate) * alpha + gate * beta;
@@ -119,9 +122,9 @@ at::Tensor PositionalAttention::forward(const at::Tensor& x, at::Tensor* probs) 
   at::Tensor out = attend_values(alpha, qkv[2], H);
   if (method_ == AttentionMethod::RelativeValueVector) {
     // sum_j alpha_ij r[d_ij]: gather attention by offset, then one product with r.
-    const at::Tensor by_offset = at::zeros({B, H, N, E}, alpha.options())
-                                     .scatter_add_(3, entry.view({1, 1, N, N}).expand({B, H, N, N}), alpha);
-    out = out + at::einsum("bhne,ehd->bnhd", {by_offset, rel_.view({E, H, dh})}).reshape({B, N, H * dh});
+    const at::Tensor by_offset = at::zeros({B, H, M, E}, alpha.options())
+                                     .scatter_add_(3, entry.view({1, 1, M, N}).expand({B, H, M, N}), alpha);
+    out = out + at::einsum("bhne,ehd->bnhd", {by_offset, rel_.view({E, H, dh})}).reshape({B, M, H * dh});
   }
   return to_out_ ? dense(to_out_, out) : out;
 }

@@ -18,15 +18,17 @@ namespace translution {
 class PositionalAttention : public AttentionModule {
  public:
   PositionalAttention(const AttentionSpec& spec, const AttentionShape& shape, const TokenLayout& layout);
-  at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) override;
 
   // Positional features r_ij of GPSA, [N, N, 3] double (zero where the CLS token is involved).
   static at::Tensor gpsa_features(const RelativeTable& table);
   // RoPE angles per token and dimension pair, [N, head_dim / 2] double; zero for CLS.
   static at::Tensor rope_angles(const TokenLayout& layout, int64_t head_dim);
 
+ protected:
+  at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) override;
+
  private:
-  at::Tensor rotate(const at::Tensor& x) const;  // [B, N, D] -> rotated per head
+  at::Tensor rotate(const at::Tensor& x) const;  // the first n tokens, [B, n, D] -> rotated per head
 
   AttentionMethod method_;
   AttentionShape shape_;

@@ -348,45 +348,45 @@ std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::
   return {dxt.transpose(0, 1), dbank};
 }
 
-// logits[b, h, i, j] = dots[r, b, h] where row r is the pair (i, j); 0 where no
-// row is (pairs a causal mask hides). On CPU one pass straight into [B, H, N, N]
-// (contiguous, so the softmax after it runs in place of a copy); elsewhere an
-// index_copy_ into [N N, B, H] and a permuted view of it.
+// logits[b, h, i, j] = dots[r, b, h] where row r is the pair (i, j) (i < M queries,
+// j < N keys); 0 where no row is (pairs a causal mask hides). On CPU one pass
+// straight into [B, H, M, N] (contiguous, so the softmax after it runs in place of
+// a copy); elsewhere an index_copy_ into [M N, B, H] and a permuted view of it.
 bool plain_cpu(const at::Tensor& t, const at::Tensor& index) {
   return t.is_cpu() && t.is_contiguous() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) &&
          index.is_cpu() && index.is_contiguous() && index.scalar_type() == at::kLong;
 }
 
-at::Tensor pairs_to_grid(const at::Tensor& dots, const at::Tensor& pair_of_row, int64_t N) {
+at::Tensor pairs_to_grid(const at::Tensor& dots, const at::Tensor& pair_of_row, int64_t M, int64_t N) {
   const int64_t R = dots.size(0), B = dots.size(1), H = dots.size(2);
   if (!plain_cpu(dots, pair_of_row)) {
-    at::Tensor full = at::zeros({N * N, B, H}, dots.options());
+    at::Tensor full = at::zeros({M * N, B, H}, dots.options());
     full.index_copy_(0, pair_of_row, dots);
-    return full.view({N, N, B, H}).permute({2, 3, 0, 1});
+    return full.view({M, N, B, H}).permute({2, 3, 0, 1});
   }
-  at::Tensor grid = R == N * N ? at::empty({B, H, N, N}, dots.options()) : at::zeros({B, H, N, N}, dots.options());
+  at::Tensor grid = R == M * N ? at::empty({B, H, M, N}, dots.options()) : at::zeros({B, H, M, N}, dots.options());
   const int64_t* pair = pair_of_row.data_ptr<int64_t>();
   AT_DISPATCH_FLOATING_TYPES(dots.scalar_type(), "pairs_to_grid", [&] {
     const scalar_t* d = dots.data_ptr<scalar_t>();
     scalar_t* g = grid.data_ptr<scalar_t>();
     for (int64_t r = 0; r < R; ++r)
-      for (int64_t bh = 0; bh < B * H; ++bh) g[bh * N * N + pair[r]] = d[r * B * H + bh];
+      for (int64_t bh = 0; bh < B * H; ++bh) g[bh * M * N + pair[r]] = d[r * B * H + bh];
   });
   return grid;
 }
 
 // The reverse: rows[r, b, h] = alpha[b, h, i, j] for the pair (i, j) of row r.
 at::Tensor grid_to_pairs(const at::Tensor& alpha, const at::Tensor& pair_of_row) {
-  const int64_t B = alpha.size(0), H = alpha.size(1), N = alpha.size(2), R = pair_of_row.size(0);
+  const int64_t B = alpha.size(0), H = alpha.size(1), M = alpha.size(2), N = alpha.size(3), R = pair_of_row.size(0);
   if (!plain_cpu(alpha, pair_of_row))
-    return gather_rows(alpha.permute({2, 3, 0, 1}).reshape({N * N, B, H}), pair_of_row);
+    return gather_rows(alpha.permute({2, 3, 0, 1}).reshape({M * N, B, H}), pair_of_row);
   at::Tensor rows = at::empty({R, B, H}, alpha.options());
   const int64_t* pair = pair_of_row.data_ptr<int64_t>();
   AT_DISPATCH_FLOATING_TYPES(alpha.scalar_type(), "grid_to_pairs", [&] {
     const scalar_t* a = alpha.data_ptr<scalar_t>();
     scalar_t* o = rows.data_ptr<scalar_t>();
     for (int64_t r = 0; r < R; ++r)
-      for (int64_t bh = 0; bh < B * H; ++bh) o[r * B * H + bh] = a[bh * N * N + pair[r]];
+      for (int64_t bh = 0; bh < B * H; ++bh) o[r * B * H + bh] = a[bh * M * N + pair[r]];
   });
   return rows;
 }
@@ -396,18 +396,18 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q_input, const at::Tensor& q_bank,
                             const at::Tensor& k_input, const at::Tensor& k_bank, const at::Tensor& pair_of_row,
                             const at::Tensor& query_of_row, const at::Tensor& source_of_row,
-                            const std::vector<int64_t>& offset, int64_t heads, bool bf16, bool copies) {
+                            const std::vector<int64_t>& offset, int64_t heads, int64_t queries, bool bf16,
+                            bool copies) {
     const at::Tensor qt = token_major(q_input), kt = token_major(k_input);
     const at::Tensor sq = side_rows(qt, q_bank, query_of_row, offset, bf16, copies);   // [R, B, D]
     const at::Tensor sk = side_rows(kt, k_bank, source_of_row, offset, bf16, copies);  // [R, B, D]
-    const int64_t N = qt.size(0);
     const at::Tensor dots = pair_dots(sq, sk, heads);  // [R, B, H]
     const bool keep = !g_recompute.load();
     ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row,
                             keep ? sq : at::Tensor(), keep ? sk : at::Tensor()});
     ctx->saved_data["offset"] = offset;
     ctx->saved_data["bf16"] = bf16;
-    return pairs_to_grid(dots, pair_of_row, N);
+    return pairs_to_grid(dots, pair_of_row, queries, kt.size(0));
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -418,14 +418,14 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const bool bf16 = ctx->saved_data["bf16"].toBool();
     const at::Tensor sq = s[7].defined() ? s[7] : side_rows(qt, q_bank, query_of_row, offset, bf16, false);
     const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset, bf16, false);
-    const int64_t B = sq.size(1), N = qt.size(0), H = grads[0].size(1);
-    const at::Tensor dfull = grads[0].permute({2, 3, 0, 1}).reshape({N * N, B, H});
+    const int64_t B = sq.size(1), H = grads[0].size(1), M = grads[0].size(2), N = grads[0].size(3);
+    const at::Tensor dfull = grads[0].permute({2, 3, 0, 1}).reshape({M * N, B, H});
     const bool scratch = rows_are_scratch(ctx, !s[7].defined() && !s[8].defined());
     auto [dsq, dsk] = pair_dots_backward(sq, sk, gather_rows(dfull, pair_of_row), scratch);
     auto [dq, dq_bank] = side_backward(qt, q_bank, query_of_row, offset, dsq, bf16);
     auto [dk, dk_bank] = side_backward(kt, k_bank, source_of_row, offset, dsk, bf16);
     return {dq, dq_bank, dk, dk_bank, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor()};
+            at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -435,19 +435,19 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
                             const at::Tensor& bank, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
                             const at::Tensor& source_of_row, const std::vector<int64_t>& offset, bool head_sliced,
                             bool bf16, bool copies) {
-    const int64_t B = alpha.size(0), N = alpha.size(2);
+    const int64_t B = alpha.size(0), M = alpha.size(2);  // M queries
     const at::Tensor xt = token_major(input);
     bf16 = bf16 && bf16_bank(bank);
     const at::Tensor v = project_rows(xt, source_of_row, bank, offset, bf16, copies);  // [R, B, D]
     const int64_t D = v.size(2);
     const at::Tensor a = grid_to_pairs(alpha, pair_of_row);  // [R, B, H]
-    const at::Tensor out = scatter_weighted(a, v, query_of_row, N, head_sliced);  // [N, B, H, *]
+    const at::Tensor out = scatter_weighted(a, v, query_of_row, M, head_sliced);  // [M, B, H, *]
     ctx->save_for_backward({xt, bank, g_recompute.load() ? at::Tensor() : v, a, pair_of_row, query_of_row,
                             source_of_row});
     ctx->saved_data["offset"] = offset;
     ctx->saved_data["head_sliced"] = head_sliced;
     ctx->saved_data["bf16"] = bf16;
-    return head_sliced ? out.view({N, B, D}).transpose(0, 1) : out.transpose(0, 1);
+    return head_sliced ? out.view({M, B, D}).transpose(0, 1) : out.transpose(0, 1);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -458,17 +458,17 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     const bool bf16 = ctx->saved_data["bf16"].toBool();
     const at::Tensor v = s[2].defined() ? s[2] : project_rows(xt, source_of_row, bank, offset, bf16, false);
     const bool head_sliced = ctx->saved_data["head_sliced"].toBool();
-    const int64_t B = v.size(1), D = v.size(2), H = a.size(2), N = xt.size(0);
+    const int64_t B = v.size(1), D = v.size(2), H = a.size(2), M = grads[0].size(1), N = xt.size(0);
     // Gradient reaching each pair row from its query's output.
-    const at::Tensor dout_t = head_sliced ? grads[0].transpose(0, 1).reshape({N, B, H, D / H})
-                                          : grads[0].transpose(0, 1);  // [N, B, H, *]
+    const at::Tensor dout_t = head_sliced ? grads[0].transpose(0, 1).reshape({M, B, H, D / H})
+                                          : grads[0].transpose(0, 1);  // [M, B, H, *]
     auto [da, dv] = scatter_weighted_backward(dout_t, a, v, query_of_row, head_sliced,
                                                  rows_are_scratch(ctx, !s[2].defined()));
-    at::Tensor dalpha_full = at::zeros({N * N, B, H}, da.options());
+    at::Tensor dalpha_full = at::zeros({M * N, B, H}, da.options());
     dalpha_full.index_copy_(0, pair_of_row, da);
     auto [dxt, dbank] = project_rows_backward(xt, source_of_row, bank, offset, dv, bf16);
     const at::Tensor dinput = dxt.transpose(0, 1);
-    return {dalpha_full.view({N, N, B, H}).permute({2, 3, 0, 1}), dinput, dbank, at::Tensor(), at::Tensor(),
+    return {dalpha_full.view({M, N, B, H}).permute({2, 3, 0, 1}), dinput, dbank, at::Tensor(), at::Tensor(),
             at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
@@ -495,40 +495,56 @@ PairOrder PairOrder::to(const c10::Device& device) const {
   return o;
 }
 
-PairOrder make_pair_order(const RelativeTable& table) {
+PairOrder make_pair_order(const RelativeTable& table, int64_t queries) {
   PairOrder order;
   const int64_t N = table.tokens(), E = table.entries;
+  if (queries < 0) queries = N;
+  if (queries == 0 || queries > N)
+    throw Error("internal: pair order for " + std::to_string(queries) + " queries of " + std::to_string(N) + " tokens");
   order.tokens = N;
+  order.queries = queries;
   auto entry = table.entry.accessor<int64_t, 2>();
   auto visible = table.valid.accessor<bool, 2>();
   std::vector<std::vector<int64_t>> pairs_of(static_cast<size_t>(E));  // counting sort by entry
-  for (int64_t i = 0; i < N; ++i)
+  for (int64_t i = 0; i < queries; ++i)
     for (int64_t j = 0; j < N; ++j) {
       if (!visible[i][j]) continue;
       const int64_t e = entry[i][j];
       if (e < 0 || e >= E) throw Error("internal: pair entry " + std::to_string(e) + " out of range");
       pairs_of[size_t(e)].push_back(i * N + j);
     }
-  std::vector<int64_t> pairs, queries, sources;
+  std::vector<int64_t> pairs, query_ids, sources;
   order.entry_offset.push_back(0);
   for (const auto& list : pairs_of) {
     for (int64_t p : list) {
       pairs.push_back(p);
-      queries.push_back(p / N);
+      query_ids.push_back(p / N);
       sources.push_back(p % N);
     }
     order.entry_offset.push_back(int64_t(pairs.size()));
   }
   order.pair_of_row = at::tensor(pairs, at::kLong);
-  order.query_of_row = at::tensor(queries, at::kLong);
+  order.query_of_row = at::tensor(query_ids, at::kLong);
   order.source_of_row = at::tensor(sources, at::kLong);
   return order;
+}
+
+PairOrders::PairOrders(const RelativeTable& table) {
+  orders_[table.tokens()] = make_pair_order(table);
+  orders_[1] = make_pair_order(table, 1);
+}
+
+const PairOrder& PairOrders::get(const RelativeTable& table, int64_t queries, const c10::Device& device) {
+  auto found = orders_.find(queries);
+  if (found == orders_.end()) found = orders_.emplace(queries, make_pair_order(table, queries)).first;
+  if (found->second.pair_of_row.device() != device) found->second = found->second.to(device);
+  return found->second;
 }
 
 at::Tensor relative_logits(const PairOrder& o, const at::Tensor& q_input, const at::Tensor& q_bank,
                            const at::Tensor& k_input, const at::Tensor& k_bank, int64_t heads) {
   return RelativeLogits::apply(q_input, bank_or_empty(q_bank, q_input), k_input, bank_or_empty(k_bank, k_input),
-                               o.pair_of_row, o.query_of_row, o.source_of_row, o.entry_offset, heads,
+                               o.pair_of_row, o.query_of_row, o.source_of_row, o.entry_offset, heads, o.queries,
                                training_in_bf16({&q_input, &q_bank, &k_input, &k_bank}), reads_weight_copies());
 }
 

@@ -12,6 +12,7 @@
 // so no [N, N, C'] tensor is laid out by (i, j), nothing is broadcast over the
 // batch, and backward computes weight gradients matrix by matrix.
 // docs/benchmarks.md compares this with the alternatives the design notes list.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,11 @@
 
 namespace translution {
 
+// The visible pairs (i, j) of the first `queries` tokens i (all N, or fewer where
+// only their outputs are needed: nn/attention.h's forward_queries) with every j.
 struct PairOrder {
-  int64_t tokens = 0;
+  int64_t tokens = 0;                 // N: keys, and the grid's row length
+  int64_t queries = 0;                // M <= N
   std::vector<int64_t> entry_offset;  // E + 1 prefix sums: rows of entry e are [offset[e], offset[e+1])
   at::Tensor pair_of_row;             // int64 [R]: pair i N + j of each sorted row
   at::Tensor query_of_row;            // int64 [R]: i
@@ -30,7 +34,19 @@ struct PairOrder {
   PairOrder to(const c10::Device& device) const;
 };
 
-PairOrder make_pair_order(const RelativeTable& table);
+PairOrder make_pair_order(const RelativeTable& table, int64_t queries = -1);  // -1: every token
+
+// A relative table's pair orders, one per number of queries (every token's and the
+// CLS token's alone built up front, others on first use), each kept on the device
+// it was last asked for. Not for concurrent use with a new count or device.
+class PairOrders {
+ public:
+  explicit PairOrders(const RelativeTable& table);
+  const PairOrder& get(const RelativeTable& table, int64_t queries, const c10::Device& device);
+
+ private:
+  std::map<int64_t, PairOrder> orders_;
+};
 
 // How relative projections are computed. Auto: per matrix where the products go
 // straight to the BLAS, else by bank shape; the others force one path (tests
@@ -47,15 +63,17 @@ void set_recompute_pair_rows(bool recompute);
 bool recompute_pair_rows();
 
 
-// Per-head logits [B, H, N, N] (unscaled; 0 at hidden pairs). Each side is either
-// relative (input [B, N, C] and bank [E, C, D]) or plain (vectors [B, N, D] and an
-// undefined bank).
+// Per-head logits [B, H, M, N] for the order's M queries (unscaled; 0 at hidden
+// pairs). Each side is either relative (input [B, N, C] and bank [E, C, D]) or
+// plain (vectors [B, N, D] and an undefined bank; the query side may pass only
+// its first M rows).
 at::Tensor relative_logits(const PairOrder& order, const at::Tensor& q_input, const at::Tensor& q_bank,
                            const at::Tensor& k_input, const at::Tensor& k_bank, int64_t heads);
 
-// sum_j alpha[b, h, i, j] v_ij with v_ij = x_j W[entry(i, j)] (x: [B, N, C], bank [E, C, D]).
-// head_sliced: head h weighs its own slice of v (Translution) -> [B, N, D];
-// otherwise every head weighs all of v (LoR's low-rank values) -> [B, N, H, D].
+// sum_j alpha[b, h, i, j] v_ij with v_ij = x_j W[entry(i, j)] (alpha [B, H, M, N],
+// x: [B, N, C], bank [E, C, D]), for the order's M queries.
+// head_sliced: head h weighs its own slice of v (Translution) -> [B, M, D];
+// otherwise every head weighs all of v (LoR's low-rank values) -> [B, M, H, D].
 at::Tensor relative_values(const PairOrder& order, const at::Tensor& alpha, const at::Tensor& input,
                            const at::Tensor& bank, bool head_sliced);
 

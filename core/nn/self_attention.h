@@ -9,7 +9,9 @@ namespace translution {
 class SelfAttention : public AttentionModule {
  public:
   SelfAttention(const AttentionShape& shape, const TokenLayout& layout);
-  at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) override;
+
+ protected:
+  at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) override;
 
  private:
   AttentionShape shape_;

@@ -18,11 +18,6 @@ at::Tensor make_relative_bank(int64_t entries, int64_t in, int64_t out) {
   return at::empty({entries, in, out}).uniform_(-bound, bound);
 }
 
-const PairOrder& pair_order_for(const PairOrder& order, PairOrder& cached, const c10::Device& device) {
-  if (!cached.pair_of_row.defined() || cached.pair_of_row.device() != device) cached = order.to(device);
-  return cached;
-}
-
 OffsetMagnitudes bank_magnitudes(const std::string& projection, const at::Tensor& effective, const RelativeTable& t) {
   at::Tensor norms = effective.pow(2).sum(at::IntArrayRef{1, 2}).sqrt().to(at::kCPU, at::kFloat);
   if (projection == "k") norms = norms.index_select(0, at::tensor(t.mirror, at::kLong));
@@ -31,7 +26,7 @@ OffsetMagnitudes bank_magnitudes(const std::string& projection, const at::Tensor
 
 TranslutionAttention::TranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape,
                                            const TokenLayout& layout)
-    : spec_(spec), shape_(shape), table_(make_relative_table(layout, spec.encoding)), order_(make_pair_order(table_)) {
+    : spec_(spec), shape_(shape), table_(make_relative_table(layout, spec.encoding)), orders_(table_) {
   spec_.validate();
   const bool relative[3] = {spec.rel_q, spec.rel_k, spec.rel_v};
   for (int role = 0; role < 3; ++role) {
@@ -46,16 +41,21 @@ TranslutionAttention::TranslutionAttention(const AttentionSpec& spec, const Atte
   if (layout.causal) valid_ = table_.valid;
 }
 
-at::Tensor TranslutionAttention::forward(const at::Tensor& x, at::Tensor* probs) {
-  const PairOrder& order = pair_order_for(order_, order_on_device_, x.device());
+at::Tensor TranslutionAttention::attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) {
+  const PairOrder& order = orders_.get(table_, queries, x.device());
   const int64_t H = shape_.heads;
-  // Each side of the dot product is x with a bank (relative) or the plain projection.
-  auto side = [&](int role) { return banks_[role].defined() ? x : dense(plain_[role], x); };
+  // Each side of the dot product is x with a bank (relative) or the plain projection;
+  // the query side only for the tokens asked for.
+  const at::Tensor query_tokens = queries == x.size(1) ? x : x.narrow(1, 0, queries);
+  auto side = [&](int role) {
+    const at::Tensor& input = role == 0 ? query_tokens : x;
+    return banks_[role].defined() ? input : dense(plain_[role], input);
+  };
   const at::Tensor logits = spec_.rel_q || spec_.rel_k
                                 ? relative_logits(order, side(0), banks_[0], side(1), banks_[1], H)
                                 : attention_logits(side(0), side(1), H);
-  const at::Tensor alpha =
-      attention_softmax(logits, on_device(valid_, x.device()), std::sqrt(double(shape_.head_dim)));
+  const at::Tensor alpha = attention_softmax(logits, query_rows(on_device(valid_, x.device()), queries),
+                                             std::sqrt(double(shape_.head_dim)));
   if (probs) *probs = alpha.detach();
   const at::Tensor out = spec_.rel_v ? relative_values(order, alpha, x, banks_[2], true)
                                      : attend_values(alpha, side(2), H);

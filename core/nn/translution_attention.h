@@ -16,16 +16,18 @@ namespace translution {
 class TranslutionAttention : public AttentionModule {
  public:
   TranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape, const TokenLayout& layout);
-  at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) override;
   std::vector<OffsetMagnitudes> offset_magnitudes() const override;
   bool per_matrix_products() const override { return true; }
   std::vector<at::Tensor> relative_banks() const override;
+
+ protected:
+  at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) override;
 
  private:
   AttentionSpec spec_;
   AttentionShape shape_;
   RelativeTable table_;
-  PairOrder order_, order_on_device_;
+  PairOrders orders_;
   std::array<at::Tensor, 3> banks_;  // [E, C, C'] for the relative ones of q, k, v (k stored mirrored)
   std::array<torch::nn::Linear, 3> plain_{nullptr, nullptr, nullptr};
   torch::nn::Linear to_out_{nullptr};
@@ -35,8 +37,6 @@ class TranslutionAttention : public AttentionModule {
 // [E, in, out], uniform(-1/sqrt(in), 1/sqrt(in)) per matrix, as torch::nn::Linear initialises.
 at::Tensor make_relative_bank(int64_t entries, int64_t in, int64_t out);
 
-// The pair order's indices on `device`, moved there on first use.
-const PairOrder& pair_order_for(const PairOrder& order, PairOrder& cached, const c10::Device& device);
 
 // Frobenius norms per entry of a bank's effective matrices ([E, *, *]), in the
 // paper's indexing (keys un-mirrored).

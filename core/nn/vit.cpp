@@ -1,5 +1,7 @@
 #include "nn/vit.h"
 
+#include <atomic>
+
 #include <ATen/ATen.h>
 
 #include "nn/dense.h"
@@ -7,6 +9,12 @@
 #include "util/error.h"
 
 namespace translution {
+namespace {
+std::atomic<bool> g_cls_only_last_block{true};
+}  // namespace
+
+void set_cls_only_last_block(bool on) { g_cls_only_last_block = on; }
+bool cls_only_last_block() { return g_cls_only_last_block; }
 
 ViTBlockImpl::ViTBlockImpl(const ViTConfig& c, int64_t index) {
   TokenLayout layout = TokenLayout::grid(c.grid_height(), c.grid_width(), true);
@@ -19,6 +27,11 @@ ViTBlockImpl::ViTBlockImpl(const ViTConfig& c, int64_t index) {
 
 at::Tensor ViTBlockImpl::forward(const at::Tensor& x, at::Tensor* probs) {
   const at::Tensor h = x + attention_->forward(normalize(norm1_, x), probs);
+  return dense_add(fc2_, dense_gelu(fc1_, normalize(norm2_, h)), h);
+}
+
+at::Tensor ViTBlockImpl::forward_queries(const at::Tensor& x, int64_t queries) {
+  const at::Tensor h = x.narrow(1, 0, queries) + attention_->forward_queries(normalize(norm1_, x), queries);
   return dense_add(fc2_, dense_gelu(fc1_, normalize(norm2_, h)), h);
 }
 
@@ -55,9 +68,14 @@ at::Tensor ViTImpl::forward(const at::Tensor& images, ViTInspection* inspection)
   x = at::cat({cls_token_.expand({x.size(0), 1, config_.dim}), x}, 1);
   if (position_embedding_.defined()) x = x + position_embedding_;
   if (inspection) inspection->attention.clear();
-  for (auto& block : blocks_) {
+  const size_t last = blocks_.size() - 1;
+  for (size_t b = 0; b <= last; ++b) {
+    if (b == last && !inspection && cls_only_last_block()) {
+      x = blocks_[b]->forward_queries(x, 1);  // [B, 1, C]: the CLS token's output
+      break;
+    }
     at::Tensor probs;
-    x = block->forward(x, inspection ? &probs : nullptr);
+    x = blocks_[b]->forward(x, inspection ? &probs : nullptr);
     if (inspection) inspection->attention.push_back(probs);
   }
   return head_->forward(normalize(final_norm_, x.select(1, 0)));

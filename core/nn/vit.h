@@ -19,6 +19,8 @@ class ViTBlockImpl : public torch::nn::Module {
  public:
   ViTBlockImpl(const ViTConfig& config, int64_t index);
   at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr);
+  // The block's outputs for the first `queries` tokens only: [B, N, C] -> [B, queries, C].
+  at::Tensor forward_queries(const at::Tensor& x, int64_t queries);
   AttentionModule& attention() { return *attention_; }
   const AttentionModule& attention() const { return *attention_; }
 
@@ -28,6 +30,15 @@ class ViTBlockImpl : public torch::nn::Module {
   torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};
 };
 TORCH_MODULE(ViTBlock);
+
+// Only the CLS token's output of the last block reaches the head, so by default a
+// forward without inspection computes that block for the CLS query alone (every
+// token still a key and a value): the same logits and gradients, without the other
+// tokens' queries, attention rows, output projection and MLP in that block
+// (docs/benchmarks.md, "Session 15"). Off: every token's, as the equations are
+// written (`translution bench --last-block all`, tests comparing the two).
+void set_cls_only_last_block(bool on);
+bool cls_only_last_block();
 
 // What a forward pass can report besides the logits, when asked.
 struct ViTInspection {

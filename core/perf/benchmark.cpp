@@ -89,6 +89,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   const char* algorithms[] = {"auto", "per-matrix", "all-tokens"};
   result.algorithm = algorithms[int(projection_algorithm())];
   result.recompute = recompute_pair_rows();
+  result.cls_only_last_block = cls_only_last_block();
   result.raw_gemm = raw_gemm_enabled();
   result.row_gemm = row_gemm_available() && raw_gemm_enabled();  // the kernel sits on the raw path
   result.fused_pair = fused_pair_kernels_enabled();
@@ -189,12 +190,17 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.ms_min = times.front();
   result.images_per_second = double(options.batch) * 1e3 / result.ms_per_step;
 
+  // The work and weight traffic of what ran: with the CLS-only last block, its
+  // other queries' work is not done and the offset matrices they alone select are
+  // not read by forward or backward (AdamW still passes over every weight).
   const ModelCost cost = model_cost(c);
-  result.exact_flops_per_image = 2.0 * cost.exact_macs;
+  const bool cls_only = result.cls_only_last_block;
+  result.exact_flops_per_image = 2.0 * (cls_only ? cost.cls_only_macs : cost.exact_macs);
   result.step_flops = result.exact_flops_per_image * double(options.batch) * (train ? 3.0 : 1.0);
   // Weights are read once per inference; training reads them forward and backward
   // and AdamW reads and writes weights, gradients and two moments: about 8 passes.
-  const double weight_bytes = 4.0 * double(result.parameters) * (train ? 8.0 : 1.0);
+  const double params = double(result.parameters), unread = cls_only ? double(cost.cls_only_unread_weights) : 0.0;
+  const double weight_bytes = 4.0 * (train ? 8.0 * params - 2.0 * unread : params - unread);
   result.floor_ms = 1e3 * std::max(result.step_flops / (result.roofline.gemm_gflops * 1e9),
                                    weight_bytes / (result.roofline.bandwidth_gbs * 1e9));
   result.fraction_of_floor = result.floor_ms / result.ms_per_step;
@@ -210,7 +216,7 @@ std::string BenchResult::to_json() const {
                 "\"images_per_second\":%.2f,\"peak_memory_bytes\":%lld,\"exact_flops_per_image\":%.0f,"
                 "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
                 "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\","
-                "\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
+                "\"last_block\":\"%s\",\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
                 "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\",\"precision\":\"%s\","
                 "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f,\"cpu_steal\":%.4f}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
@@ -218,7 +224,7 @@ std::string BenchResult::to_json() const {
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
                 step_flops / (ms_per_step * 1e6), roofline.gemm_gflops, roofline.bandwidth_gbs, floor_ms,
                 fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
-                options.fused_optimizer ? "fused-adamw" : "adamw", forward_ms, backward_ms, optimizer_ms,
+                options.fused_optimizer ? "fused-adamw" : "adamw", cls_only_last_block ? "cls" : "all", forward_ms, backward_ms, optimizer_ms,
                 raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", fused_pair ? "fused" : "aten",
                 fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", precision.c_str(), matrix_threads, blas_threads, blas_core.c_str(),
                 freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative, cpu_steal);

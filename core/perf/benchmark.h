@@ -50,6 +50,7 @@ struct BenchResult {
   int threads = 1;
   std::string algorithm;  // how relative projections were computed
   bool recompute = false; // pair rows recomputed in backward
+  bool cls_only_last_block = true;  // the last block for the CLS query alone (nn/vit.h)
   bool raw_gemm = true;       // per-matrix products straight to BLAS (else at::mm)
   bool row_gemm = true;       // small per-matrix products on the engine's kernel (nn/row_gemm.h)
   bool fused_pair = true;     // fused CPU kernels for the per-pair arithmetic (else ATen)

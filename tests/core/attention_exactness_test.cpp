@@ -81,6 +81,7 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
     set_matrix_threads(0);
   }
   void check(const Case& c, bool retain_graph = false, bool create_graph = false);
+  void check_queries(const Case& c, int64_t queries);
 };
 
 // Both ways of computing relative projections must be exact. Each test runs its
@@ -112,6 +113,30 @@ TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixThroug
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceAllTokens) {
   set_projection_algorithm(ProjectionAlgorithm::AllTokens);
   check(GetParam());
+}
+
+// The outputs of the first M tokens alone (ViT's last block asks for the CLS
+// token's, nn/vit.h), every token still a key and a value: the reference's first
+// M rows, forward and gradients, one query and about half of them, through the
+// raw per-matrix path, the ATen fallbacks and the all-token projection.
+TEST_P(AttentionExactness, FirstQueriesMatchNaiveReference) {
+  const int64_t N = GetParam().layout.tokens();
+  for (const int64_t queries : {int64_t(1), (N + 1) / 2}) {
+    SCOPED_TRACE(std::to_string(queries) + " of " + std::to_string(N) + " queries");
+    set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+    check_queries(GetParam(), queries);
+    {
+      SCOPED_TRACE("products through at::mm, pair arithmetic as ATen expressions");
+      set_raw_gemm_enabled(false);
+      set_fused_pair_kernels(false);
+      check_queries(GetParam(), queries);
+      set_raw_gemm_enabled(true);
+      set_fused_pair_kernels(true);
+    }
+    SCOPED_TRACE("all-token projection");
+    set_projection_algorithm(ProjectionAlgorithm::AllTokens);
+    check_queries(GetParam(), queries);
+  }
 }
 
 // Pair rows, saved or recomputed, take their gradients in place where nothing
@@ -177,6 +202,36 @@ void AttentionExactness::check(const Case& c, bool retain_graph, bool create_gra
       ASSERT_TRUE(grad_fast[n].defined()) << what << " has no gradient in the fast path";
       EXPECT_LT(max_relative_error(grad_fast[n], grad_naive[n]), 1e-9) << "gradient of " << what;
     }
+  }
+}
+
+void AttentionExactness::check_queries(const Case& c, int64_t queries) {
+  AttentionSpec spec = attention_choice(c.model).spec;
+  spec.lor_shared = c.lor_shared;
+  spec.lor_c1 = c.c1;
+  spec.lor_c2 = c.c2;
+  at::manual_seed(1234);
+  auto module = make_attention(spec, c.shape, c.layout);
+  module->to(at::kDouble);
+  const int64_t B = 2, N = c.layout.tokens();
+  const at::Tensor x = at::randn({B, N, c.shape.dim}, at::kDouble).requires_grad_(true);
+  const at::Tensor probe = at::randn({B, queries, c.shape.dim}, at::kDouble);
+
+  const at::Tensor fast = module->forward_queries(x, queries);
+  const at::Tensor naive = test_support::naive_attention(*module, spec, c.shape, c.layout, x).narrow(1, 0, queries);
+  ASSERT_EQ(fast.sizes(), naive.sizes());
+  EXPECT_LT(max_relative_error(fast, naive), 1e-9) << "forward";
+
+  std::vector<at::Tensor> inputs{x};
+  for (const auto& p : module->parameters()) inputs.push_back(p);
+  const auto grad_naive = torch::autograd::grad({(naive * probe).sum()}, inputs, {}, false, false, true);
+  const auto grad_fast = torch::autograd::grad({(fast * probe).sum()}, inputs, {}, false, false, true);
+  const auto names = module->named_parameters();
+  for (size_t n = 0; n < inputs.size(); ++n) {
+    const std::string what = n == 0 ? "input" : names[n - 1].key();
+    ASSERT_TRUE(grad_naive[n].defined()) << what << " does not influence the reference";
+    ASSERT_TRUE(grad_fast[n].defined()) << what << " has no gradient in the fast path";
+    EXPECT_LT(max_relative_error(grad_fast[n], grad_naive[n]), 1e-9) << "gradient of " << what;
   }
 }
 

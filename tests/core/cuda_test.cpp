@@ -29,14 +29,19 @@ void expect_same_on_cuda(const std::string& model) {
   }
   gpu_model->to(c10::Device(c10::kCUDA, 0));
   const at::Tensor x = at::randn({3, 1, 28, 28}, at::kDouble);
-  const at::Tensor out_cpu = cpu_model->forward(x);
-  const at::Tensor out_gpu = gpu_model->forward(x.to(c10::kCUDA));
-  EXPECT_TRUE(at::allclose(out_cpu, out_gpu.cpu(), 1e-9, 1e-9)) << model << " forward";
-  out_cpu.sum().backward();
-  out_gpu.sum().backward();
-  const auto gc = cpu_model->parameters(), gg = gpu_model->parameters();
-  for (size_t i = 0; i < gc.size(); ++i)
-    EXPECT_TRUE(at::allclose(gc[i].grad(), gg[i].grad().cpu(), 1e-8, 1e-9)) << model << " gradient " << i;
+  // The last block for the CLS query alone (the default) and for every token.
+  for (const bool cls_only : {true, false}) {
+    SCOPED_TRACE(cls_only ? "last block: CLS query only" : "last block: every token");
+    set_cls_only_last_block(cls_only);
+    const at::Tensor out_cpu = cpu_model->forward(x);
+    const at::Tensor out_gpu = gpu_model->forward(x.to(c10::kCUDA));
+    EXPECT_TRUE(at::allclose(out_cpu, out_gpu.cpu(), 1e-9, 1e-9)) << model << " forward";
+    const auto pc = cpu_model->parameters(), pg = gpu_model->parameters();
+    const auto gc = torch::autograd::grad({out_cpu.sum()}, pc), gg = torch::autograd::grad({out_gpu.sum()}, pg);
+    for (size_t i = 0; i < gc.size(); ++i)
+      EXPECT_TRUE(at::allclose(gc[i], gg[i].cpu(), 1e-8, 1e-9)) << model << " gradient " << i;
+  }
+  set_cls_only_last_block(true);
 }
 
 }  // namespace

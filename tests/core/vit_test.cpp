@@ -4,8 +4,13 @@
 
 #include <ATen/ATen.h>
 
+#include <torch/autograd.h>
+
+#include "nn/attention_spec.h"
 #include "nn/model_cost.h"
 #include "nn/vit.h"
+#include "tensor_checks.h"
+#include "test_switches.h"
 #include "util/error.h"
 
 using namespace translution;
@@ -59,7 +64,11 @@ TEST(ViT, PlainForwardEqualsInspectedForward) {
   ViT model(c);
   const at::Tensor x = at::randn({2, 1, 28, 28});
   ViTInspection inspection;
-  EXPECT_TRUE(at::allclose(model->forward(x), model->forward(x, &inspection)));
+  // The plain forward computes the last block for the CLS query alone, the
+  // inspected one for every token: float rounding apart (the products' shapes
+  // differ), the same logits (exact in double: ClsOnlyLastBlock... below).
+  const at::Tensor plain = model->forward(x), inspected = model->forward(x, &inspection);
+  EXPECT_LT(test_support::max_relative_error(plain, inspected), 1e-5);
 }
 
 TEST(ViT, HybridUsesTheFirstModelForTheFirstBlocks) {
@@ -107,6 +116,55 @@ TEST(ViT, RejectsWrongImageShape) {
   c.image_height = c.image_width = 28, c.patch = 7, c.depth = 1;
   ViT model(c);
   EXPECT_THROW(model->forward(at::randn({1, 1, 84, 84})), Error);
+}
+
+// The last block for the CLS query alone (the default) against every token's:
+// the same logits and the same gradient of every parameter, in double precision,
+// for a model of each operator family and a hybrid one.
+TEST(ViT, ClsOnlyLastBlockGivesTheFullModelsLogitsAndGradients) {
+  for (const std::string model : {"attention", "attention-nope", "translution", "translution-v", "translution-abs",
+                                   "lor", "lor-qk", "rel-key", "rel-value", "rel-bias", "gpsa", "rope"}) {
+    SCOPED_TRACE(model);
+    ViTConfig c = test_support::small_vit_config(model);
+    if (model == "rel-value") c.first_blocks = 1, c.first_model = "translution";  // a hybrid: the last block differs
+    at::manual_seed(7);
+    ViT vit(c);
+    vit->to(at::kDouble);
+    const at::Tensor images = at::randn({3, 1, 28, 21}, at::kDouble);
+    const at::Tensor probe = at::randn({3, 10}, at::kDouble);
+    std::vector<at::Tensor> params = vit->parameters();
+    auto run = [&] {
+      const at::Tensor logits = vit->forward(images);
+      std::vector<at::Tensor> grads = torch::autograd::grad({(logits * probe).sum()}, params, {}, false, false, true);
+      grads.insert(grads.begin(), logits.detach());
+      return grads;
+    };
+    ASSERT_TRUE(cls_only_last_block());
+    const std::vector<at::Tensor> cls = run();
+    const std::vector<at::Tensor> all = test_support::with_switch_off(set_cls_only_last_block, run);
+    const auto names = vit->named_parameters();
+    for (size_t n = 0; n < cls.size(); ++n) {
+      const std::string what = n == 0 ? "logits" : "gradient of " + names[n - 1].key();
+      ASSERT_EQ(cls[n].defined(), all[n].defined()) << what;
+      if (cls[n].defined()) {
+        EXPECT_LT(test_support::max_relative_error(cls[n], all[n]), 1e-12) << what;
+      }
+    }
+  }
+}
+
+TEST(ModelCost, ClsOnlyLastBlockSkipsTheOtherQueriesWork) {
+  // The other 49 queries' projection, attention rows, output projection and MLP.
+  const ModelCost sa = model_cost(vit_a("attention", 12));
+  const double N = 50, C = 192, D = 192, mlp = 768;
+  EXPECT_DOUBLE_EQ(sa.exact_macs - sa.cls_only_macs, (N - 1) * (C * D + 2 * N * D + D * C + 2 * C * mlp));
+  EXPECT_EQ(sa.cls_only_unread_weights, 0);
+  // Translution's CLS query uses two of the 172 entries (CLS to itself, out of
+  // CLS): the other 170 matrices of q, k and v in the last block go unread.
+  const ModelCost tr = model_cost(vit_a("translution", 12));
+  EXPECT_EQ(tr.cls_only_unread_weights, 3 * 170 * 192 * 192);
+  EXPECT_DOUBLE_EQ(tr.exact_macs - tr.cls_only_macs, sa.exact_macs - sa.cls_only_macs + 3 * (N - 1) * N * C * D -
+                                                         (N - 1) * C * D);
 }
 
 TEST(ModelCost, TranslutionDoesNTimesTheProjectionWorkOfSelfAttention) {
