@@ -71,6 +71,15 @@ done
 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --compare row-gemm --json
 # ... and for LoR's 24 x 24 matrices at batch 32, forward and backward (the narrow-bank kernels).
 "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare row-gemm --json
+# The last block for the CLS query alone (the default: only its output reaches the head) against
+# every token's, steps alternating in one process: one image and a training step of each model.
+for m in attention lor translution; do
+  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 30 --warmup 5 --compare last-block --json
+done
+for m in attention lor; do
+  "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare last-block --json
+done
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare last-block --json
 # The engine's passes for a forward without gradients (nn/fused_inference.h) against LibTorch's ops,
 # steps alternating in one process: one image of each model, and a batch of 32.
 for m in attention lor; do
