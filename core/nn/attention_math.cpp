@@ -1,5 +1,6 @@
 #include "nn/attention_math.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -42,7 +43,10 @@ struct HeadView {
 
 template <typename T>
 HeadView<T> tokens_view(const at::Tensor& x, int64_t dh) {  // x: [B, N, H dh], head h = columns h dh ...
-  return {x.data_ptr<T>(), x.stride(0), x.stride(1), dh};
+  // A single row's stride is never stepped over but is the BLAS's leading
+  // dimension, which must be at least the row (a [B, 1, D] gradient may carry any).
+  const int64_t row_stride = x.size(1) == 1 ? std::max(x.stride(1), x.size(2)) : x.stride(1);
+  return {x.data_ptr<T>(), x.stride(0), row_stride, dh};
 }
 
 template <typename T>

@@ -8,14 +8,15 @@ namespace translution {
 namespace {
 
 // One block's attention for the outputs of its first M of N tokens (every token a
-// key and a value): projections of the query side for M tokens, of the others for
-// N, per-pair terms for M N pairs.
+// key and a value), as the engine runs it: per-pair terms for M N pairs; the query
+// side's projections for M tokens, except self-attention's and the baselines' one
+// qkv product, which projects q for every token too.
 double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M) {
   const double N = double(c.tokens()), C = double(c.dim), D = double(c.heads * c.head_dim), H = double(c.heads);
   const bool out_proj = !(c.heads == 1 && c.head_dim == c.dim);
   double macs = out_proj ? M * D * C : 0.0;
   macs += 2 * M * N * D;  // logits and the weighted sum of values
-  const double plain_qkv = (M + 2 * N) * C * D;
+  const double plain_qkv = 3 * N * C * D;
   switch (s.method) {
     case AttentionMethod::SelfAttention:
     case AttentionMethod::RelativeBias:
@@ -35,7 +36,7 @@ double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M
     case AttentionMethod::LoRTranslution: {
       const double c1 = double(s.lor_c1) * H, c2 = double(s.lor_c2) * H;
       if (!s.lor_shared) macs -= M * N * D;  // no shared values to sum
-      if (s.lor_shared) macs += plain_qkv;
+      if (s.lor_shared) macs += (M + 2 * N) * C * D;  // q projected for the M queries alone
       if (s.rel_q || s.rel_k) {
         macs += s.rel_q ? M * C * c1 + M * N * c1 * c2 : M * C * c2;
         macs += s.rel_k ? N * C * c1 + M * N * c1 * c2 : N * C * c2;

@@ -535,6 +535,7 @@ PairOrders::PairOrders(const RelativeTable& table) {
 }
 
 const PairOrder& PairOrders::get(const RelativeTable& table, int64_t queries, const c10::Device& device) {
+  const std::lock_guard<std::mutex> hold(lock_);
   auto found = orders_.find(queries);
   if (found == orders_.end()) found = orders_.emplace(queries, make_pair_order(table, queries)).first;
   if (found->second.pair_of_row.device() != device) found->second = found->second.to(device);

@@ -13,6 +13,7 @@
 // batch, and backward computes weight gradients matrix by matrix.
 // docs/benchmarks.md compares this with the alternatives the design notes list.
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,13 +39,15 @@ PairOrder make_pair_order(const RelativeTable& table, int64_t queries = -1);  //
 
 // A relative table's pair orders, one per number of queries (every token's and the
 // CLS token's alone built up front, others on first use), each kept on the device
-// it was last asked for. Not for concurrent use with a new count or device.
+// it was last asked for (a lock guards the lookup; a module used on two devices at
+// once would move its orders back and forth, which no caller does).
 class PairOrders {
  public:
   explicit PairOrders(const RelativeTable& table);
   const PairOrder& get(const RelativeTable& table, int64_t queries, const c10::Device& device);
 
  private:
+  std::mutex lock_;
   std::map<int64_t, PairOrder> orders_;
 };
 

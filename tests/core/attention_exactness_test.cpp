@@ -221,6 +221,11 @@ void AttentionExactness::check_queries(const Case& c, int64_t queries) {
   const at::Tensor naive = test_support::naive_attention(*module, spec, c.shape, c.layout, x).narrow(1, 0, queries);
   ASSERT_EQ(fast.sizes(), naive.sizes());
   EXPECT_LT(max_relative_error(fast, naive), 1e-9) << "forward";
+  {
+    at::NoGradGuard no_grad;  // prediction's path: the engine's inference passes
+    EXPECT_LT(max_relative_error(module->forward_queries(x, queries), naive.detach()), 1e-9)
+        << "forward without gradients";
+  }
 
   std::vector<at::Tensor> inputs{x};
   for (const auto& p : module->parameters()) inputs.push_back(p);

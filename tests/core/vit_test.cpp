@@ -8,6 +8,7 @@
 
 #include "nn/attention_spec.h"
 #include "nn/model_cost.h"
+#include "nn/row_gemm.h"
 #include "nn/vit.h"
 #include "tensor_checks.h"
 #include "test_switches.h"
@@ -140,6 +141,13 @@ TEST(ViT, ClsOnlyLastBlockGivesTheFullModelsLogitsAndGradients) {
       return grads;
     };
     ASSERT_TRUE(cls_only_last_block());
+    {
+      at::NoGradGuard no_grad;  // prediction's path: the engine's inference passes
+      auto logits = [&] { return vit->forward(images); };
+      EXPECT_LT(test_support::max_relative_error(logits(), test_support::with_switch_off(set_cls_only_last_block, logits)),
+                1e-12)
+          << "logits without gradients";
+    }
     const std::vector<at::Tensor> cls = run();
     const std::vector<at::Tensor> all = test_support::with_switch_off(set_cls_only_last_block, run);
     const auto names = vit->named_parameters();
@@ -153,18 +161,41 @@ TEST(ViT, ClsOnlyLastBlockGivesTheFullModelsLogitsAndGradients) {
   }
 }
 
+// The default forward does run the last block for the CLS query alone: one image's
+// per-matrix products go to the row kernel one call per matrix with pairs, and
+// the CLS query's pairs use 2 of each bank's matrices (every token's use all).
+TEST(ViT, ClsOnlyLastBlockMultipliesOnlyTheMatricesItsPairsUse) {
+  if (!row_gemm_available()) GTEST_SKIP() << "the count reads the AVX-512 row kernel's calls";
+  ViTConfig c = test_support::small_vit_config("translution");
+  c.depth = 1;  // its one block is the last
+  at::manual_seed(5);
+  ViT vit(c);
+  at::NoGradGuard no_grad;
+  const test_support::ScopedMatrixThreads one(1);  // every product on this thread, where the counter counts
+  const at::Tensor image = at::randn({1, 1, 28, 21});
+  auto calls = [&] {
+    const int64_t before = row_gemm_calls_on_this_thread();
+    vit->forward(image);
+    return row_gemm_calls_on_this_thread() - before;
+  };
+  const int64_t cls = calls();
+  const int64_t every = test_support::with_switch_off(set_cls_only_last_block, calls);
+  const int64_t E = model_cost(c).relative_entries;  // 7 x 5 offsets + 3 CLS entries
+  EXPECT_EQ(every - cls, 3 * (E - 2)) << cls << " calls against " << every;
+}
+
 TEST(ModelCost, ClsOnlyLastBlockSkipsTheOtherQueriesWork) {
-  // The other 49 queries' projection, attention rows, output projection and MLP.
+  // The other 49 queries' attention rows, output projection and MLP (self-attention's
+  // one qkv product still projects every token).
   const ModelCost sa = model_cost(vit_a("attention", 12));
   const double N = 50, C = 192, D = 192, mlp = 768;
-  EXPECT_DOUBLE_EQ(sa.exact_macs - sa.cls_only_macs, (N - 1) * (C * D + 2 * N * D + D * C + 2 * C * mlp));
+  EXPECT_DOUBLE_EQ(sa.exact_macs - sa.cls_only_macs, (N - 1) * (2 * N * D + D * C + 2 * C * mlp));
   EXPECT_EQ(sa.cls_only_unread_weights, 0);
   // Translution's CLS query uses two of the 172 entries (CLS to itself, out of
   // CLS): the other 170 matrices of q, k and v in the last block go unread.
   const ModelCost tr = model_cost(vit_a("translution", 12));
   EXPECT_EQ(tr.cls_only_unread_weights, 3 * 170 * 192 * 192);
-  EXPECT_DOUBLE_EQ(tr.exact_macs - tr.cls_only_macs, sa.exact_macs - sa.cls_only_macs + 3 * (N - 1) * N * C * D -
-                                                         (N - 1) * C * D);
+  EXPECT_DOUBLE_EQ(tr.exact_macs - tr.cls_only_macs, sa.exact_macs - sa.cls_only_macs + 3 * (N - 1) * N * C * D);
 }
 
 TEST(ModelCost, TranslutionDoesNTimesTheProjectionWorkOfSelfAttention) {

@@ -61,6 +61,12 @@ for key in ms_per_step images_per_second peak_memory_bytes exact_flops_per_image
   check "bench reports $key" grep -q "\"$key\":" <<<"$bench"
 done
 check "bench times the training phases" grep -q '"forward_ms":[0-9].*"optimizer_ms":[0-9]' <<<"$bench"
+# The last block for the CLS query alone by default; --last-block all runs and counts every token's.
+check "bench runs the last block for the CLS query alone by default" grep -q '"last_block":"cls"' <<<"$bench"
+flops() { grep -o '"exact_flops_per_image":[0-9]*' | cut -d: -f2; }
+every=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --last-block all --json)
+check "bench --last-block all is reported" grep -q '"last_block":"all"' <<<"$every"
+check "bench --last-block all counts more work than the CLS query's alone" test "$(flops <<<"$every")" -gt "$(flops <<<"$bench")"
 # CPU steal (util/cpu_steal.h): a share where Linux counts it, -1 where /proc/stat is missing
 # (or, as in this one tiny step, when less than a clock tick of CPU time passed).
 if [ -r /proc/stat ]; then
