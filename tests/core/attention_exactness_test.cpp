@@ -163,14 +163,26 @@ TEST_P(SavedRowsExactness, RecomputedOrReusedRowsMatchNaiveReference) {
   }
 }
 
-void AttentionExactness::check(const Case& c, bool retain_graph, bool create_graph) {
+// The case's operator spec, and the operator in double precision with seeded weights
+// (the random stream then goes on to the test's input).
+AttentionSpec case_spec(const Case& c) {
   AttentionSpec spec = attention_choice(c.model).spec;
   spec.lor_shared = c.lor_shared;
   spec.lor_c1 = c.c1;
   spec.lor_c2 = c.c2;
+  return spec;
+}
+
+std::shared_ptr<AttentionModule> case_module(const Case& c) {
   at::manual_seed(1234);
-  auto module = make_attention(spec, c.shape, c.layout);
+  auto module = make_attention(case_spec(c), c.shape, c.layout);
   module->to(at::kDouble);
+  return module;
+}
+
+void AttentionExactness::check(const Case& c, bool retain_graph, bool create_graph) {
+  const AttentionSpec spec = case_spec(c);
+  auto module = case_module(c);
   const int64_t B = 2, N = c.layout.tokens();
   const at::Tensor x = at::randn({B, N, c.shape.dim}, at::kDouble).requires_grad_(true);
   const at::Tensor probe = at::randn({B, N, c.shape.dim}, at::kDouble);
@@ -206,13 +218,8 @@ void AttentionExactness::check(const Case& c, bool retain_graph, bool create_gra
 }
 
 void AttentionExactness::check_queries(const Case& c, int64_t queries) {
-  AttentionSpec spec = attention_choice(c.model).spec;
-  spec.lor_shared = c.lor_shared;
-  spec.lor_c1 = c.c1;
-  spec.lor_c2 = c.c2;
-  at::manual_seed(1234);
-  auto module = make_attention(spec, c.shape, c.layout);
-  module->to(at::kDouble);
+  const AttentionSpec spec = case_spec(c);
+  auto module = case_module(c);
   const int64_t B = 2, N = c.layout.tokens();
   const at::Tensor x = at::randn({B, N, c.shape.dim}, at::kDouble).requires_grad_(true);
   const at::Tensor probe = at::randn({B, queries, c.shape.dim}, at::kDouble);
