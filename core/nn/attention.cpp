@@ -24,6 +24,10 @@ at::Tensor query_rows(const at::Tensor& valid, int64_t queries) {
   return valid.defined() && valid.size(0) != queries ? valid.narrow(0, 0, queries) : valid;
 }
 
+at::Tensor query_tokens(const at::Tensor& x, int64_t queries) {
+  return queries == x.size(1) ? x : x.narrow(1, 0, queries).contiguous();
+}
+
 std::shared_ptr<AttentionModule> make_attention(const AttentionSpec& spec, const AttentionShape& shape,
                                                 const TokenLayout& layout) {
   if (shape.dim < 1 || shape.heads < 1 || shape.head_dim < 1)

@@ -50,6 +50,9 @@ class AttentionModule : public torch::nn::Module {
 
 // The rows of a [N, N] mask (undefined: none) for the first `queries` tokens.
 at::Tensor query_rows(const at::Tensor& valid, int64_t queries);
+// The first `queries` tokens of x [B, N, C], contiguous (the engine's dense paths
+// take contiguous inputs): the input of a query-side projection.
+at::Tensor query_tokens(const at::Tensor& x, int64_t queries);
 
 // Index and mask tensors are not buffers (Module::to(dtype) would turn them into
 // floats); operators keep them here and move them to the input's device on use.

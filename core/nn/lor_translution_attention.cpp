@@ -89,7 +89,7 @@ at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries,
   if (queries == x.size(1)) {
     project(0, 3, x);
   } else {
-    project(0, 1, x.narrow(1, 0, queries).contiguous());  // contiguous: the engine's dense paths
+    project(0, 1, query_tokens(x, queries));
     project(1, 3, x);
   }
 

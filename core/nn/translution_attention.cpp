@@ -46,9 +46,9 @@ at::Tensor TranslutionAttention::attend(const at::Tensor& x, int64_t queries, at
   const int64_t H = shape_.heads;
   // Each side of the dot product is x with a bank (relative) or the plain projection;
   // the query side only for the tokens asked for.
-  const at::Tensor query_tokens = queries == x.size(1) ? x : x.narrow(1, 0, queries).contiguous();
+  const at::Tensor queried = query_tokens(x, queries);
   auto side = [&](int role) {
-    const at::Tensor& input = role == 0 ? query_tokens : x;
+    const at::Tensor& input = role == 0 ? queried : x;
     return banks_[role].defined() ? input : dense(plain_[role], input);
   };
   const at::Tensor logits = spec_.rel_q || spec_.rel_k
