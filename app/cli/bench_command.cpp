@@ -27,6 +27,7 @@
 #include "util/json_writer.h"
 #include "util/blas_kernels.h"
 #include "util/device.h"
+#include "train/training_threads.h"
 #include "util/error.h"
 #include "util/helper_threads.h"
 
@@ -42,9 +43,10 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--inference-kernels fused|aten] [--training-kernels fused|aten]
                          [--precision fp32|bf16]
                          [--matrix-threads auto|N] [--freed-memory pool|keep-all]
+                         [--split-batch auto|on|off]
                          [--compare gemm|row-gemm|pair-kernels|inference-kernels|
                                     training-kernels|precision|recompute|last-block|
-                                    matrix-threads|freed-memory|blas-threads] [--json]
+                                    split-batch|matrix-threads|freed-memory|blas-threads] [--json]
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
 BLAS thread per GEMM, the engine splitting the work over the cores); train:
@@ -171,7 +173,7 @@ int bench_command(const std::vector<std::string>& words) {
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
                                  "optimizer", "last-block", "gemm", "row-gemm", "pair-kernels", "inference-kernels", "training-kernels",
                                  "precision", "matrix-threads",
-                                 "freed-memory", "compare"}));
+                                 "freed-memory", "split-batch", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
   const int threads = apply_matrix_threads(args, studio ? 1 : 0);
   const std::string row = args.get_choice("row-gemm", {"on", "off"});
@@ -199,6 +201,8 @@ int bench_command(const std::vector<std::string>& words) {
   set_recompute_pair_rows(args.flag("recompute"));
   const bool cls_only = args.get_choice("last-block", {"cls", "all"}) == "cls";
   set_cls_only_last_block(cls_only);
+  if (args.has("split-batch") && !train_mode) throw Error("--split-batch applies to --mode train");
+  set_batch_split(parse_batch_split(args.get("split-batch", "auto")));
   BenchOptions options;
   options.config = config_from_args(args);
   options.mode = args.get("mode", "infer");
@@ -253,7 +257,9 @@ int bench_command(const std::vector<std::string>& words) {
       options.switch_path = [cls_only](bool alternative) { set_cls_only_last_block(alternative != cls_only); };
     else if (options.compare == "recompute")
       options.switch_path = [recompute](bool alternative) { set_recompute_pair_rows(alternative != recompute); };
-    else if (options.compare == "matrix-threads")  // the alternative: no split, one thread
+    else if (options.compare == "split-batch") {
+      if (!train_mode) throw Error("--compare split-batch applies to --mode train");
+    } else if (options.compare == "matrix-threads")  // the alternative: no split, one thread
       options.switch_path = [threads](bool alternative) { set_matrix_threads(alternative ? 1 : threads); };
     else if (options.compare == "freed-memory" && freed == FreedMemory::System)
       throw Error("--compare freed-memory switches between pool and keep-all; "
@@ -274,8 +280,8 @@ int bench_command(const std::vector<std::string>& words) {
       };
     } else
       throw Error("unknown --compare '" + options.compare +
-                  "' (expected gemm, row-gemm, pair-kernels, inference-kernels, training-kernels, precision, recompute, last-block, matrix-threads, freed-memory "
-                  "or blas-threads)");
+                  "' (expected gemm, row-gemm, pair-kernels, inference-kernels, training-kernels, precision, recompute, last-block, split-batch, matrix-threads, "
+                  "freed-memory or blas-threads)");
   }
   // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second
   // thread gives batch-1 products next to nothing; the engine splits them over the

@@ -28,9 +28,11 @@ const char* kTrainUsage = R"(usage: translution train --model NAME [--preset A] 
                          [--seed 0] [--data-seed 0] [--fresh-positions] [--train-samples N] [--eval-every STEPS]
                          [--eval-samples 2000] [--checkpoint-every STEPS] [--device auto|cpu|cuda]
                          [--data-dir DIR] [--no-final-eval] [--stop-at STEP] [--recompute]
-                         [--precision fp32|bf16] [--matrix-threads auto|N] [--json] --out FILE.ckpt
+                         [--precision fp32|bf16] [--matrix-threads auto|N] [--split-batch auto|on|off]
+                         [--json] --out FILE.ckpt
        translution train --resume FILE.ckpt [--steps N] [--fresh-positions] [--stop-at STEP] [--device ...]
-                         [--data-dir DIR] [--recompute] [--precision fp32|bf16] [--matrix-threads auto|N] [--json]
+                         [--data-dir DIR] [--recompute] [--precision fp32|bf16] [--matrix-threads auto|N]
+                         [--split-batch auto|on|off] [--json]
 
 Trains with AdamW and a cosine schedule (linear warm-up first when --warmup is set),
 evaluating on the first --eval-samples test digits every --eval-every steps (default:
@@ -44,11 +46,14 @@ step with a resumable checkpoint and exit status 0 (Ctrl-C: 130). After the last
 the whole test set is evaluated and its accuracy stored in the checkpoint unless
 --no-final-eval. --recompute keeps less for backward (relative layers recompute their
 pair projections; the same numbers): Translution ViT-A/12 at batch 32 peaks a quarter
-lower for about a sixth more time (docs/benchmarks.md). On a two-core CPU, Translution
-and LoR train with one BLAS thread per GEMM and the engine splitting the products
-over the cores (measured faster; $OPENBLAS_NUM_THREADS overrides). --matrix-threads 1
-keeps the engine's work on one thread; a run that shares the cores with others also
-sets OPENBLAS_NUM_THREADS=1 (as scripts/reproduce_protocol.sh does). Model options as
+lower for about a sixth more time (docs/benchmarks.md). On a two-core CPU each step
+splits its batch in two, each core running the forward and backward of its half with
+one BLAS thread (the same gradients, summed; 16-32% faster for ViT-A/12 than splitting
+every product over the cores, docs/benchmarks.md); --split-batch off splits the
+products instead (where $OPENBLAS_NUM_THREADS or a --matrix-threads count says how
+the cores are shared, no batch is split). --matrix-threads 1 keeps the engine's
+work on one thread; a run that shares the cores with others also sets
+OPENBLAS_NUM_THREADS=1 (as scripts/reproduce_protocol.sh does). Model options as
 in `model info`. --precision bf16 multiplies the dense layers and Translution's offset
 matrices as bfloat16 on the CPU's AMX tiles, summing in fp32 (mixed precision: the
 weights, the optimizer and every other op stay fp32; ViT-A/12 self-attention and
@@ -117,13 +122,14 @@ int train_command(const std::vector<std::string>& words) {
                   model_options({"dataset", "epochs", "steps", "batch", "lr", "weight-decay", "warmup", "min-lr",
                                  "clip", "seed", "data-seed", "train-samples", "eval-every", "eval-samples",
                                  "checkpoint-every", "precision", "device", "data-dir", "out", "resume", "stop-at",
-                                 "matrix-threads"}));
+                                 "matrix-threads", "split-batch"}));
   if (!args.has("resume") && !args.has("out")) throw Error("train needs --out FILE.ckpt (or --resume FILE.ckpt)");
   const int64_t stop_at = args.get_int("stop-at", 0);  // a planned pause: checkpoint, exit 0
   if (stop_at < 0) throw Error("--stop-at must be a step number, got " + std::to_string(stop_at));
   const bool json = args.flag("json");
   set_recompute_pair_rows(args.flag("recompute"));
   apply_matrix_threads(args, 0);
+  set_batch_split(parse_batch_split(args.get("split-batch", "auto")));
   const c10::Device device = parse_device(args.get("device", "auto"));
   const std::string data_dir = args.get("data-dir", default_mnist_dir());
   std::unique_ptr<Trainer> trainer = make_trainer(args, data_dir, device);
@@ -137,6 +143,10 @@ int train_command(const std::vector<std::string>& words) {
     std::fprintf(stderr, "note: %s\n", hint.c_str());
 
   const TrainingThreads threads(trainer->model(), device);  // here, on the thread that owns BLAS's setting
+  trainer->set_batch_shares(threads.batch_shares());
+  if (threads.batch_shares() > 1)
+    std::fprintf(stderr, "each step's batch is split over %d cores (--split-batch off splits the products instead)\n",
+                 threads.batch_shares());
   std::signal(SIGINT, on_interrupt);
   ProgressBar bar("train", true);
   const auto start = std::chrono::steady_clock::now();

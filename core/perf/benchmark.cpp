@@ -10,7 +10,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <torch/nn/functional/loss.h>
 
 #include "nn/model_cost.h"
 #include "nn/fused_inference.h"
@@ -23,6 +22,7 @@
 #include "nn/relative_ops.h"
 #include "nn/vit.h"
 #include "train/fused_adamw.h"
+#include "train/batch_split.h"
 #include "train/release_gradients.h"
 #include "train/training_threads.h"
 #include "util/allocator.h"
@@ -109,6 +109,16 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   // Training shares the cores as `translution train` does (train/training_threads.h).
   std::optional<TrainingThreads> training_threads;
   if (train) training_threads.emplace(model, options.device);
+  std::function<void(bool)> switch_path = options.switch_path;
+  if (options.compare == "split-batch") {
+    if (!train || !training_threads->split_possible())
+      throw Error("--compare split-batch needs --mode train on a CPU run that can split its batch (two free cores, "
+                  "OpenBLAS, no --matrix-threads or $OPENBLAS_NUM_THREADS)");
+    switch_path = [&training_threads, split = training_threads->batch_shares() > 1](bool alternative) {
+      training_threads->set_split(alternative != split);
+    };
+  }
+  result.split_batch = train && training_threads->batch_shares() > 1;
   result.blas_threads = blas_threads();
   result.blas_core = translution::blas_core();
   const auto opts = at::TensorOptions().device(options.device);
@@ -141,9 +151,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
         t = Clock::now();
       };
       release_gradients(optimizer);
-      const at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(images), labels);
-      lap(0);
-      loss.backward();
+      forward_backward(model, images, labels, training_threads->batch_shares(), [&] { lap(0); });
       lap(1);
       optimizer.step();
       lap(2);
@@ -156,7 +164,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   };
 
   reset_peak_memory(options.device);
-  const bool compare = bool(options.switch_path);
+  const bool compare = bool(switch_path);
   const int total = (options.warmup + options.steps) * (compare ? 2 : 1);
   std::vector<double> times, alternative_times;
   std::optional<CpuTimes> cpu_before;
@@ -164,7 +172,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
     const bool alternative = compare && s % 2 == 1;
     const bool timed = s >= options.warmup * (compare ? 2 : 1);
     if (timed && !cpu_before) cpu_before = read_cpu_times();
-    if (compare) options.switch_path(alternative);
+    if (compare) switch_path(alternative);
     synchronize(options.device);
     const auto t0 = Clock::now();
     step(timed && !alternative);
@@ -173,7 +181,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
     if (progress) progress(s + 1, total);
   }
   result.cpu_steal = steal_fraction(cpu_before, read_cpu_times());
-  if (compare) options.switch_path(false);
+  if (compare) switch_path(false);
   result.peak_memory_bytes = peak_memory_bytes(options.device);
   result.roofline = measure_roofline(options.device);  // after the run: its buffers must not count as peak
   auto median = [](std::vector<double> v) {
@@ -216,7 +224,7 @@ std::string BenchResult::to_json() const {
                 "\"images_per_second\":%.2f,\"peak_memory_bytes\":%lld,\"exact_flops_per_image\":%.0f,"
                 "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
                 "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\","
-                "\"last_block\":\"%s\",\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
+                "\"last_block\":\"%s\",\"split_batch\":\"%s\",\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
                 "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\",\"precision\":\"%s\","
                 "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f,\"cpu_steal\":%.4f}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
@@ -224,7 +232,7 @@ std::string BenchResult::to_json() const {
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
                 step_flops / (ms_per_step * 1e6), roofline.gemm_gflops, roofline.bandwidth_gbs, floor_ms,
                 fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
-                options.fused_optimizer ? "fused-adamw" : "adamw", cls_only_last_block ? "cls" : "all", forward_ms, backward_ms, optimizer_ms,
+                options.fused_optimizer ? "fused-adamw" : "adamw", cls_only_last_block ? "cls" : "all", split_batch ? "on" : "off", forward_ms, backward_ms, optimizer_ms,
                 raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", fused_pair ? "fused" : "aten",
                 fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", precision.c_str(), matrix_threads, blas_threads, blas_core.c_str(),
                 freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative, cpu_steal);

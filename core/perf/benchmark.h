@@ -28,6 +28,8 @@ struct BenchOptions {
   // A/B within one process, for a noisy machine: when set, steps alternate between
   // the path as configured and the alternative, switched by this callback
   // (true: the alternative). Both medians are reported; `compare` names it.
+  // compare "split-batch" needs no callback: run_benchmark switches its own
+  // training threads (train/training_threads.h).
   std::string compare;
   std::function<void(bool alternative)> switch_path;
 };
@@ -51,6 +53,7 @@ struct BenchResult {
   std::string algorithm;  // how relative projections were computed
   bool recompute = false; // pair rows recomputed in backward
   bool cls_only_last_block = true;  // the last block for the CLS query alone (nn/vit.h)
+  bool split_batch = false;   // training: the batch split over the cores (train/batch_split.h)
   bool raw_gemm = true;       // per-matrix products straight to BLAS (else at::mm)
   bool row_gemm = true;       // small per-matrix products on the engine's kernel (nn/row_gemm.h)
   bool fused_pair = true;     // fused CPU kernels for the per-pair arithmetic (else ATen)

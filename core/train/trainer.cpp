@@ -8,7 +8,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/nn/functional/loss.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
@@ -18,6 +17,7 @@
 #include "train/evaluate.h"
 #include "train/fused_adamw.h"
 #include "train/lr_schedule.h"
+#include "train/batch_split.h"
 #include "train/release_gradients.h"
 #include "util/error.h"
 #include "util/key_value.h"
@@ -173,16 +173,15 @@ TrainProgress Trainer::train_step() {
   const ScopedDensePrecision precision(precision_);
   set_lr(*optimizer_, p.lr);
   release_gradients(*optimizer_);
-  const at::Tensor logits = model_->forward(batch.images);
-  const at::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
-  p.loss = loss.item<double>();
-  p.accuracy = logits.argmax(1).eq(batch.labels).to(at::kDouble).mean().item<double>();
+  // A non-finite loss still runs backward (the split shares each run theirs), but no step is taken.
+  const ForwardBackward pass = forward_backward(model_, batch.images, batch.labels, batch_shares_);
+  p.loss = pass.loss;
+  p.accuracy = pass.logits.argmax(1).eq(batch.labels).to(at::kDouble).mean().item<double>();
   if (!std::isfinite(p.loss)) {
     p.event = TrainProgress::Event::Diverged;
     p.message = "the loss became " + format_double(p.loss) + " at step " + std::to_string(step_ + 1);
     return p;
   }
-  loss.backward();
   const double norm = config_.clip_norm > 0
                           ? torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.clip_norm)
                           : 0.0;

@@ -55,6 +55,11 @@ class Trainer {
   // Extra key=value pairs stored with every checkpoint.
   void set_metadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
 
+  // How many shares each step's batch splits into, one core each
+  // (train/batch_split.h; TrainingThreads::batch_shares()). 1 (the default) runs
+  // the whole batch on this thread with the engine's own splits.
+  void set_batch_shares(int shares) { batch_shares_ = shares < 1 ? 1 : shares; }
+
   // Steps until done, stopped or diverged; returns the final event.
   TrainProgress::Event run(const TrainCallback& callback);
 
@@ -90,6 +95,7 @@ class Trainer {
   ViT model_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<CanvasDataset> train_set_, test_set_;
+  int batch_shares_ = 1;
   int64_t step_ = 0;
   int64_t saved_step_ = -1;
   int64_t order_epoch_ = -1;

@@ -1,13 +1,48 @@
 #include "train/training_threads.h"
 
+#include <atomic>
+
+#include "util/error.h"
 #include "util/helper_threads.h"
 
 namespace translution {
+namespace {
+std::atomic<BatchSplit> g_split{BatchSplit::Auto};
+}  // namespace
+
+void set_batch_split(BatchSplit split) { g_split = split; }
+BatchSplit batch_split() { return g_split; }
+
+BatchSplit parse_batch_split(const std::string& name) {
+  if (name == "auto") return BatchSplit::Auto;
+  if (name == "on") return BatchSplit::On;
+  if (name == "off") return BatchSplit::Off;
+  throw Error("unknown batch split '" + name + "' (expected auto, on or off)");
+}
 
 TrainingThreads::TrainingThreads(const ViT& model, const c10::Device& device) {
-  if (!device.is_cpu() || blas_threads_from_environment() || matrix_threads() == 1 || blas_threads() <= 1) return;
-  if (free_cores() != 2 || !model->per_matrix_products()) return;
-  blas_.emplace(1);
+  if (!device.is_cpu() || blas_threads_from_environment() || blas_threads() == 0) return;
+  // One BLAS thread and the engine's own splits, where the products are per matrix (section "Session 7").
+  engine_rule_ = matrix_threads() != 1 && blas_threads() > 1 && free_cores() == 2 && model->per_matrix_products();
+  // The batch split: two free cores (measured), and nothing forcing how products split (the studio forces 1).
+  if (matrix_threads() == 0 && free_cores() == 2) cores_ = 2;
+  split_ = cores_ > 1 && g_split.load() != BatchSplit::Off;
+  apply();
+}
+
+void TrainingThreads::set_split(bool split) {
+  if (split && cores_ < 2) throw Error("this run cannot split its batch over the cores");
+  split_ = split;
+  apply();
+}
+
+void TrainingThreads::apply() {
+  // The shares' GEMMs run side by side, one per core: one BLAS thread each.
+  if (split_ || engine_rule_) {
+    if (!blas_) blas_.emplace(1);
+  } else {
+    blas_.reset();
+  }
 }
 
 }  // namespace translution

@@ -1,11 +1,12 @@
 #pragma once
-// How a CPU training run shares the two kinds of threads: OpenBLAS's, which split
-// each GEMM, and the engine's helpers (util/helper_threads), which split the work
-// between products. Where a step is mostly per-matrix products (Translution,
-// LoR), one BLAS thread per GEMM with the engine splitting every product over the
-// two cores was measured faster, and for plain attention OpenBLAS's own threads
-// were (docs/benchmarks.md, section "Session 7", `bench --compare blas-threads`).
+// How a CPU training run shares the cores. Three ways were measured on this
+// two-core machine (docs/benchmarks.md, sections "Session 7" and "Session 16"):
+// OpenBLAS's own threads splitting each GEMM; one BLAS thread per GEMM with the
+// engine splitting every product over the two cores (util/helper_threads); and
+// the batch split by images, each core running the forward and backward of its
+// share alone (train/batch_split.h), which leaves no core waiting between splits.
 #include <optional>
+#include <string>
 
 #include <c10/core/Device.h>
 
@@ -14,19 +15,41 @@
 
 namespace translution {
 
-// While it lives, OpenBLAS threads each GEMM on one thread when `model` runs
-// per-matrix products on the CPU of a two-core machine (the engine splits in two;
-// more cores are left to OpenBLAS until measured), unless $OPENBLAS_NUM_THREADS
-// or a forced single matrix thread (the studio) says how the cores are shared.
-// OpenBLAS's thread count is process-wide: create it on the thread that owns the
-// process's BLAS setting (the CLI's main thread), never beside concurrent GEMMs.
+// Whether a training step splits its batch over the cores: auto (where measured
+// faster: a CPU run on two free cores with OpenBLAS), on (the same; bench's
+// comparisons) or off.
+enum class BatchSplit { Auto, On, Off };
+void set_batch_split(BatchSplit split);
+BatchSplit batch_split();
+BatchSplit parse_batch_split(const std::string& name);  // auto|on|off, else an Error naming the value
+
+// While it lives, OpenBLAS threads each GEMM on one thread when the run splits its
+// batch over the cores, or when `model` runs per-matrix products on the CPU of a
+// two-core machine (the engine splits in two; more cores are left to OpenBLAS
+// until measured), unless $OPENBLAS_NUM_THREADS or a forced single matrix thread
+// (the studio) says how the cores are shared. OpenBLAS's thread count is
+// process-wide: create it on the thread that owns the process's BLAS setting
+// (the CLI's main thread), never beside concurrent GEMMs.
 class TrainingThreads {
  public:
   TrainingThreads(const ViT& model, const c10::Device& device);
-  // Whether this scope set one BLAS thread (the engine splits the products).
-  bool engine_splits() const { return blas_.has_value(); }
+  // Whether the engine splits each product over the cores with one BLAS thread
+  // (per-matrix models, where the batch is not split).
+  bool engine_splits() const { return engine_rule_ && !split_; }
+  // The shares a step's batch splits into (forward_backward's `shares`): the free
+  // cores where the batch is split, else 1.
+  int batch_shares() const { return split_ ? cores_ : 1; }
+  // Split or not from the next step on (bench --compare split-batch; on the thread
+  // that made this, between steps). Only where a split is possible here.
+  void set_split(bool split);
+  bool split_possible() const { return cores_ > 1; }
 
  private:
+  void apply();
+
+  bool engine_rule_ = false;  // one BLAS thread for the engine's splits, without a batch split
+  int cores_ = 1;  // the shares a split would use; 1 where none is possible
+  bool split_ = false;
   std::optional<ScopedBlasThreads> blas_;
 };
 

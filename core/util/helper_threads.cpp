@@ -19,6 +19,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 std::atomic<int> g_matrix_threads{0};
+thread_local bool t_one_core = false;
 constexpr auto kSpin = std::chrono::microseconds(300);  // how long an idle helper waits awake
 
 inline void relax() {
@@ -109,31 +110,38 @@ Team& team() {
 }  // namespace
 
 void set_matrix_threads(int threads) { g_matrix_threads = std::max(0, threads); }
-int matrix_threads() { return g_matrix_threads; }
+int matrix_threads() { return t_one_core ? 1 : g_matrix_threads.load(); }
+
+ScopedOneCore::ScopedOneCore() : before_(t_one_core) { t_one_core = true; }
+ScopedOneCore::~ScopedOneCore() { t_one_core = before_; }
 
 int free_cores() {
   // Asked once: glibc reads /sys for it on every call, and one image's forward asks dozens of times.
   static const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  return at::get_num_threads() > 1 ? 1 : cores;
+  return t_one_core || at::get_num_threads() > 1 ? 1 : cores;
 }
 
 bool engine_splits_products() { return blas_threads() == 1 && free_cores() >= 2; }
 
 int product_parts(int64_t multiply_adds) {
-  if (const int forced = g_matrix_threads.load(); forced > 0) return forced;
+  if (const int forced = matrix_threads(); forced > 0) return forced;
   const bool small_kernel = multiply_adds <= (int64_t(1) << 20) && free_cores() >= 2;
   return engine_splits_products() || small_kernel ? 2 : 1;
 }
 
 int element_parts() {
-  const int forced = g_matrix_threads.load();
+  const int forced = matrix_threads();
   return forced > 0 ? forced : free_cores();
 }
 
-int64_t element_grain(int64_t grain) { return g_matrix_threads.load() > 0 ? 1 : grain; }
+int64_t element_grain(int64_t grain) { return matrix_threads() > 0 ? 1 : grain; }
 
 void run_parts(int parts, const std::function<void(int)>& body) {
   if (parts <= 1) return body(0);
+  if (t_one_core) {  // a split forced on a thread that keeps to its core: the parts in turn
+    for (int p = 0; p < parts; ++p) body(p);
+    return;
+  }
   // A part that itself splits (none does today) runs its parts in turn: the team is taken.
   thread_local bool inside = false;
   Team& t = team();

@@ -18,7 +18,23 @@ namespace translution {
 // kernels and the optimizer's pass use every core. The studio sets 1: its model
 // slots already keep the cores busy.
 void set_matrix_threads(int threads);
+// The setting, or 1 on a thread inside a ScopedOneCore.
 int matrix_threads();
+
+// While it lives, every split the engine makes from the calling thread runs as
+// one part on that thread (matrix_threads() and free_cores() read 1 there): for
+// work that already keeps every core busy with one such thread per core (a
+// training step split by images, train/batch_split.h). Other threads are unaffected.
+class ScopedOneCore {
+ public:
+  ScopedOneCore();
+  ~ScopedOneCore();
+  ScopedOneCore(const ScopedOneCore&) = delete;
+  ScopedOneCore& operator=(const ScopedOneCore&) = delete;
+
+ private:
+  bool before_;
+};
 // The cores the helpers may use when nothing is forced: every core, but one where
 // LibTorch's own intra-op threads are on ($TRANSLUTION_THREADS above 1): their
 // spinning OpenMP workers and the helpers would take turns at the same cores

@@ -12,6 +12,7 @@
 #include "train/training_threads.h"
 #include "util/blas_kernels.h"
 #include "util/device.h"
+#include "util/error.h"
 #include "util/helper_threads.h"
 
 namespace translution {
@@ -49,6 +50,7 @@ TEST(TrainingThreads, OneBlasThreadWhileAModelWithPerMatrixProductsTrains) {
   if (blas_threads_from_environment()) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core";
   set_matrix_threads(0);
+  set_batch_split(BatchSplit::Off);  // the engine's split, as before the batch split
   const ScopedBlasThreads two(2);
   ASSERT_EQ(blas_threads(), 2);
   auto model = [](const char* name) {
@@ -79,6 +81,49 @@ TEST(TrainingThreads, OneBlasThreadWhileAModelWithPerMatrixProductsTrains) {
     EXPECT_EQ(blas_threads(), 2);
   }
   set_matrix_threads(0);
+  set_batch_split(BatchSplit::Auto);
+}
+
+// On two free cores with OpenBLAS a training run splits its batch (every model):
+// one BLAS thread per GEMM while it does, the model's own setting when switched off.
+TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
+  if (blas_threads() == 0) GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
+  if (blas_threads_from_environment()) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
+  if (free_cores() != 2) GTEST_SKIP() << "the split is measured and used on two cores";
+  set_matrix_threads(0);
+  const ScopedBlasThreads two(2);
+  ViTConfig c = preset_config("tiny", "attention");
+  c.depth = 1, c.image_height = c.image_width = 28, c.patch = 7;
+  ASSERT_EQ(batch_split(), BatchSplit::Auto);
+  {
+    TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
+    EXPECT_EQ(threads.batch_shares(), 2);
+    EXPECT_FALSE(threads.engine_splits());
+    EXPECT_EQ(blas_threads(), 1) << "two shares' GEMMs side by side";
+    threads.set_split(false);
+    EXPECT_EQ(threads.batch_shares(), 1);
+    EXPECT_EQ(blas_threads(), 2) << "plain attention without the split: OpenBLAS's threads";
+    threads.set_split(true);
+    EXPECT_EQ(blas_threads(), 1);
+  }
+  EXPECT_EQ(blas_threads(), 2) << "restored when the run ends";
+  set_batch_split(BatchSplit::Off);
+  {
+    TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
+    EXPECT_EQ(threads.batch_shares(), 1);
+    EXPECT_TRUE(threads.split_possible());
+  }
+  set_batch_split(BatchSplit::Auto);
+  set_matrix_threads(1);  // the studio: its slots already share the cores
+  {
+    TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
+    EXPECT_EQ(threads.batch_shares(), 1);
+    EXPECT_FALSE(threads.split_possible());
+    EXPECT_THROW(threads.set_split(true), Error);
+  }
+  set_matrix_threads(0);
+  EXPECT_EQ(parse_batch_split("on"), BatchSplit::On);
+  EXPECT_THROW(parse_batch_split("sometimes"), Error);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "nn/bf16_gemm.h"
 #include "temp_dir.h"
+#include "tensor_checks.h"
 #include "train/evaluate.h"
 #include "train/lr_schedule.h"
 #include "train/trainer.h"
@@ -176,28 +177,60 @@ TEST(Trainer, PauseHoldsUntilResumedAndStopEndsAPausedRun) {
   EXPECT_EQ(stopped.step(), 1);
 }
 
+// A step's batch split over the cores (train/batch_split.h) trains the same run:
+// the same weights but for the order of the per-image sums, and the same bits
+// every time.
+TEST(Trainer, SplitBatchTrainsTheSameRun) {
+  ASSERT_FALSE(mnist_dir().empty());
+  TrainConfig t = small_run();
+  t.steps = 4;
+  for (const std::string model : {"translution", "lor", "attention"}) {
+    SCOPED_TRACE(model);
+    Trainer whole(small_model(model), t, mnist_dir(), c10::kCPU), a(small_model(model), t, mnist_dir(), c10::kCPU),
+        b(small_model(model), t, mnist_dir(), c10::kCPU);
+    a.set_batch_shares(2), b.set_batch_shares(2);
+    std::vector<double> whole_losses, split_losses;
+    whole.run([&](const TrainProgress& p) {
+      if (p.event == Event::Step) whole_losses.push_back(p.loss);
+    });
+    a.run([&](const TrainProgress& p) {
+      if (p.event == Event::Step) split_losses.push_back(p.loss);
+    });
+    b.run([](const TrainProgress&) {});
+    expect_same_weights(a.model(), b.model());
+    ASSERT_EQ(split_losses.size(), whole_losses.size());
+    for (size_t i = 0; i < whole_losses.size(); ++i) EXPECT_NEAR(split_losses[i], whole_losses[i], 1e-5) << i;
+    for (const auto& p : whole.model()->named_parameters())
+      EXPECT_LT(test_support::max_relative_error(a.model()->named_parameters()[p.key()], p.value()), 1e-4) << p.key();
+  }
+}
+
 TEST(Trainer, DivergenceStopsBeforeTheBadStepAndKeepsTheLastGoodCheckpoint) {
   ASSERT_FALSE(mnist_dir().empty());
-  TempDir dir;
-  TrainConfig t = small_run();
-  t.lr = 1e30;  // AdamW steps of ~1e30 overflow the activations within a few steps
-  t.warmup_steps = 0;
-  t.clip_norm = 0;
-  t.checkpoint_every = 1;
-  t.steps = 30;
-  Trainer trainer(small_model("attention"), t, mnist_dir(), c10::kCPU);
-  trainer.set_checkpoint_path(dir.file("run.ckpt"));
-  std::string message;
-  const Event e = trainer.run([&](const TrainProgress& p) {
-    if (p.event == Event::Diverged) message = p.message;
-  });
-  ASSERT_EQ(e, Event::Diverged);
-  EXPECT_LT(trainer.step(), 30);
-  EXPECT_NE(message.find("step " + std::to_string(trainer.step() + 1)), std::string::npos) << message;
-  EXPECT_NE(message.find("run.ckpt holds step " + std::to_string(trainer.step())), std::string::npos) << message;
-  const Checkpoint last = load_checkpoint(dir.file("run.ckpt"));
-  EXPECT_EQ(last.training->step, trainer.step());
-  expect_same_weights(last.model, trainer.model());
+  for (const int shares : {1, 2}) {
+    SCOPED_TRACE(shares);
+    TempDir dir;
+    TrainConfig t = small_run();
+    t.lr = 1e30;  // AdamW steps of ~1e30 overflow the activations within a few steps
+    t.warmup_steps = 0;
+    t.clip_norm = 0;
+    t.checkpoint_every = 1;
+    t.steps = 30;
+    Trainer trainer(small_model("attention"), t, mnist_dir(), c10::kCPU);
+    trainer.set_batch_shares(shares);
+    trainer.set_checkpoint_path(dir.file("run.ckpt"));
+    std::string message;
+    const Event e = trainer.run([&](const TrainProgress& p) {
+      if (p.event == Event::Diverged) message = p.message;
+    });
+    ASSERT_EQ(e, Event::Diverged);
+    EXPECT_LT(trainer.step(), 30);
+    EXPECT_NE(message.find("step " + std::to_string(trainer.step() + 1)), std::string::npos) << message;
+    EXPECT_NE(message.find("run.ckpt holds step " + std::to_string(trainer.step())), std::string::npos) << message;
+    const Checkpoint last = load_checkpoint(dir.file("run.ckpt"));
+    EXPECT_EQ(last.training->step, trainer.step());
+    expect_same_weights(last.model, trainer.model());
+  }
 }
 
 TEST(Trainer, ImpossibleConfigurationsAreErrors) {

@@ -67,6 +67,16 @@ flops() { grep -o '"exact_flops_per_image":[0-9]*' | cut -d: -f2; }
 every=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --last-block all --json)
 check "bench --last-block all is reported" grep -q '"last_block":"all"' <<<"$every"
 check "bench --last-block all counts more work than the CLS query's alone" test "$(flops <<<"$every")" -gt "$(flops <<<"$bench")"
+# The batch split over the cores (train/batch_split.h): on by default where two cores and OpenBLAS allow it.
+if [ "$(nproc)" -eq 2 ] && [ -z "${OPENBLAS_NUM_THREADS:-}" ]; then
+  check "bench splits a training batch over two cores by default" grep -q '"split_batch":"on"' <<<"$bench"
+  both=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 4 --steps 1 --warmup 0 --compare split-batch --json)
+  check "bench --compare split-batch times both" grep -qE '"compare":"split-batch","ms_per_step_alternative":[0-9]' <<<"$both"
+fi
+off=$("$cli" bench --model lor --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --split-batch off --json)
+check "bench --split-batch off is reported" grep -q '"split_batch":"off"' <<<"$off"
+check "bench --split-batch needs training" bash -c "out=\$(\"$cli\" bench --model lor --preset tiny --image 28 --patch 7 --split-batch on 2>&1); test \$? -ne 0 && grep -q 'split-batch applies to --mode train' <<<\"\$out\""
+check "bench --split-batch rejects an unknown value" bash -c "out=\$(\"$cli\" bench --model lor --preset tiny --image 28 --patch 7 --mode train --split-batch sometimes 2>&1); test \$? -ne 0 && grep -q \"unknown batch split 'sometimes'\" <<<\"\$out\""
 # CPU steal (util/cpu_steal.h): a share where Linux counts it, -1 where /proc/stat is missing
 # (or, as in this one tiny step, when less than a clock tick of CPU time passed).
 if [ -r /proc/stat ]; then
