@@ -58,14 +58,14 @@ done
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --freed-memory keep-all --json
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare freed-memory --json
 # The engine's own split over the cores (helper threads) against none, steps alternating in one process:
-# one image (bench runs batch 1 with one BLAS thread per GEMM), and training (per-pair kernels, AdamW,
-# LoR's small products).
+# one image (bench runs batch 1 with one BLAS thread per GEMM), and training without the batch split
+# (per-pair kernels, AdamW, LoR's small products).
 for m in attention lor; do
   "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 200 --warmup 20 --compare matrix-threads --json
 done
 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --compare matrix-threads --json
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare matrix-threads --json
-"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare matrix-threads --json
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --split-batch off --compare matrix-threads --json
+"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --split-batch off --compare matrix-threads --json
 # The engine's row kernel for one image's per-matrix products (nn/row_gemm.h) against the BLAS,
 # steps alternating in one process.
 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --compare row-gemm --json
@@ -94,13 +94,27 @@ done
 "$cli" bench --model attention "${common[@]}" --mode train --batch 32 --steps 20 --warmup 2 --compare training-kernels --json
 "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare training-kernels --json
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare training-kernels --json
-# Who splits the products in training (train/training_threads.h): one BLAS thread per GEMM with the
-# engine splitting every product (the default for Translution and LoR) against OpenBLAS's own threads
-# (the default for self-attention), steps alternating in one process.
+# The batch split over two cores (train/batch_split.h, the default there: each core the forward and
+# backward of half the batch) against splitting every product (--split-batch off), steps alternating
+# in one process, fp32 and, where the CPU has AMX tiles, bf16.
+if [ "$(nproc)" -eq 2 ]; then
+  precisions=(fp32)
+  if grep -q ' amx_bf16 ' /proc/cpuinfo; then precisions+=(bf16); fi
+  for p in "${precisions[@]}"; do
+    for m in attention lor; do
+      "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision "$p" --compare split-batch --json
+    done
+    "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --precision "$p" --compare split-batch --json
+  done
+fi
+# Who splits the products in training when the batch is not split (train/training_threads.h): one
+# BLAS thread per GEMM with the engine splitting every product (then the default for Translution and
+# LoR) against OpenBLAS's own threads (then the default for self-attention), steps alternating in one
+# process.
 for m in lor attention; do
-  "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare blas-threads --json
+  "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --split-batch off --compare blas-threads --json
 done
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare blas-threads --json
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --split-batch off --compare blas-threads --json
 # One image with two BLAS threads per GEMM (bench's setting before session 5): no split applies.
 OPENBLAS_NUM_THREADS=2 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --json
 # The studio's path: both bundled models per canvas change.
