@@ -50,8 +50,9 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
 BLAS thread per GEMM, the engine splitting the work over the cores); train:
-forward, backward and an AdamW step (as `translution train` runs it: Translution
-and LoR with one BLAS thread per GEMM and the engine's split). Reports the
+forward, backward and an AdamW step (as `translution train` runs it: on two cores
+self-attention and LoR with the batch split in two, one half per core, Translution
+with one BLAS thread per GEMM and the engine's split of every product). Reports the
 median ms per step, images/s, peak memory (resident set on CPU, allocator peak
 on CUDA), the exact FLOPs per image, and the fraction of this
 machine's floor (GEMM rate and memory bandwidth measured in the same run),
@@ -86,6 +87,10 @@ bf16 autocast; weights, optimizer and every other op stay fp32); it needs a CPU
 with AMX (Intel Xeon from Sapphire Rapids on), and the floor stays fp32's; in
 inference it reads Translution's offset matrices from bfloat16 copies (half the
 memory traffic; activations and sums stay fp32) and needs AVX-512;
+--split-batch, in training, says whether each step's batch splits in two, each
+core running the forward and backward of its half (auto, as `translution train`:
+on a two-core CPU with OpenBLAS, for models whose weights take at most 64 MB; on:
+any model; off: every product split over the cores instead);
 --matrix-threads sets how many threads share one model's work: the per-matrix
 GEMMs, one image's dense layers (by columns), the per-pair kernels and AdamW
 (auto: the GEMMs split in two where the BLAS would keep each on one core, i.e.
@@ -95,7 +100,7 @@ multiply-adds; the element-wise passes use every core).
 cannot be reused, instead of serving tensors of 16 MB and more from a pool of
 their own (the default, pool; util/allocator.h).
 --compare X alternates steps between X as given and its other setting (for
-matrix-threads: one; for blas-threads, OpenBLAS's threads per GEMM: one if the
+split-batch: split or not, the other of what the run does; for matrix-threads: one; for blas-threads, OpenBLAS's threads per GEMM: one if the
 run has more, else one per core) in one process (a fair A/B on a noisy machine): JSON
 ms_per_step is the former, ms_per_step_alternative the latter; peak memory
 covers both.

@@ -46,12 +46,14 @@ step with a resumable checkpoint and exit status 0 (Ctrl-C: 130). After the last
 the whole test set is evaluated and its accuracy stored in the checkpoint unless
 --no-final-eval. --recompute keeps less for backward (relative layers recompute their
 pair projections; the same numbers): Translution ViT-A/12 at batch 32 peaks a quarter
-lower for about a sixth more time (docs/benchmarks.md). On a two-core CPU each step
-splits its batch in two, each core running the forward and backward of its half with
-one BLAS thread (the same gradients, summed; 16-32% faster for ViT-A/12 than splitting
-every product over the cores, docs/benchmarks.md); --split-batch off splits the
-products instead (where $OPENBLAS_NUM_THREADS or a --matrix-threads count says how
-the cores are shared, no batch is split). --matrix-threads 1 keeps the engine's
+lower for about a sixth more time (docs/benchmarks.md). On a two-core CPU a model
+whose weights take at most 64 MB (self-attention, LoR) splits each step's batch in
+two, each core running the forward and backward of its half with one BLAS thread
+(the same gradients, summed; ViT-A/12 steps 11-23% faster than with every product
+split over the cores, docs/benchmarks.md); larger models (Translution) split the
+products, as --split-batch off does for any model, and --split-batch on splits any
+model's batch (where $OPENBLAS_NUM_THREADS or a --matrix-threads count says how the
+cores are shared, no batch is split). --matrix-threads 1 keeps the engine's
 work on one thread; a run that shares the cores with others also sets
 OPENBLAS_NUM_THREADS=1 (as scripts/reproduce_protocol.sh does). Model options as
 in `model info`. --precision bf16 multiplies the dense layers and Translution's offset

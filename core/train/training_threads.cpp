@@ -26,7 +26,9 @@ TrainingThreads::TrainingThreads(const ViT& model, const c10::Device& device) {
   engine_rule_ = matrix_threads() != 1 && blas_threads() > 1 && free_cores() == 2 && model->per_matrix_products();
   // The batch split: two free cores (measured), and nothing forcing how products split (the studio forces 1).
   if (matrix_threads() == 0 && free_cores() == 2) cores_ = 2;
-  split_ = cores_ > 1 && g_split.load() != BatchSplit::Off;
+  const BatchSplit asked = g_split.load();
+  const bool small_weights = model->parameter_count() * int64_t(sizeof(float)) <= kSplitWeightLimitBytes;
+  split_ = cores_ > 1 && (asked == BatchSplit::On || (asked == BatchSplit::Auto && small_weights));
   apply();
 }
 

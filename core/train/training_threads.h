@@ -5,6 +5,7 @@
 // engine splitting every product over the two cores (util/helper_threads); and
 // the batch split by images, each core running the forward and backward of its
 // share alone (train/batch_split.h), which leaves no core waiting between splits.
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -16,9 +17,14 @@
 namespace translution {
 
 // Whether a training step splits its batch over the cores: auto (where measured
-// faster: a CPU run on two free cores with OpenBLAS), on (the same; bench's
-// comparisons) or off.
+// faster: a CPU run on two free cores with OpenBLAS, for a model whose weights take
+// at most kSplitWeightLimitBytes), on (any model, where a split is possible) or off.
 enum class BatchSplit { Auto, On, Off };
+// Each half of a split batch reads every weight, so the split doubles the weight
+// traffic of a step: with self-attention's and LoR's ViT-A/12 (11 and 18 MB) it
+// took 11-23% off a step, with Translution's (465 MB) it gained nothing measurable
+// (0.87-1.11 of the unsplit step's time) and took more memory.
+constexpr int64_t kSplitWeightLimitBytes = int64_t(64) << 20;
 void set_batch_split(BatchSplit split);
 BatchSplit batch_split();
 BatchSplit parse_batch_split(const std::string& name);  // auto|on|off, else an Error naming the value

@@ -84,8 +84,9 @@ TEST(TrainingThreads, OneBlasThreadWhileAModelWithPerMatrixProductsTrains) {
   set_batch_split(BatchSplit::Auto);
 }
 
-// On two free cores with OpenBLAS a training run splits its batch (every model):
-// one BLAS thread per GEMM while it does, the model's own setting when switched off.
+// On two free cores with OpenBLAS a training run splits its batch where the model's
+// weights are small: one BLAS thread per GEMM while it does, the model's own
+// setting when switched off.
 TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
   if (blas_threads() == 0) GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
   if (blas_threads_from_environment()) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
@@ -107,6 +108,22 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
     EXPECT_EQ(blas_threads(), 1);
   }
   EXPECT_EQ(blas_threads(), 2) << "restored when the run ends";
+  // Weights of hundreds of MB (each half would read them all): not split unless asked.
+  ViTConfig heavy = preset_config("A", "translution");
+  heavy.depth = 2, heavy.image_height = heavy.image_width = 84, heavy.patch = 12;
+  const ViT heavy_model(heavy);
+  ASSERT_GT(heavy_model->parameter_count() * 4, kSplitWeightLimitBytes);
+  {
+    TrainingThreads threads(heavy_model, c10::Device(c10::kCPU));
+    EXPECT_EQ(threads.batch_shares(), 1);
+    EXPECT_TRUE(threads.engine_splits()) << "Translution: the engine's split with one BLAS thread";
+    EXPECT_EQ(blas_threads(), 1);
+  }
+  set_batch_split(BatchSplit::On);
+  {
+    TrainingThreads threads(heavy_model, c10::Device(c10::kCPU));
+    EXPECT_EQ(threads.batch_shares(), 2) << "asked for";
+  }
   set_batch_split(BatchSplit::Off);
   {
     TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
