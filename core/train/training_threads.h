@@ -22,8 +22,9 @@ namespace translution {
 enum class BatchSplit { Auto, On, Off };
 // Each half of a split batch reads every weight, so the split doubles the weight
 // traffic of a step: with self-attention's and LoR's ViT-A/12 (11 and 18 MB) it
-// took 11-23% off a step, with Translution's (465 MB) it gained nothing measurable
-// (0.87-1.11 of the unsplit step's time) and took more memory.
+// took 11-23% off a step; with Translution's (465 MB) it gained nothing consistent
+// (0.82-1.11 of the unsplit step's time in six alternating runs) and took more
+// memory (docs/benchmarks.md, "Session 16").
 constexpr int64_t kSplitWeightLimitBytes = int64_t(64) << 20;
 void set_batch_split(BatchSplit split);
 BatchSplit batch_split();
