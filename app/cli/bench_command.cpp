@@ -89,8 +89,9 @@ inference it reads Translution's offset matrices from bfloat16 copies (half the
 memory traffic; activations and sums stay fp32) and needs AVX-512;
 --split-batch, in training, says whether each step's batch splits in two, each
 core running the forward and backward of its half (auto, as `translution train`:
-on a two-core CPU with OpenBLAS, for models whose weights take at most 64 MB; on:
-any model; off: every product split over the cores instead);
+on a two-core CPU with OpenBLAS, for models whose weights take at most 64 MiB; on:
+any model; off: every product split over the cores instead; with the split,
+forward_ms is the first half's forward and backward_ms the rest of both halves);
 --matrix-threads sets how many threads share one model's work: the per-matrix
 GEMMs, one image's dense layers (by columns), the per-pair kernels and AdamW
 (auto: the GEMMs split in two where the BLAS would keep each on one core, i.e.
@@ -263,7 +264,7 @@ int bench_command(const std::vector<std::string>& words) {
     else if (options.compare == "recompute")
       options.switch_path = [recompute](bool alternative) { set_recompute_pair_rows(alternative != recompute); };
     else if (options.compare == "split-batch") {
-      if (!train_mode) throw Error("--compare split-batch applies to --mode train");
+      // run_benchmark switches its own training threads (and says where it cannot)
     } else if (options.compare == "matrix-threads")  // the alternative: no split, one thread
       options.switch_path = [threads](bool alternative) { set_matrix_threads(alternative ? 1 : threads); };
     else if (options.compare == "freed-memory" && freed == FreedMemory::System)

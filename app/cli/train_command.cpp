@@ -47,7 +47,7 @@ the whole test set is evaluated and its accuracy stored in the checkpoint unless
 --no-final-eval. --recompute keeps less for backward (relative layers recompute their
 pair projections; the same numbers): Translution ViT-A/12 at batch 32 peaks a quarter
 lower for about a sixth more time (docs/benchmarks.md). On a two-core CPU a model
-whose weights take at most 64 MB (self-attention, LoR) splits each step's batch in
+whose weights take at most 64 MiB (self-attention, LoR) splits each step's batch in
 two, each core running the forward and backward of its half with one BLAS thread
 (the same gradients, summed; ViT-A/12 steps 11-23% faster than with every product
 split over the cores, docs/benchmarks.md); larger models (Translution) split the
@@ -145,6 +145,9 @@ int train_command(const std::vector<std::string>& words) {
     std::fprintf(stderr, "note: %s\n", hint.c_str());
 
   const TrainingThreads threads(trainer->model(), device);  // here, on the thread that owns BLAS's setting
+  if (batch_split() == BatchSplit::On && threads.batch_shares() == 1)
+    throw Error("--split-batch on needs a CPU run that can split its batch (two free cores, OpenBLAS, no "
+                "--matrix-threads count, no $OPENBLAS_NUM_THREADS)");
   trainer->set_batch_shares(threads.batch_shares());
   if (threads.batch_shares() > 1)
     std::fprintf(stderr, "each step's batch is split over %d cores (--split-batch off splits the products instead)\n",

@@ -109,15 +109,23 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   // Training shares the cores as `translution train` does (train/training_threads.h).
   std::optional<TrainingThreads> training_threads;
   if (train) training_threads.emplace(model, options.device);
+  const char* kSplitNeeds = "a CPU run that can split its batch (two free cores, OpenBLAS, no --matrix-threads "
+                            "count, no $OPENBLAS_NUM_THREADS)";
+  if (train && batch_split() == BatchSplit::On && training_threads->batch_shares() == 1)
+    throw Error(std::string("--split-batch on needs ") + kSplitNeeds);
   std::function<void(bool)> switch_path = options.switch_path;
   if (options.compare == "split-batch") {
     if (!train || !training_threads->split_possible())
-      throw Error("--compare split-batch needs --mode train on a CPU run that can split its batch (two free cores, "
-                  "OpenBLAS, no --matrix-threads or $OPENBLAS_NUM_THREADS)");
+      throw Error(std::string("--compare split-batch needs --mode train on ") + kSplitNeeds);
     switch_path = [&training_threads, split = training_threads->batch_shares() > 1](bool alternative) {
       training_threads->set_split(alternative != split);
     };
   }
+  // These switch how one step's products split; with the batch split each half keeps to one core.
+  if (train && training_threads->batch_shares() > 1 &&
+      (options.compare == "matrix-threads" || options.compare == "blas-threads"))
+    throw Error("--compare " + options.compare + " changes how a step's products split over the cores, but " +
+                c.model + "'s batch is split (each half on one core): add --split-batch off");
   result.split_batch = train && training_threads->batch_shares() > 1;
   result.blas_threads = blas_threads();
   result.blas_core = translution::blas_core();

@@ -29,6 +29,7 @@ namespace translution {
 struct ForwardBackward {
   at::Tensor logits;  // [B, classes], detached
   double loss = 0;    // mean cross-entropy over the batch
+  int threads = 1;    // how many threads the shares ran on
 };
 
 // Forward, mean cross-entropy against `labels` and backward, the gradients left
@@ -38,7 +39,10 @@ struct ForwardBackward {
 // (util/helper_threads.h's helpers, each under ScopedOneCore; where the helpers
 // are busy with another caller the shares run one after another on this thread).
 // `after_forward`, where given, runs on the calling thread between its share's
-// forward and backward (bench's phase timing). A share's exception is rethrown.
+// forward and backward (bench's phase timing). A share whose loss is not finite
+// skips its backward (the batch's loss is then not finite either, and no NaN
+// gradient is left behind). A share's exception is rethrown; the other shares'
+// gradients may be in already.
 ForwardBackward forward_backward(ViT& model, const at::Tensor& images, const at::Tensor& labels, int shares,
                                  const std::function<void()>& after_forward = {});
 

@@ -18,13 +18,15 @@ namespace translution {
 
 // Whether a training step splits its batch over the cores: auto (where measured
 // faster: a CPU run on two free cores with OpenBLAS, for a model whose weights take
-// at most kSplitWeightLimitBytes), on (any model, where a split is possible) or off.
+// at most kSplitWeightLimitBytes, 64 MiB), on (any model, where a split is
+// possible) or off.
 enum class BatchSplit { Auto, On, Off };
 // Each half of a split batch reads every weight, so the split doubles the weight
 // traffic of a step: with self-attention's and LoR's ViT-A/12 (11 and 18 MB) it
-// took 11-23% off a step; with Translution's (465 MB) it gained nothing consistent
-// (0.82-1.11 of the unsplit step's time in six alternating runs) and took more
-// memory (docs/benchmarks.md, "Session 16").
+// took 11-23% off a step; with Translution's (465 MB) it took 0.82-1.11 of the
+// unsplit step's time (less in six of eight alternating runs, more in two), and
+// runs alternating both ways peaked at 2.96-3.10 GB against the 3 GB: its
+// memory margin decides (docs/benchmarks.md, "Session 16").
 constexpr int64_t kSplitWeightLimitBytes = int64_t(64) << 20;
 void set_batch_split(BatchSplit split);
 BatchSplit batch_split();

@@ -138,15 +138,12 @@ int64_t element_grain(int64_t grain) { return matrix_threads() > 0 ? 1 : grain; 
 
 void run_parts(int parts, const std::function<void(int)>& body) {
   if (parts <= 1) return body(0);
-  if (t_one_core) {  // a split forced on a thread that keeps to its core: the parts in turn
-    for (int p = 0; p < parts; ++p) body(p);
-    return;
-  }
-  // A part that itself splits (none does today) runs its parts in turn: the team is taken.
+  // The parts run in turn on this thread where it keeps to its core (ScopedOneCore), where
+  // it is itself a part (the team is taken), or where another caller holds the helpers.
   thread_local bool inside = false;
   Team& t = team();
   std::unique_lock<std::mutex> lock(t.busy, std::defer_lock);
-  if (inside || !lock.try_lock()) {
+  if (t_one_core || inside || !lock.try_lock()) {
     for (int p = 0; p < parts; ++p) body(p);
     return;
   }

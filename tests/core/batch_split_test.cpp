@@ -1,5 +1,7 @@
 // A training step's forward and backward split by images over the cores
 // (train/batch_split.h) against the whole batch in one forward.
+#include <cmath>
+#include <limits>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -58,8 +60,12 @@ TEST(BatchSplit, SharesGiveTheWholeBatchsLossLogitsAndGradients) {
     const at::Tensor labels = at::randint(10, {5}, at::kLong);
     const Pass whole = run(vit, images, labels, 1);
     EXPECT_GT(whole.result.loss, 0);
-    expect_same(run(vit, images, labels, 2), whole, vit, 1e-12);
-    expect_same(run(vit, images, labels, 3), whole, vit, 1e-12);
+    const Pass two = run(vit, images, labels, 2), three = run(vit, images, labels, 3);
+    EXPECT_EQ(whole.result.threads, 1);
+    EXPECT_EQ(two.result.threads, 2) << "each share on a thread of its own";
+    EXPECT_EQ(three.result.threads, 3);
+    expect_same(two, whole, vit, 1e-12);
+    expect_same(three, whole, vit, 1e-12);
   }
 }
 
@@ -99,10 +105,11 @@ TEST(BatchSplit, InsideAnotherSplitTheSharesRunInTurn) {
   run_parts(2, [&](int part) {
     if (part == 0) nested = run(vit, images, labels, 2);
   });
+  EXPECT_EQ(nested.result.threads, 1);
   expect_same(nested, whole, vit, 1e-12);
 }
 
-// A share's failure reaches the caller (here share 2's label is out of range).
+// A share's failure reaches the caller (here the second share's label is out of range).
 TEST(BatchSplit, AShareErrorReachesTheCaller) {
   ViT vit(test_support::small_vit_config("attention"));
   const at::Tensor images = at::randn({4, 1, 28, 21});
@@ -110,6 +117,25 @@ TEST(BatchSplit, AShareErrorReachesTheCaller) {
   EXPECT_ANY_THROW(forward_backward(vit, images, labels, 2));
   const at::Tensor fine = at::tensor({1, 2, 3, 4}, at::kLong);
   EXPECT_NO_THROW(forward_backward(vit, images, fine, 2)) << "the helpers still serve after a failed share";
+}
+
+// A share whose loss is not finite runs no backward: no NaN reaches a gradient,
+// and the batch's loss says what happened.
+TEST(BatchSplit, ANonFiniteShareLeavesNoNanGradient) {
+  ViT vit(test_support::small_vit_config("lor"));
+  at::Tensor images = at::randn({4, 1, 28, 21});
+  images[3].fill_(std::numeric_limits<float>::quiet_NaN());
+  const at::Tensor labels = at::randint(10, {4}, at::kLong);
+  for (const int shares : {1, 2}) {
+    SCOPED_TRACE(shares);
+    const Pass pass = run(vit, images, labels, shares);
+    EXPECT_TRUE(std::isnan(pass.result.loss));
+    for (const at::Tensor& g : pass.grads) {
+      if (g.defined()) {
+        EXPECT_TRUE(at::isfinite(g).all().item<bool>());
+      }
+    }
+  }
 }
 
 // The caller's precision reaches the shares, which may run on other threads:

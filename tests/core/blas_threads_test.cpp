@@ -139,8 +139,29 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
     EXPECT_THROW(threads.set_split(true), Error);
   }
   set_matrix_threads(0);
+  // LoR without the split keeps the engine's split: one BLAS thread still.
+  ViTConfig lor = preset_config("tiny", "lor");
+  lor.depth = 1, lor.image_height = lor.image_width = 28, lor.patch = 7;
+  {
+    TrainingThreads threads(ViT(lor), c10::Device(c10::kCPU));
+    EXPECT_EQ(threads.batch_shares(), 2);
+    threads.set_split(false);
+    EXPECT_TRUE(threads.engine_splits());
+    EXPECT_EQ(blas_threads(), 1);
+  }
+  EXPECT_EQ(blas_threads(), 2);
+}
+
+TEST(TrainingThreads, BatchSplitNames) {
+  EXPECT_EQ(parse_batch_split("auto"), BatchSplit::Auto);
   EXPECT_EQ(parse_batch_split("on"), BatchSplit::On);
-  EXPECT_THROW(parse_batch_split("sometimes"), Error);
+  EXPECT_EQ(parse_batch_split("off"), BatchSplit::Off);
+  try {
+    parse_batch_split("sometimes");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'sometimes'"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
