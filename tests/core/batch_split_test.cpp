@@ -2,7 +2,9 @@
 // (train/batch_split.h) against the whole batch in one forward.
 #include <cmath>
 #include <limits>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -29,6 +31,16 @@ Pass run(ViT& vit, const at::Tensor& images, const at::Tensor& labels, int share
   pass.result = forward_backward(vit, images, labels, shares);
   for (const at::Tensor& p : vit->parameters()) pass.grads.push_back(p.grad().defined() ? p.grad().clone() : p.grad());
   return pass;
+}
+
+// A small model in double precision, and a batch of `n` random images with labels.
+ViT double_model(const std::string& name) {
+  ViT vit(test_support::small_vit_config(name));
+  vit->to(at::kDouble);
+  return vit;
+}
+std::pair<at::Tensor, at::Tensor> random_batch(int64_t n) {
+  return {at::randn({n, 1, 28, 21}, at::kDouble), at::randint(10, {n}, at::kLong)};
 }
 
 void expect_same(const Pass& tested, const Pass& whole, ViT& vit, double tolerance) {
@@ -80,10 +92,9 @@ TEST(BatchSplit, ABatchSmallerThanTheSharesTakesFewer) {
 
 // Gradients are added to what the parameters hold, as backward does.
 TEST(BatchSplit, GradientsAccumulateIntoWhatIsThere) {
-  ViT vit(test_support::small_vit_config("translution"));
-  vit->to(at::kDouble);
-  const at::Tensor images = at::randn({4, 1, 28, 21}, at::kDouble);
-  const at::Tensor labels = at::randint(10, {4}, at::kLong);
+  ViT vit = double_model("translution");
+  const auto batch = random_batch(4);
+  const at::Tensor &images = batch.first, &labels = batch.second;
   const Pass once = run(vit, images, labels, 2);
   forward_backward(vit, images, labels, 2);  // on top of the gradients `run` left
   const auto params = vit->parameters();
@@ -96,10 +107,9 @@ TEST(BatchSplit, GradientsAccumulateIntoWhatIsThere) {
 // Called inside another split (the helpers taken), the shares run one after
 // another on the calling thread, with the same result.
 TEST(BatchSplit, InsideAnotherSplitTheSharesRunInTurn) {
-  ViT vit(test_support::small_vit_config("attention"));
-  vit->to(at::kDouble);
-  const at::Tensor images = at::randn({4, 1, 28, 21}, at::kDouble);
-  const at::Tensor labels = at::randint(10, {4}, at::kLong);
+  ViT vit = double_model("attention");
+  const auto batch = random_batch(4);
+  const at::Tensor &images = batch.first, &labels = batch.second;
   const Pass whole = run(vit, images, labels, 1);
   Pass nested;
   run_parts(2, [&](int part) {
