@@ -145,9 +145,6 @@ int train_command(const std::vector<std::string>& words) {
     std::fprintf(stderr, "note: %s\n", hint.c_str());
 
   const TrainingThreads threads(trainer->model(), device);  // here, on the thread that owns BLAS's setting
-  if (batch_split() == BatchSplit::On && threads.batch_shares() == 1)
-    throw Error("--split-batch on needs a CPU run that can split its batch (two free cores, OpenBLAS, no "
-                "--matrix-threads count, no $OPENBLAS_NUM_THREADS)");
   trainer->set_batch_shares(threads.batch_shares());
   if (threads.batch_shares() > 1)
     std::fprintf(stderr, "each step's batch is split over %d cores (--split-batch off splits the products instead)\n",

@@ -14,10 +14,10 @@
 
 #include "data/batches.h"
 #include "nn/bf16_gemm.h"
+#include "train/batch_split.h"
 #include "train/evaluate.h"
 #include "train/fused_adamw.h"
 #include "train/lr_schedule.h"
-#include "train/batch_split.h"
 #include "train/release_gradients.h"
 #include "util/error.h"
 #include "util/key_value.h"
@@ -173,7 +173,7 @@ TrainProgress Trainer::train_step() {
   const ScopedDensePrecision precision(precision_);
   set_lr(*optimizer_, p.lr);
   release_gradients(*optimizer_);
-  // A non-finite loss still runs backward (the split shares each run theirs), but no step is taken.
+  // A share whose loss is not finite skips its backward (train/batch_split.h); then no step is taken.
   const ForwardBackward pass = forward_backward(model_, batch.images, batch.labels, batch_shares_);
   p.loss = pass.loss;
   p.accuracy = pass.logits.argmax(1).eq(batch.labels).to(at::kDouble).mean().item<double>();

@@ -21,13 +21,17 @@ BatchSplit parse_batch_split(const std::string& name) {
 }
 
 TrainingThreads::TrainingThreads(const ViT& model, const c10::Device& device) {
-  if (!device.is_cpu() || blas_threads_from_environment() || blas_threads() == 0) return;
+  if (!device.is_cpu() || blas_threads_from_environment() || blas_threads() == 0) {
+    if (g_split.load() == BatchSplit::On) throw Error(std::string("--split-batch on needs ") + kBatchSplitNeeds);
+    return;
+  }
   // One BLAS thread and the engine's own splits, where the products are per matrix (section "Session 7").
   engine_rule_ = matrix_threads() != 1 && blas_threads() > 1 && free_cores() == 2 && model->per_matrix_products();
   // The batch split: two free cores (measured), and nothing forcing how products split (the studio forces 1).
   if (matrix_threads() == 0 && free_cores() == 2) cores_ = 2;
   const BatchSplit asked = g_split.load();
   const bool small_weights = model->parameter_count() * int64_t(sizeof(float)) <= kSplitWeightLimitBytes;
+  if (asked == BatchSplit::On && cores_ < 2) throw Error(std::string("--split-batch on needs ") + kBatchSplitNeeds);
   split_ = cores_ > 1 && (asked == BatchSplit::On || (asked == BatchSplit::Auto && small_weights));
   apply();
 }

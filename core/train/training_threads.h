@@ -28,6 +28,10 @@ enum class BatchSplit { Auto, On, Off };
 // runs alternating both ways peaked at 2.96-3.10 GB against the 3 GB: its
 // memory margin decides (docs/benchmarks.md, "Session 16").
 constexpr int64_t kSplitWeightLimitBytes = int64_t(64) << 20;
+// What a split needs, for errors that name it.
+inline constexpr const char* kBatchSplitNeeds =
+    "a CPU run that can split its batch (two free cores, OpenBLAS, no --matrix-threads count, no "
+    "$OPENBLAS_NUM_THREADS)";
 void set_batch_split(BatchSplit split);
 BatchSplit batch_split();
 BatchSplit parse_batch_split(const std::string& name);  // auto|on|off, else an Error naming the value
@@ -41,6 +45,7 @@ BatchSplit parse_batch_split(const std::string& name);  // auto|on|off, else an 
 // (the CLI's main thread), never beside concurrent GEMMs.
 class TrainingThreads {
  public:
+  // Throws an Error where the split is asked for (BatchSplit::On) but not possible here.
   TrainingThreads(const ViT& model, const c10::Device& device);
   // Whether the engine splits each product over the cores with one BLAS thread
   // (per-matrix models, where the batch is not split).

@@ -152,6 +152,21 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
   EXPECT_EQ(blas_threads(), 2);
 }
 
+TEST(TrainingThreads, AskedSplitWhereNoneIsPossibleIsAnError) {
+  ViTConfig c = preset_config("tiny", "attention");
+  c.depth = 1, c.image_height = c.image_width = 28, c.patch = 7;
+  set_matrix_threads(1);  // as the studio: the cores are already shared out
+  set_batch_split(BatchSplit::On);
+  try {
+    TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--split-batch on needs"), std::string::npos) << e.what();
+  }
+  set_batch_split(BatchSplit::Auto);
+  set_matrix_threads(0);
+}
+
 TEST(TrainingThreads, BatchSplitNames) {
   EXPECT_EQ(parse_batch_split("auto"), BatchSplit::Auto);
   EXPECT_EQ(parse_batch_split("on"), BatchSplit::On);
