@@ -90,7 +90,8 @@ memory traffic; activations and sums stay fp32) and needs AVX-512;
 --split-batch, in training, says whether each step's batch splits in two, each
 core running the forward and backward of its half (auto, as `translution train`:
 on a two-core CPU with OpenBLAS, for models whose weights take at most 64 MiB; on:
-any model; off: every product split over the cores instead; with the split,
+any model, an error where no split is possible; off: every product split over
+the cores instead; with the split,
 forward_ms is the first half's forward and backward_ms the rest of both halves);
 --matrix-threads sets how many threads share one model's work: the per-matrix
 GEMMs, one image's dense layers (by columns), the per-pair kernels and AdamW

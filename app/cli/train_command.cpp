@@ -53,9 +53,10 @@ two, each core running the forward and backward of its half with one BLAS thread
 split over the cores, docs/benchmarks.md); larger models (Translution) split the
 products, as --split-batch off does for any model, and --split-batch on splits any
 model's batch (where $OPENBLAS_NUM_THREADS or a --matrix-threads count says how the
-cores are shared, no batch is split). --matrix-threads 1 keeps the engine's
-work on one thread; a run that shares the cores with others also sets
-OPENBLAS_NUM_THREADS=1 (as scripts/reproduce_protocol.sh does). Model options as
+cores are shared, no batch is split, and --split-batch on is an error).
+--matrix-threads 1 keeps the engine's work on one thread; a run that shares the
+cores with others also sets OPENBLAS_NUM_THREADS=1 (as scripts/reproduce_protocol.sh
+does). Model options as
 in `model info`. --precision bf16 multiplies the dense layers and Translution's offset
 matrices as bfloat16 on the CPU's AMX tiles, summing in fp32 (mixed precision: the
 weights, the optimizer and every other op stay fp32; ViT-A/12 self-attention and
