@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
-#include <set>
 #include <thread>
 #include <vector>
 
@@ -20,9 +18,9 @@ ForwardBackward forward_backward(ViT& model, const at::Tensor& images, const at:
   namespace F = torch::nn::functional;
   const int64_t batch = images.size(0);
   shares = images.device().is_cpu() ? int(std::max<int64_t>(1, std::min<int64_t>(shares, batch))) : 1;
-  std::vector<at::Tensor> logits(static_cast<size_t>(shares)), losses(static_cast<size_t>(shares));
-  std::set<std::thread::id> threads;
-  std::mutex threads_lock;
+  std::vector<at::Tensor> logits(static_cast<size_t>(shares));
+  std::vector<double> losses(static_cast<size_t>(shares));
+  std::vector<std::thread::id> ran_on(static_cast<size_t>(shares));  // each share writes its own entry
   const DensePrecision precision = dense_precision();  // per thread: the shares run as the caller asked
   // One share: its images' forward, the sum of their cross-entropies over the whole batch's size (the
   // shares' losses add up to the batch's mean), and backward unless that loss is not finite.
@@ -34,11 +32,10 @@ ForwardBackward forward_backward(ViT& model, const at::Tensor& images, const at:
         F::cross_entropy(share_logits, labels.slice(0, begin, end), F::CrossEntropyFuncOptions().reduction(torch::kSum)) /
         double(batch);
     if (s == 0 && after_forward) after_forward();
-    if (std::isfinite(loss.item<double>())) loss.backward();  // a diverged step leaves no NaN gradients behind
+    losses[size_t(s)] = loss.item<double>();
+    if (std::isfinite(losses[size_t(s)])) loss.backward();  // a diverged step leaves no NaN gradients behind
     logits[size_t(s)] = share_logits.detach();
-    losses[size_t(s)] = loss.detach();
-    const std::lock_guard<std::mutex> lock(threads_lock);
-    threads.insert(std::this_thread::get_id());
+    ran_on[size_t(s)] = std::this_thread::get_id();
   };
   if (shares == 1) {
     run_share(0);
@@ -48,9 +45,11 @@ ForwardBackward forward_backward(ViT& model, const at::Tensor& images, const at:
       run_share(s);
     });
   }
+  std::sort(ran_on.begin(), ran_on.end());
+  const int threads = int(std::unique(ran_on.begin(), ran_on.end()) - ran_on.begin());
   double loss = 0;
-  for (const at::Tensor& l : losses) loss += l.item<double>();
-  return {shares == 1 ? logits[0] : at::cat(logits), loss, int(threads.size())};
+  for (const double l : losses) loss += l;
+  return {shares == 1 ? logits[0] : at::cat(logits), loss, threads};
 }
 
 }  // namespace translution
