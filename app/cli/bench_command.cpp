@@ -39,7 +39,7 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
                          [--last-block cls|all]
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
-                         [--row-gemm on|off] [--pair-kernels fused|aten]
+                         [--row-gemm on|off] [--pair-kernels blocked|fused|aten]
                          [--inference-kernels fused|aten] [--training-kernels fused|aten]
                          [--precision fp32|bf16]
                          [--matrix-threads auto|N] [--freed-memory pool|keep-all]
@@ -72,8 +72,11 @@ one image's dense products, and every product of a matrix of at most 32 x 32
 (LoR's, forward and backward, any batch) to the BLAS instead of the engine's
 AVX-512 kernels, whose forward products prefetch the next matrix (or strip of a
 transposed weight) while they compute (on by default where the CPU has AVX-512);
---pair-kernels aten does the per-pair dot products and weighted sums as ATen
-expressions instead of the engine's fused one-pass CPU kernels;
+--pair-kernels fused does the per-pair dot products and weighted sums (and their
+gradients) in the engine's one-pass kernels over all pair rows, aten as ATen
+expressions, instead of inside each offset matrix's block of rows right after its
+product, while the rows are in cache (blocked, the default; --compare pair-kernels
+alternates blocked with fused, or the setting given with blocked);
 --inference-kernels aten runs a forward without gradients as LibTorch's ops
 instead of the engine's passes (LayerNorm per row; bias, GELU and residual
 inside each dense layer's product; self-attention per head and block of rows);
@@ -231,20 +234,23 @@ int bench_command(const std::vector<std::string>& words) {
     throw Error("bf16 in inference reads the offset matrices' bfloat16 copies per matrix on the engine's row kernel; "
                 "--row-gemm off, --gemm aten, --algorithm all-tokens and --compare row-gemm|gemm choose among fp32 "
                 "paths (use them with --precision fp32)");
-  const std::string pair_kernels = args.get_choice("pair-kernels", {"fused", "aten"});
-  set_fused_pair_kernels(pair_kernels == "fused");
+  const PairKernels pair_kernels = parse_pair_kernels(args.get_choice("pair-kernels", {"blocked", "fused", "aten"}));
+  set_pair_kernels(pair_kernels);
   // As the process started ($TRANSLUTION_KEEP_FREED_MEMORY) unless asked.
   if (args.has("freed-memory")) set_freed_memory(parse_freed_memory(args.get("freed-memory")));
   const FreedMemory freed = freed_memory();
   if (args.has("compare")) {
     options.compare = args.get("compare");
-    const bool raw = gemm == "raw", fused = pair_kernels == "fused", recompute = args.flag("recompute");
+    const bool raw = gemm == "raw", recompute = args.flag("recompute");
     if (options.compare == "gemm")
       options.switch_path = [raw](bool alternative) { set_raw_gemm_enabled(alternative != raw); };
     else if (options.compare == "row-gemm")
       options.switch_path = [on = row == "on"](bool alternative) { set_row_gemm_enabled(alternative != on); };
     else if (options.compare == "pair-kernels")
-      options.switch_path = [fused](bool alternative) { set_fused_pair_kernels(alternative != fused); };
+      options.switch_path = [pair_kernels](bool alternative) {
+        const PairKernels other = pair_kernels == PairKernels::Blocked ? PairKernels::Fused : PairKernels::Blocked;
+        set_pair_kernels(alternative ? other : pair_kernels);
+      };
     else if (options.compare == "inference-kernels")
       options.switch_path = [on = inference_kernels == "fused"](bool alternative) {
         set_fused_inference(alternative != on);

@@ -7,42 +7,22 @@
 #include <ATen/Dispatch.h>
 
 #include "nn/gather_rows.h"
+#include "nn/short_vectors.h"
+#include "util/error.h"
 #include "util/helper_threads.h"
 
 namespace translution {
 namespace {
 
-std::atomic<bool> g_fused{true};
+std::atomic<PairKernels> g_kernels{PairKernels::Blocked};
 
 bool fused_path(std::initializer_list<const at::Tensor*> tensors) {
-  if (!g_fused.load()) return false;
+  if (g_kernels.load() == PairKernels::Aten) return false;
   const at::ScalarType type = (*tensors.begin())->scalar_type();
   if (type != at::kFloat && type != at::kDouble) return false;
   for (const at::Tensor* t : tensors)
     if (!t->is_cpu() || !t->is_contiguous() || t->scalar_type() != type) return false;
   return true;
-}
-
-// Eight partial sums let the compiler vectorise the reduction without reassociating it itself.
-template <typename T>
-T dot(const T* __restrict x, const T* __restrict y, int64_t n) {
-  T acc[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int u = 0; u < 8; ++u) acc[u] += x[i + u] * y[i + u];
-  for (; i < n; ++i) acc[0] += x[i] * y[i];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-template <typename T>
-void axpy(T* __restrict y, T a, const T* __restrict x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
-// y may be x (in-place gradients), so no restrict here.
-template <typename T>
-void scaled(T* y, T a, const T* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = a * x[i];
 }
 
 // Each work item is one head's slice of one row (tens of floats): a thread's share is
@@ -51,8 +31,24 @@ constexpr int64_t kGrain = 2048;
 
 }  // namespace
 
-void set_fused_pair_kernels(bool enabled) { g_fused = enabled; }
-bool fused_pair_kernels_enabled() { return g_fused; }
+void set_pair_kernels(PairKernels kernels) { g_kernels = kernels; }
+PairKernels pair_kernels() { return g_kernels; }
+
+const char* pair_kernels_name(PairKernels kernels) {
+  switch (kernels) {
+    case PairKernels::Blocked: return "blocked";
+    case PairKernels::Fused: return "fused";
+    case PairKernels::Aten: break;
+  }
+  return "aten";
+}
+
+PairKernels parse_pair_kernels(const std::string& name) {
+  if (name == "blocked") return PairKernels::Blocked;
+  if (name == "fused") return PairKernels::Fused;
+  if (name == "aten") return PairKernels::Aten;
+  throw Error("unknown pair kernels '" + name + "' (expected blocked, fused or aten)");
+}
 
 at::Tensor pair_dots(const at::Tensor& sq, const at::Tensor& sk, int64_t heads) {
   const int64_t R = sq.size(0), B = sq.size(1), D = sq.size(2), w = D / heads;

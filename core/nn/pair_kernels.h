@@ -10,15 +10,23 @@
 // query's gradient in place instead of gathering it (docs/benchmarks.md has
 // the measurements). Elsewhere, or when switched off, the ATen expressions run
 // (tests prove both exact).
+#include <string>
 #include <utility>
 
 #include <ATen/core/Tensor.h>
 
 namespace translution {
 
-// On by default; off runs the ATen expressions everywhere.
-void set_fused_pair_kernels(bool enabled);
-bool fused_pair_kernels_enabled();
+// Where the per-pair arithmetic runs on the CPU. Blocked (the default): inside each
+// offset matrix's block of rows, right after its product, while the rows are in
+// cache (nn/pair_blocks.h; the kernels below are then used where that path does
+// not apply). Fused: the kernels below, one pass each over all rows. Aten: the ATen
+// expressions everywhere.
+enum class PairKernels { Blocked, Fused, Aten };
+void set_pair_kernels(PairKernels kernels);
+PairKernels pair_kernels();
+PairKernels parse_pair_kernels(const std::string& name);  // blocked|fused|aten
+const char* pair_kernels_name(PairKernels kernels);
 
 // dots[r, b, h] = sq[r, b, h, :] . sk[r, b, h, :]  (sq, sk: [R, B, D], D = heads x width).
 at::Tensor pair_dots(const at::Tensor& sq, const at::Tensor& sk, int64_t heads);

@@ -15,7 +15,9 @@
 #include "nn/bf16_gemm.h"
 #include "nn/bf16_weights.h"
 #include "nn/gather_rows.h"
+#include "nn/pair_blocks.h"
 #include "nn/pair_kernels.h"
+#include "nn/pair_matrices.h"
 #include "nn/raw_gemm.h"
 #include "nn/row_gemm.h"
 #include "util/error.h"
@@ -34,98 +36,6 @@ bool raw_path(std::initializer_list<const at::Tensor*> tensors) {
   for (const at::Tensor* t : tensors)
     if (!raw_gemm_usable(*t) || t->scalar_type() != (*tensors.begin())->scalar_type()) return false;
   return true;
-}
-
-int64_t most_rows(const std::vector<int64_t>& offset) {
-  int64_t n = 0;
-  for (size_t e = 0; e + 1 < offset.size(); ++e) n = std::max(n, offset[e + 1] - offset[e]);
-  return n;
-}
-
-// Where the BLAS would run each product on one core, the other core would idle:
-// there the matrices are split between the cores (util/helper_threads'
-// product_parts). With two BLAS threads their spinning workers took the second
-// core's time (Translution, one image: 102.7 -> 64.3 ms split with one BLAS
-// thread, docs/benchmarks.md); LoR's 24 x 24 matrices at batch 32 (then on
-// OpenBLAS's small-matrix kernels, now on the engine's: narrow_bank below) gained
-// 4.6% and 8.6% per training step.
-int matrix_parts(int64_t largest_gemm_rows, int64_t k, int64_t n) { return product_parts(largest_gemm_rows * k * n); }
-
-// body(first, last, part) over `parts` ranges of matrices with about equal rows,
-// part 0 on the calling thread and the others on the helper threads.
-template <typename F>
-void for_matrix_parts(const std::vector<int64_t>& offset, int parts, F&& body) {
-  const size_t E = offset.size() - 1;
-  if (parts <= 1) return body(size_t(0), E, 0);
-  std::vector<size_t> cut{0};
-  for (int p = 1; p < parts; ++p) {
-    const int64_t target = offset.back() * p / parts;
-    cut.push_back(size_t(std::lower_bound(offset.begin(), offset.end() - 1, target) - offset.begin()));
-  }
-  cut.push_back(E);
-  run_parts(parts, [&](int p) { body(cut[size_t(p)], cut[size_t(p) + 1], p); });
-}
-
-// Copies the input rows of sorted rows [begin, end) (B x C each) into dst.
-template <typename T>
-void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, int64_t row_size, T* dst) {
-  for (int64_t r = begin; r < end; ++r)
-    std::memcpy(dst + (r - begin) * row_size, x + rows[r] * row_size, sizeof(T) * size_t(row_size));
-}
-
-// Whether a bank's products run in bfloat16 (nn/bf16_gemm.h) when training in bf16
-// precision: float matrices of at least 64 x 64 (Translution's 192 x 192; LoR's
-// 24 x 24 would be mostly padding in the 32-wide tiles and stay fp32).
-bool bf16_bank(const at::Tensor& bank) {
-  return bank.scalar_type() == at::kFloat && bank.dim() == 3 && bank.is_contiguous() && bank.size(1) >= 64 &&
-         bank.size(2) >= 64;
-}
-
-// Banks of at most 32 x 32 (LoR's 24 x 24): their products of a batch's rows took
-// the engine's row kernels 0.62-0.79 of OpenBLAS's time (bench/narrow_gemm.cpp,
-// docs/benchmarks.md "Session 14"), and one image's already ran there.
-constexpr int64_t kNarrowBank = 32;
-bool narrow_bank(int64_t C, int64_t D) { return C <= kNarrowBank && D <= kNarrowBank; }
-
-// out[m x D] = g[m x C] w[C x D]. In bf16 precision on AMX tiles; else products of
-// few rows (one image's, about 15 per matrix) in float go to the engine's kernel,
-// which streams the next matrix of the loop into cache while it computes
-// (nn/row_gemm.h; Translution, one image: see docs/benchmarks.md, "Session 8"), as
-// do a narrow bank's of any rows; the rest to the BLAS.
-// With w16 (a bfloat16 copy of the bank, nn/bf16_weights.h; forwards without
-// gradients) every product reads w16's matrices instead of w's.
-template <typename T>
-void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next, bool bf16,
-                    const Bf16Bits* w16 = nullptr, const Bf16Bits* next16 = nullptr) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (w16) return row_gemm_bf16(m, D, C, g, C, w16, D, out, D, next16, next16 ? int64_t(sizeof(Bf16Bits)) * C * D : 0);
-    if (bf16) return bf16_gemm(false, false, m, D, C, g, C, w, D, out, D, 1);
-    if ((m <= kRowGemmMostRows || narrow_bank(C, D)) && row_gemm_available() && row_gemm_width_ok(D))
-      return row_gemm(m, D, C, g, C, w, D, out, D, next, next ? int64_t(sizeof(T)) * C * D : 0);
-  }
-  raw_gemm<T>(false, false, m, D, C, g, w, out);
-}
-
-// dW = G^T dS and dG = dS W^T for one matrix's rows ([m x C] and [m x D]): in bf16
-// precision on AMX tiles; a narrow bank's in float on the row kernels; else the BLAS.
-template <typename T>
-void matrix_gradients(int64_t m, int64_t C, int64_t D, const T* g, const T* ds, const T* w, T* dw, T* dg, bool bf16) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (bf16) {
-      bf16_gemm(true, false, C, D, m, g, C, ds, D, dw, D, 1);
-      bf16_gemm(false, true, m, C, D, ds, D, w, D, dg, C, 1);
-      return;
-    }
-    if (narrow_bank(C, D) && row_gemm_available()) {
-      row_gemm_at(C, D, m, g, C, ds, D, dw, D);
-      float wt[kNarrowBank * kNarrowBank];  // W^T, so that dG is a row_gemm
-      for (int64_t d = 0; d < D; ++d)
-        for (int64_t c = 0; c < C; ++c) wt[d * C + c] = w[c * D + d];
-      return row_gemm(m, C, D, ds, D, wt, C, dg, C);
-    }
-  }
-  raw_gemm<T>(true, false, C, D, m, g, ds, dw);
-  raw_gemm<T>(false, true, m, C, D, ds, w, dg);
 }
 
 // S[rows of e] = X[rows of e] W[e] for every matrix: one GEMM each, M = B n_e. On
@@ -188,9 +98,7 @@ std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt_i
   const int64_t N = xt.size(0), R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
   const at::Tensor ds2 = ds_in.reshape({R * B, D}).contiguous();
   // Every matrix with pairs is overwritten below; only the unused ones need zeros.
-  at::Tensor dbank = at::empty_like(bank, at::MemoryFormat::Contiguous);
-  for (size_t e = 0; e + 1 < offset.size(); ++e)
-    if (offset[e + 1] == offset[e]) dbank.select(0, int64_t(e)).zero_();
+  at::Tensor dbank = bank_gradient_buffer(bank, offset);
   if ((bf16 || raw_path({&xt, &bank, &ds2, &dbank})) && rows.is_cpu()) {
     const int64_t block = most_rows(offset) * B;
     const int parts = bf16 ? bf16_gemm_parts() : matrix_parts(block, C, D);
@@ -211,11 +119,7 @@ std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt_i
           const scalar_t* ds_e = sp + offset[e] * B * D;
           gather_block(xp, rp, offset[e], offset[e + 1], row_size, gp);
           matrix_gradients<scalar_t>(n * B, C, D, gp, ds_e, wp + w, dwp + w, dgp, bf16);
-          for (int64_t r = 0; r < n; ++r) {
-            scalar_t* dst = dxp + rp[offset[e] + r] * row_size;
-            const scalar_t* src = dgp + r * row_size;
-            for (int64_t t = 0; t < row_size; ++t) dst[t] += src[t];
-          }
+          scatter_add_block(dgp, rp, offset[e], offset[e + 1], row_size, dxp);
         }
       });
     });
@@ -391,6 +295,37 @@ at::Tensor grid_to_pairs(const at::Tensor& alpha, const at::Tensor& pair_of_row)
   return rows;
 }
 
+// The blocked path's view of an order (nn/pair_blocks.h); the index tensors outlive it.
+PairTable pair_table(const std::vector<int64_t>& offset, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
+                     const at::Tensor& source_of_row, int64_t queries, int64_t tokens) {
+  PairTable t;
+  t.offset = &offset;
+  t.pair = pair_of_row.data_ptr<int64_t>();
+  t.query = query_of_row.data_ptr<int64_t>();
+  t.source = source_of_row.data_ptr<int64_t>();
+  t.queries = queries;
+  t.tokens = tokens;
+  return t;
+}
+
+bool blocks_apply(std::initializer_list<const at::Tensor*> tensors, const at::Tensor& pair_of_row) {
+  return pair_of_row.is_cpu() && pair_blocks_apply(tensors);
+}
+
+// One side for the blocked path: bf16 products where the bank takes them, and its
+// bfloat16 copy in a forward without gradients (as project_rows reads them).
+PairSide pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16, bool copies,
+                   const at::Tensor& saved = at::Tensor()) {
+  PairSide s;
+  s.xt = xt;
+  s.bank = has_bank(bank) ? bank : at::Tensor();
+  s.rows = rows.data_ptr<int64_t>();
+  s.bf16 = s.relative() && bf16 && bf16_bank(bank);
+  if (s.relative() && copies && !s.bf16 && xt.scalar_type() == at::kFloat) s.w16 = bf16_weights_for(bank);
+  s.saved = saved;
+  return s;
+}
+
 class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q_input, const at::Tensor& q_bank,
@@ -399,14 +334,23 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
                             const std::vector<int64_t>& offset, int64_t heads, int64_t queries, bool bf16,
                             bool copies) {
     const at::Tensor qt = token_major(q_input), kt = token_major(k_input);
+    ctx->saved_data["offset"] = offset;
+    ctx->saved_data["bf16"] = bf16;
+    if (blocks_apply({&qt, &q_bank, &kt, &k_bank}, pair_of_row)) {
+      const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, queries, kt.size(0));
+      PairSide q = pair_side(qt, q_bank, query_of_row, bf16, copies), k = pair_side(kt, k_bank, source_of_row, bf16, copies);
+      // Copies are read only where no gradient is recorded: then nothing needs the rows.
+      const at::Tensor grid = blocked_logits(table, q, k, heads, !copies && !g_recompute.load());
+      ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row, q.saved, k.saved});
+      ctx->saved_data["blocked"] = true;
+      return grid;
+    }
     const at::Tensor sq = side_rows(qt, q_bank, query_of_row, offset, bf16, copies);   // [R, B, D]
     const at::Tensor sk = side_rows(kt, k_bank, source_of_row, offset, bf16, copies);  // [R, B, D]
     const at::Tensor dots = pair_dots(sq, sk, heads);  // [R, B, H]
     const bool keep = !g_recompute.load();
     ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row,
                             keep ? sq : at::Tensor(), keep ? sk : at::Tensor()});
-    ctx->saved_data["offset"] = offset;
-    ctx->saved_data["bf16"] = bf16;
     return pairs_to_grid(dots, pair_of_row, queries, kt.size(0));
   }
 
@@ -416,6 +360,14 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const at::Tensor &query_of_row = s[5], &source_of_row = s[6];
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
     const bool bf16 = ctx->saved_data["bf16"].toBool();
+    if (ctx->saved_data.count("blocked")) {
+      const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, grads[0].size(2), kt.size(0));
+      const PairSide q = pair_side(qt, q_bank, query_of_row, bf16, false, s[7]);
+      const PairSide k = pair_side(kt, k_bank, source_of_row, bf16, false, s[8]);
+      auto [dqt, dq_bank, dkt, dk_bank] = blocked_logits_backward(table, q, k, grads[0]);
+      return {dqt.transpose(0, 1), dq_bank, dkt.transpose(0, 1), dk_bank, at::Tensor(), at::Tensor(), at::Tensor(),
+              at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    }
     const at::Tensor sq = s[7].defined() ? s[7] : side_rows(qt, q_bank, query_of_row, offset, bf16, false);
     const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset, bf16, false);
     const int64_t B = sq.size(1), H = grads[0].size(1), M = grads[0].size(2), N = grads[0].size(3);
@@ -437,6 +389,17 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
                             bool bf16, bool copies) {
     const int64_t B = alpha.size(0), M = alpha.size(2);  // M queries
     const at::Tensor xt = token_major(input);
+    ctx->saved_data["offset"] = offset;
+    ctx->saved_data["head_sliced"] = head_sliced;
+    if (blocks_apply({&alpha, &xt, &bank}, pair_of_row)) {
+      const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, M, xt.size(0));
+      PairSide v = pair_side(xt, bank, source_of_row, bf16, copies);
+      const at::Tensor out = blocked_values(table, alpha, v, head_sliced, !copies && !g_recompute.load());
+      ctx->save_for_backward({xt, bank, v.saved, alpha, pair_of_row, query_of_row, source_of_row});
+      ctx->saved_data["bf16"] = v.bf16;
+      ctx->saved_data["blocked"] = true;
+      return head_sliced ? out.view({M, B, bank.size(2)}).transpose(0, 1) : out.transpose(0, 1);
+    }
     bf16 = bf16 && bf16_bank(bank);
     const at::Tensor v = project_rows(xt, source_of_row, bank, offset, bf16, copies);  // [R, B, D]
     const int64_t D = v.size(2);
@@ -444,8 +407,6 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     const at::Tensor out = scatter_weighted(a, v, query_of_row, M, head_sliced);  // [M, B, H, *]
     ctx->save_for_backward({xt, bank, g_recompute.load() ? at::Tensor() : v, a, pair_of_row, query_of_row,
                             source_of_row});
-    ctx->saved_data["offset"] = offset;
-    ctx->saved_data["head_sliced"] = head_sliced;
     ctx->saved_data["bf16"] = bf16;
     return head_sliced ? out.view({M, B, D}).transpose(0, 1) : out.transpose(0, 1);
   }
@@ -456,8 +417,18 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
                      &source_of_row = s[6];
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
     const bool bf16 = ctx->saved_data["bf16"].toBool();
-    const at::Tensor v = s[2].defined() ? s[2] : project_rows(xt, source_of_row, bank, offset, bf16, false);
     const bool head_sliced = ctx->saved_data["head_sliced"].toBool();
+    if (ctx->saved_data.count("blocked")) {  // s[3] is alpha itself
+      const at::Tensor& alpha = s[3];
+      const int64_t M = alpha.size(2), B = alpha.size(0), H = alpha.size(1), D = bank.size(2);
+      const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, M, xt.size(0));
+      const PairSide v = pair_side(xt, bank, source_of_row, bf16, false, s[2]);
+      const at::Tensor dout = head_sliced ? grads[0].transpose(0, 1).reshape({M, B, H, D / H}) : grads[0].transpose(0, 1);
+      auto [dalpha, dxt, dbank] = blocked_values_backward(table, alpha, v, dout, head_sliced);
+      return {dalpha, dxt.transpose(0, 1), dbank, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+              at::Tensor(), at::Tensor()};
+    }
+    const at::Tensor v = s[2].defined() ? s[2] : project_rows(xt, source_of_row, bank, offset, bf16, false);
     const int64_t B = v.size(1), D = v.size(2), H = a.size(2), M = grads[0].size(1), N = xt.size(0);
     // Gradient reaching each pair row from its query's output.
     const at::Tensor dout_t = head_sliced ? grads[0].transpose(0, 1).reshape({M, B, H, D / H})

@@ -92,7 +92,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.cls_only_last_block = cls_only_last_block();
   result.raw_gemm = raw_gemm_enabled();
   result.row_gemm = row_gemm_available() && raw_gemm_enabled();  // the kernel sits on the raw path
-  result.fused_pair = fused_pair_kernels_enabled();
+  result.pair_kernels = pair_kernels_name(pair_kernels());
   result.fused_inference = fused_inference_enabled();
   result.training_kernels = training_kernels_enabled();
   result.precision = dense_precision_name(dense_precision());  // inference: bfloat16 offset matrices (below)
@@ -237,7 +237,7 @@ std::string BenchResult::to_json() const {
                 step_flops / (ms_per_step * 1e6), roofline.gemm_gflops, roofline.bandwidth_gbs, floor_ms,
                 fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
                 options.fused_optimizer ? "fused-adamw" : "adamw", cls_only_last_block ? "cls" : "all", split_batch ? "on" : "off", forward_ms, backward_ms, optimizer_ms,
-                raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", fused_pair ? "fused" : "aten",
+                raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", pair_kernels.c_str(),
                 fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", precision.c_str(), matrix_threads, blas_threads, blas_core.c_str(),
                 freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative, cpu_steal);
   return buffer;

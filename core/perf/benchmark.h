@@ -56,7 +56,7 @@ struct BenchResult {
   bool split_batch = false;   // training: the batch split over the cores (train/batch_split.h)
   bool raw_gemm = true;       // per-matrix products straight to BLAS (else at::mm)
   bool row_gemm = true;       // small per-matrix products on the engine's kernel (nn/row_gemm.h)
-  bool fused_pair = true;     // fused CPU kernels for the per-pair arithmetic (else ATen)
+  std::string pair_kernels = "blocked";  // where the per-pair arithmetic ran (nn/pair_kernels.h)
   bool fused_inference = true;  // a forward without gradients in the engine's passes (nn/fused_inference.h)
   bool training_kernels = true;  // GELU, LayerNorm, softmax, self-attention with gradients in the engine's passes
   std::string precision = "fp32";  // training: the dense layers' products (nn/bf16_gemm.h); inference: the

@@ -77,7 +77,7 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
     set_projection_algorithm(ProjectionAlgorithm::Auto);
     set_recompute_pair_rows(false);
     set_raw_gemm_enabled(true);
-    set_fused_pair_kernels(true);
+    set_pair_kernels(PairKernels::Blocked);
     set_matrix_threads(0);
   }
   void check(const Case& c, bool retain_graph = false, bool create_graph = false);
@@ -86,12 +86,17 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
 
 // Both ways of computing relative projections must be exact. Each test runs its
 // variants in one process: a test process's start costs more than a check.
+// Pair arithmetic inside each matrix's block (the default) and in separate passes.
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrix) {
   set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
-  for (const int threads : {1, 3}) {  // all matrices on this thread; three uneven parts, own input gradients
-    SCOPED_TRACE("matrices split over " + std::to_string(threads) + " thread(s)");
-    set_matrix_threads(threads);
-    check(GetParam());
+  for (const PairKernels kernels : {PairKernels::Blocked, PairKernels::Fused}) {
+    set_pair_kernels(kernels);
+    for (const int threads : {1, 3}) {  // all matrices on this thread; three uneven parts, own input gradients
+      SCOPED_TRACE(std::string(pair_kernels_name(kernels)) + " pair kernels, matrices split over " +
+                   std::to_string(threads) + " thread(s)");
+      set_matrix_threads(threads);
+      check(GetParam());
+    }
   }
 }
 
@@ -106,7 +111,7 @@ TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixThroug
     set_raw_gemm_enabled(true);
   }
   SCOPED_TRACE("pair arithmetic as ATen expressions");
-  set_fused_pair_kernels(false);
+  set_pair_kernels(PairKernels::Aten);
   check(GetParam());
 }
 
@@ -124,14 +129,18 @@ TEST_P(AttentionExactness, FirstQueriesMatchNaiveReference) {
   for (const int64_t queries : {int64_t(1), (N + 1) / 2}) {
     SCOPED_TRACE(std::to_string(queries) + " of " + std::to_string(N) + " queries");
     set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
-    check_queries(GetParam(), queries);
+    for (const PairKernels kernels : {PairKernels::Blocked, PairKernels::Fused}) {
+      SCOPED_TRACE(std::string(pair_kernels_name(kernels)) + " pair kernels");
+      set_pair_kernels(kernels);
+      check_queries(GetParam(), queries);
+    }
     {
       SCOPED_TRACE("products through at::mm, pair arithmetic as ATen expressions");
       set_raw_gemm_enabled(false);
-      set_fused_pair_kernels(false);
+      set_pair_kernels(PairKernels::Aten);
       check_queries(GetParam(), queries);
       set_raw_gemm_enabled(true);
-      set_fused_pair_kernels(true);
+      set_pair_kernels(PairKernels::Blocked);
     }
     SCOPED_TRACE("all-token projection");
     set_projection_algorithm(ProjectionAlgorithm::AllTokens);
@@ -147,9 +156,9 @@ TEST_P(AttentionExactness, FirstQueriesMatchNaiveReference) {
 // per operator (a test process's start costs more than these checks).
 class SavedRowsExactness : public AttentionExactness {};
 TEST_P(SavedRowsExactness, RecomputedOrReusedRowsMatchNaiveReference) {
-  for (const bool fused : {true, false}) {
-    set_fused_pair_kernels(fused);
-    const std::string kernels = fused ? "fused pair kernels" : "pair arithmetic as ATen expressions";
+  for (const PairKernels choice : {PairKernels::Blocked, PairKernels::Fused, PairKernels::Aten}) {
+    set_pair_kernels(choice);
+    const std::string kernels = std::string(pair_kernels_name(choice)) + " pair kernels";
     {
       SCOPED_TRACE(kernels + ", rows recomputed in backward");
       set_recompute_pair_rows(true);

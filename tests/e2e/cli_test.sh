@@ -93,8 +93,8 @@ else
 fi
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --optimizer adamw --json)
 check "bench --optimizer adamw" grep -q '"optimizer":"adamw"' <<<"$bench"
-bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --gemm aten --row-gemm off --pair-kernels aten --inference-kernels aten --training-kernels aten --matrix-threads 3 --json)
-check "bench --gemm/--row-gemm/--pair-kernels/--inference-kernels/--training-kernels/--matrix-threads are reported" grep -q '"gemm":"aten","row_gemm":"off","pair_kernels":"aten","inference_kernels":"aten","training_kernels":"aten","precision":"fp32","matrix_threads":3' <<<"$bench"
+bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --gemm aten --row-gemm off --pair-kernels fused --inference-kernels aten --training-kernels aten --matrix-threads 3 --json)
+check "bench --gemm/--row-gemm/--pair-kernels/--inference-kernels/--training-kernels/--matrix-threads are reported" grep -q '"gemm":"aten","row_gemm":"off","pair_kernels":"fused","inference_kernels":"aten","training_kernels":"aten","precision":"fp32","matrix_threads":3' <<<"$bench"
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare inference-kernels --json)
 check "bench --compare inference-kernels alternates in one process (fused by default)" grep -qE '"inference_kernels":"fused",.*"compare":"inference-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 2 --warmup 0 --compare training-kernels --json)

@@ -1,0 +1,124 @@
+// The relative operators' pair arithmetic inside each matrix's block of rows
+// (nn/pair_blocks.h) against the separate passes and the ATen expressions, in
+// float, where it runs its AVX-512 helpers on a CPU that has them: head widths
+// with 256-bit tails (LoR's 8 and 24), whole 512-bit chunks, and odd tails done
+// value by value; both sides relative, or one plain; every query or the first
+// few; matrices split over parts. The double-precision proof against the
+// paper's equations is attention_exactness_test.cpp.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include "nn/pair_kernels.h"
+#include "nn/relative_ops.h"
+#include "nn/token_layout.h"
+#include "tensor_checks.h"
+#include "util/device.h"
+#include "util/helper_threads.h"
+
+namespace translution {
+namespace {
+
+using test_support::max_relative_error;
+
+struct Shape {
+  int64_t heads, width;  // per-head slice of a row
+  bool head_sliced;      // values: head h weighs its own slice (Translution) or all of v (LoR)
+  bool plain_key;        // logits: the key side plain vectors, not projected
+};
+
+std::string describe(const Shape& s) {
+  return std::to_string(s.heads) + " heads of " + std::to_string(s.width) + (s.head_sliced ? ", sliced" : "") +
+         (s.plain_key ? ", plain keys" : "");
+}
+
+// Forward outputs and every input's gradient of both operators under one setting.
+std::vector<at::Tensor> run(PairKernels kernels, const PairOrder& order, const std::vector<at::Tensor>& inputs,
+                            const Shape& s) {
+  set_pair_kernels(kernels);
+  std::vector<at::Tensor> leaves;
+  for (const at::Tensor& t : inputs) leaves.push_back(t.defined() ? t.detach().clone().requires_grad_(true) : t);
+  const at::Tensor &xq = leaves[0], &wq = leaves[1], &xk = leaves[2], &wk = leaves[3];
+  const at::Tensor &alpha = leaves[4], &xv = leaves[5], &wv = leaves[6];
+  const at::Tensor logits = relative_logits(order, xq, wq, xk, wk, s.heads);
+  const at::Tensor values = relative_values(order, alpha, xv, wv, s.head_sliced);
+  // Probes of fixed random weights make every output entry's gradient distinct.
+  at::manual_seed(7);
+  const at::Tensor loss = (logits * at::randn_like(logits)).sum() + (values * at::randn_like(values)).sum();
+  loss.backward();
+  std::vector<at::Tensor> out{logits.detach(), values.detach()};
+  for (const at::Tensor& t : leaves)
+    if (t.defined()) out.push_back(t.grad());
+  return out;
+}
+
+void compare(const PairOrder& order, const Shape& s, at::ScalarType type, double tolerance) {
+  const int64_t B = 3, N = order.tokens, M = order.queries, C = 7, D = s.heads * s.width;
+  const int64_t E = int64_t(order.entry_offset.size()) - 1;
+  at::manual_seed(11);
+  const auto options = at::TensorOptions().dtype(type);
+  std::vector<at::Tensor> inputs{
+      at::randn({B, M, C}, options),                                                   // xq (the queries' rows)
+      at::randn({E, C, D}, options),                                                   // wq
+      s.plain_key ? at::randn({B, N, D}, options) : at::randn({B, N, C}, options),      // xk
+      s.plain_key ? at::Tensor() : at::randn({E, C, D}, options),                      // wk
+      at::softmax(at::randn({B, s.heads, M, N}, options), -1),                          // alpha
+      at::randn({B, N, C}, options),                                                   // xv
+      at::randn({E, C, D}, options)};                                                  // wv
+  const std::vector<at::Tensor> reference = run(PairKernels::Aten, order, inputs, s);
+  for (const PairKernels kernels : {PairKernels::Blocked, PairKernels::Fused}) {
+    const std::vector<at::Tensor> tested = run(kernels, order, inputs, s);
+    ASSERT_EQ(tested.size(), reference.size());
+    for (size_t i = 0; i < tested.size(); ++i)
+      EXPECT_LT(max_relative_error(tested[i], reference[i]), tolerance)
+          << pair_kernels_name(kernels) << ", " << describe(s) << ", output " << i << " (0, 1: logits, values; then "
+          << "the inputs' gradients in order)";
+  }
+}
+
+class PairBlocks : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    set_pair_kernels(PairKernels::Blocked);
+    set_matrix_threads(0);
+  }
+};
+
+const std::vector<Shape> kShapes = {
+    {3, 8, false, false},   // LoR ViT-A: logits' slices of 8; every head weighs all 24 of v
+    {3, 8, false, true},    // LoR with a plain key side
+    {3, 64, true, false},   // Translution ViT-A: whole 512-bit chunks
+    {2, 24, true, true},    // a 16 + 8 slice
+    {2, 5, true, false},    // tails value by value
+    {1, 20, false, false},  // 16 + 4
+    {2, 9, false, true},    // values 16 + 2
+    {4, 13, true, true},
+};
+
+TEST_F(PairBlocks, FloatMatchesSeparatePassesAndAtenExpressions) {
+  SCOPED_TRACE(cpu_has_avx512() ? "AVX-512 helpers" : "portable loops (no AVX-512 on this CPU)");
+  const RelativeTable table = make_relative_table(TokenLayout::grid(3, 4, true));
+  for (const int64_t queries : {table.tokens(), int64_t(1), int64_t(5)}) {
+    const PairOrder order = make_pair_order(table, queries);
+    for (const int threads : {1, 3}) {
+      set_matrix_threads(threads);
+      for (const Shape& s : kShapes) {
+        SCOPED_TRACE(std::to_string(queries) + " queries, " + std::to_string(threads) + " thread(s)");
+        compare(order, s, at::kFloat, 2e-5);
+      }
+    }
+  }
+}
+
+// Causal sequences leave pairs without a row: their logits and alpha gradients are 0.
+TEST_F(PairBlocks, CausalSequenceInDoubleMatchesAtenExpressions) {
+  const RelativeTable table = make_relative_table(TokenLayout::sequence(6, true));
+  const PairOrder order = make_pair_order(table);
+  for (const Shape& s : kShapes) compare(order, s, at::kDouble, 1e-12);
+}
+
+}  // namespace
+}  // namespace translution
