@@ -19,6 +19,7 @@
 #include "nn/row_gemm.h"
 #include "nn/bf16_gemm.h"
 #include "nn/bf16_weights.h"
+#include "nn/dense.h"
 #include "nn/training_kernels.h"
 #include "nn/vit.h"
 #include "perf/benchmark.h"
@@ -41,11 +42,12 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
                          [--row-gemm on|off] [--pair-kernels blocked|fused|aten]
                          [--inference-kernels fused|aten] [--training-kernels fused|aten]
+                         [--projections grouped|separate]
                          [--precision fp32|bf16]
                          [--matrix-threads auto|N] [--freed-memory pool|keep-all]
                          [--split-batch auto|on|off]
                          [--compare gemm|row-gemm|pair-kernels|inference-kernels|
-                                    training-kernels|precision|recompute|last-block|
+                                    training-kernels|projections|precision|recompute|last-block|
                                     split-batch|matrix-threads|freed-memory|blas-threads] [--json]
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
@@ -84,6 +86,10 @@ inside each dense layer's product; self-attention per head and block of rows);
 forward that records gradients (and their backward) as LibTorch's ops, and
 self-attention as its separate per-head functions, instead of the engine's
 passes split over the cores;
+--projections separate, in training, multiplies each of a LoR layer's projections
+of the same input (shared and low-rank, q, k and v) as its own autograd node,
+autograd summing their input gradients, instead of one node whose backward is one
+product for the input's gradient and one for the weights' (grouped, the default);
 --precision bf16, in training, multiplies the dense layers and Translution's offset
 matrices as bfloat16 on AMX tiles with fp32 sums (mixed precision, as PyTorch's
 bf16 autocast; weights, optimizer and every other op stay fp32); it needs a CPU
@@ -181,7 +187,7 @@ int bench_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
-                                 "optimizer", "last-block", "gemm", "row-gemm", "pair-kernels", "inference-kernels", "training-kernels",
+                                 "optimizer", "last-block", "gemm", "row-gemm", "pair-kernels", "inference-kernels", "training-kernels", "projections",
                                  "precision", "matrix-threads",
                                  "freed-memory", "split-batch", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
@@ -194,10 +200,15 @@ int bench_command(const std::vector<std::string>& words) {
   if (studio && args.has("training-kernels"))
     throw Error("--training-kernels applies to --mode train (the studio mode only predicts)");
   set_training_kernels(training_kernels == "fused");
+  const std::string projections = args.get_choice("projections", {"grouped", "separate"});
+  set_grouped_projections(projections == "grouped");
   if (studio && args.has("precision")) throw Error("--precision applies to --mode infer and --mode train");
   // Training in bf16 needs AMX tiles (parse_dense_precision says why not); a
   // forward without gradients reads bfloat16 weights on AVX-512 (nn/bf16_weights.h).
   const bool train_mode = args.get("mode", "infer") == "train";
+  if (!train_mode && (args.has("projections") || args.get("compare", "") == "projections"))
+    throw Error("--projections and --compare projections apply to --mode train (a forward without gradients "
+                "always shares one split over the cores among a layer's projections)");
   const std::string precision_name = args.get_choice("precision", {"fp32", "bf16"});
   if (!train_mode && precision_name == "bf16" && !bf16_weights_available())
     throw Error("--precision bf16 reads the offset matrices as bfloat16 with AVX-512, which this CPU lacks; "
@@ -255,6 +266,8 @@ int bench_command(const std::vector<std::string>& words) {
       options.switch_path = [on = inference_kernels == "fused"](bool alternative) {
         set_fused_inference(alternative != on);
       };
+    else if (options.compare == "projections")
+      options.switch_path = [on = projections == "grouped"](bool alternative) { set_grouped_projections(alternative != on); };
     else if (options.compare == "training-kernels")
       options.switch_path = [on = training_kernels == "fused"](bool alternative) {
         set_training_kernels(alternative != on);
@@ -293,7 +306,7 @@ int bench_command(const std::vector<std::string>& words) {
       };
     } else
       throw Error("unknown --compare '" + options.compare +
-                  "' (expected gemm, row-gemm, pair-kernels, inference-kernels, training-kernels, precision, recompute, last-block, split-batch, matrix-threads, "
+                  "' (expected gemm, row-gemm, pair-kernels, inference-kernels, training-kernels, projections, precision, recompute, last-block, split-batch, matrix-threads, "
                   "freed-memory or blas-threads)");
   }
   // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second

@@ -1,6 +1,7 @@
 #include "nn/dense.h"
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 #include <vector>
 
@@ -283,10 +284,104 @@ void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Ten
   });
 }
 
+// Bias-free layers of one input with gradients, as one autograd node. Forward
+// multiplies each layer as dense() would; backward lays the layers' output
+// gradients side by side, so that x's gradient is one product over all their
+// columns (instead of a product per layer, LoR's 24-wide ones of inner dimension
+// 24, and autograd's sum of six [B, N, C] gradients) and the weights' gradients
+// one product whose rows are the layers'.
+class DenseEach : public torch::autograd::Function<DenseEach> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList weights, int64_t parts,
+                               bool bf16) {
+    const at::Tensor none = at::empty({0}, x.options());
+    std::vector<at::Tensor> saved{x};
+    variable_list out;
+    for (const at::Tensor& w : weights) {
+      out.push_back(bf16 ? bf16_product(x, w, none) : product(x, w, none, int(parts), false));
+      saved.push_back(w);
+    }
+    ctx->save_for_backward(saved);
+    ctx->saved_data["parts"] = parts;
+    ctx->saved_data["bf16"] = bf16;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    const std::vector<at::Tensor> weights(saved.begin() + 1, saved.end());
+    const int64_t K = x.size(-1), M = x.numel() / K;
+    std::vector<at::Tensor> dys;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const int64_t N = weights[i].size(0);
+      dys.push_back(grads[i].defined() ? grads[i].reshape({M, N}) : at::zeros({M, N}, x.options()));
+    }
+    const at::Tensor dy = at::cat(dys, 1), w = at::cat(weights, 0);  // [M, total], [total, K]
+    const int64_t total = w.size(0);
+    at::Tensor dx, dw;
+    if (at::GradMode::is_enabled()) {  // create_graph: the gradients must be differentiable themselves
+      if (ctx->needs_input_grad(0)) dx = dy.mm(w).view(x.sizes());
+      dw = dy.t().mm(x.reshape({M, K}));
+    } else {
+      if (ctx->needs_input_grad(0)) dx = at::empty_like(x, at::MemoryFormat::Contiguous);
+      dw = at::empty({total, K}, x.options());
+      if (ctx->saved_data["bf16"].toBool()) {
+        const float *dyp = dy.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
+        if (dx.defined()) bf16_gemm(false, false, M, K, total, dyp, total, wp, K, dx.data_ptr<float>(), K, bf16_gemm_parts());
+        bf16_gemm(true, false, total, K, M, dyp, total, xp, K, dw.data_ptr<float>(), K, bf16_gemm_parts());
+      } else {
+        AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dense_each_backward", [&] {
+          split_gradients<scalar_t>(dy, x, w, dx.defined() ? &dx : nullptr, &dw, int(ctx->saved_data["parts"].toInt()));
+        });
+      }
+    }
+    variable_list result{dx};
+    int64_t first = 0;
+    for (const at::Tensor& layer_w : weights) {
+      result.push_back(dw.narrow(0, first, layer_w.size(0)));
+      first += layer_w.size(0);
+    }
+    result.push_back(at::Tensor());  // parts
+    result.push_back(at::Tensor());  // bf16
+    return result;
+  }
+};
+
+// DenseEach's case: gradients recorded, no bias, and the products dense() would
+// run on raw memory (bf16: every layer's).
+std::atomic<bool> g_grouped{true};
+
+bool dense_each_node_applies(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x, bool* bf16) {
+  if (!g_grouped.load() || !at::GradMode::is_enabled() || layers.empty() || x.dim() < 1 || x.numel() == 0 || !x.is_contiguous()) return false;
+  bool all_bf16 = true, raw = raw_gemm_usable(x), grad = needs_grad(x);
+  for (torch::nn::Linear* layer : layers) {
+    const at::Tensor &w = (*layer)->weight, &b = (*layer)->bias;
+    if ((b.defined() && b.numel() > 0) || w.dim() != 2 || w.size(1) != x.size(-1) || w.scalar_type() != x.scalar_type())
+      return false;
+    all_bf16 = all_bf16 && bf16_applies(x, w, b);
+    raw = raw && raw_gemm_usable(w);
+    grad = grad || needs_grad(w);
+  }
+  *bf16 = all_bf16;
+  return grad && (all_bf16 || raw);
+}
+
 }  // namespace
+
+void set_grouped_projections(bool grouped) { g_grouped = grouped; }
+bool grouped_projections() { return g_grouped; }
 
 std::vector<at::Tensor> dense_each(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x) {
   std::vector<at::Tensor> out;
+  bool bf16 = false;
+  if (dense_each_node_applies(layers, x, &bf16)) {
+    std::vector<at::Tensor> weights;
+    int64_t total = 0;
+    for (torch::nn::Linear* layer : layers) weights.push_back((*layer)->weight), total += (*layer)->weight.size(0);
+    const int64_t K = x.size(-1), M = x.numel() / K;
+    return DenseEach::apply(x, at::TensorList(weights), int64_t(dense_parts(M, total, K)), bf16);
+  }
   bool fused = x.dim() >= 1 && x.numel() > 0 && raw_gemm_usable(x);
   int64_t total = 0;
   for (torch::nn::Linear* layer : layers) {

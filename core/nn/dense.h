@@ -30,6 +30,11 @@ at::Tensor dense_add(torch::nn::Linear& layer, const at::Tensor& x, const at::Te
 // share one split over the cores (one hand-off instead of one per layer, and
 // products too small to split alone are split too); otherwise dense() each.
 std::vector<at::Tensor> dense_each(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x);
+// With gradients, dense_each's bias-free layers form one autograd node whose
+// backward is one product for x's gradient and one for the weights' (grouped, the
+// default); separate: dense() each, their input gradients summed by autograd.
+void set_grouped_projections(bool grouped);
+bool grouped_projections();
 
 // How many column parts dense() uses for an [rows x k] x [k x n] product
 // (matrix_threads() when set, else by shape and BLAS threading).

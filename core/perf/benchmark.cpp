@@ -14,6 +14,7 @@
 #include "nn/model_cost.h"
 #include "nn/fused_inference.h"
 #include "nn/bf16_gemm.h"
+#include "nn/dense.h"
 #include "nn/bf16_weights.h"
 #include "nn/training_kernels.h"
 #include "nn/pair_kernels.h"
@@ -95,6 +96,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.pair_kernels = pair_kernels_name(pair_kernels());
   result.fused_inference = fused_inference_enabled();
   result.training_kernels = training_kernels_enabled();
+  result.grouped_projections = grouped_projections();
   result.precision = dense_precision_name(dense_precision());  // inference: bfloat16 offset matrices (below)
   result.matrix_threads = matrix_threads();
   result.freed_memory = freed_memory_name(freed_memory());
@@ -229,7 +231,7 @@ std::string BenchResult::to_json() const {
                 "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
                 "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\","
                 "\"last_block\":\"%s\",\"split_batch\":\"%s\",\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
-                "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\",\"precision\":\"%s\","
+                "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\",\"projections\":\"%s\",\"precision\":\"%s\","
                 "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f,\"cpu_steal\":%.4f}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
@@ -238,7 +240,7 @@ std::string BenchResult::to_json() const {
                 fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
                 options.fused_optimizer ? "fused-adamw" : "adamw", cls_only_last_block ? "cls" : "all", split_batch ? "on" : "off", forward_ms, backward_ms, optimizer_ms,
                 raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", pair_kernels.c_str(),
-                fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", precision.c_str(), matrix_threads, blas_threads, blas_core.c_str(),
+                fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", grouped_projections ? "grouped" : "separate", precision.c_str(), matrix_threads, blas_threads, blas_core.c_str(),
                 freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative, cpu_steal);
   return buffer;
 }

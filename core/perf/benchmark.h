@@ -58,6 +58,7 @@ struct BenchResult {
   bool row_gemm = true;       // small per-matrix products on the engine's kernel (nn/row_gemm.h)
   std::string pair_kernels = "blocked";  // where the per-pair arithmetic ran (nn/pair_kernels.h)
   bool fused_inference = true;  // a forward without gradients in the engine's passes (nn/fused_inference.h)
+  bool grouped_projections = true;  // dense_each with gradients as one node (nn/dense.h)
   bool training_kernels = true;  // GELU, LayerNorm, softmax, self-attention with gradients in the engine's passes
   std::string precision = "fp32";  // training: the dense layers' products (nn/bf16_gemm.h); inference: the
                                    // offset matrices read as bfloat16 (nn/bf16_weights.h)

@@ -10,6 +10,7 @@
 
 #include <torch/autograd.h>
 
+#include "nn/bf16_gemm.h"
 #include "nn/dense.h"
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
@@ -140,6 +141,86 @@ TEST(Dense, SecondOrderGradientsMatchTheLinearLayerInDouble) {
   const at::Tensor reference = second_order(xr, at::linear(xr, w, layer->bias.detach()), w);
   EXPECT_LT(max_relative_error(split, reference), 1e-12);
   set_matrix_threads(0);
+}
+
+// dense_each with gradients: bias-free layers of one input as one node (LoR's
+// shared and low-rank projections), one output left without a gradient. In double
+// its outputs and gradients are at::linear's, first order (the raw products) and
+// second order (create_graph: ATen's); in bf16 precision close to them.
+struct GroupedLayers {
+  explicit GroupedLayers(at::ScalarType type) {
+    at::manual_seed(9);
+    for (const int64_t out : {48, 24, 48, 9}) {
+      layers.emplace_back(torch::nn::LinearOptions(kIn, out).bias(false));
+      layers.back()->to(type);
+      probes.push_back(at::randn({3, 17, out}, type));
+    }
+    for (auto& layer : layers) pointers.push_back(&layer);
+    x0 = at::randn({3, 17, kIn}, type);
+    v = at::randn({3, 17, kIn}, type);
+  }
+  // sum_i <y_i, probe_i> over every output but the third.
+  at::Tensor loss(const std::vector<at::Tensor>& ys) const {
+    at::Tensor total = at::zeros({}, ys[0].options());
+    for (size_t i = 0; i < ys.size(); ++i)
+      if (i != 2) total = total + (ys[i] * probes[i]).sum();
+    return total;
+  }
+  // {outputs..., dL/dx, dL/dW_i..., d<dL/dx, v>/dW_0}: grouped (dense_each) or reference (at::linear).
+  std::vector<at::Tensor> run(bool grouped, bool second_order) {
+    const at::Tensor x = x0.clone().requires_grad_(true);
+    std::vector<at::Tensor> ws, ys;
+    for (auto& layer : layers)
+      ws.push_back(grouped ? layer->weight : layer->weight.detach().clone().requires_grad_(true));
+    if (grouped) ys = dense_each(pointers, x);
+    else
+      for (const at::Tensor& w : ws) ys.push_back(at::linear(x, w));
+    std::vector<at::Tensor> wrt{x}, out;
+    wrt.insert(wrt.end(), ws.begin(), ws.end());
+    for (const at::Tensor& y : ys) out.push_back(y.detach());
+    const std::vector<at::Tensor> grads = torch::autograd::grad({loss(ys)}, wrt, {}, true, second_order, true);
+    for (size_t i = 0; i < grads.size(); ++i)  // the third weight's: zeros, or none
+      out.push_back(grads[i].defined() ? grads[i].detach() : at::zeros_like(wrt[i]));
+    if (second_order) out.push_back(torch::autograd::grad({(grads[0] * v).sum()}, {ws[0]})[0]);
+    if (grouped) grad_fn = ys[0].grad_fn() ? ys[0].grad_fn()->name() : "";
+    return out;
+  }
+  static constexpr int64_t kIn = 40;
+  std::vector<torch::nn::Linear> layers;
+  std::vector<torch::nn::Linear*> pointers;
+  std::vector<at::Tensor> probes;
+  at::Tensor x0, v;
+  std::string grad_fn;
+};
+
+TEST(Dense, GroupedProjectionsMatchTheLinearLayersInDouble) {
+  GroupedLayers g(at::kDouble);
+  for (const bool second_order : {false, true})
+    for (const int threads : {1, 2}) {
+      SCOPED_TRACE(std::to_string(threads) + " thread(s)" + (second_order ? ", second order" : ""));
+      set_matrix_threads(threads);
+      const std::vector<at::Tensor> grouped = g.run(true, second_order), reference = g.run(false, second_order);
+      EXPECT_NE(g.grad_fn.find("DenseEach"), std::string::npos) << g.grad_fn;
+      ASSERT_EQ(grouped.size(), reference.size());
+      for (size_t i = 0; i < grouped.size(); ++i)
+        EXPECT_LT(max_relative_error(grouped[i], reference[i]), 1e-12) << "value " << i;
+    }
+  set_matrix_threads(0);
+  set_grouped_projections(false);
+  g.run(true, false);
+  EXPECT_EQ(g.grad_fn.find("DenseEach"), std::string::npos) << "separate: " << g.grad_fn;
+  set_grouped_projections(true);
+}
+
+TEST(Dense, GroupedProjectionsInBf16PrecisionStayCloseToFp32) {
+  if (!bf16_gemm_available()) GTEST_SKIP() << "no AMX bfloat16 tiles on this CPU";
+  GroupedLayers g(at::kFloat);
+  const std::vector<at::Tensor> reference = g.run(false, false);
+  ScopedDensePrecision bf16(DensePrecision::Bf16);
+  const std::vector<at::Tensor> grouped = g.run(true, false);
+  EXPECT_NE(g.grad_fn.find("DenseEach"), std::string::npos) << g.grad_fn;
+  for (size_t i = 0; i < grouped.size(); ++i)
+    EXPECT_LT(max_relative_error(grouped[i], reference[i]), 2e-2) << "value " << i;
 }
 
 TEST(HelperThreads, EveryPartRunsOnceFromConcurrentCallersAndErrorsComeBack) {

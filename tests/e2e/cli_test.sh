@@ -94,7 +94,7 @@ fi
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --optimizer adamw --json)
 check "bench --optimizer adamw" grep -q '"optimizer":"adamw"' <<<"$bench"
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --gemm aten --row-gemm off --pair-kernels fused --inference-kernels aten --training-kernels aten --matrix-threads 3 --json)
-check "bench --gemm/--row-gemm/--pair-kernels/--inference-kernels/--training-kernels/--matrix-threads are reported" grep -q '"gemm":"aten","row_gemm":"off","pair_kernels":"fused","inference_kernels":"aten","training_kernels":"aten","precision":"fp32","matrix_threads":3' <<<"$bench"
+check "bench --gemm/--row-gemm/--pair-kernels/--inference-kernels/--training-kernels/--matrix-threads are reported" grep -q '"gemm":"aten","row_gemm":"off","pair_kernels":"fused","inference_kernels":"aten","training_kernels":"aten","projections":"grouped","precision":"fp32","matrix_threads":3' <<<"$bench"
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare inference-kernels --json)
 check "bench --compare inference-kernels alternates in one process (fused by default)" grep -qE '"inference_kernels":"fused",.*"compare":"inference-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
 bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 2 --warmup 0 --compare training-kernels --json)
@@ -128,6 +128,9 @@ if grep -qw avx512f /proc/cpuinfo; then
 fi
 check "bench rejects a bad --row-gemm" bash -c "out=\$(\"$cli\" bench --model attention --row-gemm maybe 2>&1); test \$? -ne 0 && grep -q \"unknown --row-gemm 'maybe'\" <<<\"\$out\""
 check "bench rejects zero matrix threads" bash -c "out=\$(\"$cli\" bench --model attention --matrix-threads 0 2>&1); test \$? -ne 0 && grep -q 'matrix-threads must be auto or at least 1' <<<\"\$out\""
+bench=$("$cli" bench --model lor --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 2 --warmup 0 --compare projections --json)
+check "bench --compare projections alternates grouped and separate projections" grep -qE '"projections":"grouped",.*"compare":"projections","ms_per_step_alternative":[0-9]' <<<"$bench"
+check "bench --projections needs training" bash -c "out=\$(\"$cli\" bench --model lor --preset tiny --image 28 --patch 7 --projections separate 2>&1); test \$? -ne 0 && grep -q 'apply to --mode train' <<<\"\$out\""
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --compare pair-kernels --json)
 check "bench --compare alternates in one process" grep -qE '"compare":"pair-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
 bench=$(env -u TRANSLUTION_KEEP_FREED_MEMORY "$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare matrix-threads --json)
