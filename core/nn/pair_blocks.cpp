@@ -131,6 +131,7 @@ TRANSLUTION_PAIR_LOOP(block_dots)
 TRANSLUTION_PAIR_LOOP(block_dots_backward)
 TRANSLUTION_PAIR_LOOP(block_weighted_sum)
 TRANSLUTION_PAIR_LOOP(block_weighted_sum_backward)
+TRANSLUTION_PAIR_LOOP(block_scatter_add)
 #undef TRANSLUTION_PAIR_LOOP
 
 int64_t rows_of(const PairTable& t, size_t e) { return (*t.offset)[e + 1] - (*t.offset)[e]; }
@@ -206,11 +207,11 @@ template <typename T>
 void side_block_backward(const PairSide& s, const PairTable& t, size_t e, const T* ds, T* gathered, T* dgathered,
                          T* dx, T* dbank) {
   const int64_t o = (*t.offset)[e], n = rows_of(t, e), B = s.xt.size(1), C = s.xt.size(2);
-  if (!s.relative()) return scatter_add_block(ds, s.rows, o, o + n, B * C, dx);
+  if (!s.relative()) return block_scatter_add_on_cpu<T>(n, B * C, ds, s.rows + o, dx);
   const int64_t D = s.bank.size(2), w = int64_t(e) * C * D;
   gather_block(s.xt.data_ptr<T>(), s.rows, o, o + n, B * C, gathered);
   matrix_gradients<T>(n * B, C, D, gathered, ds, s.bank.data_ptr<T>() + w, dbank + w, dgathered, s.bf16);
-  scatter_add_block(dgathered, s.rows, o, o + n, B * C, dx);
+  block_scatter_add_on_cpu<T>(n, B * C, static_cast<const T*>(dgathered), s.rows + o, dx);
 }
 
 at::Tensor sum_parts(const at::Tensor& parts) { return parts.size(0) == 1 ? parts[0] : parts.sum(0); }
