@@ -46,9 +46,17 @@ for t in 1 2; do
     TRANSLUTION_THREADS=$t "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 10 --json
   done
 done
-# The engine's CPU paths against their plain-ATen fallbacks, steps alternating in one process.
+# The pair arithmetic inside each matrix's block of rows (nn/pair_blocks.h) against separate passes
+# over all rows, and a LoR layer's projections as one autograd node against one each, steps
+# alternating in one process; then the raw products against at::mm.
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare pair-kernels --json
+"$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --warmup 5 --compare pair-kernels --json
 "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare pair-kernels --json
+"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare projections --json
+if grep -q ' amx_bf16 ' /proc/cpuinfo; then
+  "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision bf16 --compare pair-kernels --json
+  "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision bf16 --compare projections --json
+fi
 "$cli" bench --model attention "${common[@]}" --mode train --batch 32 --steps 20 --warmup 1 --compare gemm --json
 # Memory for time: backward recomputes the pair rows (alone, for its peak; then alternating, for its time).
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --recompute --json
