@@ -292,13 +292,16 @@ void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Ten
 // one product whose rows are the layers'.
 class DenseEach : public torch::autograd::Function<DenseEach> {
  public:
+  // parts: the backward's split (its products span every layer's columns); each forward
+  // product splits as dense() would split it alone.
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList weights, int64_t parts,
                                bool bf16) {
     const at::Tensor none = at::empty({0}, x.options());
+    const int64_t K = x.size(-1), M = x.numel() / K;
     std::vector<at::Tensor> saved{x};
     variable_list out;
     for (const at::Tensor& w : weights) {
-      out.push_back(bf16 ? bf16_product(x, w, none) : product(x, w, none, int(parts), false));
+      out.push_back(bf16 ? bf16_product(x, w, none) : product(x, w, none, dense_parts(M, w.size(0), K), false));
       saved.push_back(w);
     }
     ctx->save_for_backward(saved);
@@ -312,35 +315,37 @@ class DenseEach : public torch::autograd::Function<DenseEach> {
     const at::Tensor& x = saved[0];
     const std::vector<at::Tensor> weights(saved.begin() + 1, saved.end());
     const int64_t K = x.size(-1), M = x.numel() / K;
-    std::vector<at::Tensor> dys;
-    for (size_t i = 0; i < weights.size(); ++i) {
-      const int64_t N = weights[i].size(0);
-      dys.push_back(grads[i].defined() ? grads[i].reshape({M, N}) : at::zeros({M, N}, x.options()));
-    }
+    std::vector<at::Tensor> dys;  // every one defined: autograd gives zeros for unused outputs
+    for (size_t i = 0; i < weights.size(); ++i) dys.push_back(grads[i].reshape({M, weights[i].size(0)}));
     const at::Tensor dy = at::cat(dys, 1), w = at::cat(weights, 0);  // [M, total], [total, K]
     const int64_t total = w.size(0);
+    bool weight_grad = false;
+    for (size_t i = 0; i < weights.size(); ++i) weight_grad = weight_grad || ctx->needs_input_grad(1 + i);
     at::Tensor dx, dw;
     if (at::GradMode::is_enabled()) {  // create_graph: the gradients must be differentiable themselves
       if (ctx->needs_input_grad(0)) dx = dy.mm(w).view(x.sizes());
-      dw = dy.t().mm(x.reshape({M, K}));
+      if (weight_grad) dw = dy.t().mm(x.reshape({M, K}));
     } else {
       if (ctx->needs_input_grad(0)) dx = at::empty_like(x, at::MemoryFormat::Contiguous);
-      dw = at::empty({total, K}, x.options());
+      if (weight_grad) dw = at::empty({total, K}, x.options());
       if (ctx->saved_data["bf16"].toBool()) {
         const float *dyp = dy.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
         if (dx.defined()) bf16_gemm(false, false, M, K, total, dyp, total, wp, K, dx.data_ptr<float>(), K, bf16_gemm_parts());
-        bf16_gemm(true, false, total, K, M, dyp, total, xp, K, dw.data_ptr<float>(), K, bf16_gemm_parts());
+        if (dw.defined()) bf16_gemm(true, false, total, K, M, dyp, total, xp, K, dw.data_ptr<float>(), K, bf16_gemm_parts());
       } else {
         AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dense_each_backward", [&] {
-          split_gradients<scalar_t>(dy, x, w, dx.defined() ? &dx : nullptr, &dw, int(ctx->saved_data["parts"].toInt()));
+          split_gradients<scalar_t>(dy, x, w, dx.defined() ? &dx : nullptr, dw.defined() ? &dw : nullptr,
+                                    int(ctx->saved_data["parts"].toInt()));
         });
       }
     }
+    // Each weight's gradient is its rows of dw (views sharing dw's memory).
     variable_list result{dx};
     int64_t first = 0;
-    for (const at::Tensor& layer_w : weights) {
-      result.push_back(dw.narrow(0, first, layer_w.size(0)));
-      first += layer_w.size(0);
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const int64_t N = weights[i].size(0);
+      result.push_back(dw.defined() && ctx->needs_input_grad(1 + i) ? dw.narrow(0, first, N) : at::Tensor());
+      first += N;
     }
     result.push_back(at::Tensor());  // parts
     result.push_back(at::Tensor());  // bf16

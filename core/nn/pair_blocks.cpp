@@ -18,6 +18,7 @@
 #include "nn/relative_ops.h"
 #include "nn/short_vectors.h"
 #include "util/device.h"
+#include "util/error.h"
 #include "util/helper_threads.h"
 
 namespace translution {
@@ -133,6 +134,8 @@ TRANSLUTION_PAIR_LOOP(block_weighted_sum)
 TRANSLUTION_PAIR_LOOP(block_weighted_sum_backward)
 TRANSLUTION_PAIR_LOOP(block_scatter_add)
 #undef TRANSLUTION_PAIR_LOOP
+
+thread_local int64_t t_calls = 0;
 
 int64_t rows_of(const PairTable& t, size_t e) { return (*t.offset)[e + 1] - (*t.offset)[e]; }
 size_t matrices(const PairTable& t) { return t.offset->size() - 1; }
@@ -251,6 +254,8 @@ at::Tensor planes_to_grid(const PairTable& t, const at::Tensor& planes, int64_t 
 
 }  // namespace
 
+int64_t pair_block_calls() { return t_calls; }
+
 bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors) {
   if (pair_kernels() != PairKernels::Blocked || projection_algorithm() == ProjectionAlgorithm::AllTokens) return false;
   const at::ScalarType type = (*tensors.begin())->scalar_type();
@@ -262,13 +267,17 @@ bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors) {
 }
 
 at::Tensor blocked_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H, bool keep) {
+  ++t_calls;
+  if (width(q) != width(k) || width(q) % H != 0)
+    throw Error("internal: relative logits of " + std::to_string(width(q)) + "- and " + std::to_string(width(k)) +
+                "-wide rows over " + std::to_string(H) + " heads");
   const int64_t B = q.xt.size(1), D = width(q), R = t.offset->back(), w = D / H;
   for (PairSide* s : {&q, &k})
     s->saved = keep && s->relative() ? at::empty({R, B, D}, s->xt.options()) : at::Tensor();
   at::Tensor planes = at::empty({B * H, R}, q.xt.options());
   const int64_t block = most_rows(*t.offset) * B, C = std::max(q.xt.size(2), k.xt.size(2));
   const int parts = block_parts(t, {&q, &k});
-  const Scratch scratch(parts, block * (C + 2 * D), q.xt.element_size());
+  const Scratch scratch(parts, block * (C + 2 * D + H), q.xt.element_size());
   AT_DISPATCH_FLOATING_TYPES(q.xt.scalar_type(), "blocked_logits", [&] {
     scalar_t* dots = planes.data_ptr<scalar_t>();
     // Matrices claimed four at a time as each core comes free: each writes its own pairs.
@@ -279,7 +288,7 @@ at::Tensor blocked_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t 
       scalar_t *qs = gathered + block * C, *ks = qs + block * D;
       const scalar_t* Q = side_block(q, t, e, next, gathered, block_target(q, t, e, qs));
       const scalar_t* K = side_block(k, t, e, next, gathered, block_target(k, t, e, ks));
-      block_dots_on_cpu<scalar_t>(n, B, H, w, Q, K, R, dots + o);
+      block_dots_on_cpu<scalar_t>(n, B, H, w, Q, K, R, dots + o, ks + block * D);
     });
   });
   return planes_to_grid(t, planes, B, H);
@@ -287,6 +296,7 @@ at::Tensor blocked_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t 
 
 std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const PairSide& q, const PairSide& k,
                                                   const at::Tensor& grad_in) {
+  ++t_calls;
   const int64_t B = q.xt.size(1), D = width(q), H = grad_in.size(1), R = t.offset->back(), w = D / H;
   const at::Tensor grad = grid_to_planes(t, grad_in);
   const int64_t block = most_rows(*t.offset) * B, C = std::max(q.xt.size(2), k.xt.size(2));
@@ -295,7 +305,7 @@ std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const Pair
   at::Tensor dk = at::zeros({parts, k.xt.size(0), B, k.xt.size(2)}, k.xt.options());
   at::Tensor dq_bank = q.relative() ? bank_gradient_buffer(q.bank, *t.offset) : at::Tensor();
   at::Tensor dk_bank = k.relative() ? bank_gradient_buffer(k.bank, *t.offset) : at::Tensor();
-  const Scratch scratch(parts, block * (2 * C + 4 * D), q.xt.element_size());
+  const Scratch scratch(parts, block * (2 * C + 4 * D + H), q.xt.element_size());
   AT_DISPATCH_FLOATING_TYPES(q.xt.scalar_type(), "blocked_logits_backward", [&] {
     const scalar_t* gp = grad.data_ptr<scalar_t>();
     scalar_t* dqb = dq_bank.defined() ? dq_bank.data_ptr<scalar_t>() : nullptr;
@@ -310,9 +320,10 @@ std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const Pair
       for (size_t e = first; e < last; ++e) {
         const int64_t n = rows_of(t, e), o = (*t.offset)[e];
         if (n == 0) continue;
-        const scalar_t* Q = q.saved.defined() ? block_target(q, t, e, qs) : side_block(q, t, e, last, gathered, qs);
-        const scalar_t* K = k.saved.defined() ? block_target(k, t, e, ks) : side_block(k, t, e, last, gathered, ks);
-        block_dots_backward_on_cpu<scalar_t>(n, B, H, w, Q, K, R, gp + o, dqs, dks);
+        const size_t next = e + 1 < last ? e + 1 : matrices(t);  // this part's next matrix, streamed meanwhile
+        const scalar_t* Q = q.saved.defined() ? block_target(q, t, e, qs) : side_block(q, t, e, next, gathered, qs);
+        const scalar_t* K = k.saved.defined() ? block_target(k, t, e, ks) : side_block(k, t, e, next, gathered, ks);
+        block_dots_backward_on_cpu<scalar_t>(n, B, H, w, Q, K, R, gp + o, dqs, dks, dks + block * D);
         side_block_backward(q, t, e, dqs, gathered, dgathered, dqx, dqb);
         side_block_backward(k, t, e, dks, gathered, dgathered, dkx, dkb);
       }
@@ -322,6 +333,7 @@ std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const Pair
 }
 
 at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSide& v, bool head_sliced, bool keep) {
+  ++t_calls;
   const int64_t B = alpha_in.size(0), H = alpha_in.size(1), M = t.queries, D = width(v), R = t.offset->back();
   const at::Tensor alpha = grid_to_planes(t, alpha_in);
   const int64_t w = head_sliced ? D / H : D;
@@ -330,7 +342,7 @@ at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSi
   const int parts = block_parts(t, {&v});
   // Rows of different matrices add into the same query: each part into its own output.
   at::Tensor out = at::zeros({parts, M, B, H, w}, v.xt.options());
-  const Scratch scratch(parts, block * (C + D), v.xt.element_size());
+  const Scratch scratch(parts, block * (C + D + H), v.xt.element_size());
   AT_DISPATCH_FLOATING_TYPES(v.xt.scalar_type(), "blocked_values", [&] {
     const scalar_t* ap = alpha.data_ptr<scalar_t>();
     for_matrix_parts(*t.offset, parts, [&](size_t first, size_t last, int part) {
@@ -341,7 +353,8 @@ at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSi
         if (n == 0) continue;
         const scalar_t* V = side_block(v, t, e, e + 1 < last ? e + 1 : matrices(t), gathered,
                                        block_target(v, t, e, gathered + block * C));
-        block_weighted_sum_on_cpu<scalar_t>(n, B, H, w, head_sliced, V, t.query + o, R, ap + o, out_part);
+        block_weighted_sum_on_cpu<scalar_t>(n, B, H, w, head_sliced, V, t.query + o, R, ap + o, out_part,
+                                            gathered + block * (C + D));
       }
     });
   });
@@ -350,6 +363,7 @@ at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSi
 
 std::array<at::Tensor, 3> blocked_values_backward(const PairTable& t, const at::Tensor& alpha_in, const PairSide& v,
                                                   const at::Tensor& dout_in, bool head_sliced) {
+  ++t_calls;
   const at::Tensor alpha = grid_to_planes(t, alpha_in), dout = dout_in.contiguous();  // [B H, R], [M, B, H, w]
   const int64_t B = alpha_in.size(0), H = alpha_in.size(1), R = t.offset->back(), D = width(v);
   const int64_t w = head_sliced ? D / H : D;
@@ -358,7 +372,7 @@ std::array<at::Tensor, 3> blocked_values_backward(const PairTable& t, const at::
   at::Tensor dalpha = at::empty({B * H, R}, alpha.options());
   at::Tensor dx = at::zeros({parts, v.xt.size(0), B, C}, v.xt.options());
   at::Tensor dbank = bank_gradient_buffer(v.bank, *t.offset);
-  const Scratch scratch(parts, block * (2 * C + 2 * D), v.xt.element_size());
+  const Scratch scratch(parts, block * (2 * C + 2 * D + 2 * H), v.xt.element_size());
   AT_DISPATCH_FLOATING_TYPES(v.xt.scalar_type(), "blocked_values_backward", [&] {
     const scalar_t *ap = alpha.data_ptr<scalar_t>(), *gp = dout.data_ptr<scalar_t>();
     scalar_t *dap = dalpha.data_ptr<scalar_t>(), *dbp = dbank.data_ptr<scalar_t>();
@@ -369,9 +383,10 @@ std::array<at::Tensor, 3> blocked_values_backward(const PairTable& t, const at::
       for (size_t e = first; e < last; ++e) {
         const int64_t n = rows_of(t, e), o = (*t.offset)[e];
         if (n == 0) continue;
-        const scalar_t* V = v.saved.defined() ? block_target(v, t, e, vs) : side_block(v, t, e, last, gathered, vs);
+        const size_t next = e + 1 < last ? e + 1 : matrices(t);
+        const scalar_t* V = v.saved.defined() ? block_target(v, t, e, vs) : side_block(v, t, e, next, gathered, vs);
         block_weighted_sum_backward_on_cpu<scalar_t>(n, B, H, w, head_sliced, V, t.query + o, R, ap + o, gp,
-                                                     dap + o, dvs);
+                                                     dap + o, dvs, dvs + block * D);
         side_block_backward(v, t, e, dvs, gathered, dgathered, dx_part, dbp);
       }
     });

@@ -3,7 +3,7 @@
 // float, where it runs its AVX-512 helpers on a CPU that has them: head widths
 // with 256-bit tails (LoR's 8 and 24), whole 512-bit chunks, and odd tails done
 // value by value; both sides relative, or one plain; every query or the first
-// few; matrices split over parts. The double-precision proof against the
+// few; batches of one and three; matrices split over parts. The double-precision proof against the
 // paper's equations is attention_exactness_test.cpp.
 #include <string>
 #include <vector>
@@ -12,6 +12,7 @@
 
 #include <ATen/ATen.h>
 
+#include "nn/pair_blocks.h"
 #include "nn/pair_kernels.h"
 #include "nn/relative_ops.h"
 #include "nn/token_layout.h"
@@ -25,14 +26,15 @@ namespace {
 using test_support::max_relative_error;
 
 struct Shape {
-  int64_t heads, width;  // per-head slice of a row
-  bool head_sliced;      // values: head h weighs its own slice (Translution) or all of v (LoR)
-  bool plain_key;        // logits: the key side plain vectors, not projected
+  int64_t heads, width;      // per-head slice of a row
+  bool head_sliced;          // values: head h weighs its own slice (Translution) or all of v (LoR)
+  bool plain_key;            // logits: the key side plain vectors, not projected
+  bool plain_query = false;  // ... or the query side
 };
 
 std::string describe(const Shape& s) {
   return std::to_string(s.heads) + " heads of " + std::to_string(s.width) + (s.head_sliced ? ", sliced" : "") +
-         (s.plain_key ? ", plain keys" : "");
+         (s.plain_key ? ", plain keys" : "") + (s.plain_query ? ", plain queries" : "");
 }
 
 // Forward outputs and every input's gradient of both operators under one setting.
@@ -55,14 +57,14 @@ std::vector<at::Tensor> run(PairKernels kernels, const PairOrder& order, const s
   return out;
 }
 
-void compare(const PairOrder& order, const Shape& s, at::ScalarType type, double tolerance) {
-  const int64_t B = 3, N = order.tokens, M = order.queries, C = 7, D = s.heads * s.width;
+void compare(const PairOrder& order, const Shape& s, at::ScalarType type, double tolerance, int64_t B = 3) {
+  const int64_t N = order.tokens, M = order.queries, C = 7, D = s.heads * s.width;
   const int64_t E = int64_t(order.entry_offset.size()) - 1;
   at::manual_seed(11);
   const auto options = at::TensorOptions().dtype(type);
   std::vector<at::Tensor> inputs{
-      at::randn({B, M, C}, options),                                                   // xq (the queries' rows)
-      at::randn({E, C, D}, options),                                                   // wq
+      s.plain_query ? at::randn({B, M, D}, options) : at::randn({B, M, C}, options),  // xq (the queries' rows)
+      s.plain_query ? at::Tensor() : at::randn({E, C, D}, options),                   // wq
       s.plain_key ? at::randn({B, N, D}, options) : at::randn({B, N, C}, options),      // xk
       s.plain_key ? at::Tensor() : at::randn({E, C, D}, options),                      // wk
       at::softmax(at::randn({B, s.heads, M, N}, options), -1),                          // alpha
@@ -70,7 +72,10 @@ void compare(const PairOrder& order, const Shape& s, at::ScalarType type, double
       at::randn({E, C, D}, options)};                                                  // wv
   const std::vector<at::Tensor> reference = run(PairKernels::Aten, order, inputs, s);
   for (const PairKernels kernels : {PairKernels::Blocked, PairKernels::Fused}) {
+    const int64_t calls = pair_block_calls();
     const std::vector<at::Tensor> tested = run(kernels, order, inputs, s);
+    // Both operators forward and backward inside the blocks, or none of them.
+    EXPECT_EQ(pair_block_calls() - calls, kernels == PairKernels::Blocked ? 4 : 0) << pair_kernels_name(kernels);
     ASSERT_EQ(tested.size(), reference.size());
     for (size_t i = 0; i < tested.size(); ++i)
       EXPECT_LT(max_relative_error(tested[i], reference[i]), tolerance)
@@ -96,6 +101,7 @@ const std::vector<Shape> kShapes = {
     {1, 20, false, false},  // 16 + 4
     {2, 9, false, true},    // values 16 + 2
     {4, 13, true, true},
+    {3, 8, false, false, true},  // a plain query side
 };
 
 TEST_F(PairBlocks, FloatMatchesSeparatePassesAndAtenExpressions) {
@@ -105,10 +111,12 @@ TEST_F(PairBlocks, FloatMatchesSeparatePassesAndAtenExpressions) {
     const PairOrder order = make_pair_order(table, queries);
     for (const int threads : {1, 3}) {
       set_matrix_threads(threads);
-      for (const Shape& s : kShapes) {
-        SCOPED_TRACE(std::to_string(queries) + " queries, " + std::to_string(threads) + " thread(s)");
-        compare(order, s, at::kFloat, 2e-5);
-      }
+      for (const Shape& s : kShapes)
+        for (const int64_t batch : {int64_t(1), int64_t(3)}) {
+          SCOPED_TRACE(std::to_string(queries) + " queries, " + std::to_string(threads) + " thread(s), batch " +
+                       std::to_string(batch));
+          compare(order, s, at::kFloat, 2e-5, batch);
+        }
     }
   }
 }
