@@ -12,6 +12,7 @@
 
 #include <ATen/ATen.h>
 
+#include "nn/bf16_gemm.h"
 #include "nn/pair_blocks.h"
 #include "nn/pair_kernels.h"
 #include "nn/relative_ops.h"
@@ -119,6 +120,29 @@ TEST_F(PairBlocks, FloatMatchesSeparatePassesAndAtenExpressions) {
         }
     }
   }
+}
+
+// In bf16 precision (training), banks of at least 64 x 64 multiply on AMX tiles
+// (nn/bf16_gemm.h), inside the blocks as in the separate passes: the same products,
+// the pair arithmetic on other kernels.
+TEST_F(PairBlocks, Bf16PrecisionMatchesSeparatePasses) {
+  if (!bf16_gemm_available()) GTEST_SKIP() << "no AMX bfloat16 tiles on this CPU";
+  const RelativeTable table = make_relative_table(TokenLayout::grid(3, 4, true));
+  const PairOrder order = make_pair_order(table);
+  const int64_t B = 2, N = table.tokens(), C = 64, H = 2, E = table.entries;
+  at::manual_seed(5);
+  std::vector<at::Tensor> inputs{at::randn({B, N, C}), at::randn({E, C, C}) * 0.1, at::randn({B, N, C}),
+                                 at::randn({E, C, C}) * 0.1, at::softmax(at::randn({B, H, N, N}), -1),
+                                 at::randn({B, N, C}), at::randn({E, C, C}) * 0.1};
+  const Shape s{H, C / H, true, false};
+  const std::vector<at::Tensor> fp32 = run(PairKernels::Blocked, order, inputs, s);
+  ScopedDensePrecision bf16(DensePrecision::Bf16);
+  const std::vector<at::Tensor> fused = run(PairKernels::Fused, order, inputs, s);
+  const int64_t calls = pair_block_calls();
+  const std::vector<at::Tensor> blocked = run(PairKernels::Blocked, order, inputs, s);
+  EXPECT_EQ(pair_block_calls() - calls, 4);
+  for (size_t i = 0; i < blocked.size(); ++i) EXPECT_LT(max_relative_error(blocked[i], fused[i]), 1e-5) << "output " << i;
+  EXPECT_GT(max_relative_error(blocked[0], fp32[0]), 1e-4) << "the products were rounded to bfloat16";
 }
 
 // Causal sequences leave pairs without a row: their logits and alpha gradients are 0.
