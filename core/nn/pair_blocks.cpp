@@ -332,10 +332,12 @@ std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const Pair
   return {sum_parts(dq), dq_bank, sum_parts(dk), dk_bank};
 }
 
-at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSide& v, bool head_sliced, bool keep) {
+at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSide& v, bool head_sliced, bool keep,
+                          at::Tensor* alpha_planes) {
   ++t_calls;
   const int64_t B = alpha_in.size(0), H = alpha_in.size(1), M = t.queries, D = width(v), R = t.offset->back();
   const at::Tensor alpha = grid_to_planes(t, alpha_in);
+  if (alpha_planes) *alpha_planes = alpha;
   const int64_t w = head_sliced ? D / H : D;
   v.saved = keep ? at::empty({R, B, D}, v.xt.options()) : at::Tensor();
   const int64_t block = most_rows(*t.offset) * B, C = v.xt.size(2);
@@ -361,11 +363,11 @@ at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSi
   return sum_parts(out);
 }
 
-std::array<at::Tensor, 3> blocked_values_backward(const PairTable& t, const at::Tensor& alpha_in, const PairSide& v,
+std::array<at::Tensor, 3> blocked_values_backward(const PairTable& t, const at::Tensor& alpha, const PairSide& v,
                                                   const at::Tensor& dout_in, bool head_sliced) {
   ++t_calls;
-  const at::Tensor alpha = grid_to_planes(t, alpha_in), dout = dout_in.contiguous();  // [B H, R], [M, B, H, w]
-  const int64_t B = alpha_in.size(0), H = alpha_in.size(1), R = t.offset->back(), D = width(v);
+  const at::Tensor dout = dout_in.contiguous();  // [M, B, H, w]; alpha: [B H, R]
+  const int64_t B = dout.size(1), H = dout.size(2), R = t.offset->back(), D = width(v);
   const int64_t w = head_sliced ? D / H : D;
   const int64_t block = most_rows(*t.offset) * B, C = v.xt.size(2);
   const int parts = block_parts(t, {&v});

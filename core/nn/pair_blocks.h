@@ -62,11 +62,14 @@ std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& table, const 
 
 // out[i, b, h] = sum_j alpha[b, h, i, j] v_ij: [M, B, H, D / H] (head_sliced: head h
 // weighs its slice of v) or [M, B, H, D] (every head weighs all of v). keep: v's
-// rows are written to its `saved`.
-at::Tensor blocked_values(const PairTable& table, const at::Tensor& alpha, PairSide& v, bool head_sliced, bool keep);
+// rows are written to its `saved`. alpha_planes, unless null, receives alpha's
+// pair-ordered planes ([B H, R]) for backward (no second copy of the grid there).
+at::Tensor blocked_values(const PairTable& table, const at::Tensor& alpha, PairSide& v, bool head_sliced, bool keep,
+                          at::Tensor* alpha_planes);
 
-// Given out's gradient ([M, B, H, *]): {dL/dalpha [B, H, M, N], dL/dv.xt, dL/dv.bank}.
-std::array<at::Tensor, 3> blocked_values_backward(const PairTable& table, const at::Tensor& alpha, const PairSide& v,
-                                                  const at::Tensor& dout, bool head_sliced);
+// Given out's gradient ([M, B, H, *]) and forward's alpha planes: {dL/dalpha [B, H, M, N],
+// dL/dv.xt, dL/dv.bank}.
+std::array<at::Tensor, 3> blocked_values_backward(const PairTable& table, const at::Tensor& alpha_planes,
+                                                  const PairSide& v, const at::Tensor& dout, bool head_sliced);
 
 }  // namespace translution

@@ -169,6 +169,12 @@ at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& o
   return ((rows.unsqueeze(1) * B + b.unsqueeze(0)) * E + entry_of_row.unsqueeze(1)).reshape({-1});
 }
 
+// The bank's bfloat16 copy that a forward without gradients (copies) reads instead
+// of it where one is in force (nn/bf16_weights.h), or null.
+const Bf16Bits* weight_copy(const at::Tensor& bank, const at::Tensor& xt, bool bf16, bool copies) {
+  return copies && !bf16 && xt.scalar_type() == at::kFloat ? bf16_weights_for(bank) : nullptr;
+}
+
 // x_row(r) W[entry(r)] for every sorted row r: [R, B, D]. xt: [N, B, C].
 // copies: a forward without gradients, which reads the bank's bfloat16 copy where
 // one is in force (nn/bf16_weights.h), per matrix whatever the algorithm; never a
@@ -176,7 +182,7 @@ at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& o
 at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
                         const std::vector<int64_t>& offset, bool bf16, bool copies) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
-  const Bf16Bits* w16 = copies && !bf16 && xt.scalar_type() == at::kFloat ? bf16_weights_for(bank) : nullptr;
+  const Bf16Bits* w16 = weight_copy(bank, xt, bf16, copies);
   if (project_every_token(bank, B) && !w16) {
     const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
     return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
@@ -321,7 +327,7 @@ PairSide pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tenso
   s.bank = has_bank(bank) ? bank : at::Tensor();
   s.rows = rows.data_ptr<int64_t>();
   s.bf16 = s.relative() && bf16 && bf16_bank(bank);
-  if (s.relative() && copies && !s.bf16 && xt.scalar_type() == at::kFloat) s.w16 = bf16_weights_for(bank);
+  if (s.relative()) s.w16 = weight_copy(bank, xt, s.bf16, copies);
   s.saved = saved;
   return s;
 }
@@ -394,8 +400,10 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     if (blocks_apply({&alpha, &xt, &bank}, pair_of_row)) {
       const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, M, xt.size(0));
       PairSide v = pair_side(xt, bank, source_of_row, bf16, copies);
-      const at::Tensor out = blocked_values(table, alpha, v, head_sliced, !copies && !g_recompute.load());
-      ctx->save_for_backward({xt, bank, v.saved, alpha, pair_of_row, query_of_row, source_of_row});
+      at::Tensor alpha_planes;  // for backward, where one may run
+      const at::Tensor out = blocked_values(table, alpha, v, head_sliced, !copies && !g_recompute.load(),
+                                            copies ? nullptr : &alpha_planes);
+      ctx->save_for_backward({xt, bank, v.saved, alpha_planes, pair_of_row, query_of_row, source_of_row});
       ctx->saved_data["bf16"] = v.bf16;
       ctx->saved_data["blocked"] = true;
       return head_sliced ? out.view({M, B, bank.size(2)}).transpose(0, 1) : out.transpose(0, 1);
@@ -418,9 +426,9 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
     const bool bf16 = ctx->saved_data["bf16"].toBool();
     const bool head_sliced = ctx->saved_data["head_sliced"].toBool();
-    if (ctx->saved_data.count("blocked")) {  // s[3] is alpha itself
+    if (ctx->saved_data.count("blocked")) {  // s[3] is alpha's pair-ordered planes [B H, R]
       const at::Tensor& alpha = s[3];
-      const int64_t M = alpha.size(2), B = alpha.size(0), H = alpha.size(1), D = bank.size(2);
+      const int64_t M = grads[0].size(1), B = grads[0].size(0), D = bank.size(2), H = alpha.size(0) / B;
       const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, M, xt.size(0));
       const PairSide v = pair_side(xt, bank, source_of_row, bf16, false, s[2]);
       const at::Tensor dout = head_sliced ? grads[0].transpose(0, 1).reshape({M, B, H, D / H}) : grads[0].transpose(0, 1);
