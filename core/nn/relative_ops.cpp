@@ -145,16 +145,26 @@ std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt_i
 // is projected by every matrix in one GEMM and the needed rows are picked: about
 // E/N = 3.4x the arithmetic, a few ops instead of hundreds. Straight to the BLAS
 // (CPU, the default) per-matrix wins at every shape measured, batch 1 included
-// (docs/benchmarks.md), so there it always runs.
+// (docs/benchmarks.md), so there it always runs. On a GPU each per-matrix product is
+// a kernel launch of a few microseconds' work, so a step costs about the same at any
+// batch, while the all-token product grows with the batch: on an H100, Translution
+// ViT-A/12 classified one image in 4.3-4.6 ms against 61-67 ms per matrix, trained at
+// batch 32 in 46-50 against 199-262 ms, but at batch 256 in 265-269 against 204-206
+// ms (docs/benchmarks.md, "Session 18"). The all-token product runs there while its
+// [N, B, E, D] intermediate is at most kAllTokenBytesOnGpu (Translution ViT-A/12: up
+// to batch 160; LoR's at any batch measured).
 std::atomic<ProjectionAlgorithm> g_algorithm{ProjectionAlgorithm::Auto};
 std::atomic<bool> g_recompute{false};
+constexpr int64_t kAllTokenBytesOnGpu = int64_t(1) << 30;
 
-bool project_every_token(const at::Tensor& bank, int64_t batch) {
+bool project_every_token(const at::Tensor& bank, int64_t tokens, int64_t batch) {
   switch (g_algorithm.load()) {
     case ProjectionAlgorithm::PerMatrix: return false;
     case ProjectionAlgorithm::AllTokens: return true;
     case ProjectionAlgorithm::Auto: break;
   }
+  if (bank.is_cuda())
+    return tokens * batch * bank.size(0) * bank.size(2) * int64_t(bank.element_size()) <= kAllTokenBytesOnGpu;
   if (raw_gemm_usable(bank)) return false;
   return bank.size(1) * bank.size(2) <= 64 * 64 && batch <= 8;
 }
@@ -183,7 +193,7 @@ at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::
                         const std::vector<int64_t>& offset, bool bf16, bool copies) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
   const Bf16Bits* w16 = weight_copy(bank, xt, bf16, copies);
-  if (project_every_token(bank, B) && !w16) {
+  if (project_every_token(bank, N, B) && !w16) {
     const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
     return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
   }
@@ -195,7 +205,7 @@ std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, co
                                                         const at::Tensor& bank, const std::vector<int64_t>& offset,
                                                         const at::Tensor& ds, bool bf16) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
-  if (project_every_token(bank, B)) {
+  if (project_every_token(bank, N, B)) {
     const at::Tensor dall = at::zeros({N * B * E, D}, ds.options())
                                 .index_add_(0, all_token_index(rows, offset, B), ds.reshape({-1, D}))
                                 .view({N * B, E * D});

@@ -76,7 +76,8 @@ int64_t peak_memory_bytes(const c10::Device& device) {
   if (device.is_cpu()) return proc_status_bytes("VmHWM:");
 #ifdef TRANSLUTION_WITH_CUDA
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-  return stats.allocated_bytes[size_t(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)].peak;
+  // Element 0 is StatType::AGGREGATE in every version; the enum's namespace moved in 2.x.
+  return stats.allocated_bytes.front().peak;
 #else
   return -1;
 #endif

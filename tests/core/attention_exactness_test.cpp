@@ -12,6 +12,7 @@
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
+#include "util/device.h"
 #include "util/helper_threads.h"
 
 using namespace translution;
@@ -82,6 +83,7 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
   }
   void check(const Case& c, bool retain_graph = false, bool create_graph = false);
   void check_queries(const Case& c, int64_t queries);
+  void check_on_cuda(const Case& c, int64_t queries);
 };
 
 // Both ways of computing relative projections must be exact. Each test runs its
@@ -145,6 +147,19 @@ TEST_P(AttentionExactness, FirstQueriesMatchNaiveReference) {
     SCOPED_TRACE("all-token projection");
     set_projection_algorithm(ProjectionAlgorithm::AllTokens);
     check_queries(GetParam(), queries);
+  }
+}
+
+// The same operators on the GPU (double precision there too) against the reference
+// computed on the CPU: every token, then the first token alone, with both ways of
+// computing relative projections. Skipped where LibTorch has no CUDA or no GPU is visible.
+TEST_P(AttentionExactness, OnCudaMatchesNaiveReference) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: this LibTorch is CPU-only or no GPU is visible";
+  for (const auto algorithm : {ProjectionAlgorithm::PerMatrix, ProjectionAlgorithm::AllTokens}) {
+    SCOPED_TRACE(algorithm == ProjectionAlgorithm::PerMatrix ? "per-matrix projections" : "all-token projections");
+    set_projection_algorithm(algorithm);
+    check_on_cuda(GetParam(), GetParam().layout.tokens());
+    check_on_cuda(GetParam(), 1);
   }
 }
 
@@ -253,6 +268,47 @@ void AttentionExactness::check_queries(const Case& c, int64_t queries) {
     ASSERT_TRUE(grad_naive[n].defined()) << what << " does not influence the reference";
     ASSERT_TRUE(grad_fast[n].defined()) << what << " has no gradient in the fast path";
     EXPECT_LT(max_relative_error(grad_fast[n], grad_naive[n]), 1e-9) << "gradient of " << what;
+  }
+}
+
+void AttentionExactness::check_on_cuda(const Case& c, int64_t queries) {
+  SCOPED_TRACE(std::to_string(queries) + " queries");
+  const AttentionSpec spec = case_spec(c);
+  auto reference = case_module(c);
+  auto module = case_module(c);  // the same seeded weights
+  const c10::Device gpu(c10::kCUDA, 0);
+  module->to(gpu);
+  const int64_t B = 2, N = c.layout.tokens();
+  const at::Tensor x = at::randn({B, N, c.shape.dim}, at::kDouble).requires_grad_(true);
+  const at::Tensor probe = at::randn({B, queries, c.shape.dim}, at::kDouble);
+  const at::Tensor x_gpu = x.detach().to(gpu).requires_grad_(true);
+
+  const at::Tensor naive = test_support::naive_attention(*reference, spec, c.shape, c.layout, x).narrow(1, 0, queries);
+  at::Tensor probs;
+  const at::Tensor fast = queries == N ? module->forward(x_gpu, &probs) : module->forward_queries(x_gpu, queries);
+  ASSERT_TRUE(fast.is_cuda());
+  ASSERT_EQ(fast.sizes(), naive.sizes());
+  EXPECT_LT(max_relative_error(fast.cpu(), naive), 1e-9) << "forward";
+  if (probs.defined()) {
+    EXPECT_LT((probs.sum(-1) - 1).abs().max().item<double>(), 1e-12);
+  }
+  {
+    at::NoGradGuard no_grad;
+    EXPECT_LT(max_relative_error(module->forward_queries(x_gpu, queries).cpu(), naive.detach()), 1e-9)
+        << "forward without gradients";
+  }
+
+  std::vector<at::Tensor> inputs{x}, inputs_gpu{x_gpu};
+  for (const auto& p : reference->parameters()) inputs.push_back(p);
+  for (const auto& p : module->parameters()) inputs_gpu.push_back(p);
+  const auto grad_naive = torch::autograd::grad({(naive * probe).sum()}, inputs, {}, false, false, true);
+  const auto grad_fast = torch::autograd::grad({(fast * probe.to(gpu)).sum()}, inputs_gpu, {}, false, false, true);
+  const auto names = module->named_parameters();
+  for (size_t n = 0; n < inputs.size(); ++n) {
+    const std::string what = n == 0 ? "input" : names[n - 1].key();
+    ASSERT_TRUE(grad_naive[n].defined()) << what << " does not influence the reference";
+    ASSERT_TRUE(grad_fast[n].defined()) << what << " has no gradient on the GPU";
+    EXPECT_LT(max_relative_error(grad_fast[n].cpu(), grad_naive[n]), 1e-9) << "gradient of " << what;
   }
 }
 

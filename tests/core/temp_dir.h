@@ -1,8 +1,11 @@
 #pragma once
 // A fresh directory per test, removed afterwards.
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,7 +15,9 @@ class TempDir {
  public:
   TempDir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "translution-test-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
+    const char* made = ::mkdtemp(pattern.data());
+    if (!made) throw std::runtime_error("cannot create a directory from " + pattern + ": " + std::strerror(errno));
+    path_ = made;
   }
   ~TempDir() {
     std::error_code ec;

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Builds and checks the engine on a machine with an NVIDIA GPU and a CUDA LibTorch, without Qt:
+#   1. configures and builds the engine, CLI and core tests (-DTRANSLUTION_BUILD_GUI=OFF), then
+#      provisions MNIST as scripts/setup.sh does (a machine without network needs the files in place);
+#   2. runs the CUDA tests (every operator on the GPU against the per-pair reference, the ViT and a
+#      training run on the GPU against the same on the CPU);
+#   3. measures the benchmarks of docs/benchmarks.md's table on the GPU (`translution bench --device cuda`);
+#   4. trains a small model on the GPU through the CLI and evaluates it;
+#   5. runs every other test (ctest: core tests and the CLI's end-to-end test).
+# Usage: scripts/cuda_check.sh [OUT_DIR]     (logs and bench.jsonl go there; default build-cuda/check)
+# Environment:
+#   CMAKE_PREFIX_PATH         where LibTorch (and any library not installed) is, ':'-separated
+#                             (default: python3's torch, torch.utils.cmake_prefix_path)
+#   TRANSLUTION_GTEST_SOURCE  a GoogleTest source tree, where the libgtest-dev package is absent
+#   TRANSLUTION_DATA          MNIST (default data/mnist); provisioned as scripts/setup.sh does
+#   TRANSLUTION_BUILD_DIR     build directory (default build-cuda)
+#   CUDA_CHECK_STEPS          the steps to run (default "build cuda bench train ctest")
+#   CUDA_CHECK_SECONDS        stop starting steps, and cut the running one, after this long (default 3000)
+# Every step's exit status is summarised at the end; the script exits non-zero if any failed.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${1:-${TRANSLUTION_BUILD_DIR:-$ROOT/build-cuda}/check}
+BUILD=${TRANSLUTION_BUILD_DIR:-$ROOT/build-cuda}
+DATA=${TRANSLUTION_DATA:-$ROOT/data/mnist}
+STEPS=${CUDA_CHECK_STEPS:-build cuda bench train ctest}
+DEADLINE=$((SECONDS + ${CUDA_CHECK_SECONDS:-3000}))
+CLI=$BUILD/app/translution
+export TRANSLUTION_DATA=$DATA
+mkdir -p "$OUT"
+summary=()
+failed=0
+
+wants() { [[ " $STEPS " == *" $1 "* ]]; }
+left() { echo $((DEADLINE - SECONDS)); }
+# Runs one step with its output in $OUT/NAME.log, cut at LIMIT seconds or the deadline.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local budget
+  budget=$(left)
+  ((limit < budget)) && budget=$limit
+  if ((budget < 10)); then
+    summary+=("$name: skipped (out of time)")
+    return 1
+  fi
+  echo "==> $name (at most ${budget}s)"
+  local t0=$SECONDS rc
+  timeout --kill-after=10 "$budget" bash -c '"$@"' "$name" "$@" >"$OUT/$name.log" 2>&1
+  rc=$?
+  ((rc == 124 || rc == 137)) && summary+=("$name: cut after $((SECONDS - t0))s") ||
+    summary+=("$name: exit $rc in $((SECONDS - t0))s")
+  ((rc == 0)) || failed=1
+  return $rc
+}
+
+describe_machine() {
+  {
+    date -u
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1
+    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
+    grep -m1 'model name' /proc/cpuinfo
+    echo "cores: $(nproc); avx512f: $(grep -c -m1 ' avx512f ' /proc/cpuinfo); amx_bf16: $(grep -c -m1 ' amx_bf16 ' /proc/cpuinfo)"
+    g++ --version | head -1
+    cmake --version | head -1
+    git -C "$ROOT" log -1 --format='commit %h %s' 2>/dev/null
+  } >"$OUT/machine.txt"
+  cat "$OUT/machine.txt"
+}
+
+configure_and_build() {
+  local prefix=${CMAKE_PREFIX_PATH:-}
+  prefix=${prefix//:/;}  # the environment's list separator is CMake's ';'
+  if [ -z "$prefix" ]; then
+    prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)') ||
+      { echo "no CMAKE_PREFIX_PATH and python3 has no torch: point CMAKE_PREFIX_PATH at a CUDA LibTorch"; return 1; }
+  fi
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRANSLUTION_BUILD_GUI=OFF \
+    -DCMAKE_PREFIX_PATH="$prefix" -DTRANSLUTION_TEST_DATA="$DATA" \
+    ${TRANSLUTION_GTEST_SOURCE:+-DTRANSLUTION_GTEST_SOURCE="$TRANSLUTION_GTEST_SOURCE"} &&
+    cmake --build "$BUILD" -- -k 0 &&
+    # A CUDA LibTorch must have switched the engine's CUDA code on.
+    grep -q TRANSLUTION_WITH_CUDA "$BUILD/compile_commands.json" ||
+    { echo "built without TRANSLUTION_WITH_CUDA: CMake found a CPU-only LibTorch at $prefix"; return 1; }
+}
+
+provision() {
+  "$CLI" data fetch --data-dir "$DATA"
+}
+
+# The figures of docs/benchmarks.md's table, on the GPU: one image, then training at batch 32 and at
+# a batch that fills the GPU better.
+gpu_benchmarks() {
+  local common=(--preset A --image 84 --patch 12 --device cuda --json)
+  local m
+  for m in attention lor translution; do
+    "$CLI" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 50 --warmup 5 || return 1
+  done
+  for m in attention lor translution; do
+    "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 20 --warmup 3 || return 1
+  done
+  for m in attention lor translution; do
+    "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 || return 1
+  done
+  "$CLI" bench --model translution "${common[@]}" --mode infer --batch 256 --steps 10 --warmup 3 || return 1
+  # Both ways of computing relative projections, forced (docs/benchmarks.md: which runs where).
+  local a b
+  for a in per-matrix all-tokens; do
+    for m in lor translution; do
+      "$CLI" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 20 --warmup 3 --algorithm "$a" || return 1
+      "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 3 --algorithm "$a" || return 1
+    done
+    for b in 128 256; do
+      "$CLI" bench --model translution "${common[@]}" --mode train --batch $b --steps 5 --warmup 2 --algorithm "$a" || return 1
+    done
+  done
+}
+
+# A whole run on the GPU: train, write the checkpoint, evaluate it there and on the CPU.
+gpu_training() {
+  local ckpt=$BUILD/gpu-train.ckpt
+  "$CLI" train --device cuda --model translution --preset tiny --image 28 --patch 7 --depth 2 --dataset mnist \
+    --batch 64 --steps 300 --eval-every 100 --eval-samples 1000 --out "$ckpt" &&
+    "$CLI" eval --checkpoint "$ckpt" --device cuda --samples 10000 &&
+    "$CLI" eval --checkpoint "$ckpt" --device cpu --samples 2000
+}
+
+# The steps run in child shells (under timeout): they see these.
+export ROOT OUT BUILD DATA CLI
+export -f configure_and_build provision gpu_benchmarks gpu_training
+
+describe_machine
+if wants build; then
+  step build 1200 configure_and_build || { echo "build failed: $OUT/build.log"; tail -40 "$OUT/build.log"; }
+fi
+if [ -x "$CLI" ]; then
+  step data 300 provision
+  wants cuda && step cuda 600 "$BUILD/tests/core/core_tests" --gtest_filter='Cuda*.*:Device.*:*OnCuda*' --gtest_color=no
+  wants bench && step bench 900 gpu_benchmarks && grep '^{' "$OUT/bench.log" >"$OUT/bench.jsonl"
+  wants train && step train 900 gpu_training
+  wants ctest && step ctest 1800 ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure --timeout 900
+fi
+echo "==> summary"
+printf '  %s\n' "${summary[@]}"
+[ -f "$OUT/cuda.log" ] && grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|tests? ran' "$OUT/cuda.log" | sed 's/^/  cuda: /'
+[ -f "$OUT/ctest.log" ] && grep -E 'tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*' "$OUT/ctest.log" | sed 's/^/  ctest: /'
+exit $failed
