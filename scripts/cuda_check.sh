@@ -42,6 +42,7 @@ step() {
   ((limit < budget)) && budget=$limit
   if ((budget < 10)); then
     summary+=("$name: skipped (out of time)")
+    failed=1
     return 1
   fi
   echo "==> $name (at most ${budget}s)"
@@ -77,10 +78,10 @@ configure_and_build() {
   fi
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRANSLUTION_BUILD_GUI=OFF \
     -DCMAKE_PREFIX_PATH="$prefix" -DTRANSLUTION_TEST_DATA="$DATA" \
-    ${TRANSLUTION_GTEST_SOURCE:+-DTRANSLUTION_GTEST_SOURCE="$TRANSLUTION_GTEST_SOURCE"} &&
-    cmake --build "$BUILD" -- -k 0 &&
-    # A CUDA LibTorch must have switched the engine's CUDA code on.
-    grep -q TRANSLUTION_WITH_CUDA "$BUILD/compile_commands.json" ||
+    ${TRANSLUTION_GTEST_SOURCE:+-DTRANSLUTION_GTEST_SOURCE="$TRANSLUTION_GTEST_SOURCE"} || return 1
+  cmake --build "$BUILD" -- -k 0 || return 1
+  # A CUDA LibTorch must have switched the engine's CUDA code on.
+  grep -q TRANSLUTION_WITH_CUDA "$BUILD/compile_commands.json" ||
     { echo "built without TRANSLUTION_WITH_CUDA: CMake found a CPU-only LibTorch at $prefix"; return 1; }
 }
 
@@ -135,13 +136,26 @@ if wants build; then
 fi
 if [ -x "$CLI" ]; then
   step data 300 provision
-  wants cuda && step cuda 600 "$BUILD/tests/core/core_tests" --gtest_filter='Cuda*.*:Device.*:*OnCuda*' --gtest_color=no
-  wants bench && step bench 900 gpu_benchmarks && grep '^{' "$OUT/bench.log" >"$OUT/bench.jsonl"
+  if wants cuda; then
+    step cuda 600 "$BUILD/tests/core/core_tests" --gtest_filter='Cuda*.*:Device.*:*OnCuda*' --gtest_color=no
+    # Without a visible GPU every CUDA test skips, and gtest exits 0.
+    if grep -q '^\[  SKIPPED \]' "$OUT/cuda.log"; then
+      summary+=("cuda: tests skipped: no GPU visible to LibTorch")
+      failed=1
+    fi
+  fi
+  if wants bench; then
+    step bench 900 gpu_benchmarks
+    grep '^{' "$OUT/bench.log" >"$OUT/bench.jsonl"
+  fi
   wants train && step train 900 gpu_training
   wants ctest && step ctest 1800 ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure --timeout 900
+else
+  summary+=("no CLI at $CLI: nothing to test (build it: CUDA_CHECK_STEPS must include build)")
+  failed=1
 fi
 echo "==> summary"
 printf '  %s\n' "${summary[@]}"
-[ -f "$OUT/cuda.log" ] && grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|tests? ran' "$OUT/cuda.log" | sed 's/^/  cuda: /'
+[ -f "$OUT/cuda.log" ] && grep -E '^\[  (PASSED|FAILED) +\]|^\[  SKIPPED \] [0-9]+ tests?,' "$OUT/cuda.log" | sed 's/^/  cuda: /'
 [ -f "$OUT/ctest.log" ] && grep -E 'tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*' "$OUT/ctest.log" | sed 's/^/  ctest: /'
 exit $failed

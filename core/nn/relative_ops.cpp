@@ -152,7 +152,7 @@ std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt_i
 // batch 32 in 46-50 against 199-262 ms, but at batch 256 in 265-269 against 204-206
 // ms (docs/benchmarks.md, "Session 18"). The all-token product runs there while its
 // [N, B, E, D] intermediate is at most kAllTokenBytesOnGpu (Translution ViT-A/12: up
-// to batch 160; LoR's at any batch measured).
+// to batch 162; LoR's at any batch measured).
 std::atomic<ProjectionAlgorithm> g_algorithm{ProjectionAlgorithm::Auto};
 std::atomic<bool> g_recompute{false};
 constexpr int64_t kAllTokenBytesOnGpu = int64_t(1) << 30;

@@ -16,7 +16,8 @@ class TempDir {
   TempDir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "translution-test-XXXXXX").string();
     const char* made = ::mkdtemp(pattern.data());
-    if (!made) throw std::runtime_error("cannot create a directory from " + pattern + ": " + std::strerror(errno));
+    const int error = errno;
+    if (!made) throw std::runtime_error("cannot create a directory from " + pattern + ": " + std::strerror(error));
     path_ = made;
   }
   ~TempDir() {
