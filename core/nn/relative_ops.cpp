@@ -157,18 +157,6 @@ std::atomic<ProjectionAlgorithm> g_algorithm{ProjectionAlgorithm::Auto};
 std::atomic<bool> g_recompute{false};
 constexpr int64_t kAllTokenBytesOnGpu = int64_t(1) << 30;
 
-bool project_every_token(const at::Tensor& bank, int64_t tokens, int64_t batch) {
-  switch (g_algorithm.load()) {
-    case ProjectionAlgorithm::PerMatrix: return false;
-    case ProjectionAlgorithm::AllTokens: return true;
-    case ProjectionAlgorithm::Auto: break;
-  }
-  if (bank.is_cuda())
-    return tokens * batch * bank.size(0) * bank.size(2) * int64_t(bank.element_size()) <= kAllTokenBytesOnGpu;
-  if (raw_gemm_usable(bank)) return false;
-  return bank.size(1) * bank.size(2) <= 64 * 64 && batch <= 8;
-}
-
 // Position of (row r, batch b) in the all-token projection [N, B, E, D] viewed as rows of D.
 at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& offset, int64_t B) {
   const int64_t E = int64_t(offset.size()) - 1;
@@ -193,7 +181,7 @@ at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::
                         const std::vector<int64_t>& offset, bool bf16, bool copies) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
   const Bf16Bits* w16 = weight_copy(bank, xt, bf16, copies);
-  if (project_every_token(bank, N, B) && !w16) {
+  if (projects_every_token(bank, N, B) && !w16) {
     const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
     return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
   }
@@ -205,7 +193,7 @@ std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, co
                                                         const at::Tensor& bank, const std::vector<int64_t>& offset,
                                                         const at::Tensor& ds, bool bf16) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
-  if (project_every_token(bank, N, B)) {
+  if (projects_every_token(bank, N, B)) {
     const at::Tensor dall = at::zeros({N * B * E, D}, ds.options())
                                 .index_add_(0, all_token_index(rows, offset, B), ds.reshape({-1, D}))
                                 .view({N * B, E * D});
@@ -463,6 +451,19 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
 };
 
 }  // namespace
+
+// The choice explained above g_algorithm.
+bool projects_every_token(const at::Tensor& bank, int64_t tokens, int64_t batch) {
+  switch (g_algorithm.load()) {
+    case ProjectionAlgorithm::PerMatrix: return false;
+    case ProjectionAlgorithm::AllTokens: return true;
+    case ProjectionAlgorithm::Auto: break;
+  }
+  if (bank.is_cuda())
+    return tokens * batch * bank.size(0) * bank.size(2) * int64_t(bank.element_size()) <= kAllTokenBytesOnGpu;
+  if (raw_gemm_usable(bank)) return false;
+  return bank.size(1) * bank.size(2) <= 64 * 64 && batch <= 8;
+}
 
 void set_projection_algorithm(ProjectionAlgorithm algorithm) { g_algorithm = algorithm; }
 void set_recompute_pair_rows(bool recompute) { g_recompute = recompute; }

@@ -58,6 +58,10 @@ enum class ProjectionAlgorithm { Auto, PerMatrix, AllTokens };
 void set_projection_algorithm(ProjectionAlgorithm algorithm);
 ProjectionAlgorithm projection_algorithm();
 ProjectionAlgorithm parse_projection_algorithm(const std::string& name);  // auto|per-matrix|all-tokens
+// Whether a projection by `bank` ([E, C, D]) of `tokens` tokens at `batch` projects
+// every token by every matrix, under the algorithm in force (on a GPU while the
+// [N, B, E, D] intermediate is at most 1 GiB; relative_ops.cpp says why).
+bool projects_every_token(const at::Tensor& bank, int64_t tokens, int64_t batch);
 
 // Memory for time: when on, backward recomputes the pair-sorted q, k and v rows
 // instead of keeping them from forward (one more forward's projection GEMMs;

@@ -9,6 +9,7 @@
 #include <torch/autograd.h>
 
 #include "nn/attention_spec.h"
+#include "nn/relative_ops.h"
 #include "nn/vit.h"
 #include "temp_dir.h"
 #include "tensor_checks.h"
@@ -165,6 +166,20 @@ TEST(Cuda, TrainingRunMatchesCpuAndItsCheckpointLoadsOnCpu) {
     const at::Tensor x = at::randn({4, 1, 28, 28});
     EXPECT_LT(max_relative_error(loaded.model->forward(x), trained->forward(x.to(kGpu)).cpu()), 1e-5);
   }
+}
+
+// On a GPU auto projects every token while the [N, B, E, D] intermediate is at
+// most 1 GiB: ViT-A/12 at 84x84 has 50 tokens and 172 matrices per bank.
+TEST(Cuda, AutoProjectsEveryTokenUpToTheBound) {
+  SKIP_WITHOUT_CUDA();
+  const auto on_gpu = at::TensorOptions().device(kGpu);
+  const at::Tensor translution = at::empty({172, 192, 192}, on_gpu), lor = at::empty({172, 24, 24}, on_gpu);
+  EXPECT_TRUE(projects_every_token(translution, 50, 162));  // 1.07e9 bytes
+  EXPECT_FALSE(projects_every_token(translution, 50, 163));
+  EXPECT_TRUE(projects_every_token(lor, 50, 1024));
+  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+  EXPECT_FALSE(projects_every_token(lor, 50, 1));
+  set_projection_algorithm(ProjectionAlgorithm::Auto);
 }
 
 TEST(Device, ParsesNamesAndExplainsMissingCuda) {

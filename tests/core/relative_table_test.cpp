@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
 #include "nn/token_layout.h"
 #include "nn/translution_attention.h"
@@ -74,4 +75,21 @@ TEST(OffsetMagnitudes, KeyNormsAreReportedInThePapersIndexing) {
   EXPECT_FLOAT_EQ(v.norms[0].item<float>(), 2.0f);
   EXPECT_FLOAT_EQ(k.norms[0].item<float>(), 0.0f);
   EXPECT_FLOAT_EQ(k.norms[8].item<float>(), 2.0f);  // (+1, +1) is the last offset of the 3x3 grid
+}
+
+// On the CPU, auto goes per matrix wherever the products take the raw BLAS path;
+// behind at::mm, every token for small matrices at small batch. Forcing wins.
+TEST(ProjectionAlgorithm, AutoOnTheCpuFollowsTheProductPath) {
+  const at::Tensor small = at::empty({172, 24, 24}), large = at::empty({172, 192, 192});
+  EXPECT_EQ(projects_every_token(small, 50, 1), !raw_gemm_usable(small));
+  set_raw_gemm_enabled(false);
+  EXPECT_TRUE(projects_every_token(small, 50, 8));
+  EXPECT_FALSE(projects_every_token(small, 50, 9));
+  EXPECT_FALSE(projects_every_token(large, 50, 1));
+  set_projection_algorithm(ProjectionAlgorithm::AllTokens);
+  EXPECT_TRUE(projects_every_token(large, 50, 64));
+  set_raw_gemm_enabled(true);
+  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+  EXPECT_FALSE(projects_every_token(small, 50, 1));
+  set_projection_algorithm(ProjectionAlgorithm::Auto);
 }
