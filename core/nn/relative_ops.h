@@ -52,8 +52,9 @@ class PairOrders {
 };
 
 // How relative projections are computed. Auto: per matrix where the products go
-// straight to the BLAS, else by bank shape; the others force one path (tests
-// prove both exact; `translution bench --algorithm` compares).
+// straight to the BLAS, every token on a GPU up to a bound, else by bank shape; the
+// others force one path (tests prove both exact; `translution bench --algorithm`
+// compares).
 enum class ProjectionAlgorithm { Auto, PerMatrix, AllTokens };
 void set_projection_algorithm(ProjectionAlgorithm algorithm);
 ProjectionAlgorithm projection_algorithm();
