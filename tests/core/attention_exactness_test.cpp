@@ -72,6 +72,18 @@ std::vector<Case> all_cases() {
 
 using test_support::max_relative_error;
 
+// The fast path's gradients of the input and of every parameter (in `names`' order)
+// against the reference's, to 1e-9; the fast ones may be on the GPU.
+void expect_same_gradients(const std::vector<at::Tensor>& fast, const std::vector<at::Tensor>& naive,
+                           const torch::OrderedDict<std::string, at::Tensor>& names) {
+  for (size_t n = 0; n < naive.size(); ++n) {
+    const std::string what = n == 0 ? "input" : names[n - 1].key();
+    ASSERT_TRUE(naive[n].defined()) << what << " does not influence the reference";
+    ASSERT_TRUE(fast[n].defined()) << what << " has no gradient in the fast path";
+    EXPECT_LT(max_relative_error(fast[n].cpu(), naive[n]), 1e-9) << "gradient of " << what;
+  }
+}
+
 class AttentionExactness : public ::testing::TestWithParam<Case> {
  protected:
   void TearDown() override {
@@ -232,12 +244,7 @@ void AttentionExactness::check(const Case& c, bool retain_graph, bool create_gra
     SCOPED_TRACE("backward pass " + std::to_string(pass + 1));
     const bool last = pass == (retain_graph ? 1 : 0);
     const auto grad_fast = torch::autograd::grad({loss}, inputs, {}, !last, create_graph && !last, true);
-    for (size_t n = 0; n < inputs.size(); ++n) {
-      const std::string what = n == 0 ? "input" : names[n - 1].key();
-      ASSERT_TRUE(grad_naive[n].defined()) << what << " does not influence the reference";
-      ASSERT_TRUE(grad_fast[n].defined()) << what << " has no gradient in the fast path";
-      EXPECT_LT(max_relative_error(grad_fast[n], grad_naive[n]), 1e-9) << "gradient of " << what;
-    }
+    expect_same_gradients(grad_fast, grad_naive, names);
   }
 }
 
@@ -263,12 +270,7 @@ void AttentionExactness::check_queries(const Case& c, int64_t queries) {
   const auto grad_naive = torch::autograd::grad({(naive * probe).sum()}, inputs, {}, false, false, true);
   const auto grad_fast = torch::autograd::grad({(fast * probe).sum()}, inputs, {}, false, false, true);
   const auto names = module->named_parameters();
-  for (size_t n = 0; n < inputs.size(); ++n) {
-    const std::string what = n == 0 ? "input" : names[n - 1].key();
-    ASSERT_TRUE(grad_naive[n].defined()) << what << " does not influence the reference";
-    ASSERT_TRUE(grad_fast[n].defined()) << what << " has no gradient in the fast path";
-    EXPECT_LT(max_relative_error(grad_fast[n], grad_naive[n]), 1e-9) << "gradient of " << what;
-  }
+  expect_same_gradients(grad_fast, grad_naive, names);
 }
 
 void AttentionExactness::check_on_cuda(const Case& c, int64_t queries) {
@@ -305,12 +307,7 @@ void AttentionExactness::check_on_cuda(const Case& c, int64_t queries) {
   const auto grad_naive = torch::autograd::grad({(naive * probe).sum()}, inputs, {}, false, false, true);
   const auto grad_fast = torch::autograd::grad({(fast * probe.to(gpu)).sum()}, inputs_gpu, {}, false, false, true);
   const auto names = module->named_parameters();
-  for (size_t n = 0; n < inputs.size(); ++n) {
-    const std::string what = n == 0 ? "input" : names[n - 1].key();
-    ASSERT_TRUE(grad_naive[n].defined()) << what << " does not influence the reference";
-    ASSERT_TRUE(grad_fast[n].defined()) << what << " has no gradient on the GPU";
-    EXPECT_LT(max_relative_error(grad_fast[n].cpu(), grad_naive[n]), 1e-9) << "gradient of " << what;
-  }
+  expect_same_gradients(grad_fast, grad_naive, names);
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
