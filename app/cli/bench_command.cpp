@@ -339,6 +339,11 @@ int bench_command(const std::vector<std::string>& words) {
               r.step_flops / (r.ms_per_step * 1e6));
   std::printf("  machine: GEMM %.0f GFLOP/s, memory %.1f GB/s -> floor %.2f ms/step; reached %.0f%% of it\n",
               r.roofline.gemm_gflops, r.roofline.bandwidth_gbs, r.floor_ms, 100 * r.fraction_of_floor);
+  if (r.roofline.fma_peak_gflops > 0)
+    std::printf("  the cores' fp32 FMA peak (%s, no memory traffic): %.0f GFLOP/s; the GEMM reached %.0f%% of it, "
+                "the step %.0f%%\n",
+                r.roofline.fma_isa.c_str(), r.roofline.fma_peak_gflops,
+                100 * r.roofline.gemm_gflops / r.roofline.fma_peak_gflops, 100 * r.fraction_of_fma_peak());
   if (!r.blas_core.empty()) std::printf("  OpenBLAS kernels: %s\n", r.blas_core.c_str());
   if (r.cpu_steal >= 0)
     std::printf("  CPU steal during the timed steps: %.1f%% of the machine's CPU time went to other guests%s\n",

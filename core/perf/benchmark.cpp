@@ -31,6 +31,7 @@
 #include "util/cpu_steal.h"
 #include "util/device.h"
 #include "util/error.h"
+#include "util/fma_peak.h"
 #include "util/helper_threads.h"
 
 namespace translution {
@@ -75,6 +76,11 @@ Roofline measure_roofline(const c10::Device& device) {
   at::Tensor dst = at::empty({floats}, opts);
   dst.copy_(src);
   r.bandwidth_gbs = 2.0 * 4.0 * double(floats) / best_time(device, 3, [&] { dst.copy_(src); }) / 1e9;
+  if (device.is_cpu()) {
+    const FmaPeak peak = measure_fma_peak(cores);
+    r.fma_peak_gflops = peak.gflops;
+    r.fma_isa = peak.isa;
+  }
   at::set_num_threads(threads);
   return r;
 }
@@ -221,6 +227,11 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   return result;
 }
 
+double BenchResult::fraction_of_fma_peak() const {
+  if (roofline.fma_peak_gflops <= 0 || ms_per_step <= 0) return -1;
+  return step_flops / (ms_per_step * 1e6) / roofline.fma_peak_gflops;
+}
+
 std::string BenchResult::to_json() const {
   const ViTConfig& c = options.config;
   char buffer[2048];
@@ -228,7 +239,8 @@ std::string BenchResult::to_json() const {
                 "{\"model\":\"%s\",\"preset\":\"%s\",\"image\":%lld,\"patch\":%lld,\"mode\":\"%s\",\"batch\":%lld,"
                 "\"device\":\"%s\",\"threads\":%d,\"parameters\":%lld,\"ms_per_step\":%.3f,\"ms_min\":%.3f,"
                 "\"images_per_second\":%.2f,\"peak_memory_bytes\":%lld,\"exact_flops_per_image\":%.0f,"
-                "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
+                "\"achieved_gflops\":%.2f,\"gemm_gflops\":%.2f,\"fma_peak_gflops\":%.2f,\"fraction_of_fma_peak\":%.4f,\"fma_isa\":\"%s\","
+                "\"bandwidth_gbs\":%.2f,\"floor_ms\":%.3f,"
                 "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\","
                 "\"last_block\":\"%s\",\"split_batch\":\"%s\",\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
                 "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\",\"projections\":\"%s\",\"precision\":\"%s\","
@@ -236,7 +248,8 @@ std::string BenchResult::to_json() const {
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
-                step_flops / (ms_per_step * 1e6), roofline.gemm_gflops, roofline.bandwidth_gbs, floor_ms,
+                step_flops / (ms_per_step * 1e6), roofline.gemm_gflops, roofline.fma_peak_gflops,
+                fraction_of_fma_peak(), roofline.fma_isa.c_str(), roofline.bandwidth_gbs, floor_ms,
                 fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
                 options.fused_optimizer ? "fused-adamw" : "adamw", cls_only_last_block ? "cls" : "all", split_batch ? "on" : "off", forward_ms, backward_ms, optimizer_ms,
                 raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", pair_kernels.c_str(),

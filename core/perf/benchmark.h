@@ -14,6 +14,10 @@ namespace translution {
 struct Roofline {
   double gemm_gflops = 0;    // 2048^3 matmul (1024^3 would flatter nothing here)
   double bandwidth_gbs = 0;  // bytes read + written per second by a 256 MB copy
+  // CPU only: every core's fp32 FMA rate with no memory traffic (util/fma_peak.h),
+  // the ceiling no kernel passes; -1 on a GPU, or where it cannot be measured.
+  double fma_peak_gflops = -1;
+  std::string fma_isa;
 };
 Roofline measure_roofline(const c10::Device& device);
 
@@ -48,6 +52,8 @@ struct BenchResult {
   Roofline roofline;
   double floor_ms = 0;              // max(work / GEMM rate, weight traffic / bandwidth)
   double fraction_of_floor = 0;     // floor_ms / ms_per_step
+  // The step's counted work per second over the cores' FMA peak (-1: no peak measured).
+  double fraction_of_fma_peak() const;
   double cpu_steal = -1;  // share of the machine's CPU time a hypervisor took during the timed steps (util/cpu_steal.h; -1: unknown or too short to count)
   int threads = 1;
   std::string algorithm;  // how relative projections were computed

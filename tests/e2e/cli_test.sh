@@ -57,7 +57,7 @@ check "zero heads says why" grep -q "heads" <<<"$err"
 # A tiny training-step benchmark: one JSON object with the figures the docs use.
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --json)
 check "bench exits 0" test $? -eq 0
-for key in ms_per_step images_per_second peak_memory_bytes exact_flops_per_image fraction_of_floor optimizer_ms; do
+for key in ms_per_step images_per_second peak_memory_bytes exact_flops_per_image fraction_of_floor fma_peak_gflops fraction_of_fma_peak optimizer_ms; do
   check "bench reports $key" grep -q "\"$key\":" <<<"$bench"
 done
 check "bench times the training phases" grep -q '"forward_ms":[0-9].*"optimizer_ms":[0-9]' <<<"$bench"
