@@ -4,8 +4,8 @@
 // gradient dY^T X), on one thread through OpenBLAS and through a plain AVX-512
 // kernel of this file (8 x 48 register blocks over b packed into 48-column
 // panels, packing timed with it), alternating, against one core's fp32 FMA peak
-// (core/util/fma_peak.cpp). docs/benchmarks.md ("Session 19") quotes it. Not part of
-// the build:
+// (core/util/fma_peak.cpp; session 13's bench/dot_rate.cpp measures it too).
+// docs/benchmarks.md ("Session 19") quotes it. Not part of the build:
 //   g++ -O3 -Icore bench/dense_shapes.cpp core/util/fma_peak.cpp -o /tmp/dense_shapes
 //       /usr/lib/x86_64-linux-gnu/libblas.so.3 -lpthread   (one line)
 //   env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 /tmp/dense_shapes [rounds=40]
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   const int rows = 800;  // 16 images x 50 tokens
   const struct { const char* layer; int in, out; } layers[] = {{"qkv", 192, 576}, {"proj", 192, 192},
                                                                {"fc1", 192, 768}, {"fc2", 768, 192}};
-  std::vector<float> x(rows * 768), w(768 * 768), dy(rows * 768), c1(rows * 768 + 800 * 768), c2(c1.size());
+  std::vector<float> x(rows * 768), w(768 * 768), dy(rows * 768), c1(rows * 768), c2(c1.size());
   float* panels = static_cast<float*>(std::aligned_alloc(64, 768 * 800 * sizeof(float)));
   for (auto* v : {&x, &w, &dy})
     for (float& e : *v) e = float(std::rand() % 1000) / 1000.0f - 0.5f;
@@ -98,8 +98,8 @@ int main(int argc, char** argv) {
       const bool forward = !s.ta && s.tb, input_grad = !s.ta && !s.tb;
       const float* a = forward ? x.data() : dy.data();
       const int lda = forward ? l.in : l.out;
-      const float* b = forward ? w.data() : input_grad ? w.data() : x.data();
-      const int ldb = forward ? l.in : l.in;
+      const float* b = s.ta ? x.data() : w.data();
+      const int ldb = l.in;  // W [out, in] and X [rows, in] alike
       std::vector<double> t_blas, t_kernel;
       for (int r = 0; r < rounds; ++r) {
         double t = now();

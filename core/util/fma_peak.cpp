@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <system_error>
 #include <thread>
 #include <vector>
+
+#include "util/error.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -75,12 +79,18 @@ double round_seconds(const Loop& loop, int threads, int64_t iterations) {
   std::atomic<bool> go{false};
   std::atomic<float> sink{0};  // keeps the loops' results alive
   std::vector<std::thread> workers;
-  for (int t = 1; t < threads; ++t)
-    workers.emplace_back([&] {
-      ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      sink.store(loop.run(iterations), std::memory_order_relaxed);
-    });
+  try {
+    for (int t = 1; t < threads; ++t)
+      workers.emplace_back([&] {
+        ready.fetch_add(1);
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        sink.store(loop.run(iterations), std::memory_order_relaxed);
+      });
+  } catch (const std::system_error& e) {  // release the ones started, then say why
+    go.store(true, std::memory_order_release);
+    for (auto& w : workers) w.join();
+    throw Error(std::string("could not start a thread to measure the cores' FMA peak: ") + e.what());
+  }
   while (ready.load() < threads - 1) std::this_thread::yield();
   const auto start = std::chrono::steady_clock::now();
   go.store(true, std::memory_order_release);
