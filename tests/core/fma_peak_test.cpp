@@ -7,8 +7,9 @@
 namespace translution {
 namespace {
 
-// The loop must really run and be counted right: a loop the compiler dropped, or
-// FLOPs counted per lane twice, reads far above what any core can do; a rate
+// The loop must really run: one the compiler dropped, or iterations counted that
+// never ran, read far above what any core can do (the bound allows two full-width
+// FMA units at 6 GHz, so it catches gross errors, not a factor of two); a rate
 // below 1 GFLOP/s per core is no vector loop at all.
 TEST(FmaPeak, MeasuresAPlausibleRateWithTheWidestVectors) {
 #if defined(__x86_64__)
