@@ -293,7 +293,9 @@ void AttentionExactness::check_on_cuda(const Case& c, int64_t queries) {
   EXPECT_LT(max_relative_error(fast.cpu(), naive), 1e-9) << "forward";
   if (probs.defined()) {  // distributions, with no mass on the future where causal
     EXPECT_LT((probs.sum(-1) - 1).abs().max().item<double>(), 1e-12);
-    if (c.layout.causal) EXPECT_EQ(probs.triu(1).abs().max().item<double>(), 0.0);
+    if (c.layout.causal) {
+      EXPECT_EQ(probs.triu(1).abs().max().item<double>(), 0.0);
+    }
   }
   {
     at::NoGradGuard no_grad;
