@@ -5,15 +5,17 @@
 // images are one 512-bit vector, a matrix's entries are broadcast from L1, every
 // lane does useful work (the row kernels' 32-column blocks waste 8 of 32 on these
 // 24-wide rows) and the per-head dot products are vertical sums (no horizontal
-// reductions). Forward (keeping q_ij and k_ji for backward) and backward (input
-// and matrix gradients), checked against a per-pair double-precision loop, timed
-// alone. Compare with the engine's path at the same shape (bench/pair_blocks.cpp,
+// reductions). Forward (keeping q_ij and k_ji for backward, writing the logits'
+// [B, H, N, N] grid) and backward (from the grid's gradient: both inputs' and both
+// banks' gradients), checked against a per-pair double-precision loop, timed
+// alone. The values (alpha-weighted sums) are not prototyped. Compare with the engine's path at the same shape (bench/pair_blocks.cpp,
 // "logits forward" and "logits backward"). docs/benchmarks.md ("Session 19").
 // Not part of the build:
-//   g++ -O3 -march=native bench/lanes_logits.cpp -o /tmp/lanes_logits && /tmp/lanes_logits
+//   g++ -O3 -march=native bench/lanes_logits.cpp -o /tmp/lanes_logits && taskset -c 0 /tmp/lanes_logits
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -72,6 +74,7 @@ void forward(const std::vector<Pair>& pairs, const float* xqT, const float* xkT,
 // dx[token] += w ds (over d), dw += x ds^T (over the pairs and lanes).
 void side_backward(const std::vector<Pair>& pairs, const size_t* rows, size_t n, bool query, const float* xT,
                    const float* w, const float* other, const float* grad, float* dxT, float* dw, float* ds_scratch) {
+  assert(n <= 64);  // the scratch's pairs per matrix (49 at most on a 7 x 7 grid with CLS)
   for (size_t k = 0; k < n; ++k) {
     const size_t r = rows[k];
     const Pair& p = pairs[r];
@@ -108,6 +111,19 @@ void side_backward(const std::vector<Pair>& pairs, const size_t* rows, size_t n,
       for (int c = 0; c < 4; ++c)
         for (int d = 0; d < 6; ++d) dw[(c0 + c) * D + d0 + d] += _mm512_reduce_add_ps(acc[c][d]);
     }
+}
+
+// Per-pair logits [R, H, 16] <-> the [B, H, N, N] grid the softmax reads (the engine's
+// planes_to_grid and grid_to_planes do the same work).
+void to_grid(const std::vector<Pair>& pairs, const float* per_pair, float* grid) {
+  for (size_t r = 0; r < pairs.size(); ++r)
+    for (int h = 0; h < H; ++h)
+      for (int b = 0; b < B; ++b) grid[((b * H + h) * N + pairs[r].i) * N + pairs[r].j] = per_pair[(r * H + h) * B + b];
+}
+void from_grid(const std::vector<Pair>& pairs, const float* grid, float* per_pair) {
+  for (size_t r = 0; r < pairs.size(); ++r)
+    for (int h = 0; h < H; ++h)
+      for (int b = 0; b < B; ++b) per_pair[(r * H + h) * B + b] = grid[((b * H + h) * N + pairs[r].i) * N + pairs[r].j];
 }
 
 // [B, N, C] <-> [N, C, B]
@@ -148,15 +164,18 @@ int main() {
   float *xqT = lanes_alloc(N * C * B), *xkT = lanes_alloc(N * C * B), *qs = lanes_alloc(R * D * B),
         *ks = lanes_alloc(R * D * B), *logits = lanes_alloc(R * H * B), *g = lanes_alloc(R * H * B),
         *dxqT = lanes_alloc(N * C * B), *dxkT = lanes_alloc(N * C * B), *scratch = lanes_alloc(64 * D * B);
-  std::vector<float> dwq(E * C * D), dwk(E * C * D), dxq(B * N * C), dxk(B * N * C);
-  std::copy(grad.begin(), grad.end(), g);
+  std::vector<float> dwq(E * C * D), dwk(E * C * D), dxq(B * N * C), dxk(B * N * C), grid(B * H * N * N),
+      grad_grid(B * H * N * N);
+  to_grid(pairs, grad.data(), grad_grid.data());  // the logits' gradient arrives as a grid
 
   auto run_forward = [&] {
     to_lanes(xq.data(), xqT);
     to_lanes(xk.data(), xkT);
     forward(pairs, xqT, xkT, wq.data(), wk.data(), qs, ks, logits);
+    to_grid(pairs, logits, grid.data());
   };
   auto run_backward = [&] {
+    from_grid(pairs, grad_grid.data(), g);
     std::fill(dxqT, dxqT + N * C * B, 0.0f);
     std::fill(dxkT, dxkT + N * C * B, 0.0f);
     std::fill(dwq.begin(), dwq.end(), 0.0f);
@@ -176,8 +195,8 @@ int main() {
   // Check against the equations, per pair, in double.
   run_forward();
   run_backward();
-  double worst_logit = 0, worst_dxq = 0, worst_dwk = 0;
-  std::vector<double> rdxq(B * N * C, 0.0), rdwk(E * C * D, 0.0);
+  double worst_logit = 0;
+  std::vector<double> rdxq(B * N * C, 0.0), rdxk(B * N * C, 0.0), rdwq(E * C * D, 0.0), rdwk(E * C * D, 0.0);
   for (size_t r = 0; r < R; ++r) {
     const Pair& p = pairs[r];
     for (int b = 0; b < B; ++b) {
@@ -192,22 +211,27 @@ int main() {
       for (int h = 0; h < H; ++h) {
         double s = 0;
         for (int d = h * W; d < (h + 1) * W; ++d) s += q[d] * k[d];
-        worst_logit = std::max(worst_logit, std::fabs(s - logits[(r * H + h) * B + b]) / (1 + std::fabs(s)));
+        const double fast = grid[((b * H + h) * N + p.i) * N + p.j];
+        worst_logit = std::max(worst_logit, std::fabs(s - fast) / (1 + std::fabs(s)));
         const double gh = grad[(r * H + h) * B + b];
         for (int d = h * W; d < (h + 1) * W; ++d)
           for (int c = 0; c < C; ++c) {
             rdxq[(b * N + p.i) * C + c] += gh * k[d] * wq[(p.eq * C + c) * D + d];
+            rdxk[(b * N + p.j) * C + c] += gh * q[d] * wk[(p.ek * C + c) * D + d];
+            rdwq[(p.eq * C + c) * D + d] += gh * k[d] * xq[(b * N + p.i) * C + c];
             rdwk[(p.ek * C + c) * D + d] += gh * q[d] * xk[(b * N + p.j) * C + c];
           }
       }
     }
   }
-  for (size_t i = 0; i < rdxq.size(); ++i)
-    worst_dxq = std::max(worst_dxq, std::fabs(rdxq[i] - dxq[i]) / (1 + std::fabs(rdxq[i])));
-  for (size_t i = 0; i < rdwk.size(); ++i)
-    worst_dwk = std::max(worst_dwk, std::fabs(rdwk[i] - dwk[i]) / (1 + std::fabs(rdwk[i])));
-  std::printf("against a double per-pair loop: logits %.1e, dL/dxq %.1e, dL/dwk %.1e (relative)\n", worst_logit,
-              worst_dxq, worst_dwk);
+  auto worst = [](const std::vector<double>& want, const std::vector<float>& got) {
+    double w = 0;
+    for (size_t i = 0; i < want.size(); ++i) w = std::max(w, std::fabs(want[i] - got[i]) / (1 + std::fabs(want[i])));
+    return w;
+  };
+  std::printf("against a double per-pair loop (relative): logits %.1e, dL/dxq %.1e, dL/dxk %.1e, dL/dwq %.1e, "
+              "dL/dwk %.1e\n",
+              worst_logit, worst(rdxq, dxq), worst(rdxk, dxk), worst(rdwq, dwq), worst(rdwk, dwk));
 
   std::vector<double> tf, tb;
   for (int round = 0; round < 60; ++round) {
