@@ -336,7 +336,7 @@ int bench_command(const std::vector<std::string>& words) {
   if (r.peak_memory_bytes >= 0) std::printf("  peak memory %.1f MB\n", r.peak_memory_bytes / 1e6);
   std::printf("  exact work %.2f GFLOP per image forward (last block: %s); achieved %.1f GFLOP/s\n",
               r.exact_flops_per_image / 1e9, r.cls_only_last_block ? "CLS query only" : "every token",
-              r.step_flops / (r.ms_per_step * 1e6));
+              r.achieved_gflops());
   std::printf("  machine: GEMM %.0f GFLOP/s, memory %.1f GB/s -> floor %.2f ms/step; reached %.0f%% of it\n",
               r.roofline.gemm_gflops, r.roofline.bandwidth_gbs, r.floor_ms, 100 * r.fraction_of_floor);
   if (r.roofline.fma_peak_gflops > 0)

@@ -227,9 +227,11 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   return result;
 }
 
+double BenchResult::achieved_gflops() const { return step_flops / (ms_per_step * 1e6); }
+
 double BenchResult::fraction_of_fma_peak() const {
   if (roofline.fma_peak_gflops <= 0 || ms_per_step <= 0) return -1;
-  return step_flops / (ms_per_step * 1e6) / roofline.fma_peak_gflops;
+  return achieved_gflops() / roofline.fma_peak_gflops;
 }
 
 std::string BenchResult::to_json() const {
@@ -248,7 +250,7 @@ std::string BenchResult::to_json() const {
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
-                step_flops / (ms_per_step * 1e6), roofline.gemm_gflops, roofline.fma_peak_gflops,
+                achieved_gflops(), roofline.gemm_gflops, roofline.fma_peak_gflops,
                 fraction_of_fma_peak(), roofline.fma_isa.c_str(), roofline.bandwidth_gbs, floor_ms,
                 fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
                 options.fused_optimizer ? "fused-adamw" : "adamw", cls_only_last_block ? "cls" : "all", split_batch ? "on" : "off", forward_ms, backward_ms, optimizer_ms,

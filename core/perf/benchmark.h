@@ -52,7 +52,8 @@ struct BenchResult {
   Roofline roofline;
   double floor_ms = 0;              // max(work / GEMM rate, weight traffic / bandwidth)
   double fraction_of_floor = 0;     // floor_ms / ms_per_step
-  // The step's counted work per second over the cores' FMA peak (-1: no peak measured).
+  double achieved_gflops() const;  // the step's counted work per second
+  // achieved_gflops over the cores' FMA peak (-1: no peak measured).
   double fraction_of_fma_peak() const;
   double cpu_steal = -1;  // share of the machine's CPU time a hypervisor took during the timed steps (util/cpu_steal.h; -1: unknown or too short to count)
   int threads = 1;
