@@ -40,7 +40,7 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
                          [--last-block cls|all]
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
-                         [--row-gemm on|off] [--pair-kernels blocked|fused|aten]
+                         [--row-gemm on|off] [--pair-kernels lanes|blocked|fused|aten]
                          [--inference-kernels fused|aten] [--training-kernels fused|aten]
                          [--projections grouped|separate]
                          [--precision fp32|bf16]
@@ -74,11 +74,13 @@ one image's dense products, and every product of a matrix of at most 32 x 32
 (LoR's, forward and backward, any batch) to the BLAS instead of the engine's
 AVX-512 kernels, whose forward products prefetch the next matrix (or strip of a
 transposed weight) while they compute (on by default where the CPU has AVX-512);
---pair-kernels fused does the per-pair dot products and weighted sums (and their
-gradients) in the engine's one-pass kernels over all pair rows, aten as ATen
-expressions, instead of inside each offset matrix's block of rows right after its
-product, while the rows are in cache (blocked, the default; --compare pair-kernels
-alternates blocked with fused, or the setting given with blocked);
+--pair-kernels blocked does the per-pair products, dot products and weighted sums
+(and their gradients) inside each offset matrix's block of rows, while the rows
+are in cache; lanes (the default) does the same with 16 images across the vector
+lanes where they fill them (float, AVX-512, batches of 16, LoR's narrow matrices);
+fused does the arithmetic in the engine's one-pass kernels over all pair rows,
+aten as ATen expressions (--compare pair-kernels alternates lanes with blocked,
+or the setting given with blocked);
 --inference-kernels aten runs a forward without gradients as LibTorch's ops
 instead of the engine's passes (LayerNorm per row; bias, GELU and residual
 inside each dense layer's product; self-attention per head and block of rows);
@@ -245,7 +247,7 @@ int bench_command(const std::vector<std::string>& words) {
     throw Error("bf16 in inference reads the offset matrices' bfloat16 copies per matrix on the engine's row kernel; "
                 "--row-gemm off, --gemm aten, --algorithm all-tokens and --compare row-gemm|gemm choose among fp32 "
                 "paths (use them with --precision fp32)");
-  const PairKernels pair_kernels = parse_pair_kernels(args.get_choice("pair-kernels", {"blocked", "fused", "aten"}));
+  const PairKernels pair_kernels = parse_pair_kernels(args.get_choice("pair-kernels", {"lanes", "blocked", "fused", "aten"}));
   set_pair_kernels(pair_kernels);
   // As the process started ($TRANSLUTION_KEEP_FREED_MEMORY) unless asked.
   if (args.has("freed-memory")) set_freed_memory(parse_freed_memory(args.get("freed-memory")));
@@ -259,7 +261,8 @@ int bench_command(const std::vector<std::string>& words) {
       options.switch_path = [on = row == "on"](bool alternative) { set_row_gemm_enabled(alternative != on); };
     else if (options.compare == "pair-kernels")
       options.switch_path = [pair_kernels](bool alternative) {
-        const PairKernels other = pair_kernels == PairKernels::Blocked ? PairKernels::Fused : PairKernels::Blocked;
+        // Each setting against the one it refines: lanes or fused against blocked, blocked against lanes.
+        const PairKernels other = pair_kernels == PairKernels::Blocked ? PairKernels::Lanes : PairKernels::Blocked;
         set_pair_kernels(alternative ? other : pair_kernels);
       };
     else if (options.compare == "inference-kernels")

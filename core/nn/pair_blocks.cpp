@@ -13,6 +13,7 @@
 
 #include "nn/bf16_gemm.h"
 #include "nn/pair_kernels.h"
+#include "nn/pair_lanes.h"
 #include "nn/pair_matrices.h"
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
@@ -257,7 +258,8 @@ at::Tensor planes_to_grid(const PairTable& t, const at::Tensor& planes, int64_t 
 int64_t pair_block_calls() { return t_calls; }
 
 bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors) {
-  if (pair_kernels() != PairKernels::Blocked || projection_algorithm() == ProjectionAlgorithm::AllTokens) return false;
+  const PairKernels kernels = pair_kernels();
+  if ((kernels != PairKernels::Blocked && kernels != PairKernels::Lanes) || projection_algorithm() == ProjectionAlgorithm::AllTokens) return false;
   const at::ScalarType type = (*tensors.begin())->scalar_type();
   for (const at::Tensor* t : tensors) {
     if (!t->defined() || t->numel() == 0) continue;  // a plain side's empty bank
@@ -271,6 +273,7 @@ at::Tensor blocked_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t 
   if (width(q) != width(k) || width(q) % H != 0)
     throw Error("internal: relative logits of " + std::to_string(width(q)) + "- and " + std::to_string(width(k)) +
                 "-wide rows over " + std::to_string(H) + " heads");
+  if (pair_lanes_apply({&q, &k})) return lanes_logits(t, q, k, H, keep);
   const int64_t B = q.xt.size(1), D = width(q), R = t.offset->back(), w = D / H;
   for (PairSide* s : {&q, &k})
     s->saved = keep && s->relative() ? at::empty({R, B, D}, s->xt.options()) : at::Tensor();
@@ -297,6 +300,7 @@ at::Tensor blocked_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t 
 std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const PairSide& q, const PairSide& k,
                                                   const at::Tensor& grad_in) {
   ++t_calls;
+  if (pair_lanes_kept({&q, &k})) return lanes_logits_backward(t, q, k, grad_in);
   const int64_t B = q.xt.size(1), D = width(q), H = grad_in.size(1), R = t.offset->back(), w = D / H;
   const at::Tensor grad = grid_to_planes(t, grad_in);
   const int64_t block = most_rows(*t.offset) * B, C = std::max(q.xt.size(2), k.xt.size(2));
@@ -335,6 +339,7 @@ std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const Pair
 at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSide& v, bool head_sliced, bool keep,
                           at::Tensor* alpha_planes) {
   ++t_calls;
+  if (pair_lanes_apply({&v})) return lanes_values(t, alpha_in, v, head_sliced, keep, alpha_planes);
   const int64_t B = alpha_in.size(0), H = alpha_in.size(1), M = t.queries, D = width(v), R = t.offset->back();
   const at::Tensor alpha = grid_to_planes(t, alpha_in);
   if (alpha_planes) *alpha_planes = alpha;
@@ -366,6 +371,7 @@ at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSi
 std::array<at::Tensor, 3> blocked_values_backward(const PairTable& t, const at::Tensor& alpha, const PairSide& v,
                                                   const at::Tensor& dout_in, bool head_sliced) {
   ++t_calls;
+  if (alpha.dim() == 4) return lanes_values_backward(t, alpha, v, dout_in, head_sliced);  // forward's lanes planes
   const at::Tensor dout = dout_in.contiguous();  // [M, B, H, w]; alpha: [B H, R]
   const int64_t B = dout.size(1), H = dout.size(2), R = t.offset->back(), D = width(v);
   const int64_t w = head_sliced ? D / H : D;

@@ -13,6 +13,8 @@
 //
 // Every function takes token-major inputs ([T, B, C]) and pair-sorted rows;
 // pair_blocks_apply says where it runs (else relative_ops' separate passes do).
+// Where the batch fills the vector lanes, each function hands its work to
+// nn/pair_lanes.h (LoR's narrow matrices), which keeps its rows in its own layout.
 #include <array>
 #include <cstdint>
 #include <initializer_list>
@@ -46,7 +48,7 @@ struct PairSide {
 };
 
 // CPU, one floating type, contiguous, products straight to the BLAS or the
-// engine's kernels, and PairKernels::Blocked (nn/pair_kernels.h).
+// engine's kernels, and PairKernels::Lanes or Blocked (nn/pair_kernels.h).
 bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors);
 
 // How many blocked forwards and backwards the calling thread has run (tests prove the path ran).

@@ -14,7 +14,7 @@
 namespace translution {
 namespace {
 
-std::atomic<PairKernels> g_kernels{PairKernels::Blocked};
+std::atomic<PairKernels> g_kernels{PairKernels::Lanes};
 
 bool fused_path(std::initializer_list<const at::Tensor*> tensors) {
   if (g_kernels.load() == PairKernels::Aten) return false;
@@ -36,6 +36,7 @@ PairKernels pair_kernels() { return g_kernels; }
 
 const char* pair_kernels_name(PairKernels kernels) {
   switch (kernels) {
+    case PairKernels::Lanes: return "lanes";
     case PairKernels::Blocked: return "blocked";
     case PairKernels::Fused: return "fused";
     case PairKernels::Aten: break;
@@ -44,10 +45,11 @@ const char* pair_kernels_name(PairKernels kernels) {
 }
 
 PairKernels parse_pair_kernels(const std::string& name) {
+  if (name == "lanes") return PairKernels::Lanes;
   if (name == "blocked") return PairKernels::Blocked;
   if (name == "fused") return PairKernels::Fused;
   if (name == "aten") return PairKernels::Aten;
-  throw Error("unknown pair kernels '" + name + "' (expected blocked, fused or aten)");
+  throw Error("unknown pair kernels '" + name + "' (expected lanes, blocked, fused or aten)");
 }
 
 at::Tensor pair_dots(const at::Tensor& sq, const at::Tensor& sk, int64_t heads) {

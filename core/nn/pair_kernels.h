@@ -17,15 +17,17 @@
 
 namespace translution {
 
-// Where the per-pair arithmetic runs on the CPU. Blocked (the default): inside each
-// offset matrix's block of rows, right after its product, while the rows are in
-// cache (nn/pair_blocks.h; the kernels below are then used where that path does
+// Where the per-pair arithmetic runs on the CPU. Lanes (the default): as Blocked,
+// but with the batch across the vector lanes where it fills them (float, AVX-512,
+// batches of 16 images, LoR's narrow matrices: nn/pair_lanes.h). Blocked: inside
+// each offset matrix's block of rows, right after its product, while the rows are
+// in cache (nn/pair_blocks.h; the kernels below are then used where that path does
 // not apply). Fused: the kernels below, one pass each over all rows. Aten: the ATen
 // expressions everywhere.
-enum class PairKernels { Blocked, Fused, Aten };
+enum class PairKernels { Lanes, Blocked, Fused, Aten };
 void set_pair_kernels(PairKernels kernels);
 PairKernels pair_kernels();
-PairKernels parse_pair_kernels(const std::string& name);  // blocked|fused|aten
+PairKernels parse_pair_kernels(const std::string& name);  // lanes|blocked|fused|aten
 const char* pair_kernels_name(PairKernels kernels);
 
 // dots[r, b, h] = sq[r, b, h, :] . sk[r, b, h, :]  (sq, sk: [R, B, D], D = heads x width).

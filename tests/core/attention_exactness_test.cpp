@@ -90,7 +90,7 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
     set_projection_algorithm(ProjectionAlgorithm::Auto);
     set_recompute_pair_rows(false);
     set_raw_gemm_enabled(true);
-    set_pair_kernels(PairKernels::Blocked);
+    set_pair_kernels(PairKernels::Lanes);
     set_matrix_threads(0);
   }
   void check(const Case& c, bool retain_graph = false, bool create_graph = false);
@@ -154,7 +154,7 @@ TEST_P(AttentionExactness, FirstQueriesMatchNaiveReference) {
       set_pair_kernels(PairKernels::Aten);
       check_queries(GetParam(), queries);
       set_raw_gemm_enabled(true);
-      set_pair_kernels(PairKernels::Blocked);
+      set_pair_kernels(PairKernels::Lanes);
     }
     SCOPED_TRACE("all-token projection");
     set_projection_algorithm(ProjectionAlgorithm::AllTokens);

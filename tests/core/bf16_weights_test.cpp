@@ -201,7 +201,7 @@ TEST(Bf16Weights, AlgorithmAndReplacedMemory) {
   set_projection_algorithm(ProjectionAlgorithm::AllTokens);
   const at::Tensor all_tokens = l.module->forward(x, nullptr);
   set_projection_algorithm(ProjectionAlgorithm::Auto);
-  set_pair_kernels(PairKernels::Blocked);
+  set_pair_kernels(PairKernels::Lanes);
   EXPECT_TRUE(at::equal(per_matrix, all_tokens));
   // Inside each matrix's block (the default) the copies are read too: the same
   // products, the pair arithmetic on other kernels.

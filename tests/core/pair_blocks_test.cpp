@@ -88,7 +88,7 @@ void compare(const PairOrder& order, const Shape& s, at::ScalarType type, double
 class PairBlocks : public ::testing::Test {
  protected:
   void TearDown() override {
-    set_pair_kernels(PairKernels::Blocked);
+    set_pair_kernels(PairKernels::Lanes);
     set_matrix_threads(0);
   }
 };

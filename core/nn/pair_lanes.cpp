@@ -1,0 +1,530 @@
+#include "nn/pair_lanes.h"
+
+#include <algorithm>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TRANSLUTION_PAIR_LANES 1
+#include <immintrin.h>
+#endif
+
+#include <ATen/ATen.h>
+
+#include "nn/pair_kernels.h"
+#include "nn/pair_matrices.h"
+#include "util/device.h"
+#include "util/error.h"
+#include "util/helper_threads.h"
+
+namespace translution {
+namespace {
+
+constexpr int64_t kLanes = 16;  // floats in a 512-bit vector: the images of one group
+thread_local int64_t t_calls = 0;
+
+// One side's raw view for the kernels.
+struct LaneSide {
+  const float* x = nullptr;       // the input in lanes, [G, T, C, 16]
+  const float* w = nullptr;       // the bank [E, C, D]; null: a plain side, whose rows are its inputs (C = D)
+  const int64_t* rows = nullptr;  // the token of each sorted row
+  float* saved = nullptr;         // the rows kept for backward, [G, R, D, 16], or null
+  int64_t T = 0, C = 0, D = 0;
+  const float* matrix(int64_t e) const { return w ? w + e * C * D : nullptr; }
+  const float* input(int64_t g, int64_t r) const { return x + (g * T + rows[r]) * C * kLanes; }
+};
+
+// Matrix e's sorted rows [o, o + n), over G groups of images; R rows in all.
+struct Block {
+  int64_t e, o, n, G, R;
+};
+
+#ifdef TRANSLUTION_PAIR_LANES
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's own intrinsics (their undefined pass-through)
+namespace kernels {
+
+inline __m512 load(const float* p) { return _mm512_loadu_ps(p); }
+inline void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+
+// out[d] = sum_c x[c] w[c ld + d] for d < W: W accumulators, w's entries broadcast.
+template <int W>
+inline void project_chunk(const float* x, int64_t C, const float* w, int64_t ld, float* out) {
+  __m512 acc[W];
+#pragma GCC unroll 32
+  for (int d = 0; d < W; ++d) acc[d] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < C; ++c) {
+    const __m512 xc = load(x + c * kLanes);
+    const float* wc = w + c * ld;
+#pragma GCC unroll 32
+    for (int d = 0; d < W; ++d) acc[d] = _mm512_fmadd_ps(_mm512_set1_ps(wc[d]), xc, acc[d]);
+  }
+#pragma GCC unroll 32
+  for (int d = 0; d < W; ++d) store(out + d * kLanes, acc[d]);
+}
+
+// out = x w for one row (C inputs, D outputs; multiples of 8, at most 32).
+inline void project(const float* x, int64_t C, const float* w, int64_t D, float* out) {
+  int64_t d = 0;
+  for (; d + 24 <= D; d += 24) project_chunk<24>(x, C, w + d, D, out + d * kLanes);
+  if (D - d == 16) project_chunk<16>(x, C, w + d, D, out + d * kLanes);
+  if (D - d == 8) project_chunk<8>(x, C, w + d, D, out + d * kLanes);
+}
+
+// dx[c] += sum_d w[c D + d] ds[d] for c < W.
+template <int W>
+inline void project_back_chunk(const float* ds, int64_t D, const float* w, float* dx) {
+  __m512 acc[W];
+#pragma GCC unroll 32
+  for (int c = 0; c < W; ++c) acc[c] = load(dx + c * kLanes);
+  for (int64_t d = 0; d < D; ++d) {
+    const __m512 g = load(ds + d * kLanes);
+#pragma GCC unroll 32
+    for (int c = 0; c < W; ++c) acc[c] = _mm512_fmadd_ps(_mm512_set1_ps(w[c * D + d]), g, acc[c]);
+  }
+#pragma GCC unroll 32
+  for (int c = 0; c < W; ++c) store(dx + c * kLanes, acc[c]);
+}
+
+// dx += w ds for one row.
+inline void project_back(const float* ds, int64_t D, const float* w, int64_t C, float* dx) {
+  int64_t c = 0;
+  for (; c + 24 <= C; c += 24) project_back_chunk<24>(ds, D, w + c * D, dx + c * kLanes);
+  if (C - c == 16) project_back_chunk<16>(ds, D, w + c * D, dx + c * kLanes);
+  if (C - c == 8) project_back_chunk<8>(ds, D, w + c * D, dx + c * kLanes);
+}
+
+// Lane i of the result: the sum of v[i]'s 16 lanes (a transposing tree: 45
+// instructions for 16 sums, where one reduction each takes about 10).
+inline __m512 sum_each(const __m512 v[16]) {
+  __m512 w[8], x[4];
+  for (int j = 0; j < 8; ++j)
+    w[j] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * j], v[2 * j + 1]), _mm512_unpackhi_ps(v[2 * j], v[2 * j + 1]));
+  for (int j = 0; j < 4; ++j) {
+    const __m512d a = _mm512_castps_pd(w[2 * j]), b = _mm512_castps_pd(w[2 * j + 1]);
+    x[j] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+  }
+  const __m512 z0 = _mm512_add_ps(_mm512_shuffle_f32x4(x[0], x[1], 0x88), _mm512_shuffle_f32x4(x[0], x[1], 0xDD));
+  const __m512 z1 = _mm512_add_ps(_mm512_shuffle_f32x4(x[2], x[3], 0x88), _mm512_shuffle_f32x4(x[2], x[3], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(z0, z1, 0x88), _mm512_shuffle_f32x4(z0, z1, 0xDD));
+}
+
+// dw[c][d] = sum over the block's rows, groups and lanes of x[c] ds[d] (written,
+// not added): 4 x 4 register blocks, reduced once per block of entries.
+void weight_gradient(const LaneSide& s, const Block& b, const float* ds, float* dw) {
+  const int64_t C = s.C, D = s.D;
+  for (int64_t c0 = 0; c0 < C; c0 += 4)
+    for (int64_t d0 = 0; d0 < D; d0 += 4) {
+      __m512 acc[16];
+      for (__m512& a : acc) a = _mm512_setzero_ps();
+      for (int64_t g = 0; g < b.G; ++g)
+        for (int64_t k = 0; k < b.n; ++k) {
+          const float* x = s.input(g, b.o + k) + c0 * kLanes;
+          const float* gd = ds + ((g * b.n + k) * D + d0) * kLanes;
+          const __m512 x0 = load(x), x1 = load(x + kLanes), x2 = load(x + 2 * kLanes), x3 = load(x + 3 * kLanes);
+#pragma GCC unroll 4
+          for (int d = 0; d < 4; ++d) {
+            const __m512 g_d = load(gd + d * kLanes);
+            acc[d] = _mm512_fmadd_ps(x0, g_d, acc[d]);
+            acc[4 + d] = _mm512_fmadd_ps(x1, g_d, acc[4 + d]);
+            acc[8 + d] = _mm512_fmadd_ps(x2, g_d, acc[8 + d]);
+            acc[12 + d] = _mm512_fmadd_ps(x3, g_d, acc[12 + d]);
+          }
+        }
+      const __m512 sums = sum_each(acc);  // lane 4 c + d: entry (c0 + c, d0 + d)
+      _mm_storeu_ps(dw + (c0 + 0) * D + d0, _mm512_extractf32x4_ps(sums, 0));
+      _mm_storeu_ps(dw + (c0 + 1) * D + d0, _mm512_extractf32x4_ps(sums, 1));
+      _mm_storeu_ps(dw + (c0 + 2) * D + d0, _mm512_extractf32x4_ps(sums, 2));
+      _mm_storeu_ps(dw + (c0 + 3) * D + d0, _mm512_extractf32x4_ps(sums, 3));
+    }
+}
+
+// Side s's row r of group g in forward: the plain side's input, else projected
+// into its kept row or, when nothing is kept, into tmp.
+const float* forward_row(const LaneSide& s, const Block& b, int64_t g, int64_t r, float* tmp) {
+  const float* x = s.input(g, r);
+  if (!s.w) return x;
+  float* out = s.saved ? s.saved + (g * b.R + r) * s.D * kLanes : tmp;
+  project(x, s.C, s.matrix(b.e), s.D, out);
+  return out;
+}
+
+// The same row in backward: kept, or computed again.
+const float* backward_row(const LaneSide& s, const Block& b, int64_t g, int64_t r, float* tmp) {
+  if (s.w && s.saved) return s.saved + (g * b.R + r) * s.D * kLanes;
+  return forward_row(s, b, g, r, tmp);
+}
+
+// Given ds for the block's rows ([G, n, D, 16]): the inputs' gradients added into
+// dx ([G, T, C, 16]) and, for a relative side, matrix e's gradient written into dw.
+void side_backward(const LaneSide& s, const Block& b, const float* ds, float* dx, float* dw) {
+  const float* w = s.matrix(b.e);
+  for (int64_t g = 0; g < b.G; ++g)
+    for (int64_t k = 0; k < b.n; ++k) {
+      float* dxt = dx + (g * s.T + s.rows[b.o + k]) * s.C * kLanes;
+      const float* d = ds + (g * b.n + k) * s.D * kLanes;
+      if (w) {
+        project_back(d, s.D, w, s.C, dxt);
+      } else {
+        for (int64_t c = 0; c < s.C; ++c)
+          store(dxt + c * kLanes, _mm512_add_ps(load(dxt + c * kLanes), load(d + c * kLanes)));
+      }
+    }
+  if (w) weight_gradient(s, b, ds, dw + b.e * s.C * s.D);
+}
+
+// logits[g, r, h] = Q_h . K_h for the block's rows (vertical: one vector per head).
+void logits_block(const LaneSide& q, const LaneSide& k, const Block& b, int64_t H, float* logits, float* tmp) {
+  const int64_t D = q.D, w = D / H;
+  for (int64_t g = 0; g < b.G; ++g)
+    for (int64_t r = b.o; r < b.o + b.n; ++r) {
+      const float* Q = forward_row(q, b, g, r, tmp);
+      const float* K = forward_row(k, b, g, r, tmp + D * kLanes);
+      float* out = logits + (g * b.R + r) * H * kLanes;
+      for (int64_t h = 0; h < H; ++h) {
+        __m512 s = _mm512_setzero_ps();
+        for (int64_t d = h * w; d < (h + 1) * w; ++d)
+          s = _mm512_fmadd_ps(load(Q + d * kLanes), load(K + d * kLanes), s);
+        store(out + h * kLanes, s);
+      }
+    }
+}
+
+// Given the logits' gradient ([G, R, H, 16]): dQ_h = g_h K_h and dK_h = g_h Q_h,
+// then both sides' input and matrix gradients. scratch: 2 G n D + 2 D vectors.
+void logits_block_backward(const LaneSide& q, const LaneSide& k, const Block& b, int64_t H, const float* grad,
+                           float* dqx, float* dkx, float* dqw, float* dkw, float* scratch) {
+  const int64_t D = q.D, w = D / H, rows = b.G * b.n * D * kLanes;
+  float *dQ = scratch, *dK = scratch + rows, *tmp = scratch + 2 * rows;
+  for (int64_t g = 0; g < b.G; ++g)
+    for (int64_t i = 0; i < b.n; ++i) {
+      const int64_t r = b.o + i;
+      const float* Q = backward_row(q, b, g, r, tmp);
+      const float* K = backward_row(k, b, g, r, tmp + D * kLanes);
+      const float* gr = grad + (g * b.R + r) * H * kLanes;
+      float *dq = dQ + (g * b.n + i) * D * kLanes, *dk = dK + (g * b.n + i) * D * kLanes;
+      for (int64_t h = 0; h < H; ++h) {
+        const __m512 gh = load(gr + h * kLanes);
+        for (int64_t d = h * w; d < (h + 1) * w; ++d) {
+          store(dq + d * kLanes, _mm512_mul_ps(gh, load(K + d * kLanes)));
+          store(dk + d * kLanes, _mm512_mul_ps(gh, load(Q + d * kLanes)));
+        }
+      }
+    }
+  side_backward(q, b, dQ, dqx, dqw);
+  side_backward(k, b, dK, dkx, dkw);
+}
+
+// out[g, query(r), h] += alpha[g, r, h] V(r)_h: head h's slice (sliced, w = D / H) or all of V (w = D).
+void values_block(const LaneSide& v, const Block& b, const int64_t* query, int64_t M, int64_t H, bool sliced,
+                  const float* alpha, float* out, float* tmp) {
+  const int64_t D = v.D, w = sliced ? D / H : D;
+  for (int64_t g = 0; g < b.G; ++g)
+    for (int64_t r = b.o; r < b.o + b.n; ++r) {
+      const float* V = forward_row(v, b, g, r, tmp);
+      const float* a = alpha + (g * b.R + r) * H * kLanes;
+      float* o = out + (g * M + query[r]) * H * w * kLanes;
+      for (int64_t h = 0; h < H; ++h) {
+        const __m512 ah = load(a + h * kLanes);
+        const float* vh = V + (sliced ? h * w : 0) * kLanes;
+        float* oh = o + h * w * kLanes;
+        for (int64_t d = 0; d < w; ++d)
+          store(oh + d * kLanes, _mm512_fmadd_ps(ah, load(vh + d * kLanes), load(oh + d * kLanes)));
+      }
+    }
+}
+
+// Given out's gradient ([G, M, H, w, 16]): dalpha[g, r, h] = dout_h . V_h and dV,
+// then the input's and the matrix's gradients. scratch: G n D + D vectors.
+void values_block_backward(const LaneSide& v, const Block& b, const int64_t* query, int64_t M, int64_t H,
+                           bool sliced, const float* alpha, const float* dout, float* dalpha, float* dx, float* dw,
+                           float* scratch) {
+  const int64_t D = v.D, w = sliced ? D / H : D;
+  float *dV = scratch, *tmp = scratch + b.G * b.n * D * kLanes;
+  for (int64_t g = 0; g < b.G; ++g)
+    for (int64_t i = 0; i < b.n; ++i) {
+      const int64_t r = b.o + i;
+      const float* V = backward_row(v, b, g, r, tmp);
+      const float* a = alpha + (g * b.R + r) * H * kLanes;
+      const float* go = dout + (g * M + query[r]) * H * w * kLanes;
+      float *da = dalpha + (g * b.R + r) * H * kLanes, *dv = dV + (g * b.n + i) * D * kLanes;
+      for (int64_t h = 0; h < H; ++h) {
+        const float* vh = V + (sliced ? h * w : 0) * kLanes;
+        const float* gh = go + h * w * kLanes;
+        __m512 s = _mm512_setzero_ps();
+        for (int64_t d = 0; d < w; ++d) s = _mm512_fmadd_ps(load(gh + d * kLanes), load(vh + d * kLanes), s);
+        store(da + h * kLanes, s);
+      }
+      if (sliced) {
+        for (int64_t h = 0; h < H; ++h) {
+          const __m512 ah = load(a + h * kLanes);
+          for (int64_t d = 0; d < w; ++d)
+            store(dv + (h * w + d) * kLanes, _mm512_mul_ps(ah, load(go + (h * w + d) * kLanes)));
+        }
+      } else {
+        for (int64_t d = 0; d < D; ++d) {
+          __m512 s = _mm512_mul_ps(load(a), load(go + d * kLanes));
+          for (int64_t h = 1; h < H; ++h)
+            s = _mm512_fmadd_ps(load(a + h * kLanes), load(go + (h * w + d) * kLanes), s);
+          store(dv + d * kLanes, s);
+        }
+      }
+    }
+  side_backward(v, b, dV, dx, dw);
+}
+
+}  // namespace kernels
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
+
+int64_t width(const PairSide& s) { return s.relative() ? s.bank.size(2) : s.xt.size(2); }  // D
+
+Block block(const PairTable& t, size_t e, int64_t G) {
+  const int64_t o = (*t.offset)[e];
+  return {int64_t(e), o, (*t.offset)[e + 1] - o, G, t.offset->back()};
+}
+
+// Parts as pair_blocks splits the same matrices (by their largest product).
+int lane_parts(const PairTable& t, int64_t B, std::initializer_list<const PairSide*> sides) {
+  int64_t most = 0;
+  for (const PairSide* s : sides) most = std::max(most, s->xt.size(2) * width(*s));
+  return matrix_parts(most_rows(*t.offset) * B, 1, most);
+}
+
+// Per-part scratch of `floats` each, kept by the calling thread between calls (as pair_blocks' is).
+float* scratch(int parts, int64_t floats) {
+  thread_local std::vector<float> buffer;
+  const size_t need = size_t(parts) * size_t(floats);
+  if (buffer.size() < need) {
+    buffer.clear();
+    buffer.shrink_to_fit();
+    buffer.resize(need);
+  }
+  return buffer.data();
+}
+
+// [T, B, K...] -> [B / 16, T, K, 16]: each group's images across the lanes.
+at::Tensor to_lanes(const at::Tensor& rows_in) {
+  const at::Tensor rows = rows_in.contiguous();
+  const int64_t T = rows.size(0), B = rows.size(1), K = rows.numel() / (T * B), G = B / kLanes;
+  at::Tensor out = at::empty({G, T, K, kLanes}, rows.options());
+  const float* src = rows.data_ptr<float>();
+  float* dst = out.data_ptr<float>();
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < B; ++b) {
+      const float* s = src + (t * B + b) * K;
+      float* d = dst + ((b / kLanes) * T + t) * K * kLanes + b % kLanes;
+      for (int64_t k = 0; k < K; ++k) d[k * kLanes] = s[k];
+    }
+  return out;
+}
+
+// The parts' sum of [P, B / 16, T, K, 16] as `shape` ([T, B, ...], K values per (t, b)).
+at::Tensor from_lanes(const at::Tensor& lanes, at::IntArrayRef shape) {
+  const int64_t P = lanes.size(0), G = lanes.size(1), T = lanes.size(2), K = lanes.size(3), B = G * kLanes;
+  at::Tensor out = at::empty(shape, lanes.options());
+  const float* src = lanes.data_ptr<float>();
+  float* dst = out.data_ptr<float>();
+  const int64_t part = G * T * K * kLanes;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < B; ++b) {
+      const float* s = src + ((b / kLanes) * T + t) * K * kLanes + b % kLanes;
+      float* d = dst + (t * B + b) * K;
+      for (int64_t k = 0; k < K; ++k) {
+        float sum = s[k * kLanes];
+        for (int64_t p = 1; p < P; ++p) sum += s[p * part + k * kLanes];
+        d[k] = sum;
+      }
+    }
+  return out;
+}
+
+// A [B, H, M, N] grid as pair lanes [B / 16, R, H, 16], and back (0 at pairs without a row).
+at::Tensor grid_to_lanes(const PairTable& t, const at::Tensor& grid_in) {
+  const at::Tensor grid = grid_in.contiguous();
+  const int64_t B = grid.size(0), H = grid.size(1), MN = t.queries * t.tokens, R = t.offset->back();
+  at::Tensor out = at::empty({B / kLanes, R, H, kLanes}, grid.options());
+  const float* g = grid.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      const float* plane = g + (b * H + h) * MN;
+      float* lane = o + ((b / kLanes) * R * H + h) * kLanes + b % kLanes;
+      for (int64_t r = 0; r < R; ++r) lane[r * H * kLanes] = plane[t.pair[r]];
+    }
+  return out;
+}
+
+at::Tensor lanes_to_grid(const PairTable& t, const at::Tensor& lanes, int64_t B, int64_t H) {
+  const int64_t M = t.queries, N = t.tokens, R = t.offset->back();
+  at::Tensor grid = R == M * N ? at::empty({B, H, M, N}, lanes.options()) : at::zeros({B, H, M, N}, lanes.options());
+  const float* l = lanes.data_ptr<float>();
+  float* g = grid.data_ptr<float>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      float* plane = g + (b * H + h) * M * N;
+      const float* lane = l + ((b / kLanes) * R * H + h) * kLanes + b % kLanes;
+      for (int64_t r = 0; r < R; ++r) plane[t.pair[r]] = lane[r * H * kLanes];
+    }
+  return grid;
+}
+
+LaneSide lane_side(const PairSide& s, const at::Tensor& x) {
+  LaneSide l;
+  l.x = x.data_ptr<float>();
+  l.w = s.relative() ? s.bank.data_ptr<float>() : nullptr;
+  l.rows = s.rows;
+  l.saved = s.relative() && s.saved.defined() ? s.saved.data_ptr<float>() : nullptr;
+  l.T = s.xt.size(0);
+  l.C = s.xt.size(2);
+  l.D = width(s);
+  return l;
+}
+
+float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+
+}  // namespace
+
+int64_t pair_lanes_calls() { return t_calls; }
+
+bool pair_lanes_apply(std::initializer_list<const PairSide*> sides) {
+#ifdef TRANSLUTION_PAIR_LANES
+  if (pair_kernels() != PairKernels::Lanes || !cpu_has_avx512()) return false;
+  for (const PairSide* s : sides) {
+    const int64_t C = s->xt.size(2), D = width(*s);
+    if (s->xt.scalar_type() != at::kFloat || s->bf16 || s->w16 || s->xt.size(1) % kLanes != 0) return false;
+    if (C % 8 != 0 || D % 8 != 0 || C > 32 || D > 32) return false;
+  }
+  return true;
+#else
+  (void)sides;
+  return false;
+#endif
+}
+
+bool pair_lanes_kept(std::initializer_list<const PairSide*> sides) {
+  for (const PairSide* s : sides)
+    if (s->saved.defined()) return s->saved.dim() == 4;
+  return pair_lanes_apply(sides);
+}
+
+#ifdef TRANSLUTION_PAIR_LANES
+at::Tensor lanes_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H, bool keep) {
+  ++t_calls;
+  const int64_t B = q.xt.size(1), G = B / kLanes, D = width(q), R = t.offset->back();
+  const at::Tensor xq = to_lanes(q.xt), xk = to_lanes(k.xt);
+  for (PairSide* s : {&q, &k})
+    s->saved = keep && s->relative() ? at::empty({G, R, D, kLanes}, s->xt.options()) : at::Tensor();
+  at::Tensor logits = at::empty({G, R, H, kLanes}, q.xt.options());
+  const LaneSide lq = lane_side(q, xq), lk = lane_side(k, xk);
+  const int parts = lane_parts(t, B, {&q, &k});
+  const int64_t per_part = 2 * D * kLanes;
+  float* work = scratch(parts, per_part);
+  float* out = logits.data_ptr<float>();
+  for_matrix_parts(*t.offset, parts, [&](size_t first, size_t last, int part) {
+    for (size_t e = first; e < last; ++e) {
+      const Block b = block(t, e, G);
+      if (b.n > 0) kernels::logits_block(lq, lk, b, H, out, work + part * per_part);
+    }
+  });
+  return lanes_to_grid(t, logits, B, H);
+}
+
+std::array<at::Tensor, 4> lanes_logits_backward(const PairTable& t, const PairSide& q, const PairSide& k,
+                                                const at::Tensor& grad) {
+  ++t_calls;
+  const int64_t B = q.xt.size(1), G = B / kLanes, D = width(q), H = grad.size(1);
+  const at::Tensor g = grid_to_lanes(t, grad), xq = to_lanes(q.xt), xk = to_lanes(k.xt);
+  const LaneSide lq = lane_side(q, xq), lk = lane_side(k, xk);
+  const int parts = lane_parts(t, B, {&q, &k});
+  // Each part adds into its own input gradients (fixed ranges of matrices: the same sums every run).
+  at::Tensor dq = at::zeros({parts, G, lq.T, lq.C, kLanes}, q.xt.options());
+  at::Tensor dk = at::zeros({parts, G, lk.T, lk.C, kLanes}, k.xt.options());
+  at::Tensor dq_bank = q.relative() ? bank_gradient_buffer(q.bank, *t.offset) : at::Tensor();
+  at::Tensor dk_bank = k.relative() ? bank_gradient_buffer(k.bank, *t.offset) : at::Tensor();
+  const int64_t per_part = (2 * most_rows(*t.offset) * G + 2) * D * kLanes;
+  float* work = scratch(parts, per_part);
+  const float* gp = g.data_ptr<float>();
+  float *dqw = data_or_null(dq_bank), *dkw = data_or_null(dk_bank);
+  for_matrix_parts(*t.offset, parts, [&](size_t first, size_t last, int part) {
+    float* dqx = dq.data_ptr<float>() + part * dq.stride(0);
+    float* dkx = dk.data_ptr<float>() + part * dk.stride(0);
+    for (size_t e = first; e < last; ++e) {
+      const Block b = block(t, e, G);
+      if (b.n > 0) kernels::logits_block_backward(lq, lk, b, H, gp, dqx, dkx, dqw, dkw, work + part * per_part);
+    }
+  });
+  return {from_lanes(dq, q.xt.sizes()), dq_bank, from_lanes(dk, k.xt.sizes()), dk_bank};
+}
+
+at::Tensor lanes_values(const PairTable& t, const at::Tensor& alpha, PairSide& v, bool head_sliced, bool keep,
+                        at::Tensor* alpha_planes) {
+  ++t_calls;
+  const int64_t B = alpha.size(0), H = alpha.size(1), M = t.queries, G = B / kLanes, D = width(v);
+  const int64_t R = t.offset->back(), w = head_sliced ? D / H : D;
+  const at::Tensor a = grid_to_lanes(t, alpha), xv = to_lanes(v.xt);
+  if (alpha_planes) *alpha_planes = a;
+  v.saved = keep && v.relative() ? at::empty({G, R, D, kLanes}, v.xt.options()) : at::Tensor();
+  const LaneSide lv = lane_side(v, xv);
+  const int parts = lane_parts(t, B, {&v});
+  // Rows of different matrices add into the same query: each part into its own output.
+  at::Tensor out = at::zeros({parts, G, M, H * w, kLanes}, v.xt.options());
+  const int64_t per_part = D * kLanes;
+  float* work = scratch(parts, per_part);
+  const float* ap = a.data_ptr<float>();
+  for_matrix_parts(*t.offset, parts, [&](size_t first, size_t last, int part) {
+    float* o = out.data_ptr<float>() + part * out.stride(0);
+    for (size_t e = first; e < last; ++e) {
+      const Block b = block(t, e, G);
+      if (b.n > 0) kernels::values_block(lv, b, t.query, M, H, head_sliced, ap, o, work + part * per_part);
+    }
+  });
+  return from_lanes(out, {M, B, H, w});
+}
+
+std::array<at::Tensor, 3> lanes_values_backward(const PairTable& t, const at::Tensor& alpha, const PairSide& v,
+                                                const at::Tensor& dout, bool head_sliced) {
+  ++t_calls;
+  const int64_t B = dout.size(1), H = dout.size(2), M = t.queries, G = B / kLanes, D = width(v);
+  const int64_t R = t.offset->back();
+  const at::Tensor go = to_lanes(dout), xv = to_lanes(v.xt);
+  const LaneSide lv = lane_side(v, xv);
+  const int parts = lane_parts(t, B, {&v});
+  at::Tensor dalpha = at::empty({G, R, H, kLanes}, alpha.options());  // every row is some matrix's
+  at::Tensor dx = at::zeros({parts, G, lv.T, lv.C, kLanes}, v.xt.options());
+  at::Tensor dbank = v.relative() ? bank_gradient_buffer(v.bank, *t.offset) : at::Tensor();
+  const int64_t per_part = (most_rows(*t.offset) * G + 1) * D * kLanes;
+  float* work = scratch(parts, per_part);
+  const float *ap = alpha.data_ptr<float>(), *gp = go.data_ptr<float>();
+  float *dap = dalpha.data_ptr<float>(), *dw = data_or_null(dbank);
+  for_matrix_parts(*t.offset, parts, [&](size_t first, size_t last, int part) {
+    float* dxp = dx.data_ptr<float>() + part * dx.stride(0);
+    for (size_t e = first; e < last; ++e) {
+      const Block b = block(t, e, G);
+      if (b.n > 0)
+        kernels::values_block_backward(lv, b, t.query, M, H, head_sliced, ap, gp, dap, dxp, dw,
+                                       work + part * per_part);
+    }
+  });
+  return {lanes_to_grid(t, dalpha, B, H), from_lanes(dx, v.xt.sizes()), dbank};
+}
+#else
+// pair_lanes_apply is false without the AVX-512 kernels: nothing calls these.
+at::Tensor lanes_logits(const PairTable&, PairSide&, PairSide&, int64_t, bool) {
+  throw Error("internal: the lanes path needs AVX-512 kernels this build lacks");
+}
+std::array<at::Tensor, 4> lanes_logits_backward(const PairTable&, const PairSide&, const PairSide&, const at::Tensor&) {
+  throw Error("internal: the lanes path needs AVX-512 kernels this build lacks");
+}
+at::Tensor lanes_values(const PairTable&, const at::Tensor&, PairSide&, bool, bool, at::Tensor*) {
+  throw Error("internal: the lanes path needs AVX-512 kernels this build lacks");
+}
+std::array<at::Tensor, 3> lanes_values_backward(const PairTable&, const at::Tensor&, const PairSide&, const at::Tensor&,
+                                                bool) {
+  throw Error("internal: the lanes path needs AVX-512 kernels this build lacks");
+}
+#endif
+
+}  // namespace translution

@@ -1,0 +1,49 @@
+#pragma once
+// The relative operators' per-pair arithmetic with the batch across the vector
+// lanes: LoR-Translution's narrow offset matrices (24 x 24 at ViT-A) on AVX-512.
+//
+// nn/pair_blocks.h projects each matrix's pair rows as one [n B, D] product, then
+// takes their dot products or weighted sums. On 24-wide rows the row kernels'
+// 32-column register blocks waste a quarter of every FMA, and each head's dot
+// product ends in a horizontal sum of 8 values. Here 16 images fill one 512-bit
+// vector: the inputs are transposed to [B / 16, T, C, 16], a matrix's entries are
+// broadcast from L1 into FMAs whose every lane is useful, the per-head dot
+// products and weighted sums are vertical, and a matrix's gradient is summed over
+// its pairs and image groups in registers before one reduction per entry
+// (bench/lanes_logits.cpp prototyped the logits; docs/benchmarks.md, "Session 20").
+//
+// The same contracts as pair_blocks.h's functions, which call these where
+// pair_lanes_apply holds. What forward keeps for backward is laid out for these
+// functions alone: each side's `saved` rows as [B / 16, R, D, 16] and alpha's
+// planes as [B / 16, R, H, 16] (4-D, where pair_blocks' are 3-D and 2-D).
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+
+#include <ATen/core/Tensor.h>
+
+#include "nn/pair_blocks.h"
+
+namespace translution {
+
+// Where the lanes run: the Lanes pair kernels (nn/pair_kernels.h), a CPU with
+// AVX-512, float, a batch that is a multiple of 16, inputs and rows at most 32
+// wide in multiples of 8 (wider matrices fill the row kernels' blocks), and no
+// bfloat16 products or copies.
+bool pair_lanes_apply(std::initializer_list<const PairSide*> sides);
+
+// Whether a backward reads rows kept in the lanes' layout (else as pair_lanes_apply).
+bool pair_lanes_kept(std::initializer_list<const PairSide*> sides);
+
+// How many lanes forwards and backwards the calling thread has run (tests prove the path ran).
+int64_t pair_lanes_calls();
+
+at::Tensor lanes_logits(const PairTable& table, PairSide& q, PairSide& k, int64_t heads, bool keep);
+std::array<at::Tensor, 4> lanes_logits_backward(const PairTable& table, const PairSide& q, const PairSide& k,
+                                                const at::Tensor& grad);
+at::Tensor lanes_values(const PairTable& table, const at::Tensor& alpha, PairSide& v, bool head_sliced, bool keep,
+                        at::Tensor* alpha_planes);
+std::array<at::Tensor, 3> lanes_values_backward(const PairTable& table, const at::Tensor& alpha_planes,
+                                                const PairSide& v, const at::Tensor& dout, bool head_sliced);
+
+}  // namespace translution

@@ -1,0 +1,158 @@
+// The relative operators with the batch across the vector lanes (nn/pair_lanes.h)
+// against the ATen expressions in double precision: the lanes run in float only
+// (batches of 16 images, inputs and rows 8 to 32 wide), so the float results are
+// held to float's accuracy against an exact reference. LoR's shape (3 heads of 8,
+// every head weighing all 24 of v), sliced values, plain query or key sides, one
+// and two groups of images, the CLS query alone, matrices split over parts, and
+// rows computed again in backward instead of kept.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include "nn/pair_kernels.h"
+#include "nn/pair_lanes.h"
+#include "nn/relative_ops.h"
+#include "nn/token_layout.h"
+#include "tensor_checks.h"
+#include "util/device.h"
+#include "util/helper_threads.h"
+
+namespace translution {
+namespace {
+
+using test_support::max_relative_error;
+
+struct Shape {
+  int64_t heads, width, channels;  // D = heads x width; C input channels
+  bool head_sliced;                // values: head h weighs its own slice, or all of v (LoR)
+  bool plain_key = false, plain_query = false;
+};
+
+std::string describe(const Shape& s) {
+  return std::to_string(s.heads) + " heads of " + std::to_string(s.width) + ", " + std::to_string(s.channels) +
+         " channels" + (s.head_sliced ? ", sliced" : "") + (s.plain_key ? ", plain keys" : "") +
+         (s.plain_query ? ", plain queries" : "");
+}
+
+// Both operators' outputs and every input's gradient, in the inputs' type.
+std::vector<at::Tensor> run(PairKernels kernels, const PairOrder& order, const std::vector<at::Tensor>& inputs,
+                            const Shape& s) {
+  set_pair_kernels(kernels);
+  std::vector<at::Tensor> leaves;
+  for (const at::Tensor& t : inputs) leaves.push_back(t.defined() ? t.detach().clone().requires_grad_(true) : t);
+  const at::Tensor logits = relative_logits(order, leaves[0], leaves[1], leaves[2], leaves[3], s.heads);
+  const at::Tensor values = relative_values(order, leaves[4], leaves[5], leaves[6], s.head_sliced);
+  at::manual_seed(7);  // fixed random probes: every output entry's gradient distinct
+  const at::Tensor probe_l = at::randn(logits.sizes(), at::kDouble).to(logits.scalar_type());
+  const at::Tensor probe_v = at::randn(values.sizes(), at::kDouble).to(values.scalar_type());
+  ((logits * probe_l).sum() + (values * probe_v).sum()).backward();
+  std::vector<at::Tensor> out{logits.detach(), values.detach()};
+  for (const at::Tensor& t : leaves)
+    if (t.defined()) out.push_back(t.grad());
+  return out;
+}
+
+std::vector<at::Tensor> random_inputs(const PairOrder& order, const Shape& s, int64_t B) {
+  const int64_t N = order.tokens, M = order.queries, C = s.channels, D = s.heads * s.width;
+  const int64_t E = int64_t(order.entry_offset.size()) - 1;
+  at::manual_seed(11);
+  const auto f = at::TensorOptions().dtype(at::kFloat);
+  return {s.plain_query ? at::randn({B, M, D}, f) : at::randn({B, M, C}, f),
+          s.plain_query ? at::Tensor() : at::randn({E, C, D}, f) * 0.3,
+          s.plain_key ? at::randn({B, N, D}, f) : at::randn({B, N, C}, f),
+          s.plain_key ? at::Tensor() : at::randn({E, C, D}, f) * 0.3,
+          at::softmax(at::randn({B, s.heads, M, N}, f), -1),
+          at::randn({B, N, C}, f),
+          at::randn({E, C, D}, f) * 0.3};
+}
+
+// The lanes in float against the ATen expressions in double on the same values.
+void check(const PairOrder& order, const Shape& s, int64_t B) {
+  const std::vector<at::Tensor> inputs = random_inputs(order, s, B);
+  std::vector<at::Tensor> exact_inputs;
+  for (const at::Tensor& t : inputs) exact_inputs.push_back(t.defined() ? t.to(at::kDouble) : t);
+  const std::vector<at::Tensor> reference = run(PairKernels::Aten, order, exact_inputs, s);
+  const int64_t calls = pair_lanes_calls();
+  const std::vector<at::Tensor> lanes = run(PairKernels::Lanes, order, inputs, s);
+  EXPECT_EQ(pair_lanes_calls() - calls, 4) << "both operators, forward and backward, on the lanes";
+  ASSERT_EQ(lanes.size(), reference.size());
+  for (size_t i = 0; i < lanes.size(); ++i)
+    EXPECT_LT(max_relative_error(lanes[i], reference[i]), 2e-5)
+        << describe(s) << ", output " << i << " (0, 1: logits, values; then the inputs' gradients in order)";
+}
+
+class PairLanes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cpu_has_avx512()) GTEST_SKIP() << "the lanes run on AVX-512 only; this CPU has none";
+  }
+  void TearDown() override {
+    set_pair_kernels(PairKernels::Lanes);
+    set_matrix_threads(0);
+    set_recompute_pair_rows(false);
+  }
+};
+
+const std::vector<Shape> kShapes = {
+    {3, 8, 24, false},               // LoR ViT-A: 3 heads of 8, 24 x 24 matrices
+    {3, 8, 24, false, true},         // a plain key side
+    {3, 8, 24, false, false, true},  // a plain query side
+    {2, 16, 8, true},                // 8 -> 32, values sliced per head
+    {1, 8, 32, false},               // 32 -> 8
+    {4, 4, 16, true},                // heads of 4
+};
+
+TEST_F(PairLanes, FloatMatchesExactReference) {
+  const RelativeTable table = make_relative_table(TokenLayout::grid(3, 4, true));
+  for (const int64_t queries : {table.tokens(), int64_t(1)}) {
+    const PairOrder order = make_pair_order(table, queries);
+    for (const int threads : {1, 3}) {
+      set_matrix_threads(threads);
+      for (const Shape& s : kShapes)
+        for (const int64_t batch : {int64_t(16), int64_t(32)}) {
+          SCOPED_TRACE(std::to_string(queries) + " queries, " + std::to_string(threads) + " thread(s), batch " +
+                       std::to_string(batch));
+          check(order, s, batch);
+        }
+    }
+  }
+}
+
+TEST_F(PairLanes, RowsComputedAgainInBackwardMatch) {
+  set_recompute_pair_rows(true);
+  const RelativeTable table = make_relative_table(TokenLayout::grid(2, 3, true));
+  check(make_pair_order(table), kShapes[0], 16);
+}
+
+// Causal sequences leave pairs without a row: 0 in the logits and their gradients.
+TEST_F(PairLanes, CausalSequenceMatches) {
+  const RelativeTable table = make_relative_table(TokenLayout::sequence(6, true));
+  for (const Shape& s : kShapes) check(make_pair_order(table), s, 16);
+}
+
+// Where the lanes do not fit (a batch not a multiple of 16, double, rows wider
+// than 32 or not a multiple of 8), the blocked path runs: no lanes call.
+TEST_F(PairLanes, OtherShapesTakeTheBlockedPath) {
+  const RelativeTable table = make_relative_table(TokenLayout::grid(2, 2, true));
+  const PairOrder order = make_pair_order(table);
+  set_pair_kernels(PairKernels::Lanes);
+  const int64_t calls = pair_lanes_calls();
+  auto logits = [&](const Shape& s, int64_t B, at::ScalarType type) {
+    const std::vector<at::Tensor> in = random_inputs(order, s, B);
+    relative_logits(order, in[0].to(type), in[1].to(type), in[2].to(type), in[3].to(type), s.heads);
+  };
+  logits(kShapes[0], 8, at::kFloat);
+  logits(kShapes[0], 16, at::kDouble);
+  logits({3, 16, 24, false}, 16, at::kFloat);
+  logits({3, 4, 24, false}, 16, at::kFloat);
+  logits({3, 8, 12, false}, 16, at::kFloat);
+  EXPECT_EQ(pair_lanes_calls(), calls);
+  logits(kShapes[0], 16, at::kFloat);
+  EXPECT_EQ(pair_lanes_calls(), calls + 1);
+}
+
+}  // namespace
+}  // namespace translution
