@@ -1,9 +1,10 @@
 // LoR-Translution's relative operators at one core's share of a split training
 // step (ViT-A/12 at 84x84: half of batch 32, 7 x 7 patches + CLS, 24 x 24
 // matrices, 3 heads): relative_logits and relative_values, forward and backward,
-// with the pair arithmetic inside each matrix's block of rows (nn/pair_blocks.h)
-// and in separate passes (nn/pair_kernels.h), alternating every repetition in one
-// process. Prints the median of each phase (docs/benchmarks.md, "Session 17").
+// with the batch across the vector lanes (nn/pair_lanes.h), with the pair
+// arithmetic inside each matrix's block of rows (nn/pair_blocks.h) and in separate
+// passes (nn/pair_kernels.h), alternating every repetition in one process. Prints
+// the median of each phase (docs/benchmarks.md, "Session 17" and "Session 20").
 // Not part of the build. From the repository root, after a build:
 //   g++ -O2 -std=c++17 -Icore -I/usr/include/torch/csrc/api/include bench/pair_blocks.cpp \
 //       build/core/libtranslution_core.a -o /tmp/pair_blocks -ltorch -ltorch_cpu -lc10 -lpthread -ldl
@@ -48,10 +49,11 @@ int main(int argc, char** argv) {
   const at::Tensor xq = input(), xk = input(), xv = input(), wq = bank(), wk = bank(), wv = bank();
   const at::Tensor alpha = at::softmax(at::randn({B, H, N, N}), -1).requires_grad_();
   const char* names[4] = {"logits forward", "logits backward", "values forward", "values backward"};
-  std::vector<double> times[2][4];
+  const PairKernels variants[3] = {PairKernels::Lanes, PairKernels::Blocked, PairKernels::Fused};
+  std::vector<double> times[3][4];
   for (int round = 0; round < kRounds; ++round)
-    for (int variant = 0; variant < 2; ++variant) {
-      set_pair_kernels(variant == 0 ? PairKernels::Blocked : PairKernels::Fused);
+    for (int variant = 0; variant < 3; ++variant) {
+      set_pair_kernels(variants[variant]);
       const double t0 = now();
       const at::Tensor logits = relative_logits(order, xq, wq, xk, wk, H);
       const double t1 = now();
@@ -64,9 +66,9 @@ int main(int argc, char** argv) {
       const double phases[4] = {t1 - t0, t2 - t1, t3 - t2, t4 - t3};
       for (int p = 0; p < 4; ++p) times[variant][p].push_back(phases[p]);
     }
-  for (int variant = 0; variant < 2; ++variant) {
+  for (int variant = 0; variant < 3; ++variant) {
     double total = 0;
-    std::printf("%-7s batch %lld:", variant == 0 ? "blocked" : "fused", static_cast<long long>(B));
+    std::printf("%-7s batch %lld:", pair_kernels_name(variants[variant]), static_cast<long long>(B));
     for (int p = 0; p < 4; ++p) {
       const double ms = median_ms(times[variant][p]);
       total += ms;

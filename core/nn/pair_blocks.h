@@ -51,6 +51,11 @@ struct PairSide {
 // engine's kernels, and PairKernels::Lanes or Blocked (nn/pair_kernels.h).
 bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors);
 
+// A [B, H, M, N] grid as pair-ordered planes [B H, R] (value of row r at [bh, r]),
+// and back (0 at pairs without a row).
+at::Tensor grid_to_planes(const PairTable& table, const at::Tensor& grid);
+at::Tensor planes_to_grid(const PairTable& table, const at::Tensor& planes, int64_t batch, int64_t heads);
+
 // How many blocked forwards and backwards the calling thread has run (tests prove the path ran).
 int64_t pair_block_calls();
 

@@ -27,7 +27,6 @@ struct LaneSide {
   const float* x = nullptr;       // the input in lanes, [G, T, C, 16]
   const float* w = nullptr;       // the bank [E, C, D]; null: a plain side, whose rows are its inputs (C = D)
   const int64_t* rows = nullptr;  // the token of each sorted row
-  float* saved = nullptr;         // the rows kept for backward, [G, R, D, 16], or null
   int64_t T = 0, C = 0, D = 0;
   const float* matrix(int64_t e) const { return w ? w + e * C * D : nullptr; }
   const float* input(int64_t g, int64_t r) const { return x + (g * T + rows[r]) * C * kLanes; }
@@ -48,13 +47,17 @@ namespace kernels {
 inline __m512 load(const float* p) { return _mm512_loadu_ps(p); }
 inline void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
 
-// out[d] = sum_c x[c] w[c ld + d] for d < W: W accumulators, w's entries broadcast.
-template <int W>
-inline void project_chunk(const float* x, int64_t C, const float* w, int64_t ld, float* out) {
+// out[d] = sum_c x[c] w[c ld + d] for d < W (added to out: Add): W accumulators,
+// w's entries broadcast. next: the input the caller projects next (streamed into
+// L1 meanwhile; a group's inputs, 50 tokens x 24 channels x 16 images, are more
+// than L1 holds), or null.
+template <int W, bool Add>
+inline void project_chunk(const float* x, int64_t C, const float* w, int64_t ld, float* out, const float* next) {
   __m512 acc[W];
 #pragma GCC unroll 32
-  for (int d = 0; d < W; ++d) acc[d] = _mm512_setzero_ps();
+  for (int d = 0; d < W; ++d) acc[d] = Add ? load(out + d * kLanes) : _mm512_setzero_ps();
   for (int64_t c = 0; c < C; ++c) {
+    if (next) _mm_prefetch(reinterpret_cast<const char*>(next + c * kLanes), _MM_HINT_T0);
     const __m512 xc = load(x + c * kLanes);
     const float* wc = w + c * ld;
 #pragma GCC unroll 32
@@ -64,35 +67,13 @@ inline void project_chunk(const float* x, int64_t C, const float* w, int64_t ld,
   for (int d = 0; d < W; ++d) store(out + d * kLanes, acc[d]);
 }
 
-// out = x w for one row (C inputs, D outputs; multiples of 8, at most 32).
-inline void project(const float* x, int64_t C, const float* w, int64_t D, float* out) {
+// out = x w (or out += x w: Add) for one row: C inputs, D outputs (multiples of 8, at most 32).
+template <bool Add>
+inline void project(const float* x, int64_t C, const float* w, int64_t D, float* out, const float* next) {
   int64_t d = 0;
-  for (; d + 24 <= D; d += 24) project_chunk<24>(x, C, w + d, D, out + d * kLanes);
-  if (D - d == 16) project_chunk<16>(x, C, w + d, D, out + d * kLanes);
-  if (D - d == 8) project_chunk<8>(x, C, w + d, D, out + d * kLanes);
-}
-
-// dx[c] += sum_d w[c D + d] ds[d] for c < W.
-template <int W>
-inline void project_back_chunk(const float* ds, int64_t D, const float* w, float* dx) {
-  __m512 acc[W];
-#pragma GCC unroll 32
-  for (int c = 0; c < W; ++c) acc[c] = load(dx + c * kLanes);
-  for (int64_t d = 0; d < D; ++d) {
-    const __m512 g = load(ds + d * kLanes);
-#pragma GCC unroll 32
-    for (int c = 0; c < W; ++c) acc[c] = _mm512_fmadd_ps(_mm512_set1_ps(w[c * D + d]), g, acc[c]);
-  }
-#pragma GCC unroll 32
-  for (int c = 0; c < W; ++c) store(dx + c * kLanes, acc[c]);
-}
-
-// dx += w ds for one row.
-inline void project_back(const float* ds, int64_t D, const float* w, int64_t C, float* dx) {
-  int64_t c = 0;
-  for (; c + 24 <= C; c += 24) project_back_chunk<24>(ds, D, w + c * D, dx + c * kLanes);
-  if (C - c == 16) project_back_chunk<16>(ds, D, w + c * D, dx + c * kLanes);
-  if (C - c == 8) project_back_chunk<8>(ds, D, w + c * D, dx + c * kLanes);
+  for (; d + 24 <= D; d += 24, next = nullptr) project_chunk<24, Add>(x, C, w + d, D, out + d * kLanes, next);
+  if (D - d == 16) project_chunk<16, Add>(x, C, w + d, D, out + d * kLanes, next);
+  if (D - d == 8) project_chunk<8, Add>(x, C, w + d, D, out + d * kLanes, next);
 }
 
 // Lane i of the result: the sum of v[i]'s 16 lanes (a transposing tree: 45
@@ -140,32 +121,51 @@ void weight_gradient(const LaneSide& s, const Block& b, const float* ds, float* 
     }
 }
 
-// Side s's row r of group g in forward: the plain side's input, else projected
-// into its kept row or, when nothing is kept, into tmp.
-const float* forward_row(const LaneSide& s, const Block& b, int64_t g, int64_t r, float* tmp) {
+// Pair-ordered planes [B H, R] (pair_blocks' layout of the logits, alpha and their
+// gradients): group g's 16 images at row r and head h, gathered into one vector
+// or scattered from it. A block's rows are consecutive, so each of the 16 H planes
+// is written or read in order.
+struct Planes {
+  Planes(const float* planes, int64_t H, int64_t R)
+      : p(const_cast<float*>(planes)),
+        H(H),
+        R(R),
+        index(_mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                 _mm512_set1_epi32(int(H * R)))) {}
+  float* at(int64_t g, int64_t r, int64_t h) const { return p + (g * kLanes * H + h) * R + r; }
+  __m512 get(int64_t g, int64_t r, int64_t h) const { return _mm512_i32gather_ps(index, at(g, r, h), 4); }
+  void put(int64_t g, int64_t r, int64_t h, __m512 v) const { _mm512_i32scatter_ps(at(g, r, h), index, v, 4); }
+  float* p;
+  int64_t H, R;
+  __m512i index;  // lane l: l H R
+};
+
+// Side s's row r of group g: the plain side's input, else projected into tmp.
+const float* side_row(const LaneSide& s, const Block& b, int64_t g, int64_t r, float* tmp) {
   const float* x = s.input(g, r);
   if (!s.w) return x;
-  float* out = s.saved ? s.saved + (g * b.R + r) * s.D * kLanes : tmp;
-  project(x, s.C, s.matrix(b.e), s.D, out);
-  return out;
-}
-
-// The same row in backward: kept, or computed again.
-const float* backward_row(const LaneSide& s, const Block& b, int64_t g, int64_t r, float* tmp) {
-  if (s.w && s.saved) return s.saved + (g * b.R + r) * s.D * kLanes;
-  return forward_row(s, b, g, r, tmp);
+  const bool more = r + 1 < b.o + b.n;
+  project<false>(x, s.C, s.matrix(b.e), s.D, tmp, more ? s.input(g, r + 1) : nullptr);
+  return tmp;
 }
 
 // Given ds for the block's rows ([G, n, D, 16]): the inputs' gradients added into
 // dx ([G, T, C, 16]) and, for a relative side, matrix e's gradient written into dw.
 void side_backward(const LaneSide& s, const Block& b, const float* ds, float* dx, float* dw) {
   const float* w = s.matrix(b.e);
+  // dx += ds w^T reads w's columns: transposed once, each broadcast is at a fixed
+  // offset from one pointer (w's rows took 24 pointers, more than the registers).
+  float wt[32 * 32];
+  if (w)
+    for (int64_t c = 0; c < s.C; ++c)
+      for (int64_t d = 0; d < s.D; ++d) wt[d * s.C + c] = w[c * s.D + d];
   for (int64_t g = 0; g < b.G; ++g)
     for (int64_t k = 0; k < b.n; ++k) {
       float* dxt = dx + (g * s.T + s.rows[b.o + k]) * s.C * kLanes;
       const float* d = ds + (g * b.n + k) * s.D * kLanes;
       if (w) {
-        project_back(d, s.D, w, s.C, dxt);
+        const bool more = k + 1 < b.n;
+        project<true>(d, s.D, wt, s.C, dxt, more ? dx + (g * s.T + s.rows[b.o + k + 1]) * s.C * kLanes : nullptr);
       } else {
         for (int64_t c = 0; c < s.C; ++c)
           store(dxt + c * kLanes, _mm512_add_ps(load(dxt + c * kLanes), load(d + c * kLanes)));
@@ -174,38 +174,38 @@ void side_backward(const LaneSide& s, const Block& b, const float* ds, float* dx
   if (w) weight_gradient(s, b, ds, dw + b.e * s.C * s.D);
 }
 
-// logits[g, r, h] = Q_h . K_h for the block's rows (vertical: one vector per head).
+// logits[b, h, r] = Q_h . K_h for the block's rows (vertical: one vector per head).
 void logits_block(const LaneSide& q, const LaneSide& k, const Block& b, int64_t H, float* logits, float* tmp) {
   const int64_t D = q.D, w = D / H;
+  const Planes out(logits, H, b.R);
   for (int64_t g = 0; g < b.G; ++g)
     for (int64_t r = b.o; r < b.o + b.n; ++r) {
-      const float* Q = forward_row(q, b, g, r, tmp);
-      const float* K = forward_row(k, b, g, r, tmp + D * kLanes);
-      float* out = logits + (g * b.R + r) * H * kLanes;
+      const float* Q = side_row(q, b, g, r, tmp);
+      const float* K = side_row(k, b, g, r, tmp + D * kLanes);
       for (int64_t h = 0; h < H; ++h) {
         __m512 s = _mm512_setzero_ps();
         for (int64_t d = h * w; d < (h + 1) * w; ++d)
           s = _mm512_fmadd_ps(load(Q + d * kLanes), load(K + d * kLanes), s);
-        store(out + h * kLanes, s);
+        out.put(g, r, h, s);
       }
     }
 }
 
-// Given the logits' gradient ([G, R, H, 16]): dQ_h = g_h K_h and dK_h = g_h Q_h,
+// Given the logits' gradient (planes): dQ_h = g_h K_h and dK_h = g_h Q_h,
 // then both sides' input and matrix gradients. scratch: 2 G n D + 2 D vectors.
 void logits_block_backward(const LaneSide& q, const LaneSide& k, const Block& b, int64_t H, const float* grad,
                            float* dqx, float* dkx, float* dqw, float* dkw, float* scratch) {
   const int64_t D = q.D, w = D / H, rows = b.G * b.n * D * kLanes;
   float *dQ = scratch, *dK = scratch + rows, *tmp = scratch + 2 * rows;
+  const Planes planes(grad, H, b.R);
   for (int64_t g = 0; g < b.G; ++g)
     for (int64_t i = 0; i < b.n; ++i) {
       const int64_t r = b.o + i;
-      const float* Q = backward_row(q, b, g, r, tmp);
-      const float* K = backward_row(k, b, g, r, tmp + D * kLanes);
-      const float* gr = grad + (g * b.R + r) * H * kLanes;
+      const float* Q = side_row(q, b, g, r, tmp);
+      const float* K = side_row(k, b, g, r, tmp + D * kLanes);
       float *dq = dQ + (g * b.n + i) * D * kLanes, *dk = dK + (g * b.n + i) * D * kLanes;
       for (int64_t h = 0; h < H; ++h) {
-        const __m512 gh = load(gr + h * kLanes);
+        const __m512 gh = planes.get(g, r, h);
         for (int64_t d = h * w; d < (h + 1) * w; ++d) {
           store(dq + d * kLanes, _mm512_mul_ps(gh, load(K + d * kLanes)));
           store(dk + d * kLanes, _mm512_mul_ps(gh, load(Q + d * kLanes)));
@@ -220,13 +220,13 @@ void logits_block_backward(const LaneSide& q, const LaneSide& k, const Block& b,
 void values_block(const LaneSide& v, const Block& b, const int64_t* query, int64_t M, int64_t H, bool sliced,
                   const float* alpha, float* out, float* tmp) {
   const int64_t D = v.D, w = sliced ? D / H : D;
+  const Planes a(alpha, H, b.R);
   for (int64_t g = 0; g < b.G; ++g)
     for (int64_t r = b.o; r < b.o + b.n; ++r) {
-      const float* V = forward_row(v, b, g, r, tmp);
-      const float* a = alpha + (g * b.R + r) * H * kLanes;
+      const float* V = side_row(v, b, g, r, tmp);
       float* o = out + (g * M + query[r]) * H * w * kLanes;
       for (int64_t h = 0; h < H; ++h) {
-        const __m512 ah = load(a + h * kLanes);
+        const __m512 ah = a.get(g, r, h);
         const float* vh = V + (sliced ? h * w : 0) * kLanes;
         float* oh = o + h * w * kLanes;
         for (int64_t d = 0; d < w; ++d)
@@ -235,38 +235,37 @@ void values_block(const LaneSide& v, const Block& b, const int64_t* query, int64
     }
 }
 
-// Given out's gradient ([G, M, H, w, 16]): dalpha[g, r, h] = dout_h . V_h and dV,
+// Given out's gradient ([G, M, H, w, 16]): dalpha[b, h, r] = dout_h . V_h and dV,
 // then the input's and the matrix's gradients. scratch: G n D + D vectors.
 void values_block_backward(const LaneSide& v, const Block& b, const int64_t* query, int64_t M, int64_t H,
                            bool sliced, const float* alpha, const float* dout, float* dalpha, float* dx, float* dw,
                            float* scratch) {
   const int64_t D = v.D, w = sliced ? D / H : D;
   float *dV = scratch, *tmp = scratch + b.G * b.n * D * kLanes;
+  const Planes alphas(alpha, H, b.R), dalphas(dalpha, H, b.R);
+  __m512 a[32];  // alpha per head (H <= D <= 32)
   for (int64_t g = 0; g < b.G; ++g)
     for (int64_t i = 0; i < b.n; ++i) {
       const int64_t r = b.o + i;
-      const float* V = backward_row(v, b, g, r, tmp);
-      const float* a = alpha + (g * b.R + r) * H * kLanes;
+      const float* V = side_row(v, b, g, r, tmp);
       const float* go = dout + (g * M + query[r]) * H * w * kLanes;
-      float *da = dalpha + (g * b.R + r) * H * kLanes, *dv = dV + (g * b.n + i) * D * kLanes;
+      float* dv = dV + (g * b.n + i) * D * kLanes;
       for (int64_t h = 0; h < H; ++h) {
         const float* vh = V + (sliced ? h * w : 0) * kLanes;
         const float* gh = go + h * w * kLanes;
         __m512 s = _mm512_setzero_ps();
         for (int64_t d = 0; d < w; ++d) s = _mm512_fmadd_ps(load(gh + d * kLanes), load(vh + d * kLanes), s);
-        store(da + h * kLanes, s);
+        dalphas.put(g, r, h, s);
+        a[h] = alphas.get(g, r, h);
       }
       if (sliced) {
-        for (int64_t h = 0; h < H; ++h) {
-          const __m512 ah = load(a + h * kLanes);
+        for (int64_t h = 0; h < H; ++h)
           for (int64_t d = 0; d < w; ++d)
-            store(dv + (h * w + d) * kLanes, _mm512_mul_ps(ah, load(go + (h * w + d) * kLanes)));
-        }
+            store(dv + (h * w + d) * kLanes, _mm512_mul_ps(a[h], load(go + (h * w + d) * kLanes)));
       } else {
         for (int64_t d = 0; d < D; ++d) {
-          __m512 s = _mm512_mul_ps(load(a), load(go + d * kLanes));
-          for (int64_t h = 1; h < H; ++h)
-            s = _mm512_fmadd_ps(load(a + h * kLanes), load(go + (h * w + d) * kLanes), s);
+          __m512 s = _mm512_mul_ps(a[0], load(go + d * kLanes));
+          for (int64_t h = 1; h < H; ++h) s = _mm512_fmadd_ps(a[h], load(go + (h * w + d) * kLanes), s);
           store(dv + d * kLanes, s);
         }
       }
@@ -341,42 +340,11 @@ at::Tensor from_lanes(const at::Tensor& lanes, at::IntArrayRef shape) {
   return out;
 }
 
-// A [B, H, M, N] grid as pair lanes [B / 16, R, H, 16], and back (0 at pairs without a row).
-at::Tensor grid_to_lanes(const PairTable& t, const at::Tensor& grid_in) {
-  const at::Tensor grid = grid_in.contiguous();
-  const int64_t B = grid.size(0), H = grid.size(1), MN = t.queries * t.tokens, R = t.offset->back();
-  at::Tensor out = at::empty({B / kLanes, R, H, kLanes}, grid.options());
-  const float* g = grid.data_ptr<float>();
-  float* o = out.data_ptr<float>();
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h) {
-      const float* plane = g + (b * H + h) * MN;
-      float* lane = o + ((b / kLanes) * R * H + h) * kLanes + b % kLanes;
-      for (int64_t r = 0; r < R; ++r) lane[r * H * kLanes] = plane[t.pair[r]];
-    }
-  return out;
-}
-
-at::Tensor lanes_to_grid(const PairTable& t, const at::Tensor& lanes, int64_t B, int64_t H) {
-  const int64_t M = t.queries, N = t.tokens, R = t.offset->back();
-  at::Tensor grid = R == M * N ? at::empty({B, H, M, N}, lanes.options()) : at::zeros({B, H, M, N}, lanes.options());
-  const float* l = lanes.data_ptr<float>();
-  float* g = grid.data_ptr<float>();
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h) {
-      float* plane = g + (b * H + h) * M * N;
-      const float* lane = l + ((b / kLanes) * R * H + h) * kLanes + b % kLanes;
-      for (int64_t r = 0; r < R; ++r) plane[t.pair[r]] = lane[r * H * kLanes];
-    }
-  return grid;
-}
-
 LaneSide lane_side(const PairSide& s, const at::Tensor& x) {
   LaneSide l;
   l.x = x.data_ptr<float>();
   l.w = s.relative() ? s.bank.data_ptr<float>() : nullptr;
   l.rows = s.rows;
-  l.saved = s.relative() && s.saved.defined() ? s.saved.data_ptr<float>() : nullptr;
   l.T = s.xt.size(0);
   l.C = s.xt.size(2);
   l.D = width(s);
@@ -404,20 +372,19 @@ bool pair_lanes_apply(std::initializer_list<const PairSide*> sides) {
 #endif
 }
 
-bool pair_lanes_kept(std::initializer_list<const PairSide*> sides) {
+bool pair_lanes_backward(std::initializer_list<const PairSide*> sides) {
   for (const PairSide* s : sides)
-    if (s->saved.defined()) return s->saved.dim() == 4;
+    if (s->saved.defined()) return false;  // the blocked path's rows: its forward ran there
   return pair_lanes_apply(sides);
 }
 
 #ifdef TRANSLUTION_PAIR_LANES
-at::Tensor lanes_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H, bool keep) {
+at::Tensor lanes_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H) {
   ++t_calls;
   const int64_t B = q.xt.size(1), G = B / kLanes, D = width(q), R = t.offset->back();
   const at::Tensor xq = to_lanes(q.xt), xk = to_lanes(k.xt);
-  for (PairSide* s : {&q, &k})
-    s->saved = keep && s->relative() ? at::empty({G, R, D, kLanes}, s->xt.options()) : at::Tensor();
-  at::Tensor logits = at::empty({G, R, H, kLanes}, q.xt.options());
+  for (PairSide* s : {&q, &k}) s->saved = at::Tensor();  // nothing kept: backward projects again
+  at::Tensor logits = at::empty({B * H, R}, q.xt.options());  // pair-ordered planes
   const LaneSide lq = lane_side(q, xq), lk = lane_side(k, xk);
   const int parts = lane_parts(t, B, {&q, &k});
   const int64_t per_part = 2 * D * kLanes;
@@ -429,14 +396,14 @@ at::Tensor lanes_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H,
       if (b.n > 0) kernels::logits_block(lq, lk, b, H, out, work + part * per_part);
     }
   });
-  return lanes_to_grid(t, logits, B, H);
+  return planes_to_grid(t, logits, B, H);
 }
 
 std::array<at::Tensor, 4> lanes_logits_backward(const PairTable& t, const PairSide& q, const PairSide& k,
                                                 const at::Tensor& grad) {
   ++t_calls;
   const int64_t B = q.xt.size(1), G = B / kLanes, D = width(q), H = grad.size(1);
-  const at::Tensor g = grid_to_lanes(t, grad), xq = to_lanes(q.xt), xk = to_lanes(k.xt);
+  const at::Tensor g = grid_to_planes(t, grad), xq = to_lanes(q.xt), xk = to_lanes(k.xt);
   const LaneSide lq = lane_side(q, xq), lk = lane_side(k, xk);
   const int parts = lane_parts(t, B, {&q, &k});
   // Each part adds into its own input gradients (fixed ranges of matrices: the same sums every run).
@@ -459,14 +426,14 @@ std::array<at::Tensor, 4> lanes_logits_backward(const PairTable& t, const PairSi
   return {from_lanes(dq, q.xt.sizes()), dq_bank, from_lanes(dk, k.xt.sizes()), dk_bank};
 }
 
-at::Tensor lanes_values(const PairTable& t, const at::Tensor& alpha, PairSide& v, bool head_sliced, bool keep,
+at::Tensor lanes_values(const PairTable& t, const at::Tensor& alpha, PairSide& v, bool head_sliced,
                         at::Tensor* alpha_planes) {
   ++t_calls;
   const int64_t B = alpha.size(0), H = alpha.size(1), M = t.queries, G = B / kLanes, D = width(v);
-  const int64_t R = t.offset->back(), w = head_sliced ? D / H : D;
-  const at::Tensor a = grid_to_lanes(t, alpha), xv = to_lanes(v.xt);
+  const int64_t w = head_sliced ? D / H : D;
+  const at::Tensor a = grid_to_planes(t, alpha), xv = to_lanes(v.xt);
   if (alpha_planes) *alpha_planes = a;
-  v.saved = keep && v.relative() ? at::empty({G, R, D, kLanes}, v.xt.options()) : at::Tensor();
+  v.saved = at::Tensor();  // nothing kept: backward projects again
   const LaneSide lv = lane_side(v, xv);
   const int parts = lane_parts(t, B, {&v});
   // Rows of different matrices add into the same query: each part into its own output.
@@ -492,7 +459,7 @@ std::array<at::Tensor, 3> lanes_values_backward(const PairTable& t, const at::Te
   const at::Tensor go = to_lanes(dout), xv = to_lanes(v.xt);
   const LaneSide lv = lane_side(v, xv);
   const int parts = lane_parts(t, B, {&v});
-  at::Tensor dalpha = at::empty({G, R, H, kLanes}, alpha.options());  // every row is some matrix's
+  at::Tensor dalpha = at::empty({B * H, R}, alpha.options());  // every row is some matrix's
   at::Tensor dx = at::zeros({parts, G, lv.T, lv.C, kLanes}, v.xt.options());
   at::Tensor dbank = v.relative() ? bank_gradient_buffer(v.bank, *t.offset) : at::Tensor();
   const int64_t per_part = (most_rows(*t.offset) * G + 1) * D * kLanes;
@@ -508,17 +475,17 @@ std::array<at::Tensor, 3> lanes_values_backward(const PairTable& t, const at::Te
                                        work + part * per_part);
     }
   });
-  return {lanes_to_grid(t, dalpha, B, H), from_lanes(dx, v.xt.sizes()), dbank};
+  return {planes_to_grid(t, dalpha, B, H), from_lanes(dx, v.xt.sizes()), dbank};
 }
 #else
 // pair_lanes_apply is false without the AVX-512 kernels: nothing calls these.
-at::Tensor lanes_logits(const PairTable&, PairSide&, PairSide&, int64_t, bool) {
+at::Tensor lanes_logits(const PairTable&, PairSide&, PairSide&, int64_t) {
   throw Error("internal: the lanes path needs AVX-512 kernels this build lacks");
 }
 std::array<at::Tensor, 4> lanes_logits_backward(const PairTable&, const PairSide&, const PairSide&, const at::Tensor&) {
   throw Error("internal: the lanes path needs AVX-512 kernels this build lacks");
 }
-at::Tensor lanes_values(const PairTable&, const at::Tensor&, PairSide&, bool, bool, at::Tensor*) {
+at::Tensor lanes_values(const PairTable&, const at::Tensor&, PairSide&, bool, at::Tensor*) {
   throw Error("internal: the lanes path needs AVX-512 kernels this build lacks");
 }
 std::array<at::Tensor, 3> lanes_values_backward(const PairTable&, const at::Tensor&, const PairSide&, const at::Tensor&,

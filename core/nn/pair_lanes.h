@@ -13,9 +13,11 @@
 // (bench/lanes_logits.cpp prototyped the logits; docs/benchmarks.md, "Session 20").
 //
 // The same contracts as pair_blocks.h's functions, which call these where
-// pair_lanes_apply holds. What forward keeps for backward is laid out for these
-// functions alone: each side's `saved` rows as [B / 16, R, D, 16] and alpha's
-// planes as [B / 16, R, H, 16] (4-D, where pair_blocks' are 3-D and 2-D).
+// pair_lanes_apply holds, but forward keeps no rows: backward projects them again,
+// which took 2-4% less time per LoR training step than writing them out and
+// reading them back (docs/benchmarks.md, "Session 20"). The logits, alpha and
+// their gradients stay in pair_blocks' pair-ordered planes [B H, R], each vector
+// of 16 images gathered from them or scattered into them.
 #include <array>
 #include <cstdint>
 #include <initializer_list>
@@ -32,16 +34,17 @@ namespace translution {
 // bfloat16 products or copies.
 bool pair_lanes_apply(std::initializer_list<const PairSide*> sides);
 
-// Whether a backward reads rows kept in the lanes' layout (else as pair_lanes_apply).
-bool pair_lanes_kept(std::initializer_list<const PairSide*> sides);
+// Whether a backward runs on the lanes: no side kept rows (the blocked path's
+// forward did) and pair_lanes_apply holds.
+bool pair_lanes_backward(std::initializer_list<const PairSide*> sides);
 
 // How many lanes forwards and backwards the calling thread has run (tests prove the path ran).
 int64_t pair_lanes_calls();
 
-at::Tensor lanes_logits(const PairTable& table, PairSide& q, PairSide& k, int64_t heads, bool keep);
+at::Tensor lanes_logits(const PairTable& table, PairSide& q, PairSide& k, int64_t heads);
 std::array<at::Tensor, 4> lanes_logits_backward(const PairTable& table, const PairSide& q, const PairSide& k,
                                                 const at::Tensor& grad);
-at::Tensor lanes_values(const PairTable& table, const at::Tensor& alpha, PairSide& v, bool head_sliced, bool keep,
+at::Tensor lanes_values(const PairTable& table, const at::Tensor& alpha, PairSide& v, bool head_sliced,
                         at::Tensor* alpha_planes);
 std::array<at::Tensor, 3> lanes_values_backward(const PairTable& table, const at::Tensor& alpha_planes,
                                                 const PairSide& v, const at::Tensor& dout, bool head_sliced);

@@ -4,7 +4,8 @@
 // held to float's accuracy against an exact reference. LoR's shape (3 heads of 8,
 // every head weighing all 24 of v), sliced values, plain query or key sides, one
 // and two groups of images, the CLS query alone, matrices split over parts, and
-// rows computed again in backward instead of kept.
+// the kernels switched between a forward and its backward.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,9 +38,10 @@ std::string describe(const Shape& s) {
          (s.plain_query ? ", plain queries" : "");
 }
 
-// Both operators' outputs and every input's gradient, in the inputs' type.
+// Both operators' outputs and every input's gradient, in the inputs' type; the
+// backward under `backward_kernels` where given.
 std::vector<at::Tensor> run(PairKernels kernels, const PairOrder& order, const std::vector<at::Tensor>& inputs,
-                            const Shape& s) {
+                            const Shape& s, std::optional<PairKernels> backward_kernels = std::nullopt) {
   set_pair_kernels(kernels);
   std::vector<at::Tensor> leaves;
   for (const at::Tensor& t : inputs) leaves.push_back(t.defined() ? t.detach().clone().requires_grad_(true) : t);
@@ -48,6 +50,7 @@ std::vector<at::Tensor> run(PairKernels kernels, const PairOrder& order, const s
   at::manual_seed(7);  // fixed random probes: every output entry's gradient distinct
   const at::Tensor probe_l = at::randn(logits.sizes(), at::kDouble).to(logits.scalar_type());
   const at::Tensor probe_v = at::randn(values.sizes(), at::kDouble).to(values.scalar_type());
+  if (backward_kernels) set_pair_kernels(*backward_kernels);
   ((logits * probe_l).sum() + (values * probe_v).sum()).backward();
   std::vector<at::Tensor> out{logits.detach(), values.detach()};
   for (const at::Tensor& t : leaves)
@@ -70,14 +73,15 @@ std::vector<at::Tensor> random_inputs(const PairOrder& order, const Shape& s, in
 }
 
 // The lanes in float against the ATen expressions in double on the same values.
-void check(const PairOrder& order, const Shape& s, int64_t B) {
+void check(const PairOrder& order, const Shape& s, int64_t B, int64_t lanes_calls = 4,
+           PairKernels forward = PairKernels::Lanes, std::optional<PairKernels> backward = std::nullopt) {
   const std::vector<at::Tensor> inputs = random_inputs(order, s, B);
   std::vector<at::Tensor> exact_inputs;
   for (const at::Tensor& t : inputs) exact_inputs.push_back(t.defined() ? t.to(at::kDouble) : t);
   const std::vector<at::Tensor> reference = run(PairKernels::Aten, order, exact_inputs, s);
   const int64_t calls = pair_lanes_calls();
-  const std::vector<at::Tensor> lanes = run(PairKernels::Lanes, order, inputs, s);
-  EXPECT_EQ(pair_lanes_calls() - calls, 4) << "both operators, forward and backward, on the lanes";
+  const std::vector<at::Tensor> lanes = run(forward, order, inputs, s, backward);
+  EXPECT_EQ(pair_lanes_calls() - calls, lanes_calls) << "operators' forwards and backwards on the lanes";
   ASSERT_EQ(lanes.size(), reference.size());
   for (size_t i = 0; i < lanes.size(); ++i)
     EXPECT_LT(max_relative_error(lanes[i], reference[i]), 2e-5)
@@ -92,7 +96,6 @@ class PairLanes : public ::testing::Test {
   void TearDown() override {
     set_pair_kernels(PairKernels::Lanes);
     set_matrix_threads(0);
-    set_recompute_pair_rows(false);
   }
 };
 
@@ -121,10 +124,18 @@ TEST_F(PairLanes, FloatMatchesExactReference) {
   }
 }
 
-TEST_F(PairLanes, RowsComputedAgainInBackwardMatch) {
-  set_recompute_pair_rows(true);
-  const RelativeTable table = make_relative_table(TokenLayout::grid(2, 3, true));
-  check(make_pair_order(table), kShapes[0], 16);
+// The lanes keep no rows for backward, and the blocked path's backward projects
+// again what its forward did not keep: either forward with either backward is exact.
+TEST_F(PairLanes, KernelsSwitchedBetweenForwardAndBackwardStayExact) {
+  const PairOrder order = make_pair_order(make_relative_table(TokenLayout::grid(2, 3, true)));
+  {
+    SCOPED_TRACE("blocked forward (rows kept), lanes backward");
+    check(order, kShapes[0], 16, 0, PairKernels::Blocked, PairKernels::Lanes);  // both backwards read what it kept
+  }
+  {
+    SCOPED_TRACE("lanes forward, blocked backward");
+    check(order, kShapes[0], 16, 2, PairKernels::Lanes, PairKernels::Blocked);  // both forwards; blocked backwards
+  }
 }
 
 // Causal sequences leave pairs without a row: 0 in the logits and their gradients.
