@@ -78,6 +78,13 @@ void keep_heap_blocks() {
   // and the heap is not trimmed after every step (nor when a step of the other
   // policy, under bench --compare, leaves its top free).
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  // Every thread allocates from that one heap. A thread's own arena is a chain of
+  // 64 MB heaps, and glibc unmaps a heap whenever all of it is free, whatever the
+  // trim threshold: the helper thread running half of each split training step
+  // faulted its memory in afresh every step (about 900 page faults a step in a
+  // self-attention run, none on the main thread), one reason its half ended later
+  // (docs/benchmarks.md, "Session 20"). Set before the helpers first allocate.
+  mallopt(M_ARENA_MAX, 1);
 }
 
 }  // namespace
