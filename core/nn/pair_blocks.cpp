@@ -273,7 +273,7 @@ at::Tensor blocked_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t 
   if (width(q) != width(k) || width(q) % H != 0)
     throw Error("internal: relative logits of " + std::to_string(width(q)) + "- and " + std::to_string(width(k)) +
                 "-wide rows over " + std::to_string(H) + " heads");
-  if (pair_lanes_apply({&q, &k})) return lanes_logits(t, q, k, H);
+  if (pair_lanes_apply(t, H, {&q, &k})) return lanes_logits(t, q, k, H);
   const int64_t B = q.xt.size(1), D = width(q), R = t.offset->back(), w = D / H;
   for (PairSide* s : {&q, &k})
     s->saved = keep && s->relative() ? at::empty({R, B, D}, s->xt.options()) : at::Tensor();
@@ -300,7 +300,7 @@ at::Tensor blocked_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t 
 std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const PairSide& q, const PairSide& k,
                                                   const at::Tensor& grad_in) {
   ++t_calls;
-  if (pair_lanes_backward({&q, &k})) return lanes_logits_backward(t, q, k, grad_in);
+  if (pair_lanes_backward(t, grad_in.size(1), {&q, &k})) return lanes_logits_backward(t, q, k, grad_in);
   const int64_t B = q.xt.size(1), D = width(q), H = grad_in.size(1), R = t.offset->back(), w = D / H;
   const at::Tensor grad = grid_to_planes(t, grad_in);
   const int64_t block = most_rows(*t.offset) * B, C = std::max(q.xt.size(2), k.xt.size(2));
@@ -339,7 +339,7 @@ std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const Pair
 at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSide& v, bool head_sliced, bool keep,
                           at::Tensor* alpha_planes) {
   ++t_calls;
-  if (pair_lanes_apply({&v})) return lanes_values(t, alpha_in, v, head_sliced, alpha_planes);
+  if (pair_lanes_apply(t, alpha_in.size(1), {&v})) return lanes_values(t, alpha_in, v, head_sliced, alpha_planes);
   const int64_t B = alpha_in.size(0), H = alpha_in.size(1), M = t.queries, D = width(v), R = t.offset->back();
   const at::Tensor alpha = grid_to_planes(t, alpha_in);
   if (alpha_planes) *alpha_planes = alpha;
@@ -371,7 +371,7 @@ at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSi
 std::array<at::Tensor, 3> blocked_values_backward(const PairTable& t, const at::Tensor& alpha, const PairSide& v,
                                                   const at::Tensor& dout_in, bool head_sliced) {
   ++t_calls;
-  if (pair_lanes_backward({&v})) return lanes_values_backward(t, alpha, v, dout_in, head_sliced);
+  if (pair_lanes_backward(t, dout_in.size(2), {&v})) return lanes_values_backward(t, alpha, v, dout_in, head_sliced);
   const at::Tensor dout = dout_in.contiguous();  // [M, B, H, w]; alpha: [B H, R]
   const int64_t B = dout.size(1), H = dout.size(2), R = t.offset->back(), D = width(v);
   const int64_t w = head_sliced ? D / H : D;

@@ -1,6 +1,8 @@
 #include "nn/pair_lanes.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -357,9 +359,11 @@ float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float
 
 int64_t pair_lanes_calls() { return t_calls; }
 
-bool pair_lanes_apply(std::initializer_list<const PairSide*> sides) {
+bool pair_lanes_apply(const PairTable& table, int64_t heads, std::initializer_list<const PairSide*> sides) {
 #ifdef TRANSLUTION_PAIR_LANES
   if (pair_kernels() != PairKernels::Lanes || !cpu_has_avx512()) return false;
+  // The gathers' and scatters' 32-bit offsets reach 15 H R values into the planes.
+  if (kLanes * heads * table.offset->back() > std::numeric_limits<int32_t>::max()) return false;
   for (const PairSide* s : sides) {
     const int64_t C = s->xt.size(2), D = width(*s);
     if (s->xt.scalar_type() != at::kFloat || s->bf16 || s->w16 || s->xt.size(1) % kLanes != 0) return false;
@@ -367,15 +371,15 @@ bool pair_lanes_apply(std::initializer_list<const PairSide*> sides) {
   }
   return true;
 #else
-  (void)sides;
+  (void)table, (void)heads, (void)sides;
   return false;
 #endif
 }
 
-bool pair_lanes_backward(std::initializer_list<const PairSide*> sides) {
+bool pair_lanes_backward(const PairTable& table, int64_t heads, std::initializer_list<const PairSide*> sides) {
   for (const PairSide* s : sides)
     if (s->saved.defined()) return false;  // the blocked path's rows: its forward ran there
-  return pair_lanes_apply(sides);
+  return pair_lanes_apply(table, heads, sides);
 }
 
 #ifdef TRANSLUTION_PAIR_LANES

@@ -30,13 +30,13 @@ namespace translution {
 
 // Where the lanes run: the Lanes pair kernels (nn/pair_kernels.h), a CPU with
 // AVX-512, float, a batch that is a multiple of 16, inputs and rows at most 32
-// wide in multiples of 8 (wider matrices fill the row kernels' blocks), and no
-// bfloat16 products or copies.
-bool pair_lanes_apply(std::initializer_list<const PairSide*> sides);
+// wide in multiples of 8 (wider matrices fill the row kernels' blocks), no
+// bfloat16 products or copies, and 16 x heads x pairs within 32-bit offsets.
+bool pair_lanes_apply(const PairTable& table, int64_t heads, std::initializer_list<const PairSide*> sides);
 
 // Whether a backward runs on the lanes: no side kept rows (the blocked path's
 // forward did) and pair_lanes_apply holds.
-bool pair_lanes_backward(std::initializer_list<const PairSide*> sides);
+bool pair_lanes_backward(const PairTable& table, int64_t heads, std::initializer_list<const PairSide*> sides);
 
 // How many lanes forwards and backwards the calling thread has run (tests prove the path ran).
 int64_t pair_lanes_calls();
