@@ -259,7 +259,8 @@ at::Tensor planes_to_grid(const PairTable& t, const at::Tensor& planes, int64_t 
 
 bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors) {
   const PairKernels kernels = pair_kernels();
-  if ((kernels != PairKernels::Blocked && kernels != PairKernels::Lanes) || projection_algorithm() == ProjectionAlgorithm::AllTokens) return false;
+  if (kernels != PairKernels::Blocked && kernels != PairKernels::Lanes) return false;
+  if (projection_algorithm() == ProjectionAlgorithm::AllTokens) return false;
   const at::ScalarType type = (*tensors.begin())->scalar_type();
   for (const at::Tensor* t : tensors) {
     if (!t->defined() || t->numel() == 0) continue;  // a plain side's empty bank

@@ -50,9 +50,9 @@ inline __m512 load(const float* p) { return _mm512_loadu_ps(p); }
 inline void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
 
 // out[d] = sum_c x[c] w[c ld + d] for d < W (added to out: Add): W accumulators,
-// w's entries broadcast. next: the input the caller projects next (streamed into
-// L1 meanwhile; a group's inputs, 50 tokens x 24 channels x 16 images, are more
-// than L1 holds), or null.
+// w's entries broadcast. next: the input of C vectors the caller projects next
+// (streamed into L1 meanwhile; a group's inputs, 50 tokens x 24 channels x 16
+// images, are more than L1 holds), or null.
 template <int W, bool Add>
 inline void project_chunk(const float* x, int64_t C, const float* w, int64_t ld, float* out, const float* next) {
   __m512 acc[W];
@@ -166,8 +166,11 @@ void side_backward(const LaneSide& s, const Block& b, const float* ds, float* dx
       float* dxt = dx + (g * s.T + s.rows[b.o + k]) * s.C * kLanes;
       const float* d = ds + (g * b.n + k) * s.D * kLanes;
       if (w) {
-        const bool more = k + 1 < b.n;
-        project<true>(d, s.D, wt, s.C, dxt, more ? dx + (g * s.T + s.rows[b.o + k + 1]) * s.C * kLanes : nullptr);
+        if (k + 1 < b.n) {  // the next row's dx, into L1 meanwhile
+          const float* next = dx + (g * s.T + s.rows[b.o + k + 1]) * s.C * kLanes;
+          for (int64_t c = 0; c < s.C; ++c) _mm_prefetch(reinterpret_cast<const char*>(next + c * kLanes), _MM_HINT_T0);
+        }
+        project<true>(d, s.D, wt, s.C, dxt, nullptr);
       } else {
         for (int64_t c = 0; c < s.C; ++c)
           store(dxt + c * kLanes, _mm512_add_ps(load(dxt + c * kLanes), load(d + c * kLanes)));
@@ -245,7 +248,7 @@ void values_block_backward(const LaneSide& v, const Block& b, const int64_t* que
   const int64_t D = v.D, w = sliced ? D / H : D;
   float *dV = scratch, *tmp = scratch + b.G * b.n * D * kLanes;
   const Planes alphas(alpha, H, b.R), dalphas(dalpha, H, b.R);
-  __m512 a[32];  // alpha per head (H <= D <= 32)
+  __m512 a[32];  // alpha per head (pair_lanes_apply: H <= 32)
   for (int64_t g = 0; g < b.G; ++g)
     for (int64_t i = 0; i < b.n; ++i) {
       const int64_t r = b.o + i;
@@ -362,11 +365,13 @@ int64_t pair_lanes_calls() { return t_calls; }
 bool pair_lanes_apply(const PairTable& table, int64_t heads, std::initializer_list<const PairSide*> sides) {
 #ifdef TRANSLUTION_PAIR_LANES
   if (pair_kernels() != PairKernels::Lanes || !cpu_has_avx512()) return false;
-  // The gathers' and scatters' 32-bit offsets reach 15 H R values into the planes.
-  if (kLanes * heads * table.offset->back() > std::numeric_limits<int32_t>::max()) return false;
+  // The gathers' and scatters' 32-bit offsets reach 15 H R values into the planes;
+  // the values' backward holds alpha for every head in registers.
+  if (heads > 32 || kLanes * heads * table.offset->back() > std::numeric_limits<int32_t>::max()) return false;
   for (const PairSide* s : sides) {
     const int64_t C = s->xt.size(2), D = width(*s);
-    if (s->xt.scalar_type() != at::kFloat || s->bf16 || s->w16 || s->xt.size(1) % kLanes != 0) return false;
+    const int64_t B = s->xt.size(1);
+    if (s->xt.scalar_type() != at::kFloat || s->bf16 || s->w16 || B == 0 || B % kLanes != 0) return false;
     if (C % 8 != 0 || D % 8 != 0 || C > 32 || D > 32) return false;
   }
   return true;

@@ -14,7 +14,7 @@
 //
 // The same contracts as pair_blocks.h's functions, which call these where
 // pair_lanes_apply holds, but forward keeps no rows: backward projects them again,
-// which took 2-4% less time per LoR training step than writing them out and
+// which took 2.2-2.6% less time per LoR training step than writing them out and
 // reading them back (docs/benchmarks.md, "Session 20"). The logits, alpha and
 // their gradients stay in pair_blocks' pair-ordered planes [B H, R], each vector
 // of 16 images gathered from them or scattered into them.
@@ -31,7 +31,8 @@ namespace translution {
 // Where the lanes run: the Lanes pair kernels (nn/pair_kernels.h), a CPU with
 // AVX-512, float, a batch that is a multiple of 16, inputs and rows at most 32
 // wide in multiples of 8 (wider matrices fill the row kernels' blocks), no
-// bfloat16 products or copies, and 16 x heads x pairs within 32-bit offsets.
+// bfloat16 products or copies, at most 32 heads, and 16 x heads x pairs within
+// 32-bit offsets.
 bool pair_lanes_apply(const PairTable& table, int64_t heads, std::initializer_list<const PairSide*> sides);
 
 // Whether a backward runs on the lanes: no side kept rows (the blocked path's

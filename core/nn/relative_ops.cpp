@@ -404,7 +404,6 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
       ctx->save_for_backward({xt, bank, v.saved, alpha_planes, pair_of_row, query_of_row, source_of_row});
       ctx->saved_data["bf16"] = v.bf16;
       ctx->saved_data["blocked"] = true;
-      ctx->saved_data["heads"] = alpha.size(1);
       return head_sliced ? out.view({M, B, bank.size(2)}).transpose(0, 1) : out.transpose(0, 1);
     }
     bf16 = bf16 && bf16_bank(bank);
@@ -425,9 +424,9 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
     const bool bf16 = ctx->saved_data["bf16"].toBool();
     const bool head_sliced = ctx->saved_data["head_sliced"].toBool();
-    if (ctx->saved_data.count("blocked")) {  // s[3] is alpha's pair-ordered planes (nn/pair_blocks.h)
+    if (ctx->saved_data.count("blocked")) {  // s[3] is alpha's pair-ordered planes [B H, R]
       const at::Tensor& alpha = s[3];
-      const int64_t M = grads[0].size(1), B = grads[0].size(0), D = bank.size(2), H = ctx->saved_data["heads"].toInt();
+      const int64_t M = grads[0].size(1), B = grads[0].size(0), D = bank.size(2), H = alpha.size(0) / B;
       const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, M, xt.size(0));
       const PairSide v = pair_side(xt, bank, source_of_row, bf16, false, s[2]);
       const at::Tensor dout = head_sliced ? grads[0].transpose(0, 1).reshape({M, B, H, D / H}) : grads[0].transpose(0, 1);

@@ -81,9 +81,11 @@ void keep_heap_blocks() {
   // Every thread allocates from that one heap. A thread's own arena is a chain of
   // 64 MB heaps, and glibc unmaps a heap whenever all of it is free, whatever the
   // trim threshold: the helper thread running half of each split training step
-  // faulted its memory in afresh every step (about 900 page faults a step in a
+  // faulted its memory in afresh every step (about 750 page faults a step in a
   // self-attention run, none on the main thread), one reason its half ended later
-  // (docs/benchmarks.md, "Session 20"). Set before the helpers first allocate.
+  // (docs/benchmarks.md, "Session 20"). The engine's threads allocate a tensor at a
+  // time, not per element, so sharing the heap's lock costs them little (the
+  // studio's model slots not measured). Set before the helpers first allocate.
   mallopt(M_ARENA_MAX, 1);
 }
 

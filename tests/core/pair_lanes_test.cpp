@@ -96,6 +96,7 @@ class PairLanes : public ::testing::Test {
   void TearDown() override {
     set_pair_kernels(PairKernels::Lanes);
     set_matrix_threads(0);
+    set_recompute_pair_rows(false);
   }
 };
 
@@ -136,6 +137,11 @@ TEST_F(PairLanes, KernelsSwitchedBetweenForwardAndBackwardStayExact) {
     SCOPED_TRACE("lanes forward, blocked backward");
     check(order, kShapes[0], 16, 2, PairKernels::Lanes, PairKernels::Blocked);  // both forwards; blocked backwards
   }
+  {
+    SCOPED_TRACE("blocked forward keeping no rows (recompute), lanes backward");
+    set_recompute_pair_rows(true);
+    check(order, kShapes[0], 16, 2, PairKernels::Blocked, PairKernels::Lanes);  // both backwards
+  }
 }
 
 // Causal sequences leave pairs without a row: 0 in the logits and their gradients.
@@ -145,7 +151,7 @@ TEST_F(PairLanes, CausalSequenceMatches) {
 }
 
 // Where the lanes do not fit (a batch not a multiple of 16, double, rows wider
-// than 32 or not a multiple of 8), the blocked path runs: no lanes call.
+// than 32 or not a multiple of 8, more than 32 heads), the blocked path runs: no lanes call.
 TEST_F(PairLanes, OtherShapesTakeTheBlockedPath) {
   const RelativeTable table = make_relative_table(TokenLayout::grid(2, 2, true));
   const PairOrder order = make_pair_order(table);
@@ -160,9 +166,17 @@ TEST_F(PairLanes, OtherShapesTakeTheBlockedPath) {
   logits({3, 16, 24, false}, 16, at::kFloat);
   logits({3, 4, 24, false}, 16, at::kFloat);
   logits({3, 8, 12, false}, 16, at::kFloat);
+  auto values = [&](int64_t heads, int64_t B) {  // every head weighs all 8 of v: 8 x 8 matrices
+    const int64_t N = order.tokens, E = int64_t(order.entry_offset.size()) - 1;
+    relative_values(order, at::softmax(at::randn({B, heads, order.queries, N}), -1), at::randn({B, N, 8}),
+                    at::randn({E, 8, 8}), false);
+  };
+  values(3, 8);
+  values(40, 16);
   EXPECT_EQ(pair_lanes_calls(), calls);
   logits(kShapes[0], 16, at::kFloat);
-  EXPECT_EQ(pair_lanes_calls(), calls + 1);
+  values(3, 16);
+  EXPECT_EQ(pair_lanes_calls(), calls + 2);
 }
 
 }  // namespace
