@@ -140,41 +140,7 @@ thread_local int64_t t_calls = 0;
 
 int64_t rows_of(const PairTable& t, size_t e) { return (*t.offset)[e + 1] - (*t.offset)[e]; }
 size_t matrices(const PairTable& t) { return t.offset->size() - 1; }
-int64_t width(const PairSide& s) { return s.relative() ? s.bank.size(2) : s.xt.size(2); }  // D
 
-// One core's share of the work in matrix products; with bf16 sides, the tiles' parts.
-int block_parts(const PairTable& t, std::initializer_list<const PairSide*> sides) {
-  bool bf16 = false;
-  int64_t most = 0;
-  for (const PairSide* s : sides) {
-    bf16 = bf16 || s->bf16;
-    most = std::max(most, s->xt.size(2) * width(*s));
-  }
-  return bf16 ? bf16_gemm_parts() : matrix_parts(most_rows(*t.offset) * sides.begin()[0]->xt.size(1), 1, most);
-}
-
-// Per-part scratch, `values` bytes' worth of T for each part, kept by the calling
-// thread between calls (the blocks run in every layer, forward and backward;
-// freshly allocated, Translution's 7 MB per part and call raised its training
-// peak by 90 MB). No call nests another on the same thread.
-struct Scratch {
-  Scratch(int parts, int64_t values, size_t element) : values(values) {
-    thread_local std::vector<char> buffer;
-    const size_t bytes = size_t(parts) * size_t(values) * element + 64;
-    if (buffer.size() < bytes) {
-      buffer.clear();
-      buffer.shrink_to_fit();
-      buffer.resize(bytes);
-    }
-    base = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;  // cache-line aligned
-  }
-  template <typename T>
-  T* part(int p) const {
-    return reinterpret_cast<T*>(base) + p * values;
-  }
-  char* base;
-  int64_t values;
-};
 
 // Side s's rows of matrix e, [n B, D]: its kept rows where backward has them,
 // else projected (relative) or gathered (plain) into `out`, through `gathered`
@@ -202,7 +168,7 @@ const T* side_block(const PairSide& s, const PairTable& t, size_t e, size_t next
 template <typename T>
 T* block_target(const PairSide& s, const PairTable& t, size_t e, T* scratch) {
   if (!s.saved.defined()) return scratch;
-  return s.saved.data_ptr<T>() + (*t.offset)[e] * s.xt.size(1) * width(s);
+  return s.saved.data_ptr<T>() + (*t.offset)[e] * s.xt.size(1) * s.width();
 }
 
 // Given dS for side s's rows of matrix e ([n B, D]): the bank's matrix gradient,
@@ -223,6 +189,16 @@ at::Tensor sum_parts(const at::Tensor& parts) { return parts.size(0) == 1 ? part
 }  // namespace
 
 int64_t pair_block_calls() { return t_calls; }
+
+int block_parts(const PairTable& t, std::initializer_list<const PairSide*> sides) {
+  bool bf16 = false;
+  int64_t most = 0;
+  for (const PairSide* s : sides) {
+    bf16 = bf16 || s->bf16;
+    most = std::max(most, s->xt.size(2) * s->width());
+  }
+  return bf16 ? bf16_gemm_parts() : matrix_parts(most_rows(*t.offset) * sides.begin()[0]->xt.size(1), 1, most);
+}
 
 // A [B, H, M, N] grid as pair-ordered planes [B H, R] (value of row r at [bh, r]),
 // and back (0 at pairs without a row). Each plane is 10 KB for a 7 x 7 grid: the
@@ -271,11 +247,11 @@ bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors) {
 
 at::Tensor blocked_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H, bool keep) {
   ++t_calls;
-  if (width(q) != width(k) || width(q) % H != 0)
-    throw Error("internal: relative logits of " + std::to_string(width(q)) + "- and " + std::to_string(width(k)) +
+  if (q.width() != k.width() || q.width() % H != 0)
+    throw Error("internal: relative logits of " + std::to_string(q.width()) + "- and " + std::to_string(k.width()) +
                 "-wide rows over " + std::to_string(H) + " heads");
   if (pair_lanes_apply(t, H, {&q, &k})) return lanes_logits(t, q, k, H);
-  const int64_t B = q.xt.size(1), D = width(q), R = t.offset->back(), w = D / H;
+  const int64_t B = q.xt.size(1), D = q.width(), R = t.offset->back(), w = D / H;
   for (PairSide* s : {&q, &k})
     s->saved = keep && s->relative() ? at::empty({R, B, D}, s->xt.options()) : at::Tensor();
   at::Tensor planes = at::empty({B * H, R}, q.xt.options());
@@ -302,7 +278,7 @@ std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const Pair
                                                   const at::Tensor& grad_in) {
   ++t_calls;
   if (pair_lanes_backward(t, grad_in.size(1), {&q, &k})) return lanes_logits_backward(t, q, k, grad_in);
-  const int64_t B = q.xt.size(1), D = width(q), H = grad_in.size(1), R = t.offset->back(), w = D / H;
+  const int64_t B = q.xt.size(1), D = q.width(), H = grad_in.size(1), R = t.offset->back(), w = D / H;
   const at::Tensor grad = grid_to_planes(t, grad_in);
   const int64_t block = most_rows(*t.offset) * B, C = std::max(q.xt.size(2), k.xt.size(2));
   const int parts = block_parts(t, {&q, &k});
@@ -341,7 +317,7 @@ at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSi
                           at::Tensor* alpha_planes) {
   ++t_calls;
   if (pair_lanes_apply(t, alpha_in.size(1), {&v})) return lanes_values(t, alpha_in, v, head_sliced, alpha_planes);
-  const int64_t B = alpha_in.size(0), H = alpha_in.size(1), M = t.queries, D = width(v), R = t.offset->back();
+  const int64_t B = alpha_in.size(0), H = alpha_in.size(1), M = t.queries, D = v.width(), R = t.offset->back();
   const at::Tensor alpha = grid_to_planes(t, alpha_in);
   if (alpha_planes) *alpha_planes = alpha;
   const int64_t w = head_sliced ? D / H : D;
@@ -374,7 +350,7 @@ std::array<at::Tensor, 3> blocked_values_backward(const PairTable& t, const at::
   ++t_calls;
   if (pair_lanes_backward(t, dout_in.size(2), {&v})) return lanes_values_backward(t, alpha, v, dout_in, head_sliced);
   const at::Tensor dout = dout_in.contiguous();  // [M, B, H, w]; alpha: [B H, R]
-  const int64_t B = dout.size(1), H = dout.size(2), R = t.offset->back(), D = width(v);
+  const int64_t B = dout.size(1), H = dout.size(2), R = t.offset->back(), D = v.width();
   const int64_t w = head_sliced ? D / H : D;
   const int64_t block = most_rows(*t.offset) * B, C = v.xt.size(2);
   const int parts = block_parts(t, {&v});

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define TRANSLUTION_PAIR_LANES 1
@@ -283,30 +282,9 @@ void values_block_backward(const LaneSide& v, const Block& b, const int64_t* que
 #pragma GCC pop_options
 #endif
 
-int64_t width(const PairSide& s) { return s.relative() ? s.bank.size(2) : s.xt.size(2); }  // D
-
 Block block(const PairTable& t, size_t e, int64_t G) {
   const int64_t o = (*t.offset)[e];
   return {int64_t(e), o, (*t.offset)[e + 1] - o, G, t.offset->back()};
-}
-
-// Parts as pair_blocks splits the same matrices (by their largest product).
-int lane_parts(const PairTable& t, int64_t B, std::initializer_list<const PairSide*> sides) {
-  int64_t most = 0;
-  for (const PairSide* s : sides) most = std::max(most, s->xt.size(2) * width(*s));
-  return matrix_parts(most_rows(*t.offset) * B, 1, most);
-}
-
-// Per-part scratch of `floats` each, kept by the calling thread between calls (as pair_blocks' is).
-float* scratch(int parts, int64_t floats) {
-  thread_local std::vector<float> buffer;
-  const size_t need = size_t(parts) * size_t(floats);
-  if (buffer.size() < need) {
-    buffer.clear();
-    buffer.shrink_to_fit();
-    buffer.resize(need);
-  }
-  return buffer.data();
 }
 
 // [T, B, K...] -> [B / 16, T, K, 16]: each group's images across the lanes.
@@ -352,7 +330,7 @@ LaneSide lane_side(const PairSide& s, const at::Tensor& x) {
   l.rows = s.rows;
   l.T = s.xt.size(0);
   l.C = s.xt.size(2);
-  l.D = width(s);
+  l.D = s.width();
   return l;
 }
 
@@ -369,7 +347,7 @@ bool pair_lanes_apply(const PairTable& table, int64_t heads, std::initializer_li
   // the values' backward holds alpha for every head in registers.
   if (heads > 32 || kLanes * heads * table.offset->back() > std::numeric_limits<int32_t>::max()) return false;
   for (const PairSide* s : sides) {
-    const int64_t C = s->xt.size(2), D = width(*s);
+    const int64_t C = s->xt.size(2), D = s->width();
     const int64_t B = s->xt.size(1);
     if (s->xt.scalar_type() != at::kFloat || s->bf16 || s->w16 || B == 0 || B % kLanes != 0) return false;
     if (C % 8 != 0 || D % 8 != 0 || C > 32 || D > 32) return false;
@@ -390,19 +368,19 @@ bool pair_lanes_backward(const PairTable& table, int64_t heads, std::initializer
 #ifdef TRANSLUTION_PAIR_LANES
 at::Tensor lanes_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H) {
   ++t_calls;
-  const int64_t B = q.xt.size(1), G = B / kLanes, D = width(q), R = t.offset->back();
+  const int64_t B = q.xt.size(1), G = B / kLanes, D = q.width(), R = t.offset->back();
   const at::Tensor xq = to_lanes(q.xt), xk = to_lanes(k.xt);
   for (PairSide* s : {&q, &k}) s->saved = at::Tensor();  // nothing kept: backward projects again
   at::Tensor logits = at::empty({B * H, R}, q.xt.options());  // pair-ordered planes
   const LaneSide lq = lane_side(q, xq), lk = lane_side(k, xk);
-  const int parts = lane_parts(t, B, {&q, &k});
+  const int parts = block_parts(t, {&q, &k});
   const int64_t per_part = 2 * D * kLanes;
-  float* work = scratch(parts, per_part);
+  const Scratch scratch(parts, per_part, sizeof(float));
   float* out = logits.data_ptr<float>();
   for_matrix_parts(*t.offset, parts, [&](size_t first, size_t last, int part) {
     for (size_t e = first; e < last; ++e) {
       const Block b = block(t, e, G);
-      if (b.n > 0) kernels::logits_block(lq, lk, b, H, out, work + part * per_part);
+      if (b.n > 0) kernels::logits_block(lq, lk, b, H, out, scratch.part<float>(part));
     }
   });
   return planes_to_grid(t, logits, B, H);
@@ -411,17 +389,17 @@ at::Tensor lanes_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H)
 std::array<at::Tensor, 4> lanes_logits_backward(const PairTable& t, const PairSide& q, const PairSide& k,
                                                 const at::Tensor& grad) {
   ++t_calls;
-  const int64_t B = q.xt.size(1), G = B / kLanes, D = width(q), H = grad.size(1);
+  const int64_t B = q.xt.size(1), G = B / kLanes, D = q.width(), H = grad.size(1);
   const at::Tensor g = grid_to_planes(t, grad), xq = to_lanes(q.xt), xk = to_lanes(k.xt);
   const LaneSide lq = lane_side(q, xq), lk = lane_side(k, xk);
-  const int parts = lane_parts(t, B, {&q, &k});
+  const int parts = block_parts(t, {&q, &k});
   // Each part adds into its own input gradients (fixed ranges of matrices: the same sums every run).
   at::Tensor dq = at::zeros({parts, G, lq.T, lq.C, kLanes}, q.xt.options());
   at::Tensor dk = at::zeros({parts, G, lk.T, lk.C, kLanes}, k.xt.options());
   at::Tensor dq_bank = q.relative() ? bank_gradient_buffer(q.bank, *t.offset) : at::Tensor();
   at::Tensor dk_bank = k.relative() ? bank_gradient_buffer(k.bank, *t.offset) : at::Tensor();
   const int64_t per_part = (2 * most_rows(*t.offset) * G + 2) * D * kLanes;
-  float* work = scratch(parts, per_part);
+  const Scratch scratch(parts, per_part, sizeof(float));
   const float* gp = g.data_ptr<float>();
   float *dqw = data_or_null(dq_bank), *dkw = data_or_null(dk_bank);
   for_matrix_parts(*t.offset, parts, [&](size_t first, size_t last, int part) {
@@ -429,7 +407,7 @@ std::array<at::Tensor, 4> lanes_logits_backward(const PairTable& t, const PairSi
     float* dkx = dk.data_ptr<float>() + part * dk.stride(0);
     for (size_t e = first; e < last; ++e) {
       const Block b = block(t, e, G);
-      if (b.n > 0) kernels::logits_block_backward(lq, lk, b, H, gp, dqx, dkx, dqw, dkw, work + part * per_part);
+      if (b.n > 0) kernels::logits_block_backward(lq, lk, b, H, gp, dqx, dkx, dqw, dkw, scratch.part<float>(part));
     }
   });
   return {from_lanes(dq, q.xt.sizes()), dq_bank, from_lanes(dk, k.xt.sizes()), dk_bank};
@@ -438,23 +416,23 @@ std::array<at::Tensor, 4> lanes_logits_backward(const PairTable& t, const PairSi
 at::Tensor lanes_values(const PairTable& t, const at::Tensor& alpha, PairSide& v, bool head_sliced,
                         at::Tensor* alpha_planes) {
   ++t_calls;
-  const int64_t B = alpha.size(0), H = alpha.size(1), M = t.queries, G = B / kLanes, D = width(v);
+  const int64_t B = alpha.size(0), H = alpha.size(1), M = t.queries, G = B / kLanes, D = v.width();
   const int64_t w = head_sliced ? D / H : D;
   const at::Tensor a = grid_to_planes(t, alpha), xv = to_lanes(v.xt);
   if (alpha_planes) *alpha_planes = a;
   v.saved = at::Tensor();  // nothing kept: backward projects again
   const LaneSide lv = lane_side(v, xv);
-  const int parts = lane_parts(t, B, {&v});
+  const int parts = block_parts(t, {&v});
   // Rows of different matrices add into the same query: each part into its own output.
   at::Tensor out = at::zeros({parts, G, M, H * w, kLanes}, v.xt.options());
   const int64_t per_part = D * kLanes;
-  float* work = scratch(parts, per_part);
+  const Scratch scratch(parts, per_part, sizeof(float));
   const float* ap = a.data_ptr<float>();
   for_matrix_parts(*t.offset, parts, [&](size_t first, size_t last, int part) {
     float* o = out.data_ptr<float>() + part * out.stride(0);
     for (size_t e = first; e < last; ++e) {
       const Block b = block(t, e, G);
-      if (b.n > 0) kernels::values_block(lv, b, t.query, M, H, head_sliced, ap, o, work + part * per_part);
+      if (b.n > 0) kernels::values_block(lv, b, t.query, M, H, head_sliced, ap, o, scratch.part<float>(part));
     }
   });
   return from_lanes(out, {M, B, H, w});
@@ -463,16 +441,16 @@ at::Tensor lanes_values(const PairTable& t, const at::Tensor& alpha, PairSide& v
 std::array<at::Tensor, 3> lanes_values_backward(const PairTable& t, const at::Tensor& alpha, const PairSide& v,
                                                 const at::Tensor& dout, bool head_sliced) {
   ++t_calls;
-  const int64_t B = dout.size(1), H = dout.size(2), M = t.queries, G = B / kLanes, D = width(v);
+  const int64_t B = dout.size(1), H = dout.size(2), M = t.queries, G = B / kLanes, D = v.width();
   const int64_t R = t.offset->back();
   const at::Tensor go = to_lanes(dout), xv = to_lanes(v.xt);
   const LaneSide lv = lane_side(v, xv);
-  const int parts = lane_parts(t, B, {&v});
+  const int parts = block_parts(t, {&v});
   at::Tensor dalpha = at::empty({B * H, R}, alpha.options());  // every row is some matrix's
   at::Tensor dx = at::zeros({parts, G, lv.T, lv.C, kLanes}, v.xt.options());
   at::Tensor dbank = v.relative() ? bank_gradient_buffer(v.bank, *t.offset) : at::Tensor();
   const int64_t per_part = (most_rows(*t.offset) * G + 1) * D * kLanes;
-  float* work = scratch(parts, per_part);
+  const Scratch scratch(parts, per_part, sizeof(float));
   const float *ap = alpha.data_ptr<float>(), *gp = go.data_ptr<float>();
   float *dap = dalpha.data_ptr<float>(), *dw = data_or_null(dbank);
   for_matrix_parts(*t.offset, parts, [&](size_t first, size_t last, int part) {
@@ -481,7 +459,7 @@ std::array<at::Tensor, 3> lanes_values_backward(const PairTable& t, const at::Te
       const Block b = block(t, e, G);
       if (b.n > 0)
         kernels::values_block_backward(lv, b, t.query, M, H, head_sliced, ap, gp, dap, dxp, dw,
-                                       work + part * per_part);
+                                       scratch.part<float>(part));
     }
   });
   return {planes_to_grid(t, dalpha, B, H), from_lanes(dx, v.xt.sizes()), dbank};
