@@ -77,6 +77,44 @@ inline void project(const float* x, int64_t C, const float* w, int64_t D, float*
   if (D - d == 8) project_chunk<8, Add>(x, C, w + d, D, out + d * kLanes, next);
 }
 
+// out[o] += sum_i x[i] w[o Ld + i] for o < W: project_chunk reading w's columns
+// (x w^T). With Ld known when compiling, output o's entries sit at a fixed offset
+// from one pointer that steps by one float, so w needs no transposed copy (the
+// copy, per matrix, took about a tenth of side_backward's time on the lanes' 16
+// images; docs/benchmarks.md, "Session 21").
+template <int W, int Ld>
+inline void project_chunk_columns(const float* x, int64_t n, const float* w, float* out) {
+  __m512 acc[W];
+#pragma GCC unroll 32
+  for (int o = 0; o < W; ++o) acc[o] = load(out + o * kLanes);
+  for (int64_t i = 0; i < n; ++i) {
+    const __m512 xi = load(x + i * kLanes);
+#pragma GCC unroll 32
+    for (int o = 0; o < W; ++o) acc[o] = _mm512_fmadd_ps(_mm512_set1_ps(w[o * Ld + i]), xi, acc[o]);
+  }
+#pragma GCC unroll 32
+  for (int o = 0; o < W; ++o) store(out + o * kLanes, acc[o]);
+}
+
+// out += x w^T for one row, w [C, Ld]: Ld inputs, C outputs (C multiple of 8, at most 32).
+template <int Ld>
+inline void project_columns(const float* x, const float* w, int64_t C, float* out) {
+  int64_t c = 0;
+  for (; c + 24 <= C; c += 24) project_chunk_columns<24, Ld>(x, Ld, w + c * Ld, out + c * kLanes);
+  if (C - c == 16) project_chunk_columns<16, Ld>(x, Ld, w + c * Ld, out + c * kLanes);
+  if (C - c == 8) project_chunk_columns<8, Ld>(x, Ld, w + c * Ld, out + c * kLanes);
+}
+
+// out += x w^T, w [C, D] (D a multiple of 8, at most 32: pair_lanes_apply).
+inline void project_transposed(const float* x, const float* w, int64_t C, int64_t D, float* out) {
+  switch (D) {
+    case 8: return project_columns<8>(x, w, C, out);
+    case 16: return project_columns<16>(x, w, C, out);
+    case 24: return project_columns<24>(x, w, C, out);
+    default: return project_columns<32>(x, w, C, out);
+  }
+}
+
 // Lane i of the result: the sum of v[i]'s 16 lanes (a transposing tree: 45
 // instructions for 16 sums, where one reduction each takes about 10).
 inline __m512 sum_each(const __m512 v[16]) {
@@ -154,12 +192,6 @@ const float* side_row(const LaneSide& s, const Block& b, int64_t g, int64_t r, f
 // dx ([G, T, C, 16]) and, for a relative side, matrix e's gradient written into dw.
 void side_backward(const LaneSide& s, const Block& b, const float* ds, float* dx, float* dw) {
   const float* w = s.matrix(b.e);
-  // dx += ds w^T reads w's columns: transposed once, each broadcast is at a fixed
-  // offset from one pointer (w's rows took 24 pointers, more than the registers).
-  float wt[32 * 32];
-  if (w)
-    for (int64_t c = 0; c < s.C; ++c)
-      for (int64_t d = 0; d < s.D; ++d) wt[d * s.C + c] = w[c * s.D + d];
   for (int64_t g = 0; g < b.G; ++g)
     for (int64_t k = 0; k < b.n; ++k) {
       float* dxt = dx + (g * s.T + s.rows[b.o + k]) * s.C * kLanes;
@@ -169,7 +201,7 @@ void side_backward(const LaneSide& s, const Block& b, const float* ds, float* dx
           const float* next = dx + (g * s.T + s.rows[b.o + k + 1]) * s.C * kLanes;
           for (int64_t c = 0; c < s.C; ++c) _mm_prefetch(reinterpret_cast<const char*>(next + c * kLanes), _MM_HINT_T0);
         }
-        project<true>(d, s.D, wt, s.C, dxt, nullptr);
+        project_transposed(d, w, s.C, s.D, dxt);
       } else {
         for (int64_t c = 0; c < s.C; ++c)
           store(dxt + c * kLanes, _mm512_add_ps(load(dxt + c * kLanes), load(d + c * kLanes)));
