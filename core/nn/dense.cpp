@@ -49,12 +49,16 @@ int64_t unpacked_slice(int64_t rows, int64_t k) {
   return width >= 16 ? width : 0;
 }
 
-// Columns [n0, n1) of out [M x N] = x [M x K] w^T (+ b): with wt (w^T in strips of
-// kWeightStrip columns, nn/transposed_weights.h) the engine's row kernel strip by
-// strip, else BLAS calls of `slice` columns each (0: one call); then the bias row by row.
+// Columns [n0, n1) of out [M x N] = x [M x K] w^T (+ b) (+ r, residual rows [M x N]):
+// with wt (w^T in strips of kWeightStrip columns, nn/transposed_weights.h) the
+// engine's row kernel strip by strip, else BLAS calls of `slice` columns each (0:
+// one call). The BLAS adds its product to columns that already hold b + r: one
+// pass writing them instead of the BLAS zeroing them first (OpenBLAS's beta = 0)
+// and another adding b and r afterwards (docs/benchmarks.md, "Session 21"). The
+// row kernel's columns, which it overwrites, get b and r after it.
 template <typename T>
-void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp, T* op, int64_t N, int64_t n0,
-                     int64_t n1, int64_t slice, const T* wt = nullptr) {
+void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp, const T* rp, T* op, int64_t N,
+                     int64_t n0, int64_t n1, int64_t slice, const T* wt = nullptr) {
   int64_t blas_end = n1;  // columns [n0, blas_end) go to the BLAS
   if constexpr (std::is_same_v<T, float>) {
     if (wt) {
@@ -71,12 +75,20 @@ void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp
       }
     }
   }
+  const bool added = bp || rp;
+  if (added)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = n0; n < blas_end; ++n) op[m * N + n] = (rp ? rp[m * N + n] : T(0)) + (bp ? bp[n] : T(0));
   const int64_t step = slice > 0 ? slice : std::max<int64_t>(blas_end - n0, 1);
   for (int64_t c0 = n0; c0 < blas_end; c0 += step)
-    raw_gemm_strided<T>(false, true, M, std::min(blas_end, c0 + step) - c0, K, xp, K, wp + c0 * K, K, op + c0, N);
-  if (bp)
+    raw_gemm_strided<T>(false, true, M, std::min(blas_end, c0 + step) - c0, K, xp, K, wp + c0 * K, K, op + c0, N,
+                        added);
+  if (added)
     for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = n0; n < n1; ++n) op[m * N + n] += bp[n];
+      for (int64_t n = blas_end; n < n1; ++n) {
+        if (bp) op[m * N + n] += bp[n];
+        if (rp) op[m * N + n] += rp[m * N + n];
+      }
 }
 
 // w^T for one image's product on the row kernel (at most kRowGemmMostRows rows,
@@ -108,14 +120,9 @@ void split_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b
   run_parts(parts, [&](int p) {
     const int64_t n0 = part_start(N, p, parts), n1 = part_start(N, p + 1, parts);
     if (n1 <= n0) return;
-    product_columns(xp, M, K, wp, bp, op, N, n0, n1, slice, wtp);
-    if (epilogue == Epilogue::kNone) return;
-    for (int64_t m = 0; m < M; ++m) {
-      T* row = op + m * N;
-      if (rp)
-        for (int64_t n = n0; n < n1; ++n) row[n] += rp[m * N + n];
-      if (epilogue == Epilogue::kGelu) gelu_in_place(row + n0, n1 - n0);
-    }
+    product_columns(xp, M, K, wp, bp, rp, op, N, n0, n1, slice, wtp);
+    if (epilogue == Epilogue::kGelu)
+      for (int64_t m = 0; m < M; ++m) gelu_in_place(op + m * N + n0, n1 - n0);
   });
 }
 
@@ -171,19 +178,24 @@ at::Tensor bf16_product(const at::Tensor& x, const at::Tensor& w, const at::Tens
   return out;
 }
 
-// The linear layer with its products split over the cores, forward and backward.
-// b is empty when the layer has no bias (autograd functions take no undefined inputs).
+// The linear layer with its products split over the cores (or on one, parts = 1),
+// forward and backward, and optionally a residual added: x w^T + b + residual.
+// b and residual are empty when absent (autograd functions take no undefined inputs).
 class SplitLinear : public torch::autograd::Function<SplitLinear> {
  public:
-  // bf16: both directions' products in bfloat16 (nn/bf16_gemm.h), else fp32 split into
-  // `parts`; a differentiable backward (create_graph) is LibTorch's fp32 ops either way.
+  // bf16: both directions' products in bfloat16 (nn/bf16_gemm.h; no residual), else
+  // fp32 split into `parts`; a differentiable backward (create_graph) is LibTorch's
+  // fp32 ops either way.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                            int64_t parts, bool bf16) {
+                            const at::Tensor& residual, int64_t parts, bool bf16) {
     ctx->save_for_backward({x, w});
     ctx->saved_data["parts"] = parts;
     ctx->saved_data["bias"] = b.numel() > 0;
+    ctx->saved_data["residual"] = residual.numel() > 0;
     ctx->saved_data["bf16"] = bf16;
-    return bf16 ? bf16_product(x, w, b) : product(x, w, b, int(parts), false);
+    if (bf16) return bf16_product(x, w, b);
+    return residual.numel() > 0 ? product(x, w, b, int(parts), false, Epilogue::kAdd, residual)
+                                : product(x, w, b, int(parts), false);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -193,11 +205,13 @@ class SplitLinear : public torch::autograd::Function<SplitLinear> {
     const int64_t N = w.size(0), K = w.size(1);
     at::Tensor dx, dw, db;
     if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) db = dy.reshape({-1, N}).sum(0);
+    const at::Tensor dres =
+        ctx->saved_data["residual"].toBool() && ctx->needs_input_grad(3) ? grads[0] : at::Tensor();
     if (at::GradMode::is_enabled()) {  // create_graph: the gradients must be differentiable themselves
       const at::Tensor dy2 = dy.reshape({-1, N});
       if (ctx->needs_input_grad(0)) dx = dy2.mm(w).view(x.sizes());
       if (ctx->needs_input_grad(1)) dw = dy2.t().mm(x.reshape({-1, K}));
-      return {dx, dw, db, at::Tensor(), at::Tensor()};
+      return {dx, dw, db, dres, at::Tensor(), at::Tensor()};
     }
     if (ctx->needs_input_grad(0)) dx = at::empty_like(x, at::MemoryFormat::Contiguous);
     if (ctx->needs_input_grad(1)) dw = at::empty_like(w, at::MemoryFormat::Contiguous);
@@ -206,13 +220,13 @@ class SplitLinear : public torch::autograd::Function<SplitLinear> {
       const float *dyp = dy.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
       if (dx.defined()) bf16_gemm(false, false, M, K, N, dyp, N, wp, K, dx.data_ptr<float>(), K, bf16_gemm_parts());
       if (dw.defined()) bf16_gemm(true, false, N, K, M, dyp, N, xp, K, dw.data_ptr<float>(), K, bf16_gemm_parts());
-      return {dx, dw, db, at::Tensor(), at::Tensor()};
+      return {dx, dw, db, dres, at::Tensor(), at::Tensor()};
     }
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dense_backward", [&] {
       split_gradients<scalar_t>(dy, x, w, dx.defined() ? &dx : nullptr, dw.defined() ? &dw : nullptr,
                                 int(ctx->saved_data["parts"].toInt()));
     });
-    return {dx, dw, db, at::Tensor(), at::Tensor()};
+    return {dx, dw, db, dres, at::Tensor(), at::Tensor()};
   }
 };
 
@@ -236,9 +250,10 @@ at::Tensor finish(at::Tensor y, Epilogue epilogue, const at::Tensor& residual) {
 at::Tensor dense_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue epilogue, const at::Tensor& residual) {
   const at::Tensor &w = layer->weight, &b = layer->bias;
   const bool grad = at::GradMode::is_enabled() && (needs_grad(x) || needs_grad(w) || needs_grad(b));
-  if (grad && bf16_applies(x, w, b))
-    return finish(SplitLinear::apply(x, w, b.defined() ? b : at::empty({0}, w.options()), int64_t(1), true), epilogue,
-                  residual);
+  if (grad && bf16_applies(x, w, b)) {
+    const at::Tensor none = at::empty({0}, w.options());
+    return finish(SplitLinear::apply(x, w, b.defined() ? b : none, none, int64_t(1), true), epilogue, residual);
+  }
   if (x.dim() < 1 || x.size(-1) != w.size(1) || x.scalar_type() != w.scalar_type() || !raw_gemm_usable(x) ||
       !raw_gemm_usable(w) || (b.defined() && (!raw_gemm_usable(b) || b.scalar_type() != w.scalar_type())))
     return finish(layer->forward(x), epilogue, residual);
@@ -249,10 +264,17 @@ at::Tensor dense_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue ep
   if (!grad && fused_inference_applies({&x, &w, &b, &residual}) &&
       (epilogue != Epilogue::kAdd || residual.sizes() == output_sizes(x, N)))
     return product(x, w, b, parts, true, epilogue, residual);
+  if (grad) {
+    const at::Tensor none = at::empty({0}, w.options());
+    // The engine's node at any split, one core's share of a split training step
+    // included, the residual inside the product where it has the output's shape.
+    const bool add = epilogue == Epilogue::kAdd && raw_gemm_usable(residual) &&
+                     residual.scalar_type() == x.scalar_type() && residual.sizes() == output_sizes(x, N);
+    const at::Tensor y = SplitLinear::apply(x, w, b.defined() ? b : none, add ? residual : none, int64_t(parts), false);
+    return add ? y : finish(y, epilogue, residual);
+  }
   if (parts <= 1) return finish(layer->forward(x), epilogue, residual);
-  if (!grad) return finish(product(x, w, b, parts, true), epilogue, residual);
-  return finish(SplitLinear::apply(x, w, b.defined() ? b : at::empty({0}, w.options()), int64_t(parts), false),
-                epilogue, residual);
+  return finish(product(x, w, b, parts, true), epilogue, residual);
 }
 
 }  // namespace
@@ -279,7 +301,7 @@ void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Ten
       const int64_t N = w.size(0), n0 = std::max(g0 - first, int64_t(0)), n1 = std::min(g1 - first, N);
       if (n1 <= n0) continue;
       product_columns(xp, M, K, w.data_ptr<T>(), b.defined() && b.numel() ? b.data_ptr<T>() : nullptr,
-                      out[i].data_ptr<T>(), N, n0, n1, slice, data_or_null<T>(wt[i]));
+                      static_cast<const T*>(nullptr), out[i].data_ptr<T>(), N, n0, n1, slice, data_or_null<T>(wt[i]));
     }
   });
 }

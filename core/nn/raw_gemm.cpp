@@ -40,14 +40,14 @@ bool raw_gemm_rows_usable(const at::Tensor& t) {
 
 template <typename T>
 void raw_gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                      const T* b, int64_t ldb, T* c, int64_t ldc) {
+                      const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
   const Gemm<T> gemm = find_gemm<T>();
   if (!gemm) throw Error("internal: raw_gemm called without a BLAS");
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
   const char ta = trans_b ? 'T' : 'N', tb = trans_a ? 'T' : 'N';
   const int M = int(n), N = int(m), K = int(k), la = int(lda), lb = int(ldb), lc = int(ldc);
-  const T one = 1, zero = 0;
-  gemm(&ta, &tb, &M, &N, &K, &one, b, &lb, a, &la, &zero, c, &lc);
+  const T one = 1, beta = accumulate ? 1 : 0;
+  gemm(&ta, &tb, &M, &N, &K, &one, b, &lb, a, &la, &beta, c, &lc);
 }
 
 template <typename T>
@@ -58,8 +58,8 @@ void raw_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const
 template void raw_gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*, const float*, float*);
 template void raw_gemm<double>(bool, bool, int64_t, int64_t, int64_t, const double*, const double*, double*);
 template void raw_gemm_strided<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*,
-                                      int64_t, float*, int64_t);
+                                      int64_t, float*, int64_t, bool);
 template void raw_gemm_strided<double>(bool, bool, int64_t, int64_t, int64_t, const double*, int64_t, const double*,
-                                       int64_t, double*, int64_t);
+                                       int64_t, double*, int64_t, bool);
 
 }  // namespace translution

@@ -27,8 +27,9 @@ void raw_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const
 
 // The same with explicit row strides (leading dimensions) of a, b and c, for
 // matrices inside larger tensors (one head's columns of [B, N, H x dh] rows).
+// accumulate: c += op(a) op(b) (the BLAS's beta = 1) instead of overwriting c.
 template <typename T>
 void raw_gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                      const T* b, int64_t ldb, T* c, int64_t ldc);
+                      const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate = false);
 
 }  // namespace translution

@@ -94,7 +94,7 @@ TEST(Dense, SplitGradientsMatchTheLinearLayerInDouble) {
                    const at::Tensor dy = at::randn({2, c.rows, c.out}, at::kDouble);
                    const at::Tensor x = x0.clone().requires_grad_(c.input_grad);
                    const at::Tensor y = dense(layer, x);
-                   if (raw_gemm_usable(x0) && dense_parts(2 * c.rows, c.out, c.in) > 1) {
+                   if (raw_gemm_usable(x0)) {  // the engine's node at any split, one part included
                      ASSERT_TRUE(y.grad_fn());
                      EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
                    }
@@ -119,6 +119,46 @@ TEST(Dense, SplitGradientsMatchTheLinearLayerInDouble) {
                      EXPECT_FALSE(x.grad().defined());
                    }
                  });
+}
+
+// dense_add with gradients adds the residual inside the product (the columns hold
+// bias and residual before the BLAS adds to them): one node, whose output and
+// gradients, the residual's included, are at::linear's plus the residual's, in
+// double, with 1-3 parts; and a residual of another shape is added after it.
+TEST(Dense, ResidualInsideTheProductMatchesTheLinearLayerPlusTheResidualInDouble) {
+  at::manual_seed(8);
+  for_each_split({{32, 64, 50, true}, {19, 96, 130, false}, {24, 17, 7, true}},
+                 [](const LayerCase& c, torch::nn::Linear& layer) {
+                   const at::Tensor x0 = at::randn({2, c.rows, c.in}, at::kDouble);
+                   const at::Tensor r0 = at::randn({2, c.rows, c.out}, at::kDouble);
+                   const at::Tensor dy = at::randn({2, c.rows, c.out}, at::kDouble);
+                   const at::Tensor x = x0.clone().requires_grad_(true), r = r0.clone().requires_grad_(true);
+                   const at::Tensor y = dense_add(layer, x, r);
+                   ASSERT_TRUE(y.grad_fn());
+                   EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
+                   (y * dy).sum().backward();
+                   const at::Tensor w = layer->weight.detach().clone().requires_grad_(true);
+                   const at::Tensor b = c.bias ? layer->bias.detach().clone().requires_grad_(true) : at::Tensor();
+                   const at::Tensor xr = x0.clone().requires_grad_(true), rr = r0.clone().requires_grad_(true);
+                   const at::Tensor yr = rr + at::linear(xr, w, b);
+                   EXPECT_LT(max_relative_error(y.detach(), yr.detach()), 1e-12);
+                   (yr * dy).sum().backward();
+                   EXPECT_LT(max_relative_error(layer->weight.grad(), w.grad()), 1e-12);
+                   if (c.bias) {
+                     EXPECT_LT(max_relative_error(layer->bias.grad(), b.grad()), 1e-12);
+                   }
+                   EXPECT_LT(max_relative_error(x.grad(), xr.grad()), 1e-12);
+                   EXPECT_LT(max_relative_error(r.grad(), rr.grad()), 1e-12);
+                 });
+  // A residual broadcast along the rows is not the output's shape: added after the product.
+  torch::nn::Linear layer(16, 24);
+  layer->to(at::kDouble);
+  const at::Tensor x = at::randn({2, 5, 16}, at::kDouble).requires_grad_(true);
+  const at::Tensor r = at::randn({24}, at::kDouble).requires_grad_(true);
+  const at::Tensor y = dense_add(layer, x, r);
+  EXPECT_LT(max_relative_error(y.detach(), (r + layer->forward(x)).detach()), 1e-12);
+  y.sum().backward();
+  EXPECT_LT(max_relative_error(r.grad(), at::full({24}, 10.0, at::kDouble)), 1e-12);
 }
 
 // With create_graph the split layer's gradients are differentiable too: a

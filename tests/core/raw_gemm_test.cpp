@@ -1,5 +1,6 @@
 // raw_gemm is at::mm on raw memory: every transpose combination, both precisions.
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
 #include <gtest/gtest.h>
 
 #include "nn/raw_gemm.h"
@@ -47,6 +48,22 @@ TEST(RawGemm, StridedMatchesATenOnColumnSlices) {
       EXPECT_EQ(wide_c.narrow(1, 0, 3).eq(42.0).all().item<bool>(), true) << "columns left of c were written";
       EXPECT_EQ(wide_c.narrow(1, 3 + n, 1).eq(42.0).all().item<bool>(), true) << "columns right of c were written";
     }
+}
+
+// accumulate adds the product to what c holds (the BLAS's beta = 1), in both types.
+TEST(RawGemm, AccumulateAddsTheProductToC) {
+  at::manual_seed(5);
+  const int64_t m = 9, n = 20, k = 13;
+  for (const auto type : {at::kDouble, at::kFloat}) {
+    const at::Tensor a = at::randn({m, k}, type), b = at::randn({n, k}, type), c0 = at::randn({m, n}, type);
+    at::Tensor c = c0.clone();
+    AT_DISPATCH_FLOATING_TYPES(type, "accumulate", [&] {
+      raw_gemm_strided<scalar_t>(false, true, m, n, k, a.data_ptr<scalar_t>(), k, b.data_ptr<scalar_t>(), k,
+                                 c.data_ptr<scalar_t>(), n, true);
+    });
+    const at::Tensor expected = c0.to(at::kDouble) + at::mm(a.to(at::kDouble), b.to(at::kDouble).t());
+    EXPECT_LT((c.to(at::kDouble) - expected).abs().max().item<double>(), type == at::kDouble ? 1e-12 : 1e-4);
+  }
 }
 
 TEST(RawGemm, OnlyContiguousCpuFloatingMemoryIsUsable) {
