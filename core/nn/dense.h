@@ -6,14 +6,16 @@
 // weight matrix per call): one image's q, k, v projection (50 x 192 x 576) took
 // 312 us on one thread and 413 us with two BLAS threads, against 165 us with the
 // columns split in two on a helper thread (bench/small_gemm.cpp,
-// docs/benchmarks.md). Where it does not apply (small products, CUDA, OpenBLAS
-// threading each GEMM) it is the module's own forward, except that a forward
-// without gradients on contiguous CPU tensors calls the BLAS directly
-// (nn/fused_inference.h), or for one image's float products (at most 64 rows)
-// the engine's row kernel on a transposed copy of the weight
-// (nn/transposed_weights.h); which of the two computes a column depends on where
-// the column split falls, so such outputs may differ in their last bits
-// between thread counts.
+// docs/benchmarks.md). Where it does not split (small products, one core's share
+// of a split training step, OpenBLAS threading each GEMM) a product that records
+// gradients on contiguous CPU memory is still the engine's node in one part, and
+// a forward without gradients calls the BLAS directly (nn/fused_inference.h), or
+// for one image's float products (at most 64 rows) the engine's row kernel on a
+// transposed copy of the weight (nn/transposed_weights.h); which of the two
+// computes a column depends on where the column split falls, so such outputs may
+// differ in their last bits between thread counts. Elsewhere (CUDA, strided
+// inputs, the ATen switches) it is the module's own forward. The BLAS adds its
+// product onto outputs that already hold the bias (and dense_add's residual).
 #include <vector>
 
 #include <torch/nn/modules/linear.h>
