@@ -122,12 +122,13 @@ void TrainingPanel::buildForm() {
   fresh_positions_->setToolTip(tr("Dynamic and moving canvases: place every digit somewhere new each epoch, so "
                                   "no training canvas repeats (less over-fitting on long runs)"));
   fresh_positions_->setObjectName("freshPositions");
-  bf16_ = new QCheckBox(tr("bfloat16 products (AMX)"), this);
+  bf16_ = new QCheckBox(tr("bfloat16 products"), this);
   bf16_->setObjectName("bf16Products");
   if (bf16_gemm_available()) {
     bf16_->setToolTip(tr("Multiply the dense layers and Translution's offset matrices in bfloat16 on this CPU's "
-                         "AMX tiles, summing in fp32 (mixed precision): self-attention and Translution train about "
-                         "twice as fast; weights, optimizer and the rest stay fp32. CPU only"));
+                         "%1, summing in fp32 (mixed precision): self-attention and Translution train 1.5-2.5x as "
+                         "fast; weights, optimizer and the rest stay fp32. CPU only")
+                          .arg(std::string(bf16_gemm_kernel()) == "amx" ? tr("AMX tiles") : tr("AVX512-BF16 units")));
   } else {
     bf16_->setEnabled(false);
     bf16_->setToolTip(tr("Not here: %1").arg(QString::fromStdString(bf16_gemm_unavailable_reason())));
@@ -246,7 +247,7 @@ void TrainingPanel::resumeFromFile() {
   try {
     const std::string device = device_->currentData().toString().toStdString();
     Checkpoint checkpoint = load_checkpoint(path.toStdString(), parse_device(device));
-    // A run trained in bf16 continues in fp32 where bf16 cannot run (no AMX tiles, or not the CPU).
+    // A run trained in bf16 continues in fp32 where bf16 cannot run (no bfloat16 kernel, or not the CPU).
     QString note;
     if (checkpoint.training && checkpoint.training->config.precision == "bf16" &&
         (device != "cpu" || !bf16_gemm_available())) {

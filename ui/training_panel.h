@@ -68,7 +68,7 @@ class TrainingPanel : public QWidget {
   QComboBox *method_, *preset_, *patch_, *dataset_, *device_;
   QSpinBox *depth_, *epochs_, *steps_, *batch_, *seed_, *samples_;
   QCheckBox* fresh_positions_;
-  QCheckBox* bf16_;  // TrainConfig::precision (enabled where nn/bf16_gemm.h has AMX tiles)
+  QCheckBox* bf16_;  // TrainConfig::precision (enabled where nn/bf16_gemm.h runs)
   QDoubleSpinBox* lr_;
   QPushButton *start_, *pause_, *stop_, *save_, *resume_file_, *export_;
   QList<QPushButton*> send_;

@@ -93,9 +93,10 @@ of the same input (shared and low-rank, q, k and v) as its own autograd node,
 autograd summing their input gradients, instead of one node whose backward is one
 product for the input's gradient and one for the weights' (grouped, the default);
 --precision bf16, in training, multiplies the dense layers and Translution's offset
-matrices as bfloat16 on AMX tiles with fp32 sums (mixed precision, as PyTorch's
-bf16 autocast; weights, optimizer and every other op stay fp32); it needs a CPU
-with AMX (Intel Xeon from Sapphire Rapids on), and the floor stays fp32's; in
+matrices as bfloat16 with fp32 sums (mixed precision, as PyTorch's bf16
+autocast; weights, optimizer and every other op stay fp32), on AMX tiles (Intel
+Xeon from Sapphire Rapids on) or else AVX512-BF16 (AMD Zen 4 on, Intel Cooper
+Lake), and the floor stays fp32's; in
 inference it reads Translution's offset matrices from bfloat16 copies (half the
 memory traffic; activations and sums stay fp32) and needs AVX-512;
 --split-batch, in training, says whether each step's batch splits in two, each
@@ -205,7 +206,7 @@ int bench_command(const std::vector<std::string>& words) {
   const std::string projections = args.get_choice("projections", {"grouped", "separate"});
   set_grouped_projections(projections == "grouped");
   if (studio && args.has("precision")) throw Error("--precision applies to --mode infer and --mode train");
-  // Training in bf16 needs AMX tiles (parse_dense_precision says why not); a
+  // Training in bf16 needs bf16_gemm (parse_dense_precision says why not); a
   // forward without gradients reads bfloat16 weights on AVX-512 (nn/bf16_weights.h).
   const bool train_mode = args.get("mode", "infer") == "train";
   if (!train_mode && (args.has("projections") || args.get("compare", "") == "projections"))
@@ -232,7 +233,7 @@ int bench_command(const std::vector<std::string>& words) {
   options.batch = args.get_int("batch", 1);
   options.device = parse_device(args.get("device", "cpu"));
   if (precision == DensePrecision::Bf16 && !options.device.is_cpu())
-    throw Error(std::string("--precision bf16 runs on the CPU's ") + (train_mode ? "AMX tiles" : "AVX-512") + "; on " +
+    throw Error(std::string("--precision bf16 runs on the CPU's ") + (train_mode ? "bfloat16 units" : "AVX-512") + "; on " +
                 options.device.str() + " use --precision fp32");
   options.steps = int(args.get_int("steps", 10));
   options.warmup = int(args.get_int("warmup", 2));
@@ -323,11 +324,13 @@ int bench_command(const std::vector<std::string>& words) {
     std::cout << r.to_json() << std::endl;
     return 0;
   }
+  const std::string bf16_note = r.precision != "bf16"       ? ""
+                                : options.mode == "train" ? std::string(", bf16 products (") + bf16_gemm_kernel() + ")"
+                                                          : ", bf16 offset matrices";
   std::printf("%s ViT-%s/%lld %lldx%lld, %s, batch %lld on %s (%d threads)%s\n", options.config.model.c_str(),
               options.config.preset.c_str(), (long long)options.config.patch, (long long)options.config.image_height,
               (long long)options.config.image_width, options.mode.c_str(), (long long)options.batch,
-              r.device_name.c_str(), r.threads,
-              r.precision != "bf16" ? "" : options.mode == "train" ? ", bf16 products (AMX)" : ", bf16 offset matrices");
+              r.device_name.c_str(), r.threads, bf16_note.c_str());
   std::printf("  %.2f ms/step (median of %d, best %.2f), %.1f images/s\n", r.ms_per_step, options.steps, r.ms_min,
               r.images_per_second);
   if (!options.compare.empty())

@@ -10,6 +10,7 @@
 #include "cli/model_options.h"
 #include "cli/progress_bar.h"
 #include "data/mnist_provision.h"
+#include "nn/bf16_gemm.h"
 #include "nn/relative_ops.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
@@ -58,9 +59,10 @@ cores are shared, no batch is split, and --split-batch on is an error).
 cores with others also sets OPENBLAS_NUM_THREADS=1 (as scripts/reproduce_protocol.sh
 does). Model options as
 in `model info`. --precision bf16 multiplies the dense layers and Translution's offset
-matrices as bfloat16 on the CPU's AMX tiles, summing in fp32 (mixed precision: the
+matrices as bfloat16 on the CPU's AMX tiles or AVX512-BF16, summing in fp32 (mixed precision: the
 weights, the optimizer and every other op stay fp32; ViT-A/12 self-attention and
-Translution trained 1.8-2.5x as fast, docs/benchmarks.md); it needs an Intel Xeon from Sapphire Rapids on,
+Translution trained 1.5-2.5x as fast, docs/benchmarks.md); it needs an Intel Xeon from Sapphire Rapids on
+or an AMD Zen 4 on,
 and is stored in the checkpoint, so a resumed run keeps it unless --precision says otherwise.
 )";
 
@@ -141,7 +143,7 @@ int train_command(const std::vector<std::string>& words) {
                model.model.c_str(), model.preset.c_str(), (long long)model.patch,
                trainer->model()->parameter_count() / 1e6, trainer->config().dataset.c_str(),
                (long long)trainer->total_steps(), (long long)trainer->config().batch, device_description(device).c_str(),
-               trainer->config().precision == "bf16" ? ", bf16 products (AMX)" : "");
+               trainer->config().precision == "bf16" ? (std::string(", bf16 products (") + bf16_gemm_kernel() + ")").c_str() : "");
   if (const std::string hint = avx2_blas_hint(); !hint.empty() && device.is_cpu())
     std::fprintf(stderr, "note: %s\n", hint.c_str());
 

@@ -1,6 +1,7 @@
 #include "nn/bf16_gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -230,6 +231,63 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_blocks(const uint16_t
   _tile_release();
 }
 
+// C rows [r0, r1) on AVX512-BF16 dot products, for CPUs without tiles (AMD Zen 4,
+// Intel Cooper Lake): from the same packed operands, whose B rows are already the
+// (k, k + 1) pairs VDPBF16PS multiplies. Register blocks of R rows by G groups of
+// 16 columns: per pair of k, G loads of B and R broadcasts of A's pair for R x G
+// instructions, each 32 multiply-adds with fp32 sums (twice the fp32 FMA's 16).
+template <int R, int G>
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) inline void dot_block(const uint16_t* ap, int64_t kp,
+                                                                               const uint16_t* bp, int64_t kb,
+                                                                               const float* bias, float* c,
+                                                                               int64_t ldc, int64_t m, int64_t n,
+                                                                               int64_t r0, int64_t j0) {
+  __m512 acc[R][G];
+  for (int g = 0; g < G; ++g) {
+    const __m512 start = bias ? _mm512_loadu_ps(bias + 16 * (j0 + g)) : _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) acc[r][g] = start;
+  }
+  for (int64_t pair = 0; pair < kp / 2; ++pair) {
+    const int64_t q = pair / 16, p = pair % 16;
+    __m512bh b[G];
+    for (int g = 0; g < G; ++g)
+      b[g] = (__m512bh)_mm512_loadu_si512(bp + ((j0 + g) * kb + q) * kTile + 32 * p);
+    for (int r = 0; r < R; ++r) {
+      uint32_t bits;
+      std::memcpy(&bits, ap + (r0 + r) * kp + 2 * pair, 4);
+      const __m512bh a = (__m512bh)_mm512_set1_epi32(int(bits));
+      for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], a, b[g]);
+    }
+  }
+  for (int r = 0; r < R && r0 + r < m; ++r)
+    for (int g = 0; g < G; ++g)
+      _mm512_mask_storeu_ps(c + (r0 + r) * ldc + 16 * (j0 + g), lanes(n - 16 * (j0 + g)), acc[r][g]);
+}
+
+template <int R>
+void dot_rows(const uint16_t* ap, int64_t kp, const uint16_t* bp, int64_t np, const float* bias, float* c,
+              int64_t ldc, int64_t m, int64_t n, int64_t r0) {
+  const int64_t kb = kp / 32, groups = np / 16;  // np: a multiple of 32, so groups is even
+  int64_t j = 0;
+  for (; j + 4 <= groups; j += 4) dot_block<R, 4>(ap, kp, bp, kb, bias, c, ldc, m, n, r0, j);
+  if (j < groups) dot_block<R, 2>(ap, kp, bp, kb, bias, c, ldc, m, n, r0, j);
+}
+
+void multiply_rows_dot(const uint16_t* ap, const uint16_t* bp, const float* bias, int64_t kp, int64_t np, float* c,
+                       int64_t ldc, int64_t m, int64_t n, int64_t r0, int64_t r1) {
+  r1 = std::min(r1, m);  // padded rows are zeros: nothing to store
+  int64_t r = r0;
+  for (; r + 6 <= r1; r += 6) dot_rows<6>(ap, kp, bp, np, bias, c, ldc, m, n, r);
+  switch (r1 - r) {
+    case 5: return dot_rows<5>(ap, kp, bp, np, bias, c, ldc, m, n, r);
+    case 4: return dot_rows<4>(ap, kp, bp, np, bias, c, ldc, m, n, r);
+    case 3: return dot_rows<3>(ap, kp, bp, np, bias, c, ldc, m, n, r);
+    case 2: return dot_rows<2>(ap, kp, bp, np, bias, c, ldc, m, n, r);
+    case 1: return dot_rows<1>(ap, kp, bp, np, bias, c, ldc, m, n, r);
+    default: return;
+  }
+}
+
 // The packed operands of the calling thread's products: kept and grown, not
 // allocated per call (fresh pages cost a fault each; a step makes 70 products).
 class Scratch {
@@ -251,13 +309,18 @@ class Scratch {
   size_t size_ = 0;
 };
 
-// AMX-TILE, AMX-BF16 (CPUID 7.0 EDX bits 24, 22) and AVX512-BF16 (7.1 EAX bit 5), read
-// directly: older compilers' __builtin_cpu_supports knows none of these names.
+// AVX512-BF16 (CPUID 7.1 EAX bit 5) with AVX512-BW, and AMX-TILE, AMX-BF16 (7.0 EDX
+// bits 24, 22), read directly: older compilers' __builtin_cpu_supports knows none of
+// these names.
+bool cpu_has_bf16_dots() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return false;
+  return __builtin_cpu_supports("avx512bw");
+}
 bool cpu_has_tiles() {
   unsigned a, b, c, d;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22))) return false;
-  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return false;
-  return __builtin_cpu_supports("avx512bw");
+  return cpu_has_bf16_dots();
 }
 
 // The tile state must be requested from Linux once per process (ARCH_REQ_XCOMP_PERM);
@@ -274,19 +337,39 @@ int tile_refusal() {
 
 }  // namespace
 
-bool bf16_gemm_available() {
+std::atomic<bool> g_tiles_enabled{true};
+
+// Tiles where the CPU has them, Linux grants them and they are on, else AVX512-BF16 dot products.
+static bool use_tiles() {
 #ifdef TRANSLUTION_AMX
-  return tile_refusal() == 0;
+  return g_tiles_enabled && tile_refusal() == 0;
 #else
   return false;
 #endif
+}
+
+void set_bf16_tiles_enabled(bool enabled) { g_tiles_enabled = enabled; }
+
+bool bf16_gemm_available() {
+#ifdef TRANSLUTION_AMX
+  return use_tiles() || cpu_has_bf16_dots();
+#else
+  return false;
+#endif
+}
+
+const char* bf16_gemm_kernel() {
+  if (use_tiles()) return "amx";
+  return bf16_gemm_available() ? "avx512-bf16" : "none";
 }
 
 std::string bf16_gemm_unavailable_reason() {
   if (bf16_gemm_available()) return "";
 #ifdef TRANSLUTION_AMX
   const int refusal = tile_refusal();
-  if (refusal < 0) return "this CPU has no AMX bfloat16 tiles (Intel Xeon from Sapphire Rapids on)";
+  if (refusal < 0)
+    return "this CPU has neither AMX bfloat16 tiles (Intel Xeon from Sapphire Rapids on) nor AVX512-BF16 "
+           "(AMD Zen 4 on, Intel Cooper Lake)";
   if (refusal == EINVAL) return "this Linux kernel gives no AMX tile state to processes (5.16 or later is needed)";
   return std::string("Linux refused this process the AMX tile state (") + std::strerror(refusal) +
          "; a sandbox or seccomp filter may block arch_prctl)";
@@ -322,8 +405,11 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
     if (trans_b) pack_b_transposed(b, ldb, n, k, bp, kp, j0, j1);
     else pack_b_rows(b, ldb, n, k, bp, kp, j0, j1);
   });
+  const bool tiles = use_tiles();
   run_parts(parts, [&](int p) {
-    multiply_blocks(ap, bp, padded_bias, kp, np, c, ldc, m, n, row_blocks * p / parts, row_blocks * (p + 1) / parts);
+    const int64_t i0 = row_blocks * p / parts, i1 = row_blocks * (p + 1) / parts;
+    if (tiles) multiply_blocks(ap, bp, padded_bias, kp, np, c, ldc, m, n, i0, i1);
+    else multiply_rows_dot(ap, bp, padded_bias, kp, np, c, ldc, m, n, 32 * i0, 32 * i1);
   });
 #else
   (void)trans_a, (void)trans_b, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)parts,
@@ -354,7 +440,7 @@ DensePrecision parse_dense_precision(const std::string& name) {
   if (name == "fp32") return DensePrecision::Fp32;
   if (name == "bf16") {
     if (!bf16_gemm_available())
-      throw Error("precision bf16 needs AMX bfloat16 tiles: " + bf16_gemm_unavailable_reason() +
+      throw Error("precision bf16 needs bfloat16 products: " + bf16_gemm_unavailable_reason() +
                   "; use precision fp32 (--precision fp32)");
     return DensePrecision::Bf16;
   }

@@ -13,10 +13,17 @@
 
 namespace translution {
 
-// Whether this CPU has AMX bf16 tiles and AVX-512 BF16 and the kernel lets this
-// process use them (Linux asks each process to request the tile state). Asked
-// once; the answer is kept.
+// Whether this CPU can run bf16_gemm: on AMX bf16 tiles where it has them and the
+// kernel lets this process use them (Linux asks each process to request the tile
+// state), else on AVX512-BF16 dot products (AMD Zen 4, Intel Cooper Lake: the
+// same operands and fp32 sums, at about twice the fp32 FMA's multiply-adds per
+// instruction; docs/benchmarks.md, "Session 21"). Asked once; the answer is kept.
 bool bf16_gemm_available();
+// Which kernel bf16_gemm runs: "amx", "avx512-bf16" or "none".
+const char* bf16_gemm_kernel();
+// On by default; off runs the AVX512-BF16 kernel where the tiles are there too
+// (the tests prove both kernels on such a CPU).
+void set_bf16_tiles_enabled(bool enabled);
 // Why not, in words a person can act on ("" where it is available).
 std::string bf16_gemm_unavailable_reason();
 

@@ -41,7 +41,7 @@ struct PairSide {
   at::Tensor xt;                  // [T, B, C]: the input; a plain side's vectors (C = D)
   at::Tensor bank;                // [E, C, D]; undefined or empty: plain
   const int64_t* rows = nullptr;  // the token of each sorted row (PairTable's query or source)
-  bool bf16 = false;              // products on AMX tiles (nn/bf16_gemm.h)
+  bool bf16 = false;              // products in bfloat16 (nn/bf16_gemm.h)
   const Bf16Bits* w16 = nullptr;  // a bfloat16 copy of the bank to read instead (no gradients)
   at::Tensor saved;               // [R, B, D] rows kept by forward for backward; undefined: recomputed
   bool relative() const { return bank.defined() && bank.numel() > 0; }

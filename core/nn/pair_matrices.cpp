@@ -48,7 +48,7 @@ constexpr int64_t kNarrowBank = 32;
 bool narrow_bank(int64_t C, int64_t D) { return C <= kNarrowBank && D <= kNarrowBank; }
 }  // namespace
 
-// out[m x D] = g[m x C] w[C x D]. In bf16 precision on AMX tiles; else products of
+// out[m x D] = g[m x C] w[C x D]. In bf16 precision on nn/bf16_gemm; else products of
 // few rows (one image's, about 15 per matrix) in float go to the engine's kernel,
 // which streams the next matrix of the loop into cache while it computes
 // (nn/row_gemm.h; Translution, one image: see docs/benchmarks.md, "Session 8"), as
@@ -68,7 +68,7 @@ void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* 
 }
 
 // dW = G^T dS and dG = dS W^T for one matrix's rows ([m x C] and [m x D]): in bf16
-// precision on AMX tiles; a narrow bank's in float on the row kernels; else the BLAS.
+// precision on nn/bf16_gemm; a narrow bank's in float on the row kernels; else the BLAS.
 template <typename T>
 void matrix_gradients(int64_t m, int64_t C, int64_t D, const T* g, const T* ds, const T* w, T* dw, T* dg, bool bf16) {
   if constexpr (std::is_same_v<T, float>) {

@@ -2,7 +2,7 @@
 // The per-matrix products of pair-sorted rows (nn/relative_ops.h): each offset
 // matrix multiplies the rows of the pairs that use it. Gathering a matrix's input
 // rows into a cache-sized block, choosing the kernel that runs its product and
-// gradients (AMX tiles in bf16 precision, the engine's row kernels, the BLAS),
+// gradients (nn/bf16_gemm in bf16 precision, the engine's row kernels, the BLAS),
 // and splitting the matrices over the cores.
 #include <algorithm>
 #include <cstdint>
@@ -61,7 +61,7 @@ at::Tensor bank_gradient_buffer(const at::Tensor& bank, const std::vector<int64_
 bool bf16_bank(const at::Tensor& bank);
 
 // out[m x D] = g[m x C] w[C x D]; `next` is the matrix the caller multiplies next
-// (streamed into cache meanwhile) or null. bf16: on AMX tiles. w16: read this
+// (streamed into cache meanwhile) or null. bf16: on nn/bf16_gemm. w16: read this
 // bfloat16 copy of w instead (forwards without gradients).
 template <typename T>
 void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next, bool bf16,

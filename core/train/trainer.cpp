@@ -61,11 +61,11 @@ void set_lr(torch::optim::AdamW& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
-// bf16 runs on the CPU's AMX tiles (nn/bf16_gemm.h): elsewhere the run would silently be fp32.
+// bf16 runs on the CPU (nn/bf16_gemm.h: AMX tiles or AVX512-BF16): elsewhere the run would silently be fp32.
 DensePrecision run_precision(const TrainConfig& config, const c10::Device& device) {
   if (config.precision == "bf16" && !device.is_cpu())
-    throw Error("training: precision bf16 runs on the CPU's AMX tiles; on " + device.str() + " use precision fp32");
-  return parse_dense_precision(config.precision);  // says why where the tiles are missing
+    throw Error("training: precision bf16 runs on the CPU's bfloat16 units; on " + device.str() + " use precision fp32");
+  return parse_dense_precision(config.precision);  // says why where no bfloat16 kernel runs
 }
 
 }  // namespace

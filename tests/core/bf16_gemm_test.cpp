@@ -5,10 +5,13 @@
 // dense layers in bf16 mode, forward and both gradients, against the same
 // rounded reference, and the layers left in fp32 where bf16 must not apply;
 // Translution's offset-matrix products against the naive reference on rounded
-// operands; a small ViT trains in bf16 mode. Skipped where the CPU has no AMX tiles.
+// operands; a small ViT trains in bf16 mode. The products run on both kernels
+// where the CPU has AMX tiles (tiles, and AVX512-BF16 with them switched off), on
+// AVX512-BF16 where it has only that. Skipped where it has neither.
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -32,7 +35,20 @@ namespace translution {
 namespace {
 
 #define SKIP_WITHOUT_TILES() \
-  if (!bf16_gemm_available()) GTEST_SKIP() << "no AMX bf16 here: " << bf16_gemm_unavailable_reason()
+  if (!bf16_gemm_available()) GTEST_SKIP() << "no bfloat16 products here: " << bf16_gemm_unavailable_reason()
+
+// Runs check() on every bfloat16 kernel this CPU has, naming it on failure.
+template <typename Check>
+void on_each_kernel(Check check) {
+  const bool tiles = std::string(bf16_gemm_kernel()) == "amx";
+  for (const bool on : {true, false}) {
+    if (!on && !tiles) break;
+    set_bf16_tiles_enabled(on);
+    SCOPED_TRACE(bf16_gemm_kernel());
+    check();
+  }
+  set_bf16_tiles_enabled(true);
+}
 
 at::Tensor rounded(const at::Tensor& t) {
   at::Tensor f = t.to(at::kFloat).contiguous().clone();
@@ -104,15 +120,32 @@ TEST(Bf16Gemm, MatchesTheRoundedProductInEveryLayout) {
     for (const bool tb : {false, true})
       for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
                {1, 1, 1}, {32, 32, 32}, {17, 40, 33}, {50, 24, 192}, {64, 96, 70}, {100, 10, 31}, {33, 65, 160}})
-        for (const int parts : {1, 2, 3}) check_product(ta, tb, m, n, k, parts, (m + parts) % 2 == 1);
+        for (const int parts : {1, 2, 3})
+          on_each_kernel([&] { check_product(ta, tb, m, n, k, parts, (m + parts) % 2 == 1); });
 }
 
 TEST(Bf16Gemm, ShapesOfATrainingStep) {
   SKIP_WITHOUT_TILES();
   at::manual_seed(4);
-  check_product(false, true, 1600, 576, 192, 2, true);  // forward: x w^T + b
-  check_product(false, false, 1600, 192, 768, 2);  // input gradient: dy w
-  check_product(true, false, 768, 192, 1600, 2);   // weight gradient: dy^T x
+  on_each_kernel([] {
+    check_product(false, true, 1600, 576, 192, 2, true);  // forward: x w^T + b
+    check_product(false, false, 1600, 192, 768, 2);       // input gradient: dy w
+    check_product(true, false, 768, 192, 1600, 2);        // weight gradient: dy^T x
+  });
+}
+
+// Which kernel runs is named, and switching the tiles off leaves the dot products.
+TEST(Bf16Gemm, KernelIsNamed) {
+  const std::string kernel = bf16_gemm_kernel();
+  if (!bf16_gemm_available()) {
+    EXPECT_EQ(kernel, "none");
+    return;
+  }
+  EXPECT_TRUE(kernel == "amx" || kernel == "avx512-bf16") << kernel;
+  set_bf16_tiles_enabled(false);
+  EXPECT_STREQ(bf16_gemm_kernel(), "avx512-bf16");
+  set_bf16_tiles_enabled(true);
+  EXPECT_EQ(std::string(bf16_gemm_kernel()), kernel);
 }
 
 TEST(Bf16Gemm, NonFiniteInputsReachTheOutput) {
@@ -120,10 +153,12 @@ TEST(Bf16Gemm, NonFiniteInputsReachTheOutput) {
   at::Tensor a = at::ones({32, 32}), b = at::ones({32, 32}), c = at::zeros({32, 32});
   a[3][5] = std::numeric_limits<float>::quiet_NaN();
   a[7][1] = std::numeric_limits<float>::infinity();
-  bf16_gemm(false, false, 32, 32, 32, a.data_ptr<float>(), 32, b.data_ptr<float>(), 32, c.data_ptr<float>(), 32, 2);
-  EXPECT_TRUE(at::all(at::isnan(c[3])).item<bool>());
-  EXPECT_TRUE(at::all(at::isinf(c[7])).item<bool>());
-  EXPECT_TRUE(at::all(c[0] == 32.0f).item<bool>());
+  on_each_kernel([&] {
+    bf16_gemm(false, false, 32, 32, 32, a.data_ptr<float>(), 32, b.data_ptr<float>(), 32, c.data_ptr<float>(), 32, 2);
+    EXPECT_TRUE(at::all(at::isnan(c[3])).item<bool>());
+    EXPECT_TRUE(at::all(at::isinf(c[7])).item<bool>());
+    EXPECT_TRUE(at::all(c[0] == 32.0f).item<bool>());
+  });
 }
 
 TEST(Bf16Gemm, ConcurrentCallersKeepTheirOwnScratch) {  // the studio's two runs, each on its thread

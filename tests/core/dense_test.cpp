@@ -253,7 +253,7 @@ TEST(Dense, GroupedProjectionsMatchTheLinearLayersInDouble) {
 }
 
 TEST(Dense, GroupedProjectionsInBf16PrecisionStayCloseToFp32) {
-  if (!bf16_gemm_available()) GTEST_SKIP() << "no AMX bfloat16 tiles on this CPU";
+  if (!bf16_gemm_available()) GTEST_SKIP() << "no bfloat16 products on this CPU";
   GroupedLayers g(at::kFloat);
   const std::vector<at::Tensor> reference = g.run(false, false);
   ScopedDensePrecision bf16(DensePrecision::Bf16);

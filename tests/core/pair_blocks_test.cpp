@@ -122,11 +122,11 @@ TEST_F(PairBlocks, FloatMatchesSeparatePassesAndAtenExpressions) {
   }
 }
 
-// In bf16 precision (training), banks of at least 64 x 64 multiply on AMX tiles
+// In bf16 precision (training), banks of at least 64 x 64 multiply in bfloat16 (nn/bf16_gemm)
 // (nn/bf16_gemm.h), inside the blocks as in the separate passes: the same products,
 // the pair arithmetic on other kernels.
 TEST_F(PairBlocks, Bf16PrecisionMatchesSeparatePasses) {
-  if (!bf16_gemm_available()) GTEST_SKIP() << "no AMX bfloat16 tiles on this CPU";
+  if (!bf16_gemm_available()) GTEST_SKIP() << "no bfloat16 products on this CPU";
   const RelativeTable table = make_relative_table(TokenLayout::grid(3, 4, true));
   const PairOrder order = make_pair_order(table);
   const int64_t B = 2, N = table.tokens(), C = 64, H = 2, E = table.entries;

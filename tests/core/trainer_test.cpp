@@ -106,7 +106,7 @@ TEST(Trainer, Bf16PrecisionTrainsInItAndIsStored) {
   if (!bf16_gemm_available()) {  // a clear error before any work, naming the reason
     try {
       Trainer(small_model("attention"), t, mnist_dir(), c10::kCPU);
-      ADD_FAILURE() << "a bf16 run started without AMX tiles";
+      ADD_FAILURE() << "a bf16 run started without a bfloat16 kernel";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("AMX"), std::string::npos) << e.what();
     }

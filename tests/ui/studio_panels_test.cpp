@@ -188,7 +188,7 @@ class StudioPanelsTest : public QObject {
     QVERIFY(fresh != nullptr && !panel->trainConfig().fresh_positions);
     fresh->setChecked(true);
     QVERIFY(panel->trainConfig().fresh_positions);
-    // So does the precision switch, offered only where the CPU has AMX tiles.
+    // So does the precision switch, offered only where the CPU has bfloat16 products.
     auto* bf16 = panel->findChild<QCheckBox*>("bf16Products");
     QVERIFY(bf16 != nullptr && panel->trainConfig().precision == "fp32");
     QCOMPARE(bf16->isEnabled(), bf16_gemm_available());
