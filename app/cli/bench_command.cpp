@@ -233,8 +233,8 @@ int bench_command(const std::vector<std::string>& words) {
   options.batch = args.get_int("batch", 1);
   options.device = parse_device(args.get("device", "cpu"));
   if (precision == DensePrecision::Bf16 && !options.device.is_cpu())
-    throw Error(std::string("--precision bf16 runs on the CPU's ") + (train_mode ? "bfloat16 units" : "AVX-512") + "; on " +
-                options.device.str() + " use --precision fp32");
+    throw Error(std::string("--precision bf16 runs on the CPU's ") + (train_mode ? "bfloat16 units" : "AVX-512") +
+                "; on " + options.device.str() + " use --precision fp32");
   options.steps = int(args.get_int("steps", 10));
   options.warmup = int(args.get_int("warmup", 2));
   options.fused_optimizer = args.get_choice("optimizer", {"fused-adamw", "adamw"}) == "fused-adamw";

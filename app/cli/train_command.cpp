@@ -62,7 +62,7 @@ in `model info`. --precision bf16 multiplies the dense layers and Translution's 
 matrices as bfloat16 on the CPU's AMX tiles or AVX512-BF16, summing in fp32 (mixed precision: the
 weights, the optimizer and every other op stay fp32; ViT-A/12 self-attention and
 Translution trained 1.5-2.5x as fast, docs/benchmarks.md); it needs an Intel Xeon from Sapphire Rapids on
-or an AMD Zen 4 on,
+or Cooper Lake, or an AMD Zen 4 on,
 and is stored in the checkpoint, so a resumed run keeps it unless --precision says otherwise.
 )";
 
@@ -143,7 +143,9 @@ int train_command(const std::vector<std::string>& words) {
                model.model.c_str(), model.preset.c_str(), (long long)model.patch,
                trainer->model()->parameter_count() / 1e6, trainer->config().dataset.c_str(),
                (long long)trainer->total_steps(), (long long)trainer->config().batch, device_description(device).c_str(),
-               trainer->config().precision == "bf16" ? (std::string(", bf16 products (") + bf16_gemm_kernel() + ")").c_str() : "");
+               trainer->config().precision == "bf16"
+                   ? (std::string(", bf16 products (") + bf16_gemm_kernel() + ")").c_str()
+                   : "");
   if (const std::string hint = avx2_blas_hint(); !hint.empty() && device.is_cpu())
     std::fprintf(stderr, "note: %s\n", hint.c_str());
 

@@ -313,9 +313,12 @@ class Scratch {
 // bits 24, 22), read directly: older compilers' __builtin_cpu_supports knows none of
 // these names.
 bool cpu_has_bf16_dots() {
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return false;
-  return __builtin_cpu_supports("avx512bw");
+  static const bool has = [] {  // asked once: CPUID traps to the hypervisor in a VM
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return false;
+    return bool(__builtin_cpu_supports("avx512bw"));
+  }();
+  return has;
 }
 bool cpu_has_tiles() {
   unsigned a, b, c, d;
@@ -337,7 +340,9 @@ int tile_refusal() {
 
 }  // namespace
 
+namespace {
 std::atomic<bool> g_tiles_enabled{true};
+}  // namespace
 
 // Tiles where the CPU has them, Linux grants them and they are on, else AVX512-BF16 dot products.
 static bool use_tiles() {
@@ -366,13 +371,9 @@ const char* bf16_gemm_kernel() {
 std::string bf16_gemm_unavailable_reason() {
   if (bf16_gemm_available()) return "";
 #ifdef TRANSLUTION_AMX
-  const int refusal = tile_refusal();
-  if (refusal < 0)
-    return "this CPU has neither AMX bfloat16 tiles (Intel Xeon from Sapphire Rapids on) nor AVX512-BF16 "
-           "(AMD Zen 4 on, Intel Cooper Lake)";
-  if (refusal == EINVAL) return "this Linux kernel gives no AMX tile state to processes (5.16 or later is needed)";
-  return std::string("Linux refused this process the AMX tile state (") + std::strerror(refusal) +
-         "; a sandbox or seccomp filter may block arch_prctl)";
+  // A CPU with tiles has the dot products too: where Linux refuses the tiles, those run.
+  return "this CPU has neither AMX bfloat16 tiles (Intel Xeon from Sapphire Rapids on) nor AVX512-BF16 "
+         "(AMD Zen 4 on, Intel Cooper Lake)";
 #else
   return "this build has no AMX kernels (x86-64 Linux with GCC 11 or Clang 12 on is needed)";
 #endif

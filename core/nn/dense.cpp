@@ -16,6 +16,7 @@
 #include "nn/training_kernels.h"
 #include "nn/transposed_weights.h"
 #include "nn/vector_math.h"
+#include "util/error.h"
 #include "util/helper_threads.h"
 
 namespace translution {
@@ -193,6 +194,7 @@ class SplitLinear : public torch::autograd::Function<SplitLinear> {
     ctx->saved_data["bias"] = b.numel() > 0;
     ctx->saved_data["residual"] = residual.numel() > 0;
     ctx->saved_data["bf16"] = bf16;
+    if (bf16 && residual.numel() > 0) throw Error("internal: SplitLinear adds no residual to bfloat16 products");
     if (bf16) return bf16_product(x, w, b);
     return residual.numel() > 0 ? product(x, w, b, int(parts), false, Epilogue::kAdd, residual)
                                 : product(x, w, b, int(parts), false);

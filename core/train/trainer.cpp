@@ -64,7 +64,8 @@ void set_lr(torch::optim::AdamW& optimizer, double lr) {
 // bf16 runs on the CPU (nn/bf16_gemm.h: AMX tiles or AVX512-BF16): elsewhere the run would silently be fp32.
 DensePrecision run_precision(const TrainConfig& config, const c10::Device& device) {
   if (config.precision == "bf16" && !device.is_cpu())
-    throw Error("training: precision bf16 runs on the CPU's bfloat16 units; on " + device.str() + " use precision fp32");
+    throw Error("training: precision bf16 runs on the CPU's bfloat16 units; on " + device.str() +
+                " use precision fp32");
   return parse_dense_precision(config.precision);  // says why where no bfloat16 kernel runs
 }
 

@@ -40,6 +40,9 @@ namespace {
 // Runs check() on every bfloat16 kernel this CPU has, naming it on failure.
 template <typename Check>
 void on_each_kernel(Check check) {
+  struct TilesBackOn {  // also when check() throws: later tests run on the default kernel
+    ~TilesBackOn() { set_bf16_tiles_enabled(true); }
+  } back_on;
   const bool tiles = std::string(bf16_gemm_kernel()) == "amx";
   for (const bool on : {true, false}) {
     if (!on && !tiles) break;
@@ -47,7 +50,6 @@ void on_each_kernel(Check check) {
     SCOPED_TRACE(bf16_gemm_kernel());
     check();
   }
-  set_bf16_tiles_enabled(true);
 }
 
 at::Tensor rounded(const at::Tensor& t) {
