@@ -77,9 +77,17 @@ void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp
     }
   }
   const bool added = bp || rp;
-  if (added)
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = n0; n < blas_end; ++n) op[m * N + n] = (rp ? rp[m * N + n] : T(0)) + (bp ? bp[n] : T(0));
+  if (added)  // one loop per case, each vectorized (a test inside it kept the compiler from that)
+    for (int64_t m = 0; m < M; ++m) {
+      T* row = op + m * N;
+      const T* r = rp ? rp + m * N : nullptr;
+      if (r && bp)
+        for (int64_t n = n0; n < blas_end; ++n) row[n] = r[n] + bp[n];
+      else if (r)
+        std::copy(r + n0, r + blas_end, row + n0);
+      else
+        std::copy(bp + n0, bp + blas_end, row + n0);
+    }
   const int64_t step = slice > 0 ? slice : std::max<int64_t>(blas_end - n0, 1);
   for (int64_t c0 = n0; c0 < blas_end; c0 += step)
     raw_gemm_strided<T>(false, true, M, std::min(blas_end, c0 + step) - c0, K, xp, K, wp + c0 * K, K, op + c0, N,
