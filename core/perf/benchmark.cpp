@@ -133,6 +133,8 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.split_batch = train && training_threads->batch_shares() > 1;
   result.blas_threads = blas_threads();
   result.blas_core = translution::blas_core();
+  if (train && (dense_precision() == DensePrecision::Bf16 || options.compare == "precision"))
+    result.bf16_kernel = bf16_gemm_kernel();
   const auto opts = at::TensorOptions().device(options.device);
   const at::Tensor images = at::randn({options.batch, c.channels, c.image_height, c.image_width}, opts);
   const at::Tensor labels = at::randint(c.classes, {options.batch}, opts.dtype(at::kLong));
@@ -246,7 +248,8 @@ std::string BenchResult::to_json() const {
                 "\"fraction_of_floor\":%.4f,\"steps\":%d,\"algorithm\":\"%s\",\"recompute\":%s,\"optimizer\":\"%s\","
                 "\"last_block\":\"%s\",\"split_batch\":\"%s\",\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
                 "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\",\"projections\":\"%s\",\"precision\":\"%s\","
-                "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f,\"cpu_steal\":%.4f}",
+                "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f,\"cpu_steal\":%.4f,"
+                "\"bf16_kernel\":\"%s\"}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
@@ -256,7 +259,7 @@ std::string BenchResult::to_json() const {
                 options.fused_optimizer ? "fused-adamw" : "adamw", cls_only_last_block ? "cls" : "all", split_batch ? "on" : "off", forward_ms, backward_ms, optimizer_ms,
                 raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", pair_kernels.c_str(),
                 fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", grouped_projections ? "grouped" : "separate", precision.c_str(), matrix_threads, blas_threads, blas_core.c_str(),
-                freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative, cpu_steal);
+                freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative, cpu_steal, bf16_kernel.c_str());
   return buffer;
 }
 

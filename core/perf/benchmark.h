@@ -72,6 +72,7 @@ struct BenchResult {
   int matrix_threads = 0;     // threads sharing the per-matrix GEMMs (0: by shape)
   int blas_threads = 0;       // OpenBLAS threads per GEMM (0: not OpenBLAS)
   std::string blas_core;      // OpenBLAS's kernels (util/blas_kernels.h; empty: not OpenBLAS)
+  std::string bf16_kernel;    // training in (or compared with) bf16: nn/bf16_gemm's kernel, amx | avx512-bf16; else ""
   std::string freed_memory;   // util/allocator.h's policy
   std::string device_name;
   std::string to_json() const;

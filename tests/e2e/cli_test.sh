@@ -61,6 +61,7 @@ for key in ms_per_step images_per_second peak_memory_bytes exact_flops_per_image
   check "bench reports $key" grep -q "\"$key\":" <<<"$bench"
 done
 check "bench times the training phases" grep -q '"forward_ms":[0-9].*"optimizer_ms":[0-9]' <<<"$bench"
+check "bench names no bf16 kernel for an fp32 step" grep -q '"bf16_kernel":""' <<<"$bench"
 # The last block for the CLS query alone by default; --last-block all runs and counts every token's.
 check "bench runs the last block for the CLS query alone by default" grep -q '"last_block":"cls"' <<<"$bench"
 flops() { grep -o '"exact_flops_per_image":[0-9]*' | cut -d: -f2; }
@@ -110,15 +111,16 @@ if grep -q ' avx512f ' /proc/cpuinfo; then
   check "bench --precision bf16 reads bfloat16 offset matrices in inference" grep -qE '"mode":"infer".*"precision":"bf16",.*"compare":"precision","ms_per_step_alternative":[0-9]' <<<"$bench"
 fi
 check "bench rejects an unknown --precision" bash -c "out=\$(\"$cli\" bench --model attention --mode train --precision fp16 2>&1); test \$? -ne 0 && grep -q \"unknown --precision 'fp16'\" <<<\"\$out\""
-# Training checks here are the CPU engine's (bf16 on AMX tiles, bit-equal losses), on GPU machines too.
+# Training checks here are the CPU engine's (bf16 on AMX tiles or AVX512-BF16, bit-equal losses), on GPU machines too.
 tiny_train=(--model attention --preset tiny --image 28 --patch 7 --depth 1 --dataset dynamic --batch 16 --train-samples 64 --steps 3 --eval-samples 32 --no-final-eval --device cpu)
-# Whether this machine runs bf16 (AMX tiles, and a kernel that grants them) is the CLI's to say.
+# Whether this machine runs bf16 (AMX tiles a kernel grants, or AVX512-BF16) is the CLI's to say.
 if bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 2 --warmup 0 --precision bf16 --compare precision --json 2>"$work/bf16.err"); then
   check "bench --compare precision alternates bf16 and fp32" grep -qE '"precision":"bf16",.*"compare":"precision","ms_per_step_alternative":[0-9]' <<<"$bench"
+  check "bench names the bf16 kernel that ran" grep -qE '"bf16_kernel":"(amx|avx512-bf16)"' <<<"$bench"
   check "train --precision bf16 trains" "$cli" train "${tiny_train[@]}" --precision bf16 --out "$work/bf16.ckpt"
   check "the checkpoint keeps the precision" bash -c "\"$cli\" checkpoint info '$work/bf16.ckpt' | grep -q 'precision=bf16'"
 else
-  check "bench --precision bf16 says why it cannot run here" grep -q 'precision bf16 needs AMX bfloat16 tiles' "$work/bf16.err"
+  check "bench --precision bf16 says why it cannot run here" grep -q 'precision bf16 needs bfloat16 products' "$work/bf16.err"
   check "train --precision bf16 says why it cannot run here" bash -c "out=\$(\"$cli\" train ${tiny_train[*]} --precision bf16 --out '$work/bf16.ckpt' 2>&1); test \$? -ne 0 && grep -q 'AMX' <<<\"\$out\" && test ! -e '$work/bf16.ckpt'"
 fi
 check "bench rejects a bad --inference-kernels" bash -c "out=\$(\"$cli\" bench --model attention --inference-kernels fast 2>&1); test \$? -ne 0 && grep -q \"unknown --inference-kernels 'fast'\" <<<\"\$out\""
