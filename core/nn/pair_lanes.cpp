@@ -48,15 +48,15 @@ namespace kernels {
 inline __m512 load(const float* p) { return _mm512_loadu_ps(p); }
 inline void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
 
-// out[d] = sum_c x[c] w[c ld + d] for d < W (added to out: Add): W accumulators,
+// out[d] = sum_c x[c] w[c ld + d] for d < W (written, not added): W accumulators,
 // w's entries broadcast. next: the input of C vectors the caller projects next
 // (streamed into L1 meanwhile; a group's inputs, 50 tokens x 24 channels x 16
 // images, are more than L1 holds), or null.
-template <int W, bool Add>
+template <int W>
 inline void project_chunk(const float* x, int64_t C, const float* w, int64_t ld, float* out, const float* next) {
   __m512 acc[W];
 #pragma GCC unroll 32
-  for (int d = 0; d < W; ++d) acc[d] = Add ? load(out + d * kLanes) : _mm512_setzero_ps();
+  for (int d = 0; d < W; ++d) acc[d] = _mm512_setzero_ps();
   for (int64_t c = 0; c < C; ++c) {
     if (next) _mm_prefetch(reinterpret_cast<const char*>(next + c * kLanes), _MM_HINT_T0);
     const __m512 xc = load(x + c * kLanes);
@@ -68,13 +68,13 @@ inline void project_chunk(const float* x, int64_t C, const float* w, int64_t ld,
   for (int d = 0; d < W; ++d) store(out + d * kLanes, acc[d]);
 }
 
-// out = x w (or out += x w: Add) for one row: C inputs, D outputs (multiples of 8, at most 32).
-template <bool Add>
+// out = x w for one row: C inputs, D outputs (multiples of 8, at most 32). The
+// input gradient's x w^T, added to its rows, is project_transposed's.
 inline void project(const float* x, int64_t C, const float* w, int64_t D, float* out, const float* next) {
   int64_t d = 0;
-  for (; d + 24 <= D; d += 24, next = nullptr) project_chunk<24, Add>(x, C, w + d, D, out + d * kLanes, next);
-  if (D - d == 16) project_chunk<16, Add>(x, C, w + d, D, out + d * kLanes, next);
-  if (D - d == 8) project_chunk<8, Add>(x, C, w + d, D, out + d * kLanes, next);
+  for (; d + 24 <= D; d += 24, next = nullptr) project_chunk<24>(x, C, w + d, D, out + d * kLanes, next);
+  if (D - d == 16) project_chunk<16>(x, C, w + d, D, out + d * kLanes, next);
+  if (D - d == 8) project_chunk<8>(x, C, w + d, D, out + d * kLanes, next);
 }
 
 // out[o] += sum_i x[i] w[o Ld + i] for o < W: project_chunk reading w's columns
@@ -184,7 +184,7 @@ const float* side_row(const LaneSide& s, const Block& b, int64_t g, int64_t r, f
   const float* x = s.input(g, r);
   if (!s.w) return x;
   const bool more = r + 1 < b.o + b.n;
-  project<false>(x, s.C, s.matrix(b.e), s.D, tmp, more ? s.input(g, r + 1) : nullptr);
+  project(x, s.C, s.matrix(b.e), s.D, tmp, more ? s.input(g, r + 1) : nullptr);
   return tmp;
 }
 
