@@ -17,9 +17,10 @@ for m in attention lor; do
   "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --json
 done
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --json
-# Mixed precision (nn/bf16_gemm.h): training with bfloat16 products on AMX tiles, where the CPU has
-# them: alone (its peak memory), then alternating with fp32 in one process.
-if grep -q ' amx_bf16 ' /proc/cpuinfo; then
+# Mixed precision (nn/bf16_gemm.h): training with bfloat16 products, where the CPU multiplies bfloat16
+# (AMX tiles or AVX512-BF16): alone (its peak memory), then alternating with fp32 in one process.
+bf16_cpu() { grep -q -E ' (amx_bf16|avx512_bf16) ' /proc/cpuinfo; }
+if bf16_cpu; then
   for m in attention lor; do
     "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --precision bf16 --json
     "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision bf16 --compare precision --json
@@ -53,7 +54,7 @@ done
 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --warmup 5 --compare pair-kernels --json
 "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare pair-kernels --json
 "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare projections --json
-if grep -q ' amx_bf16 ' /proc/cpuinfo; then
+if bf16_cpu; then
   "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision bf16 --compare pair-kernels --json
   "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision bf16 --compare projections --json
 fi
@@ -104,10 +105,10 @@ done
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare training-kernels --json
 # The batch split over two cores (train/batch_split.h, the default there: each core the forward and
 # backward of half the batch) against splitting every product (--split-batch off), steps alternating
-# in one process, fp32 and, where the CPU has AMX tiles, bf16.
+# in one process, fp32 and, where the CPU multiplies bfloat16, bf16.
 if [ "$(nproc)" -eq 2 ]; then
   precisions=(fp32)
-  if grep -q ' amx_bf16 ' /proc/cpuinfo; then precisions+=(bf16); fi
+  if bf16_cpu; then precisions+=(bf16); fi
   for p in "${precisions[@]}"; do
     for m in attention lor; do
       "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision "$p" --compare split-batch --json

@@ -130,7 +130,12 @@ RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slot
   enable_plot_export(sweep_plot_);
   sweep_plot_->plotLayout()->clear();
   table_ = new QTableWidget(0, 6, this);
-  table_->setHorizontalHeaderLabels({tr("slot"), tr("model"), tr("trained on"), tr("static test"), tr("dynamic test"), tr("moving test")});
+  // Short headers so that all six columns fit beside the maps; the tooltips say what each test set is.
+  table_->setHorizontalHeaderLabels({tr("slot"), tr("model"), tr("trained on"), tr("static"), tr("dynamic"), tr("moving")});
+  const QString test_tips[] = {tr("Accuracy on test digits centred on the canvas"),
+                               tr("Accuracy on test digits at a random position inside the canvas"),
+                               tr("Accuracy on frames of test digits bouncing across the canvas (Moving MNIST)")};
+  for (int c = 0; c < 3; ++c) table_->horizontalHeaderItem(3 + c)->setToolTip(test_tips[c]);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->verticalHeader()->setVisible(false);

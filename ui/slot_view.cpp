@@ -1,5 +1,6 @@
 #include "slot_view.h"
 
+#include <ATen/ATen.h>
 #include <QComboBox>
 #include <QFileInfo>
 #include <QGridLayout>
@@ -101,10 +102,14 @@ void SlotView::showModel() {
 void SlotView::showPrediction() {
   const auto& p = slot_->lastPrediction();
   if (!p) return;
-  predicted_->setText(QString::number(p->predicted));
-  confidence_->setText(tr("%1% sure").arg(100 * p->probabilities[size_t(p->predicted)], 0, 'f', 1));
+  // A model answers even for no ink at all, often confidently; shown as a prediction, that reads as if the
+  // blank canvas held a digit.
+  const bool blank = p->canvas.defined() && !p->canvas.gt(0).any().item<bool>();
+  predicted_->setText(blank ? QStringLiteral("–") : QString::number(p->predicted));
+  confidence_->setText(blank ? tr("blank canvas: nothing to classify")
+                             : tr("%1% sure").arg(100 * p->probabilities[size_t(p->predicted)], 0, 'f', 1));
   timing_->setText(tr("%1 ms").arg(p->milliseconds, 0, 'f', 1));
-  chart_->setProbabilities(p->probabilities, int(p->predicted));
+  chart_->setProbabilities(p->probabilities, blank ? -1 : int(p->predicted));
 }
 
 void SlotView::showError(const QString& message) {
@@ -113,5 +118,7 @@ void SlotView::showError(const QString& message) {
 }
 
 QString SlotView::predictionText() const { return predicted_->text(); }
+
+QString SlotView::confidenceText() const { return confidence_->text(); }
 
 }  // namespace translution::ui

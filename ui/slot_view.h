@@ -1,7 +1,8 @@
 #pragma once
 // What one comparison slot shows: its model (kind, preset, parameters, device,
 // what it was trained on), the predicted class and the probability chart, and
-// controls to load another checkpoint or switch device.
+// controls to load another checkpoint or switch device. A blank canvas gets no
+// predicted class: the chart still shows the model's output, all in grey.
 #include <QWidget>
 
 class QComboBox;
@@ -20,6 +21,7 @@ class SlotView : public QWidget {
   ModelSlot* slot() const { return slot_; }
   ProbabilityChart* chart() const { return chart_; }
   QString predictionText() const;
+  QString confidenceText() const;
 
  Q_SIGNALS:
   void loadRequested(translution::ui::ModelSlot* slot);

@@ -47,7 +47,7 @@ QCPGraph* add_graph(QCustomPlot* plot, const QColor& colour, bool test, const QS
 void style_plot(QCustomPlot* plot, const QString& y_label) {
   plot->xAxis->setLabel(QObject::tr("epoch"));
   plot->yAxis->setLabel(y_label);
-  plot->legend->setVisible(true);
+  plot->legend->setVisible(false);  // shown with the first run's curves: an empty legend is a stray box
   plot->legend->setFont(QFont(plot->font().family(), 8));
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot->setMinimumHeight(160);
@@ -270,6 +270,8 @@ void TrainingPanel::addRun(TrainingRun* run) {
            add_graph(loss_plot_, colour, true, tr("run %1 test").arg(n)),
            add_graph(accuracy_plot_, colour, false, tr("run %1 train").arg(n)),
            add_graph(accuracy_plot_, colour, true, tr("run %1 test").arg(n))};
+  loss_plot_->legend->setVisible(true);
+  accuracy_plot_->legend->setVisible(true);
   for (QCPGraph* g : {s.train_loss, s.test_loss, s.train_accuracy, s.test_accuracy}) g->setProperty("label", run->label());
   // A resumed run starts with its saved curves.
   for (const CurvePoint& c : run->trainer().history()) {

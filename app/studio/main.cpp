@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   parser.addVersionOption();
   parser.addOptions({
       {"data-dir", "MNIST directory (default: $TRANSLUTION_DATA or data/mnist).", "DIR"},
-      {"screenshot", "Render offscreen to FILE.png and exit.", "FILE"},
+      {"screenshot", "Render offscreen to FILE (a PNG image) and exit.", "FILE"},
       {"panel", "Panel to screenshot: window (default), canvas, compare, attention, offsets, training or robustness.", "NAME", "window"},
       {"checkpoint", "Load FILE into the next comparison slot (repeat for slot B).", "FILE"},
       {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},

@@ -112,6 +112,26 @@ class StudioPanelsTest : public QObject {
     }
   }
 
+  void aBlankCanvasGetsNoPredictedClass() {
+    DigitCanvas* canvas = window->canvas();
+    drag(canvas, widget_pos(*canvas, 20, 30), widget_pos(*canvas, 50, 60));
+    waitIdle();
+    canvas->clear();
+    waitIdle();
+    for (SlotView* view : window->compare()->views()) {
+      QVERIFY(at::equal(view->slot()->lastPrediction()->canvas, canvas->pixels()));
+      QCOMPARE(view->predictionText(), QString("–"));
+      QVERIFY(view->confidenceText().contains("blank"));
+      QCOMPARE(int(view->chart()->probabilities().size()), 10);  // the model's output is still drawn
+    }
+    drag(canvas, widget_pos(*canvas, 20, 30), widget_pos(*canvas, 50, 60));
+    waitIdle();
+    for (SlotView* view : window->compare()->views()) {
+      QVERIFY(view->predictionText() != "–");
+      QVERIFY(view->confidenceText().endsWith("% sure"));
+    }
+  }
+
   void rapidStrokesEndOnTheLatestCanvas() {
     DigitCanvas* canvas = window->canvas();
     for (int i = 0; i < 15; ++i) drag(canvas, widget_pos(*canvas, 10 + 4 * i, 10), widget_pos(*canvas, 10 + 4 * i, 70), Qt::LeftButton, 3);
