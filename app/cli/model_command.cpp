@@ -37,10 +37,11 @@ int info(const Args& args) {
   if (args.flag("json")) {
     std::printf(
         "{\"model\":\"%s\",\"preset\":\"%s\",\"image\":[%lld,%lld],\"patch\":%lld,\"tokens\":%lld,"
-        "\"parameters\":%lld,\"relative_entries\":%lld,\"exact_macs_per_image\":%.0f,\"cls_only_macs_per_image\":%.0f}\n",
+        "\"parameters\":%lld,\"relative_entries\":%lld,\"exact_macs_per_image\":%.0f,\"cls_only_macs_per_image\":%.0f,"
+        "\"cls_only_batch_macs_per_image\":%.0f}\n",
         config.model.c_str(), config.preset.c_str(), (long long)config.image_height, (long long)config.image_width,
         (long long)config.patch, (long long)config.tokens(), (long long)params, (long long)cost.relative_entries,
-        cost.exact_macs, cost.cls_only_macs);
+        cost.exact_macs, cost.cls_only_macs, cost.cls_only_batch_macs);
     return 0;
   }
   std::printf("model        %s: %s\n", config.model.c_str(), attention_choice(config.model).description.c_str());
@@ -57,8 +58,11 @@ int info(const Args& args) {
     std::printf("relative     %lld matrices per relative projection per layer\n", (long long)cost.relative_entries);
   std::printf("parameters   %lld (%.1f M), %.1f MB as float32\n", (long long)params, params / 1e6, params * 4 / 1e6);
   std::printf("work         %.1f M multiply-adds per image (exact, forward, every token through every block);\n"
-              "             %.1f M with the last block for the CLS query alone, as a plain forward runs it\n",
+              "             %.1f M with the last block for the CLS query alone, as a plain forward runs it",
               cost.exact_macs / 1e6, cost.cls_only_macs / 1e6);
+  if (cost.cls_only_batch_macs != cost.cls_only_macs)  // self-attention's CLS query in a batch (nn/self_attention.h)
+    std::printf(";\n             %.1f M in a batch, the CLS query meeting the unprojected inputs", cost.cls_only_batch_macs / 1e6);
+  std::printf("\n");
   return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "nn/self_attention.h"
 #include "nn/token_layout.h"
 
 namespace translution {
@@ -9,16 +10,21 @@ namespace {
 
 // One block's attention for the outputs of its first M of N tokens (every token a
 // key and a value), as the engine runs it: per-pair terms for M N pairs; the query
-// side's projections for M tokens, except self-attention's and the baselines' one
-// qkv product, which projects q for every token too.
-double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M) {
+// side's projections for M tokens, except the baselines' one qkv product, which
+// projects q for every token too. Self-attention's few queries project no key or
+// value (self_attention_reassociates).
+double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M, int64_t images) {
   const double N = double(c.tokens()), C = double(c.dim), D = double(c.heads * c.head_dim), H = double(c.heads);
   const bool out_proj = !(c.heads == 1 && c.head_dim == c.dim);
   double macs = out_proj ? M * D * C : 0.0;
   macs += 2 * M * N * D;  // logits and the weighted sum of values
   const double plain_qkv = 3 * N * C * D;
   switch (s.method) {
-    case AttentionMethod::SelfAttention:
+    case AttentionMethod::SelfAttention: {
+      const AttentionShape shape{c.dim, c.heads, c.head_dim};
+      if (!self_attention_reassociates(shape, c.tokens(), int64_t(M), images)) return macs + plain_qkv;
+      return (out_proj ? M * D * C : 0.0) + M * (3 * C * D + 2 * H * N * C);  // no key or value projected
+    }
     case AttentionMethod::RelativeBias:
     case AttentionMethod::GatedPositional:
     case AttentionMethod::Rotary:
@@ -50,8 +56,8 @@ double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M
   return macs;
 }
 
-double block_macs(const ViTConfig& c, int64_t index, double M) {
-  return attention_block_macs(c, c.attention_spec(index), M) + 2 * M * double(c.dim) * double(c.mlp_dim);
+double block_macs(const ViTConfig& c, int64_t index, double M, int64_t images = 1) {
+  return attention_block_macs(c, c.attention_spec(index), M, images) + 2 * M * double(c.dim) * double(c.mlp_dim);
 }
 
 // Offset matrices of a relative block that no pair of query 0 (CLS) selects.
@@ -75,10 +81,12 @@ ModelCost model_cost(const ViTConfig& c) {
   const double N = double(c.tokens()), C = double(c.dim);
   const double patches = N - 1, patch_dim = double(c.patch * c.patch * c.channels);
   cost.exact_macs = patches * patch_dim * C + C * double(c.classes);
-  cost.cls_only_macs = cost.exact_macs;
+  cost.cls_only_macs = cost.cls_only_batch_macs = cost.exact_macs;
   for (int64_t b = 0; b < c.depth; ++b) {
+    const bool last = b + 1 == c.depth;
     cost.exact_macs += block_macs(c, b, N);
-    cost.cls_only_macs += block_macs(c, b, b + 1 == c.depth ? 1.0 : N);
+    cost.cls_only_macs += block_macs(c, b, last ? 1.0 : N);
+    cost.cls_only_batch_macs += block_macs(c, b, last ? 1.0 : N, 2);
   }
   const AttentionSpec last = c.attention_spec(c.depth - 1);
   if (last.relative()) {

@@ -1,5 +1,6 @@
 #include "nn/self_attention.h"
 
+#include <atomic>
 #include <cmath>
 
 #include <ATen/ATen.h>
@@ -21,7 +22,43 @@ SelfAttention::SelfAttention(const AttentionShape& shape, const TokenLayout& lay
   if (layout.causal) valid_ = make_relative_table(layout).valid;
 }
 
+namespace {
+std::atomic<bool> g_reassociation{true};
+}  // namespace
+
+void set_self_attention_reassociation(bool on) { g_reassociation = on; }
+bool self_attention_reassociation() { return g_reassociation; }
+
+bool self_attention_reassociates(const AttentionShape& shape, int64_t tokens, int64_t queries, int64_t images) {
+  if (!g_reassociation) return false;
+  const double N = double(tokens), M = double(queries), C = double(shape.dim), D = double(shape.inner());
+  return images > 1 && queries < tokens &&
+         M * (3 * C * D + 2 * double(shape.heads) * N * C) < 3 * N * C * D + 2 * M * N * D;
+}
+
+at::Tensor SelfAttention::attend_reassociated(const at::Tensor& x, int64_t queries, at::Tensor* probs) {
+  const int64_t B = x.size(0), N = x.size(1), C = x.size(2), H = shape_.heads, d = shape_.head_dim, D = H * d;
+  const at::Tensor& w = to_qkv_->weight;  // [3D, C]: the rows of W^q, W^k, W^v
+  const at::Tensor q = at::matmul(query_tokens(x, queries), w.narrow(0, 0, D).t());  // [B, M, D]
+  // Head h's query through its key projection: q_h Wk_h^T, [H, B M, C].
+  const at::Tensor q_heads = q.view({B * queries, H, d}).transpose(0, 1);
+  const at::Tensor q_keys = at::bmm(q_heads, w.narrow(0, D, D).view({H, d, C}));
+  const at::Tensor by_image = q_keys.view({H, B, queries, C}).transpose(0, 1).reshape({B, H * queries, C});
+  const at::Tensor logits = at::bmm(by_image, x.transpose(1, 2)).view({B, H, queries, N});
+  const at::Tensor alpha = attention_softmax(logits, query_rows(on_device(valid_, x.device()), queries),
+                                             std::sqrt(double(d)));
+  if (probs) *probs = alpha.detach();
+  // Each head's weighted sum of the inputs, then its value projection: [H, B M, d].
+  const at::Tensor mixed = at::bmm(alpha.view({B, H * queries, N}), x).view({B, H, queries, C}).transpose(0, 1);
+  const at::Tensor heads = at::bmm(mixed.reshape({H, B * queries, C}), w.narrow(0, 2 * D, D).view({H, d, C}).transpose(1, 2));
+  return heads.view({H, B, queries, d}).permute({1, 2, 0, 3}).reshape({B, queries, D});
+}
+
 at::Tensor SelfAttention::attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) {
+  if (self_attention_reassociates(shape_, x.size(1), queries, x.size(0))) {
+    const at::Tensor out = attend_reassociated(x, queries, probs);
+    return to_out_ ? dense(to_out_, out) : out;
+  }
   const at::Tensor qkv = dense(to_qkv_, x);
   const at::Tensor& valid = on_device(valid_, x.device());
   at::Tensor out;

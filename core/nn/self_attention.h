@@ -14,6 +14,10 @@ class SelfAttention : public AttentionModule {
   at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) override;
 
  private:
+  // A few queries' outputs with the keys and values left unprojected
+  // (self_attention_reassociates).
+  at::Tensor attend_reassociated(const at::Tensor& x, int64_t queries, at::Tensor* probs);
+
   AttentionShape shape_;
   torch::nn::Linear to_qkv_{nullptr}, to_out_{nullptr};
   at::Tensor valid_;  // causal mask, or undefined
@@ -21,5 +25,22 @@ class SelfAttention : public AttentionModule {
 
 // ViT leaves out the output projection when one head already spans the width.
 bool needs_output_projection(const AttentionShape& shape);
+
+// Whether the outputs of the first `queries` of `tokens` tokens, for a batch of
+// `images`, are computed with the keys and values left unprojected. Each head's
+// logits q_i . (x_j Wk_h) equal (q_i Wk_h^T) . x_j, and its output
+// sum_j a_ij x_j Wv_h equals (sum_j a_ij x_j) Wv_h (the projections have no
+// bias), so a few queries (ViT's last block: the CLS token alone) need no key or
+// value of any token: per query 3 C D + 2 H N C multiply-adds instead of the
+// 3 N C D of projecting every token. Only where that is less work, and not for a
+// single image: its plain products run on the engine's one-image kernels, and
+// the reassociated path's small LibTorch ops cost more than they save there
+// (ViT-A/12: 1.4-2.9% more time per image, 4.6% less per training step;
+// docs/benchmarks.md, "Session 22").
+bool self_attention_reassociates(const AttentionShape& shape, int64_t tokens, int64_t queries, int64_t images);
+// On by default; off projects every token as the full forward does (bench
+// --compare reassociation measures the two).
+void set_self_attention_reassociation(bool on);
+bool self_attention_reassociation();
 
 }  // namespace translution

@@ -21,6 +21,7 @@
 #include "nn/raw_gemm.h"
 #include "nn/row_gemm.h"
 #include "nn/relative_ops.h"
+#include "nn/self_attention.h"
 #include "nn/vit.h"
 #include "train/batch_split.h"
 #include "train/fused_adamw.h"
@@ -97,6 +98,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.algorithm = algorithms[int(projection_algorithm())];
   result.recompute = recompute_pair_rows();
   result.cls_only_last_block = cls_only_last_block();
+  result.reassociation = self_attention_reassociation();
   result.raw_gemm = raw_gemm_enabled();
   result.row_gemm = row_gemm_available() && raw_gemm_enabled();  // the kernel sits on the raw path
   result.pair_kernels = pair_kernels_name(pair_kernels());
@@ -217,7 +219,8 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   // not read by forward or backward (AdamW still passes over every weight).
   const ModelCost cost = model_cost(c);
   const bool cls_only = result.cls_only_last_block;
-  result.exact_flops_per_image = 2.0 * (cls_only ? cost.cls_only_macs : cost.exact_macs);
+  const double cls_only_macs = options.batch > 1 ? cost.cls_only_batch_macs : cost.cls_only_macs;
+  result.exact_flops_per_image = 2.0 * (cls_only ? cls_only_macs : cost.exact_macs);
   result.step_flops = result.exact_flops_per_image * double(options.batch) * (train ? 3.0 : 1.0);
   // Weights are read once per inference; training reads them forward and backward
   // and AdamW reads and writes weights, gradients and two moments: about 8 passes.
@@ -249,7 +252,7 @@ std::string BenchResult::to_json() const {
                 "\"last_block\":\"%s\",\"split_batch\":\"%s\",\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
                 "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\",\"projections\":\"%s\",\"precision\":\"%s\","
                 "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f,\"cpu_steal\":%.4f,"
-                "\"bf16_kernel\":\"%s\"}",
+                "\"bf16_kernel\":\"%s\",\"reassociation\":\"%s\"}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
@@ -259,7 +262,8 @@ std::string BenchResult::to_json() const {
                 options.fused_optimizer ? "fused-adamw" : "adamw", cls_only_last_block ? "cls" : "all", split_batch ? "on" : "off", forward_ms, backward_ms, optimizer_ms,
                 raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", pair_kernels.c_str(),
                 fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", grouped_projections ? "grouped" : "separate", precision.c_str(), matrix_threads, blas_threads, blas_core.c_str(),
-                freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative, cpu_steal, bf16_kernel.c_str());
+                freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative, cpu_steal, bf16_kernel.c_str(),
+                reassociation ? "on" : "off");
   return buffer;
 }
 

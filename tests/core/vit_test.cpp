@@ -9,6 +9,7 @@
 #include "nn/attention_spec.h"
 #include "nn/model_cost.h"
 #include "nn/row_gemm.h"
+#include "nn/self_attention.h"
 #include "nn/vit.h"
 #include "tensor_checks.h"
 #include "test_switches.h"
@@ -185,17 +186,56 @@ TEST(ViT, ClsOnlyLastBlockMultipliesOnlyTheMatricesItsPairsUse) {
 }
 
 TEST(ModelCost, ClsOnlyLastBlockSkipsTheOtherQueriesWork) {
-  // The other 49 queries' attention rows, output projection and MLP (self-attention's
-  // one qkv product still projects every token).
+  const double N = 50, C = 192, D = 192, H = 3, mlp = 768;
+  // The other 49 queries' attention rows, output projection and MLP.
+  const double other_queries = (N - 1) * (2 * N * D + D * C + 2 * C * mlp);
+  // Self-attention's CLS query goes through W^k and W^v itself and meets the
+  // inputs (3 C D + 2 H N C) in place of every token's q, k and v projected and
+  // its own logits and weighted values (3 N C D + 2 N D).
+  // That is in a batch; one image projects every token (self_attention_reassociates).
   const ModelCost sa = model_cost(vit_a("attention", 12));
-  const double N = 50, C = 192, D = 192, mlp = 768;
-  EXPECT_DOUBLE_EQ(sa.exact_macs - sa.cls_only_macs, (N - 1) * (2 * N * D + D * C + 2 * C * mlp));
+  EXPECT_DOUBLE_EQ(sa.exact_macs - sa.cls_only_batch_macs,
+                   other_queries + 3 * N * C * D + 2 * N * D - (3 * C * D + 2 * H * N * C));
+  EXPECT_DOUBLE_EQ(sa.exact_macs - sa.cls_only_macs, other_queries);
   EXPECT_EQ(sa.cls_only_unread_weights, 0);
+  // The baselines' one qkv product still projects every token.
+  const ModelCost rope = model_cost(vit_a("rope", 12));
+  EXPECT_DOUBLE_EQ(rope.exact_macs - rope.cls_only_batch_macs, other_queries);
   // Translution's CLS query uses two of the 172 entries (CLS to itself, out of
   // CLS): the other 170 matrices of q, k and v in the last block go unread.
   const ModelCost tr = model_cost(vit_a("translution", 12));
   EXPECT_EQ(tr.cls_only_unread_weights, 3 * 170 * 192 * 192);
-  EXPECT_DOUBLE_EQ(tr.exact_macs - tr.cls_only_macs, sa.exact_macs - sa.cls_only_macs + 3 * (N - 1) * N * C * D);
+  EXPECT_DOUBLE_EQ(tr.exact_macs - tr.cls_only_macs, other_queries + 3 * (N - 1) * N * C * D);
+  EXPECT_DOUBLE_EQ(tr.cls_only_batch_macs, tr.cls_only_macs);
+}
+
+// A few queries' outputs take the reassociated path only where it is the cheaper one.
+TEST(SelfAttention, ReassociatesOnlyWhereItSavesWork) {
+  const AttentionShape shape{192, 3, 64};
+  EXPECT_TRUE(self_attention_reassociates(shape, 50, 1, 32));
+  EXPECT_FALSE(self_attention_reassociates(shape, 50, 1, 1));    // one image: the plain products
+  EXPECT_FALSE(self_attention_reassociates(shape, 50, 50, 32));  // every query: project the keys and values once
+  EXPECT_FALSE(self_attention_reassociates(shape, 50, 40, 32));
+  EXPECT_FALSE(self_attention_reassociates(shape, 1, 1, 32));
+}
+
+// One image's first query takes the plain products (the exactness suite's
+// batches of two take the reassociated path): the same output row and gradients
+// as every token's forward, in double.
+TEST(SelfAttention, OneImagesFirstQueryMatchesItsFullForwardRow) {
+  at::manual_seed(3);
+  const AttentionShape shape{12, 3, 4};
+  auto module = make_attention(attention_choice("attention").spec, shape, TokenLayout::grid(2, 3, true));
+  module->to(at::kDouble);
+  const at::Tensor x = at::randn({1, 7, 12}, at::kDouble).requires_grad_(true);
+  const at::Tensor probe = at::randn({1, 1, 12}, at::kDouble);
+  std::vector<at::Tensor> inputs{x};
+  for (const auto& p : module->parameters()) inputs.push_back(p);
+  const at::Tensor first = module->forward_queries(x, 1), full = module->forward(x).narrow(1, 0, 1);
+  EXPECT_LT(test_support::max_relative_error(first, full), 1e-12);
+  const auto g_first = torch::autograd::grad({(first * probe).sum()}, inputs);
+  const auto g_full = torch::autograd::grad({(full * probe).sum()}, inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(test_support::max_relative_error(g_first[i], g_full[i]), 1e-12) << i;
 }
 
 TEST(ModelCost, TranslutionDoesNTimesTheProjectionWorkOfSelfAttention) {
