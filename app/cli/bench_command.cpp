@@ -68,9 +68,10 @@ timed steps ran (steal, from /proc/stat; a virtual machine's slow stretches).
 written, instead of for the CLS token alone (the default: only its output reaches
 the head, so logits and gradients are the same; the exact work and weight traffic
 reported are those of the setting that ran).
---reassociation off has self-attention's CLS query, in a batch of two or more,
-meet the projected keys and values of every token instead of the inputs through
-its own key and value projections (the same outputs, 4.5% more work for ViT-A/12).
+--reassociation off has the CLS query of self-attention and LoR, in a batch of two
+or more, meet the projected keys and values of every token instead of the inputs
+through its own key and value projections (the same outputs; for ViT-A/12, 4.5% more
+work for self-attention, 2.7% for LoR).
 --optimizer adamw uses LibTorch's AdamW instead of the engine's fused one;
 --gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls
 (or, for one image's and every one of LoR's narrow matrices, the engine's row kernels);
@@ -231,7 +232,7 @@ int bench_command(const std::vector<std::string>& words) {
   const bool cls_only = args.get_choice("last-block", {"cls", "all"}) == "cls";
   set_cls_only_last_block(cls_only);
   const bool reassociation = args.get_choice("reassociation", {"on", "off"}) == "on";
-  set_self_attention_reassociation(reassociation);
+  set_query_reassociation(reassociation);
   if (args.has("split-batch") && !train_mode) throw Error("--split-batch applies to --mode train");
   set_batch_split(parse_batch_split(args.get("split-batch", "auto")));
   BenchOptions options;
@@ -294,7 +295,7 @@ int bench_command(const std::vector<std::string>& words) {
       options.switch_path = [cls_only](bool alternative) { set_cls_only_last_block(alternative != cls_only); };
     else if (options.compare == "reassociation")
       options.switch_path = [reassociation](bool alternative) {
-        set_self_attention_reassociation(alternative != reassociation);
+        set_query_reassociation(alternative != reassociation);
       };
     else if (options.compare == "recompute")
       options.switch_path = [recompute](bool alternative) { set_recompute_pair_rows(alternative != recompute); };

@@ -1,6 +1,8 @@
 #include "nn/lor_translution_attention.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -36,7 +38,84 @@ at::Tensor up_project(const at::Tensor& s, const at::Tensor& up, int64_t H, int6
   });
   return out;
 }
+
+// The bank entries the visible pairs of the first `queries` queries use, ascending.
+std::vector<int64_t> query_entries(const RelativeTable& table, int64_t queries) {
+  const auto entry = table.entry.accessor<int64_t, 2>();
+  const auto valid = table.valid.accessor<bool, 2>();
+  std::vector<int64_t> used;
+  for (int64_t i = 0; i < queries; ++i)
+    for (int64_t j = 0; j < table.tokens(); ++j)
+      if (valid[i][j]) used.push_back(entry[i][j]);
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  return used;
+}
+
+// [M, G, N]: 1 where query i's pair with j is visible and uses entries[g].
+at::Tensor entry_assignment(const RelativeTable& table, int64_t queries, const std::vector<int64_t>& entries) {
+  const int64_t N = table.tokens(), G = int64_t(entries.size());
+  at::Tensor out = at::zeros({queries, G, N});
+  const auto entry = table.entry.accessor<int64_t, 2>();
+  const auto valid = table.valid.accessor<bool, 2>();
+  auto o = out.accessor<float, 3>();
+  for (int64_t i = 0; i < queries; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      if (valid[i][j]) o[i][std::lower_bound(entries.begin(), entries.end(), entry[i][j]) - entries.begin()][j] = 1;
+  return out;
+}
+
+// attend()'s multiply-adds per image: every token projected, pair by pair.
+double plain_macs(const AttentionSpec& s, const AttentionShape& shape, double N, double M) {
+  const double C = double(shape.dim), D = double(shape.inner()), H = double(shape.heads);
+  const double c1 = double(s.lor_c1) * H, c2 = double(s.lor_c2) * H;
+  double macs = (needs_output_projection(shape) ? M * D * C : 0.0) + 2 * M * N * D;
+  if (!s.lor_shared) macs -= M * N * D;  // no shared values to sum
+  if (s.lor_shared) macs += (M + 2 * N) * C * D;  // q projected for the M queries alone
+  if (s.rel_q || s.rel_k) {
+    macs += s.rel_q ? M * C * c1 + M * N * c1 * c2 : M * C * c2;
+    macs += s.rel_k ? N * C * c1 + M * N * c1 * c2 : N * C * c2;
+    macs += M * N * c2;  // low-rank logits
+    if (!s.lor_shared) macs -= M * N * D;
+  }
+  if (s.rel_v) macs += N * C * c1 + M * N * c1 * c2 + M * N * H * c2 + M * H * c2 * double(shape.head_dim);
+  return macs;
+}
+
+// attend_reassociated()'s, for M queries and G entries (every pair of (query, entry) computed).
+double reassociated_macs(const AttentionSpec& s, const AttentionShape& shape, double N, double M, double G) {
+  const double C = double(shape.dim), D = double(shape.inner()), H = double(shape.heads);
+  const double c1 = double(s.lor_c1) * H, c2 = double(s.lor_c2) * H, S = M * G;
+  double macs = needs_output_projection(shape) ? M * D * C : 0.0;
+  if (s.lor_shared) macs += 3 * M * C * D;  // q, and the query through W^k; the summed inputs through W^v
+  if (s.rel_q || s.rel_k) {
+    macs += M * C * (s.rel_q ? c1 : c2) + (s.rel_q ? S * c1 * c2 : 0.0);
+    macs += s.rel_k ? S * (c1 * c2 + H * c1 * C) : S * c2 * C;
+  }
+  macs += 2 * S * H * N * C;  // each entry's logits and weighted inputs
+  if (s.rel_v) macs += S * H * (C * c1 + c1 * c2 + c2 * double(shape.head_dim));
+  return macs;
+}
+
+// The entries to group the queries' pairs by, where the reassociated path applies; else empty.
+std::vector<int64_t> reassociated_entries(const AttentionSpec& s, const AttentionShape& shape,
+                                          const RelativeTable& table, int64_t queries, int64_t images) {
+  const int64_t N = table.tokens();
+  if (!query_reassociation() || images < 2 || queries >= N) return {};
+  std::vector<int64_t> entries = query_entries(table, queries);
+  if (entries.empty() ||
+      reassociated_macs(s, shape, double(N), double(queries), double(entries.size())) >= plain_macs(s, shape, double(N), double(queries)))
+    return {};
+  return entries;
+}
 }  // namespace
+
+double lor_attention_macs(const AttentionSpec& spec, const AttentionShape& shape, const RelativeTable& table,
+                          int64_t queries, int64_t images) {
+  const std::vector<int64_t> entries = reassociated_entries(spec, shape, table, queries, images);
+  const double N = double(table.tokens()), M = double(queries);
+  return entries.empty() ? plain_macs(spec, shape, N, M) : reassociated_macs(spec, shape, N, M, double(entries.size()));
+}
 
 LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape,
                                                  const TokenLayout& layout)
@@ -68,7 +147,54 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
   if (layout.causal) valid_ = table_.valid;
 }
 
+at::Tensor LoRTranslutionAttention::attend_reassociated(const at::Tensor& x, int64_t queries,
+                                                        const std::vector<int64_t>& entries, at::Tensor* probs) {
+  const int64_t B = x.size(0), N = x.size(1), C = x.size(2), H = shape_.heads, dh = shape_.head_dim;
+  const int64_t M = queries, G = int64_t(entries.size()), c1 = low_in_, c2 = low_out_, C2 = spec_.lor_c2;
+  const at::Tensor assign = entry_assignment(table_, M, entries).to(x.options()).view({1, 1, M, G, N});
+  const at::Tensor index = at::tensor(entries, at::TensorOptions(at::kLong)).to(x.device());
+  const at::Tensor xq = query_tokens(x, M);
+  // kappa [B, M, G, H, C]: what each input x_j is dotted with for query m's logit under entry g, head h.
+  at::Tensor kappa;
+  if (spec_.rel_q || spec_.rel_k) {
+    const at::Tensor low_q = at::matmul(xq, down_[0]->weight.t());  // [B, M, C1 H] (relative) or [B, M, C2 H]
+    const at::Tensor q = spec_.rel_q ? at::einsum("bma,gac->bmgc", {low_q, banks_[0].index_select(0, index)})
+                                     : low_q.unsqueeze(2).expand({B, M, G, c2});
+    const at::Tensor q_heads = q.reshape({B, M, G, H, C2});
+    if (spec_.rel_k) {  // x_j W1k Bk[g], head h's columns: x_j . W1k^T (Bk[g]_h q_h)
+      const at::Tensor bank = banks_[1].index_select(0, index).view({G, c1, H, C2});
+      kappa = at::matmul(at::einsum("bmghc,gahc->bmgha", {q_heads, bank}), down_[1]->weight);
+    } else {  // the plain low side x_j W_low, head h's rows
+      kappa = at::einsum("bmghc,hca->bmgha", {q_heads, down_[1]->weight.view({H, C2, C})});
+    }
+  }
+  if (spec_.lor_shared) {
+    const at::Tensor q = at::matmul(xq, shared_[0]->weight.t()).view({B, M, H, dh});
+    const at::Tensor shared = at::einsum("bmhd,hda->bmha", {q, shared_[1]->weight.view({H, dh, C})}).unsqueeze(2);
+    kappa = kappa.defined() ? kappa + shared : shared.expand({B, M, G, H, C});
+  }
+  const at::Tensor per_entry = at::einsum("bmgha,bna->bhmgn", {kappa, x});
+  const at::Tensor logits = (per_entry * assign).sum(3);
+  const at::Tensor alpha =
+      attention_softmax(logits, query_rows(on_device(valid_, x.device()), M), std::sqrt(double(dh)));
+  if (probs) *probs = alpha.detach();
+  // Each entry's weighted inputs, sum_{j of g} alpha^h_mj x_j: [B, M, G, H, C].
+  const at::Tensor mixed = at::einsum("bhmgn,bna->bmgha", {alpha.unsqueeze(3) * assign, x});
+  at::Tensor out;  // [B, M, H, dh]
+  if (spec_.lor_shared) out = at::einsum("bmha,hda->bmhd", {mixed.sum(2), shared_[2]->weight.view({H, dh, C})});
+  if (spec_.rel_v) {
+    const at::Tensor low = at::einsum("bmgha,gac->bmghc",
+                                      {at::matmul(mixed, down_[2]->weight.t()), banks_[2].index_select(0, index)});
+    const at::Tensor rel = at::einsum("bmghc,chd->bmhd", {low, up_v_.view({c2, H, dh})});
+    out = out.defined() ? out + rel : rel;
+  }
+  out = out.reshape({B, M, H * dh});
+  return to_out_ ? dense(to_out_, out) : out;
+}
+
 at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) {
+  const std::vector<int64_t> entries = reassociated_entries(spec_, shape_, table_, queries, x.size(0));
+  if (!entries.empty()) return attend_reassociated(x, queries, entries, probs);
   const int64_t H = shape_.heads, dh = shape_.head_dim;
   const PairOrder& order = orders_.get(table_, queries, x.device());
   // Every projection of x the layer needs, in one hand-off to the cores (nn/dense.h):

@@ -14,6 +14,12 @@
 
 namespace translution {
 
+// Multiply-adds of one image's attention for the outputs of its first `queries`
+// of `tokens` tokens (output projection included): as attend() computes them for
+// a batch of `images`, with the reassociated path where it applies (below).
+double lor_attention_macs(const AttentionSpec& spec, const AttentionShape& shape, const RelativeTable& table,
+                          int64_t queries, int64_t images);
+
 class LoRTranslutionAttention : public AttentionModule {
  public:
   LoRTranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape, const TokenLayout& layout);
@@ -25,6 +31,16 @@ class LoRTranslutionAttention : public AttentionModule {
   at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) override;
 
  private:
+  // A few queries (ViT's last block: the CLS token alone) whose pairs use few bank
+  // entries (the CLS query: 2), in a batch: as self-attention's
+  // (self_attention_reassociates), each query meets the unprojected inputs. Per
+  // query, entry g and head h, logits q_ij^h . k_ji^h = x_j . kappa[g, h] with
+  // kappa the key side's projections (W1k Bk[g] or the plain one, and the shared
+  // W^k) applied transposed to the query's vectors; values sum the inputs first,
+  // sum_{j of g} alpha_ij x_j, then go through W1v Bv[g] W2v and the shared W^v.
+  at::Tensor attend_reassociated(const at::Tensor& x, int64_t queries, const std::vector<int64_t>& entries,
+                                 at::Tensor* probs);
+
   AttentionSpec spec_;
   AttentionShape shape_;
   RelativeTable table_;

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "nn/lor_translution_attention.h"
 #include "nn/self_attention.h"
 #include "nn/token_layout.h"
 
@@ -11,8 +12,8 @@ namespace {
 // One block's attention for the outputs of its first M of N tokens (every token a
 // key and a value), as the engine runs it: per-pair terms for M N pairs; the query
 // side's projections for M tokens, except the baselines' one qkv product, which
-// projects q for every token too. Self-attention's few queries project no key or
-// value (self_attention_reassociates).
+// projects q for every token too. Self-attention's and LoR's few queries, in a
+// batch, project no key or value (self_attention_reassociates, lor_attention_macs).
 double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M, int64_t images) {
   const double N = double(c.tokens()), C = double(c.dim), D = double(c.heads * c.head_dim), H = double(c.heads);
   const bool out_proj = !(c.heads == 1 && c.head_dim == c.dim);
@@ -40,17 +41,9 @@ double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M
       return macs;
     }
     case AttentionMethod::LoRTranslution: {
-      const double c1 = double(s.lor_c1) * H, c2 = double(s.lor_c2) * H;
-      if (!s.lor_shared) macs -= M * N * D;  // no shared values to sum
-      if (s.lor_shared) macs += (M + 2 * N) * C * D;  // q projected for the M queries alone
-      if (s.rel_q || s.rel_k) {
-        macs += s.rel_q ? M * C * c1 + M * N * c1 * c2 : M * C * c2;
-        macs += s.rel_k ? N * C * c1 + M * N * c1 * c2 : N * C * c2;
-        macs += M * N * c2;  // low-rank logits
-        if (!s.lor_shared) macs -= M * N * D;
-      }
-      if (s.rel_v) macs += N * C * c1 + M * N * c1 * c2 + M * N * H * c2 + M * H * c2 * double(c.head_dim);
-      return macs;
+      const RelativeTable table =
+          make_relative_table(TokenLayout::grid(c.grid_height(), c.grid_width(), true), s.encoding);
+      return lor_attention_macs(s, {c.dim, c.heads, c.head_dim}, table, int64_t(M), images);
     }
   }
   return macs;

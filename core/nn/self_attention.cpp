@@ -26,8 +26,8 @@ namespace {
 std::atomic<bool> g_reassociation{true};
 }  // namespace
 
-void set_self_attention_reassociation(bool on) { g_reassociation = on; }
-bool self_attention_reassociation() { return g_reassociation; }
+void set_query_reassociation(bool on) { g_reassociation = on; }
+bool query_reassociation() { return g_reassociation; }
 
 bool self_attention_reassociates(const AttentionShape& shape, int64_t tokens, int64_t queries, int64_t images) {
   if (!g_reassociation) return false;

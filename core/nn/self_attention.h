@@ -38,9 +38,10 @@ bool needs_output_projection(const AttentionShape& shape);
 // (ViT-A/12: 1.4-2.9% more time per image, 4.6% less per training step;
 // docs/benchmarks.md, "Session 22").
 bool self_attention_reassociates(const AttentionShape& shape, int64_t tokens, int64_t queries, int64_t images);
-// On by default; off projects every token as the full forward does (bench
-// --compare reassociation measures the two).
-void set_self_attention_reassociation(bool on);
-bool self_attention_reassociation();
+// On by default; off projects every token as the full forward does, here and in
+// LoR-Translution's few queries (nn/lor_translution_attention.h; bench --compare
+// reassociation measures the two).
+void set_query_reassociation(bool on);
+bool query_reassociation();
 
 }  // namespace translution

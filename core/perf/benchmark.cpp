@@ -98,7 +98,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.algorithm = algorithms[int(projection_algorithm())];
   result.recompute = recompute_pair_rows();
   result.cls_only_last_block = cls_only_last_block();
-  result.reassociation = self_attention_reassociation();
+  result.reassociation = query_reassociation();
   result.raw_gemm = raw_gemm_enabled();
   result.row_gemm = row_gemm_available() && raw_gemm_enabled();  // the kernel sits on the raw path
   result.pair_kernels = pair_kernels_name(pair_kernels());

@@ -207,6 +207,18 @@ TEST(ModelCost, ClsOnlyLastBlockSkipsTheOtherQueriesWork) {
   EXPECT_EQ(tr.cls_only_unread_weights, 3 * 170 * 192 * 192);
   EXPECT_DOUBLE_EQ(tr.exact_macs - tr.cls_only_macs, other_queries + 3 * (N - 1) * N * C * D);
   EXPECT_DOUBLE_EQ(tr.cls_only_batch_macs, tr.cls_only_macs);
+  // LoR's CLS query, in a batch, meets the unprojected inputs under each of its two
+  // entries (CLS to itself, out of CLS): q and its low-rank vector, through the key
+  // side (W1k Bk[g] per head, W^k), each entry's logits and weighted inputs, then
+  // W1v Bv[g] W2v and W^v, and the output projection; against the plain path's
+  // projections of every token and 50 pairs.
+  const ModelCost lor = model_cost(vit_a("lor", 12));
+  const double c = 24, S = 2, dh = 64;
+  const double reassociated = D * C + 3 * C * D + C * c + S * c * c + S * (c * c + H * c * C) + 2 * S * H * N * C +
+                              S * H * (C * c + c * c + c * dh);
+  const double plain = D * C + 2 * N * D + (1 + 2 * N) * C * D + (C * c + N * c * c) + (N * C * c + N * c * c) + N * c +
+                       (N * C * c + N * c * c + N * H * c + H * c * dh);
+  EXPECT_DOUBLE_EQ(lor.cls_only_macs - lor.cls_only_batch_macs, plain - reassociated);
 }
 
 // A few queries' outputs take the reassociated path only where it is the cheaper one.
