@@ -70,8 +70,8 @@ the head, so logits and gradients are the same; the exact work and weight traffi
 reported are those of the setting that ran).
 --reassociation off has the CLS query of self-attention and LoR, in a batch of two
 or more, meet the projected keys and values of every token instead of the inputs
-through its own key and value projections (the same outputs; for ViT-A/12, 4.5% more
-work for self-attention, 2.7% for LoR).
+through its own key and value projections (the same outputs; for ViT-A/12, 4.6% more
+work for self-attention, 2.8% for LoR).
 --optimizer adamw uses LibTorch's AdamW instead of the engine's fused one;
 --gemm aten sends the per-matrix products through at::mm instead of raw BLAS calls
 (or, for one image's and every one of LoR's narrow matrices, the engine's row kernels);
