@@ -47,7 +47,7 @@ QCPGraph* add_graph(QCustomPlot* plot, const QColor& colour, bool test, const QS
 void style_plot(QCustomPlot* plot, const QString& y_label) {
   plot->xAxis->setLabel(QObject::tr("epoch"));
   plot->yAxis->setLabel(y_label);
-  plot->legend->setVisible(false);  // shown with the first run's curves: an empty legend is a stray box
+  plot->legend->setVisible(false);  // shown once a run is added: an empty legend is a stray box
   plot->legend->setFont(QFont(plot->font().family(), 8));
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot->setMinimumHeight(160);

@@ -293,11 +293,15 @@ int bench_command(const std::vector<std::string>& words) {
       options.switch_path = [precision, other](bool alternative) { set_dense_precision(alternative ? other : precision); };
     } else if (options.compare == "last-block")
       options.switch_path = [cls_only](bool alternative) { set_cls_only_last_block(alternative != cls_only); };
-    else if (options.compare == "reassociation")
+    else if (options.compare == "reassociation") {
+      // The path applies to the last block's CLS query in a batch: otherwise both sides would be the same.
+      if (!cls_only || options.batch < 2)
+        throw Error("--compare reassociation times the last block's CLS query in a batch: it needs --batch 2 or "
+                    "more (a training batch split over the cores: 2 or more a core) and --last-block cls");
       options.switch_path = [reassociation](bool alternative) {
         set_query_reassociation(alternative != reassociation);
       };
-    else if (options.compare == "recompute")
+    } else if (options.compare == "recompute")
       options.switch_path = [recompute](bool alternative) { set_recompute_pair_rows(alternative != recompute); };
     else if (options.compare == "split-batch") {
       // run_benchmark switches its own training threads (and says where it cannot)

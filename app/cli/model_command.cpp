@@ -60,7 +60,7 @@ int info(const Args& args) {
   std::printf("work         %.1f M multiply-adds per image (exact, forward, every token through every block);\n"
               "             %.1f M with the last block for the CLS query alone, as a plain forward runs it",
               cost.exact_macs / 1e6, cost.cls_only_macs / 1e6);
-  if (cost.cls_only_batch_macs != cost.cls_only_macs)  // self-attention's CLS query in a batch (nn/self_attention.h)
+  if (cost.cls_only_batch_macs != cost.cls_only_macs)  // self-attention's and LoR's CLS query in a batch (nn/self_attention.h)
     std::printf(";\n             %.1f M in a batch, the CLS query meeting the unprojected inputs", cost.cls_only_batch_macs / 1e6);
   std::printf("\n");
   return 0;

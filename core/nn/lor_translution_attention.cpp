@@ -55,7 +55,7 @@ std::vector<int64_t> query_entries(const RelativeTable& table, int64_t queries) 
 // [M, G, N]: 1 where query i's pair with j is visible and uses entries[g].
 at::Tensor entry_assignment(const RelativeTable& table, int64_t queries, const std::vector<int64_t>& entries) {
   const int64_t N = table.tokens(), G = int64_t(entries.size());
-  at::Tensor out = at::zeros({queries, G, N});
+  at::Tensor out = at::zeros({queries, G, N}, at::kFloat);
   const auto entry = table.entry.accessor<int64_t, 2>();
   const auto valid = table.valid.accessor<bool, 2>();
   auto o = out.accessor<float, 3>();
@@ -101,7 +101,7 @@ double reassociated_macs(const AttentionSpec& s, const AttentionShape& shape, do
 std::vector<int64_t> reassociated_entries(const AttentionSpec& s, const AttentionShape& shape,
                                           const RelativeTable& table, int64_t queries, int64_t images) {
   const int64_t N = table.tokens();
-  if (!query_reassociation() || images < 2 || queries >= N) return {};
+  if (!reassociation_may_apply(N, queries, images)) return {};
   std::vector<int64_t> entries = query_entries(table, queries);
   if (entries.empty() ||
       reassociated_macs(s, shape, double(N), double(queries), double(entries.size())) >= plain_macs(s, shape, double(N), double(queries)))
@@ -188,13 +188,15 @@ at::Tensor LoRTranslutionAttention::attend_reassociated(const at::Tensor& x, int
     const at::Tensor rel = at::einsum("bmghc,chd->bmhd", {low, up_v_.view({c2, H, dh})});
     out = out.defined() ? out + rel : rel;
   }
-  out = out.reshape({B, M, H * dh});
-  return to_out_ ? dense(to_out_, out) : out;
+  return out.reshape({B, M, H * dh});
 }
 
 at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) {
   const std::vector<int64_t> entries = reassociated_entries(spec_, shape_, table_, queries, x.size(0));
-  if (!entries.empty()) return attend_reassociated(x, queries, entries, probs);
+  if (!entries.empty()) {
+    const at::Tensor out = attend_reassociated(x, queries, entries, probs);
+    return to_out_ ? dense(to_out_, out) : out;
+  }
   const int64_t H = shape_.heads, dh = shape_.head_dim;
   const PairOrder& order = orders_.get(table_, queries, x.device());
   // Every projection of x the layer needs, in one hand-off to the cores (nn/dense.h):

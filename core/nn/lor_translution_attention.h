@@ -15,8 +15,8 @@
 namespace translution {
 
 // Multiply-adds of one image's attention for the outputs of its first `queries`
-// of `tokens` tokens (output projection included): as attend() computes them for
-// a batch of `images`, with the reassociated path where it applies (below).
+// of the table's tokens (output projection included): as attend() computes them
+// for a batch of `images`, with the reassociated path where it applies (below).
 double lor_attention_macs(const AttentionSpec& spec, const AttentionShape& shape, const RelativeTable& table,
                           int64_t queries, int64_t images);
 
@@ -38,6 +38,8 @@ class LoRTranslutionAttention : public AttentionModule {
   // kappa the key side's projections (W1k Bk[g] or the plain one, and the shared
   // W^k) applied transposed to the query's vectors; values sum the inputs first,
   // sum_{j of g} alpha_ij x_j, then go through W1v Bv[g] W2v and the shared W^v.
+  // Returns the heads' outputs before the output projection, in the tensors' own
+  // precision (fp32 also under bf16 training).
   at::Tensor attend_reassociated(const at::Tensor& x, int64_t queries, const std::vector<int64_t>& entries,
                                  at::Tensor* probs);
 

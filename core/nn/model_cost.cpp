@@ -10,22 +10,20 @@ namespace translution {
 namespace {
 
 // One block's attention for the outputs of its first M of N tokens (every token a
-// key and a value), as the engine runs it: per-pair terms for M N pairs; the query
-// side's projections for M tokens, except the baselines' one qkv product, which
-// projects q for every token too. Self-attention's and LoR's few queries, in a
-// batch, project no key or value (self_attention_reassociates, lor_attention_macs).
+// key and a value), as the engine runs it for a batch of `images`: per-pair terms
+// for M N pairs; the query side's projections for M tokens, except the one qkv
+// product of the baselines and of self-attention's plain path, which projects q
+// for every token too. Self-attention's and LoR's few queries, in a batch, project
+// no key or value (self_attention_macs, lor_attention_macs).
 double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M, int64_t images) {
-  const double N = double(c.tokens()), C = double(c.dim), D = double(c.heads * c.head_dim), H = double(c.heads);
+  const double N = double(c.tokens()), C = double(c.dim), D = double(c.heads * c.head_dim);
   const bool out_proj = !(c.heads == 1 && c.head_dim == c.dim);
   double macs = out_proj ? M * D * C : 0.0;
   macs += 2 * M * N * D;  // logits and the weighted sum of values
   const double plain_qkv = 3 * N * C * D;
   switch (s.method) {
-    case AttentionMethod::SelfAttention: {
-      const AttentionShape shape{c.dim, c.heads, c.head_dim};
-      if (!self_attention_reassociates(shape, c.tokens(), int64_t(M), images)) return macs + plain_qkv;
-      return (out_proj ? M * D * C : 0.0) + M * (3 * C * D + 2 * H * N * C);  // no key or value projected
-    }
+    case AttentionMethod::SelfAttention:
+      return self_attention_macs({c.dim, c.heads, c.head_dim}, c.tokens(), int64_t(M), images);
     case AttentionMethod::RelativeBias:
     case AttentionMethod::GatedPositional:
     case AttentionMethod::Rotary:

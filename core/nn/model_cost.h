@@ -13,8 +13,8 @@ struct ModelCost {
   // The same when the last block computes the CLS token's output alone (the
   // default: nn/vit.h), the only one the head reads: M = 1 query there.
   double cls_only_macs = 0;
-  // The same per image in a batch of two or more, where self-attention's CLS
-  // query meets the unprojected inputs (self_attention_reassociates).
+  // The same per image in a batch of two or more, where self-attention's and
+  // LoR's CLS query meets the unprojected inputs (nn/self_attention.h).
   double cls_only_batch_macs = 0;
   // Weights that forward never reads then: the last block's offset matrices no
   // pair of the CLS query selects (Translution and LoR banks).

@@ -29,11 +29,33 @@ std::atomic<bool> g_reassociation{true};
 void set_query_reassociation(bool on) { g_reassociation = on; }
 bool query_reassociation() { return g_reassociation; }
 
+bool reassociation_may_apply(int64_t tokens, int64_t queries, int64_t images) {
+  return g_reassociation && images > 1 && queries < tokens;
+}
+
+namespace {
+// Per image, without the output projection: q, k and v of every token and the
+// per-head products, or the queries through W^k and W^v meeting the inputs.
+double plain_macs(const AttentionShape& shape, double N, double M) {
+  const double C = double(shape.dim), D = double(shape.inner());
+  return 3 * N * C * D + 2 * M * N * D;
+}
+double reassociated_macs(const AttentionShape& shape, double N, double M) {
+  const double C = double(shape.dim), D = double(shape.inner());
+  return M * (3 * C * D + 2 * double(shape.heads) * N * C);
+}
+}  // namespace
+
 bool self_attention_reassociates(const AttentionShape& shape, int64_t tokens, int64_t queries, int64_t images) {
-  if (!g_reassociation) return false;
-  const double N = double(tokens), M = double(queries), C = double(shape.dim), D = double(shape.inner());
-  return images > 1 && queries < tokens &&
-         M * (3 * C * D + 2 * double(shape.heads) * N * C) < 3 * N * C * D + 2 * M * N * D;
+  return reassociation_may_apply(tokens, queries, images) &&
+         reassociated_macs(shape, double(tokens), double(queries)) < plain_macs(shape, double(tokens), double(queries));
+}
+
+double self_attention_macs(const AttentionShape& shape, int64_t tokens, int64_t queries, int64_t images) {
+  const double N = double(tokens), M = double(queries);
+  const double out = needs_output_projection(shape) ? M * double(shape.inner()) * double(shape.dim) : 0.0;
+  return out + (self_attention_reassociates(shape, tokens, queries, images) ? reassociated_macs(shape, N, M)
+                                                                             : plain_macs(shape, N, M));
 }
 
 at::Tensor SelfAttention::attend_reassociated(const at::Tensor& x, int64_t queries, at::Tensor* probs) {

@@ -219,7 +219,15 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   // not read by forward or backward (AdamW still passes over every weight).
   const ModelCost cost = model_cost(c);
   const bool cls_only = result.cls_only_last_block;
-  const double cls_only_macs = options.batch > 1 ? cost.cls_only_batch_macs : cost.cls_only_macs;
+  // Each share of a split batch runs its own forward, and a share of one image
+  // keeps the last block's plain products (nn/self_attention.h).
+  const int64_t shares = result.split_batch ? std::min<int64_t>(training_threads->batch_shares(), options.batch) : 1;
+  double cls_only_macs = 0;
+  for (int64_t s = 0; s < shares; ++s) {
+    const int64_t images = options.batch * (s + 1) / shares - options.batch * s / shares;
+    cls_only_macs += double(images) * (images > 1 ? cost.cls_only_batch_macs : cost.cls_only_macs);
+  }
+  cls_only_macs /= double(options.batch);
   result.exact_flops_per_image = 2.0 * (cls_only ? cls_only_macs : cost.exact_macs);
   result.step_flops = result.exact_flops_per_image * double(options.batch) * (train ? 3.0 : 1.0);
   // Weights are read once per inference; training reads them forward and backward

@@ -60,7 +60,7 @@ struct BenchResult {
   std::string algorithm;  // how relative projections were computed
   bool recompute = false; // pair rows recomputed in backward
   bool cls_only_last_block = true;  // the last block for the CLS query alone (nn/vit.h)
-  bool reassociation = true;  // self-attention's CLS query meets the unprojected inputs (nn/self_attention.h)
+  bool reassociation = true;  // self-attention's and LoR's CLS query in a batch meets the unprojected inputs (nn/self_attention.h)
   bool split_batch = false;   // training: the batch split over the cores (train/batch_split.h)
   bool raw_gemm = true;       // per-matrix products straight to BLAS (else at::mm)
   bool row_gemm = true;       // small per-matrix products on the engine's kernel (nn/row_gemm.h)

@@ -12,6 +12,8 @@
 #include "nn/pair_kernels.h"
 #include "nn/raw_gemm.h"
 #include "nn/relative_ops.h"
+#include "nn/self_attention.h"
+#include "test_switches.h"
 #include "util/device.h"
 #include "util/helper_threads.h"
 
@@ -137,7 +139,8 @@ TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceAllTokens) {
 // The outputs of the first M tokens alone (ViT's last block asks for the CLS
 // token's, nn/vit.h), every token still a key and a value: the reference's first
 // M rows, forward and gradients, one query and about half of them, through the
-// raw per-matrix path, the ATen fallbacks and the all-token projection.
+// raw per-matrix path, the ATen fallbacks, with the reassociation off and through
+// the all-token projection.
 TEST_P(AttentionExactness, FirstQueriesMatchNaiveReference) {
   const int64_t N = GetParam().layout.tokens();
   for (const int64_t queries : {int64_t(1), (N + 1) / 2}) {
@@ -155,6 +158,13 @@ TEST_P(AttentionExactness, FirstQueriesMatchNaiveReference) {
       check_queries(GetParam(), queries);
       set_raw_gemm_enabled(true);
       set_pair_kernels(PairKernels::Lanes);
+    }
+    {
+      // Batches of two take the reassociated path for self-attention and LoR where
+      // it is less work (nn/self_attention.h); one image, and this switch, the
+      // plain one.
+      SCOPED_TRACE("keys and values projected (reassociation off)");
+      test_support::with_switch_off(set_query_reassociation, [&] { check_queries(GetParam(), queries); });
     }
     SCOPED_TRACE("all-token projection");
     set_projection_algorithm(ProjectionAlgorithm::AllTokens);

@@ -68,13 +68,19 @@ flops() { grep -o '"exact_flops_per_image":[0-9]*' | cut -d: -f2; }
 every=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --last-block all --json)
 check "bench --last-block all is reported" grep -q '"last_block":"all"' <<<"$every"
 check "bench --last-block all counts more work than the CLS query's alone" test "$(flops <<<"$every")" -gt "$(flops <<<"$bench")"
-# Self-attention's CLS query in a batch meets the unprojected inputs: less work counted than with it off.
-sa=(bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --json)
+# Self-attention's CLS query in a batch meets the unprojected inputs: less work counted than with it off
+# (batch 4: two images a share where the batch is split over two cores).
+sa=(bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 4 --steps 1 --warmup 0 --json)
 sa_on=$("$cli" "${sa[@]}")
 sa_off=$("$cli" "${sa[@]}" --reassociation off)
 check "bench reports self-attention's reassociation on by default" grep -q '"reassociation":"on"' <<<"$sa_on"
 check "bench --reassociation off is reported" grep -q '"reassociation":"off"' <<<"$sa_off"
 check "bench counts less work with the reassociation" test "$(flops <<<"$sa_off")" -gt "$(flops <<<"$sa_on")"
+# A batch of two split over two cores is two shares of one image: the plain products, counted as such.
+sa_two=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --split-batch on --json 2>/dev/null || true)
+if grep -q '"split_batch":"on"' <<<"$sa_two"; then
+  check "bench counts one-image shares' plain work" test "$(flops <<<"$sa_two")" -eq "$(flops <<<"$sa_off")"
+fi
 # The batch split over the cores (train/batch_split.h): on by default where two cores and OpenBLAS allow it.
 # It needs two free cores and OpenBLAS (bench names its kernels), and no thread settings from outside.
 split_here=no
