@@ -126,7 +126,7 @@ RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slot
   sweep_controls->addWidget(protocol_);
   sweep_controls->addWidget(progress_, 1);
   sweep_plot_ = new QCustomPlot(this);
-  sweep_plot_->setMinimumHeight(180);
+  sweep_plot_->setMinimumSize(240, 180);  // a width of 0 at the first layout would have it paint into an empty buffer
   enable_plot_export(sweep_plot_);
   sweep_plot_->plotLayout()->clear();
   table_ = new QTableWidget(0, 6, this);

@@ -12,8 +12,10 @@ check() {
 }
 
 check "--help" bash -c "QT_QPA_PLATFORM=offscreen '$studio' --help | grep -q -- --screenshot"
-QT_QPA_PLATFORM=offscreen "$studio" --screenshot "$work/window.png" --dataset dynamic --index 7
+QT_QPA_PLATFORM=offscreen "$studio" --screenshot "$work/window.png" --dataset dynamic --index 7 2>"$work/window.err"
 check "window screenshot exits 0" test $? -eq 0
+# Every plot is laid out before it paints: no painting into an empty buffer (Qt's QPainter warnings).
+check "window screenshot paints no plot into an empty buffer" bash -c "! grep -q -E 'QPainter|inactive painter' '$work/window.err'"
 check "window screenshot is a PNG" bash -c "file '$work/window.png' | grep -q 'PNG image data, 1400 x 800'"
 QT_QPA_PLATFORM=offscreen "$studio" --screenshot "$work/canvas.png" --panel canvas --dataset static --index 0
 check "canvas screenshot exits 0" test $? -eq 0
