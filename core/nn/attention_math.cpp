@@ -286,6 +286,16 @@ at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t h
   return at::matmul(alpha, vh).transpose(1, 2).reshape({B, alpha.size(2), D});
 }
 
+at::Tensor heads_through_weight(const at::Tensor& q, const at::Tensor& w) {
+  const int64_t H = q.size(-2);
+  return at::einsum("...hd,hdc->...hc", {q, w.view({H, w.size(0) / H, w.size(1)})});
+}
+
+at::Tensor heads_from_weight(const at::Tensor& u, const at::Tensor& w) {
+  const int64_t H = u.size(-2);
+  return at::einsum("...hc,hdc->...hd", {u, w.view({H, w.size(0) / H, w.size(1)})});
+}
+
 at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs) {
   const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(-1) / 3, dh = D / heads;
   // Raw memory: q, k and v must split into whole heads (views of a ragged qkv would throw instead).

@@ -17,6 +17,13 @@ at::Tensor attention_softmax(const at::Tensor& logits, const at::Tensor& valid, 
 // sum_j alpha[b, h, i, j] v[b, j, h-slice]: alpha [B, H, M, N], v [B, N, D] -> [B, M, D].
 at::Tensor attend_values(const at::Tensor& alpha, const at::Tensor& v, int64_t heads);
 
+// A few queries' attention with the keys and values left unprojected (nn/self_attention.h's
+// reassociation), per head h of a projection's weight w [H dh, C] (a Linear's, no bias):
+// q [..., H, dh] -> q_h w_h, [..., H, C], which dotted with an input x_j is q_h . (x_j w_h^T);
+at::Tensor heads_through_weight(const at::Tensor& q, const at::Tensor& w);
+// u [..., H, C] (each head's weighted sum of inputs) -> u_h w_h^T, [..., H, dh].
+at::Tensor heads_from_weight(const at::Tensor& u, const at::Tensor& w);
+
 // The three above for self-attention: q, k and v are the thirds of qkv [B, N, 3D],
 // the logits scaled by 1 / sqrt(D / heads); `*probs`, when asked, gets alpha.
 // Without gradients on CPU (nn/fused_inference.h) it is one pass per head and

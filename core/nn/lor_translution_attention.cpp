@@ -39,16 +39,11 @@ at::Tensor up_project(const at::Tensor& s, const at::Tensor& up, int64_t H, int6
   return out;
 }
 
-// The bank entries the visible pairs of the first `queries` queries use, ascending.
-std::vector<int64_t> query_entries(const RelativeTable& table, int64_t queries) {
-  const auto entry = table.entry.accessor<int64_t, 2>();
-  const auto valid = table.valid.accessor<bool, 2>();
+// The bank entries the order's visible pairs use, ascending: those with rows.
+std::vector<int64_t> used_entries(const PairOrder& order) {
   std::vector<int64_t> used;
-  for (int64_t i = 0; i < queries; ++i)
-    for (int64_t j = 0; j < table.tokens(); ++j)
-      if (valid[i][j]) used.push_back(entry[i][j]);
-  std::sort(used.begin(), used.end());
-  used.erase(std::unique(used.begin(), used.end()), used.end());
+  for (size_t e = 0; e + 1 < order.entry_offset.size(); ++e)
+    if (order.entry_offset[e + 1] > order.entry_offset[e]) used.push_back(int64_t(e));
   return used;
 }
 
@@ -97,12 +92,12 @@ double reassociated_macs(const AttentionSpec& s, const AttentionShape& shape, do
   return macs;
 }
 
-// The entries to group the queries' pairs by, where the reassociated path applies; else empty.
-std::vector<int64_t> reassociated_entries(const AttentionSpec& s, const AttentionShape& shape,
-                                          const RelativeTable& table, int64_t queries, int64_t images) {
-  const int64_t N = table.tokens();
+// The entries to group the order's pairs by, where the reassociated path applies; else empty.
+std::vector<int64_t> reassociated_entries(const AttentionSpec& s, const AttentionShape& shape, const PairOrder& order,
+                                          int64_t images) {
+  const int64_t N = order.tokens, queries = order.queries;
   if (!reassociation_may_apply(N, queries, images)) return {};
-  std::vector<int64_t> entries = query_entries(table, queries);
+  std::vector<int64_t> entries = used_entries(order);
   if (entries.empty() ||
       reassociated_macs(s, shape, double(N), double(queries), double(entries.size())) >= plain_macs(s, shape, double(N), double(queries)))
     return {};
@@ -112,7 +107,7 @@ std::vector<int64_t> reassociated_entries(const AttentionSpec& s, const Attentio
 
 double lor_attention_macs(const AttentionSpec& spec, const AttentionShape& shape, const RelativeTable& table,
                           int64_t queries, int64_t images) {
-  const std::vector<int64_t> entries = reassociated_entries(spec, shape, table, queries, images);
+  const std::vector<int64_t> entries = reassociated_entries(spec, shape, make_pair_order(table, queries), images);
   const double N = double(table.tokens()), M = double(queries);
   return entries.empty() ? plain_macs(spec, shape, N, M) : reassociated_macs(spec, shape, N, M, double(entries.size()));
 }
@@ -170,7 +165,7 @@ at::Tensor LoRTranslutionAttention::attend_reassociated(const at::Tensor& x, int
   }
   if (spec_.lor_shared) {
     const at::Tensor q = at::matmul(xq, shared_[0]->weight.t()).view({B, M, H, dh});
-    const at::Tensor shared = at::einsum("bmhd,hda->bmha", {q, shared_[1]->weight.view({H, dh, C})}).unsqueeze(2);
+    const at::Tensor shared = heads_through_weight(q, shared_[1]->weight).unsqueeze(2);
     kappa = kappa.defined() ? kappa + shared : shared.expand({B, M, G, H, C});
   }
   const at::Tensor per_entry = at::einsum("bmgha,bna->bhmgn", {kappa, x});
@@ -181,7 +176,7 @@ at::Tensor LoRTranslutionAttention::attend_reassociated(const at::Tensor& x, int
   // Each entry's weighted inputs, sum_{j of g} alpha^h_mj x_j: [B, M, G, H, C].
   const at::Tensor mixed = at::einsum("bhmgn,bna->bmgha", {alpha.unsqueeze(3) * assign, x});
   at::Tensor out;  // [B, M, H, dh]
-  if (spec_.lor_shared) out = at::einsum("bmha,hda->bmhd", {mixed.sum(2), shared_[2]->weight.view({H, dh, C})});
+  if (spec_.lor_shared) out = heads_from_weight(mixed.sum(2), shared_[2]->weight);
   if (spec_.rel_v) {
     const at::Tensor low = at::einsum("bmgha,gac->bmghc",
                                       {at::matmul(mixed, down_[2]->weight.t()), banks_[2].index_select(0, index)});
@@ -192,13 +187,13 @@ at::Tensor LoRTranslutionAttention::attend_reassociated(const at::Tensor& x, int
 }
 
 at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) {
-  const std::vector<int64_t> entries = reassociated_entries(spec_, shape_, table_, queries, x.size(0));
+  const PairOrder& order = orders_.get(table_, queries, x.device());
+  const std::vector<int64_t> entries = reassociated_entries(spec_, shape_, order, x.size(0));
   if (!entries.empty()) {
     const at::Tensor out = attend_reassociated(x, queries, entries, probs);
     return to_out_ ? dense(to_out_, out) : out;
   }
   const int64_t H = shape_.heads, dh = shape_.head_dim;
-  const PairOrder& order = orders_.get(table_, queries, x.device());
   // Every projection of x the layer needs, in one hand-off to the cores (nn/dense.h):
   // shared[r] = x W^r and low[r] = x W1^r (relative) or x W_low^r (plain side of the
   // logits); the query side's for the tokens asked for, a second hand-off when fewer.

@@ -59,21 +59,16 @@ double self_attention_macs(const AttentionShape& shape, int64_t tokens, int64_t 
 }
 
 at::Tensor SelfAttention::attend_reassociated(const at::Tensor& x, int64_t queries, at::Tensor* probs) {
-  const int64_t B = x.size(0), N = x.size(1), C = x.size(2), H = shape_.heads, d = shape_.head_dim, D = H * d;
+  const int64_t B = x.size(0), H = shape_.heads, d = shape_.head_dim, D = H * d;
   const at::Tensor& w = to_qkv_->weight;  // [3D, C]: the rows of W^q, W^k, W^v
-  const at::Tensor q = at::matmul(query_tokens(x, queries), w.narrow(0, 0, D).t());  // [B, M, D]
-  // Head h's query through its key projection: q_h Wk_h^T, [H, B M, C].
-  const at::Tensor q_heads = q.view({B * queries, H, d}).transpose(0, 1);
-  const at::Tensor q_keys = at::bmm(q_heads, w.narrow(0, D, D).view({H, d, C}));
-  const at::Tensor by_image = q_keys.view({H, B, queries, C}).transpose(0, 1).reshape({B, H * queries, C});
-  const at::Tensor logits = at::bmm(by_image, x.transpose(1, 2)).view({B, H, queries, N});
+  const at::Tensor q = at::matmul(query_tokens(x, queries), w.narrow(0, 0, D).t()).view({B, queries, H, d});
+  const at::Tensor keys = heads_through_weight(q, w.narrow(0, D, D));  // [B, M, H, C]
+  const at::Tensor logits = at::einsum("bmhc,bnc->bhmn", {keys, x});
   const at::Tensor alpha = attention_softmax(logits, query_rows(on_device(valid_, x.device()), queries),
                                              std::sqrt(double(d)));
   if (probs) *probs = alpha.detach();
-  // Each head's weighted sum of the inputs, then its value projection: [H, B M, d].
-  const at::Tensor mixed = at::bmm(alpha.view({B, H * queries, N}), x).view({B, H, queries, C}).transpose(0, 1);
-  const at::Tensor heads = at::bmm(mixed.reshape({H, B * queries, C}), w.narrow(0, 2 * D, D).view({H, d, C}).transpose(1, 2));
-  return heads.view({H, B, queries, d}).permute({1, 2, 0, 3}).reshape({B, queries, D});
+  const at::Tensor mixed = at::einsum("bhmn,bnc->bmhc", {alpha, x});  // each head's weighted sum of the inputs
+  return heads_from_weight(mixed, w.narrow(0, 2 * D, D)).reshape({B, queries, D});
 }
 
 at::Tensor SelfAttention::attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) {

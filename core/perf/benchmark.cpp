@@ -221,12 +221,10 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   const bool cls_only = result.cls_only_last_block;
   // Each share of a split batch runs its own forward, and a share of one image
   // keeps the last block's plain products (nn/self_attention.h).
-  const int64_t shares = result.split_batch ? std::min<int64_t>(training_threads->batch_shares(), options.batch) : 1;
   double cls_only_macs = 0;
-  for (int64_t s = 0; s < shares; ++s) {
-    const int64_t images = options.batch * (s + 1) / shares - options.batch * s / shares;
+  for (const int64_t images :
+       batch_share_sizes(options.batch, result.split_batch ? training_threads->batch_shares() : 1))
     cls_only_macs += double(images) * (images > 1 ? cost.cls_only_batch_macs : cost.cls_only_macs);
-  }
   cls_only_macs /= double(options.batch);
   result.exact_flops_per_image = 2.0 * (cls_only ? cls_only_macs : cost.exact_macs);
   result.step_flops = result.exact_flops_per_image * double(options.batch) * (train ? 3.0 : 1.0);

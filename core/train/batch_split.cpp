@@ -13,11 +13,18 @@
 
 namespace translution {
 
+std::vector<int64_t> batch_share_sizes(int64_t batch, int shares) {
+  const int64_t count = std::max<int64_t>(1, std::min<int64_t>(shares, batch));
+  std::vector<int64_t> sizes;
+  for (int64_t s = 0; s < count; ++s) sizes.push_back(batch * (s + 1) / count - batch * s / count);
+  return sizes;
+}
+
 ForwardBackward forward_backward(ViT& model, const at::Tensor& images, const at::Tensor& labels, int shares,
                                  const std::function<void()>& after_forward) {
   namespace F = torch::nn::functional;
   const int64_t batch = images.size(0);
-  shares = images.device().is_cpu() ? int(std::max<int64_t>(1, std::min<int64_t>(shares, batch))) : 1;
+  shares = images.device().is_cpu() ? int(batch_share_sizes(batch, shares).size()) : 1;
   std::vector<at::Tensor> logits(static_cast<size_t>(shares));
   std::vector<double> losses(static_cast<size_t>(shares));
   std::vector<std::thread::id> ran_on(static_cast<size_t>(shares));  // each share writes its own entry

@@ -19,6 +19,7 @@
 // Against one forward over the whole batch the gradients differ only in the
 // order of the per-image sums (the exactness test: 1e-12 in double).
 #include <functional>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -43,6 +44,10 @@ struct ForwardBackward {
 // skips its backward (the batch's loss is then not finite either, and no NaN
 // gradient is left behind). A share's exception is rethrown; the other shares'
 // gradients may be in already.
+// The images of each share forward_backward splits a CPU batch into (at most
+// `shares`, at least one share; contiguous, sizes differing by at most one).
+std::vector<int64_t> batch_share_sizes(int64_t batch, int shares);
+
 ForwardBackward forward_backward(ViT& model, const at::Tensor& images, const at::Tensor& labels, int shares,
                                  const std::function<void()>& after_forward = {});
 
