@@ -43,11 +43,11 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--optimizer fused-adamw|adamw] [--gemm raw|aten]
                          [--row-gemm on|off] [--pair-kernels lanes|blocked|fused|aten]
                          [--inference-kernels fused|aten] [--training-kernels fused|aten]
-                         [--projections grouped|separate]
+                         [--projections grouped|separate] [--sgemm onednn|blas]
                          [--precision fp32|bf16]
                          [--matrix-threads auto|N] [--freed-memory pool|keep-all]
                          [--split-batch auto|on|off]
-                         [--compare gemm|row-gemm|pair-kernels|inference-kernels|
+                         [--compare gemm|row-gemm|sgemm|pair-kernels|inference-kernels|
                                     training-kernels|projections|precision|recompute|last-block|
                                     reassociation|split-batch|matrix-threads|freed-memory|
                                     blas-threads] [--json]
@@ -80,6 +80,11 @@ one image's dense products, and every product of a matrix of at most 32 x 32
 (LoR's, forward and backward, any batch) to the BLAS instead of the engine's
 AVX-512 kernels, whose forward products prefetch the next matrix (or strip of a
 transposed weight) while they compute (on by default where the CPU has AVX-512);
+--sgemm blas sends every float product the engine hands a BLAS to OpenBLAS;
+onednn (the default where LibTorch links oneDNN, as Debian's does) sends those
+of at least 2^19 multiply-adds that run on one thread each (OpenBLAS set to one
+thread: a split training step, the engine's own splits, one image) to oneDNN's
+sgemm, faster on the dense layers' products of a training step;
 --pair-kernels blocked does the per-pair products, dot products and weighted sums
 (and their gradients) inside each offset matrix's block of rows, while the rows
 are in cache; lanes (the default) does the same with 16 images across the vector
@@ -196,13 +201,19 @@ int bench_command(const std::vector<std::string>& words) {
   if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
-                                 "optimizer", "last-block", "reassociation", "gemm", "row-gemm", "pair-kernels", "inference-kernels", "training-kernels", "projections",
+                                 "optimizer", "last-block", "reassociation", "gemm", "row-gemm", "sgemm", "pair-kernels", "inference-kernels", "training-kernels", "projections",
                                  "precision", "matrix-threads",
                                  "freed-memory", "split-batch", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
   const int threads = apply_matrix_threads(args, studio ? 1 : 0);
   const std::string row = args.get_choice("row-gemm", {"on", "off"});
   set_row_gemm_enabled(row == "on");
+  const std::string sgemm = args.get_choice("sgemm", {"onednn", "blas"});
+  if ((sgemm == "onednn" && args.has("sgemm")) || args.get("compare", "") == "sgemm")
+    if (!onednn_sgemm_available())
+      throw Error("--sgemm onednn and --compare sgemm need oneDNN's sgemm, which this LibTorch does not expose "
+                  "(Debian's links libdnnl; PyTorch's own builds keep it hidden)");
+  set_onednn_sgemm_enabled(sgemm == "onednn");
   const std::string inference_kernels = args.get_choice("inference-kernels", {"fused", "aten"});
   set_fused_inference(inference_kernels == "fused");
   const std::string training_kernels = args.get_choice("training-kernels", {"fused", "aten"});
@@ -268,6 +279,8 @@ int bench_command(const std::vector<std::string>& words) {
       options.switch_path = [raw](bool alternative) { set_raw_gemm_enabled(alternative != raw); };
     else if (options.compare == "row-gemm")
       options.switch_path = [on = row == "on"](bool alternative) { set_row_gemm_enabled(alternative != on); };
+    else if (options.compare == "sgemm")
+      options.switch_path = [on = sgemm == "onednn"](bool alternative) { set_onednn_sgemm_enabled(alternative != on); };
     else if (options.compare == "pair-kernels")
       options.switch_path = [pair_kernels](bool alternative) {
         // Each setting against the one it refines: lanes or fused against blocked, blocked against lanes.
@@ -326,7 +339,7 @@ int bench_command(const std::vector<std::string>& words) {
       };
     } else
       throw Error("unknown --compare '" + options.compare +
-                  "' (expected gemm, row-gemm, pair-kernels, inference-kernels, training-kernels, projections, precision, recompute, last-block, reassociation, split-batch, matrix-threads, "
+                  "' (expected gemm, row-gemm, sgemm, pair-kernels, inference-kernels, training-kernels, projections, precision, recompute, last-block, reassociation, split-batch, matrix-threads, "
                   "freed-memory or blas-threads)");
   }
   // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second

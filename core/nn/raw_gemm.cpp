@@ -5,6 +5,7 @@
 #include <atomic>
 #include <type_traits>
 
+#include "util/device.h"
 #include "util/error.h"
 
 namespace translution {
@@ -24,7 +25,50 @@ Gemm<T> find_gemm() {
 
 std::atomic<bool> g_enabled{true};
 
+// oneDNN's row-major sgemm (dnnl_dim_t is int64_t; dnnl_success is 0), and the
+// OpenMP calls its threading reads, all from the libraries LibTorch loaded.
+using DnnlSgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                          float, float*, int64_t);
+using OmpGetThreads = int (*)();
+using OmpSetThreads = void (*)(int);
+
+struct OneDnn {
+  DnnlSgemm sgemm = reinterpret_cast<DnnlSgemm>(dlsym(RTLD_DEFAULT, "dnnl_sgemm"));
+  OmpGetThreads get_threads = reinterpret_cast<OmpGetThreads>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  OmpSetThreads set_threads = reinterpret_cast<OmpSetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  bool found() const { return sgemm && get_threads && set_threads; }
+};
+
+const OneDnn& onednn() {
+  static const OneDnn library;
+  return library;
+}
+
+std::atomic<bool> g_onednn{true};
+
+// c = op(a) op(b) (+ c) on oneDNN, on the calling thread alone: oneDNN threads
+// its products over OpenMP's count for this thread, which a thread of the
+// engine's own does not set (it would start a team of its own beside the other
+// core's work). Returns false where oneDNN refused the call.
+bool onednn_gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                 int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  const OneDnn& dnnl = onednn();
+  const int threads = dnnl.get_threads();
+  if (threads != 1) dnnl.set_threads(1);
+  const int status = dnnl.sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
+  if (threads != 1) dnnl.set_threads(threads);
+  return status == 0;
+}
+
 }  // namespace
+
+bool onednn_sgemm_available() { return onednn().found(); }
+void set_onednn_sgemm_enabled(bool enabled) { g_onednn = enabled; }
+bool onednn_sgemm_enabled() { return g_onednn && onednn_sgemm_available(); }
+
+bool onednn_sgemm_takes(int64_t m, int64_t n, int64_t k) {
+  return onednn_sgemm_enabled() && m * n * k >= kOneDnnLeastWork && blas_threads() <= 1;
+}
 
 void set_raw_gemm_enabled(bool enabled) { g_enabled = enabled; }
 bool raw_gemm_enabled() { return g_enabled; }
@@ -41,6 +85,11 @@ bool raw_gemm_rows_usable(const at::Tensor& t) {
 template <typename T>
 void raw_gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
                       const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (onednn_sgemm_takes(m, n, k) &&
+        onednn_gemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, a, lda, b, ldb, c, ldc, accumulate))
+      return;
+  }
   const Gemm<T> gemm = find_gemm<T>();
   if (!gemm) throw Error("internal: raw_gemm called without a BLAS");
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.

@@ -134,6 +134,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
                 c.model + "'s batch is split (each half on one core): add --split-batch off");
   result.split_batch = train && training_threads->batch_shares() > 1;
   result.blas_threads = blas_threads();
+  result.onednn_sgemm = onednn_sgemm_enabled() && raw_gemm_enabled() && blas_threads() <= 1;  // onednn_sgemm_takes
   result.blas_core = translution::blas_core();
   if (train && (dense_precision() == DensePrecision::Bf16 || options.compare == "precision"))
     result.bf16_kernel = bf16_gemm_kernel();
@@ -258,7 +259,7 @@ std::string BenchResult::to_json() const {
                 "\"last_block\":\"%s\",\"split_batch\":\"%s\",\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
                 "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\",\"projections\":\"%s\",\"precision\":\"%s\","
                 "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f,\"cpu_steal\":%.4f,"
-                "\"bf16_kernel\":\"%s\",\"reassociation\":\"%s\"}",
+                "\"bf16_kernel\":\"%s\",\"reassociation\":\"%s\",\"sgemm\":\"%s\"}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
@@ -269,7 +270,7 @@ std::string BenchResult::to_json() const {
                 raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", pair_kernels.c_str(),
                 fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", grouped_projections ? "grouped" : "separate", precision.c_str(), matrix_threads, blas_threads, blas_core.c_str(),
                 freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative, cpu_steal, bf16_kernel.c_str(),
-                reassociation ? "on" : "off");
+                reassociation ? "on" : "off", onednn_sgemm ? "onednn" : "blas");
   return buffer;
 }
 

@@ -64,6 +64,7 @@ struct BenchResult {
   bool split_batch = false;   // training: the batch split over the cores (train/batch_split.h)
   bool raw_gemm = true;       // per-matrix products straight to BLAS (else at::mm)
   bool row_gemm = true;       // small per-matrix products on the engine's kernel (nn/row_gemm.h)
+  bool onednn_sgemm = false;  // float products of one thread each on oneDNN where large enough (nn/raw_gemm.h)
   std::string pair_kernels = "blocked";  // where the per-pair arithmetic ran (nn/pair_kernels.h)
   bool fused_inference = true;  // a forward without gradients in the engine's passes (nn/fused_inference.h)
   bool grouped_projections = true;  // dense_each with gradients as one node (nn/dense.h)

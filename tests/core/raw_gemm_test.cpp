@@ -1,9 +1,16 @@
 // raw_gemm is at::mm on raw memory: every transpose combination, both precisions.
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <iterator>
+#include <thread>
+
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <gtest/gtest.h>
 
 #include "nn/raw_gemm.h"
+#include "util/device.h"
 
 namespace translution {
 namespace {
@@ -74,6 +81,92 @@ TEST(RawGemm, OnlyContiguousCpuFloatingMemoryIsUsable) {
   EXPECT_FALSE(raw_gemm_usable(at::randn({4, 4})));
   set_raw_gemm_enabled(true);
   EXPECT_TRUE(raw_gemm_usable(at::randn({4, 4})));
+}
+
+// Float products large enough for oneDNN (nn/raw_gemm.h), one thread per product
+// as in a split training step: every transpose, inside wider rows, with and
+// without accumulating, against double products; and the same through the BLAS.
+TEST(RawGemm, LargeFloatProductsOnOneDnnMatchDoubleProducts) {
+  if (!onednn_sgemm_available()) GTEST_SKIP() << "this LibTorch exposes no oneDNN sgemm";
+  if (blas_threads() == 0) GTEST_SKIP() << "the BLAS is not OpenBLAS: its thread count cannot be set to one";
+  const ScopedBlasThreads one_thread(1);
+  at::manual_seed(6);
+  const int64_t m = 97, n = 83, k = 71;  // 571 k multiply-adds: above the bound, odd sizes
+  ASSERT_GE(m * n * k, kOneDnnLeastWork);
+  for (bool library : {true, false}) {
+    set_onednn_sgemm_enabled(library);
+    EXPECT_EQ(onednn_sgemm_takes(m, n, k), library);
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (bool accumulate : {false, true}) {
+          const at::Tensor wide_a = ta ? at::randn({k, m + 3}) : at::randn({m, k + 3});
+          const at::Tensor wide_b = tb ? at::randn({n, k + 2}) : at::randn({k, n + 2});
+          const at::Tensor a = wide_a.narrow(1, 1, ta ? m : k), b = wide_b.narrow(1, 2, tb ? k : n);
+          at::Tensor wide_c = at::randn({m, n + 4});
+          const at::Tensor c0 = wide_c.narrow(1, 3, n).to(at::kDouble);
+          raw_gemm_strided<float>(ta, tb, m, n, k, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(), b.stride(0),
+                                  wide_c.data_ptr<float>() + 3, wide_c.stride(0), accumulate);
+          const at::Tensor product = at::mm((ta ? a.t() : a).to(at::kDouble), (tb ? b.t() : b).to(at::kDouble));
+          const at::Tensor expected = accumulate ? c0 + product : product;
+          EXPECT_LT((wide_c.narrow(1, 3, n).to(at::kDouble) - expected).abs().max().item<double>(), 1e-3)
+              << "oneDNN " << library << ", trans_a " << ta << ", trans_b " << tb << ", accumulate " << accumulate;
+        }
+  }
+  set_onednn_sgemm_enabled(true);
+}
+
+// What goes to oneDNN: float products from the bound up, while OpenBLAS runs one
+// thread per product, and the switch on.
+TEST(RawGemm, OneDnnTakesLargeProductsOfOneThreadEach) {
+  if (!onednn_sgemm_available()) GTEST_SKIP() << "this LibTorch exposes no oneDNN sgemm";
+  if (blas_threads() == 0) GTEST_SKIP() << "the BLAS is not OpenBLAS: its thread count cannot be set";
+  {
+    const ScopedBlasThreads one_thread(1);
+    EXPECT_TRUE(onednn_sgemm_takes(64, 128, 64));   // exactly 2^19
+    EXPECT_FALSE(onednn_sgemm_takes(64, 128, 63));  // one head's logits and smaller: the BLAS's small kernels
+    set_onednn_sgemm_enabled(false);
+    EXPECT_FALSE(onednn_sgemm_takes(800, 576, 192));
+    set_onednn_sgemm_enabled(true);
+  }
+  const ScopedBlasThreads two_threads(2);  // a GEMM threaded over the cores stays with OpenBLAS
+  EXPECT_FALSE(onednn_sgemm_takes(800, 576, 192));
+}
+
+int64_t process_threads() {
+  const std::filesystem::directory_iterator tasks("/proc/self/task");
+  return int64_t(std::distance(begin(tasks), end(tasks)));
+}
+
+// A thread of the engine's own calls oneDNN on itself alone (OpenMP keeps a team's
+// threads alive after its first parallel region: none may appear), and keeps its
+// OpenMP thread count (LibTorch's intra-op threads read it) as it was.
+TEST(RawGemm, OneDnnRunsOnTheCallingThreadAndRestoresItsOpenMpCount) {
+  if (!onednn_sgemm_available()) GTEST_SKIP() << "this LibTorch exposes no oneDNN sgemm";
+  if (blas_threads() == 0) GTEST_SKIP() << "the BLAS is not OpenBLAS: its thread count cannot be set";
+  using Get = int (*)();
+  using Set = void (*)(int);
+  const auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  const auto set = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  ASSERT_TRUE(get && set);
+  const ScopedBlasThreads one_thread(1);
+  const at::Tensor a = at::randn({128, 96}), b = at::randn({96, 80});
+  const at::Tensor expected = at::mm(a.to(at::kDouble), b.to(at::kDouble));
+  int before = 0, after = 0;
+  int64_t threads_before = 0, threads_after = 0;
+  at::Tensor c = at::empty({128, 80});
+  std::thread worker([&] {
+    set(3);
+    before = get();
+    threads_before = process_threads();
+    raw_gemm<float>(false, false, 128, 80, 96, a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>());
+    threads_after = process_threads();
+    after = get();
+  });
+  worker.join();
+  EXPECT_EQ(before, 3);
+  EXPECT_EQ(after, 3);
+  EXPECT_EQ(threads_after, threads_before) << "oneDNN started threads of its own";
+  EXPECT_LT((c.to(at::kDouble) - expected).abs().max().item<double>(), 1e-3);
 }
 
 }  // namespace

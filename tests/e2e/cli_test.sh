@@ -92,6 +92,14 @@ if [ "$split_here" = yes ]; then
   check "bench splits a training batch over two cores by default" grep -q '"split_batch":"on"' <<<"$bench"
   both=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 4 --steps 1 --warmup 0 --compare split-batch --json)
   check "bench --compare split-batch times both" grep -qE '"compare":"split-batch","ms_per_step_alternative":[0-9]' <<<"$both"
+  # oneDNN's sgemm takes a split step's larger float products where LibTorch links it (Debian's does).
+  if ldd "$cli" | grep -q libdnnl; then
+    check "bench runs a split step's products on oneDNN by default" grep -q '"sgemm":"onednn"' <<<"$bench"
+    both=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 4 --steps 1 --warmup 0 --compare sgemm --json)
+    check "bench --compare sgemm times both" grep -qE '"compare":"sgemm","ms_per_step_alternative":[0-9]' <<<"$both"
+  fi
+  blas=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 4 --steps 1 --warmup 0 --sgemm blas --json)
+  check "bench --sgemm blas is reported" grep -q '"sgemm":"blas"' <<<"$blas"
   check "bench refuses a product-split comparison on a split batch" bash -c "out=\$(\"$cli\" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 4 --steps 1 --warmup 0 --compare blas-threads 2>&1); test \$? -ne 0 && grep -q 'add --split-batch off' <<<\"\$out\""
 fi
 off=$("$cli" bench --model lor --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --split-batch off --json)
