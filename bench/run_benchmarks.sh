@@ -59,6 +59,14 @@ if bf16_cpu; then
   "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision bf16 --compare projections --json
 fi
 "$cli" bench --model attention "${common[@]}" --mode train --batch 32 --steps 20 --warmup 1 --compare gemm --json
+# oneDNN's sgemm for the larger products of one thread each against OpenBLAS's (nn/raw_gemm.h), steps
+# alternating in one process, where LibTorch links oneDNN (Debian's does).
+if ldd "$cli" | grep -q libdnnl; then
+  for m in attention lor; do
+    "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare sgemm --json
+  done
+  "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare sgemm --json
+fi
 # Memory for time: backward recomputes the pair rows (alone, for its peak; then alternating, for its time).
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --recompute --json
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare recompute --json
