@@ -77,14 +77,16 @@ work for self-attention, 2.8% for LoR).
 (or, for one image's and every one of LoR's narrow matrices, the engine's row kernels);
 --row-gemm off sends the per-matrix products of at most 64 rows (one image's),
 one image's dense products, and every product of a matrix of at most 32 x 32
-(LoR's, forward and backward, any batch) to the BLAS instead of the engine's
+(LoR's, forward and backward, any batch) to the BLAS (or to oneDNN, --sgemm) instead of the engine's
 AVX-512 kernels, whose forward products prefetch the next matrix (or strip of a
 transposed weight) while they compute (on by default where the CPU has AVX-512);
 --sgemm blas sends every float product the engine hands a BLAS to OpenBLAS;
 onednn (the default where LibTorch links oneDNN, as Debian's does) sends those
 of at least 2^19 multiply-adds that run on one thread each (OpenBLAS set to one
 thread: a split training step, the engine's own splits, one image) to oneDNN's
-sgemm, faster on the dense layers' products of a training step;
+sgemm, faster on the dense layers' products of a training step (JSON sgemm: the
+run's own side; the other side of --compare blas-threads or split-batch, with
+one BLAS thread where the run has more, or the reverse, uses the other library);
 --pair-kernels blocked does the per-pair products, dot products and weighted sums
 (and their gradients) inside each offset matrix's block of rows, while the rows
 are in cache; lanes (the default) does the same with 16 images across the vector
@@ -131,7 +133,7 @@ ms_per_step is the former, ms_per_step_alternative the latter; peak memory
 covers both.
 
        translution bench --mode studio [--checkpoints A.ckpt,B.ckpt] [--steps 60]
-                         [--matrix-threads auto|N] [--row-gemm on|off]
+                         [--matrix-threads auto|N] [--row-gemm on|off] [--sgemm onednn|blas]
                          [--inference-kernels fused|aten] [--json]
 
 studio: the studio's inference path. A test digit is dragged across the canvas;
@@ -180,6 +182,7 @@ int studio_bench(const Args& args) {
         .add("changes", int64_t(r.changes)).add("median_ms", r.median_ms).add("p90_ms", r.p90_ms).add("max_ms", r.max_ms)
         .add("slot_median_ms", r.slot_median_ms).add("threads", int64_t(at::get_num_threads()))
         .add("matrix_threads", int64_t(matrix_threads())).add("blas_threads", int64_t(blas_threads()))
+        .add("sgemm", raw_gemm_enabled() && onednn_sgemm_applies() ? "onednn" : "blas")
         .add("blas_core", blas_core()).add("cpu_steal", r.cpu_steal);
     std::cout << w.str() << std::endl;
     return 0;
@@ -372,8 +375,9 @@ int bench_command(const std::vector<std::string>& words) {
   std::printf("  exact work %.2f GFLOP per image forward (last block: %s); achieved %.1f GFLOP/s\n",
               r.exact_flops_per_image / 1e9, r.cls_only_last_block ? "CLS query only" : "every token",
               r.achieved_gflops());
-  std::printf("  machine: GEMM %.0f GFLOP/s, memory %.1f GB/s -> floor %.2f ms/step; reached %.0f%% of it\n",
-              r.roofline.gemm_gflops, r.roofline.bandwidth_gbs, r.floor_ms, 100 * r.fraction_of_floor);
+  std::printf("  machine: GEMM %.0f GFLOP/s (%s), memory %.1f GB/s -> floor %.2f ms/step; reached %.0f%% of it\n",
+              r.roofline.gemm_gflops, r.roofline.gemm_library == "onednn" ? "oneDNN" : "LibTorch's at::mm",
+              r.roofline.bandwidth_gbs, r.floor_ms, 100 * r.fraction_of_floor);
   if (r.roofline.fma_peak_gflops > 0)
     std::printf("  the cores' fp32 FMA peak (%s, no memory traffic): %.0f GFLOP/s; the GEMM reached %.0f%% of it, "
                 "the step %.0f%%\n",

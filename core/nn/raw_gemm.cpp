@@ -45,19 +45,22 @@ const OneDnn& onednn() {
 }
 
 std::atomic<bool> g_onednn{true};
+std::atomic<int64_t> g_onednn_products{0};
 
-// c = op(a) op(b) (+ c) on oneDNN, on the calling thread alone: oneDNN threads
-// its products over OpenMP's count for this thread, which a thread of the
-// engine's own does not set (it would start a team of its own beside the other
-// core's work). Returns false where oneDNN refused the call.
-bool onednn_gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                 int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+// c = op(a) op(b) (+ c) on oneDNN over `threads` threads. oneDNN threads its
+// products over OpenMP's count for the calling thread, which a thread of the
+// engine's own does not set (at one, it would start a team of its own beside the
+// other core's work): set for the call, then restored. False where oneDNN refused.
+bool onednn_gemm(int threads, char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   const OneDnn& dnnl = onednn();
-  const int threads = dnnl.get_threads();
-  if (threads != 1) dnnl.set_threads(1);
+  const int before = dnnl.get_threads();
+  if (before != threads) dnnl.set_threads(threads);
   const int status = dnnl.sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
-  if (threads != 1) dnnl.set_threads(threads);
-  return status == 0;
+  if (before != threads) dnnl.set_threads(before);
+  if (status != 0) return false;
+  g_onednn_products.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace
@@ -66,8 +69,16 @@ bool onednn_sgemm_available() { return onednn().found(); }
 void set_onednn_sgemm_enabled(bool enabled) { g_onednn = enabled; }
 bool onednn_sgemm_enabled() { return g_onednn && onednn_sgemm_available(); }
 
+bool onednn_sgemm_applies() { return onednn_sgemm_enabled() && blas_threads() == 1; }
+
 bool onednn_sgemm_takes(int64_t m, int64_t n, int64_t k) {
-  return onednn_sgemm_enabled() && m * n * k >= kOneDnnLeastWork && blas_threads() <= 1;
+  return m * n * k >= kOneDnnLeastWork && onednn_sgemm_applies();
+}
+
+int64_t onednn_sgemm_products() { return g_onednn_products.load(std::memory_order_relaxed); }
+
+bool onednn_sgemm_on_threads(int threads, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
+  return onednn_sgemm_available() && onednn_gemm(threads, 'N', 'N', m, n, k, a, k, b, n, c, n, false);
 }
 
 void set_raw_gemm_enabled(bool enabled) { g_enabled = enabled; }
@@ -87,7 +98,7 @@ void raw_gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
                       const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
   if constexpr (std::is_same_v<T, float>) {
     if (onednn_sgemm_takes(m, n, k) &&
-        onednn_gemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, a, lda, b, ldb, c, ldc, accumulate))
+        onednn_gemm(1, trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, a, lda, b, ldb, c, ldc, accumulate))
       return;
   }
   const Gemm<T> gemm = find_gemm<T>();

@@ -24,17 +24,26 @@ bool raw_gemm_enabled();
 // runs on one thread (OpenBLAS set to one thread: a training step split over the
 // cores, the engine's own splits, the studio), go to oneDNN's sgemm when the
 // process has it: Debian's LibTorch links libdnnl, whose AVX-512 kernels ran a
-// training step's dense products 10-15% faster than OpenBLAS's on two cores, and
-// products of about 50 x 50 x 64 (one head's logits) slower, hence the bound
-// (docs/benchmarks.md, "Session 23"). Where it is absent (PyTorch's own LibTorch
+// training step's dense products about a tenth faster than OpenBLAS's on two
+// cores, and products of about 50 x 50 x 64 (one head's logits) slower, hence the
+// bound (docs/benchmarks.md, "Session 23"). Where it is absent (PyTorch's own LibTorch
 // builds keep its symbols hidden) every product goes to the BLAS.
 constexpr int64_t kOneDnnLeastWork = int64_t(1) << 19;
 bool onednn_sgemm_available();
 // On by default where available; off sends every float product to the BLAS.
 void set_onednn_sgemm_enabled(bool enabled);
 bool onednn_sgemm_enabled();
+// Whether products run on oneDNN now, from the bound up: available, switched on,
+// and OpenBLAS at one thread per product.
+bool onednn_sgemm_applies();
 // Whether a float product of m x n x k called now would run on oneDNN.
 bool onednn_sgemm_takes(int64_t m, int64_t n, int64_t k);
+// Products oneDNN has computed in this process (for tests: that it ran).
+int64_t onednn_sgemm_products();
+// c [m x n] = a [m x k] b [k x n] (row-major, packed) on oneDNN's sgemm over
+// `threads` OpenMP threads, whatever the switch says: the benchmarks' GEMM
+// reference on every core. False where oneDNN is absent or refused the call.
+bool onednn_sgemm_on_threads(int threads, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
 
 // c[m x n] = op(a) op(b), all row-major: op(a) is a [m x k], or a stored [k x m]
 // and transposed when trans_a; op(b) is b [k x n], or b stored [n x k] when trans_b.

@@ -72,6 +72,18 @@ Roofline measure_roofline(const c10::Device& device) {
   at::Tensor c = at::empty({n, n}, opts);
   at::mm_out(c, a, b);  // warm-up
   r.gemm_gflops = 2.0 * n * n * n / best_time(device, 3, [&] { at::mm_out(c, a, b); }) / 1e9;
+  r.gemm_library = "aten";
+  // The engine's larger products run on oneDNN where LibTorch links it, faster than
+  // OpenBLAS here: the machine's limit is the faster library's (docs/benchmarks.md, "Session 23").
+  if (device.is_cpu() && onednn_sgemm_available()) {
+    const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
+    float* cp = c.data_ptr<float>();
+    if (onednn_sgemm_on_threads(cores, n, n, n, ap, bp, cp)) {  // warm-up
+      const double rate =
+          2.0 * n * n * n / best_time(device, 3, [&] { onednn_sgemm_on_threads(cores, n, n, n, ap, bp, cp); }) / 1e9;
+      if (rate > r.gemm_gflops) r.gemm_gflops = rate, r.gemm_library = "onednn";
+    }
+  }
   const int64_t floats = 64 << 20;  // 256 MB
   const at::Tensor src = at::ones({floats}, opts);
   at::Tensor dst = at::empty({floats}, opts);
@@ -134,7 +146,15 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
                 c.model + "'s batch is split (each half on one core): add --split-batch off");
   result.split_batch = train && training_threads->batch_shares() > 1;
   result.blas_threads = blas_threads();
-  result.onednn_sgemm = onednn_sgemm_enabled() && raw_gemm_enabled() && blas_threads() <= 1;  // onednn_sgemm_takes
+  // Whether this run's larger float products go to oneDNN. The alternative side of a
+  // --compare that changes OpenBLAS's threads (blas-threads, split-batch) may differ.
+  result.onednn_sgemm = raw_gemm_enabled() && onednn_sgemm_applies();
+  if (options.compare == "sgemm" && !raw_gemm_enabled())
+    throw Error("--compare sgemm switches the library of the raw products, which --gemm aten turns off");
+  if (options.compare == "sgemm" && blas_threads() != 1)
+    throw Error("--compare sgemm: this run threads each product over OpenBLAS's " + std::to_string(blas_threads()) +
+                " threads, which oneDNN never takes (it takes products of one thread each: a split training "
+                "step, one image, the engine's own splits), so both sides would be the same");
   result.blas_core = translution::blas_core();
   if (train && (dense_precision() == DensePrecision::Bf16 || options.compare == "precision"))
     result.bf16_kernel = bf16_gemm_kernel();
@@ -259,7 +279,7 @@ std::string BenchResult::to_json() const {
                 "\"last_block\":\"%s\",\"split_batch\":\"%s\",\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
                 "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\",\"projections\":\"%s\",\"precision\":\"%s\","
                 "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f,\"cpu_steal\":%.4f,"
-                "\"bf16_kernel\":\"%s\",\"reassociation\":\"%s\",\"sgemm\":\"%s\"}",
+                "\"bf16_kernel\":\"%s\",\"reassociation\":\"%s\",\"sgemm\":\"%s\",\"gemm_library\":\"%s\"}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
@@ -270,7 +290,7 @@ std::string BenchResult::to_json() const {
                 raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", pair_kernels.c_str(),
                 fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", grouped_projections ? "grouped" : "separate", precision.c_str(), matrix_threads, blas_threads, blas_core.c_str(),
                 freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative, cpu_steal, bf16_kernel.c_str(),
-                reassociation ? "on" : "off", onednn_sgemm ? "onednn" : "blas");
+                reassociation ? "on" : "off", onednn_sgemm ? "onednn" : "blas", roofline.gemm_library.c_str());
   return buffer;
 }
 

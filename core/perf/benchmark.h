@@ -12,7 +12,8 @@ namespace translution {
 
 // What the hardware reached on a plain fp32 GEMM and a large copy, just now.
 struct Roofline {
-  double gemm_gflops = 0;    // 2048^3 matmul (1024^3 would flatter nothing here)
+  double gemm_gflops = 0;    // 2048^3 matmul (1024^3 would flatter nothing here), the faster library's
+  std::string gemm_library;  // whose: "aten" (LibTorch's at::mm: its BLAS) or "onednn" (nn/raw_gemm.h)
   double bandwidth_gbs = 0;  // bytes read + written per second by a 256 MB copy
   // CPU only: every core's fp32 FMA rate with no memory traffic (util/fma_peak.h),
   // the ceiling no kernel passes; -1 on a GPU, or where it cannot be measured.

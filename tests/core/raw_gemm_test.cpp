@@ -99,6 +99,7 @@ TEST(RawGemm, LargeFloatProductsOnOneDnnMatchDoubleProducts) {
     for (bool ta : {false, true})
       for (bool tb : {false, true})
         for (bool accumulate : {false, true}) {
+          const int64_t products = onednn_sgemm_products();  // oneDNN ran it (a refusal would fall back)
           const at::Tensor wide_a = ta ? at::randn({k, m + 3}) : at::randn({m, k + 3});
           const at::Tensor wide_b = tb ? at::randn({n, k + 2}) : at::randn({k, n + 2});
           const at::Tensor a = wide_a.narrow(1, 1, ta ? m : k), b = wide_b.narrow(1, 2, tb ? k : n);
@@ -110,6 +111,8 @@ TEST(RawGemm, LargeFloatProductsOnOneDnnMatchDoubleProducts) {
           const at::Tensor expected = accumulate ? c0 + product : product;
           EXPECT_LT((wide_c.narrow(1, 3, n).to(at::kDouble) - expected).abs().max().item<double>(), 1e-3)
               << "oneDNN " << library << ", trans_a " << ta << ", trans_b " << tb << ", accumulate " << accumulate;
+          EXPECT_EQ(onednn_sgemm_products() - products, library ? 1 : 0)
+              << "trans_a " << ta << ", trans_b " << tb << ", accumulate " << accumulate;
         }
   }
   set_onednn_sgemm_enabled(true);
@@ -153,6 +156,7 @@ TEST(RawGemm, OneDnnRunsOnTheCallingThreadAndRestoresItsOpenMpCount) {
   const at::Tensor expected = at::mm(a.to(at::kDouble), b.to(at::kDouble));
   int before = 0, after = 0;
   int64_t threads_before = 0, threads_after = 0;
+  const int64_t products = onednn_sgemm_products();
   at::Tensor c = at::empty({128, 80});
   std::thread worker([&] {
     set(3);
@@ -165,8 +169,27 @@ TEST(RawGemm, OneDnnRunsOnTheCallingThreadAndRestoresItsOpenMpCount) {
   worker.join();
   EXPECT_EQ(before, 3);
   EXPECT_EQ(after, 3);
+  EXPECT_EQ(onednn_sgemm_products() - products, 1) << "the product did not run on oneDNN";
   EXPECT_EQ(threads_after, threads_before) << "oneDNN started threads of its own";
   EXPECT_LT((c.to(at::kDouble) - expected).abs().max().item<double>(), 1e-3);
+}
+
+// The benchmarks' GEMM reference on every core: the product itself, threaded as
+// asked, and the caller's OpenMP count kept.
+TEST(RawGemm, OneDnnOnThreadsMultipliesAndKeepsTheCallersCount) {
+  if (!onednn_sgemm_available()) GTEST_SKIP() << "this LibTorch exposes no oneDNN sgemm";
+  using Get = int (*)();
+  const auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  ASSERT_TRUE(get);
+  const int before = get();
+  at::manual_seed(7);
+  const at::Tensor a = at::randn({67, 45}), b = at::randn({45, 38});
+  at::Tensor c = at::full({67, 38}, 42.0f);
+  const int64_t products = onednn_sgemm_products();
+  ASSERT_TRUE(onednn_sgemm_on_threads(2, 67, 38, 45, a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>()));
+  EXPECT_EQ(onednn_sgemm_products() - products, 1);
+  EXPECT_EQ(get(), before);
+  EXPECT_LT((c.to(at::kDouble) - at::mm(a.to(at::kDouble), b.to(at::kDouble))).abs().max().item<double>(), 1e-3);
 }
 
 }  // namespace
