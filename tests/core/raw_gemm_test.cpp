@@ -83,12 +83,29 @@ TEST(RawGemm, OnlyContiguousCpuFloatingMemoryIsUsable) {
   EXPECT_TRUE(raw_gemm_usable(at::randn({4, 4})));
 }
 
+// The oneDNN tests: they need LibTorch's oneDNN sgemm and OpenBLAS (whose thread
+// count decides what oneDNN takes), and read the OpenMP count oneDNN threads by.
+class OneDnnSgemm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!onednn_sgemm_available()) GTEST_SKIP() << "this LibTorch exposes no oneDNN sgemm";
+    if (blas_threads() == 0) GTEST_SKIP() << "the BLAS is not OpenBLAS: its thread count cannot be set";
+    get_ = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+    set_ = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    ASSERT_TRUE(get_ && set_);
+  }
+  int omp_threads() const { return get_(); }
+  void set_omp_threads(int threads) const { set_(threads); }
+
+ private:
+  int (*get_)() = nullptr;
+  void (*set_)(int) = nullptr;
+};
+
 // Float products large enough for oneDNN (nn/raw_gemm.h), one thread per product
 // as in a split training step: every transpose, inside wider rows, with and
 // without accumulating, against double products; and the same through the BLAS.
-TEST(RawGemm, LargeFloatProductsOnOneDnnMatchDoubleProducts) {
-  if (!onednn_sgemm_available()) GTEST_SKIP() << "this LibTorch exposes no oneDNN sgemm";
-  if (blas_threads() == 0) GTEST_SKIP() << "the BLAS is not OpenBLAS: its thread count cannot be set to one";
+TEST_F(OneDnnSgemm, LargeFloatProductsMatchDoubleProducts) {
   const ScopedBlasThreads one_thread(1);
   at::manual_seed(6);
   const int64_t m = 97, n = 83, k = 71;  // 571 k multiply-adds: above the bound, odd sizes
@@ -120,9 +137,7 @@ TEST(RawGemm, LargeFloatProductsOnOneDnnMatchDoubleProducts) {
 
 // What goes to oneDNN: float products from the bound up, while OpenBLAS runs one
 // thread per product, and the switch on.
-TEST(RawGemm, OneDnnTakesLargeProductsOfOneThreadEach) {
-  if (!onednn_sgemm_available()) GTEST_SKIP() << "this LibTorch exposes no oneDNN sgemm";
-  if (blas_threads() == 0) GTEST_SKIP() << "the BLAS is not OpenBLAS: its thread count cannot be set";
+TEST_F(OneDnnSgemm, TakesLargeProductsOfOneThreadEach) {
   {
     const ScopedBlasThreads one_thread(1);
     EXPECT_TRUE(onednn_sgemm_takes(64, 128, 64));   // exactly 2^19
@@ -143,14 +158,7 @@ int64_t process_threads() {
 // A thread of the engine's own calls oneDNN on itself alone (OpenMP keeps a team's
 // threads alive after its first parallel region: none may appear), and keeps its
 // OpenMP thread count (LibTorch's intra-op threads read it) as it was.
-TEST(RawGemm, OneDnnRunsOnTheCallingThreadAndRestoresItsOpenMpCount) {
-  if (!onednn_sgemm_available()) GTEST_SKIP() << "this LibTorch exposes no oneDNN sgemm";
-  if (blas_threads() == 0) GTEST_SKIP() << "the BLAS is not OpenBLAS: its thread count cannot be set";
-  using Get = int (*)();
-  using Set = void (*)(int);
-  const auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  const auto set = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  ASSERT_TRUE(get && set);
+TEST_F(OneDnnSgemm, RunsOnTheCallingThreadAndRestoresItsOpenMpCount) {
   const ScopedBlasThreads one_thread(1);
   const at::Tensor a = at::randn({128, 96}), b = at::randn({96, 80});
   const at::Tensor expected = at::mm(a.to(at::kDouble), b.to(at::kDouble));
@@ -159,12 +167,12 @@ TEST(RawGemm, OneDnnRunsOnTheCallingThreadAndRestoresItsOpenMpCount) {
   const int64_t products = onednn_sgemm_products();
   at::Tensor c = at::empty({128, 80});
   std::thread worker([&] {
-    set(3);
-    before = get();
+    set_omp_threads(3);
+    before = omp_threads();
     threads_before = process_threads();
     raw_gemm<float>(false, false, 128, 80, 96, a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>());
     threads_after = process_threads();
-    after = get();
+    after = omp_threads();
   });
   worker.join();
   EXPECT_EQ(before, 3);
@@ -176,19 +184,15 @@ TEST(RawGemm, OneDnnRunsOnTheCallingThreadAndRestoresItsOpenMpCount) {
 
 // The benchmarks' GEMM reference on every core: the product itself, threaded as
 // asked, and the caller's OpenMP count kept.
-TEST(RawGemm, OneDnnOnThreadsMultipliesAndKeepsTheCallersCount) {
-  if (!onednn_sgemm_available()) GTEST_SKIP() << "this LibTorch exposes no oneDNN sgemm";
-  using Get = int (*)();
-  const auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  ASSERT_TRUE(get);
-  const int before = get();
+TEST_F(OneDnnSgemm, OnThreadsMultipliesAndKeepsTheCallersCount) {
+  const int before = omp_threads();
   at::manual_seed(7);
   const at::Tensor a = at::randn({67, 45}), b = at::randn({45, 38});
   at::Tensor c = at::full({67, 38}, 42.0f);
   const int64_t products = onednn_sgemm_products();
   ASSERT_TRUE(onednn_sgemm_on_threads(2, 67, 38, 45, a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>()));
   EXPECT_EQ(onednn_sgemm_products() - products, 1);
-  EXPECT_EQ(get(), before);
+  EXPECT_EQ(omp_threads(), before);
   EXPECT_LT((c.to(at::kDouble) - at::mm(a.to(at::kDouble), b.to(at::kDouble))).abs().max().item<double>(), 1e-3);
 }
 
