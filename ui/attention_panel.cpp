@@ -17,15 +17,32 @@ AttentionPanel::AttentionPanel(const QList<ModelSlot*>& slots, QWidget* parent) 
   controls->addWidget(hint, 1);
   controls->addWidget(cls);
   layout->addLayout(controls);
-  auto* row = new QHBoxLayout;
+  row_ = new QHBoxLayout;
+  layout->addLayout(row_, 1);
+  setSlots(slots);
+  connect(cls, &QPushButton::clicked, this, &AttentionPanel::setClsQuery);
+}
+
+void AttentionPanel::setSlots(const QList<ModelSlot*>& slots) {
+  QList<AttentionView*> kept;
+  for (AttentionView* v : views_) {
+    if (slots.contains(v->slot())) kept << v;
+    else delete v;  // its slot is going away
+  }
+  views_.clear();
   for (ModelSlot* slot : slots) {
-    auto* view = new AttentionView(slot, this);
-    connect(view, &AttentionView::queryPicked, this, &AttentionPanel::setQuery);
-    row->addWidget(view, 1);
+    AttentionView* view = nullptr;
+    for (AttentionView* v : kept)
+      if (v->slot() == slot) view = v;
+    if (!view) {
+      view = new AttentionView(slot, this);
+      view->setQuery(query_);
+      connect(view, &AttentionView::queryPicked, this, &AttentionPanel::setQuery);
+    }
+    row_->removeWidget(view);
+    row_->addWidget(view, 1);
     views_ << view;
   }
-  layout->addLayout(row, 1);
-  connect(cls, &QPushButton::clicked, this, &AttentionPanel::setClsQuery);
 }
 
 void AttentionPanel::setQuery(const AttentionQuery& query) {

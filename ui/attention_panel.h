@@ -22,10 +22,15 @@ class AttentionPanel : public QWidget {
   void setQueryPatch(int row, int col, int patch);  // a patch of the canvas's grid
   void setClsQuery();
 
+ public:
+  // One view per slot, in the slots' order (they change as slots are added and removed).
+  void setSlots(const QList<translution::ui::ModelSlot*>& slots);
+
  Q_SIGNALS:
   void queryChanged(const translution::ui::AttentionQuery& query);
 
  private:
+  class QHBoxLayout* row_;
   QList<AttentionView*> views_;
   AttentionQuery query_;
 };

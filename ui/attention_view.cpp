@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include "attention_map.h"
+#include "infer/attention_inspection.h"
 #include "model_slot.h"
 #include "plot_export.h"
 
@@ -25,11 +26,13 @@ AttentionView::AttentionView(ModelSlot* slot, QWidget* parent)
       head_(new QComboBox(this)),
       main_(new AttentionMap(this)),
       matrix_plot_(new QCustomPlot(this)),
+      distance_plot_(new QCustomPlot(this)),
       grid_(new QGridLayout) {
   QFont bold = title_->font();
   bold.setBold(true);
   title_->setFont(bold);
-  layer_->setToolTip(tr("Layer (block) whose attention is shown"));
+  layer_->setToolTip(tr("Layer (block) whose attention is shown, or the rollout through all layers (Abnar & Zuidema "
+                        "2020: heads averaged, the residual path added, layers multiplied)"));
   head_->setToolTip(tr("Attention head"));
   matrix_ = new QCPColorMap(matrix_plot_->xAxis, matrix_plot_->yAxis);
   matrix_->setGradient(QCPColorGradient::gpHot);
@@ -50,9 +53,16 @@ AttentionView::AttentionView(ModelSlot* slot, QWidget* parent)
   header->addWidget(layer_);
   header->addWidget(new QLabel(tr("Head"), this));
   header->addWidget(head_);
+  distance_plot_->xAxis->setLabel(tr("layer"));
+  distance_plot_->yAxis->setLabel(tr("mean distance (patches)"));
+  distance_plot_->setMinimumSize(150, 150);
+  distance_plot_->setToolTip(tr("Each head's mean attention distance per layer, over every patch as the query: "
+                                "small is local (convolution-like), large is global"));
+  enable_plot_export(distance_plot_);
   auto* top = new QHBoxLayout;
   top->addWidget(main_, 1);
   top->addWidget(matrix_plot_, 1);
+  top->addWidget(distance_plot_, 1);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(header);
   layout->addLayout(top, 3);
@@ -82,6 +92,7 @@ void AttentionView::rebuild() {
   const ViTConfig& c = p->config();
   title_->setText(tr("Slot %1: %2").arg(slot_->name(), QString::fromStdString(c.model)));
   for (int l = 0; l < c.depth; ++l) layer_->addItem(QString::number(l + 1));
+  layer_->addItem(tr("rollout"));
   for (int h = 0; h < c.heads; ++h) head_->addItem(QString::number(h + 1));
   layer_->setCurrentIndex(int(c.depth) - 1);
   // One head: layers in rows of up to six; several heads: one row per layer.
@@ -129,6 +140,13 @@ void AttentionView::pickToken(int token) {
   Q_EMIT queryPicked(q);
 }
 
+bool AttentionView::rollout() const { return layer_->count() > 0 && layer_->currentIndex() == layer_->count() - 1; }
+
+void AttentionView::setRollout(bool rollout) {
+  if (layer_->count() == 0) return;
+  layer_->setCurrentIndex(rollout ? layer_->count() - 1 : layer_->count() - 2);
+}
+
 void AttentionView::refresh() {
   const auto p = slot_->predictor();
   const auto& prediction = slot_->lastPrediction();
@@ -139,14 +157,46 @@ void AttentionView::refresh() {
   }
   const ViTConfig& c = p->config();
   const int gh = int(c.grid_height()), gw = int(c.grid_width()), query = queryToken();
-  const int layer = std::max(0, layer_->currentIndex()), head = std::max(0, head_->currentIndex());
-  const at::Tensor& a = prediction->attention[size_t(layer)];  // [heads, N, N]
-  main_->setData(prediction->canvas, a[head][query], gh, gw, query);
+  const int head = std::max(0, head_->currentIndex());
+  head_->setEnabled(!rollout());
+  // [N, N]: one head of one layer, or the rollout through all of them.
+  const at::Tensor matrix = rollout() ? attention_rollout(prediction->attention).to(at::kFloat)
+                                      : prediction->attention[size_t(std::max(0, layer_->currentIndex()))][head];
+  main_->setData(prediction->canvas, matrix[query], gh, gw, query);
   for (int l = 0; l < int(prediction->attention.size()); ++l)
     for (int h = 0; h < c.heads; ++h)
       multiples_[l * int(c.heads) + h]->setData(prediction->canvas, prediction->attention[size_t(l)][h][query], gh, gw, query);
-  const int n = int(a.size(1));
-  const at::Tensor m = a[head].contiguous();
+  showMatrix(matrix, query);
+  showDistances(prediction->attention, gh, gw);
+}
+
+void AttentionView::showDistances(const std::vector<at::Tensor>& attention, int grid_h, int grid_w) {
+  const QColor colours[] = {QColor(31, 119, 180), QColor(214, 39, 40), QColor(44, 160, 44),
+                            QColor(148, 103, 189), QColor(255, 127, 14), QColor(23, 190, 207)};
+  const int heads = int(attention.front().size(0));
+  distance_plot_->clearGraphs();
+  for (int h = 0; h < heads; ++h) {
+    QCPGraph* g = distance_plot_->addGraph();
+    g->setName(tr("head %1").arg(h + 1));
+    g->setPen(QPen(colours[h % 6], 1.5));
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colours[h % 6], colours[h % 6], 6));
+  }
+  double high = 1;
+  for (size_t l = 0; l < attention.size(); ++l) {
+    const at::Tensor d = mean_attention_distance(attention[l], grid_h, grid_w);
+    for (int h = 0; h < heads; ++h) {
+      distance_plot_->graph(h)->addData(double(l + 1), d[h].item<double>());
+      high = std::max(high, d[h].item<double>());
+    }
+  }
+  distance_plot_->xAxis->setRange(0.5, double(attention.size()) + 0.5);
+  distance_plot_->yAxis->setRange(0, high * 1.1);
+  distance_plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void AttentionView::showMatrix(const at::Tensor& matrix, int query) {
+  const int n = int(matrix.size(1));
+  const at::Tensor m = matrix.contiguous();
   matrix_->data()->setSize(n, n);
   matrix_->data()->setRange(QCPRange(0, n - 1), QCPRange(0, n - 1));
   const float* v = m.data_ptr<float>();

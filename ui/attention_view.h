@@ -1,7 +1,8 @@
 #pragma once
-// Where one slot's model looks: for the chosen layer and head, the query's
-// attention over the digit, the full N x N matrix (query row marked), and small
-// multiples of every layer and head for the same query.
+// Where one slot's model looks: for the chosen layer and head (or the rollout
+// through every layer), the query's attention over the digit, the full N x N
+// matrix (query row marked), small multiples of every layer and head for the same
+// query, and each head's mean attention distance per layer (how local it is).
 #include <QList>
 #include <QWidget>
 
@@ -31,6 +32,10 @@ class AttentionView : public QWidget {
   AttentionMap* mainMap() const { return main_; }
   const QList<AttentionMap*>& smallMultiples() const { return multiples_; }
   QCustomPlot* matrixPlot() const { return matrix_plot_; }
+  QCustomPlot* distancePlot() const { return distance_plot_; }
+  // Shows the rollout through every layer instead of one layer's attention.
+  void setRollout(bool rollout);
+  bool rollout() const;
   int queryToken() const;  // in this slot's model, -1 without a model
 
  Q_SIGNALS:
@@ -40,6 +45,8 @@ class AttentionView : public QWidget {
   void rebuild();    // model changed: combos and small multiples
   void refresh();    // prediction, layer, head or query changed
   void pickToken(int token);
+  void showDistances(const std::vector<at::Tensor>& attention, int grid_h, int grid_w);
+  void showMatrix(const at::Tensor& matrix, int query);
 
   ModelSlot* slot_;
   AttentionQuery query_;
@@ -50,6 +57,7 @@ class AttentionView : public QWidget {
   QCustomPlot* matrix_plot_;
   QCPColorMap* matrix_;
   QCPItemRect* row_marker_;
+  QCustomPlot* distance_plot_;
   QGridLayout* grid_;
   QList<AttentionMap*> multiples_;
 };

@@ -3,28 +3,77 @@
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSettings>
+#include <QVBoxLayout>
 
+#include "model_picker.h"
 #include "model_slot.h"
 #include "slot_view.h"
 
 namespace translution::ui {
 
-ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) { new QHBoxLayout(this); }
+ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent), row_(new QHBoxLayout), add_(new QPushButton(this)) {
+  add_->setText(tr("+ Add slot"));
+  add_->setToolTip(tr("Compare up to %1 models side by side").arg(kMaxSlots));
+  add_->setObjectName("addSlot");
+  auto* bar = new QHBoxLayout;
+  bar->addStretch(1);
+  bar->addWidget(add_);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(bar);
+  layout->addLayout(row_, 1);
+  connect(add_, &QPushButton::clicked, this, &ComparePanel::addSlot);
+}
+
+SlotView* ComparePanel::viewOf(const ModelSlot* slot) const {
+  const qsizetype i = slots_.indexOf(const_cast<ModelSlot*>(slot));
+  return i < 0 ? nullptr : views_[i];
+}
 
 ModelSlot* ComparePanel::addSlot() {
-  if (slots_.size() >= 4) return nullptr;
-  auto* slot = new ModelSlot(QString(QChar(char16_t(u'A' + slots_.size()))), this);
+  if (slots_.size() >= kMaxSlots) return nullptr;
+  QChar letter = 'A';
+  int position = 0;  // slots stay in letter order
+  for (; position < slots_.size() && slots_[position]->name() == QString(letter); ++position)
+    letter = QChar(letter.unicode() + 1);
+  auto* slot = new ModelSlot(QString(letter), this);
   auto* view = new SlotView(slot, this);
-  slots_ << slot;
-  views_ << view;
-  layout()->addWidget(view);
+  slots_.insert(position, slot);
+  views_.insert(position, view);
+  row_->insertWidget(position, view);
   connect(view, &SlotView::loadRequested, this, &ComparePanel::chooseCheckpoint);
-  // A newly loaded model predicts the canvas the others already show.
+  connect(view, &SlotView::removeRequested, this, &ComparePanel::removeSlot);
+  // A newly loaded model predicts the canvas the others already show; its choice is remembered.
   connect(slot, &ModelSlot::loaded, this, [this, slot] {
     if (canvas_.defined()) slot->request(canvas_);
+    if (QFile::exists(slot->source())) QSettings().setValue("compare/slot" + slot->name(), slot->source());
   });
+  if (canvas_.defined()) slot->request(canvas_);
+  updateControls();
+  Q_EMIT slotsChanged();
   return slot;
+}
+
+bool ComparePanel::removeSlot(ModelSlot* slot) {
+  const qsizetype i = slots_.indexOf(slot);
+  if (i < 0 || slots_.size() <= kMinSlots) return false;
+  slots_.removeAt(i);
+  SlotView* view = views_.takeAt(i);
+  QSettings().remove("compare/slot" + slot->name());
+  // The other panels drop their views of the slot first; work still in flight
+  // finishes on the thread pool and is discarded with it.
+  Q_EMIT slotsChanged();
+  view->deleteLater();
+  slot->deleteLater();
+  updateControls();
+  return true;
+}
+
+void ComparePanel::updateControls() {
+  add_->setEnabled(slots_.size() < kMaxSlots);
+  for (SlotView* v : views_) v->setRemovable(slots_.size() > kMinSlots);
+  QSettings().setValue("compare/slotCount", int(slots_.size()));
 }
 
 bool ComparePanel::busy() const {
@@ -45,11 +94,16 @@ void ComparePanel::chooseCheckpoint(ModelSlot* slot) {
                                                     tr("Translution checkpoints (*.ckpt);;All files (*)"));
   if (path.isEmpty()) return;
   settings.setValue("compare/lastDir", QFileInfo(path).absolutePath());
+  loadFile(slot, path);
+}
+
+void ComparePanel::loadFile(ModelSlot* slot, const QString& path) {
   // This load was the user's choice: a failure gets a dialog (the slot keeps its model either way).
   auto connections = std::make_shared<std::pair<QMetaObject::Connection, QMetaObject::Connection>>();
-  connections->first = connect(slot, &ModelSlot::loaded, this, [connections] {
+  connections->first = connect(slot, &ModelSlot::loaded, this, [connections, path] {
     disconnect(connections->first);
     disconnect(connections->second);
+    remember_checkpoint(path);
   });
   connections->second = connect(slot, &ModelSlot::failed, this, [this, connections, path](const QString& message) {
     disconnect(connections->first);

@@ -1,9 +1,14 @@
 #pragma once
-// Live comparison: the slots side by side, each predicting on every canvas change.
+// Live comparison: two to four slots side by side, each predicting on every
+// canvas change. Slots can be added and removed; every other panel follows
+// slotsChanged().
 #include <QList>
 #include <QWidget>
 
 #include "tensor_metatype.h"
+
+class QHBoxLayout;
+class QPushButton;
 
 namespace translution::ui {
 
@@ -13,20 +18,35 @@ class SlotView;
 class ComparePanel : public QWidget {
   Q_OBJECT
  public:
+  static constexpr int kMinSlots = 2, kMaxSlots = 4;
+
   explicit ComparePanel(QWidget* parent = nullptr);
   const QList<ModelSlot*>& slots() const { return slots_; }
   const QList<SlotView*>& views() const { return views_; }
-  ModelSlot* addSlot();  // up to four
-  bool busy() const;     // any slot loading or predicting
+  SlotView* viewOf(const ModelSlot* slot) const;
+  bool busy() const;  // any slot loading or predicting
 
  public Q_SLOTS:
+  // Adds a slot named by the first free letter (A-D); nullptr when there are four.
+  translution::ui::ModelSlot* addSlot();
+  // Removes `slot` unless only two are left; the other slots keep their names.
+  bool removeSlot(translution::ui::ModelSlot* slot);
   void setCanvas(const at::Tensor& canvas);
   // Opens a file dialog and loads the chosen checkpoint into `slot`.
   void chooseCheckpoint(translution::ui::ModelSlot* slot);
+  // Loads `path` into `slot`; a failure gets a dialog naming the file (the slot keeps its model).
+  void loadFile(translution::ui::ModelSlot* slot, const QString& path);
+
+ Q_SIGNALS:
+  void slotsChanged();
 
  private:
+  void updateControls();
+
   QList<ModelSlot*> slots_;
   QList<SlotView*> views_;
+  QHBoxLayout* row_;
+  QPushButton* add_;
   at::Tensor canvas_;
 };
 

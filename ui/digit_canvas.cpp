@@ -62,7 +62,25 @@ void DigitCanvas::setPixels(const at::Tensor& pixels) {
 void DigitCanvas::clear() {
   pushUndo();
   std::fill(pixels_.begin(), pixels_.end(), 0.0f);
+  Q_EMIT inkEdited();
   changed();
+}
+
+QRect DigitCanvas::inkBox() const {
+  int min_x = size_, max_x = -1, min_y = size_, max_y = -1;
+  for (int y = 0; y < size_; ++y)
+    for (int x = 0; x < size_; ++x)
+      if (pixels_[size_t(y) * size_t(size_) + size_t(x)] > 0) {
+        min_x = std::min(min_x, x), max_x = std::max(max_x, x);
+        min_y = std::min(min_y, y), max_y = std::max(max_y, y);
+      }
+  return max_x < 0 ? QRect() : QRect(QPoint(min_x, min_y), QPoint(max_x, max_y));
+}
+
+QRectF DigitCanvas::guideBox() const {
+  const QRect ink = inkBox();
+  const QPointF centre = ink.isEmpty() ? QPointF(size_ / 2.0, size_ / 2.0) : QRectF(ink).adjusted(0, 0, 1, 1).center();
+  return QRectF(centre.x() - 10, centre.y() - 10, 20, 20);
 }
 
 void DigitCanvas::undo() {
@@ -83,6 +101,7 @@ void DigitCanvas::nudge(int dx, int dy) {
 
 void DigitCanvas::setTool(Tool tool) {
   tool_ = tool;
+  update();  // the size guide shows with the Draw tool only
   setCursor(tool == Tool::Move ? Qt::OpenHandCursor : tool == Tool::Query ? Qt::PointingHandCursor : Qt::CrossCursor);
 }
 
@@ -168,6 +187,7 @@ void DigitCanvas::mousePressEvent(QMouseEvent* event) {
   pushUndo();
   stroking_ = true;
   erasing_ = event->button() == Qt::RightButton || tool_ == Tool::Erase;
+  Q_EMIT inkEdited();
   last_point_ = p;
   stamp(p, erasing_);
   changed();
@@ -225,6 +245,7 @@ void DigitCanvas::paintEvent(QPaintEvent*) {
       painter.drawLine(QPointF(r.left(), r.top() + offset), QPointF(r.right(), r.top() + offset));
     }
   }
+  if (guideVisible()) paintGuide(painter, r);
   if (highlight_row_ >= 0) {
     const double s = scale() * patch_;
     painter.setPen(QPen(QColor(255, 170, 0), 3));
@@ -233,6 +254,21 @@ void DigitCanvas::paintEvent(QPaintEvent*) {
   }
   painter.setPen(QPen(hasFocus() ? palette().highlight().color() : palette().mid().color(), 2));
   painter.drawRect(r.adjusted(1, 1, -1, -1));
+}
+
+// MNIST's digit size, where the user draws: the 20 x 20 box a digit's ink fills and
+// the 28 x 28 frame around it.
+void DigitCanvas::paintGuide(QPainter& painter, const QRectF& canvas) {
+  const double s = scale();
+  const QRectF box = guideBox();
+  const QRectF on_screen(canvas.left() + box.left() * s, canvas.top() + box.top() * s, box.width() * s, box.height() * s);
+  painter.setBrush(Qt::NoBrush);
+  painter.setPen(QPen(QColor(120, 220, 120, 150), 1, Qt::DotLine));
+  painter.drawRect(on_screen.adjusted(-4 * s, -4 * s, 4 * s, 4 * s));
+  painter.setPen(QPen(QColor(120, 220, 120, 200), 1.5, Qt::DashLine));
+  painter.drawRect(on_screen);
+  painter.setPen(QColor(120, 220, 120, 220));
+  painter.drawText(on_screen.adjusted(0, -4 * s - 16, 0, 0).topLeft() + QPointF(0, 12), tr("MNIST digit size"));
 }
 
 void DigitCanvas::setHighlightedPatch(int row, int col) {

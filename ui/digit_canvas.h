@@ -1,7 +1,10 @@
 #pragma once
 // The digit canvas: an S x S grey image (84 x 84 by default) shown magnified,
 // with the ViT patch grid drawn over it. Draw, erase, drag to move, nudge with
-// the arrow keys, undo. Emits the image as a tensor whenever it changes.
+// the arrow keys, undo. Emits the image as a tensor whenever it changes. While
+// drawing, a dashed guide shows the size MNIST's digits have (a 20 x 20 box in
+// a 28 x 28 frame), the size every model here was trained on.
+#include <QRect>
 #include <vector>
 
 #include <QWidget>
@@ -29,6 +32,11 @@ class DigitCanvas : public QWidget {
   at::Tensor pixels() const;
   // Centre of ink mass in canvas pixels; (-1, -1) for an empty canvas.
   QPointF massCentre() const;
+  // Bounding box of the ink in canvas pixels (empty for an empty canvas).
+  QRect inkBox() const;
+  // Where the size guide is drawn: MNIST's 20 x 20 box, centred on the ink (or the canvas).
+  QRectF guideBox() const;
+  bool guideVisible() const { return tool_ == Tool::Draw; }
   // Canvas pixel under a widget position (may lie outside the canvas).
   QPointF toCanvas(const QPointF& widget_pos) const;
   // Widget-pixels per canvas-pixel.
@@ -53,6 +61,7 @@ class DigitCanvas : public QWidget {
   void canvasChanged(const at::Tensor& pixels);
   void undoAvailable(bool available);
   void patchClicked(int row, int col);  // Query tool
+  void inkEdited();  // a stroke or erasure began, or the canvas was cleared (not a move)
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -63,6 +72,7 @@ class DigitCanvas : public QWidget {
 
  private:
   QRectF canvasRect() const;
+  void paintGuide(class QPainter& painter, const QRectF& canvas);
   void stamp(const QPointF& at, bool erase);
   void strokeTo(const QPointF& to, bool erase);
   // Shift of `base` by (dx, dy) clamped so that no ink leaves the canvas.

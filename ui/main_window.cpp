@@ -6,6 +6,12 @@
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFrame>
+#include <QGuiApplication>
+#include <QHBoxLayout>
+#include <QPushButton>
+#include <QScreen>
+#include <QVBoxLayout>
 #include <QLabel>
 #include <QMessageBox>
 #include <QScrollArea>
@@ -45,14 +51,15 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
       digits_(new TestDigitSource(data_dir, this)) {
   setWindowTitle(tr("Translution Studio"));
   splitter_->setObjectName("mainSplitter");
-  splitter_->addWidget(canvas_);
+  splitter_->addWidget(buildCanvasPane());
   splitter_->addWidget(tabs_);
   splitter_->setStretchFactor(0, 2);
   splitter_->setStretchFactor(1, 3);
   setCentralWidget(splitter_);
   tabs_->addTab(compare_, tr("Compare"));
-  compare_->addSlot();
-  compare_->addSlot();
+  const int slot_count = std::clamp(QSettings().value("compare/slotCount", 2).toInt(), int(ComparePanel::kMinSlots),
+                                   int(ComparePanel::kMaxSlots));
+  for (int i = 0; i < slot_count; ++i) compare_->addSlot();
   attention_ = new AttentionPanel(compare_->slots(), this);
   tabs_->addTab(attention_, tr("Attention"));
   offsets_ = new OffsetPanel(compare_->slots(), this);
@@ -62,8 +69,19 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
   tabs_->addTab(offsets_scroll, tr("Offset weights"));
   training_ = new TrainingPanel(data_dir, compare_->slots(), this);
   tabs_->addTab(training_, tr("Training"));
-  robustness_ = new RobustnessPanel(data_dir, compare_->slots(), canvas_, this);
+  robustness_ = new RobustnessPanel(data_dir, compare_->slots(), canvas_, digits_, this);
   tabs_->addTab(robustness_, tr("Robustness"));
+  connect(compare_, &ComparePanel::slotsChanged, this, [this] {
+    attention_->setSlots(compare_->slots());
+    offsets_->setSlots(compare_->slots());
+    training_->setSlots(compare_->slots());
+    robustness_->setSlots(compare_->slots());
+  });
+  // The true class is the test digit's label until the user draws, erases or opens an image.
+  connect(canvas_, &DigitCanvas::inkEdited, this, [this] {
+    last_sample_.clear();
+    robustness_->setKnownLabel(-1);
+  });
   connect(canvas_, &DigitCanvas::patchClicked, this,
           [this](int row, int col) { attention_->setQueryPatch(row, col, canvas_->patchSize()); });
   connect(attention_, &AttentionPanel::queryChanged, this, [this](const AttentionQuery& q) {
@@ -88,10 +106,15 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
   auto* timer = new QTimer(this);
   connect(timer, &QTimer::timeout, this, show_system);
   timer->start(2000);
-  connect(canvas_, &DigitCanvas::canvasChanged, this, [this] { updateCanvasStatus(); });
+  connect(canvas_, &DigitCanvas::canvasChanged, this, [this] {
+    updateCanvasStatus();
+    updateScaleWarning();
+  });
   connect(digits_, &TestDigitSource::loaded, this, [this] {
     random_action_->setEnabled(true);
     data_status_->setText(tr("%1 MNIST test digits").arg(digits_->size()));
+    // The studio opens on a digit, not an empty square: test digit 0 (a 7), centred.
+    if (canvas_->inkBox().isEmpty()) showTestDigit(CanvasKind::Static, 0);
   });
   connect(digits_, &TestDigitSource::failed, this, [this](const QString& message) {
     random_action_->setToolTip(tr("No MNIST data: run `translution data fetch`.\n%1").arg(message));
@@ -105,19 +128,69 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
   digits_->load();
 }
 
+// The canvas with, beneath it, a warning that appears when the ink is far larger
+// than the digits the models learnt, and offers to fit it.
+QWidget* MainWindow::buildCanvasPane() {
+  auto* pane = new QWidget(this);
+  auto* layout = new QVBoxLayout(pane);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(canvas_, 1);
+  scale_warning_ = new QFrame(pane);
+  scale_warning_->setObjectName("scaleWarning");
+  scale_warning_->setStyleSheet("#scaleWarning { background: #fff4d6; border: 1px solid #e0b040; border-radius: 4px; }");
+  scale_text_ = new QLabel(scale_warning_);
+  scale_text_->setWordWrap(true);
+  auto* fit = new QPushButton(tr("Fit to MNIST size"), scale_warning_);
+  fit->setObjectName("fitToMnist");
+  fit->setToolTip(tr("Scale the ink to 20 px on its longer side and centre it by mass, as MNIST's digits were "
+                     "prepared (and as translution predict prepares an image)"));
+  connect(fit, &QPushButton::clicked, this, &MainWindow::fitToMnist);
+  auto* row = new QHBoxLayout(scale_warning_);
+  row->addWidget(scale_text_, 1);
+  row->addWidget(fit);
+  scale_warning_->hide();
+  layout->addWidget(scale_warning_);
+  return pane;
+}
+
+// MNIST's digits fill 20 px on their longer side; ink half as large again is far outside what the models saw.
+void MainWindow::updateScaleWarning() {
+  const QRect ink = canvas_->inkBox();
+  const int longer = std::max(ink.width(), ink.height());
+  const bool large = !ink.isEmpty() && longer > 30;
+  if (large)
+    scale_text_->setText(tr("This digit is %1 x %2 px. The models learnt MNIST's digits, 20 px on their longer side "
+                            "(the dashed box): at this size they may well misread it.")
+                             .arg(ink.width())
+                             .arg(ink.height()));
+  scale_warning_->setVisible(large);
+}
+
+bool MainWindow::scaleWarningVisible() const { return !scale_warning_->isHidden(); }
+
+bool MainWindow::fitToMnist() {
+  if (canvas_->inkBox().isEmpty()) return false;
+  const int64_t size = canvas_->canvasSize();
+  const Placement centre{(size - 28) / 2, (size - 28) / 2};
+  canvas_->setPixels(compose_canvas(prepare_digit(canvas_->pixels()), size, centre));
+  return true;
+}
+
 bool MainWindow::busy() const { return compare_->busy() || robustness_->busy(); }
 
 // Each slot gets the checkpoint it had last time, else a bundled model
 // (Translution in A, self-attention in B).
 void MainWindow::loadDefaultSlots() {
   QSettings settings;
-  // Slot A: a Translution-family model (the full one when bundled); slot B: self-attention.
+  // Slot A: a Translution-family model (the full one when bundled); slot B: self-attention;
+  // C and D: LoR and Translution trained on centred digits.
   const QString translution = bundled_model("translution");
-  const QString defaults[] = {translution.isEmpty() ? bundled_model("lor") : translution, bundled_model("attention")};
+  const QString defaults[] = {translution.isEmpty() ? bundled_model("lor") : translution, bundled_model("attention"),
+                              bundled_model("lor"), bundled_model("translution-static")};
   for (int i = 0; i < compare_->slots().size(); ++i) {
     ModelSlot* slot = compare_->slots()[i];
     QString source = settings.value("compare/slot" + slot->name()).toString();
-    if (source.isEmpty() || !QFile::exists(source)) source = i < 2 ? defaults[i] : QString();
+    if (source.isEmpty() || !QFile::exists(source)) source = defaults[i];
     if (!source.isEmpty()) slot->load(source, settings.value("compare/device" + slot->name(), "cpu").toString());
   }
 }
@@ -223,6 +296,7 @@ QString MainWindow::openImage(const QString& path) {
     const Placement centre{(size - 28) / 2, (size - 28) / 2};
     canvas_->setPixels(compose_canvas(prepare_digit(read_image_gray(path.toStdString())), size, centre));
     last_sample_ = QFileInfo(path).fileName();
+    robustness_->setKnownLabel(-1);
     updateCanvasStatus();
     return {};
   } catch (const std::exception& e) {
@@ -242,7 +316,7 @@ bool MainWindow::showTestDigit(CanvasKind kind, int64_t index) {
   const auto s = digits_->sample(kind, index);
   last_sample_ = tr("test #%1 (label %2, %3)").arg(s.index).arg(s.label).arg(canvas_kind_name(kind));
   canvas_->setPixels(s.pixels);
-  robustness_->setTrueClass(int(s.label));
+  robustness_->setKnownLabel(int(s.label));
   return true;
 }
 
@@ -256,9 +330,17 @@ void MainWindow::updateCanvasStatus() {
 
 void MainWindow::restoreSettings() {
   QSettings settings;
-  restoreGeometry(settings.value("window/geometry").toByteArray());
+  if (!restoreGeometry(settings.value("window/geometry").toByteArray())) {
+    // First start: most of the screen, centred.
+    if (const QScreen* screen = QGuiApplication::primaryScreen()) {
+      const QRect available = screen->availableGeometry();
+      resize(available.size() * 0.85);
+      move(available.center() - rect().center());
+    }
+  }
   restoreState(settings.value("window/state").toByteArray());
-  splitter_->restoreState(settings.value("window/splitter").toByteArray());
+  if (!splitter_->restoreState(settings.value("window/splitter").toByteArray()))
+    splitter_->setSizes({width() * 2 / 7, width() * 5 / 7});  // first start: a canvas large enough to draw on
   tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
   const int patch_index = patch_box_->findData(settings.value("canvas/patch", 12).toInt());
   if (patch_index >= 0) patch_box_->setCurrentIndex(patch_index);

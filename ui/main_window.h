@@ -46,6 +46,13 @@ class MainWindow : public QMainWindow {
   // Puts a PNG/JPEG of a digit on the canvas, prepared as `translution predict` does;
   // returns an error message (empty on success).
   QString openImage(const QString& path);
+  // Rescales and centres the ink exactly as `translution predict` prepares an image
+  // (20 px on its longer side, centred by mass); false for an empty canvas.
+  bool fitToMnist();
+
+ public:
+  // Whether the canvas warns that the ink is far larger than MNIST's digits.
+  bool scaleWarningVisible() const;
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -55,6 +62,8 @@ class MainWindow : public QMainWindow {
   void restoreSettings();
   void updateCanvasStatus();
   void loadDefaultSlots();
+  void updateScaleWarning();
+  QWidget* buildCanvasPane();
 
   DigitCanvas* canvas_;
   QSplitter* splitter_;
@@ -71,6 +80,8 @@ class MainWindow : public QMainWindow {
   QAction* random_action_ = nullptr;
   QLabel* canvas_status_ = nullptr;
   QLabel* data_status_ = nullptr;
+  QWidget* scale_warning_ = nullptr;
+  QLabel* scale_text_ = nullptr;
   QString last_sample_;
 };
 

@@ -26,7 +26,18 @@ std::shared_ptr<const Predictor> load_predictor(const QString& source, const QSt
   const QByteArray bytes = file.readAll();
   const c10::Device where = parse_device(device.toStdString());
   Checkpoint c = parse_checkpoint(std::string(bytes.constData(), size_t(bytes.size())), source.toStdString(), where);
+  if (const QString why = canvas_mismatch(c.config, source, kStudioCanvas); !why.isEmpty()) throw Error(why.toStdString());
   return std::make_shared<const Predictor>(std::move(c), source.toStdString(), where);
+}
+
+QString canvas_mismatch(const ViTConfig& config, const QString& source, int size) {
+  if (config.image_height == size && config.image_width == size) return {};
+  return QObject::tr("%1: the model reads %2x%3 images; the studio's canvas is %4x%4 (train it on static, "
+                     "dynamic or moving digits to compare it here)")
+      .arg(source)
+      .arg(config.image_height)
+      .arg(config.image_width)
+      .arg(size);
 }
 
 ModelSlot::ModelSlot(QString name, QObject* parent) : QObject(parent), name_(std::move(name)) {}
@@ -67,7 +78,8 @@ void ModelSlot::load(const QString& source, const QString& device) {
   }));
 }
 
-void ModelSlot::setPredictor(std::shared_ptr<const Predictor> predictor, const QString& label) {
+QString ModelSlot::setPredictor(std::shared_ptr<const Predictor> predictor, const QString& label) {
+  if (QString why = canvas_mismatch(predictor->config(), label, kStudioCanvas); !why.isEmpty()) return why;
   ++generation_;  // results of older work are stale now
   loading_ = false;
   error_.clear();
@@ -77,6 +89,7 @@ void ModelSlot::setPredictor(std::shared_ptr<const Predictor> predictor, const Q
   last_.reset();
   Q_EMIT loaded();
   startNext();
+  return {};
 }
 
 void ModelSlot::request(const at::Tensor& canvas) {

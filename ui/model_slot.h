@@ -23,7 +23,8 @@ class ModelSlot : public QObject {
   // A checkpoint file, or a bundled model (":/models/NAME.ckpt"); device "cpu" or "cuda".
   void load(const QString& source, const QString& device = "cpu");
   // A model already in memory (e.g. from the training panel); `label` names it.
-  void setPredictor(std::shared_ptr<const Predictor> predictor, const QString& label);
+  // Returns why the slot refused it (canvas_mismatch), empty when it took it.
+  QString setPredictor(std::shared_ptr<const Predictor> predictor, const QString& label);
   // The newest canvas ([S, S] in [0, 1]); predicted as soon as the slot is free.
   void request(const at::Tensor& canvas);
 
@@ -54,5 +55,12 @@ class ModelSlot : public QObject {
 
 // Reads a checkpoint from a file or a Qt resource and builds a Predictor (any thread).
 std::shared_ptr<const Predictor> load_predictor(const QString& source, const QString& device);
+// Why a model cannot predict the studio's canvas ([size, size] pixels), or an empty
+// string when it can: a model made for other images would see the digit resampled
+// to a size it never met in training.
+QString canvas_mismatch(const ViTConfig& config, const QString& source, int size);
+
+// The studio's canvas: 84 x 84, as in the papers' static and dynamic MNIST.
+constexpr int kStudioCanvas = 84;
 
 }  // namespace translution::ui

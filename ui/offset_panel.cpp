@@ -12,15 +12,12 @@
 
 #include "model_slot.h"
 #include "plot_export.h"
+#include "square_cells.h"
 
 namespace translution::ui {
 
 OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
-    : QWidget(parent), slots_(slots), slot_box_(new QComboBox(this)), message_(new QLabel(this)), plot_(new QCustomPlot(this)) {
-  for (ModelSlot* s : slots_) {
-    slot_box_->addItem(tr("Slot %1").arg(s->name()));
-    connect(s, &ModelSlot::loaded, this, &OffsetPanel::rebuild);
-  }
+    : QWidget(parent), slot_box_(new QComboBox(this)), message_(new QLabel(this)), plot_(new QCustomPlot(this)) {
   slot_box_->setToolTip(tr("Whose offset weights to show"));
   message_->setWordWrap(true);
   auto* controls = new QHBoxLayout;
@@ -34,6 +31,21 @@ OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
   enable_plot_export(plot_);
   connect(slot_box_, &QComboBox::currentIndexChanged, this, &OffsetPanel::rebuild);
   connect(plot_, &QCustomPlot::mouseMove, this, &OffsetPanel::showHover);
+  setSlots(slots);
+}
+
+void OffsetPanel::setSlots(const QList<ModelSlot*>& slots) {
+  ModelSlot* shown = slot_box_->currentIndex() >= 0 ? slots_.value(slot_box_->currentIndex()) : nullptr;
+  for (ModelSlot* s : slots_)
+    if (slots.contains(s)) disconnect(s, nullptr, this, nullptr);
+  slots_ = slots;
+  const QSignalBlocker block(slot_box_);
+  slot_box_->clear();
+  for (ModelSlot* s : slots_) {
+    slot_box_->addItem(tr("Slot %1").arg(s->name()));
+    connect(s, &ModelSlot::loaded, this, &OffsetPanel::rebuild);
+  }
+  slot_box_->setCurrentIndex(std::max<int>(0, int(slots_.indexOf(shown))));
   rebuild();
 }
 
@@ -41,6 +53,7 @@ QString OffsetPanel::message() const { return message_->text(); }
 
 void OffsetPanel::rebuild() {
   plot_->clearPlottables();
+  plot_->clearItems();
   plot_->plotLayout()->clear();
   maps_.clear();
   grids_.clear();
@@ -69,7 +82,8 @@ void OffsetPanel::rebuild() {
     return;
   }
   message_->setText(tr("%1: |W_δ| (Frobenius norm) per offset δ = (dy, dx), query patch minus key patch; "
-                       "the bottom row of each map is CLS self, into CLS, out of CLS. Shared colour scale; hover for values.")
+                       "(0, 0) outlined; the row beneath each map is CLS to itself, into CLS, out of CLS. Shared colour scale; "
+                       "hover for values.")
                         .arg(QString::fromStdString(c.model)));
   auto* scale = new QCPColorScale(plot_);
   scale->setGradient(QCPColorGradient::gpThermal);
@@ -77,47 +91,75 @@ void OffsetPanel::rebuild() {
   gradient.setNanHandling(QCPColorGradient::nhTransparent);
   scale->setGradient(gradient);
   scale->axis()->setLabel(tr("|W_δ|"));
-  const int rows = 2 * grid_h_ - 1 + 2, cols = 2 * grid_w_ - 1;  // + a gap row + the CLS row
   double low = 1e30, high = 0;
   for (size_t l = 0; l < layers.size(); ++l) {
     for (size_t p = 0; p < layers[l].size(); ++p) {
       const OffsetGrid& g = layers[l][p];
       auto* rect = new QCPAxisRect(plot_);
       plot_->plotLayout()->addElement(int(l), int(p), rect);
-      rect->axis(QCPAxis::atLeft)->setRangeReversed(true);
-      rect->axis(QCPAxis::atLeft)->setTicks(false);
-      rect->axis(QCPAxis::atBottom)->setTicks(false);
-      rect->axis(QCPAxis::atBottom)->setLabel(tr("layer %1, %2").arg(l + 1).arg(QString::fromStdString(g.projection)));
-      auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
-      map->data()->setSize(cols, rows);
-      map->data()->setRange(QCPRange(0, cols - 1), QCPRange(0, rows - 1));
-      const at::Tensor grid = g.grid.contiguous();
-      for (int r = 0; r < rows; ++r)
-        for (int col = 0; col < cols; ++col) map->data()->setCell(col, r, std::nan(""));
-      for (int r = 0; r < 2 * grid_h_ - 1; ++r)
-        for (int col = 0; col < cols; ++col) {
-          const double v = grid[r][col].item<double>();
-          map->data()->setCell(col, r, v);
-          low = std::min(low, v), high = std::max(high, v);
-        }
-      const float cls[3] = {g.cls_self, g.cls_in, g.cls_out};
-      for (int k = 0; k < 3 && k < cols; ++k) {
-        map->data()->setCell(k, rows - 1, cls[k]);
-        low = std::min<double>(low, cls[k]), high = std::max<double>(high, cls[k]);
-      }
-      map->setInterpolate(false);
-      map->setColorScale(scale);
-      rect->axis(QCPAxis::atBottom)->setRange(-0.5, cols - 0.5);
-      rect->axis(QCPAxis::atLeft)->setRange(-0.5, rows - 0.5);
-      maps_ << map;
+      maps_ << addMap(rect, g, tr("layer %1, W%2").arg(l + 1).arg(QString::fromStdString(g.projection)), scale, low, high);
       grids_.push_back(g);
       map_layers_ << int(l);
     }
   }
   plot_->plotLayout()->addElement(0, int(projections), scale);
   scale->setDataRange(QCPRange(low, high > low ? high : low + 1));
-  plot_->setMinimumHeight(int(layers.size()) * 90);
+  plot_->setMinimumHeight(int(layers.size()) * 190);
   plot_->replot();
+  // Square cells need the laid-out sizes: set the ratio once the rects have them.
+  for (QCPColorMap* m : maps_) square_cells(m->keyAxis(), m->valueAxis());
+  plot_->replot();
+}
+
+// One offset grid in offset coordinates: dx across, dy down, the (0, 0) offset
+// outlined, and the three CLS matrices in a row two cells beneath the grid.
+QCPColorMap* OffsetPanel::addMap(QCPAxisRect* rect, const OffsetGrid& g, const QString& title, QCPColorScale* scale,
+                                 double& low, double& high) {
+  const int rows = 2 * grid_h_ - 1 + 2, cols = 2 * grid_w_ - 1;  // + a gap row + the CLS row
+  QCPAxis* x = rect->axis(QCPAxis::atBottom);
+  QCPAxis* y = rect->axis(QCPAxis::atLeft);
+  QCPAxis* top = rect->axis(QCPAxis::atTop);
+  y->setRangeReversed(true);
+  x->setLabel(tr("dx"));
+  y->setLabel(tr("dy"));
+  integer_ticks(x, grid_w_ > 4 ? 3 : 1);
+  integer_ticks(y, grid_h_ > 4 ? 3 : 1);
+  top->setVisible(true);
+  top->setTicks(false);
+  top->setTickLabels(false);
+  top->setLabel(title);
+  auto* map = new QCPColorMap(x, y);
+  map->data()->setSize(cols, rows);
+  map->data()->setRange(QCPRange(-(grid_w_ - 1), grid_w_ - 1), QCPRange(-(grid_h_ - 1), grid_h_ + 1));
+  const at::Tensor grid = g.grid.contiguous();
+  for (int r = 0; r < rows; ++r)
+    for (int col = 0; col < cols; ++col) map->data()->setCell(col, r, std::nan(""));
+  for (int r = 0; r < 2 * grid_h_ - 1; ++r)
+    for (int col = 0; col < cols; ++col) {
+      const double v = grid[r][col].item<double>();
+      map->data()->setCell(col, r, v);
+      low = std::min(low, v), high = std::max(high, v);
+    }
+  const float cls[3] = {g.cls_self, g.cls_in, g.cls_out};
+  for (int k = 0; k < 3 && k < cols; ++k) {
+    map->data()->setCell(k, rows - 1, cls[k]);
+    low = std::min<double>(low, cls[k]), high = std::max<double>(high, cls[k]);
+  }
+  map->setInterpolate(false);
+  map->setColorScale(scale);
+  x->setRange(-grid_w_ + 0.5, grid_w_ - 0.5);
+  y->setRange(-grid_h_ + 0.5, grid_h_ + 1.5);
+  auto* origin = new QCPItemRect(plot_);
+  origin->setClipAxisRect(rect);
+  for (QCPItemPosition* corner : {origin->topLeft, origin->bottomRight}) {
+    corner->setAxes(x, y);
+    corner->setAxisRect(rect);
+  }
+  origin->topLeft->setCoords(-0.5, -0.5);
+  origin->bottomRight->setCoords(0.5, 0.5);
+  origin->setPen(QPen(QColor(40, 200, 255), 2));
+  origin->setBrush(Qt::NoBrush);
+  return map;
 }
 
 QString OffsetPanel::describeCell(int index, int row, int column) const {
@@ -140,8 +182,8 @@ void OffsetPanel::showHover(QMouseEvent* event) {
   for (int i = 0; i < maps_.size(); ++i) {
     QCPAxisRect* rect = maps_[i]->keyAxis()->axisRect();
     if (!rect->rect().contains(event->pos())) continue;
-    const int column = int(std::lround(maps_[i]->keyAxis()->pixelToCoord(event->pos().x())));
-    const int row = int(std::lround(maps_[i]->valueAxis()->pixelToCoord(event->pos().y())));
+    const int column = int(std::lround(maps_[i]->keyAxis()->pixelToCoord(event->pos().x()))) + grid_w_ - 1;
+    const int row = int(std::lround(maps_[i]->valueAxis()->pixelToCoord(event->pos().y()))) + grid_h_ - 1;
     const QString text = describeCell(i, row, column);
     if (!text.isEmpty()) QToolTip::showText(event->globalPosition().toPoint(), text, plot_);
     return;

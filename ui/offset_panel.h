@@ -20,6 +20,8 @@ class OffsetPanel : public QWidget {
   Q_OBJECT
  public:
   OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent = nullptr);
+  // The slots to choose from (they change as slots are added and removed).
+  void setSlots(const QList<ModelSlot*>& slots);
   QCustomPlot* plot() const { return plot_; }
   int heatMapCount() const { return maps_.size(); }
   QString message() const;                       // what the panel says when there is nothing to show
@@ -28,6 +30,8 @@ class OffsetPanel : public QWidget {
  private:
   void rebuild();
   void showHover(QMouseEvent* event);
+  QCPColorMap* addMap(QCPAxisRect* rect, const OffsetGrid& grid, const QString& title, QCPColorScale* scale,
+                      double& low, double& high);
 
   QList<ModelSlot*> slots_;
   QComboBox* slot_box_;

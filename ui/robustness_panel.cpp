@@ -4,28 +4,34 @@
 #include <QFutureWatcher>
 #include <QGroupBox>
 #include <QHBoxLayout>
-#include <QHeaderView>
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSlider>
 #include <QSpinBox>
-#include <QTableWidget>
+#include <QSplitter>
 #include <QVBoxLayout>
 #include <QtConcurrent>
 
 #include <ATen/ATen.h>
 
+#include "bundled_models.h"
 #include "digit_canvas.h"
 #include "model_slot.h"
 #include "plot_export.h"
-#include "train/evaluate.h"
+#include "protocol_box.h"
+#include "protocol_table.h"
+#include "test_digit_source.h"
 #include "train/translation_sweep.h"
 
 namespace translution::ui {
 namespace {
 
-const QColor kSlotColours[] = {QColor(230, 120, 30), QColor(31, 119, 180), QColor(44, 160, 44), QColor(148, 103, 189)};
+// One colour per slot letter, the same in every plot of this panel.
+QColor slot_colour(const QString& name) {
+  const QColor colours[] = {QColor(230, 120, 30), QColor(31, 119, 180), QColor(44, 160, 44), QColor(148, 103, 189)};
+  return colours[std::clamp(name.isEmpty() ? 0 : name[0].unicode() - u'A', 0, 3)];
+}
 
 struct Ink {
   int top = 0, left = 0, height = 0, width = 0;
@@ -38,6 +44,14 @@ Ink ink_box(const at::Tensor& canvas) {
   if (rows.numel() == 0) return {};
   const int top = int(rows.min().item<int64_t>()), left = int(cols.min().item<int64_t>());
   return {top, left, int(rows.max().item<int64_t>()) - top + 1, int(cols.max().item<int64_t>()) - left + 1};
+}
+
+// `canvas` moved `dx` pixels to the right (left when negative); what leaves the canvas is lost.
+at::Tensor shifted_x(const at::Tensor& canvas, int dx) {
+  at::Tensor out = at::zeros_like(canvas);
+  const int64_t n = canvas.size(1) - std::abs(dx);
+  out.narrow(1, std::max(0, dx), n).copy_(canvas.narrow(1, std::max(0, -dx), n));
+  return out;
 }
 
 template <typename T>
@@ -62,17 +76,77 @@ QList<SlotWork> loaded_slots(const QList<ModelSlot*>& slots) {
   return out;
 }
 
+QString slot_title(const SlotWork& s) {
+  const QString bundled = bundled_model_title(QString::fromStdString(s.predictor->source()));
+  return QObject::tr("%1: %2").arg(s.name, bundled.isEmpty() ? QString::fromStdString(s.predictor->config().model) : bundled);
+}
+
+// "A: translution (S)": the slot, the method and what it was trained on, short enough for a map's title.
+QString short_title(const SlotWork& s) {
+  const auto& meta = s.predictor->metadata();
+  const auto dataset = meta.find("dataset");
+  QString trained;
+  if (dataset != meta.end() && dataset->second == "static") trained = " (S)";
+  if (dataset != meta.end() && dataset->second == "dynamic") trained = " (D)";
+  return QObject::tr("%1: %2%3").arg(s.name, QString::fromStdString(s.predictor->config().model), trained);
+}
+
 }  // namespace
 
-RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slots, DigitCanvas* canvas, QWidget* parent)
-    : QWidget(parent), data_dir_(std::move(data_dir)), slots_(slots), canvas_(canvas) {
+RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slots, DigitCanvas* canvas,
+                                 TestDigitSource* digits, QWidget* parent)
+    : QWidget(parent), data_dir_(std::move(data_dir)), canvas_(canvas), digits_(digits) {
   auto* layout = new QVBoxLayout(this);
+  buildMoveBox(layout);
 
+  auto* sweep_box = new QGroupBox(tr("Translation sweep: accuracy with the digit's centre at each canvas position"), this);
+  auto* sweep_controls = new QHBoxLayout;
+  digits_spin_ = new QSpinBox(this);
+  digits_spin_->setRange(1, 10000);
+  digits_spin_->setValue(100);
+  digits_spin_->setToolTip(tr("The first N test digits are placed at every position"));
+  stride_ = new QSpinBox(this);
+  stride_->setRange(1, 28);
+  stride_->setValue(2);
+  stride_->setToolTip(tr("Pixels between positions"));
+  sweep_ = new QPushButton(tr("Sweep the slots"), this);
+  progress_ = new QProgressBar(this);
+  sweep_controls->addWidget(new QLabel(tr("Digits"), this));
+  sweep_controls->addWidget(digits_spin_);
+  sweep_controls->addWidget(new QLabel(tr("Stride"), this));
+  sweep_controls->addWidget(stride_);
+  sweep_controls->addWidget(sweep_);
+  sweep_controls->addWidget(progress_, 1);
+  sweep_maps_ = new SweepMaps(this);
+  note_ = new QLabel(this);
+  note_->setWordWrap(true);
+  auto* sweep_layout = new QVBoxLayout(sweep_box);
+  sweep_layout->addLayout(sweep_controls);
+  sweep_layout->addWidget(sweep_maps_, 1);
+  sweep_layout->addWidget(note_);
+  protocol_ = new ProtocolBox(data_dir_, this);
+  auto* bottom = new QHBoxLayout;
+  bottom->addWidget(sweep_box, 3);
+  bottom->addWidget(protocol_, 2);
+  layout->addLayout(bottom, 3);
+
+  connect(sweep_, &QPushButton::clicked, this, &RobustnessPanel::runSweep);
+  connect(protocol_, &ProtocolBox::sweepReady, this, [this](const QString& title, const SweepResult& r) {
+    showSweep(title, r, 12, QColor());
+  });
+  setSlots(slots);
+}
+
+void RobustnessPanel::buildMoveBox(QLayout* layout) {
   auto* move_box = new QGroupBox(tr("Move the digit: probability of the true class along a path"), this);
   auto* move_controls = new QHBoxLayout;
+  demo_ = new QPushButton(tr("▶ Centred-trained pair"), this);
+  demo_->setObjectName("centredPairDemo");
+  demo_->setToolTip(tr("The papers' point in one click: Translution and self-attention trained only on centred digits "
+                       "go into slots A and B, and a test digit slides across the canvas"));
   true_class_ = new QComboBox(this);
   for (int k = 0; k < 10; ++k) true_class_->addItem(QString::number(k), k);
-  true_class_->setToolTip(tr("The digit's true class (set automatically for a random test digit)"));
+  true_class_->setToolTip(tr("The digit's true class: a test digit's label, else what most slots predict"));
   path_ = new QComboBox(this);
   path_->addItems({tr("left to right"), tr("top to bottom"), tr("corner to corner")});
   slide_ = new QPushButton(tr("Slide across"), this);
@@ -80,6 +154,8 @@ RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slot
   scrub_ = new QSlider(Qt::Horizontal, this);
   scrub_->setEnabled(false);
   scrub_->setToolTip(tr("Put the digit at this point of the path on the canvas"));
+  move_controls->addWidget(demo_);
+  move_controls->addSpacing(12);
   move_controls->addWidget(new QLabel(tr("True class"), this));
   move_controls->addWidget(true_class_);
   move_controls->addWidget(new QLabel(tr("Path"), this));
@@ -87,81 +163,70 @@ RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slot
   move_controls->addWidget(slide_);
   move_controls->addWidget(scrub_, 1);
   move_plot_ = new QCustomPlot(this);
-  move_plot_->xAxis->setLabel(tr("position along the path (pixels)"));
+  move_plot_->xAxis->setLabel(tr("digit's centre along the path (canvas pixels); dotted: whole-patch shifts from the centre"));
   move_plot_->yAxis->setLabel(tr("P(true class)"));
   move_plot_->yAxis->setRange(0, 1);
+  move_plot_->xAxis->setRange(0, kStudioCanvas);
+  // The legend goes beneath the plot, one row of entries, so it never hides a curve.
+  move_plot_->axisRect()->insetLayout()->take(move_plot_->legend);
+  move_plot_->plotLayout()->addElement(1, 0, move_plot_->legend);
+  move_plot_->plotLayout()->setRowStretchFactor(1, 0.001);
+  move_plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  move_plot_->legend->setWrap(2);
+  move_plot_->legend->setBorderPen(Qt::NoPen);  // without curves it draws nothing at all
   move_plot_->legend->setVisible(true);
   move_plot_->setMinimumHeight(150);
   enable_plot_export(move_plot_);
   auto* move_layout = new QVBoxLayout(move_box);
   move_layout->addLayout(move_controls);
   move_layout->addWidget(move_plot_, 1);
-  layout->addWidget(move_box, 2);
-
-  auto* sweep_box = new QGroupBox(tr("Translation sweep and protocol"), this);
-  auto* sweep_controls = new QHBoxLayout;
-  digits_ = new QSpinBox(this);
-  digits_->setRange(1, 10000);
-  digits_->setValue(50);
-  digits_->setToolTip(tr("The first N test digits are placed at every position"));
-  stride_ = new QSpinBox(this);
-  stride_->setRange(1, 28);
-  stride_->setValue(7);
-  stride_->setToolTip(tr("Pixels between positions"));
-  sweep_ = new QPushButton(tr("Run sweep"), this);
-  protocol_samples_ = new QSpinBox(this);
-  protocol_samples_->setRange(10, 10000);
-  protocol_samples_->setValue(1000);
-  protocol_samples_->setToolTip(tr("Test digits per test set"));
-  protocol_ = new QPushButton(tr("Evaluate protocol"), this);
-  progress_ = new QProgressBar(this);
-  sweep_controls->addWidget(new QLabel(tr("Digits"), this));
-  sweep_controls->addWidget(digits_);
-  sweep_controls->addWidget(new QLabel(tr("Stride"), this));
-  sweep_controls->addWidget(stride_);
-  sweep_controls->addWidget(sweep_);
-  sweep_controls->addSpacing(20);
-  sweep_controls->addWidget(new QLabel(tr("Test digits"), this));
-  sweep_controls->addWidget(protocol_samples_);
-  sweep_controls->addWidget(protocol_);
-  sweep_controls->addWidget(progress_, 1);
-  sweep_plot_ = new QCustomPlot(this);
-  sweep_plot_->setMinimumSize(240, 180);  // a width of 0 at the first layout would have it paint into an empty buffer
-  enable_plot_export(sweep_plot_);
-  sweep_plot_->plotLayout()->clear();
-  table_ = new QTableWidget(0, 6, this);
-  // Short headers so that all six columns fit beside the maps; the tooltips say what each test set is.
-  table_->setHorizontalHeaderLabels({tr("slot"), tr("model"), tr("trained on"), tr("static"), tr("dynamic"), tr("moving")});
-  const QString test_tips[] = {tr("Accuracy on test digits centred on the canvas"),
-                               tr("Accuracy on test digits at a random position inside the canvas"),
-                               tr("Accuracy on frames of test digits bouncing across the canvas (Moving MNIST)")};
-  for (int c = 0; c < 3; ++c) table_->horizontalHeaderItem(3 + c)->setToolTip(test_tips[c]);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->horizontalHeader()->setStretchLastSection(true);
-  table_->verticalHeader()->setVisible(false);
-  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  table_->setMaximumHeight(120);
-  note_ = new QLabel(this);
-  note_->setWordWrap(true);
-  auto* sweep_layout = new QVBoxLayout(sweep_box);
-  sweep_layout->addLayout(sweep_controls);
-  auto* results = new QHBoxLayout;
-  results->addWidget(sweep_plot_, 3);
-  auto* right = new QVBoxLayout;
-  right->addWidget(table_);
-  right->addWidget(note_);
-  right->addStretch(1);
-  results->addLayout(right, 2);
-  sweep_layout->addLayout(results, 1);
-  layout->addWidget(sweep_box, 3);
-
+  static_cast<QBoxLayout*>(layout)->addWidget(move_box, 2);
+  connect(demo_, &QPushButton::clicked, this, &RobustnessPanel::showCentredPair);
   connect(slide_, &QPushButton::clicked, this, &RobustnessPanel::slideAcross);
-  connect(scrub_, &QSlider::valueChanged, this, &RobustnessPanel::placeOnPath);
-  connect(sweep_, &QPushButton::clicked, this, &RobustnessPanel::runSweep);
-  connect(protocol_, &QPushButton::clicked, this, &RobustnessPanel::runProtocol);
+  connect(scrub_, &QSlider::valueChanged, this, [this](int position) {
+    if (position >= 0 && position < slide_path_.size()) canvas_->setPixels(slide_path_[position]);
+  });
 }
 
-void RobustnessPanel::setTrueClass(int label) { true_class_->setCurrentIndex(std::clamp(label, 0, 9)); }
+// The plots were laid out while the tab was hidden (at no size): lay them out again when shown.
+void RobustnessPanel::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  move_plot_->replot(QCustomPlot::rpQueuedReplot);
+  sweep_maps_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+ProtocolTable* RobustnessPanel::protocolTable() const { return protocol_->table(); }
+
+bool RobustnessPanel::busy() const { return busy_ > 0 || protocol_->busy(); }
+
+int RobustnessPanel::trueClass() const { return true_class_->currentIndex(); }
+
+void RobustnessPanel::setSlots(const QList<ModelSlot*>& slots) {
+  for (ModelSlot* s : slots_)
+    if (slots.contains(s)) disconnect(s, nullptr, this, nullptr);
+  slots_ = slots;
+  for (ModelSlot* s : slots_) connect(s, &ModelSlot::predicted, this, &RobustnessPanel::followMajority);
+  protocol_->setSlots(slots);
+}
+
+void RobustnessPanel::setKnownLabel(int label) {
+  known_label_ = label;
+  if (label >= 0) true_class_->setCurrentIndex(std::clamp(label, 0, 9));
+  else followMajority();
+}
+
+// Without a known label, the best guess of the true class is what most slots read.
+void RobustnessPanel::followMajority() {
+  if (known_label_ >= 0) return;
+  int votes[10] = {};
+  for (const ModelSlot* s : slots_) {
+    const auto& p = s->lastPrediction();
+    if (p && p->canvas.defined() && p->canvas.gt(0).any().item<bool>() && p->predicted >= 0 && p->predicted < 10)
+      ++votes[p->predicted];
+  }
+  const int best = int(std::max_element(votes, votes + 10) - votes);
+  if (votes[best] > 0) true_class_->setCurrentIndex(best);
+}
 
 QList<at::Tensor> RobustnessPanel::pathCanvases(const at::Tensor& base) const {
   QList<at::Tensor> out;
@@ -208,42 +273,91 @@ void RobustnessPanel::slideAcross() {
         --busy_;
         slide_->setEnabled(true);
         move_plot_->clearGraphs();
-        const int steps = int(canvases.size());
+        move_plot_->clearItems();
+        // x: the digit's centre on the canvas along the path's axis (x, or y for top to bottom).
+        const int axis = path_->currentIndex() == 1 ? 0 : 1;
         QVector<double> x;
-        for (int i = 0; i < steps; ++i) x << 2.0 * i;
+        for (const at::Tensor& c : canvases) {
+          const Ink ink = ink_box(c);
+          x << (axis == 1 ? ink.left + ink.width / 2.0 : ink.top + ink.height / 2.0);
+        }
+        for (double v = kStudioCanvas / 2.0 - 36; v <= kStudioCanvas; v += 12) {
+          auto* line = new QCPItemStraightLine(move_plot_);
+          line->setPen(QPen(QColor(90, 90, 90), 1, v == kStudioCanvas / 2.0 ? Qt::DashLine : Qt::DotLine));
+          line->point1->setCoords(v, 0);
+          line->point2->setCoords(v, 1);
+        }
         for (int s = 0; s < curves.size(); ++s) {
           QCPGraph* g = move_plot_->addGraph();
-          g->setName(tr("slot %1: %2").arg(work[s].name, QString::fromStdString(work[s].predictor->config().model)));
-          g->setPen(QPen(kSlotColours[s % 4], 2));
+          g->setName(slot_title(work[s]));
+          g->setPen(QPen(slot_colour(work[s].name), 2));
           g->setData(x, curves[s]);
         }
-        move_plot_->xAxis->setRange(0, 2.0 * (steps - 1));
+        move_plot_->xAxis->setRange(0, kStudioCanvas);
         slide_path_ = canvases;
         move_plot_->replot();
-        scrub_->setRange(0, steps - 1);
+        const QSignalBlocker block(scrub_);
+        scrub_->setRange(0, int(canvases.size()) - 1);
         scrub_->setEnabled(true);
+        Q_EMIT slid();
       });
 }
 
-void RobustnessPanel::placeOnPath(int position) {
-  if (position >= 0 && position < slide_path_.size()) canvas_->setPixels(slide_path_[position]);
+void RobustnessPanel::showCentredPair() {
+  const QString relative = bundled_model("translution-static"), absolute = bundled_model("attention-static");
+  if (relative.isEmpty() || absolute.isEmpty() || slots_.size() < 2) {
+    note_->setText(tr("This build has no models trained on centred digits (scripts/train_pretrained.sh makes them)."));
+    return;
+  }
+  if (!digits_->ready()) {
+    note_->setText(tr("The MNIST test digits are not loaded: %1").arg(digits_->error()));
+    return;
+  }
+  // A test digit moved one whole patch to the left of the centre: the relative model
+  // still reads it, the absolute one does not; the slide then shows every position.
+  const auto sample = digits_->sample(CanvasKind::Static, kDemoDigit);
+  canvas_->setPixels(shifted_x(sample.pixels, -12));
+  setKnownLabel(int(sample.label));
+  path_->setCurrentIndex(0);
+  ++busy_;
+  auto pending = std::make_shared<int>(2);
+  auto connections = std::make_shared<QList<QMetaObject::Connection>>();
+  auto one_done = [this, pending, connections](bool ok, const QString& message) {
+    if (!ok) note_->setText(tr("Cannot load a centred-trained model: %1").arg(message));
+    if (--*pending > 0) return;
+    for (const auto& c : *connections) disconnect(c);
+    --busy_;
+    slideAcross();
+  };
+  const QString sources[] = {relative, absolute};
+  for (int i = 0; i < 2; ++i) {
+    *connections << connect(slots_[i], &ModelSlot::loaded, this, [one_done] { one_done(true, {}); });
+    *connections << connect(slots_[i], &ModelSlot::failed, this, [one_done](const QString& m) { one_done(false, m); });
+  }
+  for (int i = 0; i < 2; ++i) slots_[i]->load(sources[i], slots_[i]->device());
+  if (protocol_->table()->rowOf(ProtocolBox::pairName("translution", true)) < 0) protocol_->evaluateBundledPairs();
+  note_->setText(tr("Both models saw only centred digits in training. Relative position (Translution) depends on "
+                    "offsets between patches, so a whole-patch shift (the dotted lines) changes few inputs; an "
+                    "absolute position embedding ties every weight to a place."));
 }
 
-bool RobustnessPanel::finishTask(QPushButton* button, const QString& failure, const QString& error) {
-  --busy_;
-  button->setEnabled(true);
-  progress_->setRange(0, 1);
-  progress_->setValue(1);
-  if (error.isEmpty()) return true;
-  note_->setText(failure + ": " + error);
-  return false;
+void RobustnessPanel::showSweep(const QString& title, const SweepResult& result, int patch, const QColor& colour) {
+  bool replaced = false;
+  for (TitledSweep& s : sweeps_)
+    if (s.title == title) {
+      s = TitledSweep{title, result, patch, colour};
+      replaced = true;
+    }
+  if (!replaced) sweeps_ << TitledSweep{title, result, patch, colour};
+  while (sweeps_.size() > 4) sweeps_.removeFirst();
+  sweep_maps_->showSweeps(sweeps_);
 }
 
 void RobustnessPanel::runSweep() {
   const QList<SlotWork> work = loaded_slots(slots_);
   if (work.isEmpty()) return;
   SweepOptions options;
-  options.digits = digits_->value();
+  options.digits = digits_spin_->value();
   options.stride = stride_->value();
   const std::string dir = data_dir_.toStdString();
   ++busy_;
@@ -275,83 +389,20 @@ void RobustnessPanel::runSweep() {
         return out;
       },
       [this, work](const Out& out) {
-        if (!finishTask(sweep_, tr("Sweep failed"), out.error)) return;
-        sweep_plot_->plotLayout()->clear();
-        sweep_plot_->clearPlottables();
-        auto* scale = new QCPColorScale(sweep_plot_);
-        scale->setGradient(QCPColorGradient::gpThermal);
-        scale->setDataRange(QCPRange(0, 1));
-        scale->axis()->setLabel(tr("accuracy"));
-        for (int s = 0; s < out.results.size(); ++s) {
-          const SweepResult& r = out.results[s];
-          auto* rect = new QCPAxisRect(sweep_plot_);
-          sweep_plot_->plotLayout()->addElement(0, s, rect);
-          rect->axis(QCPAxis::atLeft)->setRangeReversed(true);
-          rect->axis(QCPAxis::atBottom)->setLabel(tr("slot %1 %2: mean %3%")
-                                                      .arg(work[s].name, QString::fromStdString(work[s].predictor->config().model))
-                                                      .arg(100 * r.mean_accuracy(), 0, 'f', 1));
-          auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
-          const int p = int(r.positions.size());
-          map->data()->setSize(p, p);
-          map->data()->setRange(QCPRange(double(r.positions.front()), double(r.positions.back())),
-                                QCPRange(double(r.positions.front()), double(r.positions.back())));
-          for (int y = 0; y < p; ++y)
-            for (int x = 0; x < p; ++x) map->data()->setCell(x, y, r.accuracy[y][x].item<double>());
-          map->setInterpolate(false);
-          map->setColorScale(scale);
-          map->rescaleAxes();
+        --busy_;
+        sweep_->setEnabled(true);
+        progress_->setRange(0, 1);
+        progress_->setValue(1);
+        if (!out.error.isEmpty()) {
+          note_->setText(tr("Sweep failed: %1").arg(out.error));
+          return;
         }
-        sweep_plot_->plotLayout()->addElement(0, int(out.results.size()), scale);
-        sweep_plot_->replot();
-        note_->setText(tr("Each map: accuracy over the first %1 test digits with their top-left corner at (x, y).")
-                           .arg(digits_->value()));
-      });
-}
-
-void RobustnessPanel::runProtocol() {
-  const QList<SlotWork> work = loaded_slots(slots_);
-  if (work.isEmpty()) return;
-  const std::string dir = data_dir_.toStdString();
-  const int64_t samples = protocol_samples_->value();
-  ++busy_;
-  protocol_->setEnabled(false);
-  progress_->setRange(0, 0);
-  struct Out {
-    QList<QVector<double>> accuracy;  // per slot: static, dynamic, moving
-    QString error;
-  };
-  run_async<Out>(
-      this,
-      [work, dir, samples] {
-        Out out;
-        try {
-          for (const SlotWork& s : work) {
-            QVector<double> row;
-            for (const char* kind : {"static", "dynamic", "moving"}) {
-              CanvasDataset test = dataset_for_model(s.predictor->config(), kind, Split::Test, dir);
-              row << evaluate(s.predictor->model(), test, samples, 256, s.predictor->device()).accuracy;
-            }
-            out.accuracy << row;
-          }
-        } catch (const std::exception& e) {
-          out.error = QString::fromStdString(e.what());
-        }
-        return out;
-      },
-      [this, work](const Out& out) {
-        if (!finishTask(protocol_, tr("Evaluation failed"), out.error)) return;
-        table_->setRowCount(int(out.accuracy.size()));
-        for (int s = 0; s < out.accuracy.size(); ++s) {
-          const auto& meta = work[s].predictor->metadata();
-          const QString trained = meta.count("dataset") ? QString::fromStdString(meta.at("dataset")) : tr("unknown");
-          const QStringList cells = {work[s].name, QString::fromStdString(work[s].predictor->config().model), trained,
-                                     QString::number(100 * out.accuracy[s][0], 'f', 1) + "%",
-                                     QString::number(100 * out.accuracy[s][1], 'f', 1) + "%",
-                                     QString::number(100 * out.accuracy[s][2], 'f', 1) + "%"};
-          for (int c = 0; c < cells.size(); ++c) table_->setItem(s, c, new QTableWidgetItem(cells[c]));
-        }
-        note_->setText(tr("A model trained on static and tested on dynamic is the papers' Static->Dynamic column; "
-                          "trained and tested on the same set, Static->Static or Dynamic->Dynamic."));
+        sweeps_.clear();
+        for (int s = 0; s < out.results.size(); ++s)
+          showSweep(short_title(work[s]), out.results[s], int(work[s].predictor->config().patch), slot_colour(work[s].name));
+        note_->setText(tr("Each map: accuracy over the first %1 test digits with their centre at (x, y); dashed: the "
+                          "model's patch grid. A centred digit sits at (42, 42). (S): trained on centred digits, (D): anywhere.")
+                           .arg(digits_spin_->value()));
       });
 }
 

@@ -2,15 +2,17 @@
 // The papers' translation-robustness experiment, live for the slots' models:
 //   * Move: the digit on the canvas slides along a path; each slot's probability
 //     of the true class is plotted against the position (and a slider puts the
-//     digit at any point of the path on the canvas).
+//     digit at any point of the path on the canvas). One click loads the pair
+//     trained on centred digits and slides a test digit, which shows the gap.
 //   * Sweep: accuracy at every canvas position for fixed test digits, one heat
-//     map per slot on a shared 0-1 scale.
-//   * Protocol: each slot's accuracy on the static, dynamic and moving test sets,
-//     next to what it was trained on (Static->Static, Dynamic->Dynamic, Static->Dynamic).
+//     map per slot on a shared 0-1 scale, with the patch grid drawn over it.
+//   * Protocol: Static->Static, Dynamic->Dynamic and Static->Dynamic for the
+//     bundled pairs, or for models the user trains here (ProtocolBox).
 #include <QList>
 #include <QWidget>
 
 #include "qcustomplot_include.h"
+#include "sweep_maps.h"
 #include "tensor_metatype.h"
 
 class QComboBox;
@@ -19,50 +21,71 @@ class QProgressBar;
 class QPushButton;
 class QSlider;
 class QSpinBox;
-class QTableWidget;
 
 namespace translution::ui {
 
 class DigitCanvas;
 class ModelSlot;
+class ProtocolBox;
+class ProtocolTable;
+class TestDigitSource;
 
 class RobustnessPanel : public QWidget {
   Q_OBJECT
  public:
-  RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slots, DigitCanvas* canvas, QWidget* parent = nullptr);
+  RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slots, DigitCanvas* canvas, TestDigitSource* digits,
+                  QWidget* parent = nullptr);
 
   QCustomPlot* movePlot() const { return move_plot_; }
-  QCustomPlot* sweepPlot() const { return sweep_plot_; }
-  QTableWidget* protocolTable() const { return table_; }
-  bool busy() const { return busy_ > 0; }
+  SweepMaps* sweepMaps() const { return sweep_maps_; }
+  ProtocolBox* protocol() const { return protocol_; }
+  ProtocolTable* protocolTable() const;
+  bool busy() const;
+  int trueClass() const;
+  void setSlots(const QList<ModelSlot*>& slots);
+  // The test digit the one-click demo slides (MNIST test index 0, a 7).
+  static constexpr int kDemoDigit = 0;
 
  public Q_SLOTS:
   void slideAcross();
   void runSweep();
-  void runProtocol();
-  void setTrueClass(int label);
+  // The one-click demo: the centred-trained Translution and self-attention into
+  // slots A and B, a test digit off-centre, slid across; the bundled pairs evaluated.
+  void showCentredPair();
+  // The label of the test digit on the canvas; -1 when the canvas holds something
+  // else, and the true class then follows the slots' majority prediction.
+  void setKnownLabel(int label);
+
+ Q_SIGNALS:
+  void slid();  // a slide's curves are plotted
+
+ protected:
+  void showEvent(QShowEvent* event) override;
 
  private:
-  void placeOnPath(int position);
+  void buildMoveBox(QLayout* layout);
+  void followMajority();
+  void showSweep(const QString& title, const SweepResult& result, int patch, const QColor& colour);
   // The digit in `base` placed along the chosen path, every 2 pixels.
   QList<at::Tensor> pathCanvases(const at::Tensor& base) const;
-  // Bookkeeping after background work; false (and the error shown) when it failed.
-  bool finishTask(QPushButton* button, const QString& failure, const QString& error);
 
   QString data_dir_;
   QList<ModelSlot*> slots_;
   DigitCanvas* canvas_;
+  TestDigitSource* digits_;
   QList<at::Tensor> slide_path_;  // the canvases of the last slide, which the slider and the plot show
+  QList<TitledSweep> sweeps_;     // what the maps show, by title
+  int known_label_ = -1;
+  int busy_ = 0;
   QComboBox *true_class_, *path_;
   QSlider* scrub_;
   QCustomPlot* move_plot_;
-  QSpinBox *digits_, *stride_, *protocol_samples_;
-  QPushButton *slide_, *sweep_, *protocol_;
+  QSpinBox *digits_spin_, *stride_;
+  QPushButton *slide_, *sweep_, *demo_;
   QProgressBar* progress_;
-  QCustomPlot* sweep_plot_;
-  QTableWidget* table_;
+  SweepMaps* sweep_maps_;
+  ProtocolBox* protocol_;
   QLabel* note_;
-  int busy_ = 0;
 };
 
 }  // namespace translution::ui

@@ -9,6 +9,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "model_picker.h"
 #include "model_slot.h"
 #include "probability_chart.h"
 #include "util/device.h"
@@ -24,7 +25,8 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
       confidence_(new QLabel(this)),
       timing_(new QLabel(this)),
       device_(new QComboBox(this)),
-      load_(new QPushButton(tr("Load…"), this)),
+      picker_(new ModelPicker(slot, this)),
+      remove_(new QPushButton(QStringLiteral("✕"), this)),
       chart_(new ProbabilityChart(this)) {
   QFont big = predicted_->font();
   big.setPointSizeF(big.pointSizeF() * 3);
@@ -43,12 +45,14 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
   device_->setEnabled(device_->count() > 1);
   device_->setToolTip(cuda_available() ? tr("Run this slot on the CPU or the GPU")
                                        : tr("CUDA is not available (this LibTorch has no CUDA or there is no GPU)"));
-  load_->setToolTip(tr("Load a checkpoint into slot %1").arg(slot->name()));
+  remove_->setToolTip(tr("Remove slot %1").arg(slot->name()));
+  remove_->setFixedWidth(remove_->sizeHint().height());
+  remove_->setObjectName("removeSlot");
 
   auto* header = new QHBoxLayout;
   header->addWidget(title_, 1);
   header->addWidget(device_);
-  header->addWidget(load_);
+  header->addWidget(remove_);
   auto* result = new QHBoxLayout;
   result->addWidget(predicted_);
   auto* side = new QVBoxLayout;
@@ -57,11 +61,13 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
   result->addLayout(side, 1);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(header);
+  layout->addWidget(picker_);
   layout->addWidget(details_);
   layout->addLayout(result);
   layout->addWidget(chart_, 1);
 
-  connect(load_, &QPushButton::clicked, this, [this] { Q_EMIT loadRequested(slot_); });
+  connect(picker_, &ModelPicker::openFileRequested, this, [this] { Q_EMIT loadRequested(slot_); });
+  connect(remove_, &QPushButton::clicked, this, [this] { Q_EMIT removeRequested(slot_); });
   connect(device_, &QComboBox::activated, this, [this] {
     if (!slot_->source().isEmpty()) slot_->load(slot_->source(), device_->currentData().toString());
   });
@@ -73,6 +79,8 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
   connect(slot_, &ModelSlot::failed, this, &SlotView::showError);
   showModel();
 }
+
+void SlotView::setRemovable(bool removable) { remove_->setVisible(removable); }
 
 void SlotView::showModel() {
   const auto p = slot_->predictor();

@@ -1,8 +1,8 @@
 #pragma once
 // What one comparison slot shows: its model (kind, preset, parameters, device,
 // what it was trained on), the predicted class and the probability chart, and
-// controls to load another checkpoint or switch device. A blank canvas gets no
-// predicted class: the chart still shows the model's output, all in grey.
+// controls to pick another model, switch device or remove the slot. A blank canvas
+// gets no predicted class: the chart still shows the model's output, all in grey.
 #include <QWidget>
 
 class QComboBox;
@@ -11,6 +11,7 @@ class QPushButton;
 
 namespace translution::ui {
 
+class ModelPicker;
 class ModelSlot;
 class ProbabilityChart;
 
@@ -20,11 +21,14 @@ class SlotView : public QWidget {
   SlotView(ModelSlot* slot, QWidget* parent = nullptr);
   ModelSlot* slot() const { return slot_; }
   ProbabilityChart* chart() const { return chart_; }
+  ModelPicker* picker() const { return picker_; }
+  void setRemovable(bool removable);
   QString predictionText() const;
   QString confidenceText() const;
 
  Q_SIGNALS:
   void loadRequested(translution::ui::ModelSlot* slot);
+  void removeRequested(translution::ui::ModelSlot* slot);
 
  private:
   void showModel();
@@ -38,7 +42,8 @@ class SlotView : public QWidget {
   QLabel* confidence_;
   QLabel* timing_;
   QComboBox* device_;
-  QPushButton* load_;
+  ModelPicker* picker_;
+  QPushButton* remove_;
   ProbabilityChart* chart_;
 };
 

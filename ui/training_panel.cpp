@@ -168,13 +168,9 @@ void TrainingPanel::buildForm() {
   save_->setToolTip(tr("Save the run as a checkpoint (pause or stop it first)"));
   export_->setToolTip(tr("Every run's curves as CSV"));
   for (QPushButton* b : {start_, pause_, stop_, save_, resume_file_}) buttons->addWidget(b);
-  for (ModelSlot* slot : slots_) {
-    auto* send = new QPushButton(tr("To slot %1").arg(slot->name()), this);
-    send->setToolTip(tr("Show this model in comparison slot %1 (pause or stop the run first)").arg(slot->name()));
-    connect(send, &QPushButton::clicked, this, [this, slot] { sendToSlot(slot); });
-    buttons->addWidget(send);
-    send_ << send;
-  }
+  send_row_ = new QHBoxLayout;
+  buttons->addLayout(send_row_);
+  setSlots(slots_);
   buttons->addStretch(1);
   buttons->addWidget(export_);
   layout->addLayout(buttons);
@@ -198,6 +194,20 @@ void TrainingPanel::buildForm() {
     bf16_->setEnabled(cpu && bf16_gemm_available());
     if (!cpu) bf16_->setChecked(false);
   });
+}
+
+void TrainingPanel::setSlots(const QList<ModelSlot*>& slots) {
+  slots_ = slots;
+  qDeleteAll(send_);
+  send_.clear();
+  for (ModelSlot* slot : slots_) {
+    auto* send = new QPushButton(tr("To slot %1").arg(slot->name()), this);
+    send->setToolTip(tr("Show this model in comparison slot %1 (pause or stop the run first)").arg(slot->name()));
+    connect(send, &QPushButton::clicked, this, [this, slot] { sendToSlot(slot); });
+    send_row_->addWidget(send);
+    send_ << send;
+  }
+  if (start_) updateButtons();
 }
 
 ViTConfig TrainingPanel::modelConfig() const {
@@ -266,10 +276,11 @@ void TrainingPanel::resumeFromFile() {
 void TrainingPanel::addRun(TrainingRun* run) {
   const QColor colour = kRunColours[runs_.size() % 8];
   const QString n = QString::number(runs_.size() + 1);
-  Series s{run, add_graph(loss_plot_, colour, false, tr("run %1 train").arg(n)),
-           add_graph(loss_plot_, colour, true, tr("run %1 test").arg(n)),
-           add_graph(accuracy_plot_, colour, false, tr("run %1 train").arg(n)),
-           add_graph(accuracy_plot_, colour, true, tr("run %1 test").arg(n))};
+  const QString name = tr("%1. %2").arg(n, run->shortName());
+  Series s{run, add_graph(loss_plot_, colour, false, tr("%1: train").arg(name)),
+           add_graph(loss_plot_, colour, true, tr("%1: test").arg(name)),
+           add_graph(accuracy_plot_, colour, false, tr("%1: train").arg(name)),
+           add_graph(accuracy_plot_, colour, true, tr("%1: test").arg(name))};
   loss_plot_->legend->setVisible(true);
   accuracy_plot_->legend->setVisible(true);
   for (QCPGraph* g : {s.train_loss, s.test_loss, s.train_accuracy, s.test_accuracy}) g->setProperty("label", run->label());
@@ -378,7 +389,8 @@ void TrainingPanel::sendToSlot(ModelSlot* slot) {
   try {
     auto predictor = std::make_shared<const Predictor>(run->snapshot(), run->label().toStdString(),
                                                        parse_device(slot->device().toStdString()));
-    slot->setPredictor(predictor, run->label());
+    if (const QString why = slot->setPredictor(predictor, run->label()); !why.isEmpty())
+      showError(tr("Cannot send the model"), why);
   } catch (const std::exception& e) {
     showError(tr("Cannot send the model"), QString::fromStdString(e.what()));
   }

@@ -38,6 +38,8 @@ class TrainingPanel : public QWidget {
   ViTConfig modelConfig() const;
   TrainConfig trainConfig() const;
   void setQuickRun(int64_t steps, int64_t train_samples);  // for tests and demos: a short run
+  // The comparison slots a run can be sent to (they change as slots are added and removed).
+  void setSlots(const QList<ModelSlot*>& slots);
 
  public Q_SLOTS:
   void startRun();
@@ -70,8 +72,9 @@ class TrainingPanel : public QWidget {
   QCheckBox* fresh_positions_;
   QCheckBox* bf16_;  // TrainConfig::precision (enabled where nn/bf16_gemm.h runs)
   QDoubleSpinBox* lr_;
-  QPushButton *start_, *pause_, *stop_, *save_, *resume_file_, *export_;
+  QPushButton *start_ = nullptr, *pause_, *stop_, *save_, *resume_file_, *export_;
   QList<QPushButton*> send_;
+  class QHBoxLayout* send_row_ = nullptr;
   QProgressBar* progress_;
   QLabel* status_;
   QCustomPlot *loss_plot_, *accuracy_plot_;

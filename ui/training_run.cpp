@@ -5,6 +5,17 @@
 #include "util/error.h"
 
 namespace translution::ui {
+namespace {
+
+// "lor, static, tiny/12 depth 4": what a legend needs to tell runs apart.
+QString short_name(const ViTConfig& model, const std::string& dataset) {
+  return QString("%1, %2, %3/%4 depth %5")
+      .arg(QString::fromStdString(model.model), QString::fromStdString(dataset), QString::fromStdString(model.preset))
+      .arg(model.patch)
+      .arg(model.depth);
+}
+
+}  // namespace
 
 TrainingRun::TrainingRun(const ViTConfig& model, const TrainConfig& train, const QString& data_dir,
                          const QString& device, QObject* parent)
@@ -15,7 +26,8 @@ TrainingRun::TrainingRun(const ViTConfig& model, const TrainConfig& train, const
                  .arg(model.patch)
                  .arg(QString::fromStdString(train.dataset))
                  .arg(train.seed)
-                 .arg(train.precision == "bf16" ? ", bf16" : "")) {
+                 .arg(train.precision == "bf16" ? ", bf16" : "")),
+      short_name_(short_name(model, train.dataset)) {
   qRegisterMetaType<translution::TrainProgress>();
 }
 
@@ -29,6 +41,7 @@ TrainingRun::TrainingRun(Checkpoint checkpoint, const QString& data_dir, const Q
                .arg(model.patch)
                .arg(QString::fromStdString(trainer_->config().dataset))
                .arg(trainer_->config().precision == "bf16" ? ", bf16" : "");
+  short_name_ = short_name(model, trainer_->config().dataset);
   saved_path_valid_ = true;
 }
 

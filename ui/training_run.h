@@ -45,6 +45,8 @@ class TrainingRun : public QObject {
   Checkpoint snapshot() const;
   const Trainer& trainer() const { return *trainer_; }
   QString label() const { return label_; }
+  // Method, dataset and size, for legends: "lor, static, tiny/12 depth 4".
+  QString shortName() const { return short_name_; }
 
  Q_SIGNALS:
   void progress(const translution::TrainProgress& report);
@@ -54,7 +56,7 @@ class TrainingRun : public QObject {
 
   std::unique_ptr<Trainer> trainer_;
   QThread* thread_ = nullptr;
-  QString label_;
+  QString label_, short_name_;
   bool saved_path_valid_ = false;
   std::atomic<bool> paused_seen_{false};  // the worker reported Paused and waits
 };

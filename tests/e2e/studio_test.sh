@@ -32,6 +32,14 @@ if command -v xvfb-run >/dev/null; then
   QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 1280x1024x24" "$studio" --screenshot "$work/x11.png" --dataset dynamic --index 3
   check "studio under xvfb-run" test $? -eq 0
   check "xvfb screenshot is a PNG" bash -c "file '$work/x11.png' | grep -q 'PNG image data'"
+  # The one-click demo in a real X window: the button clicked, the centred-trained pair slid and evaluated.
+  QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 1280x1024x24" "$studio" --screenshot "$work/demo.png" --panel robustness \
+    >"$work/demo.out" 2>"$work/demo.err"
+  check "one-click demo under xvfb-run" test $? -eq 0
+  check "demo loads the centred-trained pair" bash -c "grep -q 'slot A: :/models/translution-static.ckpt' '$work/demo.out' &&
+    grep -q 'slot B: :/models/attention-static.ckpt' '$work/demo.out'"
+  check "demo screenshot is a PNG" bash -c "file '$work/demo.png' | grep -q 'PNG image data, 1400 x 800'"
+  check "demo prints no error" bash -c "! grep -q -i -E 'error|cannot|QPainter' '$work/demo.err'"
 else
   echo "FAIL xvfb-run is not installed (scripts/test.sh installs xvfb)"
   failures=$((failures + 1))

@@ -1,0 +1,264 @@
+// The papers' story as a new user meets it: the bundled model picker, the
+// one-click demo with the centred-trained pair, two to four slots, drawing at
+// MNIST's scale, rollout and attention distance, the experiment runner, and the
+// true class that follows the canvas.
+#include <ATen/ATen.h>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "attention_map.h"
+#include "attention_panel.h"
+#include "bundled_models.h"
+#include "compare_panel.h"
+#include "digit_canvas.h"
+#include "main_window.h"
+#include "model_picker.h"
+#include "model_slot.h"
+#include "offset_panel.h"
+#include "protocol_box.h"
+#include "protocol_table.h"
+#include "robustness_panel.h"
+#include "slot_view.h"
+#include "test_digit_source.h"
+#include "training_panel.h"
+#include "infer/attention_inspection.h"
+#include "train/checkpoint.h"
+#include "ui_test_support.h"
+
+using namespace translution;
+using namespace translution::ui;
+using namespace translution::ui::test;
+
+class StudioStoryTest : public QObject {
+  Q_OBJECT
+ private:
+  QTemporaryDir dir;
+  MainWindow* window = nullptr;
+
+  void waitIdle(int ms = 60000) { QTRY_VERIFY_WITH_TIMEOUT(!window->busy(), ms); }
+  void waitDigits() { QTRY_VERIFY_WITH_TIMEOUT(window->digits()->ready(), 60000); }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    qputenv("TRANSLUTION_NO_DIALOGS", "1");
+  }
+
+  void init() {
+    QSettings().clear();  // every test starts as a first launch
+    window = new MainWindow(qEnvironmentVariable("TRANSLUTION_DATA"));
+    window->resize(1400, 800);
+    window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window));
+    waitDigits();
+    waitIdle();
+  }
+
+  void cleanup() {
+    delete window;
+    window = nullptr;
+  }
+
+  void theStudioOpensOnATestDigitWithTheBundledPair() {
+    QVERIFY(!window->canvas()->inkBox().isEmpty());
+    QCOMPARE(window->robustness()->trueClass(), 7);  // test digit 0 is a 7
+    QCOMPARE(window->compare()->slots().size(), 2);
+    QCOMPARE(QString::fromStdString(window->compare()->slots()[0]->predictor()->config().model), QString("translution"));
+    QCOMPARE(QString::fromStdString(window->compare()->slots()[1]->predictor()->config().model), QString("attention"));
+  }
+
+  void thePickerListsTheSixBundledModelsAndLoadsOne() {
+    QCOMPARE(bundled_model_list().size(), 6);
+    ModelPicker* picker = window->compare()->views()[1]->picker();
+    const QStringList sources = picker->sources();
+    for (const char* name : {"translution", "lor", "attention", "translution-static", "lor-static", "attention-static"})
+      QVERIFY2(sources.contains(bundled_model(name)), name);
+    QCOMPARE(picker->currentText(), QString("Self-attention, trained on digits anywhere"));
+    ModelSlot* slot = window->compare()->slots()[1];
+    QSignalSpy loaded(slot, &ModelSlot::loaded);
+    QVERIFY(picker->choose(bundled_model("lor-static")));
+    QTRY_COMPARE(loaded.count(), 1);
+    QCOMPARE(slot->source(), bundled_model("lor-static"));
+    QCOMPARE(picker->currentText(), QString("LoR-Translution, trained on centred digits"));
+    // Remembered: a new window starts with the same choice.
+    delete window;
+    window = new MainWindow(qEnvironmentVariable("TRANSLUTION_DATA"));
+    waitIdle();
+    QCOMPARE(window->compare()->slots()[1]->source(), bundled_model("lor-static"));
+  }
+
+  void aBadFileOrAnotherCanvasSizeLeavesTheSlotAsItWas() {
+    ModelSlot* slot = window->compare()->slots()[0];
+    const QString before = slot->source();
+    QFile bad(dir.filePath("bad.ckpt"));
+    QVERIFY(bad.open(QIODevice::WriteOnly));
+    bad.write("not a checkpoint");
+    bad.close();
+    QSignalSpy failed(slot, &ModelSlot::failed);
+    window->compare()->loadFile(slot, bad.fileName());
+    QTRY_COMPARE(failed.count(), 1);
+    QVERIFY(failed.last().at(0).toString().contains("bad.ckpt"));
+    // A model of 28x28 images: refused with the sizes named.
+    Checkpoint small;
+    small.config = preset_config("tiny", "attention");
+    small.config.image_height = small.config.image_width = 28;
+    small.config.patch = 7;
+    small.config.depth = 1;
+    small.model = ViT(small.config);
+    const QString path = dir.filePath("mnist28.ckpt");
+    save_checkpoint(path.toStdString(), small);
+    window->compare()->loadFile(slot, path);
+    QTRY_COMPARE(failed.count(), 2);
+    QVERIFY(failed.last().at(0).toString().contains("mnist28.ckpt"));
+    QVERIFY(failed.last().at(0).toString().contains("28x28"));
+    QCOMPARE(slot->source(), before);
+    QVERIFY(slot->predictor() != nullptr);
+    QCOMPARE(window->compare()->views()[0]->picker()->currentText(), QString("Translution, trained on digits anywhere"));
+  }
+
+  void theOneClickDemoShowsTheCentredTrainedGap() {
+    RobustnessPanel* panel = window->robustness();
+    QSignalSpy slid(panel, &RobustnessPanel::slid);
+    panel->showCentredPair();
+    QTRY_COMPARE_WITH_TIMEOUT(slid.count(), 1, 60000);
+    waitIdle(300000);
+    QCOMPARE(window->compare()->slots()[0]->source(), bundled_model("translution-static"));
+    QCOMPARE(window->compare()->slots()[1]->source(), bundled_model("attention-static"));
+    QCOMPARE(panel->trueClass(), 7);
+    // The digit starts a whole patch left of the centre.
+    QVERIFY(std::abs(window->canvas()->massCentre().x() - (42 - 12)) < 2.0);
+    QCOMPARE(panel->movePlot()->graphCount(), 2);
+    auto mean = [](QCPGraph* g) {
+      double sum = 0;
+      for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) sum += it->value;
+      return sum / g->data()->size();
+    };
+    const double relative = mean(panel->movePlot()->graph(0)), absolute = mean(panel->movePlot()->graph(1));
+    QVERIFY2(relative > absolute + 0.05, qPrintable(QString("%1 vs %2").arg(relative).arg(absolute)));
+    QVERIFY(panel->movePlot()->graph(0)->name().contains("Translution, trained on centred digits"));
+    // The protocol table filled from the bundled pairs: the relative encodings ahead on S->D.
+    ProtocolTable* table = panel->protocolTable();
+    const double translution = table->accuracy(ProtocolBox::pairName("translution", true), ProtocolTable::kStaticToDynamic);
+    const double attention = table->accuracy(ProtocolBox::pairName("attention", true), ProtocolTable::kStaticToDynamic);
+    const double lor = table->accuracy(ProtocolBox::pairName("lor", true), ProtocolTable::kStaticToDynamic);
+    QVERIFY(translution > 0 && attention > 0 && lor > 0);
+    QVERIFY(translution > attention && lor > attention);
+    QVERIFY(table->accuracy(ProtocolBox::pairName("attention", true), ProtocolTable::kStaticToStatic) > 0.9);
+  }
+
+  void aThirdSlotAppearsInEveryPanelAndGoesAgain() {
+    ComparePanel* compare = window->compare();
+    ModelSlot* c = compare->addSlot();
+    QVERIFY(c != nullptr);
+    QCOMPARE(c->name(), QString("C"));
+    c->load(bundled_model("lor"));
+    waitIdle();
+    QCOMPARE(window->attention()->views().size(), 3);
+    QCOMPARE(window->offsets()->findChild<QComboBox*>()->count(), 3);
+    QVERIFY(c->lastPrediction().has_value());  // it predicts the canvas the others show
+    QVERIFY(window->attention()->views()[2]->mainMap()->hasData());
+    QVERIFY(compare->addSlot() != nullptr);
+    QVERIFY(compare->addSlot() == nullptr);  // four at most
+    QVERIFY(compare->removeSlot(compare->slots()[1]));
+    QCOMPARE(compare->slots().size(), 3);
+    QCOMPARE(compare->slots()[1]->name(), QString("C"));
+    QCOMPARE(window->attention()->views().size(), 3);
+    QCOMPARE(window->offsets()->findChild<QComboBox*>()->count(), 3);
+    QVERIFY(compare->removeSlot(compare->slots()[2]));
+    QVERIFY(!compare->removeSlot(compare->slots()[1]));  // two at least
+    QCOMPARE(compare->addSlot()->name(), QString("B"));    // the first free letter
+  }
+
+  void aDrawingFarLargerThanMnistIsFlaggedAndFitted() {
+    DigitCanvas* canvas = window->canvas();
+    canvas->clear();
+    QVERIFY(canvas->guideVisible());
+    QCOMPARE(canvas->guideBox().width(), 20.0);
+    QVERIFY(!window->scaleWarningVisible());
+    // A 7 drawn across the whole canvas.
+    drag(canvas, widget_pos(*canvas, 10, 10), widget_pos(*canvas, 74, 10));
+    drag(canvas, widget_pos(*canvas, 74, 10), widget_pos(*canvas, 30, 76));
+    QVERIFY(window->scaleWarningVisible());
+    QVERIFY(window->fitToMnist());
+    QVERIFY(!window->scaleWarningVisible());
+    const QRect ink = canvas->inkBox();
+    QVERIFY2(ink.height() <= 21 && ink.width() <= 21, qPrintable(QString("%1x%2").arg(ink.width()).arg(ink.height())));
+    const QPointF centre = canvas->massCentre();
+    QVERIFY(std::abs(centre.x() - 42) < 1.5 && std::abs(centre.y() - 42) < 1.5);
+  }
+
+  void rolloutRowsAreDistributionsAndDistancesArePlotted() {
+    AttentionView* view = window->attention()->views()[0];
+    view->setRollout(true);
+    QVERIFY(view->rollout());
+    const at::Tensor weights = view->mainMap()->patchWeights();
+    QVERIFY(weights.defined());
+    const auto& prediction = view->slot()->lastPrediction();
+    const at::Tensor rollout = attention_rollout(prediction->attention);
+    for (int64_t i = 0; i < rollout.size(0); ++i) QVERIFY(std::abs(rollout[i].sum().item<double>() - 1) < 1e-6);
+    QVERIFY(at::allclose(weights.flatten().to(at::kDouble), rollout[0].narrow(0, 1, 49), 1e-5, 1e-6));
+    // One curve per head, one point per layer.
+    QCOMPARE(view->distancePlot()->graphCount(), int(prediction->attention.front().size(0)));
+    QCOMPARE(view->distancePlot()->graph(0)->dataCount(), int(prediction->attention.size()));
+  }
+
+  void theTrueClassFollowsTheCanvas() {
+    RobustnessPanel* panel = window->robustness();
+    QVERIFY(window->showTestDigit(CanvasKind::Static, 1));  // a 2
+    QCOMPARE(panel->trueClass(), 2);
+    window->canvas()->nudge(5, 0);  // a moved test digit is still that digit
+    waitIdle();
+    QCOMPARE(panel->trueClass(), 2);
+    QVERIFY(window->showTestDigit(CanvasKind::Static, 0));  // a 7, which both models read as 7...
+    waitIdle();
+    window->canvas()->clear();  // ...then the user draws: the slots' majority decides
+    drag(window->canvas(), widget_pos(*window->canvas(), 42, 30), widget_pos(*window->canvas(), 42, 50));
+    waitIdle();
+    // The majority of the slots' predictions, ties to the lower class.
+    int votes[10] = {};
+    for (ModelSlot* s : window->compare()->slots()) ++votes[s->lastPrediction()->predicted];
+    QCOMPARE(panel->trueClass(), int(std::max_element(votes, votes + 10) - votes));
+    QVERIFY(panel->trueClass() != 7 || votes[7] > 0);
+  }
+
+  void theExperimentTrainsBothDatasetsAndFillsTheTable() {
+    ProtocolBox* box = window->robustness()->protocol();
+    box->setMethods({"lor", "attention"});
+    ExperimentBudget tiny;
+    tiny.train_digits = 256;
+    tiny.depth = 1;
+    tiny.test_digits = 100;
+    box->setBudget(tiny);
+    QSignalSpy finished(box, &ProtocolBox::finished);
+    QSignalSpy swept(box, &ProtocolBox::sweepReady);
+    box->runExperiment();
+    QVERIFY(box->runner()->running());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 600000);
+    QVERIFY2(box->status().startsWith("Experiment done"), qPrintable(box->status()));
+    for (const char* m : {"lor", "attention"})
+      for (auto column : {ProtocolTable::kStaticToStatic, ProtocolTable::kDynamicToDynamic, ProtocolTable::kStaticToDynamic})
+        QVERIFY(box->table()->accuracy(ProtocolBox::pairName(m, false), column) >= 0);
+    QCOMPARE(swept.count(), 2);
+    QCOMPARE(window->robustness()->sweepMaps()->mapCount(), 2);
+    // A trained model goes to a slot.
+    ModelSlot* slot = window->compare()->slots()[1];
+    QCOMPARE(box->sendToSlot("lor/static", slot), QString());
+    QCOMPARE(QString::fromStdString(slot->predictor()->config().model), QString("lor"));
+    QCOMPARE(slot->predictor()->metadata().at("dataset"), std::string("static"));
+  }
+
+  void trainingLegendsNameTheMethodDatasetAndSize() {
+    TrainingPanel* panel = window->training();
+    panel->setQuickRun(20, 128);
+    QSignalSpy finished(panel, &TrainingPanel::runFinished);
+    panel->startRun();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    const QString name = panel->lossPlot()->graph(0)->name();
+    QVERIFY2(name.contains("lor") && name.contains("dynamic") && name.contains("tiny/12"), qPrintable(name));
+  }
+};
+
+QTEST_MAIN(StudioStoryTest)
+#include "studio_story_test.moc"

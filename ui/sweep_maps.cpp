@@ -1,0 +1,93 @@
+#include "sweep_maps.h"
+
+#include "plot_export.h"
+#include "square_cells.h"
+
+namespace translution::ui {
+
+SweepMaps::SweepMaps(QWidget* parent) : QCustomPlot(parent) {
+  setMinimumSize(240, 180);  // a width of 0 at the first layout would have it paint into an empty buffer
+  enable_plot_export(this);
+  plotLayout()->clear();
+}
+
+void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
+  plotLayout()->clear();
+  clearPlottables();
+  clearItems();
+  maps_.clear();
+  if (sweeps.isEmpty()) {
+    replot();
+    return;
+  }
+  auto* scale = new QCPColorScale(this);
+  scale->setGradient(QCPColorGradient::gpThermal);
+  scale->setDataRange(QCPRange(0, 1));
+  scale->axis()->setLabel(tr("accuracy"));
+  // Up to two maps a row, so that each keeps a readable size; the colour scale on the right.
+  const int columns = sweeps.size() == 1 ? 1 : 2;
+  auto* maps = new QCPLayoutGrid;
+  plotLayout()->addElement(0, 0, maps);
+  for (int s = 0; s < sweeps.size(); ++s) {
+    const SweepResult& r = sweeps[s].result;
+    auto* rect = new QCPAxisRect(this);
+    maps->addElement(s / columns, s % columns, rect);
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    QCPAxis* top = rect->axis(QCPAxis::atTop);
+    y->setRangeReversed(true);  // canvas rows grow downwards
+    top->setVisible(true);
+    top->setTicks(false);
+    top->setTickLabels(false);
+    top->setLabel(tr("%1: mean %2%").arg(sweeps[s].title).arg(100 * r.mean_accuracy(), 0, 'f', 1));
+    top->setLabelColor(sweeps[s].colour.isValid() ? sweeps[s].colour : Qt::black);
+    auto* map = new QCPColorMap(x, y);
+    const int p = int(r.positions.size());
+    const double first = centreOf(r, r.positions.front()), last = centreOf(r, r.positions.back());
+    map->data()->setSize(p, p);
+    map->data()->setRange(QCPRange(first, last), QCPRange(first, last));
+    // Positions are evenly spaced except possibly the last; each cell is drawn at its own centre.
+    for (int yi = 0; yi < p; ++yi)
+      for (int xi = 0; xi < p; ++xi) map->data()->setCell(xi, yi, r.accuracy[yi][xi].item<double>());
+    map->setInterpolate(false);
+    map->setColorScale(scale);
+    const double half = p > 1 ? (last - first) / (p - 1) / 2 : 1;
+    x->setRange(first - half, last + half);
+    y->setRange(first - half, last + half);
+    drawPatchGrid(rect, r, sweeps[s].patch);
+    maps_ << map;
+  }
+  plotLayout()->addElement(0, 1, scale);
+  replot();
+  // The scale ratio needs the laid-out size: apply it again once the rects have their geometry.
+  for (QCPColorMap* m : maps_) square_cells(m->keyAxis(), m->valueAxis());
+  replot();
+}
+
+// The model's patch grid in canvas pixels. The canvas centre (where a static
+// digit's centre sits, 42 on 84 pixels) is a patch's centre for patches 12 and
+// 28, so shifts by whole patches from there put the digit's centre at the
+// centre of a grid cell: a relative encoding shows one bright spot per cell.
+void SweepMaps::drawPatchGrid(QCPAxisRect* rect, const SweepResult& r, int patch) {
+  if (patch <= 0) return;
+  QCPAxis* x = rect->axis(QCPAxis::atBottom);
+  QCPAxis* y = rect->axis(QCPAxis::atLeft);
+  const QPen grid(QColor(255, 255, 255, 110), 1, Qt::DashLine);
+  for (double v = patch; v < r.canvas; v += patch) {
+    for (bool vertical : {true, false}) {
+      auto* line = new QCPItemStraightLine(this);
+      line->setClipAxisRect(rect);
+      line->setPen(grid);
+      for (QCPItemPosition* p : {line->point1, line->point2}) {
+        p->setAxes(x, y);
+        p->setAxisRect(rect);
+      }
+      line->point1->setCoords(vertical ? v : 0, vertical ? 0 : v);
+      line->point2->setCoords(vertical ? v : 1, vertical ? 1 : v);
+    }
+  }
+  integer_ticks(x, 2 * patch);
+  integer_ticks(y, 2 * patch);
+}
+
+}  // namespace translution::ui

@@ -1,0 +1,36 @@
+#pragma once
+// Heat maps of translation sweeps, one per model on a shared 0-1 colour scale.
+// Each cell is a position of the digit, in canvas pixels of the digit's centre,
+// and the model's patch grid is drawn over the map: a relative encoding that
+// generalises across whole-patch shifts shows a lattice at the grid's spacing.
+#include <QList>
+#include <QString>
+
+#include "qcustomplot_include.h"
+#include "train/translation_sweep.h"
+
+namespace translution::ui {
+
+struct TitledSweep {
+  QString title;
+  SweepResult result;
+  int patch = 0;     // the model's patch size (0: no grid)
+  QColor colour;     // the slot's colour, for the title
+};
+
+class SweepMaps : public QCustomPlot {
+  Q_OBJECT
+ public:
+  explicit SweepMaps(QWidget* parent = nullptr);
+  void showSweeps(const QList<TitledSweep>& sweeps);
+  int mapCount() const { return maps_.size(); }
+  QCPColorMap* map(int i) const { return maps_.value(i); }
+  // Canvas coordinate of the digit's centre at sweep position `top_left`.
+  static double centreOf(const SweepResult& r, int64_t top_left) { return double(top_left) + r.digit_size / 2.0; }
+
+ private:
+  void drawPatchGrid(QCPAxisRect* rect, const SweepResult& r, int patch);
+  QList<QCPColorMap*> maps_;
+};
+
+}  // namespace translution::ui
