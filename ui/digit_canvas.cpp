@@ -66,16 +66,19 @@ void DigitCanvas::clear() {
   changed();
 }
 
-QRect DigitCanvas::inkBox() const {
-  int min_x = size_, max_x = -1, min_y = size_, max_y = -1;
-  for (int y = 0; y < size_; ++y)
-    for (int x = 0; x < size_; ++x)
-      if (pixels_[size_t(y) * size_t(size_) + size_t(x)] > 0) {
+// The bounding box of the pixels above 0 in an S x S image (empty when there are none).
+static QRect ink_bounds(const std::vector<float>& pixels, int size) {
+  int min_x = size, max_x = -1, min_y = size, max_y = -1;
+  for (int y = 0; y < size; ++y)
+    for (int x = 0; x < size; ++x)
+      if (pixels[size_t(y) * size_t(size) + size_t(x)] > 0) {
         min_x = std::min(min_x, x), max_x = std::max(max_x, x);
         min_y = std::min(min_y, y), max_y = std::max(max_y, y);
       }
   return max_x < 0 ? QRect() : QRect(QPoint(min_x, min_y), QPoint(max_x, max_y));
 }
+
+QRect DigitCanvas::inkBox() const { return ink_bounds(pixels_, size_); }
 
 QRectF DigitCanvas::guideBox() const {
   const QRect ink = inkBox();
@@ -151,14 +154,9 @@ void DigitCanvas::strokeTo(const QPointF& to, bool erase) {
 }
 
 std::vector<float> DigitCanvas::shifted(const std::vector<float>& base, int dx, int dy) const {
-  int min_x = size_, max_x = -1, min_y = size_, max_y = -1;
-  for (int y = 0; y < size_; ++y)
-    for (int x = 0; x < size_; ++x)
-      if (base[size_t(y) * size_t(size_) + size_t(x)] > 0) {
-        min_x = std::min(min_x, x), max_x = std::max(max_x, x);
-        min_y = std::min(min_y, y), max_y = std::max(max_y, y);
-      }
-  if (max_x < 0) return base;  // empty canvas: nothing to move
+  const QRect ink = ink_bounds(base, size_);
+  if (ink.isEmpty()) return base;  // empty canvas: nothing to move
+  const int min_x = ink.left(), max_x = ink.right(), min_y = ink.top(), max_y = ink.bottom();
   dx = std::clamp(dx, -min_x, size_ - 1 - max_x);
   dy = std::clamp(dy, -min_y, size_ - 1 - max_y);
   std::vector<float> out(base.size(), 0.0f);

@@ -13,6 +13,11 @@
 #include <QVBoxLayout>
 #include <QtConcurrent>
 
+#include <atomic>
+#include <exception>
+#include <thread>
+#include <vector>
+
 #include <ATen/ATen.h>
 
 #include "bundled_models.h"
@@ -79,6 +84,51 @@ QList<SlotWork> loaded_slots(const QList<ModelSlot*>& slots) {
 QString slot_title(const SlotWork& s) {
   const QString bundled = bundled_model_title(QString::fromStdString(s.predictor->source()));
   return QObject::tr("%1: %2").arg(s.name, bundled.isEmpty() ? QString::fromStdString(s.predictor->config().model) : bundled);
+}
+
+// The legend beneath the plot, two entries a row, so that it never hides a curve.
+// Moved there only once it has entries: QCustomPlot lays an empty legend out in
+// that row at no width and the axis rect above it with it.
+void showLegendBeneath(QCustomPlot* plot) {
+  QCPLegend* legend = plot->legend;
+  if (legend->layout() != plot->plotLayout()) {
+    plot->axisRect()->insetLayout()->take(legend);
+    plot->plotLayout()->addElement(1, 0, legend);
+    plot->plotLayout()->setRowStretchFactor(1, 0.001);
+    legend->setFillOrder(QCPLegend::foColumnsFirst);
+    legend->setWrap(2);
+    legend->setBorderPen(Qt::NoPen);
+  }
+  legend->setVisible(true);
+}
+
+// Every slot's sweep at once, one thread each (the studio runs each model's
+// products on one thread, so the slots share the cores this way).
+QList<SweepResult> sweep_slots(const QList<SlotWork>& work, const MnistDigits& test, const SweepOptions& options,
+                               const std::function<void(int64_t, int64_t)>& progress) {
+  std::vector<SweepResult> results(size_t(work.size()));
+  std::vector<std::exception_ptr> failures(size_t(work.size()));
+  std::vector<std::atomic<int64_t>> done(size_t(work.size()));
+  auto sweep_one = [&](size_t i) {
+    try {
+      results[i] = translation_sweep(work[int(i)].predictor->model(), test, options, work[int(i)].predictor->device(),
+                                     [&, i](int64_t d, int64_t total) {
+                                       done[i] = d;
+                                       int64_t sum = 0;
+                                       for (const auto& v : done) sum += v;
+                                       progress(sum, total * int64_t(done.size()));
+                                     });
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> others;
+  for (size_t i = 1; i < results.size(); ++i) others.emplace_back(sweep_one, i);
+  if (!results.empty()) sweep_one(0);
+  for (std::thread& t : others) t.join();
+  for (const std::exception_ptr& f : failures)
+    if (f) std::rethrow_exception(f);
+  return QList<SweepResult>(results.begin(), results.end());
 }
 
 // "A: translution (S)": the slot, the method and what it was trained on, short enough for a map's title.
@@ -167,14 +217,7 @@ void RobustnessPanel::buildMoveBox(QLayout* layout) {
   move_plot_->yAxis->setLabel(tr("P(true class)"));
   move_plot_->yAxis->setRange(0, 1);
   move_plot_->xAxis->setRange(0, kStudioCanvas);
-  // The legend goes beneath the plot, one row of entries, so it never hides a curve.
-  move_plot_->axisRect()->insetLayout()->take(move_plot_->legend);
-  move_plot_->plotLayout()->addElement(1, 0, move_plot_->legend);
-  move_plot_->plotLayout()->setRowStretchFactor(1, 0.001);
-  move_plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
-  move_plot_->legend->setWrap(2);
-  move_plot_->legend->setBorderPen(Qt::NoPen);  // without curves it draws nothing at all
-  move_plot_->legend->setVisible(true);
+  move_plot_->legend->setVisible(false);  // shown, beneath the plot, once there are curves
   move_plot_->setMinimumHeight(150);
   enable_plot_export(move_plot_);
   auto* move_layout = new QVBoxLayout(move_box);
@@ -293,6 +336,7 @@ void RobustnessPanel::slideAcross() {
           g->setPen(QPen(slot_colour(work[s].name), 2));
           g->setData(x, curves[s]);
         }
+        showLegendBeneath(move_plot_);
         move_plot_->xAxis->setRange(0, kStudioCanvas);
         slide_path_ = canvases;
         move_plot_->replot();
@@ -374,15 +418,13 @@ void RobustnessPanel::runSweep() {
         Out out;
         try {
           const MnistDigits test = load_mnist(dir, Split::Test);
-          for (int i = 0; i < work.size(); ++i)
-            out.results << translation_sweep(work[i].predictor->model(), test, options, work[i].predictor->device(),
-                                             [bar, i, n = work.size()](int64_t done, int64_t total) {
-                                               QMetaObject::invokeMethod(bar, [bar, i, n, done, total] {
-                                                 if (!bar) return;
-                                                 bar->setRange(0, int(total * n));
-                                                 bar->setValue(int(i * total + done));
-                                               });
-                                             });
+          out.results = sweep_slots(work, test, options, [bar](int64_t done, int64_t total) {
+            QMetaObject::invokeMethod(bar, [bar, done, total] {
+              if (!bar) return;
+              bar->setRange(0, int(total));
+              bar->setValue(int(done));
+            });
+          });
         } catch (const std::exception& e) {
           out.error = QString::fromStdString(e.what());
         }

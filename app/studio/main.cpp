@@ -63,24 +63,37 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
   if (panel == "window") target = &window;
   if (panel == "canvas") target = window.canvas();
   const QStringList tabs = {"compare", "attention", "offsets", "training", "robustness"};
-  if (tabs.contains(panel) || panel == "experiment") {
-    window.tabs()->setCurrentIndex(panel == "experiment" ? int(tabs.indexOf("robustness")) : int(tabs.indexOf(panel)));
+  const bool on_robustness = panel == "robustness" || panel == "sweep" || panel == "experiment";
+  if (tabs.contains(panel) || on_robustness) {
+    window.tabs()->setCurrentIndex(on_robustness ? int(tabs.indexOf("robustness")) : int(tabs.indexOf(panel)));
     target = &window;
   }
-  if (panel == "robustness") {  // the one-click demo: the centred-trained pair, slid and evaluated
+  if (panel == "robustness" || panel == "sweep") {  // the one-click demo: the centred-trained pair, slid and evaluated
     wait_until_idle(window);
     window.robustness()->findChild<QPushButton*>("centredPairDemo")->click();  // as a user's click would
   }
+  if (panel == "sweep") {  // then the slots' translation sweeps at the panel's defaults
+    wait_until_idle(window);
+    QElapsedTimer sweep;
+    sweep.start();
+    window.robustness()->runSweep();
+    wait_until_idle(window);
+    std::printf("sweep of the slots: %.1f s\n", sweep.elapsed() / 1000.0);
+  }
   if (panel == "experiment") {  // the protocol experiment at its default budget, trained here
     wait_until_idle(window);
+    QElapsedTimer experiment;
+    experiment.start();
     window.robustness()->protocol()->runExperiment();
+    wait_until_idle(window);
+    std::printf("experiment at the default budget: %.1f s\n", experiment.elapsed() / 1000.0);
   }
   if (!target) {
-    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas, compare, attention, offsets, training, robustness, experiment)\n", qPrintable(panel));
+    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas, compare, attention, offsets, training, robustness, sweep, experiment)\n", qPrintable(panel));
     return 2;
   }
   wait_until_idle(window);
-  if (panel == "robustness")  // what the demo put on screen, for scripts that check it
+  if (panel == "robustness" || panel == "sweep")  // what the demo put on screen, for scripts that check it
     for (const translution::ui::ModelSlot* slot : window.compare()->slots())
       std::printf("slot %s: %s\n", qPrintable(slot->name()), qPrintable(slot->source()));
   const QPixmap pixmap = target->grab();
@@ -125,7 +138,8 @@ int main(int argc, char** argv) {
       {"data-dir", "MNIST directory (default: $TRANSLUTION_DATA or data/mnist).", "DIR"},
       {"screenshot", "Render offscreen to FILE (a PNG image) and exit.", "FILE"},
       {"panel", "Panel to screenshot: window (default), canvas, compare, attention, offsets, training, robustness (after the "
-       "one-click demo) or experiment (after the protocol experiment at its default budget).", "NAME", "window"},
+       "one-click demo), sweep (the demo, then the slots' sweeps) or experiment (the protocol experiment at its default "
+       "budget).", "NAME", "window"},
       {"checkpoint", "Load FILE into the next comparison slot (repeat for slot B).", "FILE"},
       {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},
       {"index", "Index of that test digit (default 0).", "I", "0"},
