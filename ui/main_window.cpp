@@ -176,7 +176,7 @@ bool MainWindow::fitToMnist() {
   return true;
 }
 
-bool MainWindow::busy() const { return compare_->busy() || robustness_->busy(); }
+bool MainWindow::busy() const { return compare_->busy() || robustness_->busy() || offsets_->busy(); }
 
 // Each slot gets the checkpoint it had last time, else a bundled model
 // (Translution in A, self-attention in B).

@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include <QComboBox>
+#include <QFutureWatcher>
+#include <QtConcurrent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QToolTip>
@@ -15,14 +17,33 @@
 #include "square_cells.h"
 
 namespace translution::ui {
+namespace {
+
+QString kind_of(const std::string& model) {
+  const bool baseline = model.rfind("attention", 0) == 0 || model == "rope" || model == "gpsa" || model.rfind("rel-", 0) == 0;
+  return baseline ? QObject::tr("a baseline") : QObject::tr("an absolute pair encoding");
+}
+
+}  // namespace
 
 OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
-    : QWidget(parent), slot_box_(new QComboBox(this)), message_(new QLabel(this)), plot_(new QCustomPlot(this)) {
+    : QWidget(parent),
+      slot_box_(new QComboBox(this)),
+      what_(new QComboBox(this)),
+      message_(new QLabel(this)),
+      plot_(new QCustomPlot(this)) {
+  what_->addItems({tr("learned weights |W_δ|"), tr("contributions on this canvas")});
+  what_->setToolTip(tr("The matrices themselves, or what each offset's value matrix carried for the digit on the "
+                       "canvas (attention-weighted norms of W_v[δ] x_j), updated with every change"));
+  what_->setObjectName("offsetView");
+  slot_box_->setObjectName("offsetSlot");
+  connect(what_, &QComboBox::currentIndexChanged, this, &OffsetPanel::rebuild);
   slot_box_->setToolTip(tr("Whose offset weights to show"));
   message_->setWordWrap(true);
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Model"), this));
   controls->addWidget(slot_box_);
+  controls->addWidget(what_);
   controls->addWidget(message_, 1);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(controls);
@@ -44,6 +65,9 @@ void OffsetPanel::setSlots(const QList<ModelSlot*>& slots) {
   for (ModelSlot* s : slots_) {
     slot_box_->addItem(tr("Slot %1").arg(s->name()));
     connect(s, &ModelSlot::loaded, this, &OffsetPanel::rebuild);
+    connect(s, &ModelSlot::predicted, this, [this, s] {
+      if (showingContributions() && slots_.value(slot_box_->currentIndex()) == s) rebuild();
+    });
   }
   slot_box_->setCurrentIndex(std::max<int>(0, int(slots_.indexOf(shown))));
   rebuild();
@@ -52,14 +76,45 @@ void OffsetPanel::setSlots(const QList<ModelSlot*>& slots) {
 QString OffsetPanel::message() const { return message_->text(); }
 
 void OffsetPanel::rebuild() {
+  ModelSlot* slot = slot_box_->currentIndex() >= 0 ? slots_.value(slot_box_->currentIndex()) : nullptr;
+  const auto predictor = slot ? slot->predictor() : nullptr;
+  const int generation = ++generation_;
+  if (!predictor || !showingContributions()) {
+    draw(predictor ? predictor->offset_magnitudes() : std::vector<std::vector<OffsetMagnitudes>>{}, predictor.get());
+    return;
+  }
+  const auto& prediction = slot->lastPrediction();
+  if (!prediction) {
+    draw({}, predictor.get());
+    return;
+  }
+  // The contributions need a forward pass of their own: off the GUI thread, the newest request wins.
+  ++busy_;
+  auto* watcher = new QFutureWatcher<std::vector<std::vector<OffsetMagnitudes>>>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, predictor] {
+    --busy_;
+    watcher->deleteLater();
+    if (generation == generation_) draw(watcher->result(), predictor.get());
+  });
+  const at::Tensor canvas = prediction->canvas;
+  watcher->setFuture(QtConcurrent::run([predictor, canvas] {
+    try {
+      return predictor->value_contributions(canvas);
+    } catch (const std::exception&) {
+      return std::vector<std::vector<OffsetMagnitudes>>{};
+    }
+  }));
+}
+
+bool OffsetPanel::showingContributions() const { return what_->currentIndex() == 1; }
+
+void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitudes, const Predictor* predictor) {
   plot_->clearPlottables();
   plot_->clearItems();
   plot_->plotLayout()->clear();
   maps_.clear();
   grids_.clear();
   map_layers_.clear();
-  ModelSlot* slot = slot_box_->currentIndex() >= 0 ? slots_[slot_box_->currentIndex()] : nullptr;
-  const auto predictor = slot ? slot->predictor() : nullptr;
   if (!predictor) {
     message_->setText(tr("This slot has no model."));
     plot_->replot();
@@ -69,28 +124,35 @@ void OffsetPanel::rebuild() {
   grid_h_ = int(c.grid_height());
   grid_w_ = int(c.grid_width());
   std::vector<std::vector<OffsetGrid>> layers;
-  for (const auto& layer : predictor->offset_magnitudes()) layers.push_back(offset_grids(layer, grid_h_, grid_w_));
+  for (const auto& layer : magnitudes) layers.push_back(offset_grids(layer, grid_h_, grid_w_));
   size_t projections = 0;
   for (const auto& l : layers) projections = std::max(projections, l.size());
   if (projections == 0) {
-    message_->setText(tr("%1 has no per-offset weights: it is %2, which uses no offset-indexed matrices. "
-                         "Load a Translution-family model (translution, lor, translution-qk, ...) to see them.")
-                          .arg(QString::fromStdString(c.model), c.model.rfind("attention", 0) == 0 || c.model == "rope" || c.model == "gpsa" || c.model.rfind("rel-", 0) == 0
-                                                                     ? tr("a baseline")
-                                                                     : tr("an absolute pair encoding")));
+    message_->setText(showingContributions() && predictor->offset_magnitudes().size() > 0 &&
+                              !predictor->offset_magnitudes().front().empty()
+                          ? tr("%1 has no offset-indexed value matrices, so no offset carries values of its own.")
+                                .arg(QString::fromStdString(c.model))
+                          : tr("%1 has no per-offset weights: it is %2, which uses no offset-indexed matrices. "
+                               "Load a Translution-family model (translution, lor, translution-qk, ...) to see them.")
+                                .arg(QString::fromStdString(c.model), kind_of(c.model)));
     plot_->replot();
     return;
   }
-  message_->setText(tr("%1: |W_δ| (Frobenius norm) per offset δ = (dy, dx), query patch minus key patch; "
-                       "(0, 0) outlined; the row beneath each map is CLS to itself, into CLS, out of CLS. Shared colour scale; "
-                       "hover for values.")
-                        .arg(QString::fromStdString(c.model)));
+  message_->setText(showingContributions()
+                        ? tr("%1, this canvas: for each offset δ = (dy, dx), Σ α_ij |W_v[δ] x_j| over the pairs at "
+                             "that offset, summed over heads: where the values the digit sends come from. (0, 0) "
+                             "outlined; the row beneath: CLS to itself, into CLS, out of CLS.")
+                              .arg(QString::fromStdString(c.model))
+                        : tr("%1: |W_δ| (Frobenius norm) per offset δ = (dy, dx), query patch minus key patch; "
+                             "(0, 0) outlined; the row beneath each map is CLS to itself, into CLS, out of CLS. "
+                             "Shared colour scale; hover for values.")
+                              .arg(QString::fromStdString(c.model)));
   auto* scale = new QCPColorScale(plot_);
   scale->setGradient(QCPColorGradient::gpThermal);
   QCPColorGradient gradient(QCPColorGradient::gpThermal);
   gradient.setNanHandling(QCPColorGradient::nhTransparent);
   scale->setGradient(gradient);
-  scale->axis()->setLabel(tr("|W_δ|"));
+  scale->axis()->setLabel(showingContributions() ? tr("Σ α |W_v[δ] x|") : tr("|W_δ|"));
   double low = 1e30, high = 0;
   for (size_t l = 0; l < layers.size(); ++l) {
     for (size_t p = 0; p < layers[l].size(); ++p) {

@@ -25,15 +25,19 @@ Predictor::Predictor(Checkpoint checkpoint, std::string source, c10::Device devi
   }
 }
 
-Prediction Predictor::predict(const at::Tensor& canvas, bool with_attention) const {
+at::Tensor Predictor::model_input(const at::Tensor& canvas) const {
   const ViTConfig& c = checkpoint_.config;
   if (canvas.dim() != 2) throw Error("a canvas must be a 2-D image");
-  const auto start = std::chrono::steady_clock::now();
-  at::NoGradGuard no_grad;
   at::Tensor x = canvas.to(at::kFloat).unsqueeze(0).unsqueeze(0);
   if (x.size(2) != c.image_height || x.size(3) != c.image_width)
     x = at::adaptive_avg_pool2d(x, {c.image_height, c.image_width});
-  x = normalize_pixels(x).to(device_);
+  return normalize_pixels(x).to(device_);
+}
+
+Prediction Predictor::predict(const at::Tensor& canvas, bool with_attention) const {
+  const auto start = std::chrono::steady_clock::now();
+  at::NoGradGuard no_grad;
+  const at::Tensor x = model_input(canvas);
   ViTInspection inspection;
   ViT model = checkpoint_.model;  // a handle: forward is not const, the weights are not changed
   const at::Tensor logits = model->forward(x, with_attention ? &inspection : nullptr);
@@ -45,6 +49,14 @@ Prediction Predictor::predict(const at::Tensor& canvas, bool with_attention) con
   for (const at::Tensor& a : inspection.attention) p.attention.push_back(a.squeeze(0).to(at::kCPU, at::kFloat));
   p.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return p;
+}
+
+std::vector<std::vector<OffsetMagnitudes>> Predictor::value_contributions(const at::Tensor& canvas) const {
+  at::NoGradGuard no_grad;
+  ViTInspection inspection;
+  ViT model = checkpoint_.model;
+  model->forward(model_input(canvas), &inspection);
+  return model->value_contributions(inspection);
 }
 
 std::string Predictor::description() const {

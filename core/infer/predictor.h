@@ -37,10 +37,17 @@ class Predictor {
   int64_t parameter_count() const { return checkpoint_.model->parameter_count(); }
   // Per layer, the relative matrices' magnitudes (empty list for plain attention layers), on the CPU.
   const std::vector<std::vector<OffsetMagnitudes>>& offset_magnitudes() const { return magnitudes_; }
+  // Per layer, what each offset's value matrix carried for this canvas: for every
+  // offset, the attention-weighted norms of W_v[delta] x_j over the pairs at that
+  // offset (ViTImpl::value_contributions); an empty list for a layer without
+  // offset-indexed values. On the CPU.
+  std::vector<std::vector<OffsetMagnitudes>> value_contributions(const at::Tensor& canvas) const;
   // "translution ViT-tiny/12, 4.27 M parameters, CPU"
   std::string description() const;
 
  private:
+  at::Tensor model_input(const at::Tensor& canvas) const;  // [1, 1, H, W], resized and normalised, on the device
+
   Checkpoint checkpoint_;
   std::string source_;
   c10::Device device_;

@@ -36,6 +36,15 @@ class AttentionModule : public torch::nn::Module {
   // and MLP are most of that block's work.
   at::Tensor forward_queries(const at::Tensor& x, int64_t queries);
   virtual std::vector<OffsetMagnitudes> offset_magnitudes() const { return {}; }
+  // For one image (x: the attention's input [N, C], alpha: its attention [heads, N, N]),
+  // what each offset-indexed value matrix carried: per bank entry e, in the paper's
+  // indexing, float [E] on the CPU:
+  //   sum over pairs (i, j) that use W_v[e], sum over heads h, of alpha^h_ij |x_j W_v[e]_h|
+  // (W_v[e]_h: head h's columns). Undefined where the values are not offset-indexed.
+  virtual at::Tensor value_contributions(const at::Tensor& x, const at::Tensor& alpha) const {
+    (void)x, (void)alpha;
+    return {};
+  }
   // Whether forward runs nn/relative_ops' per-matrix products (offset-indexed banks).
   virtual bool per_matrix_products() const { return false; }
   // Its offset-indexed banks [E, C, C'] (those per_matrix_products multiplies), for

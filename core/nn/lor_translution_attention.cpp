@@ -251,6 +251,14 @@ std::vector<OffsetMagnitudes> LoRTranslutionAttention::offset_magnitudes() const
   return out;
 }
 
+// The relative term of the values only: W1v Wv[d] W2v per entry (the shared Wv is the same for every offset).
+at::Tensor LoRTranslutionAttention::value_contributions(const at::Tensor& x, const at::Tensor& alpha) const {
+  if (!banks_[2].defined()) return {};
+  at::NoGradGuard no_grad;
+  const at::Tensor effective = at::matmul(at::matmul(down_[2]->weight.detach().t(), banks_[2].detach()), up_v_.detach());
+  return value_contributions_of(effective, table_, x, alpha);
+}
+
 std::vector<at::Tensor> LoRTranslutionAttention::relative_banks() const {
   std::vector<at::Tensor> banks;
   for (const at::Tensor& b : banks_)

@@ -24,6 +24,7 @@ class LoRTranslutionAttention : public AttentionModule {
  public:
   LoRTranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape, const TokenLayout& layout);
   std::vector<OffsetMagnitudes> offset_magnitudes() const override;
+  at::Tensor value_contributions(const at::Tensor& x, const at::Tensor& alpha) const override;
   bool per_matrix_products() const override { return true; }
   std::vector<at::Tensor> relative_banks() const override;
 

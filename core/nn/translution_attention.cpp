@@ -24,6 +24,21 @@ OffsetMagnitudes bank_magnitudes(const std::string& projection, const at::Tensor
   return {projection, norms};
 }
 
+at::Tensor value_contributions_of(const at::Tensor& effective, const RelativeTable& t, const at::Tensor& x,
+                                  const at::Tensor& alpha) {
+  const int64_t E = effective.size(0), N = x.size(0), H = alpha.size(0), inner = effective.size(2);
+  at::NoGradGuard no_grad;
+  // |x_j W_v[e]_h| for every entry, token and head: [E, N, H].
+  const at::Tensor norms = at::matmul(x.detach().to(effective.dtype()).unsqueeze(0), effective.detach())
+                               .view({E, N, H, inner / H})
+                               .norm(2, -1);
+  // Pair (i, j) reads entry e_ij: its norms [N, N, H], weighted by that pair's attention per head.
+  const at::Tensor entry = t.entry.to(norms.device());
+  const at::Tensor source = at::arange(N, entry.options()).unsqueeze(0).expand({N, N});
+  const at::Tensor weighted = (norms.index({entry, source}) * alpha.detach().to(norms.dtype()).permute({1, 2, 0})).sum(2);
+  return at::zeros({E}, norms.options()).scatter_add_(0, entry.flatten(), weighted.flatten()).to(at::kCPU, at::kFloat);
+}
+
 TranslutionAttention::TranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape,
                                            const TokenLayout& layout)
     : spec_(spec), shape_(shape), table_(make_relative_table(layout, spec.encoding)), orders_(table_) {
@@ -68,6 +83,10 @@ std::vector<OffsetMagnitudes> TranslutionAttention::offset_magnitudes() const {
   for (int role = 0; role < 3; ++role)
     if (banks_[role].defined()) out.push_back(bank_magnitudes(kRoles[role], banks_[role].detach(), table_));
   return out;
+}
+
+at::Tensor TranslutionAttention::value_contributions(const at::Tensor& x, const at::Tensor& alpha) const {
+  return banks_[2].defined() ? value_contributions_of(banks_[2], table_, x, alpha) : at::Tensor();
 }
 
 std::vector<at::Tensor> TranslutionAttention::relative_banks() const {

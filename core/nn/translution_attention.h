@@ -17,6 +17,7 @@ class TranslutionAttention : public AttentionModule {
  public:
   TranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape, const TokenLayout& layout);
   std::vector<OffsetMagnitudes> offset_magnitudes() const override;
+  at::Tensor value_contributions(const at::Tensor& x, const at::Tensor& alpha) const override;
   bool per_matrix_products() const override { return true; }
   std::vector<at::Tensor> relative_banks() const override;
 
@@ -41,5 +42,10 @@ at::Tensor make_relative_bank(int64_t entries, int64_t in, int64_t out);
 // Frobenius norms per entry of a bank's effective matrices ([E, *, *]), in the
 // paper's indexing (keys un-mirrored).
 OffsetMagnitudes bank_magnitudes(const std::string& projection, const at::Tensor& effective, const RelativeTable& t);
+
+// AttentionModule::value_contributions for a bank of effective value matrices
+// ([E, C, C'], head h's columns h C'/H to (h + 1) C'/H), x [N, C], alpha [H, N, N].
+at::Tensor value_contributions_of(const at::Tensor& effective, const RelativeTable& t, const at::Tensor& x,
+                                  const at::Tensor& alpha);
 
 }  // namespace translution

@@ -25,8 +25,10 @@ ViTBlockImpl::ViTBlockImpl(const ViTConfig& c, int64_t index) {
   fc2_ = register_module("fc2", torch::nn::Linear(c.mlp_dim, c.dim));
 }
 
-at::Tensor ViTBlockImpl::forward(const at::Tensor& x, at::Tensor* probs) {
-  const at::Tensor h = x + attention_->forward(normalize(norm1_, x), probs);
+at::Tensor ViTBlockImpl::forward(const at::Tensor& x, at::Tensor* probs, at::Tensor* input) {
+  const at::Tensor normed = normalize(norm1_, x);
+  if (input) *input = normed;
+  const at::Tensor h = x + attention_->forward(normed, probs);
   return dense_add(fc2_, dense_gelu(fc1_, normalize(norm2_, h)), h);
 }
 
@@ -67,16 +69,16 @@ at::Tensor ViTImpl::forward(const at::Tensor& images, ViTInspection* inspection)
   at::Tensor x = normalize(embed_norm_, dense(patch_embed_, normalize(patch_norm_, patchify(images))));
   x = at::cat({cls_token_.expand({x.size(0), 1, config_.dim}), x}, 1);
   if (position_embedding_.defined()) x = x + position_embedding_;
-  if (inspection) inspection->attention.clear();
+  if (inspection) inspection->attention.clear(), inspection->inputs.clear();
   const size_t last = blocks_.size() - 1;
   for (size_t b = 0; b <= last; ++b) {
     if (b == last && !inspection && cls_only_last_block()) {
       x = blocks_[b]->forward_queries(x, 1);  // [B, 1, C]: the CLS token's output
       break;
     }
-    at::Tensor probs;
-    x = blocks_[b]->forward(x, inspection ? &probs : nullptr);
-    if (inspection) inspection->attention.push_back(probs);
+    at::Tensor probs, input;
+    x = blocks_[b]->forward(x, inspection ? &probs : nullptr, inspection ? &input : nullptr);
+    if (inspection) inspection->attention.push_back(probs), inspection->inputs.push_back(input);
   }
   return head_->forward(normalize(final_norm_, x.select(1, 0)));
 }
@@ -90,6 +92,17 @@ int64_t ViTImpl::parameter_count() const {
 std::vector<std::vector<OffsetMagnitudes>> ViTImpl::offset_magnitudes() const {
   std::vector<std::vector<OffsetMagnitudes>> out;
   for (const auto& block : blocks_) out.push_back(block->attention().offset_magnitudes());
+  return out;
+}
+
+std::vector<std::vector<OffsetMagnitudes>> ViTImpl::value_contributions(const ViTInspection& inspection) const {
+  if (inspection.inputs.size() != blocks_.size() || inspection.attention.size() != blocks_.size())
+    throw Error("value contributions need an inspected forward of every block");
+  std::vector<std::vector<OffsetMagnitudes>> out;
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    const at::Tensor c = blocks_[b]->attention().value_contributions(inspection.inputs[b][0], inspection.attention[b][0]);
+    out.push_back(c.defined() ? std::vector<OffsetMagnitudes>{{"v", c}} : std::vector<OffsetMagnitudes>{});
+  }
   return out;
 }
 

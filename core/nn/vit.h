@@ -18,7 +18,8 @@ namespace translution {
 class ViTBlockImpl : public torch::nn::Module {
  public:
   ViTBlockImpl(const ViTConfig& config, int64_t index);
-  at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr);
+  // probs: the attention [B, heads, N, N]; input: what the attention read, [B, N, C].
+  at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr, at::Tensor* input = nullptr);
   // The block's outputs for the first `queries` tokens only: [B, N, C] -> [B, queries, C].
   at::Tensor forward_queries(const at::Tensor& x, int64_t queries);
   AttentionModule& attention() { return *attention_; }
@@ -43,6 +44,7 @@ bool cls_only_last_block();
 // What a forward pass can report besides the logits, when asked.
 struct ViTInspection {
   std::vector<at::Tensor> attention;  // per layer: [B, heads, N, N], CLS at index 0
+  std::vector<at::Tensor> inputs;     // per layer: the attention's input, [B, N, C] (after the block's LayerNorm)
 };
 
 class ViTImpl : public torch::nn::Module {
@@ -58,6 +60,9 @@ class ViTImpl : public torch::nn::Module {
   int64_t parameter_count() const;
   // Per layer, the relative matrices' magnitudes (empty for plain attention layers).
   std::vector<std::vector<OffsetMagnitudes>> offset_magnitudes() const;
+  // Per layer, what each value matrix W_v[delta] carried for the inspected image
+  // (AttentionModule::value_contributions); `inspection` from forward() of one image.
+  std::vector<std::vector<OffsetMagnitudes>> value_contributions(const ViTInspection& inspection) const;
   // Whether any block's attention runs per-matrix products (Translution, LoR).
   bool per_matrix_products() const;
   const ViTBlockImpl& block(int64_t i) const { return *blocks_[size_t(i)]; }

@@ -167,7 +167,7 @@ class StudioPanelsTest : public QObject {
     QCOMPARE(panel->heatMapCount(), 2 * 3);  // translution: q, k and v relative in both layers
     QVERIFY(panel->describeCell(0, 6, 6).contains("offset (dx 0, dy 0)"));
     QVERIFY(panel->describeCell(0, 14, 1).contains("into CLS"));
-    auto* box = panel->findChild<QComboBox*>();
+    auto* box = panel->findChild<QComboBox*>("offsetSlot");
     box->setCurrentIndex(1);  // slot B: self-attention
     QCOMPARE(panel->heatMapCount(), 0);
     QVERIFY(panel->message().contains("no per-offset weights"));

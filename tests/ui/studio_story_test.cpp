@@ -156,7 +156,7 @@ class StudioStoryTest : public QObject {
     c->load(bundled_model("lor"));
     waitIdle();
     QCOMPARE(window->attention()->views().size(), 3);
-    QCOMPARE(window->offsets()->findChild<QComboBox*>()->count(), 3);
+    QCOMPARE(window->offsets()->findChild<QComboBox*>("offsetSlot")->count(), 3);
     QVERIFY(c->lastPrediction().has_value());  // it predicts the canvas the others show
     QVERIFY(window->attention()->views()[2]->mainMap()->hasData());
     QVERIFY(compare->addSlot() != nullptr);
@@ -165,7 +165,7 @@ class StudioStoryTest : public QObject {
     QCOMPARE(compare->slots().size(), 3);
     QCOMPARE(compare->slots()[1]->name(), QString("C"));
     QCOMPARE(window->attention()->views().size(), 3);
-    QCOMPARE(window->offsets()->findChild<QComboBox*>()->count(), 3);
+    QCOMPARE(window->offsets()->findChild<QComboBox*>("offsetSlot")->count(), 3);
     QVERIFY(compare->removeSlot(compare->slots()[2]));
     QVERIFY(!compare->removeSlot(compare->slots()[1]));  // two at least
     QCOMPARE(compare->addSlot()->name(), QString("B"));    // the first free letter
@@ -202,6 +202,23 @@ class StudioStoryTest : public QObject {
     // One curve per head, one point per layer.
     QCOMPARE(view->distancePlot()->graphCount(), int(prediction->attention.front().size(0)));
     QCOMPARE(view->distancePlot()->graph(0)->dataCount(), int(prediction->attention.size()));
+  }
+
+  void offsetContributionsFollowTheCanvas() {
+    OffsetPanel* panel = window->offsets();
+    panel->findChild<QComboBox*>("offsetView")->setCurrentIndex(1);
+    waitIdle();
+    QVERIFY(panel->showingContributions());
+    QCOMPARE(panel->heatMapCount(), 4);  // the bundled Translution: its value matrices in each of 4 layers
+    QVERIFY2(panel->message().contains("this canvas"), qPrintable(panel->message()));
+    const QString before = panel->describeCell(0, 6, 6);  // offset (0, 0) of layer 1
+    QVERIFY(before.contains("offset (dx 0, dy 0)"));
+    QVERIFY(window->showTestDigit(CanvasKind::Dynamic, 5));
+    waitIdle();
+    QVERIFY(panel->describeCell(0, 6, 6) != before);  // recomputed for the new digit
+    panel->findChild<QComboBox*>("offsetSlot")->setCurrentIndex(1);  // self-attention: nothing offset-indexed
+    waitIdle();
+    QCOMPARE(panel->heatMapCount(), 0);
   }
 
   void theTrueClassFollowsTheCanvas() {
