@@ -49,6 +49,7 @@ OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
   layout->addLayout(controls);
   layout->addWidget(plot_, 1);
   plot_->setMouseTracking(true);
+  plot_->installEventFilter(this);
   enable_plot_export(plot_);
   connect(slot_box_, &QComboBox::currentIndexChanged, this, &OffsetPanel::rebuild);
   connect(plot_, &QCustomPlot::mouseMove, this, &OffsetPanel::showHover);
@@ -168,9 +169,20 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
   scale->setDataRange(QCPRange(low, high > low ? high : low + 1));
   plot_->setMinimumHeight(int(layers.size()) * 190);
   plot_->replot();
-  // Square cells need the laid-out sizes: set the ratio once the rects have them.
-  for (QCPColorMap* m : maps_) square_cells(m->keyAxis(), m->valueAxis());
-  plot_->replot();
+  squareUp();  // square cells need the rects' laid-out sizes
+}
+
+void OffsetPanel::squareUp() {
+  const QCPRange x(-grid_w_ + 0.5, grid_w_ - 0.5), y(-grid_h_ + 0.5, grid_h_ + 1.5);
+  for (QCPColorMap* m : maps_) square_cells(m->keyAxis(), m->valueAxis(), x, y);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// The plot lays itself out in its own resize handler, after this filter: square the cells once it has.
+bool OffsetPanel::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == plot_ && event->type() == QEvent::Resize && !maps_.isEmpty())
+    QMetaObject::invokeMethod(this, &OffsetPanel::squareUp, Qt::QueuedConnection);
+  return QWidget::eventFilter(watched, event);
 }
 
 // One offset grid in offset coordinates: dx across, dy down, the (0, 0) offset

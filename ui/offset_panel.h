@@ -32,8 +32,12 @@ class OffsetPanel : public QWidget {
   bool showingContributions() const;
   bool busy() const { return busy_ > 0; }
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   void rebuild();
+  void squareUp();
   void draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitudes, const Predictor* predictor);
   void showHover(QMouseEvent* event);
   QCPColorMap* addMap(QCPAxisRect* rect, const OffsetGrid& grid, const QString& title, QCPColorScale* scale,

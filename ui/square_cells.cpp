@@ -7,7 +7,9 @@ QCPRange around(double centre, double size) { return QCPRange(centre - size / 2,
 
 }  // namespace
 
-void square_cells(QCPAxis* x, QCPAxis* y) {
+void square_cells(QCPAxis* x, QCPAxis* y, const QCPRange& x_data, const QCPRange& y_data) {
+  x->setRange(x_data);
+  y->setRange(y_data);
   const QRect r = x->axisRect()->rect();
   if (r.width() <= 0 || r.height() <= 0) return;
   const double x_per_pixel = x->range().size() / r.width(), y_per_pixel = y->range().size() / r.height();

@@ -52,16 +52,25 @@ void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
     map->setInterpolate(false);
     map->setColorScale(scale);
     const double half = p > 1 ? (last - first) / (p - 1) / 2 : 1;
-    x->setRange(first - half, last + half);
-    y->setRange(first - half, last + half);
+    data_range_ = QCPRange(first - half, last + half);
+    x->setRange(data_range_);
+    y->setRange(data_range_);
     drawPatchGrid(rect, r, sweeps[s].patch);
     maps_ << map;
   }
   plotLayout()->addElement(0, 1, scale);
   replot();
-  // The scale ratio needs the laid-out size: apply it again once the rects have their geometry.
-  for (QCPColorMap* m : maps_) square_cells(m->keyAxis(), m->valueAxis());
-  replot();
+  squareUp();  // square cells need the rects' laid-out sizes
+}
+
+void SweepMaps::squareUp() {
+  for (QCPColorMap* m : maps_) square_cells(m->keyAxis(), m->valueAxis(), data_range_, data_range_);
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SweepMaps::resizeEvent(QResizeEvent* event) {
+  QCustomPlot::resizeEvent(event);  // lays the rects out at the new size
+  if (!maps_.isEmpty()) squareUp();
 }
 
 // The model's patch grid in canvas pixels. The canvas centre (where a static

@@ -28,9 +28,14 @@ class SweepMaps : public QCustomPlot {
   // Canvas coordinate of the digit's centre at sweep position `top_left`.
   static double centreOf(const SweepResult& r, int64_t top_left) { return double(top_left) + r.digit_size / 2.0; }
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
+  void squareUp();
   void drawPatchGrid(QCPAxisRect* rect, const SweepResult& r, int patch);
   QList<QCPColorMap*> maps_;
+  QCPRange data_range_;  // the positions' centres, half a cell beyond each end (the same for every map)
 };
 
 }  // namespace translution::ui
