@@ -1,7 +1,11 @@
 // translution: the headless command line over the engine (no Qt).
+#include <algorithm>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
+
+#include <c10/util/Exception.h>
 
 #include "cli/commands.h"
 #include "util/allocator.h"
@@ -25,13 +29,27 @@ commands:
   predict      classify PNG/JPEG pictures of handwritten digits
   checkpoint   inspect a checkpoint, or strip its training state for shipping
 
-Run `translution <command> --help` for a command's options.
+Run `translution <command> --help` for a command's options. Errors are one line;
+--verbose (anywhere) adds LibTorch's full message and stack trace to them.
 )";
+
+// What went wrong in one line: LibTorch's messages carry a stack trace (and
+// sometimes several lines) after the first, which only --verbose shows.
+std::string one_line(const std::exception& e, bool verbose) {
+  std::string message = e.what();
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&e); torch_error && !verbose)
+    message = torch_error->what_without_backtrace();
+  if (!verbose) message = message.substr(0, message.find('\n'));
+  return message;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> words(argv + 1, argv + argc);
+  const auto verbose_flag = std::find(words.begin(), words.end(), "--verbose");
+  const bool verbose = verbose_flag != words.end();
+  if (verbose) words.erase(verbose_flag);
   if (words.empty() || words[0] == "--help" || words[0] == "-h" || words[0] == "help") {
     std::cout << kUsage;
     return words.empty() ? 2 : 0;
@@ -51,11 +69,12 @@ int main(int argc, char** argv) {
     if (command == "checkpoint") return translution::cli::checkpoint_command(words);
     std::cerr << "translution: unknown command '" << command << "'\n" << kUsage;
     return 2;
-  } catch (const translution::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory: the run needs more than this machine has free (a smaller batch or model, or "
+                 "--recompute, needs less)\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << one_line(e, verbose) << "\n";
     return 1;
   }
 }

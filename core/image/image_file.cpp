@@ -22,12 +22,30 @@ std::vector<unsigned char> read_all(const std::string& path) {
   return std::vector<unsigned char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// libjpeg's own ceiling on the memory one decompression may use (its pools), beside the pixel budget.
+constexpr long kJpegMemoryLimit = 1L << 30;
+
+void check_pixel_budget(const std::string& path, int64_t width, int64_t height) {
+  if (width * height <= kMaxImagePixels) return;
+  throw Error("image " + path + " is " + std::to_string(width) + " x " + std::to_string(height) + " pixels (" +
+              std::to_string(width * height / 1000000) + " megapixels); pictures of up to " +
+              std::to_string(kMaxImagePixels / 1000000) + " megapixels are read: scale it down first");
+}
+
 at::Tensor decode_png(const std::string& path, const std::vector<unsigned char>& bytes) {
   png_image image;
   std::memset(&image, 0, sizeof image);
   image.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
     throw Error("image " + path + " is a damaged PNG: " + image.message);
+  // The header is read: refuse a picture over the budget before decoding a pixel. libpng's own
+  // limits (1,000,000 pixels a side, by default) stay in force underneath.
+  try {
+    check_pixel_budget(path, image.width, image.height);
+  } catch (...) {
+    png_image_free(&image);
+    throw;
+  }
   image.format = PNG_FORMAT_GA;  // grey + alpha: transparency is composited onto white below
   std::vector<unsigned char> pixels(PNG_IMAGE_SIZE(image));
   if (!png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr)) {
@@ -65,8 +83,14 @@ at::Tensor decode_jpeg(const std::string& path, const std::vector<unsigned char>
     throw Error("image " + path + " is a damaged JPEG: " + error.message);
   }
   jpeg_create_decompress(&info);
+  info.mem->max_memory_to_use = kJpegMemoryLimit;
   jpeg_mem_src(&info, bytes.data(), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&info, TRUE);
+  if (int64_t(info.image_width) * int64_t(info.image_height) > kMaxImagePixels) {
+    const int64_t w = info.image_width, h = info.image_height;
+    jpeg_destroy_decompress(&info);
+    check_pixel_budget(path, w, h);  // throws
+  }
   info.out_color_space = JCS_GRAYSCALE;
   jpeg_start_decompress(&info);
   const size_t width = info.output_width, height = info.output_height;

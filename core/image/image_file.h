@@ -7,9 +7,15 @@
 
 namespace translution {
 
+// The most pixels a picture may have: 64 megapixels (an 8000 x 8000 scan). The
+// size is read from the PNG or JPEG header and a larger picture is refused before
+// anything is decoded: a 1 MB PNG of 30000 x 30000 white pixels would otherwise
+// take 23 GB and most of a minute to say "no digit found".
+constexpr int64_t kMaxImagePixels = 64'000'000;
+
 // Grey levels [H, W] float in [0, 1] (0 black). Transparent pixels count as white
 // paper. Throws translution::Error naming the file when it is missing, not a
-// PNG or JPEG, or damaged.
+// PNG or JPEG, damaged, or larger than kMaxImagePixels.
 at::Tensor read_image_gray(const std::string& path);
 
 }  // namespace translution

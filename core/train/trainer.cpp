@@ -230,8 +230,11 @@ TrainProgress::Event Trainer::run(const TrainCallback& callback) {
     const auto start = std::chrono::steady_clock::now();
     TrainProgress p = train_step();
     if (p.event == TrainProgress::Event::Diverged) {
-      p.message += checkpoint_path_.empty() || saved_step_ < 0
-                       ? "; training stopped before applying it (the model in memory is the last good one)"
+      // The bad step was not applied: the weights and optimizer in memory are the last good state. Save them,
+      // so that the message names a file that holds them, or says that nothing was written.
+      if (!checkpoint_path_.empty() && saved_step_ != step_) save(callback);
+      p.message += checkpoint_path_.empty()
+                       ? "; training stopped before applying it, and no checkpoint was written (no output file)"
                        : "; training stopped before applying it; " + checkpoint_path_ + " holds step " +
                              std::to_string(saved_step_) + ", the last good state";
       callback(p);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <sys/stat.h>
@@ -26,6 +27,19 @@ std::string make_temp_name(const std::string& path) {
   ::close(fd);
   return pattern;
 }
+
+// Flushes a file's (or a directory's) data to the disk: after a crash or power
+// loss the rename must not point at an empty file, nor the directory forget it.
+void sync_to_disk(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), O_RDONLY | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) throw Error(path + ": cannot open to flush it to disk: " + std::strerror(errno));
+  const int result = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  // Some filesystems cannot sync a directory (EINVAL); the file itself is on disk by then.
+  if (result != 0 && !(directory && saved == EINVAL))
+    throw Error(path + ": cannot flush to disk: " + std::strerror(saved));
+}
 }  // namespace
 
 void write_file_atomically(const std::string& path,
@@ -39,8 +53,10 @@ void write_file_atomically(const std::string& path,
   const std::string temp = make_temp_name(path);
   try {
     write(temp);
+    sync_to_disk(temp, false);
     if (std::rename(temp.c_str(), path.c_str()) != 0)
       throw Error(path + ": cannot rename temporary file into place: " + std::strerror(errno));
+    sync_to_disk(parent.empty() ? "." : parent.string(), true);
   } catch (...) {
     std::remove(temp.c_str());
     throw;

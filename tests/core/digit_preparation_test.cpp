@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <jpeglib.h>
+#include <zlib.h>
 
 #include <cstdio>
 
@@ -101,6 +102,43 @@ TEST(ImageFile, ReadsPngAndJpegByContent) {
   const at::Tensor jpeg = read_image_gray(dir.file("a.photo"));
   EXPECT_EQ(jpeg.sizes(), picture.sizes());
   EXPECT_LT((jpeg - picture).abs().mean().item<double>(), 0.05);
+}
+
+// Big-endian 32-bit value at `at`.
+void put_u32(std::vector<uint8_t>& b, size_t at, uint32_t v) {
+  for (int k = 0; k < 4; ++k) b[at + size_t(k)] = uint8_t(v >> (24 - 8 * k));
+}
+
+TEST(ImageFile, PicturesOverThePixelBudgetAreRefusedFromTheirHeader) {
+  TempDir dir;
+  // A real 10x10 PNG whose header then claims 30000 x 30000 (its checksum fixed): refused at once.
+  write_png_gray(dir.file("small.png"), at::rand({10, 10}));
+  std::vector<uint8_t> png = test_support::read_bytes(dir.file("small.png"));
+  put_u32(png, 16, 30000);  // IHDR: width at 16, height at 20, its CRC over type + data at 29
+  put_u32(png, 20, 30000);
+  put_u32(png, 29, uint32_t(crc32(0, png.data() + 12, 17)));
+  write_bytes(dir.file("huge.png"), png);
+  // A JPEG whose frame header (SOF0: FF C0, length, precision, height, width) claims the same.
+  write_jpeg(dir.file("small.jpg"), at::randint(0, 255, {10, 10}).to(at::kByte));
+  std::vector<uint8_t> jpeg = test_support::read_bytes(dir.file("small.jpg"));
+  size_t sof = 0;
+  for (size_t i = 0; i + 1 < jpeg.size() && !sof; ++i)
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) sof = i;
+  ASSERT_GT(sof, 0u);
+  for (size_t k : {sof + 5, sof + 7}) jpeg[k] = 30000 >> 8, jpeg[k + 1] = 30000 & 0xFF;
+  write_bytes(dir.file("huge.jpg"), jpeg);
+  for (const char* name : {"huge.png", "huge.jpg"}) {
+    try {
+      read_image_gray(dir.file(name));
+      FAIL() << name << " was decoded";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(name), std::string::npos) << message;
+      EXPECT_NE(message.find("30000 x 30000 pixels (900 megapixels)"), std::string::npos) << message;
+    }
+  }
+  // At the budget's edge a picture is read: 8000 x 8000 is 64 megapixels exactly.
+  EXPECT_EQ(kMaxImagePixels, int64_t(8000) * 8000);
 }
 
 TEST(ImageFile, NonImagesAndDamagedFilesAreErrorsNamingTheFile) {

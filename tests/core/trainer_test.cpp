@@ -233,6 +233,33 @@ TEST(Trainer, DivergenceStopsBeforeTheBadStepAndKeepsTheLastGoodCheckpoint) {
   }
 }
 
+TEST(Trainer, ADivergedRunWritesItsLastGoodStateOrSaysNothingWasWritten) {
+  ASSERT_FALSE(mnist_dir().empty());
+  TempDir dir;
+  TrainConfig t = small_run();
+  t.lr = 1e30;
+  t.warmup_steps = 0;
+  t.clip_norm = 0;
+  t.steps = 30;  // no checkpoints on the way: only the end of the run writes one
+  for (const bool with_path : {true, false}) {
+    SCOPED_TRACE(with_path);
+    Trainer trainer(small_model("attention"), t, mnist_dir(), c10::kCPU);
+    if (with_path) trainer.set_checkpoint_path(dir.file("diverged.ckpt"));
+    std::string message;
+    ASSERT_EQ(trainer.run([&](const TrainProgress& p) {
+      if (p.event == Event::Diverged) message = p.message;
+    }), Event::Diverged);
+    if (with_path) {
+      EXPECT_NE(message.find("diverged.ckpt holds step " + std::to_string(trainer.step())), std::string::npos) << message;
+      const Checkpoint last = load_checkpoint(dir.file("diverged.ckpt"));
+      EXPECT_EQ(last.training->step, trainer.step());
+      expect_same_weights(last.model, trainer.model());
+    } else {
+      EXPECT_NE(message.find("no checkpoint was written"), std::string::npos) << message;
+    }
+  }
+}
+
 TEST(Trainer, ImpossibleConfigurationsAreErrors) {
   ASSERT_FALSE(mnist_dir().empty());
   TrainConfig t = small_run();

@@ -267,6 +267,19 @@ check "a diverging run exits 3" test $? -eq 3
 check "a diverging run says why" grep -q "the loss became\|the gradient norm became" "$work/d.err"
 check "a diverging run keeps its last good checkpoint" bash -c "\"$cli\" checkpoint info '$work/d.ckpt' >/dev/null"
 check "train without --out is an error" bash -c "! \"$cli\" train --model lor 2>/dev/null"
+# Without --checkpoint-every nothing was on disk when it diverged: the last good state is written, so the
+# file its messages name exists and loads.
+"$cli" train "${tiny[@]}" --steps 20 --lr 1e9 --clip 0 --warmup 0 --no-final-eval --out "$work/e.ckpt" >"$work/e.out" 2>"$work/e.err"
+check "a diverged run without checkpoints exits 3" test $? -eq 3
+check "the checkpoint a diverged run names exists" bash -c "grep -q 'e.ckpt holds step' '$work/e.err' &&
+  \"$cli\" checkpoint info '$work/e.ckpt' >/dev/null"
+
+# LibTorch's failures are one line naming the problem, never a stack trace (--verbose shows it).
+timeout 10 "$cli" model info --model attention --image 100000 --patch 1 >/dev/null 2>"$work/huge.err"
+check "an impossible model is an error" test $? -eq 1
+check "the error is one line without a stack trace" bash -c "test \$(wc -l <'$work/huge.err') -eq 1 && ! grep -q 'frame #' '$work/huge.err'"
+timeout 10 "$cli" model info --model attention --image 100000 --patch 1 --verbose >/dev/null 2>"$work/verbose.err"
+check "--verbose shows LibTorch's trace" grep -q 'frame #' "$work/verbose.err"
 
 echo "e2e_cli: $failures failed"
 test $failures -eq 0
