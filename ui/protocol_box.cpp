@@ -107,8 +107,9 @@ void ProtocolBox::buildControls(QLayout* layout) {
   grid->addWidget(evaluate_, 0, 0);
   grid->addWidget(new QLabel(tr("Test digits"), this), 0, 1);
   grid->addWidget(test_digits_, 0, 2);
-  auto* methods = new QHBoxLayout;
-  methods->addWidget(new QLabel(tr("Train:"), this));
+  // Methods three a row and the budget beneath, so that the box stays narrow enough to leave the canvas room.
+  auto* methods = new QGridLayout;
+  methods->addWidget(new QLabel(tr("Train:"), this), 0, 0);
   for (const AttentionChoice& c : attention_choices()) {
     const QString name = QString::fromStdString(c.name);
     const bool shown = name == "translution" || name == "lor" || name == "attention" || name == "rope" ||
@@ -117,11 +118,11 @@ void ProtocolBox::buildControls(QLayout* layout) {
     auto* box = new QCheckBox(name, this);
     box->setToolTip(QString::fromStdString(c.description));
     box->setChecked(name == "translution" || name == "lor" || name == "attention");
+    methods->addWidget(box, int(method_boxes_.size()) / 3, 1 + int(method_boxes_.size()) % 3);
     method_boxes_ << box;
-    methods->addWidget(box);
   }
-  methods->addStretch(1);
-  grid->addLayout(methods, 1, 0, 1, 8);
+  methods->setColumnStretch(4, 1);  // the spare width right of the boxes, not between label and boxes
+  grid->addLayout(methods, 1, 0, 1, 6);
   train_digits_ = spin(this, 100, 60000, 12000, tr("The first N training digits, for each model"));
   epochs_ = spin(this, 1, 100, 2, tr("Passes over those digits"));
   depth_ = spin(this, 1, 12, 2, tr("Blocks of the tiny ViT (dim 64, one head, patch 12)"));
@@ -136,8 +137,8 @@ void ProtocolBox::buildControls(QLayout* layout) {
   grid->addWidget(epochs_, 2, 3);
   grid->addWidget(new QLabel(tr("Depth"), this), 2, 4);
   grid->addWidget(depth_, 2, 5);
-  grid->addWidget(run_, 2, 6);
-  grid->addWidget(stop_, 2, 7);
+  grid->addWidget(run_, 3, 0, 1, 4);
+  grid->addWidget(stop_, 3, 4, 1, 2);
   layout->addItem(grid);
   progress_ = new QProgressBar(this);
   progress_->setRange(0, 1);
