@@ -65,6 +65,10 @@ struct JpegError {
   char message[JMSG_LENGTH_MAX];
 };
 
+// libjpeg prints its warnings (a corrupt but readable file) to stderr by default: a user gets the
+// picture or one error line, never libjpeg's chatter.
+void jpeg_quiet(j_common_ptr) {}
+
 void jpeg_fail(j_common_ptr info) {
   auto* error = reinterpret_cast<JpegError*>(info->err);
   (*info->err->format_message)(info, error->message);
@@ -76,6 +80,7 @@ at::Tensor decode_jpeg(const std::string& path, const std::vector<unsigned char>
   JpegError error;
   info.err = jpeg_std_error(&error.manager);
   error.manager.error_exit = jpeg_fail;
+  error.manager.output_message = jpeg_quiet;
   at::Tensor out;  // assigned only after the last possible longjmp
   std::vector<unsigned char> pixels;
   if (setjmp(error.jump)) {
@@ -107,8 +112,9 @@ at::Tensor decode_jpeg(const std::string& path, const std::vector<unsigned char>
 
 }  // namespace
 
-at::Tensor read_image_gray(const std::string& path) {
-  const std::vector<unsigned char> bytes = read_all(path);
+at::Tensor read_image_gray(const std::string& path) { return decode_image_gray(read_all(path), path); }
+
+at::Tensor decode_image_gray(const std::vector<unsigned char>& bytes, const std::string& path) {
   static const unsigned char png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (bytes.size() >= 8 && std::memcmp(bytes.data(), png_signature, 8) == 0) return decode_png(path, bytes);
   if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) return decode_jpeg(path, bytes);

@@ -2,6 +2,7 @@
 // Reading a photo or scan of a digit: PNG (any bit depth, palette, alpha) or
 // JPEG, decided by the file's signature, not its name.
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -17,5 +18,7 @@ constexpr int64_t kMaxImagePixels = 64'000'000;
 // paper. Throws translution::Error naming the file when it is missing, not a
 // PNG or JPEG, damaged, or larger than kMaxImagePixels.
 at::Tensor read_image_gray(const std::string& path);
+// The same for a picture's bytes already in memory; `name` is used in messages.
+at::Tensor decode_image_gray(const std::vector<unsigned char>& bytes, const std::string& name);
 
 }  // namespace translution
