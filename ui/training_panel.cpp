@@ -295,6 +295,7 @@ void TrainingPanel::addRun(TrainingRun* run) {
   }
   runs_ << s;
   connect(run, &TrainingRun::progress, this, &TrainingPanel::onProgress);
+  connect(run, &TrainingRun::failed, this, [this](const QString& message) { showError(tr("The run stopped"), message); });
   connect(run, &TrainingRun::finished, this, [this](int event) {
     updateButtons();
     Q_EMIT runFinished(event);

@@ -1,5 +1,7 @@
 #include "training_run.h"
 
+#include <new>
+
 #include "util/allocator.h"
 #include "util/device.h"
 #include "util/error.h"
@@ -59,10 +61,19 @@ void TrainingRun::start() {
   delete thread_;
   paused_seen_ = false;
   thread_ = QThread::create([this] {
-    const TrainProgress::Event end = trainer_->run([this](const TrainProgress& p) {
-      if (p.event == TrainProgress::Event::Paused) paused_seen_ = true;
-      Q_EMIT progress(p);  // queued to the GUI thread
-    });
+    TrainProgress::Event end = TrainProgress::Event::Stopped;
+    // An exception must not leave this thread (it would end the process, and every other run with it):
+    // out of memory, or a file that cannot be written, stops this run with its reason.
+    try {
+      end = trainer_->run([this](const TrainProgress& p) {
+        if (p.event == TrainProgress::Event::Paused) paused_seen_ = true;
+        Q_EMIT progress(p);  // queued to the GUI thread
+      });
+    } catch (const std::bad_alloc&) {
+      Q_EMIT failed(tr("out of memory: this run needs more than the machine has free (a smaller batch or model)"));
+    } catch (const std::exception& e) {
+      Q_EMIT failed(QString::fromStdString(e.what()).section('\n', 0, 0));
+    }
     // The steps' activations, freed, were kept for the next step; a run that
     // ended needs only its weights and AdamW's moments (Translution ViT-A/12:
     // 465 and 930 MB of a 2.9 GB training peak).

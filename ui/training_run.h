@@ -51,6 +51,7 @@ class TrainingRun : public QObject {
  Q_SIGNALS:
   void progress(const translution::TrainProgress& report);
   void finished(int event);  // TrainProgress::Event
+  void failed(const QString& message);  // the run stopped on an error (then finished(Stopped))
 
  private:
 
