@@ -1,11 +1,14 @@
 // `translution model list|info`
+#include <cmath>
 #include <cstdio>
+#include <string>
 #include <iostream>
 
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "nn/model_cost.h"
+#include "nn/model_size.h"
 #include "nn/vit.h"
 #include "util/error.h"
 
@@ -19,9 +22,10 @@ const char* kModelUsage = R"(usage:
                          [--channels 1] [--classes 10] [--lor-dim 8] [--no-lor-shared]
                          [--first-model NAME --first-blocks K] [--json]
 
-Builds the model and reports its parameter count (checked against the papers'
-Table 2 by the test suite), tokens, relative matrices per projection and the
-exact multiply-adds per image.
+Reports, from the config alone and at once for any size, the parameter count
+(checked against built models and the papers' Table 2 by the test suite) and
+weight memory, tokens, relative matrices per projection and, up to 2048 tokens,
+the exact multiply-adds per image. A config too large to count is an error.
 )";
 
 int list() {
@@ -29,19 +33,27 @@ int list() {
   return 0;
 }
 
+// Counting the work builds the N x N table of pairs: beyond this many tokens it is left out.
+constexpr int64_t kCountedTokens = 2048;
+
 int info(const Args& args) {
   const ViTConfig config = config_from_args(args);
-  ViT model(config);
-  const ModelCost cost = model_cost(config);
-  const int64_t params = model->parameter_count();
+  const int64_t params = parameter_count(config);
+  const bool counted = config.tokens() <= kCountedTokens;
+  ModelCost cost;
+  if (counted) cost = model_cost(config);
+  else if (config.attention_spec(config.depth - 1).relative())
+    cost.relative_entries = relative_entries(config, config.attention_spec(config.depth - 1).encoding);
   if (args.flag("json")) {
+    // The work's fields are null where it was not counted.
+    auto macs = [counted](double v) { return counted ? std::to_string((long long)std::llround(v)) : std::string("null"); };
     std::printf(
         "{\"model\":\"%s\",\"preset\":\"%s\",\"image\":[%lld,%lld],\"patch\":%lld,\"tokens\":%lld,"
-        "\"parameters\":%lld,\"relative_entries\":%lld,\"exact_macs_per_image\":%.0f,\"cls_only_macs_per_image\":%.0f,"
-        "\"cls_only_batch_macs_per_image\":%.0f}\n",
+        "\"parameters\":%lld,\"relative_entries\":%lld,\"exact_macs_per_image\":%s,\"cls_only_macs_per_image\":%s,"
+        "\"cls_only_batch_macs_per_image\":%s}\n",
         config.model.c_str(), config.preset.c_str(), (long long)config.image_height, (long long)config.image_width,
         (long long)config.patch, (long long)config.tokens(), (long long)params, (long long)cost.relative_entries,
-        cost.exact_macs, cost.cls_only_macs, cost.cls_only_batch_macs);
+        macs(cost.exact_macs).c_str(), macs(cost.cls_only_macs).c_str(), macs(cost.cls_only_batch_macs).c_str());
     return 0;
   }
   std::printf("model        %s: %s\n", config.model.c_str(), attention_choice(config.model).description.c_str());
@@ -57,6 +69,11 @@ int info(const Args& args) {
   if (cost.relative_entries > 0)
     std::printf("relative     %lld matrices per relative projection per layer\n", (long long)cost.relative_entries);
   std::printf("parameters   %lld (%.1f M), %.1f MB as float32\n", (long long)params, params / 1e6, params * 4 / 1e6);
+  if (!counted) {
+    std::printf("work         not counted: %lld tokens (more than %lld; the pairs alone are %.3g)\n",
+                (long long)config.tokens(), (long long)kCountedTokens, double(config.tokens()) * double(config.tokens()));
+    return 0;
+  }
   std::printf("work         %.1f M multiply-adds per image (exact, forward, every token through every block);\n"
               "             %.1f M with the last block for the CLS query alone, as a plain forward runs it",
               cost.exact_macs / 1e6, cost.cls_only_macs / 1e6);

@@ -1,5 +1,6 @@
 #include "nn/model_cost.h"
 
+#include <algorithm>
 #include <set>
 
 #include "nn/lor_translution_attention.h"
@@ -73,12 +74,19 @@ ModelCost model_cost(const ViTConfig& c) {
   const double patches = N - 1, patch_dim = double(c.patch * c.patch * c.channels);
   cost.exact_macs = patches * patch_dim * C + C * double(c.classes);
   cost.cls_only_macs = cost.cls_only_batch_macs = cost.exact_macs;
-  for (int64_t b = 0; b < c.depth; ++b) {
-    const bool last = b + 1 == c.depth;
-    cost.exact_macs += block_macs(c, b, N);
-    cost.cls_only_macs += block_macs(c, b, last ? 1.0 : N);
-    cost.cls_only_batch_macs += block_macs(c, b, last ? 1.0 : N, 2);
-  }
+  // Blocks differ only in their operator (a hybrid's first ones) and in the last
+  // block's queries: each kind is counted once and multiplied, so a deep model costs no more to count.
+  const int64_t body = c.depth - 1, first = std::min(std::max<int64_t>(c.first_blocks, 0), body);
+  auto body_macs = [&](int64_t images) {
+    double macs = 0;
+    if (first > 0) macs += double(first) * block_macs(c, 0, N, images);
+    if (body > first) macs += double(body - first) * block_macs(c, c.depth - 1, N, images);
+    return macs;
+  };
+  const double body_one = body_macs(1);
+  cost.exact_macs += body_one + block_macs(c, c.depth - 1, N);
+  cost.cls_only_macs += body_one + block_macs(c, c.depth - 1, 1.0);
+  cost.cls_only_batch_macs += body_macs(2) + block_macs(c, c.depth - 1, 1.0, 2);
   const AttentionSpec last = c.attention_spec(c.depth - 1);
   if (last.relative()) {
     const RelativeTable table =

@@ -274,11 +274,23 @@ check "a diverged run without checkpoints exits 3" test $? -eq 3
 check "the checkpoint a diverged run names exists" bash -c "grep -q 'e.ckpt holds step' '$work/e.err' &&
   \"$cli\" checkpoint info '$work/e.ckpt' >/dev/null"
 
+# `model info` counts from the config alone: any size at once, a size beyond 64 bits an error.
+for config in "--model translution --preset A --image 840 --patch 4" "--model attention --depth 100000" \
+              "--model lor --dim 1000000" "--model attention --image 100000 --patch 1"; do
+  # shellcheck disable=SC2086
+  check "model info $config answers from the config" bash -c "timeout 10 \"$cli\" model info $config | grep -q '^parameters'"
+done
+timeout 5 "$cli" model info --model translution-abs --image 100000 --patch 1 >/dev/null 2>"$work/overflow.err"
+check "a model too large to count is an error" test $? -eq 1
+check "its error is one line" bash -c "test \$(wc -l <'$work/overflow.err') -eq 1 && grep -q 'overflows 64-bit' '$work/overflow.err'"
+
 # LibTorch's failures are one line naming the problem, never a stack trace (--verbose shows it).
-timeout 10 "$cli" model info --model attention --image 100000 --patch 1 >/dev/null 2>"$work/huge.err"
-check "an impossible model is an error" test $? -eq 1
+huge=(--model attention --preset tiny --image 100000 --patch 1 --steps 1 --out "$work/huge.ckpt")
+timeout 10 "$cli" train "${huge[@]}" >/dev/null 2>"$work/huge.err"
+check "a model that cannot be allocated is an error" test $? -eq 1
 check "the error is one line without a stack trace" bash -c "test \$(wc -l <'$work/huge.err') -eq 1 && ! grep -q 'frame #' '$work/huge.err'"
-timeout 10 "$cli" model info --model attention --image 100000 --patch 1 --verbose >/dev/null 2>"$work/verbose.err"
+check "and nothing was written" test ! -e "$work/huge.ckpt"
+timeout 10 "$cli" train "${huge[@]}" --verbose >/dev/null 2>"$work/verbose.err"
 check "--verbose shows LibTorch's trace" grep -q 'frame #' "$work/verbose.err"
 
 echo "e2e_cli: $failures failed"
