@@ -1,5 +1,6 @@
 #include "nn/vit_config.h"
 
+#include "nn/model_size.h"
 #include "util/error.h"
 #include "util/key_value.h"
 
@@ -76,6 +77,7 @@ void ViTConfig::validate() const {
                 std::to_string(first_blocks));
   if (first_blocks > 0 && first_model.empty()) throw Error("config: first_blocks is set but first_model is empty");
   for (int64_t b = 0; b < depth; ++b) attention_spec(b).validate();  // also checks the model names
+  parameter_count(*this);  // a size beyond 64-bit integers is an error here, never an overflow inside LibTorch
 }
 
 ViTConfig preset_config(const std::string& preset, const std::string& model) {
