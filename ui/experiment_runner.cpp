@@ -82,6 +82,7 @@ void ExperimentRunner::runMethod(const QString& method, int index) {
       pair[which] = train(method, datasets[which], index, &done[which], &done[1 - which]);
     } catch (...) {
       failure[which] = std::current_exception();
+      stop();  // the other model of the pair need not finish: the run ends with this error
     }
   };
   std::thread dynamic(train_one, 1);
@@ -130,6 +131,15 @@ Checkpoint ExperimentRunner::train(const QString& method, const QString& dataset
     trainers_.push_back(&trainer);
     if (stop_) trainer.stop();
   }
+  // However run() ends (an exception included), the trainer leaves the list before it is destroyed.
+  struct Unlist {
+    ExperimentRunner* runner;
+    Trainer* trainer;
+    ~Unlist() {
+      std::lock_guard<std::mutex> lock(runner->trainers_mutex_);
+      runner->trainers_.erase(std::find(runner->trainers_.begin(), runner->trainers_.end(), trainer));
+    }
+  } unlist{this, &trainer};
   const QString what = tr("Training %1 on centred and on moved digits").arg(method);
   const auto end = trainer.run([&](const TrainProgress& p) {
     if (p.event != TrainProgress::Event::Step || p.step % 5 != 0) return;
@@ -137,10 +147,6 @@ Checkpoint ExperimentRunner::train(const QString& method, const QString& dataset
     if (dataset == "static")  // one report for the pair
       Q_EMIT progress(fraction(3 * index, *done + *other), tr("%1: step %2 of %3").arg(what).arg(p.step).arg(p.total_steps));
   });
-  {
-    std::lock_guard<std::mutex> lock(trainers_mutex_);
-    trainers_.erase(std::find(trainers_.begin(), trainers_.end(), &trainer));
-  }
   if (end == TrainProgress::Event::Diverged)
     throw Error(method.toStdString() + " on " + dataset.toStdString() + " diverged (its loss became NaN)");
   Checkpoint c = trainer.checkpoint();

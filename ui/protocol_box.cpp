@@ -203,6 +203,7 @@ void ProtocolBox::setSlots(const QList<ModelSlot*>& slots) {
 }
 
 void ProtocolBox::evaluateBundledPairs() {
+  if (evaluating_) return;  // the one running fills the same rows
   QStringList methods;
   for (const char* m : kDefaultMethods)
     if (!bundled_model(m).isEmpty() && !bundled_model(QString(m) + "-static").isEmpty()) methods << m;

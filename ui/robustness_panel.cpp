@@ -30,6 +30,13 @@
 #include "train/translation_sweep.h"
 
 namespace translution::ui {
+
+// A loaded slot's model, taken for work off the GUI thread (the slot may load another meanwhile).
+struct SlotWork {
+  QString name;
+  std::shared_ptr<const Predictor> predictor;
+};
+
 namespace {
 
 // One colour per slot letter, the same in every plot of this panel.
@@ -68,11 +75,6 @@ void run_async(QObject* owner, std::function<T()> work, std::function<void(const
   });
   watcher->setFuture(QtConcurrent::run(std::move(work)));
 }
-
-struct SlotWork {
-  QString name;
-  std::shared_ptr<const Predictor> predictor;
-};
 
 QList<SlotWork> loaded_slots(const QList<ModelSlot*>& slots) {
   QList<SlotWork> out;
@@ -246,7 +248,7 @@ int RobustnessPanel::trueClass() const { return true_class_->currentIndex(); }
 
 void RobustnessPanel::setSlots(const QList<ModelSlot*>& slots) {
   for (ModelSlot* s : slots_)
-    if (slots.contains(s)) disconnect(s, nullptr, this, nullptr);
+    if (slots.contains(s)) disconnect(s, &ModelSlot::predicted, this, &RobustnessPanel::followMajority);
   slots_ = slots;
   for (ModelSlot* s : slots_) connect(s, &ModelSlot::predicted, this, &RobustnessPanel::followMajority);
   protocol_->setSlots(slots);
@@ -299,52 +301,69 @@ void RobustnessPanel::slideAcross() {
   }
   const QList<SlotWork> work = loaded_slots(slots_);
   const int label = true_class_->currentIndex();
+  const bool along_y = path_->currentIndex() == 1;  // as requested, whatever the combo says when it ends
+  struct Curves {
+    QList<QVector<double>> values;
+    QString error;
+  };
   ++busy_;
   slide_->setEnabled(false);
-  run_async<QList<QVector<double>>>(
+  run_async<Curves>(
       this,
       [work, canvases, label] {
-        QList<QVector<double>> curves;
-        for (const SlotWork& s : work) {
-          QVector<double> p;
-          for (const at::Tensor& c : canvases) p << s.predictor->predict(c, false).probabilities[size_t(label)];
-          curves << p;
+        Curves out;
+        try {
+          for (const SlotWork& s : work) {
+            QVector<double> p;
+            for (const at::Tensor& c : canvases) p << s.predictor->predict(c, false).probabilities[size_t(label)];
+            out.values << p;
+          }
+        } catch (const std::exception& e) {  // out of memory on a device, say: the panel says so
+          out.error = QString::fromStdString(e.what()).section('\n', 0, 0);
         }
-        return curves;
+        return out;
       },
-      [this, work, canvases](const QList<QVector<double>>& curves) {
+      [this, work, canvases, along_y](const Curves& curves) {
         --busy_;
         slide_->setEnabled(true);
-        move_plot_->clearGraphs();
-        move_plot_->clearItems();
-        // x: the digit's centre on the canvas along the path's axis (x, or y for top to bottom).
-        const int axis = path_->currentIndex() == 1 ? 0 : 1;
-        QVector<double> x;
-        for (const at::Tensor& c : canvases) {
-          const Ink ink = ink_box(c);
-          x << (axis == 1 ? ink.left + ink.width / 2.0 : ink.top + ink.height / 2.0);
+        if (!curves.error.isEmpty()) {
+          note_->setText(tr("The slide failed: %1").arg(curves.error));
+          return;
         }
-        for (double v = kStudioCanvas / 2.0 - 36; v <= kStudioCanvas; v += 12) {
-          auto* line = new QCPItemStraightLine(move_plot_);
-          line->setPen(QPen(QColor(90, 90, 90), 1, v == kStudioCanvas / 2.0 ? Qt::DashLine : Qt::DotLine));
-          line->point1->setCoords(v, 0);
-          line->point2->setCoords(v, 1);
-        }
-        for (int s = 0; s < curves.size(); ++s) {
-          QCPGraph* g = move_plot_->addGraph();
-          g->setName(slot_title(work[s]));
-          g->setPen(QPen(slot_colour(work[s].name), 2));
-          g->setData(x, curves[s]);
-        }
-        showLegendBeneath(move_plot_);
-        move_plot_->xAxis->setRange(0, kStudioCanvas);
-        slide_path_ = canvases;
-        move_plot_->replot();
-        const QSignalBlocker block(scrub_);
-        scrub_->setRange(0, int(canvases.size()) - 1);
-        scrub_->setEnabled(true);
-        Q_EMIT slid();
+        showSlide(work, canvases, curves.values, along_y);
       });
+}
+
+void RobustnessPanel::showSlide(const QList<SlotWork>& work, const QList<at::Tensor>& canvases,
+                                const QList<QVector<double>>& curves, bool along_y) {
+  move_plot_->clearGraphs();
+  move_plot_->clearItems();
+  // x: the digit's centre on the canvas along the path's axis (x, or y for top to bottom).
+  QVector<double> x;
+  for (const at::Tensor& c : canvases) {
+    const Ink ink = ink_box(c);
+    x << (along_y ? ink.top + ink.height / 2.0 : ink.left + ink.width / 2.0);
+  }
+  for (double v = kStudioCanvas / 2.0 - 36; v <= kStudioCanvas; v += 12) {
+    auto* line = new QCPItemStraightLine(move_plot_);
+    line->setPen(QPen(QColor(90, 90, 90), 1, v == kStudioCanvas / 2.0 ? Qt::DashLine : Qt::DotLine));
+    line->point1->setCoords(v, 0);
+    line->point2->setCoords(v, 1);
+  }
+  for (int s = 0; s < curves.size(); ++s) {
+    QCPGraph* g = move_plot_->addGraph();
+    g->setName(slot_title(work[s]));
+    g->setPen(QPen(slot_colour(work[s].name), 2));
+    g->setData(x, curves[s]);
+  }
+  showLegendBeneath(move_plot_);
+  move_plot_->xAxis->setRange(0, kStudioCanvas);
+  slide_path_ = canvases;
+  move_plot_->replot();
+  const QSignalBlocker block(scrub_);
+  scrub_->setRange(0, int(canvases.size()) - 1);
+  scrub_->setEnabled(true);
+  Q_EMIT slid();
 }
 
 void RobustnessPanel::showCentredPair() {
@@ -419,7 +438,8 @@ void RobustnessPanel::runSweep() {
         try {
           const MnistDigits test = load_mnist(dir, Split::Test);
           out.results = sweep_slots(work, test, options, [bar](int64_t done, int64_t total) {
-            QMetaObject::invokeMethod(bar, [bar, done, total] {
+            // Posted to the application, so the bar is looked up on the GUI thread, where it may be deleted.
+            QMetaObject::invokeMethod(qApp, [bar, done, total] {
               if (!bar) return;
               bar->setRange(0, int(total));
               bar->setValue(int(done));

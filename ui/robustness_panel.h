@@ -29,6 +29,7 @@ class ModelSlot;
 class ProtocolBox;
 class ProtocolTable;
 class TestDigitSource;
+struct SlotWork;
 
 class RobustnessPanel : public QWidget {
   Q_OBJECT
@@ -65,6 +66,8 @@ class RobustnessPanel : public QWidget {
  private:
   void buildMoveBox(QLayout* layout);
   void followMajority();
+  void showSlide(const QList<SlotWork>& work, const QList<at::Tensor>& canvases,
+                 const QList<QVector<double>>& curves, bool along_y);
   void showSweep(const QString& title, const SweepResult& result, int patch, const QColor& colour);
   // The digit in `base` placed along the chosen path, every 2 pixels.
   QList<at::Tensor> pathCanvases(const at::Tensor& base) const;

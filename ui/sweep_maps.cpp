@@ -1,5 +1,8 @@
 #include "sweep_maps.h"
 
+#include <cmath>
+#include <numeric>
+
 #include "plot_export.h"
 #include "square_cells.h"
 
@@ -21,7 +24,9 @@ void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
     return;
   }
   auto* scale = new QCPColorScale(this);
-  scale->setGradient(QCPColorGradient::gpThermal);
+  QCPColorGradient gradient(QCPColorGradient::gpThermal);
+  gradient.setNanHandling(QCPColorGradient::nhTransparent);
+  scale->setGradient(gradient);
   scale->setDataRange(QCPRange(0, 1));
   scale->axis()->setLabel(tr("accuracy"));
   // Up to two maps a row, so that each keeps a readable size; the colour scale on the right.
@@ -42,16 +47,24 @@ void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
     top->setLabel(tr("%1: mean %2%").arg(sweeps[s].title).arg(100 * r.mean_accuracy(), 0, 'f', 1));
     top->setLabelColor(sweeps[s].colour.isValid() ? sweeps[s].colour : Qt::black);
     auto* map = new QCPColorMap(x, y);
-    const int p = int(r.positions.size());
+    // Cells on the positions' common step: the last position is off the stride when the stride does not
+    // divide the canvas's free width, and cells between positions stay empty (transparent).
+    int64_t step = 0;
+    for (size_t i = 1; i < r.positions.size(); ++i) step = std::gcd(step, r.positions[i] - r.positions[i - 1]);
+    step = std::max<int64_t>(step, 1);
+    const int cells = int((r.positions.back() - r.positions.front()) / step) + 1;
     const double first = centreOf(r, r.positions.front()), last = centreOf(r, r.positions.back());
-    map->data()->setSize(p, p);
+    map->data()->setSize(cells, cells);
     map->data()->setRange(QCPRange(first, last), QCPRange(first, last));
-    // Positions are evenly spaced except possibly the last; each cell is drawn at its own centre.
-    for (int yi = 0; yi < p; ++yi)
-      for (int xi = 0; xi < p; ++xi) map->data()->setCell(xi, yi, r.accuracy[yi][xi].item<double>());
+    map->data()->fill(std::nan(""));
+    for (size_t yi = 0; yi < r.positions.size(); ++yi)
+      for (size_t xi = 0; xi < r.positions.size(); ++xi)
+        map->data()->setCell(int((r.positions[xi] - r.positions.front()) / step),
+                             int((r.positions[yi] - r.positions.front()) / step),
+                             r.accuracy[int64_t(yi)][int64_t(xi)].item<double>());
     map->setInterpolate(false);
     map->setColorScale(scale);
-    const double half = p > 1 ? (last - first) / (p - 1) / 2 : 1;
+    const double half = double(step) / 2;
     data_range_ = QCPRange(first - half, last + half);
     x->setRange(data_range_);
     y->setRange(data_range_);

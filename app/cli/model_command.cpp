@@ -46,7 +46,11 @@ int info(const Args& args) {
     cost.relative_entries = relative_entries(config, config.attention_spec(config.depth - 1).encoding);
   if (args.flag("json")) {
     // The work's fields are null where it was not counted.
-    auto macs = [counted](double v) { return counted ? std::to_string((long long)std::llround(v)) : std::string("null"); };
+    auto macs = [counted](double v) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.0f", v);
+      return counted ? std::string(text) : std::string("null");
+    };
     std::printf(
         "{\"model\":\"%s\",\"preset\":\"%s\",\"image\":[%lld,%lld],\"patch\":%lld,\"tokens\":%lld,"
         "\"parameters\":%lld,\"relative_entries\":%lld,\"exact_macs_per_image\":%s,\"cls_only_macs_per_image\":%s,"
@@ -68,7 +72,7 @@ int info(const Args& args) {
               (long long)config.tokens());
   if (cost.relative_entries > 0)
     std::printf("relative     %lld matrices per relative projection per layer\n", (long long)cost.relative_entries);
-  std::printf("parameters   %lld (%.1f M), %.1f MB as float32\n", (long long)params, params / 1e6, params * 4 / 1e6);
+  std::printf("parameters   %lld (%.1f M), %.1f MB as float32\n", (long long)params, params / 1e6, double(params) * 4 / 1e6);
   if (!counted) {
     std::printf("work         not counted: %lld tokens (more than %lld; the pairs alone are %.3g)\n",
                 (long long)config.tokens(), (long long)kCountedTokens, double(config.tokens()) * double(config.tokens()));

@@ -21,6 +21,9 @@ int64_t add(int64_t a, int64_t b) {
 
 int64_t linear(int64_t in, int64_t out, bool bias) { return add(mul(in, out), bias ? out : 0); }
 
+// N = H W + 1 (the patches and CLS), checked: a huge image must not wrap it around.
+int64_t tokens(const ViTConfig& c) { return add(mul(c.grid_height(), c.grid_width()), 1); }
+
 // One block's attention: the projections each operator registers (see its constructor).
 int64_t attention_parameters(const ViTConfig& c, const AttentionSpec& s) {
   const int64_t C = c.dim, H = c.heads, D = mul(c.heads, c.head_dim);
@@ -60,22 +63,23 @@ int64_t attention_parameters(const ViTConfig& c, const AttentionSpec& s) {
 }  // namespace
 
 int64_t relative_entries(const ViTConfig& c, PairEncoding encoding) {
-  if (encoding == PairEncoding::Absolute) return mul(c.tokens(), c.tokens());
-  return add(mul(2 * c.grid_height() - 1, 2 * c.grid_width() - 1), 3);
+  if (encoding == PairEncoding::Absolute) return mul(tokens(c), tokens(c));
+  return add(mul(add(mul(2, c.grid_height()), -1), add(mul(2, c.grid_width()), -1)), 3);
 }
 
 int64_t parameter_count(const ViTConfig& c) {
   const int64_t C = c.dim, patch_dim = mul(mul(c.patch, c.patch), c.channels);
-  int64_t n = add(add(2 * patch_dim, linear(patch_dim, C, true)), 2 * C);  // LayerNorm, Linear, LayerNorm
+  int64_t n = add(add(mul(2, patch_dim), linear(patch_dim, C, true)), mul(2, C));  // LayerNorm, Linear, LayerNorm
   n = add(n, C);                                                              // the CLS token
-  if (c.position_embedding) n = add(n, mul(c.tokens(), C));
+  if (c.position_embedding) n = add(n, mul(tokens(c), C));
+  else tokens(c);  // an image whose token count overflows is refused either way
   const int64_t mlp = add(linear(C, c.mlp_dim, true), linear(c.mlp_dim, C, true));
   // Blocks differ only in their attention operator: the first `first_blocks` may use another one.
   const int64_t first = c.first_blocks > 0 ? std::min(c.first_blocks, c.depth) : 0;
   const int64_t block_first = add(add(mul(4, C), mlp), attention_parameters(c, c.attention_spec(0)));
   const int64_t block_rest = add(add(mul(4, C), mlp), attention_parameters(c, c.attention_spec(c.depth - 1)));
   n = add(n, add(mul(first, block_first), mul(c.depth - first, block_rest)));
-  return add(add(n, 2 * C), linear(C, c.classes, true));  // final LayerNorm, head
+  return add(add(n, mul(2, C)), linear(C, c.classes, true));  // final LayerNorm, head
 }
 
 }  // namespace translution

@@ -143,6 +143,8 @@ std::vector<Reader> readers(bool fresh_headers) {
          const std::string text(b.begin(), b.end());
          try {
            translution::ViTConfig::from_text(text).validate();
+         } catch (const std::bad_alloc&) {
+           throw;  // a failure, reported by the caller
          } catch (const std::exception&) {
          }
          translution::TrainConfig::from_text(text).validate();

@@ -242,6 +242,16 @@ class StudioPanelsTest : public QObject {
     const QCPColorMapData* cells = panel->sweepMaps()->map(0)->data();
     QCOMPARE(cells->keyRange().lower, 14.0);
     QCOMPARE(cells->keyRange().upper, 84.0 - 14.0);
+    // A stride that does not divide the 56 px of free width: the last position (56) is off the stride,
+    // so the cells lie on a 1 px grid with the positions' cells filled and the rest empty.
+    for (QSpinBox* box : panel->findChildren<QSpinBox*>())
+      if (box->toolTip().startsWith("Pixels between")) box->setValue(5);
+    panel->runSweep();
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 120000);
+    QCPColorMapData* fine = panel->sweepMaps()->map(0)->data();
+    QCOMPARE(fine->keySize(), 57);
+    QVERIFY(!std::isnan(fine->cell(55, 55)) && !std::isnan(fine->cell(56, 56)));  // positions 55 and 56
+    QVERIFY(std::isnan(fine->cell(1, 0)));                                        // no position at 1
   }
 
   void anImageFileBecomesAPreparedDigitOnTheCanvas() {
