@@ -110,7 +110,9 @@ void ExperimentRunner::runMethod(const QString& method, int index) {
   SweepOptions sweep;
   sweep.digits = budget_.sweep_digits;
   sweep.stride = budget_.sweep_stride;
-  Q_EMIT swept(method, translation_sweep(pair[0].model, digits, sweep, c10::kCPU));
+  Q_EMIT swept(method, translation_sweep(pair[0].model, digits, sweep, c10::kCPU, [this](int64_t, int64_t) {
+                 if (stop_) throw Error("stopped");  // stop() ends a sweep between positions too
+               }));
 }
 
 Checkpoint ExperimentRunner::train(const QString& method, const QString& dataset, int index, std::atomic<double>* done,

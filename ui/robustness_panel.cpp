@@ -28,6 +28,7 @@
 #include "protocol_table.h"
 #include "test_digit_source.h"
 #include "train/translation_sweep.h"
+#include "util/error.h"
 
 namespace translution::ui {
 
@@ -240,6 +241,8 @@ void RobustnessPanel::showEvent(QShowEvent* event) {
   sweep_maps_->replot(QCustomPlot::rpQueuedReplot);
 }
 
+RobustnessPanel::~RobustnessPanel() { *cancel_ = true; }  // a running sweep stops at its next position
+
 ProtocolTable* RobustnessPanel::protocolTable() const { return protocol_->table(); }
 
 bool RobustnessPanel::busy() const { return busy_ > 0 || protocol_->busy(); }
@@ -433,11 +436,12 @@ void RobustnessPanel::runSweep() {
   QPointer<QProgressBar> bar = progress_;
   run_async<Out>(
       this,
-      [work, options, dir, bar] {
+      [work, options, dir, bar, cancel = cancel_] {
         Out out;
         try {
           const MnistDigits test = load_mnist(dir, Split::Test);
-          out.results = sweep_slots(work, test, options, [bar](int64_t done, int64_t total) {
+          out.results = sweep_slots(work, test, options, [bar, cancel](int64_t done, int64_t total) {
+            if (*cancel) throw Error("cancelled: the window closed");  // ends the sweep between positions
             // Posted to the application, so the bar is looked up on the GUI thread, where it may be deleted.
             QMetaObject::invokeMethod(qApp, [bar, done, total] {
               if (!bar) return;

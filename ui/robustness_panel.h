@@ -8,6 +8,9 @@
 //     map per slot on a shared 0-1 scale, with the patch grid drawn over it.
 //   * Protocol: Static->Static, Dynamic->Dynamic and Static->Dynamic for the
 //     bundled pairs, or for models the user trains here (ProtocolBox).
+#include <atomic>
+#include <memory>
+
 #include <QList>
 #include <QWidget>
 
@@ -36,6 +39,7 @@ class RobustnessPanel : public QWidget {
  public:
   RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slots, DigitCanvas* canvas, TestDigitSource* digits,
                   QWidget* parent = nullptr);
+  ~RobustnessPanel() override;
 
   QCustomPlot* movePlot() const { return move_plot_; }
   SweepMaps* sweepMaps() const { return sweep_maps_; }
@@ -79,6 +83,7 @@ class RobustnessPanel : public QWidget {
   QList<at::Tensor> slide_path_;  // the canvases of the last slide, which the slider and the plot show
   QList<TitledSweep> sweeps_;     // what the maps show, by title
   int known_label_ = -1;
+  std::shared_ptr<std::atomic<bool>> cancel_ = std::make_shared<std::atomic<bool>>(false);  // set on close
   int busy_ = 0;
   QComboBox *true_class_, *path_;
   QSlider* scrub_;
