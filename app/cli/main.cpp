@@ -1,5 +1,7 @@
 // translution: the headless command line over the engine (no Qt).
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <new>
 #include <string>
@@ -40,6 +42,15 @@ std::string one_line(const std::exception& e, bool verbose) {
   if (const auto* torch_error = dynamic_cast<const c10::Error*>(&e); torch_error && !verbose)
     message = torch_error->what_without_backtrace();
   if (!verbose) message = message.substr(0, message.find('\n'));
+  // LibTorch's allocator names the size in bytes deep in its message; say it the way a user reads it.
+  const std::string marker = "you tried to allocate ";
+  if (const size_t at = message.find(marker); !verbose && at != std::string::npos) {
+    const double bytes = std::strtod(message.c_str() + at + marker.size(), nullptr);
+    char text[160];
+    std::snprintf(text, sizeof text, "out of memory: a single allocation of %.3g GB failed (a smaller model, image "
+                  "or batch needs less; --verbose shows LibTorch's message)", bytes / 1e9);
+    message = text;
+  }
   return message;
 }
 

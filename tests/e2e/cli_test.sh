@@ -284,6 +284,31 @@ timeout 5 "$cli" model info --model translution-abs --image 100000 --patch 1 >/d
 check "a model too large to count is an error" test $? -eq 1
 check "its error is one line" bash -c "test \$(wc -l <'$work/overflow.err') -eq 1 && grep -q 'overflows 64-bit' '$work/overflow.err'"
 
+# Every command with bad input: a non-zero exit and one line, "error: ...", never a stack trace.
+printf 'not a checkpoint' >"$work/not.ckpt"
+printf 'not a picture' >"$work/not.png"
+bad_inputs=(
+  "eval --checkpoint $work/not.ckpt"
+  "sweep --checkpoint $work/not.ckpt --out $work/sweep-bad"
+  "predict --checkpoint $work/not.ckpt $work/a.png"
+  "predict --checkpoint $ROOT_DIR/resources/models/lor.ckpt $work/not.png"
+  "checkpoint info $work/not.ckpt"
+  "checkpoint strip $work/not.ckpt --out $work/stripped.ckpt"
+  "train --resume $work/not.ckpt"
+  "train --model lor --batch 0 --out $work/batch0.ckpt"
+  "bench --model attention --preset tiny --image 100000 --patch 1 --mode infer --steps 1"
+  "data render --dataset static --split test --index 99999 --out $work/r.png"
+  "model info --model lor --patch 5"
+)
+for bad in "${bad_inputs[@]}"; do
+  # shellcheck disable=SC2086
+  timeout 60 "$cli" $bad >/dev/null 2>"$work/bad.err"
+  status=$?
+  check "'$bad' fails with one line and no trace" bash -c "test $status -ne 0 && test $status -ne 124 &&
+    test \$(wc -l <'$work/bad.err') -eq 1 && grep -q '^error: ' '$work/bad.err' && ! grep -q 'frame #' '$work/bad.err'"
+done
+check "nothing was written for them" bash -c "test ! -e '$work/stripped.ckpt' && test ! -e '$work/batch0.ckpt' && test ! -e '$work/r.png'"
+
 # LibTorch's failures are one line naming the problem, never a stack trace (--verbose shows it).
 huge=(--model attention --preset tiny --image 100000 --patch 1 --steps 1 --out "$work/huge.ckpt")
 timeout 10 "$cli" train "${huge[@]}" >/dev/null 2>"$work/huge.err"
