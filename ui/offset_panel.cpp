@@ -89,7 +89,7 @@ void OffsetPanel::rebuild() {
     draw({}, predictor.get());
     return;
   }
-  // The contributions need a forward pass of their own: off the GUI thread, the newest request wins.
+  // From the prediction's own attention and inputs, off the GUI thread; the newest request wins.
   ++busy_;
   auto* watcher = new QFutureWatcher<std::vector<std::vector<OffsetMagnitudes>>>(this);
   connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, predictor] {
@@ -97,10 +97,9 @@ void OffsetPanel::rebuild() {
     watcher->deleteLater();
     if (generation == generation_) draw(watcher->result(), predictor.get());
   });
-  const at::Tensor canvas = prediction->canvas;
-  watcher->setFuture(QtConcurrent::run([predictor, canvas] {
+  watcher->setFuture(QtConcurrent::run([predictor, prediction = *prediction] {
     try {
-      return predictor->value_contributions(canvas);
+      return predictor->value_contributions(prediction);
     } catch (const std::exception&) {
       return std::vector<std::vector<OffsetMagnitudes>>{};
     }

@@ -47,16 +47,21 @@ Prediction Predictor::predict(const at::Tensor& canvas, bool with_attention) con
   p.probabilities.assign(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
   p.predicted = probs.argmax().item<int64_t>();
   for (const at::Tensor& a : inspection.attention) p.attention.push_back(a.squeeze(0).to(at::kCPU, at::kFloat));
+  for (const at::Tensor& x : inspection.inputs) p.attention_inputs.push_back(x.squeeze(0));
   p.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return p;
 }
 
-std::vector<std::vector<OffsetMagnitudes>> Predictor::value_contributions(const at::Tensor& canvas) const {
+std::vector<std::vector<OffsetMagnitudes>> Predictor::value_contributions(const Prediction& prediction) const {
+  if (prediction.attention_inputs.size() != prediction.attention.size())
+    throw Error("value contributions need a prediction made with its attention");
   at::NoGradGuard no_grad;
-  ViTInspection inspection;
-  ViT model = checkpoint_.model;
-  model->forward(model_input(canvas), &inspection);
-  return model->value_contributions(inspection);
+  ViTInspection inspection;  // batch of one, as the forward made it
+  for (size_t l = 0; l < prediction.attention.size(); ++l) {
+    inspection.attention.push_back(prediction.attention[l].unsqueeze(0));
+    inspection.inputs.push_back(prediction.attention_inputs[l].unsqueeze(0));
+  }
+  return checkpoint_.model->value_contributions(inspection);
 }
 
 std::string Predictor::description() const {

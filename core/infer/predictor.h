@@ -17,6 +17,7 @@ struct Prediction {
   std::vector<double> probabilities;  // one per class
   int64_t predicted = -1;
   std::vector<at::Tensor> attention;  // per layer: float [heads, N, N] on the CPU (when asked)
+  std::vector<at::Tensor> attention_inputs;  // per layer: what the attention read, [N, C] on the model's device (when asked)
   double milliseconds = 0;            // forward pass, including the copy back
 };
 
@@ -37,11 +38,12 @@ class Predictor {
   int64_t parameter_count() const { return checkpoint_.model->parameter_count(); }
   // Per layer, the relative matrices' magnitudes (empty list for plain attention layers), on the CPU.
   const std::vector<std::vector<OffsetMagnitudes>>& offset_magnitudes() const { return magnitudes_; }
-  // Per layer, what each offset's value matrix carried for this canvas: for every
-  // offset, the attention-weighted norms of W_v[delta] x_j over the pairs at that
-  // offset (ViTImpl::value_contributions); an empty list for a layer without
-  // offset-indexed values. On the CPU.
-  std::vector<std::vector<OffsetMagnitudes>> value_contributions(const at::Tensor& canvas) const;
+  // Per layer, what each offset's value matrix carried for a prediction made with
+  // attention: for every offset, the attention-weighted norms of W_v[delta] x_j
+  // over the pairs at that offset (ViTImpl::value_contributions), from the
+  // prediction's own attention and inputs (no second forward); an empty list for
+  // a layer without offset-indexed values. On the CPU.
+  std::vector<std::vector<OffsetMagnitudes>> value_contributions(const Prediction& prediction) const;
   // "translution ViT-tiny/12, 4.27 M parameters, CPU"
   std::string description() const;
 

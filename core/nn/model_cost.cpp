@@ -4,6 +4,7 @@
 #include <set>
 
 #include "nn/lor_translution_attention.h"
+#include "nn/model_size.h"
 #include "nn/self_attention.h"
 #include "nn/token_layout.h"
 
@@ -30,10 +31,8 @@ double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M
     case AttentionMethod::Rotary:
       return macs + plain_qkv;
     case AttentionMethod::RelativeKeyVector:
-    case AttentionMethod::RelativeValueVector: {
-      const TokenLayout grid = TokenLayout::grid(c.grid_height(), c.grid_width(), true);
-      return macs + plain_qkv + M * double(make_relative_table(grid).entries) * D;  // q r^T or alpha r
-    }
+    case AttentionMethod::RelativeValueVector:
+      return macs + plain_qkv + M * double(relative_entries(c, PairEncoding::Relative)) * D;  // q r^T or alpha r
     case AttentionMethod::Translution: {
       const bool rel[3] = {s.rel_q, s.rel_k, s.rel_v};
       for (int role = 0; role < 3; ++role) macs += rel[role] ? M * N * C * D : (role == 0 ? M : N) * C * D;
@@ -91,7 +90,7 @@ ModelCost model_cost(const ViTConfig& c) {
   if (last.relative()) {
     const RelativeTable table =
         make_relative_table(TokenLayout::grid(c.grid_height(), c.grid_width(), true), last.encoding);
-    cost.relative_entries = table.entries;
+    cost.relative_entries = relative_entries(c, last.encoding);
     cost.cls_only_unread_weights = unread_by_cls(c, last, table);
   }
   return cost;
