@@ -116,7 +116,10 @@ void SlotView::showPrediction() {
   predicted_->setText(blank ? QStringLiteral("–") : QString::number(p->predicted));
   confidence_->setText(blank ? tr("blank canvas: nothing to classify")
                              : tr("%1% sure").arg(100 * p->probabilities[size_t(p->predicted)], 0, 'f', 1));
-  timing_->setText(tr("%1 ms").arg(p->milliseconds, 0, 'f', 1));
+  timing_->setText(tr("%1 ms").arg(p->milliseconds, 0, 'f', p->milliseconds < 10 ? 2 : 1));
+  // On a GPU, whether the forward replays a CUDA graph (infer/graphed_forward.h) or why not.
+  if (const auto predictor = slot_->predictor())
+    timing_->setToolTip(tr("Forward and copy back: %1").arg(QString::fromStdString(predictor->graph_state())));
   chart_->setProbabilities(p->probabilities, blank ? -1 : int(p->predicted));
 }
 

@@ -188,11 +188,16 @@ void TrainingPanel::buildForm() {
   connect(preset_, &QComboBox::currentTextChanged, this, [this](const QString& preset) {
     depth_->setValue(int(preset_config(preset.toStdString(), "attention").depth));
   });
-  // bf16 runs on the CPU's tiles: off and unavailable while another device is chosen.
-  connect(device_, &QComboBox::currentIndexChanged, this, [this] {
+  // Reduced precision is bf16 on the CPU's tiles, TF32 on a GPU's tensor cores.
+  connect(device_, &QComboBox::currentIndexChanged, this, [this, cpu_tip = bf16_->toolTip()] {
     const bool cpu = device_->currentData().toString() == "cpu";
-    bf16_->setEnabled(cpu && bf16_gemm_available());
-    if (!cpu) bf16_->setChecked(false);
+    bf16_->setText(cpu ? tr("bfloat16 products") : tr("TF32 products"));
+    bf16_->setToolTip(cpu_tip);
+    bf16_->setEnabled(!cpu || bf16_gemm_available());
+    if (!bf16_->isEnabled()) bf16_->setChecked(false);
+    if (!cpu)
+      bf16_->setToolTip(tr("Multiply in TF32 on the GPU's tensor cores (10-bit mantissa inputs, fp32 sums, as "
+                           "PyTorch's allow_tf32); weights, optimizer and the rest stay fp32"));
   });
 }
 
@@ -230,7 +235,8 @@ TrainConfig TrainingPanel::trainConfig() const {
   t.seed = seed_->value();
   t.train_samples = samples_->value();
   t.fresh_positions = fresh_positions_->isChecked();
-  t.precision = bf16_->isChecked() ? "bf16" : "fp32";
+  const bool cpu = device_->currentData().toString() == "cpu";
+  t.precision = !bf16_->isChecked() ? "fp32" : cpu ? "bf16" : "tf32";
   t.eval_samples = 1000;
   t.eval_every = t.steps > 0 ? std::max<int64_t>(1, t.steps / 10) : 0;
   t.validate();
@@ -257,8 +263,13 @@ void TrainingPanel::resumeFromFile() {
   try {
     const std::string device = device_->currentData().toString().toStdString();
     Checkpoint checkpoint = load_checkpoint(path.toStdString(), parse_device(device));
-    // A run trained in bf16 continues in fp32 where bf16 cannot run (no bfloat16 kernel, or not the CPU).
+    // A run trained in bf16 continues in fp32 where bf16 cannot run (no bfloat16 kernel, or not the CPU),
+    // one in tf32 where TF32 cannot (the CPU).
     QString note;
+    if (checkpoint.training && checkpoint.training->config.precision == "tf32" && device == "cpu") {
+      checkpoint.training->config.precision = "fp32";
+      note = tr("%1 trained in TF32; it continues in fp32 on the CPU.").arg(QFileInfo(path).fileName());
+    }
     if (checkpoint.training && checkpoint.training->config.precision == "bf16" &&
         (device != "cpu" || !bf16_gemm_available())) {
       checkpoint.training->config.precision = "fp32";

@@ -44,7 +44,7 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--row-gemm on|off] [--pair-kernels lanes|blocked|fused|aten]
                          [--inference-kernels fused|aten] [--training-kernels fused|aten]
                          [--projections grouped|separate] [--sgemm onednn|blas]
-                         [--precision fp32|bf16]
+                         [--precision fp32|bf16|tf32]
                          [--matrix-threads auto|N] [--freed-memory pool|keep-all]
                          [--split-batch auto|on|off]
                          [--compare gemm|row-gemm|sgemm|pair-kernels|inference-kernels|
@@ -105,6 +105,8 @@ passes split over the cores;
 of the same input (shared and low-rank, q, k and v) as its own autograd node,
 autograd summing their input gradients, instead of one node whose backward is one
 product for the input's gradient and one for the weights' (grouped, the default);
+--precision tf32 (CUDA) runs LibTorch's float products on the tensor cores as TF32, and
+measures the floor's GEMM rate as TF32 too;
 --precision bf16, in training, multiplies the dense layers and Translution's offset
 matrices as bfloat16 with fp32 sums (mixed precision, as PyTorch's bf16
 autocast; weights, optimizer and every other op stay fp32), on AMX tiles (Intel
@@ -132,18 +134,23 @@ run has more, else one per core) in one process (a fair A/B on a noisy machine):
 ms_per_step is the former, ms_per_step_alternative the latter; peak memory
 covers both.
 
-       translution bench --mode studio [--checkpoints A.ckpt,B.ckpt] [--steps 60]
+       translution bench --mode studio [--checkpoints A.ckpt,B.ckpt | --model NAME ...] [--steps 60]
+                         [--device cpu|cuda] [--cuda-graph on|off]
                          [--matrix-threads auto|N] [--row-gemm on|off] [--sgemm onednn|blas]
                          [--inference-kernels fused|aten] [--json]
 
 studio: the studio's inference path. A test digit is dragged across the canvas;
 for each position every checkpoint (default: the bundled Translution and
-self-attention models) predicts on its own thread with attention maps on, and
+self-attention models; with --model, one model of that config with fresh
+weights) predicts on its own thread with attention maps on, and
 the time until all are done is one canvas change's latency. BLAS threads are set
 as in the studio (one per GEMM unless $OPENBLAS_NUM_THREADS says otherwise), and so
 are matrix threads (one: the slots already share the cores; --matrix-threads
-overrides).
+overrides). On CUDA each slot's forward is replayed as a CUDA graph, as in the
+studio (--cuda-graph off: launched op by op).
 )";
+
+const char* kStudioCheckpoints = "resources/models/translution.ckpt,resources/models/attention.ckpt";
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
@@ -157,13 +164,32 @@ std::vector<std::string> split_commas(const std::string& text) {
   return out;
 }
 
+// The studio bench's models: the checkpoints named, or with --model one model of
+// that config with fresh weights (e.g. ViT-A/12, which no bundled file holds).
+std::vector<std::pair<std::string, Checkpoint>> studio_models(const Args& args) {
+  std::vector<std::pair<std::string, Checkpoint>> out;
+  if (args.has("model")) {
+    if (args.has("checkpoints")) throw Error("--model and --checkpoints each choose the studio's models: give one");
+    Checkpoint fresh;
+    fresh.config = config_from_args(args);
+    fresh.model = ViT(fresh.config);
+    out.emplace_back(fresh.config.model + " (fresh weights)", std::move(fresh));
+    return out;
+  }
+  for (const auto& path : split_commas(args.get("checkpoints", kStudioCheckpoints))) out.emplace_back(path, load_checkpoint(path));
+  return out;
+}
+
 int studio_bench(const Args& args) {
   configure_concurrent_blas();  // as the studio does
-  const auto paths = split_commas(args.get("checkpoints", "resources/models/translution.ckpt,resources/models/attention.ckpt"));
+  const c10::Device device = parse_device(args.get("device", "cpu"));
+  const bool graphs = args.get_choice("cuda-graph", {"on", "off"}) == "on";
+  std::vector<std::string> paths;
   std::vector<std::unique_ptr<Predictor>> slots;
   std::vector<const Predictor*> views;
-  for (const auto& path : paths) {
-    slots.push_back(std::make_unique<Predictor>(load_checkpoint(path), path));
+  for (auto& [name, checkpoint] : studio_models(args)) {
+    paths.push_back(name);
+    slots.push_back(std::make_unique<Predictor>(std::move(checkpoint), name, device, graphs));
     views.push_back(slots.back().get());
   }
   const MnistDigits test = load_mnist(args.get("data-dir", default_mnist_dir()), Split::Test);
@@ -178,7 +204,10 @@ int studio_bench(const Args& args) {
   bar.finish();
   if (args.flag("json")) {
     JsonWriter w;
-    w.add("mode", "studio").add("checkpoints", args.get("checkpoints", "resources/models/translution.ckpt,resources/models/attention.ckpt"))
+    std::string graph_states;
+    for (const auto& slot : slots) graph_states += (graph_states.empty() ? "" : ",") + slot->graph_state();
+    w.add("mode", "studio").add("checkpoints", args.has("model") ? paths[0] : args.get("checkpoints", kStudioCheckpoints))
+        .add("device", device.str()).add("forward", graph_states)
         .add("changes", int64_t(r.changes)).add("median_ms", r.median_ms).add("p90_ms", r.p90_ms).add("max_ms", r.max_ms)
         .add("slot_median_ms", r.slot_median_ms).add("threads", int64_t(at::get_num_threads()))
         .add("matrix_threads", int64_t(matrix_threads())).add("blas_threads", int64_t(blas_threads()))
@@ -188,10 +217,11 @@ int studio_bench(const Args& args) {
     return 0;
   }
   std::printf("studio inference path: %zu slots, %d canvas changes, attention maps on\n", slots.size(), r.changes);
-  std::printf("  latency per change (all slots): median %.1f ms, 90th percentile %.1f ms, max %.1f ms\n", r.median_ms,
+  std::printf("  latency per change (all slots): median %.2f ms, 90th percentile %.2f ms, max %.2f ms\n", r.median_ms,
               r.p90_ms, r.max_ms);
   for (size_t s = 0; s < slots.size(); ++s)
-    std::printf("  %s: median %.1f ms (%s)\n", paths[s].c_str(), r.slot_median_ms[s], slots[s]->description().c_str());
+    std::printf("  %s: median %.2f ms (%s; %s)\n", paths[s].c_str(), r.slot_median_ms[s], slots[s]->description().c_str(),
+                slots[s]->graph_state().c_str());
   if (r.cpu_steal >= 0)
     std::printf("  CPU steal during the changes: %.1f%% of the machine's CPU time went to other guests\n",
                 100 * r.cpu_steal);
@@ -205,7 +235,7 @@ int bench_command(const std::vector<std::string>& words) {
   const Args args(words, model_flags({"json", "recompute"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
                                  "optimizer", "last-block", "reassociation", "gemm", "row-gemm", "sgemm", "pair-kernels", "inference-kernels", "training-kernels", "projections",
-                                 "precision", "matrix-threads",
+                                 "precision", "matrix-threads", "cuda-graph",
                                  "freed-memory", "split-batch", "compare"}));
   const bool studio = args.get("mode", "infer") == "studio";
   const int threads = apply_matrix_threads(args, studio ? 1 : 0);
@@ -226,13 +256,17 @@ int bench_command(const std::vector<std::string>& words) {
   const std::string projections = args.get_choice("projections", {"grouped", "separate"});
   set_grouped_projections(projections == "grouped");
   if (studio && args.has("precision")) throw Error("--precision applies to --mode infer and --mode train");
+  if (!studio && args.has("cuda-graph")) throw Error("--cuda-graph applies to --mode studio");
   // Training in bf16 needs bf16_gemm (parse_dense_precision says why not); a
   // forward without gradients reads bfloat16 weights on AVX-512 (nn/bf16_weights.h).
   const bool train_mode = args.get("mode", "infer") == "train";
   if (!train_mode && (args.has("projections") || args.get("compare", "") == "projections"))
     throw Error("--projections and --compare projections apply to --mode train (a forward without gradients "
                 "always shares one split over the cores among a layer's projections)");
-  const std::string precision_name = args.get_choice("precision", {"fp32", "bf16"});
+  // tf32 is fp32 to the engine's own products; LibTorch's CUDA products take TF32 (util/device.h).
+  const std::string precision_choice = args.get_choice("precision", {"fp32", "bf16", "tf32"});
+  const bool tf32 = precision_choice == "tf32";
+  const std::string precision_name = tf32 ? "fp32" : precision_choice;
   if (!train_mode && precision_name == "bf16" && !bf16_weights_available())
     throw Error("--precision bf16 reads the offset matrices as bfloat16 with AVX-512, which this CPU lacks; "
                 "use --precision fp32");
@@ -257,6 +291,8 @@ int bench_command(const std::vector<std::string>& words) {
   if (precision == DensePrecision::Bf16 && !options.device.is_cpu())
     throw Error(std::string("--precision bf16 runs on the CPU's ") + (train_mode ? "bfloat16 units" : "AVX-512") +
                 "; on " + options.device.str() + " use --precision fp32");
+  if (tf32 && !options.device.is_cuda())
+    throw Error("--precision tf32 runs on CUDA's tensor cores; on " + options.device.str() + " use fp32 or bf16");
   options.steps = int(args.get_int("steps", 10));
   options.warmup = int(args.get_int("warmup", 2));
   options.fused_optimizer = args.get_choice("optimizer", {"fused-adamw", "adamw"}) == "fused-adamw";
@@ -350,7 +386,9 @@ int bench_command(const std::vector<std::string>& words) {
   // cores itself (nn/dense.h, --matrix-threads; docs/benchmarks.md).
   if (options.mode == "infer" && options.batch == 1 && options.device.is_cpu()) configure_concurrent_blas();
   ProgressBar bar("bench " + options.config.model + " " + options.mode, !args.flag("json"));
-  const BenchResult r = run_benchmark(options, [&](int step, int total) { bar.update(step, total); });
+  const ScopedTf32 tf32_products(tf32);  // the floor's GEMM is measured under it too
+  BenchResult r = run_benchmark(options, [&](int step, int total) { bar.update(step, total); });
+  if (tf32) r.precision = "tf32";
   bar.finish();
   if (args.flag("json")) {
     std::cout << r.to_json() << std::endl;

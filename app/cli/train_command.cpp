@@ -29,10 +29,10 @@ const char* kTrainUsage = R"(usage: translution train --model NAME [--preset A] 
                          [--seed 0] [--data-seed 0] [--fresh-positions] [--train-samples N] [--eval-every STEPS]
                          [--eval-samples 2000] [--checkpoint-every STEPS] [--device auto|cpu|cuda]
                          [--data-dir DIR] [--no-final-eval] [--stop-at STEP] [--recompute]
-                         [--precision fp32|bf16] [--matrix-threads auto|N] [--split-batch auto|on|off]
+                         [--precision fp32|bf16|tf32] [--matrix-threads auto|N] [--split-batch auto|on|off]
                          [--json] --out FILE.ckpt
        translution train --resume FILE.ckpt [--steps N] [--fresh-positions] [--stop-at STEP] [--device ...]
-                         [--data-dir DIR] [--recompute] [--precision fp32|bf16] [--matrix-threads auto|N]
+                         [--data-dir DIR] [--recompute] [--precision fp32|bf16|tf32] [--matrix-threads auto|N]
                          [--split-batch auto|on|off] [--json]
 
 Trains with AdamW and a cosine schedule (linear warm-up first when --warmup is set),
@@ -64,6 +64,8 @@ weights, the optimizer and every other op stay fp32; ViT-A/12 self-attention and
 Translution trained 1.5-2.5x as fast, docs/benchmarks.md); it needs an Intel Xeon from Sapphire Rapids on
 or Cooper Lake, or an AMD Zen 4 on,
 and is stored in the checkpoint, so a resumed run keeps it unless --precision says otherwise.
+--precision tf32 (CUDA) runs LibTorch's float products on the GPU's tensor cores as TF32
+(10-bit mantissa inputs, fp32 sums, as PyTorch's allow_tf32); everything else stays fp32.
 )";
 
 volatile std::sig_atomic_t interrupted = 0;
@@ -96,7 +98,7 @@ TrainConfig train_config_from_args(const Args& args) {
   t.eval_every = args.get_int("eval-every", t.eval_every);
   t.eval_samples = args.get_int("eval-samples", t.eval_samples);
   t.checkpoint_every = args.get_int("checkpoint-every", t.checkpoint_every);
-  t.precision = args.get_choice("precision", {"fp32", "bf16"});
+  t.precision = args.get_choice("precision", {"fp32", "bf16", "tf32"});
   t.validate();
   return t;
 }
@@ -109,7 +111,7 @@ std::unique_ptr<Trainer> make_trainer(const Args& args, const std::string& data_
       c.training->config.validate();
     }
     if (c.training && args.flag("fresh-positions")) c.training->config.fresh_positions = true;
-    if (c.training && args.has("precision")) c.training->config.precision = args.get_choice("precision", {"fp32", "bf16"});
+    if (c.training && args.has("precision")) c.training->config.precision = args.get_choice("precision", {"fp32", "bf16", "tf32"});
     auto trainer = std::make_unique<Trainer>(std::move(c), data_dir, device);
     trainer->set_checkpoint_path(args.get("out", args.get("resume")));
     return trainer;

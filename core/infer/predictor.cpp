@@ -6,13 +6,15 @@
 #include <ATen/ATen.h>
 
 #include "data/canvas_dataset.h"
+#include "infer/graphed_forward.h"
 #include "util/device.h"
 #include "util/error.h"
 
 namespace translution {
 
-Predictor::Predictor(Checkpoint checkpoint, std::string source, c10::Device device)
-    : checkpoint_(std::move(checkpoint)), source_(std::move(source)), device_(device) {
+Predictor::Predictor(Checkpoint checkpoint, std::string source, c10::Device device, bool cuda_graphs)
+    : checkpoint_(std::move(checkpoint)), source_(std::move(source)), device_(device),
+      cuda_graphs_(cuda_graphs && device.is_cuda() && cuda_graphs_supported()) {
   const ViTConfig& c = checkpoint_.config;
   if (c.channels != 1) throw Error(source_ + ": the studio shows one-channel digits; this model has " +
                                    std::to_string(c.channels) + " channels");
@@ -25,29 +27,58 @@ Predictor::Predictor(Checkpoint checkpoint, std::string source, c10::Device devi
   }
 }
 
+Predictor::~Predictor() = default;
+
 at::Tensor Predictor::model_input(const at::Tensor& canvas) const {
   const ViTConfig& c = checkpoint_.config;
   if (canvas.dim() != 2) throw Error("a canvas must be a 2-D image");
-  at::Tensor x = canvas.to(at::kFloat).unsqueeze(0).unsqueeze(0);
+  at::Tensor x = canvas.to(at::kCPU, at::kFloat).unsqueeze(0).unsqueeze(0);
   if (x.size(2) != c.image_height || x.size(3) != c.image_width)
     x = at::adaptive_avg_pool2d(x, {c.image_height, c.image_width});
-  return normalize_pixels(x).to(device_);
+  return normalize_pixels(x);
+}
+
+bool Predictor::graphed_forward(const at::Tensor& x, bool with_attention, Forward& out) const {
+  const std::lock_guard<std::mutex> hold(graph_lock_);
+  if (!graph_failure_.empty()) return false;
+  std::unique_ptr<GraphedForward>& graph = graphs_[with_attention ? 1 : 0];
+  if (!graph) {
+    try {
+      graph = std::make_unique<GraphedForward>(checkpoint_.model, x.to(device_), with_attention);
+    } catch (const Error& e) {
+      graph_failure_ = e.what();
+      return false;
+    }
+  }
+  const GraphedOutputs& o = graph->run(x);
+  out.logits = o.logits.clone();  // the next replay overwrites the graph's outputs
+  for (const at::Tensor& a : o.attention) out.attention.push_back(a.to(at::kCPU, at::kFloat));
+  for (const at::Tensor& i : o.inputs) out.inputs.push_back(i.clone());
+  return true;
+}
+
+Predictor::Forward Predictor::forward(const at::Tensor& x, bool with_attention) const {
+  Forward out;
+  if (cuda_graphs_ && graphed_forward(x, with_attention, out)) return out;
+  ViTInspection inspection;
+  ViT model = checkpoint_.model;  // a handle: forward is not const, the weights are not changed
+  out.logits = model->forward(x.to(device_), with_attention ? &inspection : nullptr);
+  for (const at::Tensor& a : inspection.attention) out.attention.push_back(a.to(at::kCPU, at::kFloat));
+  out.inputs = std::move(inspection.inputs);
+  return out;
 }
 
 Prediction Predictor::predict(const at::Tensor& canvas, bool with_attention) const {
   const auto start = std::chrono::steady_clock::now();
   at::NoGradGuard no_grad;
-  const at::Tensor x = model_input(canvas);
-  ViTInspection inspection;
-  ViT model = checkpoint_.model;  // a handle: forward is not const, the weights are not changed
-  const at::Tensor logits = model->forward(x, with_attention ? &inspection : nullptr);
-  const at::Tensor probs = logits.softmax(1).squeeze(0).to(at::kCPU, at::kDouble).contiguous();
+  Forward f = forward(model_input(canvas), with_attention);
+  const at::Tensor probs = f.logits.softmax(1).squeeze(0).to(at::kCPU, at::kDouble).contiguous();
   Prediction p;
   p.canvas = canvas;
   p.probabilities.assign(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
   p.predicted = probs.argmax().item<int64_t>();
-  for (const at::Tensor& a : inspection.attention) p.attention.push_back(a.squeeze(0).to(at::kCPU, at::kFloat));
-  for (const at::Tensor& x : inspection.inputs) p.attention_inputs.push_back(x.squeeze(0));
+  for (const at::Tensor& a : f.attention) p.attention.push_back(a.squeeze(0));
+  for (const at::Tensor& x : f.inputs) p.attention_inputs.push_back(x.squeeze(0));
   p.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return p;
 }
@@ -62,6 +93,13 @@ std::vector<std::vector<OffsetMagnitudes>> Predictor::value_contributions(const 
     inspection.inputs.push_back(prediction.attention_inputs[l].unsqueeze(0));
   }
   return checkpoint_.model->value_contributions(inspection);
+}
+
+std::string Predictor::graph_state() const {
+  if (!device_.is_cuda() || !cuda_graphs_) return "eager";
+  const std::lock_guard<std::mutex> hold(graph_lock_);
+  if (!graph_failure_.empty()) return "eager: " + graph_failure_;
+  return graphs_[0] || graphs_[1] ? "CUDA graph" : "CUDA graph (not captured yet)";
 }
 
 std::string Predictor::description() const {

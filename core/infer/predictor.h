@@ -2,6 +2,8 @@
 // The studio's inference path, without Qt: one loaded model that turns a canvas
 // into class probabilities and, when asked, every layer's attention. The UI runs
 // it on a worker thread; `translution bench --mode studio` times it.
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,9 +23,16 @@ struct Prediction {
   double milliseconds = 0;            // forward pass, including the copy back
 };
 
+class GraphedForward;
+
 class Predictor {
  public:
-  Predictor(Checkpoint checkpoint, std::string source, c10::Device device = c10::kCPU);
+  // On a CUDA device each kind of prediction (with and without attention) is
+  // captured as a CUDA graph on first use and replayed after (infer/graphed_forward.h)
+  // unless `cuda_graphs` is false; where capture fails the predictor runs eagerly
+  // and graph_state() says why.
+  Predictor(Checkpoint checkpoint, std::string source, c10::Device device = c10::kCPU, bool cuda_graphs = true);
+  ~Predictor();
 
   // canvas: [S, S] float in [0, 1] (ink 1). A canvas of another size than the
   // model's input is resized (area-averaged) first.
@@ -46,14 +55,29 @@ class Predictor {
   std::vector<std::vector<OffsetMagnitudes>> value_contributions(const Prediction& prediction) const;
   // "translution ViT-tiny/12, 4.27 M parameters, CPU"
   std::string description() const;
+  // How predictions run: "eager" (CPU, or graphs off), "CUDA graph", "CUDA graph
+  // (not captured yet)" or "eager: <why the capture failed>".
+  std::string graph_state() const;
 
  private:
-  at::Tensor model_input(const at::Tensor& canvas) const;  // [1, 1, H, W], resized and normalised, on the device
+  at::Tensor model_input(const at::Tensor& canvas) const;  // [1, 1, H, W], resized and normalised, on the CPU
+  // The forward for `x`, through the graph where one runs: logits, and per layer
+  // the attention (on the CPU) and its input (on the device), copies the caller owns.
+  struct Forward {
+    at::Tensor logits;
+    std::vector<at::Tensor> attention, inputs;
+  };
+  Forward forward(const at::Tensor& x, bool with_attention) const;
+  bool graphed_forward(const at::Tensor& x, bool with_attention, Forward& out) const;  // false: run eagerly
 
   Checkpoint checkpoint_;
   std::string source_;
   c10::Device device_;
   std::vector<std::vector<OffsetMagnitudes>> magnitudes_;
+  bool cuda_graphs_;
+  mutable std::mutex graph_lock_;                         // one replay at a time
+  mutable std::unique_ptr<GraphedForward> graphs_[2];     // without, with attention
+  mutable std::string graph_failure_;                     // why capture failed (then eager for good)
 };
 
 }  // namespace translution

@@ -13,6 +13,12 @@ const at::Tensor& on_device(at::Tensor& cached, const at::Device& device) {
   return cached;
 }
 
+const at::Tensor& converted_like(const at::Tensor& constant, at::Tensor& cached, const at::Tensor& like) {
+  if (!cached.defined() || cached.device() != like.device() || cached.scalar_type() != like.scalar_type())
+    cached = constant.to(like.options());
+  return cached;
+}
+
 at::Tensor AttentionModule::forward_queries(const at::Tensor& x, int64_t queries) {
   if (x.dim() != 3 || queries < 1 || queries > x.size(1))
     throw Error("attention: outputs of " + std::to_string(queries) + " queries asked of input " +

@@ -66,6 +66,10 @@ at::Tensor query_tokens(const at::Tensor& x, int64_t queries);
 // Index and mask tensors are not buffers (Module::to(dtype) would turn them into
 // floats); operators keep them here and move them to the input's device on use.
 const at::Tensor& on_device(at::Tensor& cached, const at::Device& device);
+// `constant` in like's dtype on like's device, converted once into `cached`: a
+// conversion in every forward would copy from the host each time, a wait on a
+// GPU's stream that no CUDA graph can capture (infer/graphed_forward.h).
+const at::Tensor& converted_like(const at::Tensor& constant, at::Tensor& cached, const at::Tensor& like);
 
 std::shared_ptr<AttentionModule> make_attention(const AttentionSpec& spec, const AttentionShape& shape,
                                                 const TokenLayout& layout);

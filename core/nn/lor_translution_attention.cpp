@@ -146,8 +146,9 @@ at::Tensor LoRTranslutionAttention::attend_reassociated(const at::Tensor& x, int
                                                         const std::vector<int64_t>& entries, at::Tensor* probs) {
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2), H = shape_.heads, dh = shape_.head_dim;
   const int64_t M = queries, G = int64_t(entries.size()), c1 = low_in_, c2 = low_out_, C2 = spec_.lor_c2;
-  const at::Tensor assign = entry_assignment(table_, M, entries).to(x.options()).view({1, 1, M, G, N});
-  const at::Tensor index = at::tensor(entries, at::TensorOptions(at::kLong)).to(x.device());
+  const Reassociation& constants = reassociation(M, entries, x);
+  const at::Tensor assign = constants.assign.view({1, 1, M, G, N});
+  const at::Tensor& index = constants.index;
   const at::Tensor xq = query_tokens(x, M);
   // kappa [B, M, G, H, C]: what each input x_j is dotted with for query m's logit under entry g, head h.
   at::Tensor kappa;
@@ -184,6 +185,23 @@ at::Tensor LoRTranslutionAttention::attend_reassociated(const at::Tensor& x, int
     out = out.defined() ? out + rel : rel;
   }
   return out.reshape({B, M, H * dh});
+}
+
+const LoRTranslutionAttention::Reassociation& LoRTranslutionAttention::reassociation(
+    int64_t queries, const std::vector<int64_t>& entries, const at::Tensor& x) {
+  const std::lock_guard<std::mutex> hold(reassociation_lock_);
+  for (const auto& r : reassociations_)
+    if (r->queries == queries && r->entries == entries && r->options.dtype() == x.dtype() &&
+        r->options.device() == x.device())
+      return *r;
+  auto r = std::make_unique<Reassociation>();
+  r->queries = queries;
+  r->entries = entries;
+  r->options = x.options();
+  r->assign = entry_assignment(table_, queries, entries).to(x.options());
+  r->index = at::tensor(entries, at::TensorOptions(at::kLong)).to(x.device());
+  reassociations_.push_back(std::move(r));
+  return *reassociations_.back();
 }
 
 at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) {

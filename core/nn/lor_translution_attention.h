@@ -7,6 +7,10 @@
 // The shared terms q_i . k_j and f_j Wv are on by default (Appendix G drops them).
 // Values use Appendix D's order: (sum_j alpha_ij f_j W1v Wv[d_ij]) W2v, so no
 // N x N x C' tensor is formed.
+#include <memory>
+#include <mutex>
+#include <vector>
+
 #include <torch/nn/modules/linear.h>
 
 #include "nn/attention.h"
@@ -44,6 +48,18 @@ class LoRTranslutionAttention : public AttentionModule {
   at::Tensor attend_reassociated(const at::Tensor& x, int64_t queries, const std::vector<int64_t>& entries,
                                  at::Tensor* probs);
 
+  // The reassociated path's constants for (queries, entries) in x's dtype and on
+  // its device: which entry each pair uses, [M, G, N], and the entries' indices
+  // [G]. Built once, since a copy from the host on every forward would wait on a
+  // GPU's stream and could not be captured in a CUDA graph.
+  struct Reassociation {
+    int64_t queries = 0;
+    std::vector<int64_t> entries;
+    at::TensorOptions options;
+    at::Tensor assign, index;
+  };
+  const Reassociation& reassociation(int64_t queries, const std::vector<int64_t>& entries, const at::Tensor& x);
+
   AttentionSpec spec_;
   AttentionShape shape_;
   RelativeTable table_;
@@ -55,6 +71,8 @@ class LoRTranslutionAttention : public AttentionModule {
   torch::nn::Linear shared_[3] = {nullptr, nullptr, nullptr};
   torch::nn::Linear to_out_{nullptr};
   at::Tensor valid_;
+  std::mutex reassociation_lock_;
+  std::vector<std::unique_ptr<Reassociation>> reassociations_;  // stable addresses: callers hold references
 };
 
 }  // namespace translution

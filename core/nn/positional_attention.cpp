@@ -83,12 +83,12 @@ PositionalAttention::PositionalAttention(const AttentionSpec& spec, const Attent
   }
 }
 
-at::Tensor PositionalAttention::rotate(const at::Tensor& x) const {
+at::Tensor PositionalAttention::rotate(const at::Tensor& x) {
   const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim;
   const at::Tensor pairs = x.reshape({B, N, H, dh / 2, 2});
   const at::Tensor a = pairs.select(-1, 0), b = pairs.select(-1, 1);
-  const at::Tensor c = cos_.narrow(0, 0, N).to(x.options()).view({1, N, 1, dh / 2});
-  const at::Tensor s = sin_.narrow(0, 0, N).to(x.options()).view({1, N, 1, dh / 2});
+  const at::Tensor c = converted_like(cos_, cos_like_, x).narrow(0, 0, N).view({1, N, 1, dh / 2});
+  const at::Tensor s = converted_like(sin_, sin_like_, x).narrow(0, 0, N).view({1, N, 1, dh / 2});
   return at::stack({a * c - b * s, a * s + b * c}, -1).view({B, N, H * dh});
 }
 
@@ -112,7 +112,7 @@ at::Tensor PositionalAttention::attend(const at::Tensor& x, int64_t M, at::Tenso
   at::Tensor alpha = attention_softmax(logits, valid);
   if (method_ == AttentionMethod::GatedPositional) {
     const at::Tensor scores =
-        at::matmul(features_.narrow(0, 0, M).to(x.options()), gpsa_w_.t()).permute({2, 0, 1});  // [H, M, N]
+        at::matmul(converted_like(features_, features_like_, x).narrow(0, 0, M), gpsa_w_.t()).permute({2, 0, 1});  // [H, M, N]
     const at::Tensor beta = attention_softmax(scores.unsqueeze(0), valid);
     const at::Tensor gate = at::sigmoid(gpsa_gate_).view({1, H, 1, 1});
     const at::Tensor mixed = (1 - gate) * alpha + gate * beta;

@@ -28,7 +28,7 @@ class PositionalAttention : public AttentionModule {
   at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) override;
 
  private:
-  at::Tensor rotate(const at::Tensor& x) const;  // the first n tokens, [B, n, D] -> rotated per head
+  at::Tensor rotate(const at::Tensor& x);  // the first n tokens, [B, n, D] -> rotated per head
 
   AttentionMethod method_;
   AttentionShape shape_;
@@ -37,6 +37,7 @@ class PositionalAttention : public AttentionModule {
   at::Tensor rel_;                  // rel-key/rel-value: [E, C']; rel-bias: [H, E]
   at::Tensor gpsa_w_, gpsa_gate_;   // [H, 3], [H]
   at::Tensor entry_, valid_, features_, cos_, sin_;  // constants, moved to the input's device on use
+  at::Tensor features_like_, cos_like_, sin_like_;    // theirs in the input's dtype and device (converted_like)
 };
 
 }  // namespace translution

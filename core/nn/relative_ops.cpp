@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cstring>
 #include <initializer_list>
+#include <map>
+#include <mutex>
 #include <type_traits>
 
 #include <ATen/ATen.h>
@@ -157,12 +159,27 @@ std::atomic<ProjectionAlgorithm> g_algorithm{ProjectionAlgorithm::Auto};
 std::atomic<bool> g_recompute{false};
 constexpr int64_t kAllTokenBytesOnGpu = int64_t(1) << 30;
 
+// The entry of every sorted row ([R] int64), on `device`. Made once per order and
+// device: a copy from the host on every call would wait on the GPU's stream, and
+// could not be captured in a CUDA graph (infer/graphed_forward.h). The cache is
+// never destroyed, so no device tensor outlives the CUDA runtime at exit.
+const at::Tensor& entry_of_rows(const std::vector<int64_t>& offset, const c10::Device& device) {
+  static std::mutex lock;
+  static auto* cache = new std::map<std::pair<std::vector<int64_t>, std::string>, at::Tensor>();
+  const std::lock_guard<std::mutex> hold(lock);
+  at::Tensor& entries = (*cache)[{offset, device.str()}];
+  if (!entries.defined()) {
+    std::vector<int64_t> entry;
+    for (size_t e = 0; e + 1 < offset.size(); ++e) entry.insert(entry.end(), size_t(offset[e + 1] - offset[e]), int64_t(e));
+    entries = at::tensor(entry, at::kLong).to(device);
+  }
+  return entries;
+}
+
 // Position of (row r, batch b) in the all-token projection [N, B, E, D] viewed as rows of D.
 at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& offset, int64_t B) {
   const int64_t E = int64_t(offset.size()) - 1;
-  const at::Tensor counts = at::tensor(std::vector<int64_t>(offset.begin() + 1, offset.end()), at::kLong) -
-                            at::tensor(std::vector<int64_t>(offset.begin(), offset.end() - 1), at::kLong);
-  const at::Tensor entry_of_row = at::repeat_interleave(at::arange(E, at::kLong), counts).to(rows.device());
+  const at::Tensor& entry_of_row = entry_of_rows(offset, rows.device());
   const at::Tensor b = at::arange(B, rows.options());
   return ((rows.unsqueeze(1) * B + b.unsqueeze(0)) * E + entry_of_row.unsqueeze(1)).reshape({-1});
 }

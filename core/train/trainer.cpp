@@ -19,6 +19,7 @@
 #include "train/fused_adamw.h"
 #include "train/lr_schedule.h"
 #include "train/release_gradients.h"
+#include "util/device.h"
 #include "util/error.h"
 #include "util/key_value.h"
 
@@ -61,11 +62,17 @@ void set_lr(torch::optim::AdamW& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
-// bf16 runs on the CPU (nn/bf16_gemm.h: AMX tiles or AVX512-BF16): elsewhere the run would silently be fp32.
+// bf16 runs on the CPU (nn/bf16_gemm.h: AMX tiles or AVX512-BF16), tf32 on CUDA's
+// tensor cores (util/device.h): elsewhere the run would silently be fp32. The
+// engine's own dense products are fp32's under tf32: LibTorch's CUDA products take TF32.
 DensePrecision run_precision(const TrainConfig& config, const c10::Device& device) {
   if (config.precision == "bf16" && !device.is_cpu())
     throw Error("training: precision bf16 runs on the CPU's bfloat16 units; on " + device.str() +
-                " use precision fp32");
+                " use precision fp32 or tf32");
+  if (config.precision == "tf32") {
+    if (!device.is_cuda()) throw Error("training: precision tf32 runs on CUDA's tensor cores; on the CPU use fp32 or bf16");
+    return DensePrecision::Fp32;
+  }
   return parse_dense_precision(config.precision);  // says why where no bfloat16 kernel runs
 }
 
@@ -172,6 +179,7 @@ TrainProgress Trainer::train_step() {
   const Batch batch = make_batch(*train_set_, batch_indices(step_), device_);
   model_->train();
   const ScopedDensePrecision precision(precision_);
+  const ScopedTf32 tf32(config_.precision == "tf32");
   set_lr(*optimizer_, p.lr);
   release_gradients(*optimizer_);
   // A share whose loss is not finite skips its backward (train/batch_split.h); then no step is taken.

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 
@@ -42,6 +43,21 @@ c10::Device parse_device(const std::string& name) {
 }
 
 std::string device_description(const c10::Device& device) { return device.str(); }
+
+ScopedTf32::ScopedTf32(bool on) : on_(on) {
+  if (!on_) return;
+  auto& context = at::globalContext();
+  cublas_before_ = context.allowTF32CuBLAS();
+  cudnn_before_ = context.allowTF32CuDNN();
+  context.setAllowTF32CuBLAS(true);
+  context.setAllowTF32CuDNN(true);
+}
+
+ScopedTf32::~ScopedTf32() {
+  if (!on_) return;
+  at::globalContext().setAllowTF32CuBLAS(cublas_before_);
+  at::globalContext().setAllowTF32CuDNN(cudnn_before_);
+}
 
 void reset_peak_memory(const c10::Device& device) {
   if (device.is_cpu()) {

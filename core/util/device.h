@@ -18,6 +18,21 @@ std::string device_description(const c10::Device& device);
 void reset_peak_memory(const c10::Device& device);
 int64_t peak_memory_bytes(const c10::Device& device);
 void synchronize(const c10::Device& device);
+// TF32 on CUDA while this lives, when `on`: float matrix products and
+// convolutions on the tensor cores with 10-bit-mantissa inputs and fp32 sums
+// (precision tf32 of `translution train` and `bench`). LibTorch's setting before
+// it (full fp32 by default) is restored after. No effect on the CPU.
+class ScopedTf32 {
+ public:
+  explicit ScopedTf32(bool on);
+  ~ScopedTf32();
+  ScopedTf32(const ScopedTf32&) = delete;
+  ScopedTf32& operator=(const ScopedTf32&) = delete;
+
+ private:
+  bool on_, cublas_before_ = false, cudnn_before_ = false;
+};
+
 // The process's resident memory now (Linux VmRSS), or -1.
 int64_t resident_memory_bytes();
 

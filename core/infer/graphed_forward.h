@@ -1,0 +1,58 @@
+#pragma once
+// One image's forward on a GPU, replayed as a CUDA graph.
+//
+// A ViT forward at batch 1 is a few hundred small kernels; launched one by one
+// from the host they cost more than their arithmetic (Translution ViT-A/12 took
+// 3.6-4.5 ms on an H200 for about 0.14 ms of work: docs/benchmarks.md, "The engine
+// on a GPU"). A CUDA graph records the launches once, at a fixed input shape, and
+// replays them with one call. The forward must then touch no host memory and
+// never wait on the device: the operators keep their index tensors on the device
+// (nn/relative_ops.cpp's entry_of_rows, the LoR reassociation constants).
+//
+// The graph reads its input from, and writes its outputs to, the same device
+// tensors on every replay, so a caller copies what it keeps before the next run.
+// Available with a CUDA build of LibTorch 2 or later (cuda_graphs_supported()).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "nn/vit.h"
+
+namespace translution {
+
+// Whether this build can capture CUDA graphs (a CUDA LibTorch, version 2 or later).
+bool cuda_graphs_supported();
+
+// The captured forward's outputs: views of the graph's own memory.
+struct GraphedOutputs {
+  at::Tensor logits;                  // [1, classes]
+  std::vector<at::Tensor> attention;  // per layer: [1, heads, N, N] (with attention)
+  std::vector<at::Tensor> inputs;     // per layer: [1, N, C] (with attention)
+};
+
+class GraphedForward {
+ public:
+  // Captures model->forward for images like `example` ([1, channels, H, W] on the
+  // model's CUDA device), with every layer's attention when `with_attention`.
+  // Throws translution::Error when the build cannot capture or the capture fails
+  // (the model is then unchanged and can run eagerly).
+  GraphedForward(ViT model, const at::Tensor& example, bool with_attention);
+  ~GraphedForward();
+  GraphedForward(const GraphedForward&) = delete;
+  GraphedForward& operator=(const GraphedForward&) = delete;
+
+  // Copies `images` (the captured shape, any device) into the graph's input and
+  // replays it. Not thread-safe: one caller at a time.
+  const GraphedOutputs& run(const at::Tensor& images);
+
+ private:
+  struct Capture;  // the CUDA graph and its stream, where the build has them
+  ViT model_;
+  at::Tensor input_;
+  GraphedOutputs outputs_;
+  std::unique_ptr<Capture> capture_;
+};
+
+}  // namespace translution
