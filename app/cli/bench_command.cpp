@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/memory_check.h"
 #include "cli/model_options.h"
 #include "cli/progress_bar.h"
 #include "data/canvas_dataset.h"
@@ -36,7 +37,7 @@
 namespace translution::cli {
 namespace {
 
-const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] [--image 84] [--patch 12]
+const std::string kBenchUsage = R"(usage: translution bench --model NAME [--preset A] [--image 84] [--patch 12]
                          [--mode infer|train] [--batch B] [--device auto|cpu|cuda]
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
                          [--last-block cls|all] [--reassociation on|off]
@@ -50,7 +51,7 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--compare gemm|row-gemm|sgemm|pair-kernels|inference-kernels|
                                     training-kernels|projections|precision|recompute|last-block|
                                     reassociation|split-batch|matrix-threads|freed-memory|
-                                    blas-threads] [--json]
+                                    blas-threads] [--force] [--json]
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
 BLAS thread per GEMM, the engine splitting the work over the cores); train:
@@ -143,7 +144,8 @@ the time until all are done is one canvas change's latency. BLAS threads are set
 as in the studio (one per GEMM unless $OPENBLAS_NUM_THREADS says otherwise), and so
 are matrix threads (one: the slots already share the cores; --matrix-threads
 overrides).
-)";
+
+)" + std::string(kForceHelp) + "\n";
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
@@ -162,6 +164,7 @@ int studio_bench(const Args& args) {
   const auto paths = split_commas(args.get("checkpoints", "resources/models/translution.ckpt,resources/models/attention.ckpt"));
   std::vector<std::unique_ptr<Predictor>> slots;
   std::vector<const Predictor*> views;
+  check_checkpoints(args, paths, 1, "", c10::kCPU);
   for (const auto& path : paths) {
     slots.push_back(std::make_unique<Predictor>(load_checkpoint(path), path));
     views.push_back(slots.back().get());
@@ -201,8 +204,8 @@ int studio_bench(const Args& args) {
 }  // namespace
 
 int bench_command(const std::vector<std::string>& words) {
-  if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
-  const Args args(words, model_flags({"json", "recompute"}),
+  if (const auto status = usage_exit(words, kBenchUsage.c_str(), false)) return *status;
+  const Args args(words, model_flags({"json", "recompute", "force"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
                                  "optimizer", "last-block", "reassociation", "gemm", "row-gemm", "sgemm", "pair-kernels", "inference-kernels", "training-kernels", "projections",
                                  "precision", "matrix-threads",
@@ -349,6 +352,15 @@ int bench_command(const std::vector<std::string>& words) {
   // thread gives batch-1 products next to nothing; the engine splits them over the
   // cores itself (nn/dense.h, --matrix-threads; docs/benchmarks.md).
   if (options.mode == "infer" && options.batch == 1 && options.device.is_cpu()) configure_concurrent_blas();
+  MemoryPlan plan;
+  plan.config = options.config;
+  plan.training = train_mode;
+  plan.batch = options.batch;
+  plan.recompute = args.flag("recompute") && options.compare != "recompute";  // --compare runs both: the larger
+  plan.batch_option = "--batch";
+  plan.recompute_option = train_mode ? "--recompute" : "";
+  plan.model_option = "--model";
+  check_plan(args, plan, options.device);
   ProgressBar bar("bench " + options.config.model + " " + options.mode, !args.flag("json"));
   const BenchResult r = run_benchmark(options, [&](int step, int total) { bar.update(step, total); });
   bar.finish();
