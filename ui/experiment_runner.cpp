@@ -8,11 +8,15 @@
 
 #include "protocol_table.h"
 #include "train/evaluate.h"
+#include "train/memory_guard.h"
 #include "train/trainer.h"
 #include "util/allocator.h"
 #include "util/error.h"
 
 namespace translution::ui {
+namespace {
+constexpr int64_t kExperimentBatch = 64;  // images per training step of every model
+}  // namespace
 
 ViTConfig experiment_model(const QString& method, const ExperimentBudget& budget) {
   ViTConfig c = preset_config("tiny", method.toStdString());
@@ -32,9 +36,26 @@ ExperimentRunner::~ExperimentRunner() {
   if (thread_) thread_->wait();
 }
 
+namespace {
+// Both models of a method train at once, each with its own copy of the digits:
+// a method fits when twice what one of its runs takes is available.
+void require_experiment_memory(const QStringList& methods, const ExperimentBudget& budget) {
+  for (const QString& m : methods) {
+    MemoryPlan plan;
+    plan.config = experiment_model(m, budget);
+    plan.training = true;
+    plan.batch = plan.eval_batch = kExperimentBatch;
+    plan.extra_bytes = kMnistBytes;
+    plan.extra_bytes += check_memory(plan, c10::kCPU).needed;  // the other dataset's model beside it
+    require_memory(plan, c10::kCPU);
+  }
+}
+}  // namespace
+
 void ExperimentRunner::start(const QStringList& methods, const ExperimentBudget& budget) {
   if (running()) return;
   for (const QString& m : methods) experiment_model(m, budget);  // an impossible config throws here, not later
+  require_experiment_memory(methods, budget);  // so does one that would not fit
   delete thread_;
   methods_ = methods;
   budget_ = budget;
@@ -121,7 +142,7 @@ Checkpoint ExperimentRunner::train(const QString& method, const QString& dataset
   t.dataset = dataset.toStdString();
   t.train_samples = budget_.train_digits;
   t.epochs = budget_.epochs;
-  t.batch = 64;
+  t.batch = kExperimentBatch;
   t.lr = 1e-3;
   t.warmup_steps = std::min<int64_t>(100, t.total_steps() / 10);
   t.seed = budget_.seed;

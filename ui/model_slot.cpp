@@ -5,6 +5,7 @@
 #include <QFutureWatcher>
 #include <QtConcurrent>
 
+#include "train/memory_guard.h"
 #include "util/device.h"
 #include "util/error.h"
 
@@ -20,11 +21,15 @@ struct Outcome {
 }  // namespace
 
 std::shared_ptr<const Predictor> load_predictor(const QString& source, const QString& device) {
+  const c10::Device where = parse_device(device.toStdString());
+  // A file is checked before it is read (a bundled model, a Qt resource, is known to fit).
+  if (!source.startsWith(':'))
+    if (const std::optional<CheckpointPeek> peek = peek_checkpoint(source.toStdString()))
+      require_memory(checkpoint_plan(*peek, 1), where);
   QFile file(source);
   if (!file.open(QIODevice::ReadOnly))
     throw Error("cannot open checkpoint " + source.toStdString() + ": " + file.errorString().toStdString());
   const QByteArray bytes = file.readAll();
-  const c10::Device where = parse_device(device.toStdString());
   Checkpoint c = parse_checkpoint(std::string(bytes.constData(), size_t(bytes.size())), source.toStdString(), where);
   if (const QString why = canvas_mismatch(c.config, source, kStudioCanvas); !why.isEmpty()) throw Error(why.toStdString());
   return std::make_shared<const Predictor>(std::move(c), source.toStdString(), where);

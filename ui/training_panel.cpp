@@ -1,6 +1,8 @@
 #include "training_panel.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -59,6 +61,7 @@ void style_plot(QCustomPlot* plot, const QString& y_label) {
 TrainingPanel::TrainingPanel(QString data_dir, const QList<ModelSlot*>& slots, QWidget* parent)
     : QWidget(parent), data_dir_(std::move(data_dir)), slots_(slots) {
   buildForm();
+  watchMemory();
   loss_plot_ = new QCustomPlot(this);
   accuracy_plot_ = new QCustomPlot(this);
   style_plot(loss_plot_, tr("cross-entropy loss"));
@@ -81,18 +84,21 @@ void TrainingPanel::buildForm() {
   auto* form = new QFormLayout;
   auto* form2 = new QFormLayout;
   method_ = new QComboBox(this);
+  method_->setObjectName("method");
   for (const auto& c : attention_choices())
     method_->addItem(QString::fromStdString(c.name), QString::fromStdString(c.name));
   for (int i = 0; i < method_->count(); ++i)
     method_->setItemData(i, QString::fromStdString(attention_choices()[size_t(i)].description), Qt::ToolTipRole);
   method_->setCurrentIndex(method_->findData("lor"));
   preset_ = new QComboBox(this);
+  preset_->setObjectName("preset");
   preset_->addItems({"tiny", "A", "B", "C"});
   preset_->setToolTip(tr("Width and depth: tiny (dim 64, 1 head), A/B/C as in the paper's Table 1"));
   depth_ = new QSpinBox(this);
   depth_->setRange(1, 24);
   depth_->setValue(2);
   patch_ = new QComboBox(this);
+  patch_->setObjectName("patch");
   for (int p : {7, 12, 14, 21, 28}) patch_->addItem(QString::number(p), p);
   patch_->setCurrentIndex(1);
   dataset_ = new QComboBox(this);
@@ -105,6 +111,7 @@ void TrainingPanel::buildForm() {
   steps_->setRange(0, 10000000);
   steps_->setSpecialValueText(tr("all epochs"));
   batch_ = new QSpinBox(this);
+  batch_->setObjectName("batch");
   batch_->setRange(1, 4096);
   batch_->setValue(64);
   lr_ = new QDoubleSpinBox(this);
@@ -153,7 +160,11 @@ void TrainingPanel::buildForm() {
   auto* columns = new QHBoxLayout;
   columns->addLayout(form);
   columns->addLayout(form2);
-  box->setLayout(columns);
+  auto* box_layout = new QVBoxLayout;
+  box_layout->addLayout(columns);
+  memory_ = new QLabel(this);
+  box_layout->addWidget(memory_);
+  box->setLayout(box_layout);
   layout->addWidget(box);
 
   auto* buttons = new QHBoxLayout;
@@ -177,6 +188,7 @@ void TrainingPanel::buildForm() {
   progress_ = new QProgressBar(this);
   progress_->setFormat(tr("%v / %m steps"));
   status_ = new QLabel(tr("No run yet."), this);
+  status_->setObjectName("trainingStatus");
   layout->addWidget(progress_);
   layout->addWidget(status_);
   connect(start_, &QPushButton::clicked, this, &TrainingPanel::startRun);
@@ -248,10 +260,70 @@ void TrainingPanel::setQuickRun(int64_t steps, int64_t train_samples) {
   samples_->setValue(int(train_samples));
 }
 
+MemoryCheck TrainingPanel::memoryCheck() const {
+  MemoryPlan plan;
+  plan.config = modelConfig();
+  plan.training = true;
+  plan.batch = batch_->value();
+  plan.eval_batch = std::max<int64_t>(plan.batch, 64);  // the trainer's held-out evaluation
+  plan.extra_bytes = kMnistBytes;
+  plan.batch_option = "batch";
+  plan.model_option = "method";
+  return check_memory(plan, parse_device(device_->currentData().toString().toStdString()));
+}
+
+// The label under the form follows every choice that changes the model, the batch or the device.
+void TrainingPanel::watchMemory() {
+  memory_->setObjectName("memoryEstimate");
+  memory_->setWordWrap(true);
+  memory_->setToolTip(tr("The run's estimated peak memory (weights, gradients, AdamW's moments, activations) "
+                         "against what the machine has available now; `translution model info` prints the parts"));
+  for (QComboBox* c : {method_, preset_, patch_, dataset_, device_})
+    connect(c, &QComboBox::currentIndexChanged, this, &TrainingPanel::updateMemory);
+  for (QSpinBox* b : {depth_, batch_}) connect(b, &QSpinBox::valueChanged, this, &TrainingPanel::updateMemory);
+  updateMemory();
+}
+
+void TrainingPanel::showMemory(const MemoryCheck& check) {
+  memory_->setText(check.fits ? tr("Memory: %1").arg(QString::fromStdString(check.summary))
+                              : tr("Memory: %1; this run will not fit").arg(QString::fromStdString(check.summary)));
+  memory_->setStyleSheet(check.fits ? QString() : QString("color: #b00000"));
+}
+
+void TrainingPanel::updateMemory() {
+  try {
+    showMemory(memoryCheck());
+  } catch (const std::exception& e) {  // an impossible choice (a patch that does not divide the image)
+    memory_->setText(tr("Memory: no estimate (%1)").arg(QString::fromStdString(e.what())));
+    memory_->setStyleSheet(QString());
+  }
+}
+
+bool TrainingPanel::confirmMemory(const MemoryCheck& check) {
+  if (check.fits) return true;
+  const QString why = QString::fromStdString(check.refusal);
+  status_->setText(tr("Not started: %1").arg(why));
+  if (qEnvironmentVariableIsSet("TRANSLUTION_NO_DIALOGS")) return false;
+  QMessageBox box(QMessageBox::Warning, tr("Not enough memory for this run"), why + "\n", QMessageBox::Cancel, this);
+  QPushButton* start = box.addButton(tr("Start"), QMessageBox::AcceptRole);
+  auto* anyway = new QCheckBox(tr("Run anyway (may exhaust memory)"));
+  start->setEnabled(false);
+  connect(anyway, &QCheckBox::toggled, start, &QPushButton::setEnabled);
+  box.setCheckBox(anyway);
+  box.setDefaultButton(QMessageBox::Cancel);
+  box.exec();
+  return box.clickedButton() == start && anyway->isChecked();
+}
+
 void TrainingPanel::startRun() {
   if (current() && current()->running()) return;
   try {
-    addRun(new TrainingRun(modelConfig(), trainConfig(), data_dir_, device_->currentData().toString(), this));
+    const ViTConfig model = modelConfig();
+    const TrainConfig train = trainConfig();
+    const MemoryCheck check = memoryCheck();  // what is available changes between choices
+    showMemory(check);
+    if (!confirmMemory(check)) return;
+    addRun(new TrainingRun(model, train, data_dir_, device_->currentData().toString(), this));
   } catch (const std::exception& e) {
     showError(tr("Cannot start the run"), QString::fromStdString(e.what()));
   }
@@ -262,6 +334,13 @@ void TrainingPanel::resumeFromFile() {
   if (path.isEmpty()) return;
   try {
     const std::string device = device_->currentData().toString().toStdString();
+    if (const std::optional<CheckpointPeek> peek = peek_checkpoint(path.toStdString()); peek && peek->training) {
+      MemoryPlan plan = checkpoint_plan(*peek, peek->training->batch);
+      plan.training = true;
+      plan.eval_batch = std::max<int64_t>(plan.batch, 64);
+      plan.extra_bytes = kMnistBytes;
+      if (!confirmMemory(check_memory(plan, parse_device(device)))) return;
+    }
     Checkpoint checkpoint = load_checkpoint(path.toStdString(), parse_device(device));
     // A run trained in bf16 continues in fp32 where bf16 cannot run (no bfloat16 kernel, or not the CPU),
     // one in tf32 where TF32 cannot (the CPU).

@@ -3,11 +3,14 @@
 // schedule, seed, device), start, pause, resume, stop; a progress bar with ETA;
 // live loss and accuracy curves (train and held-out test) for every run of the
 // session on shared axes, one colour per run; save, resume from a checkpoint,
-// send the model to a comparison slot.
+// send the model to a comparison slot. Under the form, the run's estimated
+// memory against what the machine has; a run that will not fit is refused
+// unless the user says to run it anyway.
 #include <QList>
 #include <QWidget>
 
 #include "qcustomplot_include.h"
+#include "train/memory_guard.h"
 #include "training_run.h"
 
 class QCheckBox;
@@ -38,6 +41,10 @@ class TrainingPanel : public QWidget {
   ViTConfig modelConfig() const;
   TrainConfig trainConfig() const;
   void setQuickRun(int64_t steps, int64_t train_samples);  // for tests and demos: a short run
+  // The form's run against the memory available (train/memory_guard.h), as the
+  // label under the form shows it; throws translution::Error for impossible choices.
+  MemoryCheck memoryCheck() const;
+  QLabel* memoryLabel() const { return memory_; }
   // The comparison slots a run can be sent to (they change as slots are added and removed).
   void setSlots(const QList<ModelSlot*>& slots);
 
@@ -63,6 +70,12 @@ class TrainingPanel : public QWidget {
   void updateButtons();
   void sendToSlot(ModelSlot* slot);
   void showError(const QString& what, const QString& message);
+  void watchMemory();
+  void updateMemory();
+  void showMemory(const MemoryCheck& check);
+  // Whether a run that does not fit starts anyway: a dialog names the numbers and
+  // offers "Run anyway"; without dialogs (TRANSLUTION_NO_DIALOGS) it never does.
+  bool confirmMemory(const MemoryCheck& check);
 
   QString data_dir_;
   QList<ModelSlot*> slots_;
@@ -77,6 +90,7 @@ class TrainingPanel : public QWidget {
   class QHBoxLayout* send_row_ = nullptr;
   QProgressBar* progress_;
   QLabel* status_;
+  QLabel* memory_ = nullptr;  // the form's estimate: "needs ~2.9 GB of 21.3 GB available"
   QCustomPlot *loss_plot_, *accuracy_plot_;
 };
 

@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/memory_check.h"
 #include "cli/model_options.h"
 #include "cli/progress_bar.h"
 #include "data/canvas_dataset.h"
@@ -36,7 +37,7 @@
 namespace translution::cli {
 namespace {
 
-const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] [--image 84] [--patch 12]
+const std::string kBenchUsage = R"(usage: translution bench --model NAME [--preset A] [--image 84] [--patch 12]
                          [--mode infer|train] [--batch B] [--device auto|cpu|cuda]
                          [--steps 10] [--warmup 2] [--algorithm auto|per-matrix|all-tokens] [--recompute]
                          [--last-block cls|all] [--reassociation on|off]
@@ -50,7 +51,7 @@ const char* kBenchUsage = R"(usage: translution bench --model NAME [--preset A] 
                          [--compare gemm|row-gemm|sgemm|pair-kernels|inference-kernels|
                                     training-kernels|projections|precision|recompute|last-block|
                                     reassociation|split-batch|matrix-threads|freed-memory|
-                                    blas-threads] [--json]
+                                    blas-threads] [--force] [--json]
 
 infer: one forward pass without gradients (at batch 1 with the studio's one
 BLAS thread per GEMM, the engine splitting the work over the cores); train:
@@ -148,7 +149,8 @@ as in the studio (one per GEMM unless $OPENBLAS_NUM_THREADS says otherwise), and
 are matrix threads (one: the slots already share the cores; --matrix-threads
 overrides). On CUDA each slot's forward is replayed as a CUDA graph, as in the
 studio (--cuda-graph off: launched op by op).
-)";
+
+)" + std::string(kForceHelp) + "\n";
 
 const char* kStudioCheckpoints = "resources/models/translution.ckpt,resources/models/attention.ckpt";
 
@@ -166,17 +168,23 @@ std::vector<std::string> split_commas(const std::string& text) {
 
 // The studio bench's models: the checkpoints named, or with --model one model of
 // that config with fresh weights (e.g. ViT-A/12, which no bundled file holds).
-std::vector<std::pair<std::string, Checkpoint>> studio_models(const Args& args) {
+// Each is checked to fit on `device` before it is built or loaded.
+std::vector<std::pair<std::string, Checkpoint>> studio_models(const Args& args, const c10::Device& device) {
   std::vector<std::pair<std::string, Checkpoint>> out;
   if (args.has("model")) {
     if (args.has("checkpoints")) throw Error("--model and --checkpoints each choose the studio's models: give one");
     Checkpoint fresh;
     fresh.config = config_from_args(args);
+    MemoryPlan plan;
+    plan.config = fresh.config;
+    check_plan(args, plan, device);
     fresh.model = ViT(fresh.config);
     out.emplace_back(fresh.config.model + " (fresh weights)", std::move(fresh));
     return out;
   }
-  for (const auto& path : split_commas(args.get("checkpoints", kStudioCheckpoints))) out.emplace_back(path, load_checkpoint(path));
+  const auto paths = split_commas(args.get("checkpoints", kStudioCheckpoints));
+  check_checkpoints(args, paths, 1, "", device);
+  for (const auto& path : paths) out.emplace_back(path, load_checkpoint(path));
   return out;
 }
 
@@ -187,7 +195,7 @@ int studio_bench(const Args& args) {
   std::vector<std::string> paths;
   std::vector<std::unique_ptr<Predictor>> slots;
   std::vector<const Predictor*> views;
-  for (auto& [name, checkpoint] : studio_models(args)) {
+  for (auto& [name, checkpoint] : studio_models(args, device)) {
     paths.push_back(name);
     slots.push_back(std::make_unique<Predictor>(std::move(checkpoint), name, device, graphs));
     views.push_back(slots.back().get());
@@ -231,8 +239,8 @@ int studio_bench(const Args& args) {
 }  // namespace
 
 int bench_command(const std::vector<std::string>& words) {
-  if (const auto status = usage_exit(words, kBenchUsage, false)) return *status;
-  const Args args(words, model_flags({"json", "recompute"}),
+  if (const auto status = usage_exit(words, kBenchUsage.c_str(), false)) return *status;
+  const Args args(words, model_flags({"json", "recompute", "force"}),
                   model_options({"mode", "batch", "device", "steps", "warmup", "algorithm", "checkpoints", "data-dir",
                                  "optimizer", "last-block", "reassociation", "gemm", "row-gemm", "sgemm", "pair-kernels", "inference-kernels", "training-kernels", "projections",
                                  "precision", "matrix-threads", "cuda-graph",
@@ -385,6 +393,15 @@ int bench_command(const std::vector<std::string>& words) {
   // thread gives batch-1 products next to nothing; the engine splits them over the
   // cores itself (nn/dense.h, --matrix-threads; docs/benchmarks.md).
   if (options.mode == "infer" && options.batch == 1 && options.device.is_cpu()) configure_concurrent_blas();
+  MemoryPlan plan;
+  plan.config = options.config;
+  plan.training = train_mode;
+  plan.batch = options.batch;
+  plan.recompute = args.flag("recompute") && options.compare != "recompute";  // --compare runs both: the larger
+  plan.batch_option = "--batch";
+  plan.recompute_option = train_mode ? "--recompute" : "";
+  plan.model_option = "--model";
+  check_plan(args, plan, options.device);
   ProgressBar bar("bench " + options.config.model + " " + options.mode, !args.flag("json"));
   const ScopedTf32 tf32_products(tf32);  // the floor's GEMM is measured under it too
   BenchResult r = run_benchmark(options, [&](int step, int total) { bar.update(step, total); });

@@ -6,6 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/memory_check.h"
 #include "cli/progress_bar.h"
 #include "data/mnist_provision.h"
 #include "nn/bf16_weights.h"
@@ -18,9 +19,9 @@
 namespace translution::cli {
 namespace {
 
-const char* kEvalUsage = R"(usage: translution eval --checkpoint FILE.ckpt [MORE.ckpt ...] [--dataset static|dynamic|moving|mnist]
+const std::string kEvalUsage = R"(usage: translution eval --checkpoint FILE.ckpt [MORE.ckpt ...] [--dataset static|dynamic|moving|mnist]
                         [--protocol] [--samples N] [--device auto|cpu|cuda] [--data-dir DIR]
-                        [--precision fp32|bf16] [--json]
+                        [--precision fp32|bf16] [--force] [--json]
 
 Accuracy, per-class accuracy and the confusion matrix on a test set (default: the
 dataset the checkpoint was trained on; --samples limits it to the first N digits).
@@ -31,7 +32,9 @@ it costs in accuracy, on the CPU with AVX-512.
 and prints the papers' Table 2 protocol: Static->Static, Dynamic->Dynamic and
 Static->Dynamic, each from the checkpoint trained on the set before the arrow
 (give a static- and a dynamic-trained checkpoint for all three).
-)";
+)" + std::string(kForceHelp) + "\n";
+
+constexpr int64_t kEvalBatch = 256;  // images per forward
 
 std::string trained_on(const Checkpoint& c) {
   const auto it = c.metadata.find("dataset");
@@ -54,7 +57,7 @@ EvalResult run_eval(const Checkpoint& c, const std::string& dataset, const Args&
   CanvasDataset test = dataset_for_model(c.config, dataset, Split::Test, args.get("data-dir", default_mnist_dir()));
   const ScopedBf16Weights scope(weights ? &*weights : nullptr);
   ProgressBar bar("eval " + dataset, !args.flag("json"));
-  const EvalResult r = evaluate(c.model, test, args.get_int("samples", 0), 256, device,
+  const EvalResult r = evaluate(c.model, test, args.get_int("samples", 0), kEvalBatch, device,
                                 [&](int64_t done, int64_t total) { bar.update(done, total); });
   bar.finish();
   return r;
@@ -124,8 +127,8 @@ int protocol(const std::vector<std::string>& paths, const std::vector<Checkpoint
 }  // namespace
 
 int eval_command(const std::vector<std::string>& words) {
-  if (const auto status = usage_exit(words, kEvalUsage, false)) return *status;
-  const Args args(words, {"json", "protocol"}, {"checkpoint", "dataset", "samples", "device", "data-dir", "precision"});
+  if (const auto status = usage_exit(words, kEvalUsage.c_str(), false)) return *status;
+  const Args args(words, {"json", "protocol", "force"}, {"checkpoint", "dataset", "samples", "device", "data-dir", "precision"});
   const c10::Device device = parse_device(args.get("device", "auto"));
   const bool bf16 = args.get_choice("precision", {"fp32", "bf16"}) == "bf16";
   if (bf16 && !device.is_cpu())
@@ -135,6 +138,7 @@ int eval_command(const std::vector<std::string>& words) {
     throw Error("--precision bf16 reads bfloat16 weights with AVX-512, which this CPU lacks; use --precision fp32");
   std::vector<std::string> paths{args.require("checkpoint")};
   for (const auto& p : args.positional()) paths.push_back(p);
+  check_checkpoints(args, paths, kEvalBatch, "", device);
   std::vector<Checkpoint> checkpoints;
   for (const auto& p : paths) checkpoints.push_back(load_checkpoint(p, device));
   if (args.flag("protocol")) return protocol(paths, checkpoints, args, device, bf16);

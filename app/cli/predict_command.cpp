@@ -6,6 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/memory_check.h"
 #include "data/canvas_dataset.h"
 #include "image/digit_preparation.h"
 #include "image/image_file.h"
@@ -18,14 +19,14 @@
 namespace translution::cli {
 namespace {
 
-const char* kPredictUsage = R"(usage: translution predict --checkpoint FILE.ckpt [--at X,Y] [--save-canvas DIR]
-                           [--device auto|cpu|cuda] [--json] IMAGE...
+const std::string kPredictUsage = R"(usage: translution predict --checkpoint FILE.ckpt [--at X,Y] [--save-canvas DIR]
+                           [--device auto|cpu|cuda] [--force] [--json] IMAGE...
 
 Classifies PNG or JPEG pictures of a handwritten digit. Each picture is prepared as
 MNIST's digits were (grey, light-on-dark, ink fitted to 20x20 inside 28x28, centred
 by mass) and placed on the model's canvas: centred, or with its 28x28 frame's
 top-left corner at pixel X,Y. --save-canvas writes what the model saw as PNGs.
-)";
+)" + std::string(kForceHelp) + "\n";
 
 Placement parse_at(const std::string& text, int64_t canvas) {
   long long x = 0, y = 0;
@@ -42,10 +43,11 @@ Placement parse_at(const std::string& text, int64_t canvas) {
 }  // namespace
 
 int predict_command(const std::vector<std::string>& words) {
-  if (const auto status = usage_exit(words, kPredictUsage, false)) return *status;
-  const Args args(words, {"json"}, {"checkpoint", "at", "device", "save-canvas"});
+  if (const auto status = usage_exit(words, kPredictUsage.c_str(), false)) return *status;
+  const Args args(words, {"json", "force"}, {"checkpoint", "at", "device", "save-canvas"});
   if (args.positional().empty()) throw Error("predict needs at least one image file");
   const c10::Device device = parse_device(args.get("device", "auto"));
+  check_checkpoints(args, {args.require("checkpoint")}, 1, "", device);
   Checkpoint c = load_checkpoint(args.require("checkpoint"), device);
   if (c.config.image_height != c.config.image_width || c.config.channels != 1)
     throw Error("predict needs a model of square one-channel images");

@@ -1,9 +1,11 @@
 // `translution sweep`
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/memory_check.h"
 #include "cli/progress_bar.h"
 #include "data/mnist_provision.h"
 #include "train/checkpoint.h"
@@ -14,28 +16,30 @@
 namespace translution::cli {
 namespace {
 
-const char* kSweepUsage = R"(usage: translution sweep --checkpoint FILE.ckpt --out PREFIX [--digits 100] [--stride 4]
-                         [--device auto|cpu|cuda] [--data-dir DIR] [--json]
+const std::string kSweepUsage = R"(usage: translution sweep --checkpoint FILE.ckpt --out PREFIX [--digits 100] [--stride 4]
+                         [--device auto|cpu|cuda] [--data-dir DIR] [--force] [--json]
 
 Places the first --digits test digits at every position of the model's canvas
 (top-left corners every --stride pixels, the last position included) and measures
 accuracy and the mean probability of the true class at each position. Writes
 PREFIX.csv (x,y,accuracy,true_probability), PREFIX-accuracy.png and
 PREFIX-probability.png (heat maps: dark purple 0, yellow 1; rows are y, columns x).
-)";
+Each position's digits are one batch.
+)" + std::string(kForceHelp) + "\n";
 
 }  // namespace
 
 int sweep_command(const std::vector<std::string>& words) {
-  if (const auto status = usage_exit(words, kSweepUsage, false)) return *status;
-  const Args args(words, {"json"}, {"checkpoint", "out", "digits", "stride", "device", "data-dir"});
+  if (const auto status = usage_exit(words, kSweepUsage.c_str(), false)) return *status;
+  const Args args(words, {"json", "force"}, {"checkpoint", "out", "digits", "stride", "device", "data-dir"});
   const c10::Device device = parse_device(args.get("device", "auto"));
   const std::string prefix = args.require("out");
-  const Checkpoint c = load_checkpoint(args.require("checkpoint"), device);
-  const MnistDigits test = load_mnist(args.get("data-dir", default_mnist_dir()), Split::Test);
   SweepOptions options;
   options.digits = args.get_int("digits", options.digits);
   options.stride = args.get_int("stride", options.stride);
+  check_checkpoints(args, {args.require("checkpoint")}, std::max<int64_t>(options.digits, 1), "--digits", device);
+  const Checkpoint c = load_checkpoint(args.require("checkpoint"), device);
+  const MnistDigits test = load_mnist(args.get("data-dir", default_mnist_dir()), Split::Test);
   ProgressBar bar("sweep", true);
   const SweepResult r = translation_sweep(c.model, test, options, device, [&](int64_t d, int64_t t) { bar.update(d, t); });
   bar.finish();

@@ -3,15 +3,18 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "util/json_writer.h"
+#include "cli/memory_check.h"
 #include "cli/model_options.h"
 #include "cli/progress_bar.h"
 #include "data/mnist_provision.h"
 #include "nn/bf16_gemm.h"
 #include "nn/relative_ops.h"
+#include "train/checkpoint_peek.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
 #include "train/training_threads.h"
@@ -23,7 +26,7 @@
 namespace translution::cli {
 namespace {
 
-const char* kTrainUsage = R"(usage: translution train --model NAME [--preset A] [--image 84] [--patch 12] [--depth D]
+const std::string kTrainUsage = R"(usage: translution train --model NAME [--preset A] [--image 84] [--patch 12] [--depth D]
                          [--dataset static|dynamic|moving|mnist] [--epochs 1 | --steps N] [--batch 64]
                          [--lr 3e-4] [--weight-decay 0.05] [--warmup STEPS] [--min-lr 0] [--clip 1.0]
                          [--seed 0] [--data-seed 0] [--fresh-positions] [--train-samples N] [--eval-every STEPS]
@@ -33,7 +36,7 @@ const char* kTrainUsage = R"(usage: translution train --model NAME [--preset A] 
                          [--json] --out FILE.ckpt
        translution train --resume FILE.ckpt [--steps N] [--fresh-positions] [--stop-at STEP] [--device ...]
                          [--data-dir DIR] [--recompute] [--precision fp32|bf16|tf32] [--matrix-threads auto|N]
-                         [--split-batch auto|on|off] [--json]
+                         [--split-batch auto|on|off] [--force] [--json]
 
 Trains with AdamW and a cosine schedule (linear warm-up first when --warmup is set),
 evaluating on the first --eval-samples test digits every --eval-every steps (default:
@@ -66,7 +69,7 @@ or Cooper Lake, or an AMD Zen 4 on,
 and is stored in the checkpoint, so a resumed run keeps it unless --precision says otherwise.
 --precision tf32 (CUDA) runs LibTorch's float products on the GPU's tensor cores as TF32
 (10-bit mantissa inputs, fp32 sums, as PyTorch's allow_tf32); everything else stays fp32.
-)";
+)" + std::string(kForceHelp) + "\n";
 
 volatile std::sig_atomic_t interrupted = 0;
 void on_interrupt(int) { interrupted = 1; }
@@ -121,11 +124,33 @@ std::unique_ptr<Trainer> make_trainer(const Args& args, const std::string& data_
   return trainer;
 }
 
+// The run's memory, from its options or the checkpoint it resumes (read without
+// loading it), before the trainer loads the digits and builds the model.
+std::optional<MemoryPlan> training_plan(const Args& args) {
+  MemoryPlan plan;
+  if (args.has("resume")) {
+    const std::optional<CheckpointPeek> peek = peek_checkpoint(args.get("resume"));
+    if (!peek || !peek->training) return std::nullopt;  // the loader names the problem
+    plan = checkpoint_plan(*peek, peek->training->batch);
+  } else {
+    plan.config = config_from_args(args);
+    plan.batch = train_config_from_args(args).batch;
+    plan.batch_option = "--batch";
+    plan.model_option = "--model";
+  }
+  plan.recompute_option = "--recompute";
+  plan.training = true;
+  plan.recompute = args.flag("recompute");
+  plan.eval_batch = std::max<int64_t>(plan.batch, 64);  // Trainer's held-out evaluation
+  plan.extra_bytes = kMnistBytes;
+  return plan;
+}
+
 }  // namespace
 
 int train_command(const std::vector<std::string>& words) {
-  if (const auto status = usage_exit(words, kTrainUsage, false)) return *status;
-  const Args args(words, model_flags({"json", "no-final-eval", "fresh-positions", "recompute"}),
+  if (const auto status = usage_exit(words, kTrainUsage.c_str(), false)) return *status;
+  const Args args(words, model_flags({"json", "no-final-eval", "fresh-positions", "recompute", "force"}),
                   model_options({"dataset", "epochs", "steps", "batch", "lr", "weight-decay", "warmup", "min-lr",
                                  "clip", "seed", "data-seed", "train-samples", "eval-every", "eval-samples",
                                  "checkpoint-every", "precision", "device", "data-dir", "out", "resume", "stop-at",
@@ -139,6 +164,7 @@ int train_command(const std::vector<std::string>& words) {
   set_batch_split(parse_batch_split(args.get("split-batch", "auto")));
   const c10::Device device = parse_device(args.get("device", "auto"));
   const std::string data_dir = args.get("data-dir", default_mnist_dir());
+  if (const std::optional<MemoryPlan> plan = training_plan(args)) check_plan(args, *plan, device);
   std::unique_ptr<Trainer> trainer = make_trainer(args, data_dir, device);
   const ViTConfig& model = trainer->model()->config();
   std::fprintf(stderr, "training %s ViT-%s/%lld (%.2f M parameters) on %s, %lld steps of %lld, %s%s\n",

@@ -67,17 +67,20 @@ int64_t relative_entries(const ViTConfig& c, PairEncoding encoding) {
   return add(mul(add(mul(2, c.grid_height()), -1), add(mul(2, c.grid_width()), -1)), 3);
 }
 
+int64_t block_parameter_count(const ViTConfig& c, int64_t index) {
+  const int64_t C = c.dim, mlp = add(linear(C, c.mlp_dim, true), linear(c.mlp_dim, C, true));
+  return add(add(mul(4, C), mlp), attention_parameters(c, c.attention_spec(index)));  // two LayerNorms, MLP, attention
+}
+
 int64_t parameter_count(const ViTConfig& c) {
   const int64_t C = c.dim, patch_dim = mul(mul(c.patch, c.patch), c.channels);
   int64_t n = add(add(mul(2, patch_dim), linear(patch_dim, C, true)), mul(2, C));  // LayerNorm, Linear, LayerNorm
   n = add(n, C);                                                              // the CLS token
   if (c.position_embedding) n = add(n, mul(tokens(c), C));
   else tokens(c);  // an image whose token count overflows is refused either way
-  const int64_t mlp = add(linear(C, c.mlp_dim, true), linear(c.mlp_dim, C, true));
   // Blocks differ only in their attention operator: the first `first_blocks` may use another one.
   const int64_t first = c.first_blocks > 0 ? std::min(c.first_blocks, c.depth) : 0;
-  const int64_t block_first = add(add(mul(4, C), mlp), attention_parameters(c, c.attention_spec(0)));
-  const int64_t block_rest = add(add(mul(4, C), mlp), attention_parameters(c, c.attention_spec(c.depth - 1)));
+  const int64_t block_first = block_parameter_count(c, 0), block_rest = block_parameter_count(c, c.depth - 1);
   n = add(n, add(mul(first, block_first), mul(c.depth - first, block_rest)));
   return add(add(n, mul(2, C)), linear(C, c.classes, true));  // final LayerNorm, head
 }

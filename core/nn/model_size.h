@@ -21,4 +21,8 @@ int64_t relative_entries(const ViTConfig& config, PairEncoding encoding);
 // naming the config when the count overflows 64 bits.
 int64_t parameter_count(const ViTConfig& config);
 
+// The parameters of block `index` alone (its two LayerNorms, attention and MLP),
+// checked likewise: the memory estimate places each block's gradients in time.
+int64_t block_parameter_count(const ViTConfig& config, int64_t index);
+
 }  // namespace translution

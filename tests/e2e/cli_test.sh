@@ -309,8 +309,55 @@ for bad in "${bad_inputs[@]}"; do
 done
 check "nothing was written for them" bash -c "test ! -e '$work/stripped.ckpt' && test ! -e '$work/batch0.ckpt' && test ! -e '$work/r.png'"
 
+# A run that will not fit is refused before anything is allocated: at once, with one line naming the
+# memory it needs, what is available and what would fit, and nothing written. The override stands for
+# a 24 GB machine, whatever this one has (the estimate alone is tens of GB).
+ms() { echo $(($(date +%s%N) / 1000000)); }
+# LibTorch's own start-up (its operator registry) takes most of a second of CPU on the 2-core machine; on a
+# loaded machine more. The refusal must come within a second, or 300 ms after a bare start where that is slower.
+startup=100000
+for _ in 1 2 3; do
+  t0=$(ms)
+  "$cli" model list >/dev/null
+  t=$(($(ms) - t0))
+  ((t < startup)) && startup=$t
+done
+limit=$((startup + 300 > 1000 ? startup + 300 : 1000))
+elapsed=100000
+for _ in 1 2 3; do  # the fastest of three, as for the bare start (ctest runs other tests beside this one)
+  t0=$(ms)
+  TRANSLUTION_AVAILABLE_MEMORY=24000000000 "$cli" train --model translution --preset A --image 84 --patch 7 \
+    --batch 128 --steps 1 --out "$work/x.ckpt" >"$work/oom.out" 2>"$work/oom.err"
+  status=$?
+  t=$(($(ms) - t0))
+  ((t < elapsed)) && elapsed=$t
+done
+check "a run that will not fit is refused" test $status -eq 1
+check "at once (${elapsed} ms; a bare start ${startup} ms)" test $elapsed -lt $limit
+check "in one line naming need, availability and what fits" bash -c "test \$(wc -l <'$work/oom.err') -eq 1 &&
+  grep -Eq '^error: training translution ViT-A/7 .* needs ~[0-9.]+ GB .* but 24.0 GB is available .*: .*fits' '$work/oom.err'"
+check "and writes nothing" bash -c "test ! -e '$work/x.ckpt' && test ! -s '$work/oom.out'"
+cat "$work/oom.err"
+for command in train bench eval sweep predict; do
+  check "$command --help documents --force" bash -c "\"$cli\" $command --help | grep -q -- '--force skips the memory check'"
+done
+elapsed=100000
+for _ in 1 2 3; do
+  t0=$(ms)
+  "$cli" model info --model translution --preset A --image 840 --patch 4 >"$work/info.out"
+  t=$(($(ms) - t0))
+  ((t < elapsed)) && elapsed=$t
+done
+check "model info estimates a huge model's memory at once (${elapsed} ms)" bash -c "test $elapsed -lt $limit &&
+  grep -q '^memory ' '$work/info.out' && grep -Eq '^ +train batch 32 CUDA --recompute +[0-9.]+ [MGT]B' '$work/info.out'"
+check "model info --json has the estimate" bash -c "\"$cli\" model info --model lor --json |
+  grep -q '\"memory\":\\[{\"mode\":\"infer\",\"batch\":1,\"device\":\"cpu\"'"
+
 # LibTorch's failures are one line naming the problem, never a stack trace (--verbose shows it).
-huge=(--model attention --preset tiny --image 100000 --patch 1 --steps 1 --out "$work/huge.ckpt")
+# --force: past the memory check, so that LibTorch's own allocation fails. 10^12 tokens: the position
+# embedding alone is 256 TB, beyond the 128 TB a process can address, so it fails at once on any machine
+# (a 2.5 TB one did not on a 128 GB machine that overcommits memory).
+huge=(--model attention --preset tiny --image 1000000 --patch 1 --steps 1 --force --out "$work/huge.ckpt")
 timeout 10 "$cli" train "${huge[@]}" >/dev/null 2>"$work/huge.err"
 check "a model that cannot be allocated is an error" test $? -eq 1
 check "the error is one line without a stack trace" bash -c "test \$(wc -l <'$work/huge.err') -eq 1 && ! grep -q 'frame #' '$work/huge.err'"

@@ -3,6 +3,9 @@
 // view has one heat map per layer and relative projection.
 #include <ATen/ATen.h>
 #include <QCheckBox>
+#include <QComboBox>
+#include <QLabel>
+#include <QSpinBox>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -282,6 +285,62 @@ class StudioPanelsTest : public QObject {
     QVERIFY(failed.first().at(0).toString().contains("is not a Translution checkpoint"));
     QCOMPARE(slot->source(), translution_ckpt);  // the loaded model stays
     QVERIFY(slot->predictor() != nullptr);
+  }
+
+  // Translution ViT-A/7 at a batch of 128 needs tens of GB: with 2 GB available (the
+  // override makes the machine's memory irrelevant) the form says so before the run,
+  // Start refuses it naming the numbers, and the panel and the window go on working.
+  void aRunThatWillNotFitIsRefusedWithItsEstimate() {
+    qputenv("TRANSLUTION_AVAILABLE_MEMORY", "2000000000");
+    TrainingPanel* panel = window->training();
+    window->tabs()->setCurrentWidget(panel);
+    auto choose = [panel](const char* name, const QString& text) {
+      QComboBox* box = panel->findChild<QComboBox*>(name);
+      QVERIFY(box != nullptr && box->findText(text) >= 0);
+      box->setCurrentText(text);
+    };
+    choose("method", "translution");
+    choose("preset", "A");
+    choose("patch", "7");
+    panel->findChild<QSpinBox*>("batch")->setValue(128);
+    QVERIFY2(panel->memoryLabel()->text().contains("of 2.0 GB available; this run will not fit"),
+             qPrintable(panel->memoryLabel()->text()));
+    panel->startRun();
+    QCOMPARE(panel->runCount(), 0);
+    const QString status = panel->findChild<QLabel*>("trainingStatus")->text();
+    QVERIFY2(status.startsWith("Not started: training translution ViT-A/7") && status.contains("but 2.0 GB is available") &&
+                 status.contains("method lor"),
+             qPrintable(status));
+    // A run that fits starts, and the canvas still predicts.
+    choose("method", "lor");
+    choose("preset", "tiny");
+    choose("patch", "12");
+    panel->findChild<QSpinBox*>("batch")->setValue(8);
+    QVERIFY2(!panel->memoryLabel()->text().contains("will not fit"), qPrintable(panel->memoryLabel()->text()));
+    panel->setQuickRun(2, 64);
+    QSignalSpy finished(panel, &TrainingPanel::runFinished);
+    panel->startRun();
+    QCOMPARE(panel->runCount(), 1);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    DigitCanvas* canvas = window->canvas();
+    drag(canvas, widget_pos(*canvas, 20, 20), widget_pos(*canvas, 60, 60));
+    waitIdle();
+    QVERIFY(window->compare()->slots()[0]->lastPrediction().has_value());
+    qunsetenv("TRANSLUTION_AVAILABLE_MEMORY");
+  }
+
+  // A checkpoint file is checked before it is read: the slot says why and keeps its model.
+  void aSlotRefusesACheckpointThatWillNotFit() {
+    qputenv("TRANSLUTION_AVAILABLE_MEMORY", "1000");
+    ModelSlot* slot = window->compare()->slots()[1];
+    QSignalSpy failed(slot, &ModelSlot::failed);
+    slot->load(translution_ckpt);
+    QTRY_COMPARE(failed.count(), 1);
+    qunsetenv("TRANSLUTION_AVAILABLE_MEMORY");
+    const QString why = failed.first().at(0).toString();
+    QVERIFY2(why.startsWith("running translution ViT-tiny/12 (84x84) at batch 1") && why.contains("is available"),
+             qPrintable(why));
+    QCOMPARE(slot->source(), attention_ckpt);
   }
 };
 

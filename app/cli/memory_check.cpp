@@ -1,0 +1,27 @@
+#include "cli/memory_check.h"
+
+#include <optional>
+
+namespace translution::cli {
+
+void check_plan(const Args& args, MemoryPlan plan, const c10::Device& device) {
+  if (args.flag("force")) return;
+  plan.override_hint = "--force runs it anyway";
+  require_memory(plan, device);
+}
+
+void check_checkpoints(const Args& args, const std::vector<std::string>& paths, int64_t batch,
+                       const std::string& batch_option, const c10::Device& device) {
+  double loaded = 0;  // the weights of the checkpoints before this one
+  for (const std::string& path : paths) {
+    const std::optional<CheckpointPeek> peek = peek_checkpoint(path);
+    if (!peek) continue;
+    MemoryPlan plan = checkpoint_plan(*peek, batch);
+    plan.extra_bytes = loaded;
+    plan.batch_option = batch_option;
+    check_plan(args, plan, device);
+    loaded += estimate_inference(plan.config, 1, memory_device(device)).weights;
+  }
+}
+
+}  // namespace translution::cli

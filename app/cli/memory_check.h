@@ -1,0 +1,29 @@
+#pragma once
+// The CLI's side of the memory guard (train/memory_guard.h): every command that
+// allocates a model checks first that it will fit, unless --force.
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+
+#include "cli/args.h"
+#include "train/memory_guard.h"
+
+namespace translution::cli {
+
+// What each command's --help says about --force.
+constexpr const char* kForceHelp =
+    "--force skips the memory check: a run whose estimated peak exceeds the memory\n"
+    "available is otherwise refused before anything is allocated, with what would fit\n"
+    "(`translution model info` prints the estimate).";
+
+// Refuses `plan` (translution::Error: one line) unless --force.
+void check_plan(const Args& args, MemoryPlan plan, const c10::Device& device);
+
+// Loading each checkpoint and running it on `batch` images, the models held
+// together (eval keeps every one it loads); a file whose configs cannot be read
+// without loading it is left to the loader's own errors.
+void check_checkpoints(const Args& args, const std::vector<std::string>& paths, int64_t batch,
+                       const std::string& batch_option, const c10::Device& device);
+
+}  // namespace translution::cli

@@ -1,0 +1,167 @@
+#include "train/memory_guard.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "util/error.h"
+
+namespace translution {
+namespace {
+
+// Loading a checkpoint holds several copies of the file at once beside the model
+// it builds: the bytes read, their string, the archive part, its stream and the
+// archive's tensors. `translution predict` of a Translution ViT-A/12 checkpoint
+// peaked at 2.96 GB resident for a 465 MB weights-only file and at 8.15 GB for a
+// 1.39 GB resumable one: 5.0 and 5.4 times the file beside the weights and the
+// process (docs/architecture.md).
+constexpr double kLoadingCopies = 5.4;
+
+// The plan's peak. A training run also evaluates held-out digits between steps:
+// a forward without gradients next to the weights, every gradient (left from
+// the step) and AdamW's moments, which on a GPU can exceed the step itself.
+MemoryEstimate plan_estimate(const MemoryPlan& p, MemoryDevice device) {
+  if (!p.training) return estimate_inference(p.config, p.batch, device);
+  MemoryEstimate step = estimate_training(p.config, p.batch, p.recompute, device);
+  if (p.eval_batch <= 0) return step;
+  MemoryEstimate evaluation = step;
+  evaluation.gradients = step.weights;
+  evaluation.activations = estimate_inference(p.config, p.eval_batch, device).activations;
+  return evaluation.total() > step.total() ? evaluation : step;
+}
+
+// What the run takes beyond this process as it stands: on the CPU the process
+// baseline is already resident (the check runs inside it); a GPU's is not. Reading
+// a checkpoint comes first, into this process's memory whichever device the model
+// goes to, and may take more than running it.
+double needed_bytes(const MemoryEstimate& e, const MemoryPlan& p, MemoryDevice device) {
+  const bool cpu = device == MemoryDevice::Cpu;
+  return std::max(e.total() - (cpu ? e.baseline : 0.0), cpu ? e.weights + p.loading_bytes : 0.0) + p.extra_bytes;
+}
+
+bool plan_fits(const MemoryPlan& p, MemoryDevice device, double available) {
+  return needed_bytes(plan_estimate(p, device), p, device) <= available;
+}
+
+// The largest batch below the plan's that fits, or 0 (the estimate grows with the batch).
+int64_t largest_batch(MemoryPlan p, MemoryDevice device, double available) {
+  int64_t low = 0, high = p.batch;  // low fits (0: nothing yet), high does not
+  while (high - low > 1) {
+    const int64_t mid = low + (high - low) / 2;
+    p.batch = mid;
+    (plan_fits(p, device, available) ? low : high) = mid;
+  }
+  return low;
+}
+
+// The plan with LoR-Translution in place of Translution (translution-qk becomes
+// lor-qk, and so on), or false where no block is Translution.
+bool with_lor(MemoryPlan& p) {
+  bool changed = false;
+  for (std::string* name : {&p.config.model, &p.config.first_model}) {
+    if (name->rfind("translution", 0) != 0) continue;
+    *name = "lor" + name->substr(11);
+    changed = true;
+  }
+  if (!changed) return false;
+  p.config.position_embedding = attention_choice(p.config.model).absolute_embedding;
+  return true;
+}
+
+// "batch 6 fits", "--recompute fits it", "--model lor fits --batch 40", ...
+std::string fitting(const std::string& change, const MemoryPlan& p, MemoryDevice device, double available) {
+  if (plan_fits(p, device, available)) return change + " fits";
+  const int64_t batch = largest_batch(p, device, available);
+  if (batch == 0 || p.batch_option.empty()) return "";
+  return (change.empty() ? "" : change + " with ") + p.batch_option + " " + std::to_string(batch) + " fits";
+}
+
+// The alternatives that fit, separated by commas, in the order a user would try them.
+std::string what_fits(const MemoryPlan& p, MemoryDevice device, double available) {
+  std::vector<std::string> options;
+  if (const int64_t batch = largest_batch(p, device, available); batch > 0 && !p.batch_option.empty())
+    options.push_back(p.batch_option + " " + std::to_string(batch) + " fits");
+  if (p.training && !p.recompute && !p.recompute_option.empty() && p.config.attention_spec(p.config.depth - 1).relative()) {
+    MemoryPlan recompute = p;
+    recompute.recompute = true;
+    if (const std::string s = fitting(p.recompute_option, recompute, device, available); !s.empty()) options.push_back(s);
+  }
+  if (MemoryPlan lor = p; !p.model_option.empty() && with_lor(lor))
+    if (const std::string s = fitting(p.model_option + " " + lor.config.model, lor, device, available); !s.empty())
+      options.push_back(s);
+  std::string text;
+  for (const std::string& o : options) text += (text.empty() ? "" : ", ") + o;
+  if (!text.empty()) return text;
+  if (const int64_t batch = largest_batch(p, device, available); batch > 0)  // no option sets the batch here
+    return "batches of up to " + std::to_string(batch) + " images would fit";
+  MemoryPlan one = p;
+  one.batch = 1;
+  const MemoryEstimate e = plan_estimate(one, device);
+  if (device == MemoryDevice::Cpu && e.weights + p.loading_bytes >= e.total() - e.baseline)
+    return "reading the checkpoint alone needs ~" + format_bytes(e.weights + p.loading_bytes + p.extra_bytes);
+  return "even one image needs ~" + format_bytes(needed_bytes(e, one, device)) + ": a smaller model or image";
+}
+
+std::string describe(const MemoryPlan& p, const c10::Device& device) {
+  const ViTConfig& c = p.config;
+  return std::string(p.training ? "training " : "running ") + c.model + " ViT-" + c.preset + "/" +
+         std::to_string(c.patch) + " (" + std::to_string(c.image_height) + "x" + std::to_string(c.image_width) +
+         ") at batch " + std::to_string(p.batch) + (p.recompute ? " with --recompute" : "") + " on " + device.str();
+}
+
+std::string parts(const MemoryEstimate& e, const MemoryPlan& p) {
+  std::string text = "weights " + format_bytes(e.weights);
+  if (e.gradients > 0) text += ", gradients " + format_bytes(e.gradients);
+  if (e.optimizer > 0) text += ", AdamW " + format_bytes(e.optimizer);
+  text += ", activations " + format_bytes(e.activations);
+  if (p.loading_bytes > 0) text += "; reading the checkpoint " + format_bytes(p.loading_bytes) + " beside the weights";
+  if (p.extra_bytes > 0) text += "; " + format_bytes(p.extra_bytes) + " held besides";
+  return text;
+}
+
+}  // namespace
+
+MemoryDevice memory_device(const c10::Device& device) {
+  return device.is_cuda() ? MemoryDevice::Cuda : MemoryDevice::Cpu;
+}
+
+std::string format_bytes(double bytes) {
+  char text[32];
+  if (bytes >= 1e12) std::snprintf(text, sizeof text, "%.3g TB", bytes / 1e12);
+  else if (bytes >= 1e9) std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
+  else std::snprintf(text, sizeof text, "%.0f MB", bytes / 1e6);
+  return text;
+}
+
+MemoryCheck check_memory(const MemoryPlan& p, const c10::Device& device) {
+  const MemoryDevice where = memory_device(device);
+  MemoryCheck check;
+  check.estimate = plan_estimate(p, where);
+  check.needed = needed_bytes(check.estimate, p, where);
+  check.available = available_memory(device);
+  check.summary = "needs ~" + format_bytes(check.needed);
+  if (check.available.bytes < 0) return check;
+  check.summary += " of " + format_bytes(check.available.bytes) + " available";
+  check.fits = check.needed <= check.available.bytes;
+  if (check.fits) return check;
+  check.refusal = describe(p, device) + " needs ~" + format_bytes(check.needed) + " (" + parts(check.estimate, p) +
+                  ") but " + format_bytes(check.available.bytes) + " is available (" + check.available.source +
+                  "): " + what_fits(p, where, check.available.bytes) +
+                  (p.override_hint.empty() ? "" : "; " + p.override_hint);
+  return check;
+}
+
+MemoryPlan checkpoint_plan(const CheckpointPeek& peek, int64_t batch) {
+  MemoryPlan plan;
+  plan.config = peek.config;
+  plan.batch = batch;
+  plan.loading_bytes = kLoadingCopies * double(peek.file_bytes);
+  return plan;
+}
+
+void require_memory(const MemoryPlan& plan, const c10::Device& device) {
+  const MemoryCheck check = check_memory(plan, device);
+  if (!check.fits) throw Error(check.refusal);
+}
+
+}  // namespace translution

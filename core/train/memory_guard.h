@@ -1,0 +1,62 @@
+#pragma once
+// Refusing a run that will not fit, before it allocates anything: the memory
+// estimate (nn/memory_estimate.h) against what the device has free
+// (util/available_memory.h). A run that does not fit gets one message naming
+// what it needs, what there is, and what would fit instead: the largest batch,
+// --recompute, LoR-Translution. Without this the kernel's OOM killer, or an
+// allocation deep inside LibTorch, ends the run (or the studio) halfway.
+#include <string>
+
+#include <c10/core/Device.h>
+
+#include "nn/memory_estimate.h"
+#include "train/checkpoint_peek.h"
+#include "util/available_memory.h"
+
+namespace translution {
+
+// The MNIST digits a training run holds (both splits: uint8 images, int64 labels).
+constexpr double kMnistBytes = 70000.0 * (28 * 28 + 8);
+
+struct MemoryPlan {
+  ViTConfig config;
+  bool training = false;
+  int64_t batch = 1;
+  bool recompute = false;
+  // Training: the held-out evaluation the run does between steps, a forward
+  // without gradients of this many images next to the weights, gradients and
+  // AdamW state (Trainer: max(batch, 64)); 0: none.
+  int64_t eval_batch = 0;
+  double extra_bytes = 0;    // held besides: the digits, models already loaded
+  // Reading a checkpoint first: what loading holds beside the model's weights
+  // (the file's bytes and their copies), freed before the model runs.
+  double loading_bytes = 0;
+  // How the front end names what a refusal suggests ("" where it offers no such choice).
+  std::string batch_option;                  // "--batch", "--digits", "batch"
+  std::string recompute_option;              // "--recompute"
+  std::string model_option;                  // "--model", "method"
+  std::string override_hint;                 // "--force runs it anyway"
+};
+
+struct MemoryCheck {
+  MemoryEstimate estimate;    // the plan's peak, by part
+  double needed = 0;          // what the run takes beyond this process as it is (on CPU less the process baseline)
+  AvailableMemory available;  // bytes < 0: unknown, and the run fits
+  bool fits = true;
+  std::string summary;        // "needs ~2.9 GB of 21.3 GB available"
+  std::string refusal;        // where it does not fit: one line, what would fit included
+};
+
+MemoryCheck check_memory(const MemoryPlan& plan, const c10::Device& device);
+
+// Loading a checkpoint (its configs read by train/checkpoint_peek.h) and running
+// its model on `batch` images without gradients.
+MemoryPlan checkpoint_plan(const CheckpointPeek& peek, int64_t batch);
+// Throws translution::Error with the refusal when the plan does not fit.
+void require_memory(const MemoryPlan& plan, const c10::Device& device);
+
+MemoryDevice memory_device(const c10::Device& device);
+// "2.9 GB", "347 MB": bytes the way a reader compares them (decimal units).
+std::string format_bytes(double bytes);
+
+}  // namespace translution
