@@ -115,7 +115,7 @@ std::string parts(const MemoryEstimate& e, const MemoryPlan& p) {
   if (e.optimizer > 0) text += ", AdamW " + format_bytes(e.optimizer);
   text += ", activations " + format_bytes(e.activations);
   if (p.loading_bytes > 0) text += "; reading the checkpoint " + format_bytes(p.loading_bytes) + " beside the weights";
-  if (p.extra_bytes > 0) text += "; " + format_bytes(p.extra_bytes) + " held besides";
+  if (p.extra_bytes > 0) text += "; " + (p.extra_what.empty() ? "besides" : p.extra_what) + " " + format_bytes(p.extra_bytes);
   return text;
 }
 
