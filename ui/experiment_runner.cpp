@@ -47,6 +47,7 @@ void require_experiment_memory(const QStringList& methods, const ExperimentBudge
     plan.batch = plan.eval_batch = kExperimentBatch;
     plan.extra_bytes = kMnistBytes;
     plan.extra_bytes += check_memory(plan, c10::kCPU).needed;  // the other dataset's model beside it
+    plan.extra_what = "the digits and the model trained beside it";
     require_memory(plan, c10::kCPU);
   }
 }

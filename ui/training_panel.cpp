@@ -189,6 +189,7 @@ void TrainingPanel::buildForm() {
   progress_->setFormat(tr("%v / %m steps"));
   status_ = new QLabel(tr("No run yet."), this);
   status_->setObjectName("trainingStatus");
+  status_->setWordWrap(true);  // a refusal's reasons are long: they wrap instead of widening the window
   layout->addWidget(progress_);
   layout->addWidget(status_);
   connect(start_, &QPushButton::clicked, this, &TrainingPanel::startRun);
@@ -267,6 +268,7 @@ MemoryCheck TrainingPanel::memoryCheck() const {
   plan.batch = batch_->value();
   plan.eval_batch = std::max<int64_t>(plan.batch, 64);  // the trainer's held-out evaluation
   plan.extra_bytes = kMnistBytes;
+  plan.extra_what = "the digits";
   plan.batch_option = "batch";
   plan.model_option = "method";
   return check_memory(plan, parse_device(device_->currentData().toString().toStdString()));
@@ -339,6 +341,7 @@ void TrainingPanel::resumeFromFile() {
       plan.training = true;
       plan.eval_batch = std::max<int64_t>(plan.batch, 64);
       plan.extra_bytes = kMnistBytes;
+      plan.extra_what = "the digits";
       if (!confirmMemory(check_memory(plan, parse_device(device)))) return;
     }
     Checkpoint checkpoint = load_checkpoint(path.toStdString(), parse_device(device));

@@ -18,6 +18,7 @@ void check_checkpoints(const Args& args, const std::vector<std::string>& paths, 
     if (!peek) continue;
     MemoryPlan plan = checkpoint_plan(*peek, batch);
     plan.extra_bytes = loaded;
+    plan.extra_what = "the checkpoints before it";
     plan.batch_option = batch_option;
     check_plan(args, plan, device);
     loaded += estimate_inference(plan.config, 1, memory_device(device)).weights;

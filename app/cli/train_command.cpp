@@ -143,6 +143,7 @@ std::optional<MemoryPlan> training_plan(const Args& args) {
   plan.recompute = args.flag("recompute");
   plan.eval_batch = std::max<int64_t>(plan.batch, 64);  // Trainer's held-out evaluation
   plan.extra_bytes = kMnistBytes;
+  plan.extra_what = "the digits";
   return plan;
 }
 

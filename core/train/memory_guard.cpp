@@ -68,7 +68,7 @@ bool with_lor(MemoryPlan& p) {
   return true;
 }
 
-// "batch 6 fits", "--recompute fits it", "--model lor fits --batch 40", ...
+// "--recompute fits", "--model lor with --batch 40 fits", or "" where nothing does.
 std::string fitting(const std::string& change, const MemoryPlan& p, MemoryDevice device, double available) {
   if (plan_fits(p, device, available)) return change + " fits";
   const int64_t batch = largest_batch(p, device, available);
@@ -79,8 +79,8 @@ std::string fitting(const std::string& change, const MemoryPlan& p, MemoryDevice
 // The alternatives that fit, separated by commas, in the order a user would try them.
 std::string what_fits(const MemoryPlan& p, MemoryDevice device, double available) {
   std::vector<std::string> options;
-  if (const int64_t batch = largest_batch(p, device, available); batch > 0 && !p.batch_option.empty())
-    options.push_back(p.batch_option + " " + std::to_string(batch) + " fits");
+  const int64_t batch = largest_batch(p, device, available);
+  if (batch > 0 && !p.batch_option.empty()) options.push_back(p.batch_option + " " + std::to_string(batch) + " fits");
   if (p.training && !p.recompute && !p.recompute_option.empty() && p.config.attention_spec(p.config.depth - 1).relative()) {
     MemoryPlan recompute = p;
     recompute.recompute = true;
@@ -92,7 +92,7 @@ std::string what_fits(const MemoryPlan& p, MemoryDevice device, double available
   std::string text;
   for (const std::string& o : options) text += (text.empty() ? "" : ", ") + o;
   if (!text.empty()) return text;
-  if (const int64_t batch = largest_batch(p, device, available); batch > 0)  // no option sets the batch here
+  if (batch > 0)  // no option sets the batch here
     return "batches of up to " + std::to_string(batch) + " images would fit";
   MemoryPlan one = p;
   one.batch = 1;
@@ -115,7 +115,7 @@ std::string parts(const MemoryEstimate& e, const MemoryPlan& p) {
   if (e.optimizer > 0) text += ", AdamW " + format_bytes(e.optimizer);
   text += ", activations " + format_bytes(e.activations);
   if (p.loading_bytes > 0) text += "; reading the checkpoint " + format_bytes(p.loading_bytes) + " beside the weights";
-  if (p.extra_bytes > 0) text += "; " + format_bytes(p.extra_bytes) + " held besides";
+  if (p.extra_bytes > 0) text += "; " + (p.extra_what.empty() ? "besides" : p.extra_what) + " " + format_bytes(p.extra_bytes);
   return text;
 }
 

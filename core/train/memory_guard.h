@@ -28,6 +28,7 @@ struct MemoryPlan {
   // AdamW state (Trainer: max(batch, 64)); 0: none.
   int64_t eval_batch = 0;
   double extra_bytes = 0;    // held besides: the digits, models already loaded
+  std::string extra_what;    // what extra_bytes are, for messages ("the digits")
   // Reading a checkpoint first: what loading holds beside the model's weights
   // (the file's bytes and their copies), freed before the model runs.
   double loading_bytes = 0;
