@@ -4,8 +4,9 @@
 #      provisions MNIST as scripts/setup.sh does (a machine without network needs the files in place);
 #   2. runs the CUDA tests (every operator on the GPU against the per-pair reference, the ViT and a
 #      training run on the GPU against the same on the CPU);
-#   3. measures the benchmarks of docs/benchmarks.md's table on the GPU (`translution bench --device cuda`);
-#   4. trains a small model on the GPU through the CLI and evaluates it;
+#   3. measures the benchmarks of docs/benchmarks.md's table on the GPU (`translution bench --device cuda`),
+#      TF32 training rows, and the studio's one-canvas latency with and without CUDA graphs;
+#   4. trains a small model on the GPU through the CLI and evaluates it, then again in TF32;
 #   5. runs every other test (ctest: core tests and the CLI's end-to-end test).
 # Usage: scripts/cuda_check.sh [OUT_DIR]     (logs and bench.jsonl go there; default build-cuda/check)
 # Environment:
@@ -104,6 +105,18 @@ gpu_benchmarks() {
     "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 || return 1
   done
   "$CLI" bench --model translution "${common[@]}" --mode infer --batch 256 --steps 10 --warmup 3 || return 1
+  # TF32 on the tensor cores, against the fp32 rows above (the floor's GEMM measured as TF32 too).
+  for m in attention lor translution; do
+    "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 --precision tf32 || return 1
+  done
+  # One canvas through the studio's path: replayed as a CUDA graph, and launched op by op.
+  local g bundled=resources/models/translution.ckpt,resources/models/lor.ckpt,resources/models/attention.ckpt
+  for g in on off; do
+    "$CLI" bench --mode studio --device cuda --cuda-graph $g --checkpoints "$ROOT/${bundled//,/,$ROOT/}" --steps 60 --json || return 1
+    for m in attention lor translution; do
+      "$CLI" bench --mode studio --device cuda --cuda-graph $g --model "$m" --preset A --image 84 --patch 12 --steps 60 --json || return 1
+    done
+  done
   # Both ways of computing relative projections, forced (docs/benchmarks.md: which runs where).
   local a b
   for a in per-matrix all-tokens; do
@@ -123,7 +136,10 @@ gpu_training() {
   "$CLI" train --device cuda --model translution --preset tiny --image 28 --patch 7 --depth 2 --dataset mnist \
     --batch 64 --steps 300 --eval-every 100 --eval-samples 1000 --out "$ckpt" &&
     "$CLI" eval --checkpoint "$ckpt" --device cuda --samples 10000 &&
-    "$CLI" eval --checkpoint "$ckpt" --device cpu --samples 2000
+    "$CLI" eval --checkpoint "$ckpt" --device cpu --samples 2000 &&
+    # The same run in TF32: its accuracy against the fp32 run's above.
+    "$CLI" train --device cuda --precision tf32 --model translution --preset tiny --image 28 --patch 7 --depth 2 \
+      --dataset mnist --batch 64 --steps 300 --eval-every 100 --eval-samples 1000 --out "$BUILD/gpu-train-tf32.ckpt"
 }
 
 # The steps run in child shells (under timeout): they see these.
