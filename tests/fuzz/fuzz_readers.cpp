@@ -26,6 +26,7 @@
 #include <functional>
 #include <new>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,11 @@ struct Counts {
   int64_t inputs = 0, accepted = 0, rejected = 0, failures = 0;
 };
 
+// A reader that accepted an input it should not have: what it returned breaks its own contract.
+struct BrokenPromise : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
 Counts fuzz(const Reader& r, const std::vector<Bytes>& seeds, int64_t inputs, double seconds, uint64_t seed,
             const fs::path& out) {
   std::mt19937_64 rng(seed);
@@ -124,6 +130,12 @@ Counts fuzz(const Reader& r, const std::vector<Bytes>& seeds, int64_t inputs, do
       std::ofstream(saved, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
       std::fprintf(stderr, "%s: input %lld allocated beyond the limit (saved %s)\n", r.name.c_str(),
                    (long long)c.inputs, saved.c_str());
+    } catch (const BrokenPromise& e) {
+      ++c.failures;
+      const fs::path saved = out / (r.name + "-" + std::to_string(c.inputs) + ".broken");
+      std::ofstream(saved, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+      std::fprintf(stderr, "%s: input %lld was accepted but %s (saved %s)\n", r.name.c_str(), (long long)c.inputs,
+                   e.what(), saved.c_str());
     } catch (const std::exception&) {
       ++c.rejected;  // a one-line error for the user: what a reader should do with a bad file
     }
@@ -133,7 +145,16 @@ Counts fuzz(const Reader& r, const std::vector<Bytes>& seeds, int64_t inputs, do
 
 std::vector<Reader> readers(bool fresh_headers) {
   return {
-      {"idx", [](const Bytes& b) { translution::parse_idx(std::vector<uint8_t>(b.begin(), b.end()), "fuzz.idx"); }},
+      {"idx",
+       [](const Bytes& b) {
+         // Accepted means whole: exactly the elements the header declares (no read past the file's end).
+         const translution::IdxArray a = translution::parse_idx(std::vector<uint8_t>(b.begin(), b.end()), "fuzz.idx");
+         uint64_t count = 1;
+         for (int64_t d : a.dims) count *= uint64_t(d);
+         if (a.dims.empty() || count != a.data.size())
+           throw BrokenPromise("holds " + std::to_string(a.data.size()) + " elements where its header declares " +
+                               std::to_string(count));
+       }},
       {"checkpoint",
        [](const Bytes& b) { translution::parse_checkpoint(std::string(b.begin(), b.end()), "fuzz.ckpt", c10::kCPU); },
        fresh_headers},
