@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The six rows of docs/benchmarks.md's table with two builds of the CLI, alternating
+# The six rows of docs/performance.md's table with two builds of the CLI, alternating
 # (A, B, A, B), so a noisy machine's slow minutes fall on both. One JSON line per run:
 #   {"engine":"A"|"B","round":R,"result":{...translution bench --json...}}
 # Usage: bench/compare_engines.sh OLD/app/translution NEW/app/translution [rounds=2] > results.jsonl

@@ -4,7 +4,8 @@ self-attention ViT-A/12 at 84x84 (nn.Linear, nn.LayerNorm, softmax attention,
 torch.optim.AdamW), timed for one training step at batch 32 and one image
 without gradients. It tells what Debian's torch 1.13 with OpenBLAS does on this
 machine today, next to `translution bench --model attention ...`
-(docs/benchmarks.md, "Session 5"). Not part of the build or the tests:
+(docs/performance.md, "The public PyTorch code against this engine"). Not part
+of the build or the tests:
 
     apt-get install python3-torch
     /usr/bin/python3 bench/plain_pytorch_vit.py [intra-op threads, default 1]

@@ -1,148 +1,70 @@
 #!/usr/bin/env bash
-# Measures what docs/benchmarks.md reports: one JSON line per measurement.
-# Usage: bench/run_benchmarks.sh [build-dir] > results.jsonl   (about 10 minutes on 2 cores)
-# OpenBLAS picks its kernels for the CPU unless $OPENBLAS_CORETYPE names some; the table in
-# docs/benchmarks.md is measured with it unset (`env -u OPENBLAS_CORETYPE bench/run_benchmarks.sh`),
-# as on a fresh Debian machine, and its last rows force the AVX2 (Haswell) kernels for comparison.
+# Measures the table of docs/performance.md: one JSON line per measurement.
+# Usage: bench/run_benchmarks.sh [build-dir] [--compare] > results.jsonl
+#   The table's six rows (ViT-A/12 at 84x84: one image, and a training step at batch 32, for
+#   translution, lor and attention) take a few minutes on 2 cores. With --compare, the rows that
+#   alternate two settings step by step in one process (`translution bench --compare X`) follow.
+# OpenBLAS picks its kernels for the CPU unless $OPENBLAS_CORETYPE names some; the table is measured
+# with it unset (`env -u OPENBLAS_CORETYPE bench/run_benchmarks.sh`), as on a fresh Debian machine.
 set -euo pipefail
-cli=${1:-build}/app/translution
+build=build
+compare=0
+for arg in "$@"; do
+  case $arg in
+    --compare) compare=1 ;;
+    -h | --help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) build=$arg ;;
+  esac
+done
+cli=$build/app/translution
 if [ -n "${OPENBLAS_CORETYPE+set}" ]; then
   echo "note: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE is set: OpenBLAS runs those kernels, not its own choice" >&2
 fi
 common=(--preset A --image 84 --patch 12)
-for m in attention lor translution; do
-  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 20 --json
+infer() { "$cli" bench --model "$1" "${common[@]}" --mode infer --batch 1 "${@:2}" --json; }
+train() {  # Translution's step takes seconds: fewer steps
+  local steps=4
+  [ "$1" = translution ] && steps=3
+  "$cli" bench --model "$1" "${common[@]}" --mode train --batch 32 --steps "$steps" --warmup 1 "${@:2}" --json
+}
+
+# The table: one image, then a training step at batch 32.
+for m in translution lor attention; do infer "$m" --steps 20; done
+for m in translution lor attention; do train "$m"; done
+
+[ "$compare" = 1 ] || exit 0
+
+# The engine's kernels against the plain LibTorch-ops reference.
+for m in translution lor attention; do
+  infer "$m" --steps 20 --compare kernels
+  train "$m" --compare kernels
 done
-for m in attention lor; do
-  "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --json
-done
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --json
-# Mixed precision (nn/bf16_gemm.h): training with bfloat16 products, where the CPU multiplies bfloat16
-# (AMX tiles or AVX512-BF16): alone (its peak memory), then alternating with fp32 in one process.
-bf16_cpu() { grep -q -E ' (amx_bf16|avx512_bf16) ' /proc/cpuinfo; }
-if bf16_cpu; then
-  for m in attention lor; do
-    "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --precision bf16 --json
-    "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision bf16 --compare precision --json
-  done
-  "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --precision bf16 --json
-  "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --precision bf16 --compare precision --json
+# Mixed precision (bfloat16 products, fp32 sums) against fp32, where the CPU multiplies bfloat16 (AMX
+# tiles or AVX512-BF16); one image reads Translution's offset matrices as bfloat16 copies (AVX-512).
+if grep -q -E ' (amx_bf16|avx512_bf16) ' /proc/cpuinfo; then
+  for m in translution lor attention; do train "$m" --precision bf16 --compare precision; done
 fi
-# Inference reading Translution's offset matrices as bfloat16 copies (nn/bf16_weights.h, AVX-512):
-# alone (its peak memory holds the copies), then alternating with fp32 in one process.
 if grep -q ' avx512f ' /proc/cpuinfo; then
-  "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --precision bf16 --json
-  "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --warmup 5 --precision bf16 --compare precision --json
+  infer translution --steps 30 --warmup 5 --precision bf16 --compare precision
 fi
-# Algorithm choice: both ways of computing relative projections, forced.
-for a in per-matrix all-tokens; do
-  for m in lor translution; do
-    "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 10 --algorithm "$a" --json
-  done
-  "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --algorithm "$a" --json
+# Memory for time: backward projects the pair rows again (alone, for its peak; then alternating).
+train translution --recompute
+train translution --compare recompute
+# The last block for the CLS query alone against every token's.
+for m in translution lor attention; do
+  infer "$m" --steps 30 --warmup 5 --compare last-block
+  train "$m" --compare last-block
 done
-# Intra-op threads (OpenBLAS threads its GEMMs either way).
-for t in 1 2; do
-  for m in attention translution; do
-    TRANSLUTION_THREADS=$t "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 10 --json
-  done
-done
-# The pair arithmetic inside each matrix's block of rows (nn/pair_blocks.h) against separate passes
-# over all rows, and a LoR layer's projections as one autograd node against one each, steps
-# alternating in one process; then the raw products against at::mm.
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare pair-kernels --json
-"$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --warmup 5 --compare pair-kernels --json
-"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare pair-kernels --json
-"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare projections --json
-if bf16_cpu; then
-  "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision bf16 --compare pair-kernels --json
-  "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision bf16 --compare projections --json
-fi
-"$cli" bench --model attention "${common[@]}" --mode train --batch 32 --steps 20 --warmup 1 --compare gemm --json
-# oneDNN's sgemm for the larger products of one thread each against OpenBLAS's (nn/raw_gemm.h), steps
-# alternating in one process, where LibTorch links oneDNN (Debian's does).
-if ldd "$cli" | grep -q libdnnl; then
-  for m in attention lor; do
-    "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare sgemm --json
-  done
-  "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare sgemm --json
-fi
-# Memory for time: backward recomputes the pair rows (alone, for its peak; then alternating, for its time).
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --recompute --json
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare recompute --json
-# Where freed memory goes: the large-block pool (default) against glibc's heap for every block (alone,
-# for its peak; then alternating, for its time).
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --freed-memory keep-all --json
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare freed-memory --json
-# The engine's own split over the cores (helper threads) against none, steps alternating in one process:
-# one image (bench runs batch 1 with one BLAS thread per GEMM), and training without the batch split
-# (per-pair kernels, AdamW, LoR's small products).
-for m in attention lor; do
-  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 200 --warmup 20 --compare matrix-threads --json
-done
-"$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --compare matrix-threads --json
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --split-batch off --compare matrix-threads --json
-"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --split-batch off --compare matrix-threads --json
-# The engine's row kernel for one image's per-matrix products (nn/row_gemm.h) against the BLAS,
-# steps alternating in one process.
-"$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --compare row-gemm --json
-# ... and for LoR's 24 x 24 matrices at batch 32, forward and backward (the narrow-bank kernels).
-"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare row-gemm --json
-# The last block for the CLS query alone (the default: only its output reaches the head) against
-# every token's, steps alternating in one process: one image and a training step of each model.
-for m in attention lor translution; do
-  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 30 --warmup 5 --compare last-block --json
-done
-for m in attention lor; do
-  "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare last-block --json
-done
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare last-block --json
-# The engine's passes for a forward without gradients (nn/fused_inference.h) against LibTorch's ops,
-# steps alternating in one process: one image of each model, and a batch of 32.
-for m in attention lor; do
-  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 200 --warmup 20 --compare inference-kernels --json
-done
-"$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --compare inference-kernels --json
-for m in attention lor; do
-  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 32 --steps 10 --compare inference-kernels --json
-done
-# The engine's passes for a forward that records gradients (nn/training_kernels.h: GELU, LayerNorm,
-# the softmax, self-attention per image and head) against LibTorch's ops, steps alternating in one process.
-"$cli" bench --model attention "${common[@]}" --mode train --batch 32 --steps 20 --warmup 2 --compare training-kernels --json
-"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare training-kernels --json
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare training-kernels --json
-# The batch split over two cores (train/batch_split.h, the default there: each core the forward and
-# backward of half the batch) against splitting every product (--split-batch off), steps alternating
-# in one process, fp32 and, where the CPU multiplies bfloat16, bf16.
+# In a batch, the CLS query through the key and value projections against every token projected.
+for m in lor attention; do train "$m" --compare reassociation; done
+# Two cores: each core trains on half the batch, against every product split over both.
 if [ "$(nproc)" -eq 2 ]; then
-  precisions=(fp32)
-  if bf16_cpu; then precisions+=(bf16); fi
-  for p in "${precisions[@]}"; do
-    for m in attention lor; do
-      "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision "$p" --compare split-batch --json
-    done
-    "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --precision "$p" --compare split-batch --json
-  done
+  for m in translution lor attention; do train "$m" --compare split-batch; done
 fi
-# Who splits the products in training when the batch is not split (train/training_threads.h): one
-# BLAS thread per GEMM with the engine splitting every product (then the default for Translution and
-# LoR) against OpenBLAS's own threads (then the default for self-attention), steps alternating in one
-# process.
-for m in lor attention; do
-  "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --split-batch off --compare blas-threads --json
-done
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --split-batch off --compare blas-threads --json
-# One image with two BLAS threads per GEMM (bench's setting before session 5): no split applies.
-OPENBLAS_NUM_THREADS=2 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --json
-# The studio's path: both bundled models per canvas change.
-"$cli" bench --mode studio --steps 60 --json
-"$cli" bench --mode studio --steps 60 --inference-kernels aten --json
-# OpenBLAS's AVX2 (Haswell) kernels, which the development machine's shell selects: one image and a
-# training step of each model, for comparison with the rows above (docs/benchmarks.md, "Session 10").
-for m in attention lor translution; do
-  OPENBLAS_CORETYPE=Haswell "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 20 --json
-done
-for m in attention lor; do
-  OPENBLAS_CORETYPE=Haswell "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --json
-done
-OPENBLAS_CORETYPE=Haswell "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --json
+# The engine's own split of one image's work over the cores, against one thread.
+for m in translution lor attention; do infer "$m" --steps 30 --warmup 5 --compare matrix-threads; done
+# Without the batch split: one BLAS thread per GEMM with the engine splitting every product, against
+# OpenBLAS's own threads (needs OpenBLAS).
+if ldd "$cli" | grep -q libopenblas; then
+  for m in translution lor attention; do train "$m" --split-batch off --compare blas-threads; done
+fi

@@ -4,7 +4,7 @@
 #      provisions MNIST as scripts/setup.sh does (a machine without network needs the files in place);
 #   2. runs the CUDA tests (every operator on the GPU against the per-pair reference, the ViT and a
 #      training run on the GPU against the same on the CPU);
-#   3. measures the benchmarks of docs/benchmarks.md's table on the GPU (`translution bench --device cuda`),
+#   3. measures the benchmarks of docs/performance.md's table on the GPU (`translution bench --device cuda`),
 #      TF32 training rows, and the studio's one-canvas latency with and without CUDA graphs;
 #   4. trains a small model on the GPU through the CLI and evaluates it, then again in TF32;
 #   5. runs every other test (ctest: core tests and the CLI's end-to-end test).
@@ -90,7 +90,7 @@ provision() {
   "$CLI" data fetch --data-dir "$DATA"
 }
 
-# The figures of docs/benchmarks.md's table, on the GPU: one image, then training at batch 32 and at
+# The figures of docs/performance.md's table, on the GPU: one image, then training at batch 32 and at
 # a batch that fills the GPU better.
 gpu_benchmarks() {
   local common=(--preset A --image 84 --patch 12 --device cuda --json)
@@ -117,7 +117,7 @@ gpu_benchmarks() {
       "$CLI" bench --mode studio --device cuda --cuda-graph $g --model "$m" --preset A --image 84 --patch 12 --steps 60 --json || return 1
     done
   done
-  # Both ways of computing relative projections, forced (docs/benchmarks.md: which runs where).
+  # Both ways of computing relative projections, forced (docs/performance.md: which runs where).
   local a b
   for a in per-matrix all-tokens; do
     for m in lor translution; do
