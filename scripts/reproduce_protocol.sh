@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The papers' Table 2 protocol at a budget this 2-core CPU can afford, plus the
-# translation sweeps of the bundled models: the measurements behind docs/results.md.
+# translation sweeps of the bundled models: the measurements behind bench/results.md.
 #   1. For self-attention, LoR-Translution and Translution (the bundled models'
 #      architectures), train on static and on dynamic MNIST with the same budget
 #      and seed, then `translution eval --protocol` (Static->Static,
 #      Dynamic->Dynamic, Static->Dynamic).
 #   2. `translution sweep` of each bundled model (resources/models/*.ckpt).
-# Outputs go to runs/protocol/ and docs/results/ (heat maps, CSVs, JSON).
+# Outputs go to runs/protocol/ and bench/results/ (heat maps, CSVs, JSON).
 # Usage: scripts/reproduce_protocol.sh [--samples N] [--epochs E] [--models "attention lor translution"]
 #        (default 12000 digits, 1 epoch, all three)
 set -euo pipefail
@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 out=$ROOT/runs/protocol
-docs=$ROOT/docs/results
+docs=$ROOT/bench/results
 mkdir -p "$out" "$docs"
 
 declare -A arch=(

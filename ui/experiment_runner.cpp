@@ -10,7 +10,7 @@
 #include "train/evaluate.h"
 #include "train/memory_guard.h"
 #include "train/trainer.h"
-#include "util/allocator.h"
+#include "cpu/allocator.h"
 #include "util/error.h"
 
 namespace translution::ui {

@@ -201,7 +201,14 @@ void MainWindow::buildToolBar() {
   QToolBar* bar = addToolBar(tr("Canvas"));
   bar->setObjectName("canvasToolBar");
   bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  addToolActions(bar);
+  addBrushAndGrid(bar);
+  addEditActions(bar);
+  addDigitSources(bar);
+}
 
+// Draw, erase, move and query: one checked at a time.
+void MainWindow::addToolActions(QToolBar* bar) {
   auto* tools = new QActionGroup(this);
   const struct {
     const char* name;
@@ -226,6 +233,10 @@ void MainWindow::buildToolBar() {
   }
   bar->addSeparator();
 
+}
+
+// The brush radius, the patch size and the grid over the canvas.
+void MainWindow::addBrushAndGrid(QToolBar* bar) {
   bar->addWidget(new QLabel(tr(" Brush "), this));
   brush_slider_ = new QSlider(Qt::Horizontal, this);
   brush_slider_->setRange(1, 12);  // half-pixels: radius 0.5 .. 6
@@ -252,6 +263,9 @@ void MainWindow::buildToolBar() {
   connect(grid, &QAction::toggled, canvas_, &DigitCanvas::setGridVisible);
   bar->addSeparator();
 
+}
+
+void MainWindow::addEditActions(QToolBar* bar) {
   QAction* undo = bar->addAction(tr("Undo"));
   undo->setShortcut(QKeySequence::Undo);
   undo->setEnabled(false);
@@ -265,6 +279,10 @@ void MainWindow::buildToolBar() {
   connect(clear, &QAction::triggered, canvas_, &DigitCanvas::clear);
   bar->addSeparator();
 
+}
+
+// Where a digit comes from: a picture, or a random MNIST test digit.
+void MainWindow::addDigitSources(QToolBar* bar) {
   QAction* open = bar->addAction(tr("Open image…"));
   open->setShortcut(QKeySequence::Open);
   open->setToolTip(tr("Put a PNG or JPEG of a handwritten digit on the canvas, prepared as MNIST was (Ctrl+O)"));

@@ -7,6 +7,7 @@
 
 class QActionGroup;
 class QComboBox;
+class QToolBar;
 class QLabel;
 class QSlider;
 class QSplitter;
@@ -59,6 +60,10 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildToolBar();
+  void addToolActions(QToolBar* bar);
+  void addBrushAndGrid(QToolBar* bar);
+  void addEditActions(QToolBar* bar);
+  void addDigitSources(QToolBar* bar);
   void restoreSettings();
   void updateCanvasStatus();
   void loadDefaultSlots();

@@ -24,7 +24,7 @@
 #include "model_slot.h"
 #include "plot_export.h"
 #include "nn/attention_spec.h"
-#include "nn/bf16_gemm.h"
+#include "cpu/bf16_gemm.h"
 #include "util/device.h"
 #include "util/error.h"
 
@@ -81,8 +81,22 @@ TrainingPanel::~TrainingPanel() = default;
 void TrainingPanel::buildForm() {
   auto* layout = new QVBoxLayout(this);
   auto* box = new QGroupBox(tr("Run"), this);
+  auto* columns = new QHBoxLayout;
+  columns->addLayout(buildModelFields());
+  columns->addLayout(buildRunFields());
+  auto* box_layout = new QVBoxLayout;
+  box_layout->addLayout(columns);
+  memory_ = new QLabel(this);
+  box_layout->addWidget(memory_);
+  box->setLayout(box_layout);
+  layout->addWidget(box);
+  buildButtons(layout);
+  connectForm();
+}
+
+// The model's fields: method, preset, depth, patch, dataset and device.
+QFormLayout* TrainingPanel::buildModelFields() {
   auto* form = new QFormLayout;
-  auto* form2 = new QFormLayout;
   method_ = new QComboBox(this);
   method_->setObjectName("method");
   for (const auto& c : attention_choices())
@@ -105,6 +119,21 @@ void TrainingPanel::buildForm() {
   dataset_->addItems({"dynamic", "static", "moving", "mnist"});
   dataset_->setToolTip(tr("static: centred on 84x84; dynamic: anywhere on 84x84; moving: bouncing frames on 84x84; "
                           "mnist: the plain 28x28 digit (use patch 7 or 14)"));
+  device_ = new QComboBox(this);
+  device_->addItem("CPU", "cpu");
+  if (cuda_available()) device_->addItem("CUDA", "cuda");
+  form->addRow(tr("Method"), method_);
+  form->addRow(tr("Preset"), preset_);
+  form->addRow(tr("Depth"), depth_);
+  form->addRow(tr("Patch"), patch_);
+  form->addRow(tr("Dataset"), dataset_);
+  form->addRow(tr("Device"), device_);
+  return form;
+}
+
+// The run's fields: schedule, seed, data and precision.
+QFormLayout* TrainingPanel::buildRunFields() {
+  auto* form2 = new QFormLayout;
   epochs_ = new QSpinBox(this);
   epochs_->setRange(1, 1000);
   steps_ = new QSpinBox(this);
@@ -140,15 +169,6 @@ void TrainingPanel::buildForm() {
     bf16_->setEnabled(false);
     bf16_->setToolTip(tr("Not here: %1").arg(QString::fromStdString(bf16_gemm_unavailable_reason())));
   }
-  device_ = new QComboBox(this);
-  device_->addItem("CPU", "cpu");
-  if (cuda_available()) device_->addItem("CUDA", "cuda");
-  form->addRow(tr("Method"), method_);
-  form->addRow(tr("Preset"), preset_);
-  form->addRow(tr("Depth"), depth_);
-  form->addRow(tr("Patch"), patch_);
-  form->addRow(tr("Dataset"), dataset_);
-  form->addRow(tr("Device"), device_);
   form2->addRow(tr("Epochs"), epochs_);
   form2->addRow(tr("Steps"), steps_);
   form2->addRow(tr("Batch"), batch_);
@@ -157,16 +177,11 @@ void TrainingPanel::buildForm() {
   form2->addRow(tr("Training digits"), samples_);
   form2->addRow(QString(), fresh_positions_);
   form2->addRow(QString(), bf16_);
-  auto* columns = new QHBoxLayout;
-  columns->addLayout(form);
-  columns->addLayout(form2);
-  auto* box_layout = new QVBoxLayout;
-  box_layout->addLayout(columns);
-  memory_ = new QLabel(this);
-  box_layout->addWidget(memory_);
-  box->setLayout(box_layout);
-  layout->addWidget(box);
+  return form2;
+}
 
+// Start, pause, stop, save, resume and export, the progress bar and the status line.
+void TrainingPanel::buildButtons(QVBoxLayout* layout) {
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(tr("Start"), this);
   pause_ = new QPushButton(tr("Pause"), this);
@@ -192,6 +207,9 @@ void TrainingPanel::buildForm() {
   status_->setWordWrap(true);  // a refusal's reasons are long: they wrap instead of widening the window
   layout->addWidget(progress_);
   layout->addWidget(status_);
+}
+
+void TrainingPanel::connectForm() {
   connect(start_, &QPushButton::clicked, this, &TrainingPanel::startRun);
   connect(pause_, &QPushButton::clicked, this, &TrainingPanel::togglePause);
   connect(stop_, &QPushButton::clicked, this, &TrainingPanel::stopRun);

@@ -16,10 +16,12 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLabel;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QVBoxLayout;
 
 namespace translution::ui {
 
@@ -65,6 +67,10 @@ class TrainingPanel : public QWidget {
     QCPGraph *train_loss, *test_loss, *train_accuracy, *test_accuracy;
   };
   void buildForm();
+  QFormLayout* buildModelFields();
+  QFormLayout* buildRunFields();
+  void buildButtons(QVBoxLayout* layout);
+  void connectForm();
   void addRun(TrainingRun* run);
   void onProgress(const TrainProgress& p);
   void updateButtons();
@@ -83,7 +89,7 @@ class TrainingPanel : public QWidget {
   QComboBox *method_, *preset_, *patch_, *dataset_, *device_;
   QSpinBox *depth_, *epochs_, *steps_, *batch_, *seed_, *samples_;
   QCheckBox* fresh_positions_;
-  QCheckBox* bf16_;  // TrainConfig::precision (enabled where nn/bf16_gemm.h runs)
+  QCheckBox* bf16_;  // TrainConfig::precision (enabled where cpu/bf16_gemm.h runs)
   QDoubleSpinBox* lr_;
   QPushButton *start_ = nullptr, *pause_, *stop_, *save_, *resume_file_, *export_;
   QList<QPushButton*> send_;

@@ -2,7 +2,7 @@
 
 #include <new>
 
-#include "util/allocator.h"
+#include "cpu/allocator.h"
 #include "util/device.h"
 #include "util/error.h"
 

@@ -9,7 +9,7 @@
 #include "cli/memory_check.h"
 #include "cli/progress_bar.h"
 #include "data/mnist_provision.h"
-#include "nn/bf16_weights.h"
+#include "cpu/bf16_weights.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "util/device.h"

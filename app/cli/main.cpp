@@ -10,7 +10,7 @@
 #include <c10/util/Exception.h>
 
 #include "cli/commands.h"
-#include "util/allocator.h"
+#include "cpu/allocator.h"
 #include "util/device.h"
 #include "util/error.h"
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "util/error.h"
-#include "util/helper_threads.h"
+#include "cpu/helper_threads.h"
 
 namespace translution::cli {
 
@@ -47,14 +47,13 @@ ViTConfig config_from_args(const Args& args) {
   return c;
 }
 
-int apply_matrix_threads(const Args& args, int fallback) {
+int matrix_threads_option(const Args& args, int fallback) {
   int threads = fallback;
   if (args.has("matrix-threads")) {
     threads = args.get("matrix-threads") == "auto" ? 0 : int(args.get_int("matrix-threads", 0));
     if (threads < 0 || (threads == 0 && args.get("matrix-threads") != "auto"))
       throw Error("--matrix-threads must be auto or at least 1, got '" + args.get("matrix-threads") + "'");
   }
-  set_matrix_threads(threads);
   return threads;
 }
 

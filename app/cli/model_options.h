@@ -12,7 +12,7 @@ std::set<std::string> model_flags(std::set<std::string> extra);
 std::set<std::string> model_options(std::set<std::string> extra);
 ViTConfig config_from_args(const Args& args);
 // --matrix-threads auto|N (absent: `fallback`, 0 for auto): how many threads
-// share one model's work (util/helper_threads.h); returns the count set.
-int apply_matrix_threads(const Args& args, int fallback);
+// share one model's work (EngineOptions::matrix_threads).
+int matrix_threads_option(const Args& args, int fallback);
 
 }  // namespace translution::cli

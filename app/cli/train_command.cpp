@@ -12,13 +12,13 @@
 #include "cli/model_options.h"
 #include "cli/progress_bar.h"
 #include "data/mnist_provision.h"
-#include "nn/bf16_gemm.h"
-#include "nn/relative_ops.h"
+#include "cpu/bf16_gemm.h"
+#include "util/engine_options.h"
 #include "train/checkpoint_peek.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
 #include "train/training_threads.h"
-#include "util/blas_kernels.h"
+#include "cpu/blas_kernels.h"
 #include "util/device.h"
 #include "util/error.h"
 #include "util/key_value.h"
@@ -50,11 +50,11 @@ step with a resumable checkpoint and exit status 0 (Ctrl-C: 130). After the last
 the whole test set is evaluated and its accuracy stored in the checkpoint unless
 --no-final-eval. --recompute keeps less for backward (relative layers recompute their
 pair projections; the same numbers): Translution ViT-A/12 at batch 32 peaks a quarter
-lower for about a sixth more time (docs/benchmarks.md). On a two-core CPU a model
+lower for about a sixth more time (docs/performance.md). On a two-core CPU a model
 whose weights take at most 64 MiB (self-attention, LoR) splits each step's batch in
 two, each core running the forward and backward of its half with one BLAS thread
 (the same gradients, summed; ViT-A/12 steps 11-23% faster than with every product
-split over the cores, docs/benchmarks.md); larger models (Translution) split the
+split over the cores, docs/performance.md); larger models (Translution) split the
 products, as --split-batch off does for any model, and --split-batch on splits any
 model's batch (where $OPENBLAS_NUM_THREADS or a --matrix-threads count says how the
 cores are shared, no batch is split, and --split-batch on is an error).
@@ -64,7 +64,7 @@ does). Model options as
 in `model info`. --precision bf16 multiplies the dense layers and Translution's offset
 matrices as bfloat16 on the CPU's AMX tiles or AVX512-BF16, summing in fp32 (mixed precision: the
 weights, the optimizer and every other op stay fp32; ViT-A/12 self-attention and
-Translution trained 1.5-2.5x as fast, docs/benchmarks.md); it needs an Intel Xeon from Sapphire Rapids on
+Translution trained 1.5-2.5x as fast, docs/performance.md); it needs an Intel Xeon from Sapphire Rapids on
 or Cooper Lake, or an AMD Zen 4 on,
 and is stored in the checkpoint, so a resumed run keeps it unless --precision says otherwise.
 --precision tf32 (CUDA) runs LibTorch's float products on the GPU's tensor cores as TF32
@@ -160,9 +160,11 @@ int train_command(const std::vector<std::string>& words) {
   const int64_t stop_at = args.get_int("stop-at", 0);  // a planned pause: checkpoint, exit 0
   if (stop_at < 0) throw Error("--stop-at must be a step number, got " + std::to_string(stop_at));
   const bool json = args.flag("json");
-  set_recompute_pair_rows(args.flag("recompute"));
-  apply_matrix_threads(args, 0);
-  set_batch_split(parse_batch_split(args.get("split-batch", "auto")));
+  EngineOptions engine;
+  engine.recompute_pair_rows = args.flag("recompute");
+  engine.matrix_threads = matrix_threads_option(args, 0);
+  engine.batch_split = parse_batch_split(args.get("split-batch", "auto"));
+  const ScopedEngineOptions engine_scope(engine);
   const c10::Device device = parse_device(args.get("device", "auto"));
   const std::string data_dir = args.get("data-dir", default_mnist_dir());
   if (const std::optional<MemoryPlan> plan = training_plan(args)) check_plan(args, *plan, device);

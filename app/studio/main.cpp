@@ -21,14 +21,15 @@
 #include "compare_panel.h"
 #include "main_window.h"
 #include "model_slot.h"
-#include "nn/relative_ops.h"
+#include "util/engine_options.h"
 #include "protocol_box.h"
 #include "robustness_panel.h"
 #include "test_digit_source.h"
-#include "util/allocator.h"
-#include "util/blas_kernels.h"
+#include "cpu/allocator.h"
+#include "cpu/blas_kernels.h"
 #include "util/device.h"
-#include "util/helper_threads.h"
+#include "util/engine_options.h"
+#include "cpu/helper_threads.h"
 
 namespace {
 
@@ -118,7 +119,9 @@ int main(int argc, char** argv) {
   // The model slots predict at the same time and already keep the cores busy:
   // splitting one model's products over them as well only adds contention
   // (canvas change, median of 60: 8.0 and 7.8 ms against 8.5 and 11.0 ms split).
-  translution::set_matrix_threads(1);
+  translution::EngineOptions engine;
+  engine.matrix_threads = 1;
+  const translution::ScopedEngineOptions engine_scope(engine);
   // Decided before QApplication exists: screenshots and --help never need a display.
   const bool screenshot = has_argument(argc, argv, "--screenshot");
   const bool headless = screenshot || ((has_argument(argc, argv, "--help") || has_argument(argc, argv, "--version") ||

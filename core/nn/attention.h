@@ -45,10 +45,10 @@ class AttentionModule : public torch::nn::Module {
     (void)x, (void)alpha;
     return {};
   }
-  // Whether forward runs nn/relative_ops' per-matrix products (offset-indexed banks).
+  // Whether forward runs nn/relative_projection's per-matrix products (offset-indexed banks).
   virtual bool per_matrix_products() const { return false; }
   // Its offset-indexed banks [E, C, C'] (those per_matrix_products multiplies), for
-  // copies kept in another precision (nn/bf16_weights.h).
+  // copies kept in another precision (cpu/bf16_weights.h).
   virtual std::vector<at::Tensor> relative_banks() const { return {}; }
 
  protected:

@@ -9,11 +9,11 @@
 #include <ATen/Dispatch.h>
 #include <torch/autograd.h>
 
-#include "nn/fused_inference.h"
-#include "nn/raw_gemm.h"
-#include "nn/training_kernels.h"
-#include "nn/vector_math.h"
-#include "util/helper_threads.h"
+#include "cpu/inference_passes.h"
+#include "cpu/blas_gemm.h"
+#include "cpu/training_passes.h"
+#include "cpu/vector_math.h"
+#include "cpu/helper_threads.h"
 
 namespace translution {
 namespace {
@@ -24,10 +24,10 @@ using torch::autograd::variable_list;
 // The per-head products are B x H small GEMMs (50 x 50 x 64 for ViT-A). LibTorch
 // 1.13's CPU bmm runs small batches as one addmm per matrix, each with its
 // selects and dispatch: a quarter of a self-attention training step went there
-// (docs/benchmarks.md). On CPU they go to the BLAS directly, reading each head's
+// (docs/performance.md). On CPU they go to the BLAS directly, reading each head's
 // columns in place (q, k and v are often column slices of one qkv projection).
 bool raw_rows(const at::Tensor& t) {  // BLAS needs a row stride of at least the row length
-  return t.dim() >= 3 && raw_gemm_rows_usable(t) && t.stride(-2) >= t.size(-1);
+  return t.dim() >= 3 && blas_gemm_rows_usable(t) && t.stride(-2) >= t.size(-1);
 }
 bool raw_heads(const at::Tensor& a, const at::Tensor& b) {
   return raw_rows(a) && raw_rows(b) && a.scalar_type() == b.scalar_type();
@@ -61,7 +61,7 @@ void per_head(int64_t B, int64_t H, bool ta, bool tb, int64_t m, int64_t n, int6
               const HeadView<T>& b, T* out, int64_t out_batch, int64_t out_row, int64_t out_head) {
   for (int64_t i = 0; i < B; ++i)
     for (int64_t h = 0; h < H; ++h)
-      raw_gemm_strided<T>(ta, tb, m, n, k, a.at(i, h), a.row_stride, b.at(i, h), b.row_stride,
+      blas_gemm_strided<T>(ta, tb, m, n, k, a.at(i, h), a.row_stride, b.at(i, h), b.row_stride,
                           out + i * out_batch + h * out_head, out_row);
 }
 
@@ -143,7 +143,7 @@ bool mask_fits(const at::Tensor& valid, int64_t queries, int64_t keys) {
 // alpha never leaves the cache unless it is asked for.
 // At most 24 rows: with 50 keys a block's logits are at most 1200 outputs, which
 // OpenBLAS runs on its small-matrix kernel instead of packing both operands (the
-// same limit as nn/dense's slices; about 1% of self-attention's image against 32).
+// same limit as cpu/linear's slices; about 1% of self-attention's image against 32).
 constexpr int64_t kRowsPerItem = 24;  // one image's 50 rows: three items per head
 
 // The items split over `parts`. Training's forward runs it too, with probs the kept alpha.
@@ -165,10 +165,10 @@ void fused_self_attention(const T* qkv, int64_t B, int64_t N, int64_t H, int64_t
       scratch.resize(size_t(rows * N));
       alpha = scratch.data();
     }
-    raw_gemm_strided<T>(false, true, rows, N, dh, q + r0 * ld, ld, q + D, ld, alpha, N);
+    blas_gemm_strided<T>(false, true, rows, N, dh, q + r0 * ld, ld, q + D, ld, alpha, N);
     for (int64_t r = 0; r < rows; ++r)
       scaled_softmax_in_place(alpha + r * N, N, scale, valid ? valid + (r0 + r) * N : nullptr);
-    raw_gemm_strided<T>(false, false, rows, dh, N, alpha, N, q + 2 * D, ld, out + (b * N + r0) * D + h * dh, D);
+    blas_gemm_strided<T>(false, false, rows, dh, N, alpha, N, q + 2 * D, ld, out + (b * N + r0) * D + h * dh, D);
   });
 }
 
@@ -177,7 +177,7 @@ void fused_self_attention(const T* qkv, int64_t B, int64_t N, int64_t H, int64_t
 // cores as products below OpenBLAS's threading size allow (product_parts), dq,
 // dk and dv written straight into one [B, N, 3D] gradient, where the separate
 // functions ran their per-head products on one core and then concatenated the
-// three (docs/benchmarks.md, "Session 11").
+// three (docs/performance.md).
 template <typename T>
 struct HeadAttention {
   const T* qkv;
@@ -201,11 +201,11 @@ void head_attention_backward(const HeadAttention<T>& a, int64_t B, const T* alph
     thread_local std::vector<T> scratch;
     scratch.resize(size_t(N * N));
     T* dl = scratch.data();
-    raw_gemm_strided<T>(true, false, N, dh, N, al, N, gh, D, dq + 2 * D, ld);       // dV = A^T G
-    raw_gemm_strided<T>(false, true, N, N, dh, gh, D, a.v(b, h), ld, dl, N);       // dA = G V^T
+    blas_gemm_strided<T>(true, false, N, dh, N, al, N, gh, D, dq + 2 * D, ld);       // dV = A^T G
+    blas_gemm_strided<T>(false, true, N, N, dh, gh, D, a.v(b, h), ld, dl, N);       // dA = G V^T
     for (int64_t r = 0; r < N; ++r) softmax_backward(al + r * N, dl + r * N, dl + r * N, N, a.scale);
-    raw_gemm_strided<T>(false, false, N, dh, N, dl, N, a.k(b, h), ld, dq, ld);      // dQ = dL K
-    raw_gemm_strided<T>(true, false, N, dh, N, dl, N, a.q(b, h), ld, dq + D, ld);   // dK = dL^T Q
+    blas_gemm_strided<T>(false, false, N, dh, N, dl, N, a.k(b, h), ld, dq, ld);      // dQ = dL K
+    blas_gemm_strided<T>(true, false, N, dh, N, dl, N, a.q(b, h), ld, dq + D, ld);   // dK = dL^T Q
   });
 }
 
@@ -300,7 +300,7 @@ at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::T
   const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(-1) / 3, dh = D / heads;
   // Raw memory: q, k and v must split into whole heads (views of a ragged qkv would throw instead).
   const bool raw = qkv.dim() == 3 && N > 0 && D > 0 && qkv.size(2) == 3 * heads * dh && mask_fits(valid, N, N) &&
-                   raw_gemm_usable(qkv);
+                   blas_gemm_usable(qkv);
   if (raw && fused_inference_applies({&qkv})) {
     at::Tensor out = at::empty({B, N, D}, qkv.options());
     if (probs) *probs = at::empty({B, heads, N, N}, qkv.options());

@@ -1,6 +1,6 @@
 #pragma once
 // The shared arithmetic of attention over plain (position-free) queries, keys and
-// values, [B, N, D]. Pair-dependent ones go through nn/relative_ops. The queries
+// values, [B, N, D]. Pair-dependent ones go through nn/relative_logits and nn/relative_values. The queries
 // may be fewer than the keys (the first M tokens': nn/attention.h's forward_queries).
 #include <ATen/core/Tensor.h>
 
@@ -11,7 +11,7 @@ at::Tensor attention_logits(const at::Tensor& q, const at::Tensor& k, int64_t he
 
 // Softmax over sources of logits / divisor; `valid` ([M, N] bool, may be
 // undefined) hides pairs. On CPU, one pass per row (with gradients: an autograd
-// function split over the cores, nn/training_kernels.h).
+// function split over the cores, cpu/training_passes.h).
 at::Tensor attention_softmax(const at::Tensor& logits, const at::Tensor& valid, double divisor = 1.0);
 
 // sum_j alpha[b, h, i, j] v[b, j, h-slice]: alpha [B, H, M, N], v [B, N, D] -> [B, M, D].
@@ -26,9 +26,9 @@ at::Tensor heads_from_weight(const at::Tensor& u, const at::Tensor& w);
 
 // The three above for self-attention: q, k and v are the thirds of qkv [B, N, 3D],
 // the logits scaled by 1 / sqrt(D / heads); `*probs`, when asked, gets alpha.
-// Without gradients on CPU (nn/fused_inference.h) it is one pass per head and
+// Without gradients on CPU (cpu/inference_passes.h) it is one pass per head and
 // block of rows, split over the cores, alpha written only where it is asked for;
-// with them (nn/training_kernels.h) one autograd function whose backward runs
+// with them (cpu/training_passes.h) one autograd function whose backward runs
 // per (image, head), split likewise, and writes the gradient of qkv in one piece.
 at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs);
 

@@ -1,3 +1,5 @@
+#include "nn/relative_values.h"
+#include "nn/relative_logits.h"
 #include "nn/lor_translution_attention.h"
 
 #include <algorithm>
@@ -8,9 +10,9 @@
 #include <ATen/Dispatch.h>
 
 #include "nn/attention_math.h"
-#include "nn/dense.h"
-#include "nn/fused_inference.h"
-#include "nn/raw_gemm.h"
+#include "cpu/linear.h"
+#include "cpu/inference_passes.h"
+#include "cpu/blas_gemm.h"
 #include "nn/self_attention.h"
 #include "nn/translution_attention.h"
 
@@ -24,17 +26,17 @@ torch::nn::Linear linear(int64_t in, int64_t out) {
 
 // rel[b, i, h] = s[b, i, h] W2v[:, h], s: [B, N, H, C2 H], up: [C2 H, H dh] -> [B, N, H dh].
 // Without gradients on CPU one BLAS call per head, reading s and W2v in place
-// (the einsum permutes, copies and batches them: nn/fused_inference.h).
+// (the einsum permutes, copies and batches them: cpu/inference_passes.h).
 at::Tensor up_project(const at::Tensor& s, const at::Tensor& up, int64_t H, int64_t dh) {
   const int64_t B = s.size(0), N = s.size(1), c = s.size(3);
-  if (!fused_inference_applies({&s, &up}) || !raw_gemm_usable(s) || !raw_gemm_usable(up))
+  if (!fused_inference_applies({&s, &up}) || !blas_gemm_usable(s) || !blas_gemm_usable(up))
     return at::einsum("bihc,chd->bihd", {s, up.view({c, H, dh})}).reshape({B, N, H * dh});
   at::Tensor out = at::empty({B, N, H * dh}, s.options());
   AT_DISPATCH_FLOATING_TYPES(s.scalar_type(), "up_project", [&] {
     const scalar_t *sp = s.data_ptr<scalar_t>(), *wp = up.data_ptr<scalar_t>();
     scalar_t* op = out.data_ptr<scalar_t>();
     for (int64_t h = 0; h < H; ++h)
-      raw_gemm_strided<scalar_t>(false, false, B * N, dh, c, sp + h * c, H * c, wp + h * dh, H * dh, op + h * dh, H * dh);
+      blas_gemm_strided<scalar_t>(false, false, B * N, dh, c, sp + h * c, H * c, wp + h * dh, H * dh, op + h * dh, H * dh);
   });
   return out;
 }
@@ -209,10 +211,10 @@ at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries,
   const std::vector<int64_t> entries = reassociated_entries(spec_, shape_, order, x.size(0));
   if (!entries.empty()) {
     const at::Tensor out = attend_reassociated(x, queries, entries, probs);
-    return to_out_ ? dense(to_out_, out) : out;
+    return to_out_ ? linear(to_out_, out) : out;
   }
   const int64_t H = shape_.heads, dh = shape_.head_dim;
-  // Every projection of x the layer needs, in one hand-off to the cores (nn/dense.h):
+  // Every projection of x the layer needs, in one hand-off to the cores (cpu/linear.h):
   // shared[r] = x W^r and low[r] = x W1^r (relative) or x W_low^r (plain side of the
   // logits); the query side's for the tokens asked for, a second hand-off when fewer.
   at::Tensor shared[3], low[3];
@@ -224,7 +226,7 @@ at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries,
       if (down_[role]) layers.push_back(&down_[role]), targets.push_back(&low[role]);
     }
     if (layers.empty()) return;
-    std::vector<at::Tensor> projected = dense_each(layers, input);
+    std::vector<at::Tensor> projected = linear_each(layers, input);
     for (size_t i = 0; i < targets.size(); ++i) *targets[i] = std::move(projected[i]);
   };
   if (queries == x.size(1)) {
@@ -252,7 +254,7 @@ at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries,
     const at::Tensor rel = up_project(s, up_v_, H, dh);
     out = out.defined() ? out + rel : rel;
   }
-  return to_out_ ? dense(to_out_, out) : out;
+  return to_out_ ? linear(to_out_, out) : out;
 }
 
 std::vector<OffsetMagnitudes> LoRTranslutionAttention::offset_magnitudes() const {

@@ -8,6 +8,7 @@
 #include "nn/model_size.h"
 #include "nn/self_attention.h"
 #include "nn/vit.h"
+#include "util/engine_options.h"
 #include "util/device.h"
 
 namespace translution {
@@ -26,7 +27,7 @@ constexpr double kCpuProcessBytes = 180e6;
 // allocator's peak; nothing else of the process does.
 constexpr double kCudaWorkspaceBytes = 32.0 * 1024 * 1024;
 // A GPU projects every token by every offset matrix while that [N, B, E, D]
-// intermediate takes at most this much (nn/relative_ops.cpp, kAllTokenBytesOnGpu).
+// intermediate takes at most this much (nn/relative_projection.cpp, kAllTokenBytesOnGpu).
 constexpr double kAllTokenBytesOnGpu = 1024.0 * 1024 * 1024;
 
 // One block's sizes: N tokens (keys), M queries (N, or 1 in the last block,
@@ -54,7 +55,7 @@ struct Floats {
   double saved = 0, working = 0;
 };
 
-// Whether the GPU path projects every token by every matrix (relative_ops.cpp's
+// Whether the GPU path projects every token by every matrix (relative_projection.cpp's
 // choice for a bank of `width` output columns), else matrix by matrix.
 bool all_tokens_on_gpu(const Dims& d, double width) {
   return d.N * d.B * d.E * width * kFloat <= kAllTokenBytesOnGpu;
@@ -84,7 +85,7 @@ Floats block_floats(const Dims& d, bool out_proj, bool training) {
 // `extra`: what a baseline keeps besides (its products with offset vectors,
 // biased logits, gates, rotated queries and keys).
 Floats plain_attention_floats(const Dims& d, double extra, bool may_reassociate, bool training) {
-  const bool reassociated = may_reassociate && d.M < d.N && d.B >= 2 && query_reassociation();
+  const bool reassociated = may_reassociate && d.M < d.N && d.B >= 2 && engine_options().query_reassociation;
   const double qkv = reassociated ? 2 * d.M * d.H * d.C : 3 * d.N * d.D;
   Floats f;
   if (training) {
@@ -96,8 +97,8 @@ Floats plain_attention_floats(const Dims& d, double extra, bool may_reassociate,
   return f;
 }
 
-// The pair rows [R, B, width] of the relative projections (nn/relative_ops.h),
-// `sides` of them. The CPU's blocked path (nn/pair_blocks.h) keeps the rows of
+// The pair rows [R, B, width] of the relative projections (nn/relative_projection.h),
+// `sides` of them. The CPU's blocked path (cpu/pair_blocks.h) keeps the rows of
 // relative sides only and recomputes into a per-core block, so `--recompute`
 // leaves nothing there; the GPU path keeps both sides of the logits (a plain side
 // as gathered rows) and, recomputing, holds a layer's rows again in backward.
@@ -153,7 +154,7 @@ Floats lor_floats(const Dims& d, const AttentionSpec& s, bool training, bool rec
   const bool rel_logits = s.rel_q || s.rel_k;
   // On AVX-512 the pair arithmetic of narrow matrices runs across the lanes,
   // which project the rows again in backward instead of keeping them
-  // (nn/pair_lanes.h): where each share of the batch is a multiple of 16 images.
+  // (cpu/pair_lanes.h): where each share of the batch is a multiple of 16 images.
   const auto narrow = [](double w) { return w <= 32 && std::fmod(w, 8) == 0; };
   const bool lanes = target.device == MemoryDevice::Cpu && target.avx512 && narrow(c1) && narrow(c2) && d.H <= 32 &&
                      std::fmod(d.B, 16 * d.shares) == 0;
@@ -222,7 +223,7 @@ std::vector<Run> block_runs(const ViTConfig& c, double batch, bool training, boo
   std::vector<Run> runs;
   if (first > 0) runs.push_back(run(0, double(first), N));
   if (c.depth - 1 > first) runs.push_back(run(c.depth - 2, double(c.depth - 1 - first), N));
-  runs.push_back(run(c.depth - 1, 1, cls_only_last_block() ? 1.0 : N));
+  runs.push_back(run(c.depth - 1, 1, engine_options().cls_only_last_block ? 1.0 : N));
   return runs;
 }
 

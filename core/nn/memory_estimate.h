@@ -18,7 +18,7 @@ enum class MemoryDevice { Cpu, Cuda };
 struct MemoryTarget {
   MemoryDevice device = MemoryDevice::Cpu;
   // CPU: whether it runs AVX-512, where LoR's narrow pair products run across the
-  // vector lanes and keep no pair rows for backward (nn/pair_lanes.h).
+  // vector lanes and keep no pair rows for backward (cpu/pair_lanes.h).
   bool avx512 = false;
   // CPU: its cores; on two, a model whose weights take at most 64 MiB splits each
   // training batch in two (train/training_threads.h).

@@ -5,7 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "nn/attention_math.h"
-#include "nn/dense.h"
+#include "cpu/linear.h"
 #include "nn/self_attention.h"
 #include "util/error.h"
 
@@ -95,7 +95,7 @@ at::Tensor PositionalAttention::rotate(const at::Tensor& x) {
 // M = queries rows of every [N, N] pair table below.
 at::Tensor PositionalAttention::attend(const at::Tensor& x, int64_t M, at::Tensor* probs) {
   const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim, E = table_.entries;
-  const auto qkv = dense(to_qkv_, x).chunk(3, -1);
+  const auto qkv = linear(to_qkv_, x).chunk(3, -1);
   at::Tensor q = qkv[0].narrow(1, 0, M), k = qkv[1];
   if (method_ == AttentionMethod::Rotary) q = rotate(q), k = rotate(k);
   const at::Tensor entry = query_rows(on_device(entry_, x.device()), M);
@@ -126,7 +126,7 @@ at::Tensor PositionalAttention::attend(const at::Tensor& x, int64_t M, at::Tenso
                                      .scatter_add_(3, entry.view({1, 1, M, N}).expand({B, H, M, N}), alpha);
     out = out + at::einsum("bhne,ehd->bnhd", {by_offset, rel_.view({E, H, dh})}).reshape({B, M, H * dh});
   }
-  return to_out_ ? dense(to_out_, out) : out;
+  return to_out_ ? linear(to_out_, out) : out;
 }
 
 }  // namespace translution

@@ -1,4 +1,5 @@
 #include "nn/self_attention.h"
+#include "util/engine_options.h"
 
 #include <atomic>
 #include <cmath>
@@ -6,7 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "nn/attention_math.h"
-#include "nn/dense.h"
+#include "cpu/linear.h"
 
 namespace translution {
 
@@ -23,14 +24,11 @@ SelfAttention::SelfAttention(const AttentionShape& shape, const TokenLayout& lay
 }
 
 namespace {
-std::atomic<bool> g_reassociation{true};
 }  // namespace
 
-void set_query_reassociation(bool on) { g_reassociation = on; }
-bool query_reassociation() { return g_reassociation; }
 
 bool reassociation_may_apply(int64_t tokens, int64_t queries, int64_t images) {
-  return g_reassociation && images > 1 && queries < tokens;
+  return engine_options().query_reassociation && images > 1 && queries < tokens;
 }
 
 namespace {
@@ -74,9 +72,9 @@ at::Tensor SelfAttention::attend_reassociated(const at::Tensor& x, int64_t queri
 at::Tensor SelfAttention::attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) {
   if (self_attention_reassociates(shape_, x.size(1), queries, x.size(0))) {
     const at::Tensor out = attend_reassociated(x, queries, probs);
-    return to_out_ ? dense(to_out_, out) : out;
+    return to_out_ ? linear(to_out_, out) : out;
   }
-  const at::Tensor qkv = dense(to_qkv_, x);
+  const at::Tensor qkv = linear(to_qkv_, x);
   const at::Tensor& valid = on_device(valid_, x.device());
   at::Tensor out;
   if (queries == x.size(1)) {
@@ -89,7 +87,7 @@ at::Tensor SelfAttention::attend(const at::Tensor& x, int64_t queries, at::Tenso
     if (probs) *probs = alpha.detach();
     out = attend_values(alpha, v, shape_.heads);
   }
-  return to_out_ ? dense(to_out_, out) : out;
+  return to_out_ ? linear(to_out_, out) : out;
 }
 
 }  // namespace translution

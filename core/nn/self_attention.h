@@ -36,20 +36,17 @@ bool needs_output_projection(const AttentionShape& shape);
 // single image: its plain products run on the engine's one-image kernels, and
 // the reassociated path's small LibTorch ops cost more than they save there
 // (ViT-A/12: 1.4-2.9% more time per image, 4.5% less per training step;
-// docs/benchmarks.md, "Session 22"). Those small products run in the tensors'
-// own precision, fp32 also under bf16 training (nn/bf16_gemm.h).
+// docs/performance.md). Those small products run in the tensors'
+// own precision, fp32 also under bf16 training (cpu/bf16_gemm.h).
 bool self_attention_reassociates(const AttentionShape& shape, int64_t tokens, int64_t queries, int64_t images);
 // The multiply-adds of one image's attention for the first `queries` of `tokens`
 // tokens, output projection included, as attend() computes them for a batch of
 // `images` (nn/model_cost's count).
 double self_attention_macs(const AttentionShape& shape, int64_t tokens, int64_t queries, int64_t images);
-// Whether a reassociated path may apply at all: the switch on, a few queries of
-// more tokens, in a batch (self-attention's and LoR's rules both start here).
+// Whether a reassociated path may apply at all: engine_options().query_reassociation
+// (on by default; off projects every token as the full forward does, here and in
+// LoR-Translution's few queries), a few queries of more tokens, in a batch
+// (self-attention's and LoR's rules both start here).
 bool reassociation_may_apply(int64_t tokens, int64_t queries, int64_t images);
-// On by default; off projects every token as the full forward does, here and in
-// LoR-Translution's few queries (nn/lor_translution_attention.h; bench --compare
-// reassociation measures the two).
-void set_query_reassociation(bool on);
-bool query_reassociation();
 
 }  // namespace translution

@@ -1,3 +1,5 @@
+#include "nn/relative_values.h"
+#include "nn/relative_logits.h"
 #include "nn/translution_attention.h"
 
 #include <cmath>
@@ -5,7 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "nn/attention_math.h"
-#include "nn/dense.h"
+#include "cpu/linear.h"
 #include "nn/self_attention.h"
 
 namespace translution {
@@ -64,7 +66,7 @@ at::Tensor TranslutionAttention::attend(const at::Tensor& x, int64_t queries, at
   const at::Tensor queried = query_tokens(x, queries);
   auto side = [&](int role) {
     const at::Tensor& input = role == 0 ? queried : x;
-    return banks_[role].defined() ? input : dense(plain_[role], input);
+    return banks_[role].defined() ? input : linear(plain_[role], input);
   };
   const at::Tensor logits = spec_.rel_q || spec_.rel_k
                                 ? relative_logits(order, side(0), banks_[0], side(1), banks_[1], H)
@@ -74,7 +76,7 @@ at::Tensor TranslutionAttention::attend(const at::Tensor& x, int64_t queries, at
   if (probs) *probs = alpha.detach();
   const at::Tensor out = spec_.rel_v ? relative_values(order, alpha, x, banks_[2], true)
                                      : attend_values(alpha, side(2), H);
-  return to_out_ ? dense(to_out_, out) : out;
+  return to_out_ ? linear(to_out_, out) : out;
 }
 
 std::vector<OffsetMagnitudes> TranslutionAttention::offset_magnitudes() const {

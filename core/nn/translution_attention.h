@@ -9,7 +9,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "nn/attention.h"
-#include "nn/relative_ops.h"
+#include "nn/pair_order.h"
 
 namespace translution {
 

@@ -1,20 +1,18 @@
 #include "nn/vit.h"
+#include "util/engine_options.h"
 
 #include <atomic>
 
 #include <ATen/ATen.h>
 
-#include "nn/dense.h"
-#include "nn/fused_inference.h"
+#include "cpu/linear.h"
+#include "cpu/inference_passes.h"
 #include "util/error.h"
 
 namespace translution {
 namespace {
-std::atomic<bool> g_cls_only_last_block{true};
 }  // namespace
 
-void set_cls_only_last_block(bool on) { g_cls_only_last_block = on; }
-bool cls_only_last_block() { return g_cls_only_last_block; }
 
 ViTBlockImpl::ViTBlockImpl(const ViTConfig& c, int64_t index) {
   TokenLayout layout = TokenLayout::grid(c.grid_height(), c.grid_width(), true);
@@ -29,12 +27,12 @@ at::Tensor ViTBlockImpl::forward(const at::Tensor& x, at::Tensor* probs, at::Ten
   const at::Tensor normed = normalize(norm1_, x);
   if (input) *input = normed;
   const at::Tensor h = x + attention_->forward(normed, probs);
-  return dense_add(fc2_, dense_gelu(fc1_, normalize(norm2_, h)), h);
+  return linear_add(fc2_, linear_gelu(fc1_, normalize(norm2_, h)), h);
 }
 
 at::Tensor ViTBlockImpl::forward_queries(const at::Tensor& x, int64_t queries) {
   const at::Tensor h = x.narrow(1, 0, queries) + attention_->forward_queries(normalize(norm1_, x), queries);
-  return dense_add(fc2_, dense_gelu(fc1_, normalize(norm2_, h)), h);
+  return linear_add(fc2_, linear_gelu(fc1_, normalize(norm2_, h)), h);
 }
 
 ViTImpl::ViTImpl(const ViTConfig& config) : config_(config) {
@@ -66,13 +64,13 @@ at::Tensor ViTImpl::patchify(const at::Tensor& images) const {
 at::Tensor ViTImpl::forward(const at::Tensor& images) { return forward(images, nullptr); }
 
 at::Tensor ViTImpl::forward(const at::Tensor& images, ViTInspection* inspection) {
-  at::Tensor x = normalize(embed_norm_, dense(patch_embed_, normalize(patch_norm_, patchify(images))));
+  at::Tensor x = normalize(embed_norm_, linear(patch_embed_, normalize(patch_norm_, patchify(images))));
   x = at::cat({cls_token_.expand({x.size(0), 1, config_.dim}), x}, 1);
   if (position_embedding_.defined()) x = x + position_embedding_;
   if (inspection) inspection->attention.clear(), inspection->inputs.clear();
   const size_t last = blocks_.size() - 1;
   for (size_t b = 0; b <= last; ++b) {
-    if (b == last && !inspection && cls_only_last_block()) {
+    if (b == last && !inspection && engine_options().cls_only_last_block) {
       x = blocks_[b]->forward_queries(x, 1);  // [B, 1, C]: the CLS token's output
       break;
     }

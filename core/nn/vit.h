@@ -36,10 +36,8 @@ TORCH_MODULE(ViTBlock);
 // forward without inspection computes that block for the CLS query alone (every
 // token still a key and a value): the same logits and gradients, without the other
 // tokens' queries, attention rows, output projection and MLP in that block
-// (docs/benchmarks.md, "Session 15"). Off: every token's, as the equations are
-// written (`translution bench --last-block all`, tests comparing the two).
-void set_cls_only_last_block(bool on);
-bool cls_only_last_block();
+// (docs/performance.md). engine_options().cls_only_last_block off: every token's,
+// as the equations are written (`translution bench --last-block all`).
 
 // What a forward pass can report besides the logits, when asked.
 struct ViTInspection {

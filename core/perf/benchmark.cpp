@@ -12,28 +12,29 @@
 #include <ATen/Parallel.h>
 
 #include "nn/model_cost.h"
-#include "nn/fused_inference.h"
-#include "nn/bf16_gemm.h"
-#include "nn/dense.h"
-#include "nn/bf16_weights.h"
-#include "nn/training_kernels.h"
-#include "nn/pair_kernels.h"
-#include "nn/raw_gemm.h"
-#include "nn/row_gemm.h"
-#include "nn/relative_ops.h"
+#include "cpu/inference_passes.h"
+#include "cpu/bf16_gemm.h"
+#include "cpu/linear.h"
+#include "cpu/bf16_weights.h"
+#include "cpu/training_passes.h"
+#include "cpu/pair_kernels.h"
+#include "cpu/blas_gemm.h"
+#include "cpu/avx512_gemm.h"
+#include "util/engine_options.h"
 #include "nn/self_attention.h"
 #include "nn/vit.h"
-#include "train/batch_split.h"
-#include "train/fused_adamw.h"
+#include "train/forward_backward.h"
+#include "cpu/fused_adamw.h"
 #include "train/release_gradients.h"
 #include "train/training_threads.h"
-#include "util/allocator.h"
-#include "util/blas_kernels.h"
+#include "cpu/allocator.h"
+#include "cpu/blas_kernels.h"
 #include "util/cpu_steal.h"
 #include "util/device.h"
+#include "util/engine_options.h"
 #include "util/error.h"
 #include "util/fma_peak.h"
-#include "util/helper_threads.h"
+#include "cpu/helper_threads.h"
 
 namespace translution {
 namespace {
@@ -74,7 +75,7 @@ Roofline measure_roofline(const c10::Device& device) {
   r.gemm_gflops = 2.0 * n * n * n / best_time(device, 3, [&] { at::mm_out(c, a, b); }) / 1e9;
   r.gemm_library = "aten";
   // The engine's larger products run on oneDNN where LibTorch links it, faster than
-  // OpenBLAS here: the machine's limit is the faster library's (docs/benchmarks.md, "Session 23").
+  // OpenBLAS here: the machine's limit is the faster library's (docs/performance.md).
   if (device.is_cpu() && onednn_sgemm_available()) {
     const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
     float* cp = c.data_ptr<float>();
@@ -106,17 +107,19 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   BenchResult result;
   result.options = options;
   result.threads = at::get_num_threads();
-  const char* algorithms[] = {"auto", "per-matrix", "all-tokens"};
-  result.algorithm = algorithms[int(projection_algorithm())];
-  result.recompute = recompute_pair_rows();
-  result.cls_only_last_block = cls_only_last_block();
-  result.reassociation = query_reassociation();
-  result.raw_gemm = raw_gemm_enabled();
-  result.row_gemm = row_gemm_available() && raw_gemm_enabled();  // the kernel sits on the raw path
-  result.pair_kernels = pair_kernels_name(pair_kernels());
-  result.fused_inference = fused_inference_enabled();
-  result.training_kernels = training_kernels_enabled();
-  result.grouped_projections = grouped_projections();
+  const EngineOptions& engine = engine_options();
+  result.algorithm = projection_algorithm_name(engine.projection);
+  result.recompute = engine.recompute_pair_rows;
+  result.cls_only_last_block = engine.cls_only_last_block;
+  result.reassociation = engine.query_reassociation;
+  // The engine's kernels, or LibTorch's ops for all of these (the reference).
+  result.kernels = engine.reference ? "reference" : "engine";
+  result.blas_gemm = !engine.reference;
+  result.avx512_gemm = avx512_gemm_available();
+  result.pair_kernels = engine.reference ? "aten" : "lanes";
+  result.fused_inference = !engine.reference;
+  result.training_kernels = !engine.reference;
+  result.grouped_projections = !engine.reference;
   result.precision = dense_precision_name(dense_precision());  // inference: bfloat16 offset matrices (below)
   result.matrix_threads = matrix_threads();
   result.freed_memory = freed_memory_name(freed_memory());
@@ -148,13 +151,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.blas_threads = blas_threads();
   // Whether this run's larger float products go to oneDNN. The alternative side of a
   // --compare that changes OpenBLAS's threads (blas-threads, split-batch) may differ.
-  result.onednn_sgemm = raw_gemm_enabled() && onednn_sgemm_applies();
-  if (options.compare == "sgemm" && !raw_gemm_enabled())
-    throw Error("--compare sgemm switches the library of the raw products, which --gemm aten turns off");
-  if (options.compare == "sgemm" && blas_threads() != 1)
-    throw Error("--compare sgemm: this run threads each product over OpenBLAS's " + std::to_string(blas_threads()) +
-                " threads, which oneDNN never takes (it takes products of one thread each: a split training "
-                "step, one image, the engine's own splits), so both sides would be the same");
+  result.onednn_sgemm = onednn_sgemm_applies();
   result.blas_core = translution::blas_core();
   if (train && (dense_precision() == DensePrecision::Bf16 || options.compare == "precision"))
     result.bf16_kernel = bf16_gemm_kernel();
@@ -162,9 +159,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   const at::Tensor images = at::randn({options.batch, c.channels, c.image_height, c.image_width}, opts);
   const at::Tensor labels = at::randint(c.classes, {options.batch}, opts.dtype(at::kLong));
   const auto adamw = torch::optim::AdamWOptions(3e-4).weight_decay(0.05);
-  std::unique_ptr<torch::optim::AdamW> optimizer_owner =
-      options.fused_optimizer ? std::make_unique<FusedAdamW>(model->parameters(), adamw)
-                              : std::make_unique<torch::optim::AdamW>(model->parameters(), adamw);
+  std::unique_ptr<torch::optim::AdamW> optimizer_owner = make_adamw(model->parameters(), adamw);
   torch::optim::AdamW& optimizer = *optimizer_owner;
   if (train) model->train(); else model->eval();
 
@@ -279,18 +274,18 @@ std::string BenchResult::to_json() const {
                 "\"last_block\":\"%s\",\"split_batch\":\"%s\",\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"optimizer_ms\":%.3f,\"gemm\":\"%s\",\"row_gemm\":\"%s\","
                 "\"pair_kernels\":\"%s\",\"inference_kernels\":\"%s\",\"training_kernels\":\"%s\",\"projections\":\"%s\",\"precision\":\"%s\","
                 "\"matrix_threads\":%d,\"blas_threads\":%d,\"blas_core\":\"%s\",\"freed_memory\":\"%s\",\"compare\":\"%s\",\"ms_per_step_alternative\":%.3f,\"cpu_steal\":%.4f,"
-                "\"bf16_kernel\":\"%s\",\"reassociation\":\"%s\",\"sgemm\":\"%s\",\"gemm_library\":\"%s\"}",
+                "\"bf16_kernel\":\"%s\",\"reassociation\":\"%s\",\"sgemm\":\"%s\",\"gemm_library\":\"%s\",\"kernels\":\"%s\"}",
                 c.model.c_str(), c.preset.c_str(), (long long)c.image_height, (long long)c.patch, options.mode.c_str(),
                 (long long)options.batch, device_name.c_str(), threads, (long long)parameters, ms_per_step, ms_min,
                 images_per_second, (long long)peak_memory_bytes, exact_flops_per_image,
                 achieved_gflops(), roofline.gemm_gflops, roofline.fma_peak_gflops,
                 fraction_of_fma_peak(), roofline.fma_isa.c_str(), roofline.bandwidth_gbs, floor_ms,
                 fraction_of_floor, options.steps, algorithm.c_str(), recompute ? "true" : "false",
-                options.fused_optimizer ? "fused-adamw" : "adamw", cls_only_last_block ? "cls" : "all", split_batch ? "on" : "off", forward_ms, backward_ms, optimizer_ms,
-                raw_gemm ? "raw" : "aten", row_gemm ? "on" : "off", pair_kernels.c_str(),
+                kernels == "reference" ? "adamw" : "fused-adamw", cls_only_last_block ? "cls" : "all", split_batch ? "on" : "off", forward_ms, backward_ms, optimizer_ms,
+                blas_gemm ? "raw" : "aten", avx512_gemm ? "on" : "off", pair_kernels.c_str(),
                 fused_inference ? "fused" : "aten", training_kernels ? "fused" : "aten", grouped_projections ? "grouped" : "separate", precision.c_str(), matrix_threads, blas_threads, blas_core.c_str(),
                 freed_memory.c_str(), options.compare.c_str(), ms_per_step_alternative, cpu_steal, bf16_kernel.c_str(),
-                reassociation ? "on" : "off", onednn_sgemm ? "onednn" : "blas", roofline.gemm_library.c_str());
+                reassociation ? "on" : "off", onednn_sgemm ? "onednn" : "blas", roofline.gemm_library.c_str(), kernels.c_str());
   return buffer;
 }
 

@@ -13,7 +13,7 @@ namespace translution {
 // What the hardware reached on a plain fp32 GEMM and a large copy, just now.
 struct Roofline {
   double gemm_gflops = 0;    // 2048^3 matmul (1024^3 would flatter nothing here), the faster library's
-  std::string gemm_library;  // whose: "aten" (LibTorch's at::mm: its BLAS) or "onednn" (nn/raw_gemm.h)
+  std::string gemm_library;  // whose: "aten" (LibTorch's at::mm: its BLAS) or "onednn" (cpu/blas_gemm.h)
   double bandwidth_gbs = 0;  // bytes read + written per second by a 256 MB copy
   // CPU only: every core's fp32 FMA rate with no memory traffic (util/fma_peak.h),
   // the ceiling no kernel passes; -1 on a GPU, or where it cannot be measured.
@@ -29,7 +29,6 @@ struct BenchOptions {
   c10::Device device{c10::kCPU};
   int warmup = 2;
   int steps = 10;
-  bool fused_optimizer = true;  // FusedAdamW, or LibTorch's AdamW (to measure the difference)
   // A/B within one process, for a noisy machine: when set, steps alternate between
   // the path as configured and the alternative, switched by this callback
   // (true: the alternative). Both medians are reported; `compare` names it.
@@ -62,21 +61,22 @@ struct BenchResult {
   bool recompute = false; // pair rows recomputed in backward
   bool cls_only_last_block = true;  // the last block for the CLS query alone (nn/vit.h)
   bool reassociation = true;  // self-attention's and LoR's CLS query in a batch meets the unprojected inputs (nn/self_attention.h)
-  bool split_batch = false;   // training: the batch split over the cores (train/batch_split.h)
-  bool raw_gemm = true;       // per-matrix products straight to BLAS (else at::mm)
-  bool row_gemm = true;       // small per-matrix products on the engine's kernel (nn/row_gemm.h)
-  bool onednn_sgemm = false;  // float products of one thread each on oneDNN where large enough (nn/raw_gemm.h)
-  std::string pair_kernels = "blocked";  // where the per-pair arithmetic ran (nn/pair_kernels.h)
-  bool fused_inference = true;  // a forward without gradients in the engine's passes (nn/fused_inference.h)
-  bool grouped_projections = true;  // dense_each with gradients as one node (nn/dense.h)
+  bool split_batch = false;   // training: the batch split over the cores (train/forward_backward.h)
+  std::string kernels = "engine";  // the engine's kernels, or "reference": LibTorch's ops (EngineOptions)
+  bool blas_gemm = true;       // per-matrix products straight to BLAS (else at::mm)
+  bool avx512_gemm = true;       // small per-matrix products on the engine's kernel (cpu/avx512_gemm.h)
+  bool onednn_sgemm = false;  // float products of one thread each on oneDNN where large enough (cpu/blas_gemm.h)
+  std::string pair_kernels = "blocked";  // where the per-pair arithmetic ran (cpu/pair_kernels.h)
+  bool fused_inference = true;  // a forward without gradients in the engine's passes (cpu/inference_passes.h)
+  bool grouped_projections = true;  // linear_each with gradients as one node (cpu/linear.h)
   bool training_kernels = true;  // GELU, LayerNorm, softmax, self-attention with gradients in the engine's passes
-  std::string precision = "fp32";  // training: the dense layers' products (nn/bf16_gemm.h); inference: the
-                                   // offset matrices read as bfloat16 (nn/bf16_weights.h)
+  std::string precision = "fp32";  // training: the dense layers' products (cpu/bf16_gemm.h); inference: the
+                                   // offset matrices read as bfloat16 (cpu/bf16_weights.h)
   int matrix_threads = 0;     // threads sharing the per-matrix GEMMs (0: by shape)
   int blas_threads = 0;       // OpenBLAS threads per GEMM (0: not OpenBLAS)
-  std::string blas_core;      // OpenBLAS's kernels (util/blas_kernels.h; empty: not OpenBLAS)
-  std::string bf16_kernel;    // training in (or compared with) bf16: nn/bf16_gemm's kernel, amx | avx512-bf16; else ""
-  std::string freed_memory;   // util/allocator.h's policy
+  std::string blas_core;      // OpenBLAS's kernels (cpu/blas_kernels.h; empty: not OpenBLAS)
+  std::string bf16_kernel;    // training in (or compared with) bf16: cpu/bf16_gemm's kernel, amx | avx512-bf16; else ""
+  std::string freed_memory;   // cpu/allocator.h's policy
   std::string device_name;
   std::string to_json() const;
 };

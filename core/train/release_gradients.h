@@ -4,7 +4,7 @@
 // then hands each parameter the gradient tensor it just computed: no buffer is
 // zeroed and accumulated into, and no gradient of a layer not yet reached sits
 // next to the activations, which is what makes the training peak (for
-// Translution ViT-A/12, batch 32: 3.64 -> 3.27 GB, docs/benchmarks.md).
+// Translution ViT-A/12, batch 32: 3.64 -> 3.27 GB, docs/performance.md).
 // A parameter that gets no gradient in a step is skipped by the optimizer.
 #include <torch/optim/optimizer.h>
 

@@ -1,7 +1,7 @@
 #include "train/train_config.h"
 
 #include "data/canvas_dataset.h"
-#include "nn/bf16_gemm.h"
+#include "cpu/bf16_gemm.h"
 #include "util/error.h"
 #include "util/key_value.h"
 

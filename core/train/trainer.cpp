@@ -13,10 +13,10 @@
 #include <torch/serialize/output-archive.h>
 
 #include "data/batches.h"
-#include "nn/bf16_gemm.h"
-#include "train/batch_split.h"
+#include "cpu/bf16_gemm.h"
+#include "train/forward_backward.h"
 #include "train/evaluate.h"
-#include "train/fused_adamw.h"
+#include "cpu/fused_adamw.h"
 #include "train/lr_schedule.h"
 #include "train/release_gradients.h"
 #include "util/device.h"
@@ -62,7 +62,7 @@ void set_lr(torch::optim::AdamW& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
-// bf16 runs on the CPU (nn/bf16_gemm.h: AMX tiles or AVX512-BF16), tf32 on CUDA's
+// bf16 runs on the CPU (cpu/bf16_gemm.h: AMX tiles or AVX512-BF16), tf32 on CUDA's
 // tensor cores (util/device.h): elsewhere the run would silently be fp32. The
 // engine's own dense products are fp32's under tf32: LibTorch's CUDA products take TF32.
 DensePrecision run_precision(const TrainConfig& config, const c10::Device& device) {
@@ -87,7 +87,7 @@ Trainer::Trainer(const ViTConfig& model, const TrainConfig& train, std::string d
   at::manual_seed(uint64_t(config_.seed));
   model_ = ViT(model_config_);
   model_->to(device_);
-  optimizer_ = std::make_unique<FusedAdamW>(
+  optimizer_ = make_adamw(
       model_->parameters(), torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
 }
 
@@ -101,7 +101,7 @@ Trainer::Trainer(Checkpoint checkpoint, std::string data_dir, c10::Device device
   load_data();
   model_ = checkpoint.model;
   model_->to(device_);
-  optimizer_ = std::make_unique<FusedAdamW>(
+  optimizer_ = make_adamw(
       model_->parameters(), torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
   load_optimizer(*optimizer_, s.optimizer, device_);
   if (s.rng.defined() && s.rng.numel() > 0) {
@@ -182,7 +182,7 @@ TrainProgress Trainer::train_step() {
   const ScopedTf32 tf32(config_.precision == "tf32");
   set_lr(*optimizer_, p.lr);
   release_gradients(*optimizer_);
-  // A share whose loss is not finite skips its backward (train/batch_split.h); then no step is taken.
+  // A share whose loss is not finite skips its backward (train/forward_backward.h); then no step is taken.
   const ForwardBackward pass = forward_backward(model_, batch.images, batch.labels, batch_shares_);
   p.loss = pass.loss;
   p.accuracy = pass.logits.argmax(1).eq(batch.labels).to(at::kDouble).mean().item<double>();

@@ -23,7 +23,7 @@
 #include <torch/optim/adamw.h>
 
 #include "data/canvas_dataset.h"
-#include "nn/bf16_gemm.h"
+#include "cpu/bf16_gemm.h"
 #include "train/checkpoint.h"
 
 namespace translution {
@@ -56,7 +56,7 @@ class Trainer {
   void set_metadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
 
   // How many shares each step's batch splits into, one core each
-  // (train/batch_split.h; TrainingThreads::batch_shares()). 1 (the default) runs
+  // (train/forward_backward.h; TrainingThreads::batch_shares()). 1 (the default) runs
   // the whole batch on this thread with the engine's own splits.
   void set_batch_shares(int shares) { batch_shares_ = shares < 1 ? 1 : shares; }
 

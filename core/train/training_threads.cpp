@@ -3,33 +3,19 @@
 #include <atomic>
 
 #include "util/error.h"
-#include "util/helper_threads.h"
+#include "cpu/helper_threads.h"
 
 namespace translution {
-namespace {
-std::atomic<BatchSplit> g_split{BatchSplit::Auto};
-}  // namespace
-
-void set_batch_split(BatchSplit split) { g_split = split; }
-BatchSplit batch_split() { return g_split; }
-
-BatchSplit parse_batch_split(const std::string& name) {
-  if (name == "auto") return BatchSplit::Auto;
-  if (name == "on") return BatchSplit::On;
-  if (name == "off") return BatchSplit::Off;
-  throw Error("unknown batch split '" + name + "' (expected auto, on or off)");
-}
-
 TrainingThreads::TrainingThreads(const ViT& model, const c10::Device& device) {
   if (!device.is_cpu() || blas_threads_from_environment() || blas_threads() == 0) {
-    if (g_split.load() == BatchSplit::On) throw Error(std::string("--split-batch on needs ") + kBatchSplitNeeds);
+    if (engine_options().batch_split == BatchSplit::On) throw Error(std::string("--split-batch on needs ") + kBatchSplitNeeds);
     return;
   }
-  // One BLAS thread and the engine's own splits, where the products are per matrix (section "Session 7").
+  // One BLAS thread and the engine's own splits, where the products are per matrix (docs/performance.md).
   engine_rule_ = matrix_threads() != 1 && blas_threads() > 1 && free_cores() == 2 && model->per_matrix_products();
   // The batch split: two free cores (measured), and nothing forcing how products split (the studio forces 1).
   if (matrix_threads() == 0 && free_cores() == 2) cores_ = 2;
-  const BatchSplit asked = g_split.load();
+  const BatchSplit asked = engine_options().batch_split;
   const bool small_weights = model->parameter_count() * int64_t(sizeof(float)) <= kSplitWeightLimitBytes;
   if (asked == BatchSplit::On && cores_ < 2) throw Error(std::string("--split-batch on needs ") + kBatchSplitNeeds);
   split_ = cores_ > 1 && (asked == BatchSplit::On || (asked == BatchSplit::Auto && small_weights));

@@ -1,10 +1,10 @@
 #pragma once
 // How a CPU training run shares the cores. Three ways were measured on this
-// two-core machine (docs/benchmarks.md, sections "Session 7" and "Session 16"):
+// two-core machine (docs/performance.md):
 // OpenBLAS's own threads splitting each GEMM; one BLAS thread per GEMM with the
-// engine splitting every product over the two cores (util/helper_threads); and
+// engine splitting every product over the two cores (cpu/helper_threads); and
 // the batch split by images, each core running the forward and backward of its
-// share alone (train/batch_split.h), which leaves no core waiting between splits.
+// share alone (train/forward_backward.h), which leaves no core waiting between splits.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,28 +13,25 @@
 
 #include "nn/vit.h"
 #include "util/device.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
-// Whether a training step splits its batch over the cores: auto (where measured
+// engine_options().batch_split: whether a training step splits its batch over the cores: auto (where measured
 // faster: a CPU run on two free cores with OpenBLAS, for a model whose weights take
 // at most kSplitWeightLimitBytes, 64 MiB), on (any model, where a split is
 // possible) or off.
-enum class BatchSplit { Auto, On, Off };
 // Each half of a split batch reads every weight, so the split doubles the weight
 // traffic of a step: with self-attention's and LoR's ViT-A/12 (11 and 18 MB) it
 // took 11-23% off a step; with Translution's (465 MB) it took 0.82-1.11 of the
 // unsplit step's time (less in six of eight alternating runs, more in two), and
 // runs alternating both ways peaked at 2.96-3.10 GB against the 3 GB: its
-// memory margin decides (docs/benchmarks.md, "Session 16").
+// memory margin decides (docs/performance.md).
 constexpr int64_t kSplitWeightLimitBytes = int64_t(64) << 20;
 // What a split needs, for errors that name it.
 inline constexpr const char* kBatchSplitNeeds =
     "a CPU run that can split its batch (two free cores, OpenBLAS, no --matrix-threads count, no "
     "$OPENBLAS_NUM_THREADS)";
-void set_batch_split(BatchSplit split);
-BatchSplit batch_split();
-BatchSplit parse_batch_split(const std::string& name);  // auto|on|off, else an Error naming the value
 
 // While it lives, OpenBLAS threads each GEMM on one thread when the run splits its
 // batch over the cores, or when `model` runs per-matrix products on the CPU of a

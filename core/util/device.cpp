@@ -1,6 +1,8 @@
 #include "util/device.h"
 
-#include <dlfcn.h>
+#ifdef TRANSLUTION_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
 
 #include <cstdlib>
 #include <fstream>
@@ -100,17 +102,24 @@ int64_t peak_memory_bytes(const c10::Device& device) {
 }
 
 namespace {
-using SetThreads = void (*)(int);
-SetThreads openblas_set_threads() {
-  static const auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  return set;
+// OpenBLAS's thread count, where the build links it (Debian's LibTorch runs its
+// products on that same library); elsewhere there is nothing to set.
+bool set_openblas_threads(int threads) {
+#ifdef TRANSLUTION_HAVE_OPENBLAS
+  openblas_set_num_threads(threads);
+  return true;
+#else
+  (void)threads;
+  return false;
+#endif
 }
 }  // namespace
 
 bool configure_concurrent_blas() {
-  const auto set = openblas_set_threads();
-  if (!set) return false;
-  if (!blas_threads_from_environment()) set(1);
+#ifndef TRANSLUTION_HAVE_OPENBLAS
+  return false;
+#endif
+  if (!blas_threads_from_environment()) set_openblas_threads(1);
   return true;
 }
 
@@ -129,21 +138,23 @@ bool cpu_has_avx512() {
 }
 
 int blas_threads() {
-  using GetThreads = int (*)();
-  static const auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  return get ? get() : 0;
+#ifdef TRANSLUTION_HAVE_OPENBLAS
+  return openblas_get_num_threads();
+#else
+  return 0;
+#endif
 }
 
 ScopedBlasThreads::ScopedBlasThreads(int threads) {
   const int now = blas_threads();
-  if (now > 0 && now != threads && openblas_set_threads()) {
-    openblas_set_threads()(threads);
+  if (now > 0 && now != threads) {
+    set_openblas_threads(threads);
     restore_ = now;
   }
 }
 
 ScopedBlasThreads::~ScopedBlasThreads() {
-  if (restore_ > 0) openblas_set_threads()(restore_);
+  if (restore_ > 0) set_openblas_threads(restore_);
 }
 
 void configure_threads() {

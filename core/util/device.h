@@ -39,14 +39,14 @@ int64_t resident_memory_bytes();
 // LibTorch's intra-op threads: $TRANSLUTION_THREADS if set, else one. OpenBLAS
 // runs its own thread per core inside every GEMM, and ATen's OpenMP threads
 // spinning beside them cost more than they give: measured on the 2-core machine,
-// one intra-op thread is faster for inference at batch 1 (docs/benchmarks.md).
+// one intra-op thread is faster for inference at batch 1 (docs/performance.md).
 void configure_threads();
 
 // The studio's setting: OpenBLAS (found at run time) threads no GEMM, because the
 // model slots and the trainer already run on threads of their own. With a BLAS
 // that also threads each GEMM there are more spinning threads than cores, and
 // they wait on each other: with one core busy, a canvas change took 96 ms (median)
-// against 23 ms with one BLAS thread (docs/benchmarks.md). $OPENBLAS_NUM_THREADS,
+// against 23 ms with one BLAS thread (docs/performance.md). $OPENBLAS_NUM_THREADS,
 // when set, wins. Returns false where the BLAS is not OpenBLAS.
 bool configure_concurrent_blas();
 

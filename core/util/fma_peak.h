@@ -3,7 +3,7 @@
 // every core running a loop that touches no memory and keeps enough independent
 // FMA chains in flight to fill the vector units. A GEMM reference (perf/benchmark.h)
 // tells what a well-tuned library reaches; this tells how far that is from the
-// silicon, so a target beyond it is known to be beyond any kernel (docs/benchmarks.md).
+// silicon, so a target beyond it is known to be beyond any kernel (docs/performance.md).
 #include <string>
 
 namespace translution {

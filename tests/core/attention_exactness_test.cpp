@@ -9,13 +9,13 @@
 #include "naive_attention.h"
 #include "tensor_checks.h"
 #include "nn/attention.h"
-#include "nn/pair_kernels.h"
-#include "nn/raw_gemm.h"
-#include "nn/relative_ops.h"
+#include "cpu/pair_kernels.h"
+#include "cpu/blas_gemm.h"
+#include "nn/relative_projection.h"
 #include "nn/self_attention.h"
 #include "test_switches.h"
 #include "util/device.h"
-#include "util/helper_threads.h"
+#include "cpu/helper_threads.h"
 
 using namespace translution;
 
@@ -89,11 +89,7 @@ void expect_same_gradients(const std::vector<at::Tensor>& fast, const std::vecto
 class AttentionExactness : public ::testing::TestWithParam<Case> {
  protected:
   void TearDown() override {
-    set_projection_algorithm(ProjectionAlgorithm::Auto);
-    set_recompute_pair_rows(false);
-    set_raw_gemm_enabled(true);
-    set_pair_kernels(PairKernels::Lanes);
-    set_matrix_threads(0);
+    test_support::restore_default_options();
   }
   void check(const Case& c, bool retain_graph = false, bool create_graph = false);
   void check_queries(const Case& c, int64_t queries);
@@ -102,37 +98,26 @@ class AttentionExactness : public ::testing::TestWithParam<Case> {
 
 // Both ways of computing relative projections must be exact. Each test runs its
 // variants in one process: a test process's start costs more than a check.
-// Pair arithmetic inside each matrix's block (the default) and in separate passes.
+// The engine's kernels: pair arithmetic inside each matrix's block where it applies.
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrix) {
-  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
-  for (const PairKernels kernels : {PairKernels::Blocked, PairKernels::Fused}) {
-    set_pair_kernels(kernels);
-    for (const int threads : {1, 3}) {  // all matrices on this thread; three uneven parts, own input gradients
-      SCOPED_TRACE(std::string(pair_kernels_name(kernels)) + " pair kernels, matrices split over " +
-                   std::to_string(threads) + " thread(s)");
-      set_matrix_threads(threads);
-      check(GetParam());
-    }
+  test_support::use_projection(ProjectionAlgorithm::PerMatrix);
+  for (const int threads : {1, 3}) {  // all matrices on this thread; three uneven parts, own input gradients
+    SCOPED_TRACE("matrices split over " + std::to_string(threads) + " thread(s)");
+    test_support::use_matrix_threads(threads);
+    check(GetParam());
   }
 }
 
-// The fallbacks of the raw CPU paths: per-matrix products through at::mm, and the
-// per-pair dot products and weighted sums as ATen expressions.
+// The plain reference path: per-matrix products through at::mm, and the per-pair
+// dot products and weighted sums as ATen expressions.
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixThroughATen) {
-  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
-  {
-    SCOPED_TRACE("products through at::mm");
-    set_raw_gemm_enabled(false);
-    check(GetParam());
-    set_raw_gemm_enabled(true);
-  }
-  SCOPED_TRACE("pair arithmetic as ATen expressions");
-  set_pair_kernels(PairKernels::Aten);
+  test_support::use_projection(ProjectionAlgorithm::PerMatrix);
+  test_support::use_reference(true);
   check(GetParam());
 }
 
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceAllTokens) {
-  set_projection_algorithm(ProjectionAlgorithm::AllTokens);
+  test_support::use_projection(ProjectionAlgorithm::AllTokens);
   check(GetParam());
 }
 
@@ -145,29 +130,21 @@ TEST_P(AttentionExactness, FirstQueriesMatchNaiveReference) {
   const int64_t N = GetParam().layout.tokens();
   for (const int64_t queries : {int64_t(1), (N + 1) / 2}) {
     SCOPED_TRACE(std::to_string(queries) + " of " + std::to_string(N) + " queries");
-    set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
-    for (const PairKernels kernels : {PairKernels::Blocked, PairKernels::Fused}) {
-      SCOPED_TRACE(std::string(pair_kernels_name(kernels)) + " pair kernels");
-      set_pair_kernels(kernels);
-      check_queries(GetParam(), queries);
-    }
+    test_support::use_projection(ProjectionAlgorithm::PerMatrix);
+    check_queries(GetParam(), queries);
     {
       SCOPED_TRACE("products through at::mm, pair arithmetic as ATen expressions");
-      set_raw_gemm_enabled(false);
-      set_pair_kernels(PairKernels::Aten);
-      check_queries(GetParam(), queries);
-      set_raw_gemm_enabled(true);
-      set_pair_kernels(PairKernels::Lanes);
+      test_support::on_reference([&] { check_queries(GetParam(), queries); });
     }
     {
       // Batches of two take the reassociated path for self-attention and LoR where
       // it is less work (nn/self_attention.h); one image, and this switch, the
       // plain one.
       SCOPED_TRACE("keys and values projected (reassociation off)");
-      test_support::with_switch_off(set_query_reassociation, [&] { check_queries(GetParam(), queries); });
+      test_support::with_option(&EngineOptions::query_reassociation, false, [&] { check_queries(GetParam(), queries); });
     }
     SCOPED_TRACE("all-token projection");
-    set_projection_algorithm(ProjectionAlgorithm::AllTokens);
+    test_support::use_projection(ProjectionAlgorithm::AllTokens);
     check_queries(GetParam(), queries);
   }
 }
@@ -179,7 +156,7 @@ TEST_P(AttentionExactness, OnCudaMatchesNaiveReference) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: this LibTorch is CPU-only or no GPU is visible";
   for (const auto algorithm : {ProjectionAlgorithm::PerMatrix, ProjectionAlgorithm::AllTokens}) {
     SCOPED_TRACE(algorithm == ProjectionAlgorithm::PerMatrix ? "per-matrix projections" : "all-token projections");
-    set_projection_algorithm(algorithm);
+    test_support::use_projection(algorithm);
     check_on_cuda(GetParam(), GetParam().layout.tokens());
     check_on_cuda(GetParam(), 1);
   }
@@ -193,14 +170,14 @@ TEST_P(AttentionExactness, OnCudaMatchesNaiveReference) {
 // per operator (a test process's start costs more than these checks).
 class SavedRowsExactness : public AttentionExactness {};
 TEST_P(SavedRowsExactness, RecomputedOrReusedRowsMatchNaiveReference) {
-  for (const PairKernels choice : {PairKernels::Blocked, PairKernels::Fused, PairKernels::Aten}) {
-    set_pair_kernels(choice);
-    const std::string kernels = std::string(pair_kernels_name(choice)) + " pair kernels";
+  for (const bool reference : {false, true}) {
+    test_support::use_reference(reference);
+    const std::string kernels = reference ? "ATen expressions" : "the engine's kernels";
     {
       SCOPED_TRACE(kernels + ", rows recomputed in backward");
-      set_recompute_pair_rows(true);
+      test_support::use_recompute(true);
       check(GetParam());
-      set_recompute_pair_rows(false);
+      test_support::use_recompute(false);
     }
     for (const bool create_graph : {false, true}) {
       SCOPED_TRACE(kernels + (create_graph ? ", first backward with create_graph" : ", first with retain_graph"));

@@ -1,4 +1,4 @@
-// The bfloat16 products (nn/bf16_gemm.h) against a double-precision product of
+// The bfloat16 products (cpu/bf16_gemm.h) against a double-precision product of
 // the same operands rounded to bfloat16 (so only the fp32 sums may differ):
 // every transposition, shapes that fill no tile and leave partial ones, row
 // strides wider than the rows, 1-3 parts, with and without a bias row; the rounding against its definition;
@@ -22,31 +22,30 @@
 #include <torch/optim/adamw.h>
 
 #include "nn/attention.h"
-#include "nn/bf16_gemm.h"
-#include "nn/dense.h"
-#include "nn/raw_gemm.h"
+#include "cpu/bf16_gemm.h"
+#include "cpu/linear.h"
+#include "cpu/blas_gemm.h"
 #include "nn/vit.h"
 #include "util/error.h"
-#include "util/helper_threads.h"
+#include "cpu/helper_threads.h"
 #include "naive_attention.h"
 #include "test_switches.h"
 
 namespace translution {
 namespace {
 
-#define SKIP_WITHOUT_TILES() \
-  if (!bf16_gemm_available()) GTEST_SKIP() << "no bfloat16 products here: " << bf16_gemm_unavailable_reason()
+#define SKIP_WITHOUT_TILES() SKIP_WITHOUT_BF16_PRODUCTS()
 
 // Runs check() on every bfloat16 kernel this CPU has, naming it on failure.
 template <typename Check>
 void on_each_kernel(Check check) {
   struct TilesBackOn {  // also when check() throws: later tests run on the default kernel
-    ~TilesBackOn() { set_bf16_tiles_enabled(true); }
+    ~TilesBackOn() { test_support::use_bf16_tiles(true); }
   } back_on;
   const bool tiles = std::string(bf16_gemm_kernel()) == "amx";
   for (const bool on : {true, false}) {
     if (!on && !tiles) break;
-    set_bf16_tiles_enabled(on);
+    test_support::use_bf16_tiles(on);
     SCOPED_TRACE(bf16_gemm_kernel());
     check();
   }
@@ -144,9 +143,9 @@ TEST(Bf16Gemm, KernelIsNamed) {
     return;
   }
   EXPECT_TRUE(kernel == "amx" || kernel == "avx512-bf16") << kernel;
-  set_bf16_tiles_enabled(false);
+  test_support::use_bf16_tiles(false);
   EXPECT_STREQ(bf16_gemm_kernel(), "avx512-bf16");
-  set_bf16_tiles_enabled(true);
+  test_support::use_bf16_tiles(true);
   EXPECT_EQ(std::string(bf16_gemm_kernel()), kernel);
 }
 
@@ -203,7 +202,7 @@ void check_dense(int threads) {
   ScopedDensePrecision bf16(DensePrecision::Bf16);
   torch::nn::Linear layer(torch::nn::LinearOptions(70, 48));
   const at::Tensor x = at::randn({3, 17, 70}).requires_grad_(true);
-  const at::Tensor y = dense(layer, x);
+  const at::Tensor y = linear(layer, x);
   ASSERT_NE(y.grad_fn(), nullptr);
   EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
   const at::Tensor dy = at::randn(y.sizes());
@@ -224,12 +223,6 @@ TEST(Bf16Dense, LayerProductsAndGradientsAreTheRoundedOnes) {
   SKIP_WITHOUT_TILES();
   at::manual_seed(5);
   for (const int threads : {1, 2}) check_dense(threads);
-  // Also where no BLAS runs (switched off here; a LibTorch without sgemm_): bf16 needs none.
-  struct Restore {
-    ~Restore() { set_raw_gemm_enabled(true); }
-  } restore;
-  set_raw_gemm_enabled(false);
-  check_dense(2);
 }
 
 TEST(Bf16Dense, StaysFp32WhereItMustNotApply) {
@@ -240,23 +233,23 @@ TEST(Bf16Dense, StaysFp32WhereItMustNotApply) {
   const at::Tensor exact = at::mm(x.to(at::kDouble), layer->weight.detach().to(at::kDouble).t()) +
                            layer->bias.detach().to(at::kDouble);
   {  // fp32 mode (the default), with gradients: fp32 to rounding
-    const at::Tensor y = dense(layer, x.clone().requires_grad_(true));
+    const at::Tensor y = linear(layer, x.clone().requires_grad_(true));
     EXPECT_LT(relative_error(y.detach(), exact), 1e-6);
   }
   ScopedDensePrecision bf16(DensePrecision::Bf16);
   {  // no gradients recorded (inference): fp32
     at::NoGradGuard no_grad;
-    EXPECT_LT(relative_error(dense(layer, x), exact), 1e-6);
+    EXPECT_LT(relative_error(linear(layer, x), exact), 1e-6);
   }
   {  // double: fp64, untouched by the mode
     torch::nn::Linear wide(torch::nn::LinearOptions(40, 24));
     wide->to(at::kDouble);
     const at::Tensor xd = x.to(at::kDouble).requires_grad_(true);
     const at::Tensor want = at::mm(xd.detach(), wide->weight.detach().t()) + wide->bias.detach();
-    EXPECT_LT(relative_error(dense(wide, xd).detach(), want), 1e-14);
+    EXPECT_LT(relative_error(linear(wide, xd).detach(), want), 1e-14);
   }
   {  // with gradients in bf16 mode the rounding shows (the mode is on)
-    const at::Tensor y = dense(layer, x.clone().requires_grad_(true));
+    const at::Tensor y = linear(layer, x.clone().requires_grad_(true));
     const double error = relative_error(y.detach(), exact);
     EXPECT_GT(error, 1e-5);
     EXPECT_LT(error, 3e-2);
@@ -313,9 +306,11 @@ TEST(Bf16Dense, ASmallViTLearnsABatchInBf16) {
   const at::Tensor images = at::randn({16, 1, 28, 21}), labels = at::randint(0, 10, {16}, at::kLong);
   {  // the mode reaches the model's layers: its logits are not fp32's
     const at::Tensor bf16_logits = vit->forward(images).detach();
-    set_dense_precision(DensePrecision::Fp32);
-    const at::Tensor fp32_logits = vit->forward(images).detach();
-    set_dense_precision(DensePrecision::Bf16);
+    at::Tensor fp32_logits;
+    {
+      const ScopedDensePrecision fp32(DensePrecision::Fp32);
+      fp32_logits = vit->forward(images).detach();
+    }
     EXPECT_GT(relative_error(bf16_logits, fp32_logits.to(at::kDouble)), 1e-5);
     EXPECT_LT(relative_error(bf16_logits, fp32_logits.to(at::kDouble)), 5e-2);
   }

@@ -1,5 +1,5 @@
 // bfloat16 copies of the offset matrices for forwards without gradients
-// (nn/bf16_weights.h): row_gemm_bf16 against a double product with b rounded to
+// (cpu/bf16_weights.h): avx512_gemm_bf16 against a double product with b rounded to
 // bfloat16, for every block shape; a Translution layer reading the copies against
 // the per-pair reference on rounded banks; and the rules that keep a copy from
 // being read where it must not be: changed weights, gradients on, another
@@ -12,10 +12,10 @@
 
 #include "naive_attention.h"
 #include "nn/attention.h"
-#include "nn/bf16_weights.h"
-#include "nn/relative_ops.h"
-#include "nn/pair_kernels.h"
-#include "nn/row_gemm.h"
+#include "cpu/bf16_weights.h"
+#include "nn/relative_projection.h"
+#include "cpu/pair_kernels.h"
+#include "cpu/avx512_gemm.h"
 #include "nn/vit.h"
 #include "tensor_checks.h"
 #include "test_switches.h"
@@ -26,8 +26,7 @@ namespace {
 
 using test_support::max_relative_error;
 
-#define SKIP_WITHOUT_AVX512() \
-  if (!bf16_weights_available()) GTEST_SKIP() << "no AVX-512 here: offset matrices stay fp32"
+#define SKIP_WITHOUT_AVX512() SKIP_WITHOUT_AVX512_KERNEL(bf16_weights_available())
 
 at::Tensor rounded(const at::Tensor& t) { return t.to(at::kBFloat16).to(t.scalar_type()); }
 
@@ -42,7 +41,7 @@ double worst_error(int64_t m, int64_t n, int64_t k) {
   const at::Tensor strips = bf16_strip_layout(wide_b);
   const at::Tensor b16 = rounded(wide_b).narrow(1, 32, n);
   at::Tensor wide_c = at::full({m, n + 5}, 42.0f);
-  row_gemm_bf16(m, n, k, a.data_ptr<float>(), a.stride(0),
+  avx512_gemm_bf16(m, n, k, a.data_ptr<float>(), a.stride(0),
                 reinterpret_cast<const Bf16Bits*>(strips.data_ptr<at::BFloat16>()) + 32, strips.stride(0),
                 wide_c.data_ptr<float>() + 3, wide_c.stride(0));
   EXPECT_TRUE(wide_c.narrow(1, 0, 3).eq(42.0f).all().item<bool>()) << "columns left of c were written";
@@ -55,7 +54,7 @@ double worst_error(int64_t m, int64_t n, int64_t k) {
 // Every block height (1-12, and 2-4 blocks of unequal heights up to 40 rows),
 // 32-column strips, 64-column sweeps for at most 6 rows (64; 96 ends in a
 // 32-column strip after one; 192 = Translution's width), k = 1 (one step) to 33.
-TEST(RowGemmBf16, MatchesTheDoubleProductWithTheRoundedMatrix) {
+TEST(Avx512GemmBf16, MatchesTheDoubleProductWithTheRoundedMatrix) {
   SKIP_WITHOUT_AVX512();
   at::manual_seed(3);
   for (int64_t m = 1; m <= 40; ++m)
@@ -68,7 +67,7 @@ TEST(RowGemmBf16, MatchesTheDoubleProductWithTheRoundedMatrix) {
 }
 
 // The strip layout: each row's 32 columns interleaved t, 16 + t, as bfloat16.
-TEST(RowGemmBf16, StripLayoutInterleavesEachStripsHalves) {
+TEST(Avx512GemmBf16, StripLayoutInterleavesEachStripsHalves) {
   const at::Tensor bank = at::arange(2 * 3 * 64, at::kFloat).view({2, 3, 64});
   const at::Tensor strips = bf16_strip_layout(bank).to(at::kFloat);
   ASSERT_EQ(strips.sizes(), bank.sizes());
@@ -80,14 +79,14 @@ TEST(RowGemmBf16, StripLayoutInterleavesEachStripsHalves) {
   EXPECT_THROW(bf16_strip_layout(at::zeros({2, 48})), Error);
 }
 
-TEST(RowGemmBf16, RefusesWidthsItCannotLoad) {
+TEST(Avx512GemmBf16, RefusesWidthsItCannotLoad) {
   SKIP_WITHOUT_AVX512();
   const at::Tensor a = at::zeros({2, 4}), b = at::zeros({4, 24}, at::kBFloat16);
   at::Tensor c = at::zeros({2, 24});
-  EXPECT_FALSE(row_gemm_bf16_width_ok(24));
-  EXPECT_FALSE(row_gemm_bf16_width_ok(16)) << "half a strip";
-  EXPECT_TRUE(row_gemm_bf16_width_ok(32));
-  EXPECT_THROW(row_gemm_bf16(2, 24, 4, a.data_ptr<float>(), 4, reinterpret_cast<const Bf16Bits*>(b.data_ptr()), 24,
+  EXPECT_FALSE(avx512_gemm_bf16_width_ok(24));
+  EXPECT_FALSE(avx512_gemm_bf16_width_ok(16)) << "half a strip";
+  EXPECT_TRUE(avx512_gemm_bf16_width_ok(32));
+  EXPECT_THROW(avx512_gemm_bf16(2, 24, 4, a.data_ptr<float>(), 4, reinterpret_cast<const Bf16Bits*>(b.data_ptr()), 24,
                              c.data_ptr<float>(), 24),
                Error);
 }
@@ -194,18 +193,13 @@ TEST(Bf16Weights, AlgorithmAndReplacedMemory) {
   const at::Tensor x = at::randn({2, l.layout.tokens(), 64});
   at::NoGradGuard no_grad;
   const ScopedBf16Weights scope(&weights);
-  // The pair arithmetic in separate passes both times (inside the matrices' blocks
-  // it runs on other kernels, and all-tokens has no blocks): the same bits.
-  set_pair_kernels(PairKernels::Fused);
+  // Per matrix (the pair arithmetic inside each matrix's block) and for all tokens
+  // at once the copies are read: the same products, the pair arithmetic on other kernels.
   const at::Tensor per_matrix = l.module->forward(x, nullptr);
-  set_projection_algorithm(ProjectionAlgorithm::AllTokens);
+  test_support::use_projection(ProjectionAlgorithm::AllTokens);
   const at::Tensor all_tokens = l.module->forward(x, nullptr);
-  set_projection_algorithm(ProjectionAlgorithm::Auto);
-  set_pair_kernels(PairKernels::Lanes);
-  EXPECT_TRUE(at::equal(per_matrix, all_tokens));
-  // Inside each matrix's block (the default) the copies are read too: the same
-  // products, the pair arithmetic on other kernels.
-  EXPECT_LT(max_relative_error(l.module->forward(x, nullptr), per_matrix), 1e-5) << "blocked pair arithmetic";
+  test_support::use_projection(ProjectionAlgorithm::Auto);
+  EXPECT_LT(max_relative_error(all_tokens, per_matrix), 1e-5) << "blocked pair arithmetic";
   at::Tensor bank = l.module->relative_banks()[2];
   bank.set_data(bank.clone());  // same values, new memory
   EXPECT_EQ(bf16_weights_for(bank), nullptr);

@@ -1,7 +1,6 @@
-// The hint about OpenBLAS's kernels (util/blas_kernels.h). The studio's BLAS
+// The hint about OpenBLAS's kernels (cpu/blas_kernels.h). The studio's BLAS
 // setting: one thread per GEMM, unless the user says otherwise;
 // and a CPU training run's: one thread per GEMM where the model runs per-matrix products.
-#include <dlfcn.h>
 
 #include <string>
 #include <thread>
@@ -10,15 +9,15 @@
 
 #include "nn/vit.h"
 #include "train/training_threads.h"
-#include "util/blas_kernels.h"
+#include "cpu/blas_kernels.h"
 #include "util/device.h"
 #include "util/error.h"
-#include "util/helper_threads.h"
+#include "cpu/helper_threads.h"
+#include "test_switches.h"
 
 namespace translution {
 namespace {
 
-using GetThreads = int (*)();
 
 TEST(BlasKernels, HintsOnlyAtAvx2KernelsOnAnAvx512Cpu) {
   const std::string set = avx2_blas_hint(true, "Haswell", "Haswell");
@@ -35,22 +34,21 @@ TEST(BlasKernels, HintsOnlyAtAvx2KernelsOnAnAvx512Cpu) {
 }
 
 TEST(ConcurrentBlas, OpenBlasThreadsEachGemmOnOneThread) {
-  const auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  if (!get) {
+  if (blas_threads() == 0) {
     EXPECT_FALSE(configure_concurrent_blas());
-    GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
+    GTEST_SKIP() << "this build does not link OpenBLAS";
   }
   if (blas_threads_from_environment()) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
   EXPECT_TRUE(configure_concurrent_blas());
-  EXPECT_EQ(get(), 1);
+  EXPECT_EQ(blas_threads(), 1);
 }
 
 TEST(TrainingThreads, OneBlasThreadWhileAModelWithPerMatrixProductsTrains) {
   if (blas_threads() == 0) GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
   if (blas_threads_from_environment()) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core";
-  set_matrix_threads(0);
-  set_batch_split(BatchSplit::Off);  // the engine's split, as before the batch split
+  test_support::use_matrix_threads(0);
+  test_support::use_batch_split(BatchSplit::Off);  // the engine's split, as before the batch split
   const ScopedBlasThreads two(2);
   ASSERT_EQ(blas_threads(), 2);
   auto model = [](const char* name) {
@@ -74,14 +72,14 @@ TEST(TrainingThreads, OneBlasThreadWhileAModelWithPerMatrixProductsTrains) {
     EXPECT_FALSE(threads.engine_splits()) << "plain attention: OpenBLAS's threads were faster";
     EXPECT_EQ(blas_threads(), 2);
   }
-  set_matrix_threads(1);  // the studio: its slots already share the cores
+  test_support::use_matrix_threads(1);  // the studio: its slots already share the cores
   {
     const TrainingThreads threads(model("translution"), c10::Device(c10::kCPU));
     EXPECT_FALSE(threads.engine_splits());
     EXPECT_EQ(blas_threads(), 2);
   }
-  set_matrix_threads(0);
-  set_batch_split(BatchSplit::Auto);
+  test_support::use_matrix_threads(0);
+  test_support::use_batch_split(BatchSplit::Auto);
 }
 
 // On two free cores with OpenBLAS a training run splits its batch where the model's
@@ -91,11 +89,11 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
   if (blas_threads() == 0) GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
   if (blas_threads_from_environment()) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
   if (free_cores() != 2) GTEST_SKIP() << "the split is measured and used on two cores";
-  set_matrix_threads(0);
+  test_support::use_matrix_threads(0);
   const ScopedBlasThreads two(2);
   ViTConfig c = preset_config("tiny", "attention");
   c.depth = 1, c.image_height = c.image_width = 28, c.patch = 7;
-  ASSERT_EQ(batch_split(), BatchSplit::Auto);
+  ASSERT_EQ(engine_options().batch_split, BatchSplit::Auto);
   {
     TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
     EXPECT_EQ(threads.batch_shares(), 2);
@@ -119,26 +117,26 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
     EXPECT_TRUE(threads.engine_splits()) << "Translution: the engine's split with one BLAS thread";
     EXPECT_EQ(blas_threads(), 1);
   }
-  set_batch_split(BatchSplit::On);
+  test_support::use_batch_split(BatchSplit::On);
   {
     TrainingThreads threads(heavy_model, c10::Device(c10::kCPU));
     EXPECT_EQ(threads.batch_shares(), 2) << "asked for";
   }
-  set_batch_split(BatchSplit::Off);
+  test_support::use_batch_split(BatchSplit::Off);
   {
     TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
     EXPECT_EQ(threads.batch_shares(), 1);
     EXPECT_TRUE(threads.split_possible());
   }
-  set_batch_split(BatchSplit::Auto);
-  set_matrix_threads(1);  // the studio: its slots already share the cores
+  test_support::use_batch_split(BatchSplit::Auto);
+  test_support::use_matrix_threads(1);  // the studio: its slots already share the cores
   {
     TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
     EXPECT_EQ(threads.batch_shares(), 1);
     EXPECT_FALSE(threads.split_possible());
     EXPECT_THROW(threads.set_split(true), Error);
   }
-  set_matrix_threads(0);
+  test_support::use_matrix_threads(0);
   // LoR without the split keeps the engine's split: one BLAS thread still.
   ViTConfig lor = preset_config("tiny", "lor");
   lor.depth = 1, lor.image_height = lor.image_width = 28, lor.patch = 7;
@@ -155,16 +153,16 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
 TEST(TrainingThreads, AskedSplitWhereNoneIsPossibleIsAnError) {
   ViTConfig c = preset_config("tiny", "attention");
   c.depth = 1, c.image_height = c.image_width = 28, c.patch = 7;
-  set_matrix_threads(1);  // as the studio: the cores are already shared out
-  set_batch_split(BatchSplit::On);
+  test_support::use_matrix_threads(1);  // as the studio: the cores are already shared out
+  test_support::use_batch_split(BatchSplit::On);
   try {
     TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--split-batch on needs"), std::string::npos) << e.what();
   }
-  set_batch_split(BatchSplit::Auto);
-  set_matrix_threads(0);
+  test_support::use_batch_split(BatchSplit::Auto);
+  test_support::use_matrix_threads(0);
 }
 
 TEST(TrainingThreads, BatchSplitNames) {

@@ -9,13 +9,14 @@
 #include <torch/autograd.h>
 
 #include "nn/attention_spec.h"
-#include "nn/relative_ops.h"
+#include "nn/relative_projection.h"
 #include "nn/vit.h"
 #include "temp_dir.h"
 #include "tensor_checks.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 #include "util/device.h"
+#include "test_switches.h"
 
 using namespace translution;
 using test_support::max_relative_error;
@@ -57,7 +58,7 @@ void expect_same_on_cuda(const std::string& model) {
   // The last block for the CLS query alone (the default) and for every token.
   for (const bool cls_only : {true, false}) {
     SCOPED_TRACE(cls_only ? "last block: CLS query only" : "last block: every token");
-    set_cls_only_last_block(cls_only);
+    test_support::use_cls_only_last_block(cls_only);
     const at::Tensor out_cpu = cpu_model->forward(x);
     const at::Tensor out_gpu = gpu_model->forward(x.to(kGpu));
     ASSERT_TRUE(out_gpu.is_cuda());
@@ -73,7 +74,7 @@ void expect_same_on_cuda(const std::string& model) {
     for (size_t i = 0; i < gc.size(); ++i)
       EXPECT_LT(max_relative_error(gg[i].cpu(), gc[i]), 1e-9) << "gradient of " << names[i].key();
   }
-  set_cls_only_last_block(true);
+  test_support::use_cls_only_last_block(true);
 }
 
 }  // namespace
@@ -177,9 +178,9 @@ TEST(Cuda, AutoProjectsEveryTokenUpToTheBound) {
   EXPECT_TRUE(projects_every_token(translution, 50, 162));  // 1.07e9 bytes
   EXPECT_FALSE(projects_every_token(translution, 50, 163));
   EXPECT_TRUE(projects_every_token(lor, 50, 1024));
-  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+  test_support::use_projection(ProjectionAlgorithm::PerMatrix);
   EXPECT_FALSE(projects_every_token(lor, 50, 1));
-  set_projection_algorithm(ProjectionAlgorithm::Auto);
+  test_support::use_projection(ProjectionAlgorithm::Auto);
 }
 
 TEST(Device, ParsesNamesAndExplainsMissingCuda) {

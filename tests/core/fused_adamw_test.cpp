@@ -6,9 +6,10 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
-#include "train/fused_adamw.h"
+#include "cpu/fused_adamw.h"
 #include "train/release_gradients.h"
-#include "util/helper_threads.h"
+#include "cpu/helper_threads.h"
+#include "test_switches.h"
 
 namespace translution {
 namespace {
@@ -64,9 +65,9 @@ double run_both(at::ScalarType dtype, int steps) {
 
 TEST(FusedAdamW, MatchesLibTorchsAdamWInDouble) {
   EXPECT_LT(run_both(at::kDouble, 6), 1e-12);
-  set_matrix_threads(3);  // the pass split in three uneven parts
+  test_support::use_matrix_threads(3);  // the pass split in three uneven parts
   EXPECT_LT(run_both(at::kDouble, 6), 1e-12);
-  set_matrix_threads(0);
+  test_support::use_matrix_threads(0);
 }
 
 TEST(FusedAdamW, MatchesLibTorchsAdamWInFloatToRounding) { EXPECT_LT(run_both(at::kFloat, 6), 1e-5); }

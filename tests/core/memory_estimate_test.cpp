@@ -12,10 +12,10 @@
 #include "nn/memory_estimate.h"
 #include "nn/model_size.h"
 #include "nn/vit.h"
-#include "train/batch_split.h"
-#include "train/fused_adamw.h"
+#include "train/forward_backward.h"
+#include "cpu/fused_adamw.h"
 #include "train/release_gradients.h"
-#include "util/allocator.h"
+#include "cpu/allocator.h"
 #include "util/device.h"
 
 namespace translution {

@@ -1,5 +1,5 @@
 // The relative operators' pair arithmetic inside each matrix's block of rows
-// (nn/pair_blocks.h) against the separate passes and the ATen expressions, in
+// (cpu/pair_blocks.h) against the separate passes and the ATen expressions, in
 // float, where it runs its AVX-512 helpers on a CPU that has them: head widths
 // with 256-bit tails (LoR's 8 and 24), whole 512-bit chunks, and odd tails done
 // value by value; both sides relative, or one plain; every query or the first
@@ -12,14 +12,17 @@
 
 #include <ATen/ATen.h>
 
-#include "nn/bf16_gemm.h"
-#include "nn/pair_blocks.h"
-#include "nn/pair_kernels.h"
-#include "nn/relative_ops.h"
+#include "cpu/bf16_gemm.h"
+#include "cpu/pair_blocks.h"
+#include "cpu/pair_kernels.h"
+#include "nn/pair_order.h"
+#include "nn/relative_logits.h"
+#include "nn/relative_values.h"
 #include "nn/token_layout.h"
 #include "tensor_checks.h"
 #include "util/device.h"
-#include "util/helper_threads.h"
+#include "cpu/helper_threads.h"
+#include "test_switches.h"
 
 namespace translution {
 namespace {
@@ -39,9 +42,9 @@ std::string describe(const Shape& s) {
 }
 
 // Forward outputs and every input's gradient of both operators under one setting.
-std::vector<at::Tensor> run(PairKernels kernels, const PairOrder& order, const std::vector<at::Tensor>& inputs,
+std::vector<at::Tensor> run(bool reference, const PairOrder& order, const std::vector<at::Tensor>& inputs,
                             const Shape& s) {
-  set_pair_kernels(kernels);
+  const ScopedEngineOptions scope(engine_options_with(&EngineOptions::reference, reference));
   std::vector<at::Tensor> leaves;
   for (const at::Tensor& t : inputs) leaves.push_back(t.defined() ? t.detach().clone().requires_grad_(true) : t);
   const at::Tensor &xq = leaves[0], &wq = leaves[1], &xk = leaves[2], &wk = leaves[3];
@@ -71,26 +74,20 @@ void compare(const PairOrder& order, const Shape& s, at::ScalarType type, double
       at::softmax(at::randn({B, s.heads, M, N}, options), -1),                          // alpha
       at::randn({B, N, C}, options),                                                   // xv
       at::randn({E, C, D}, options)};                                                  // wv
-  const std::vector<at::Tensor> reference = run(PairKernels::Aten, order, inputs, s);
-  for (const PairKernels kernels : {PairKernels::Blocked, PairKernels::Fused}) {
-    const int64_t calls = pair_block_calls();
-    const std::vector<at::Tensor> tested = run(kernels, order, inputs, s);
-    // Both operators forward and backward inside the blocks, or none of them.
-    EXPECT_EQ(pair_block_calls() - calls, kernels == PairKernels::Blocked ? 4 : 0) << pair_kernels_name(kernels);
-    ASSERT_EQ(tested.size(), reference.size());
-    for (size_t i = 0; i < tested.size(); ++i)
-      EXPECT_LT(max_relative_error(tested[i], reference[i]), tolerance)
-          << pair_kernels_name(kernels) << ", " << describe(s) << ", output " << i << " (0, 1: logits, values; then "
-          << "the inputs' gradients in order)";
-  }
+  const std::vector<at::Tensor> reference = run(true, order, inputs, s);
+  const int64_t calls = pair_block_calls();
+  const std::vector<at::Tensor> tested = run(false, order, inputs, s);
+  // Both operators forward and backward inside the blocks (no batch here fills the vector lanes).
+  EXPECT_EQ(pair_block_calls() - calls, 4) << describe(s);
+  ASSERT_EQ(tested.size(), reference.size());
+  for (size_t i = 0; i < tested.size(); ++i)
+    EXPECT_LT(max_relative_error(tested[i], reference[i]), tolerance)
+        << describe(s) << ", output " << i << " (0, 1: logits, values; then the inputs' gradients in order)";
 }
 
 class PairBlocks : public ::testing::Test {
  protected:
-  void TearDown() override {
-    set_pair_kernels(PairKernels::Lanes);
-    set_matrix_threads(0);
-  }
+  void TearDown() override { test_support::restore_default_options(); }
 };
 
 const std::vector<Shape> kShapes = {
@@ -105,13 +102,13 @@ const std::vector<Shape> kShapes = {
     {3, 8, false, false, true},  // a plain query side
 };
 
-TEST_F(PairBlocks, FloatMatchesSeparatePassesAndAtenExpressions) {
+TEST_F(PairBlocks, FloatMatchesAtenExpressions) {
   SCOPED_TRACE(cpu_has_avx512() ? "AVX-512 helpers" : "portable loops (no AVX-512 on this CPU)");
   const RelativeTable table = make_relative_table(TokenLayout::grid(3, 4, true));
   for (const int64_t queries : {table.tokens(), int64_t(1), int64_t(5)}) {
     const PairOrder order = make_pair_order(table, queries);
     for (const int threads : {1, 3}) {
-      set_matrix_threads(threads);
+      test_support::use_matrix_threads(threads);
       for (const Shape& s : kShapes)
         for (const int64_t batch : {int64_t(1), int64_t(3)}) {
           SCOPED_TRACE(std::to_string(queries) + " queries, " + std::to_string(threads) + " thread(s), batch " +
@@ -122,11 +119,11 @@ TEST_F(PairBlocks, FloatMatchesSeparatePassesAndAtenExpressions) {
   }
 }
 
-// In bf16 precision (training), banks of at least 64 x 64 multiply in bfloat16 (nn/bf16_gemm)
-// (nn/bf16_gemm.h), inside the blocks as in the separate passes: the same products,
-// the pair arithmetic on other kernels.
-TEST_F(PairBlocks, Bf16PrecisionMatchesSeparatePasses) {
-  if (!bf16_gemm_available()) GTEST_SKIP() << "no bfloat16 products on this CPU";
+// In bf16 precision (training), banks of at least 64 x 64 multiply in bfloat16 (cpu/bf16_gemm)
+// (cpu/bf16_gemm.h), inside the blocks: rounded products, within bfloat16's
+// accuracy of the fp32 ones.
+TEST_F(PairBlocks, Bf16PrecisionRoundsTheBlockProducts) {
+  SKIP_WITHOUT_BF16_PRODUCTS();
   const RelativeTable table = make_relative_table(TokenLayout::grid(3, 4, true));
   const PairOrder order = make_pair_order(table);
   const int64_t B = 2, N = table.tokens(), C = 64, H = 2, E = table.entries;
@@ -135,13 +132,12 @@ TEST_F(PairBlocks, Bf16PrecisionMatchesSeparatePasses) {
                                  at::randn({E, C, C}) * 0.1, at::softmax(at::randn({B, H, N, N}), -1),
                                  at::randn({B, N, C}), at::randn({E, C, C}) * 0.1};
   const Shape s{H, C / H, true, false};
-  const std::vector<at::Tensor> fp32 = run(PairKernels::Blocked, order, inputs, s);
+  const std::vector<at::Tensor> fp32 = run(false, order, inputs, s);
   ScopedDensePrecision bf16(DensePrecision::Bf16);
-  const std::vector<at::Tensor> fused = run(PairKernels::Fused, order, inputs, s);
   const int64_t calls = pair_block_calls();
-  const std::vector<at::Tensor> blocked = run(PairKernels::Blocked, order, inputs, s);
+  const std::vector<at::Tensor> blocked = run(false, order, inputs, s);
   EXPECT_EQ(pair_block_calls() - calls, 4);
-  for (size_t i = 0; i < blocked.size(); ++i) EXPECT_LT(max_relative_error(blocked[i], fused[i]), 1e-5) << "output " << i;
+  for (size_t i = 0; i < blocked.size(); ++i) EXPECT_LT(max_relative_error(blocked[i], fp32[i]), 5e-2) << "output " << i;
   EXPECT_GT(max_relative_error(blocked[0], fp32[0]), 1e-4) << "the products were rounded to bfloat16";
 }
 

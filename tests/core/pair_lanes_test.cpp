@@ -1,4 +1,4 @@
-// The relative operators with the batch across the vector lanes (nn/pair_lanes.h)
+// The relative operators with the batch across the vector lanes (cpu/pair_lanes.h)
 // against the ATen expressions in double precision: the lanes run in float only
 // (batches of 16 images, inputs and rows 8 to 32 wide), so the float results are
 // held to float's accuracy against an exact reference. LoR's shape (3 heads of 8,
@@ -13,13 +13,16 @@
 
 #include <ATen/ATen.h>
 
-#include "nn/pair_kernels.h"
-#include "nn/pair_lanes.h"
-#include "nn/relative_ops.h"
+#include "cpu/pair_kernels.h"
+#include "cpu/pair_lanes.h"
+#include "nn/pair_order.h"
+#include "nn/relative_logits.h"
+#include "nn/relative_values.h"
 #include "nn/token_layout.h"
 #include "tensor_checks.h"
 #include "util/device.h"
-#include "util/helper_threads.h"
+#include "cpu/helper_threads.h"
+#include "test_switches.h"
 
 namespace translution {
 namespace {
@@ -38,11 +41,11 @@ std::string describe(const Shape& s) {
          (s.plain_query ? ", plain queries" : "");
 }
 
-// Both operators' outputs and every input's gradient, in the inputs' type; the
-// backward under `backward_kernels` where given.
-std::vector<at::Tensor> run(PairKernels kernels, const PairOrder& order, const std::vector<at::Tensor>& inputs,
-                            const Shape& s, std::optional<PairKernels> backward_kernels = std::nullopt) {
-  set_pair_kernels(kernels);
+// Both operators' outputs and every input's gradient, in the inputs' type, on the
+// engine's kernels or the reference (ATen expressions).
+std::vector<at::Tensor> run(bool reference, const PairOrder& order, const std::vector<at::Tensor>& inputs,
+                            const Shape& s) {
+  const ScopedEngineOptions scope(engine_options_with(&EngineOptions::reference, reference));
   std::vector<at::Tensor> leaves;
   for (const at::Tensor& t : inputs) leaves.push_back(t.defined() ? t.detach().clone().requires_grad_(true) : t);
   const at::Tensor logits = relative_logits(order, leaves[0], leaves[1], leaves[2], leaves[3], s.heads);
@@ -50,7 +53,6 @@ std::vector<at::Tensor> run(PairKernels kernels, const PairOrder& order, const s
   at::manual_seed(7);  // fixed random probes: every output entry's gradient distinct
   const at::Tensor probe_l = at::randn(logits.sizes(), at::kDouble).to(logits.scalar_type());
   const at::Tensor probe_v = at::randn(values.sizes(), at::kDouble).to(values.scalar_type());
-  if (backward_kernels) set_pair_kernels(*backward_kernels);
   ((logits * probe_l).sum() + (values * probe_v).sum()).backward();
   std::vector<at::Tensor> out{logits.detach(), values.detach()};
   for (const at::Tensor& t : leaves)
@@ -73,14 +75,13 @@ std::vector<at::Tensor> random_inputs(const PairOrder& order, const Shape& s, in
 }
 
 // The lanes in float against the ATen expressions in double on the same values.
-void check(const PairOrder& order, const Shape& s, int64_t B, int64_t lanes_calls = 4,
-           PairKernels forward = PairKernels::Lanes, std::optional<PairKernels> backward = std::nullopt) {
+void check(const PairOrder& order, const Shape& s, int64_t B, int64_t lanes_calls = 4) {
   const std::vector<at::Tensor> inputs = random_inputs(order, s, B);
   std::vector<at::Tensor> exact_inputs;
   for (const at::Tensor& t : inputs) exact_inputs.push_back(t.defined() ? t.to(at::kDouble) : t);
-  const std::vector<at::Tensor> reference = run(PairKernels::Aten, order, exact_inputs, s);
+  const std::vector<at::Tensor> reference = run(true, order, exact_inputs, s);
   const int64_t calls = pair_lanes_calls();
-  const std::vector<at::Tensor> lanes = run(forward, order, inputs, s, backward);
+  const std::vector<at::Tensor> lanes = run(false, order, inputs, s);
   EXPECT_EQ(pair_lanes_calls() - calls, lanes_calls) << "operators' forwards and backwards on the lanes";
   ASSERT_EQ(lanes.size(), reference.size());
   for (size_t i = 0; i < lanes.size(); ++i)
@@ -93,11 +94,7 @@ class PairLanes : public ::testing::Test {
   void SetUp() override {
     if (!cpu_has_avx512()) GTEST_SKIP() << "the lanes run on AVX-512 only; this CPU has none";
   }
-  void TearDown() override {
-    set_pair_kernels(PairKernels::Lanes);
-    set_matrix_threads(0);
-    set_recompute_pair_rows(false);
-  }
+  void TearDown() override { test_support::restore_default_options(); }
 };
 
 const std::vector<Shape> kShapes = {
@@ -114,7 +111,7 @@ TEST_F(PairLanes, FloatMatchesExactReference) {
   for (const int64_t queries : {table.tokens(), int64_t(1)}) {
     const PairOrder order = make_pair_order(table, queries);
     for (const int threads : {1, 3}) {
-      set_matrix_threads(threads);
+      test_support::use_matrix_threads(threads);
       for (const Shape& s : kShapes)
         for (const int64_t batch : {int64_t(16), int64_t(32)}) {
           SCOPED_TRACE(std::to_string(queries) + " queries, " + std::to_string(threads) + " thread(s), batch " +
@@ -125,23 +122,10 @@ TEST_F(PairLanes, FloatMatchesExactReference) {
   }
 }
 
-// The lanes keep no rows for backward, and the blocked path's backward projects
-// again what its forward did not keep: either forward with either backward is exact.
-TEST_F(PairLanes, KernelsSwitchedBetweenForwardAndBackwardStayExact) {
-  const PairOrder order = make_pair_order(make_relative_table(TokenLayout::grid(2, 3, true)));
-  {
-    SCOPED_TRACE("blocked forward (rows kept), lanes backward");
-    check(order, kShapes[0], 16, 0, PairKernels::Blocked, PairKernels::Lanes);  // both backwards read what it kept
-  }
-  {
-    SCOPED_TRACE("lanes forward, blocked backward");
-    check(order, kShapes[0], 16, 2, PairKernels::Lanes, PairKernels::Blocked);  // both forwards; blocked backwards
-  }
-  {
-    SCOPED_TRACE("blocked forward keeping no rows (recompute), lanes backward");
-    set_recompute_pair_rows(true);
-    check(order, kShapes[0], 16, 2, PairKernels::Blocked, PairKernels::Lanes);  // both backwards
-  }
+// Rows recomputed in backward (nothing kept from forward) give the same results.
+TEST_F(PairLanes, RecomputedRowsStayExact) {
+  test_support::use_recompute(true);
+  check(make_pair_order(make_relative_table(TokenLayout::grid(2, 3, true))), kShapes[0], 16);
 }
 
 // Causal sequences leave pairs without a row: 0 in the logits and their gradients.
@@ -155,7 +139,6 @@ TEST_F(PairLanes, CausalSequenceMatches) {
 TEST_F(PairLanes, OtherShapesTakeTheBlockedPath) {
   const RelativeTable table = make_relative_table(TokenLayout::grid(2, 2, true));
   const PairOrder order = make_pair_order(table);
-  set_pair_kernels(PairKernels::Lanes);
   const int64_t calls = pair_lanes_calls();
   auto logits = [&](const Shape& s, int64_t B, at::ScalarType type) {
     const std::vector<at::Tensor> in = random_inputs(order, s, B);

@@ -2,11 +2,13 @@
 
 #include <ATen/ATen.h>
 
-#include "nn/raw_gemm.h"
-#include "nn/relative_ops.h"
+#include "cpu/blas_gemm.h"
+#include "nn/pair_order.h"
+#include "nn/relative_projection.h"
 #include "nn/token_layout.h"
 #include "nn/translution_attention.h"
 #include "util/error.h"
+#include "test_switches.h"
 
 using namespace translution;
 
@@ -81,15 +83,15 @@ TEST(OffsetMagnitudes, KeyNormsAreReportedInThePapersIndexing) {
 // behind at::mm, every token for small matrices at small batch. Forcing wins.
 TEST(ProjectionAlgorithm, AutoOnTheCpuFollowsTheProductPath) {
   const at::Tensor small = at::empty({172, 24, 24}), large = at::empty({172, 192, 192});
-  EXPECT_EQ(projects_every_token(small, 50, 1), !raw_gemm_usable(small));
-  set_raw_gemm_enabled(false);
+  EXPECT_EQ(projects_every_token(small, 50, 1), !blas_gemm_usable(small));
+  test_support::use_reference(true);
   EXPECT_TRUE(projects_every_token(small, 50, 8));
   EXPECT_FALSE(projects_every_token(small, 50, 9));
   EXPECT_FALSE(projects_every_token(large, 50, 1));
-  set_projection_algorithm(ProjectionAlgorithm::AllTokens);
+  test_support::use_projection(ProjectionAlgorithm::AllTokens);
   EXPECT_TRUE(projects_every_token(large, 50, 64));
-  set_raw_gemm_enabled(true);
-  set_projection_algorithm(ProjectionAlgorithm::PerMatrix);
+  test_support::use_reference(false);
+  test_support::use_projection(ProjectionAlgorithm::PerMatrix);
   EXPECT_FALSE(projects_every_token(small, 50, 1));
-  set_projection_algorithm(ProjectionAlgorithm::Auto);
+  test_support::use_projection(ProjectionAlgorithm::Auto);
 }

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <thread>
 
-#include "nn/bf16_gemm.h"
+#include "cpu/bf16_gemm.h"
 #include "temp_dir.h"
 #include "tensor_checks.h"
 #include "train/evaluate.h"
@@ -177,7 +177,7 @@ TEST(Trainer, PauseHoldsUntilResumedAndStopEndsAPausedRun) {
   EXPECT_EQ(stopped.step(), 1);
 }
 
-// A step's batch split over the cores (train/batch_split.h) trains the same run:
+// A step's batch split over the cores (train/forward_backward.h) trains the same run:
 // the same weights but for the order of the per-image sums, and the same bits
 // every time.
 TEST(Trainer, SplitBatchTrainsTheSameRun) {

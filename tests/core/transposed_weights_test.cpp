@@ -1,4 +1,4 @@
-// One image's dense products on the engine's row kernel (nn/transposed_weights.h):
+// One image's dense products on the engine's row kernel (cpu/transposed_weights.h):
 // the strip layout, when a copy is made again and when it is reused, and dense
 // layers (plain, GELU and residual epilogues, several layers at once) against
 // the BLAS path in double and float. Skipped where the row kernel cannot run.
@@ -10,11 +10,12 @@
 #include <gtest/gtest.h>
 #include <torch/nn/modules/linear.h>
 
-#include "nn/dense.h"
-#include "nn/row_gemm.h"
-#include "nn/transposed_weights.h"
+#include "cpu/linear.h"
+#include "cpu/avx512_gemm.h"
+#include "cpu/transposed_weights.h"
 #include "tensor_checks.h"
-#include "util/helper_threads.h"
+#include "cpu/helper_threads.h"
+#include "test_switches.h"
 
 namespace translution {
 namespace {
@@ -75,19 +76,19 @@ TEST(TransposedWeights, ConcurrentCallersGetTheSameCopy) {
 class OneImageDense : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!row_gemm_available()) GTEST_SKIP() << "no AVX-512: one image's dense products stay on the BLAS";
+    SKIP_WITHOUT_AVX512_KERNEL(avx512_gemm_available());
   }
   void TearDown() override {
-    set_row_gemm_enabled(true);
-    set_matrix_threads(0);
+    test_support::use_reference(false);
+    test_support::use_matrix_threads(0);
   }
   // The layer's output with the row kernel, against the BLAS path (row kernel off).
   template <typename F>
   static void expect_same(F run, double tolerance) {
     const at::Tensor kernel = run();
-    set_row_gemm_enabled(false);
+    test_support::use_reference(true);
     const at::Tensor blas = run();
-    set_row_gemm_enabled(true);
+    test_support::use_reference(false);
     EXPECT_LT(max_relative_error(kernel, blas.to(at::kDouble)), tolerance);
   }
 };
@@ -102,29 +103,29 @@ TEST_F(OneImageDense, MatchesTheBlasPathForEveryEpilogue) {
   for (const int threads : {1, 2, 3})
     for (const int64_t out : {int64_t(32), int64_t(192), int64_t(672), int64_t(10)}) {
       SCOPED_TRACE(std::to_string(out) + " outputs, " + std::to_string(threads) + " thread(s)");
-      set_matrix_threads(threads);
+      test_support::use_matrix_threads(threads);
       torch::nn::Linear layer(torch::nn::LinearOptions(64, out));
       const at::Tensor x = at::randn({1, 50, 64});
       const at::Tensor residual = at::randn({1, 50, out});
       if (threads == 1 && out % 32 == 0) {
-        const int64_t calls = row_gemm_calls_on_this_thread();
-        dense(layer, x);
-        EXPECT_GT(row_gemm_calls_on_this_thread(), calls) << "the row kernel ran";
-        set_row_gemm_enabled(false);
-        const int64_t off = row_gemm_calls_on_this_thread();
-        dense(layer, x);
-        EXPECT_EQ(row_gemm_calls_on_this_thread(), off) << "not with it off";
-        set_row_gemm_enabled(true);
+        const int64_t calls = avx512_gemm_calls_on_this_thread();
+        linear(layer, x);
+        EXPECT_GT(avx512_gemm_calls_on_this_thread(), calls) << "the row kernel ran";
+        test_support::use_reference(true);
+        const int64_t off = avx512_gemm_calls_on_this_thread();
+        linear(layer, x);
+        EXPECT_EQ(avx512_gemm_calls_on_this_thread(), off) << "not with it off";
+        test_support::use_reference(false);
       }
-      expect_same([&] { return dense(layer, x); }, 1e-5);
-      expect_same([&] { return dense_gelu(layer, x); }, 1e-5);
-      expect_same([&] { return dense_add(layer, x, residual); }, 1e-5);
+      expect_same([&] { return linear(layer, x); }, 1e-5);
+      expect_same([&] { return linear_gelu(layer, x); }, 1e-5);
+      expect_same([&] { return linear_add(layer, x, residual); }, 1e-5);
       // Against the module in double: the products themselves, not only their agreement.
       torch::nn::Linear reference(torch::nn::LinearOptions(64, out));
       reference->to(at::kDouble);
       reference->weight.copy_(layer->weight);
       reference->bias.copy_(layer->bias);
-      EXPECT_LT(max_relative_error(dense(layer, x), reference->forward(x.to(at::kDouble))), 1e-5);
+      EXPECT_LT(max_relative_error(linear(layer, x), reference->forward(x.to(at::kDouble))), 1e-5);
     }
 }
 
@@ -132,12 +133,12 @@ TEST_F(OneImageDense, MatchesTheBlasPathForEveryEpilogue) {
 // that records gradients never makes one.
 TEST_F(OneImageDense, FollowsTheWeightAndStaysOutOfTraining) {
   at::manual_seed(14);
-  set_matrix_threads(1);
+  test_support::use_matrix_threads(1);
   torch::nn::Linear layer(torch::nn::LinearOptions(64, 96));
   const at::Tensor x = at::randn({1, 50, 64});
   auto no_grad_dense = [&] {
     at::NoGradGuard no_grad;
-    return dense(layer, x);
+    return linear(layer, x);
   };
   no_grad_dense();
   {
@@ -148,7 +149,7 @@ TEST_F(OneImageDense, FollowsTheWeightAndStaysOutOfTraining) {
   layer->weight.set_data(at::randn({96, 64}));  // new memory
   EXPECT_LT(max_relative_error(no_grad_dense(), layer->forward(x).detach().to(at::kDouble)), 1e-5);
   const int64_t made = transposed_weights_made();
-  const at::Tensor with_grad = dense(layer, x);
+  const at::Tensor with_grad = linear(layer, x);
   EXPECT_TRUE(with_grad.requires_grad());
   EXPECT_EQ(transposed_weights_made(), made) << "a forward with gradients made a copy";
 }
@@ -163,11 +164,11 @@ TEST_F(OneImageDense, SeveralLayersAtOnce) {
   for (auto& l : owned) layers.push_back(&l);
   const at::Tensor x = at::randn({1, 50, 64});
   for (const int threads : {1, 2}) {
-    set_matrix_threads(threads);
-    const std::vector<at::Tensor> kernel = dense_each(layers, x);
-    set_row_gemm_enabled(false);
-    const std::vector<at::Tensor> blas = dense_each(layers, x);
-    set_row_gemm_enabled(true);
+    test_support::use_matrix_threads(threads);
+    const std::vector<at::Tensor> kernel = linear_each(layers, x);
+    test_support::use_reference(true);
+    const std::vector<at::Tensor> blas = linear_each(layers, x);
+    test_support::use_reference(false);
     for (size_t i = 0; i < layers.size(); ++i) {
       EXPECT_LT(max_relative_error(kernel[i], blas[i].to(at::kDouble)), 1e-5) << "layer " << i;
       EXPECT_LT(max_relative_error(kernel[i], owned[i]->forward(x).to(at::kDouble)), 1e-5) << "layer " << i;

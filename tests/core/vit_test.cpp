@@ -8,7 +8,7 @@
 
 #include "nn/attention_spec.h"
 #include "nn/model_cost.h"
-#include "nn/row_gemm.h"
+#include "cpu/avx512_gemm.h"
 #include "nn/self_attention.h"
 #include "nn/vit.h"
 #include "tensor_checks.h"
@@ -141,16 +141,16 @@ TEST(ViT, ClsOnlyLastBlockGivesTheFullModelsLogitsAndGradients) {
       grads.insert(grads.begin(), logits.detach());
       return grads;
     };
-    ASSERT_TRUE(cls_only_last_block());
+    ASSERT_TRUE(engine_options().cls_only_last_block);
     {
       at::NoGradGuard no_grad;  // prediction's path: the engine's inference passes
       auto logits = [&] { return vit->forward(images); };
-      EXPECT_LT(test_support::max_relative_error(logits(), test_support::with_switch_off(set_cls_only_last_block, logits)),
-                1e-12)
+      const at::Tensor every = test_support::with_option(&EngineOptions::cls_only_last_block, false, logits);
+      EXPECT_LT(test_support::max_relative_error(logits(), every), 1e-12)
           << "logits without gradients";
     }
     const std::vector<at::Tensor> cls = run();
-    const std::vector<at::Tensor> all = test_support::with_switch_off(set_cls_only_last_block, run);
+    const std::vector<at::Tensor> all = test_support::with_option(&EngineOptions::cls_only_last_block, false, run);
     const auto names = vit->named_parameters();
     for (size_t n = 0; n < cls.size(); ++n) {
       const std::string what = n == 0 ? "logits" : "gradient of " + names[n - 1].key();
@@ -166,7 +166,7 @@ TEST(ViT, ClsOnlyLastBlockGivesTheFullModelsLogitsAndGradients) {
 // per-matrix products go to the row kernel one call per matrix with pairs, and
 // the CLS query's pairs use 2 of each bank's matrices (every token's use all).
 TEST(ViT, ClsOnlyLastBlockMultipliesOnlyTheMatricesItsPairsUse) {
-  if (!row_gemm_available()) GTEST_SKIP() << "the count reads the AVX-512 row kernel's calls";
+  SKIP_WITHOUT_AVX512_KERNEL(avx512_gemm_available());
   ViTConfig c = test_support::small_vit_config("translution");
   c.depth = 1;  // its one block is the last
   at::manual_seed(5);
@@ -175,12 +175,12 @@ TEST(ViT, ClsOnlyLastBlockMultipliesOnlyTheMatricesItsPairsUse) {
   const test_support::ScopedMatrixThreads one(1);  // every product on this thread, where the counter counts
   const at::Tensor image = at::randn({1, 1, 28, 21});
   auto calls = [&] {
-    const int64_t before = row_gemm_calls_on_this_thread();
+    const int64_t before = avx512_gemm_calls_on_this_thread();
     vit->forward(image);
-    return row_gemm_calls_on_this_thread() - before;
+    return avx512_gemm_calls_on_this_thread() - before;
   };
   const int64_t cls = calls();
-  const int64_t every = test_support::with_switch_off(set_cls_only_last_block, calls);
+  const int64_t every = test_support::with_option(&EngineOptions::cls_only_last_block, false, calls);
   const int64_t E = model_cost(c).relative_entries;  // 7 x 5 offsets + 3 CLS entries
   EXPECT_EQ(every - cls, 3 * (E - 2)) << cls << " calls against " << every;
 }

@@ -126,7 +126,7 @@ bench=$("$cli" bench --model attention --preset tiny --image 28 --patch 7 --dept
 check "bench --compare training-kernels alternates in one process (fused by default)" grep -qE '"training_kernels":"fused",.*"compare":"training-kernels","ms_per_step_alternative":[0-9]' <<<"$bench"
 check "bench --mode studio rejects --training-kernels" bash -c "out=\$(\"$cli\" bench --mode studio --training-kernels aten 2>&1); test \$? -ne 0 && grep -q \"applies to --mode train\" <<<\"\$out\""
 check "bench rejects a bad --training-kernels" bash -c "out=\$(\"$cli\" bench --model attention --training-kernels fast 2>&1); test \$? -ne 0 && grep -q \"unknown --training-kernels 'fast'\" <<<\"\$out\""
-# In inference bf16 reads Translution's offset matrices as bfloat16 (nn/bf16_weights.h, AVX-512).
+# In inference bf16 reads Translution's offset matrices as bfloat16 (cpu/bf16_weights.h, AVX-512).
 check "bench --precision bf16 in inference names a model without offset matrices" bash -c "out=\$(\"$cli\" bench --model attention --precision bf16 2>&1); test \$? -ne 0 && grep -qE 'attention has none|lacks' <<<\"\$out\""
 check "bench in bf16 inference refuses fp32-only path switches" bash -c "out=\$(\"$cli\" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --precision bf16 --row-gemm off 2>&1); test \$? -ne 0 && grep -qE 'choose among fp32|lacks' <<<\"\$out\""
 check "bench --mode studio rejects --precision" bash -c "out=\$(\"$cli\" bench --mode studio --precision bf16 2>&1); test \$? -ne 0 && grep -q 'precision applies to --mode infer and --mode train' <<<\"\$out\""
@@ -173,7 +173,7 @@ fi
 if [ "$(nproc)" -ge 2 ] && grep -q '"blas_threads":[1-9]' <<<"$bench"; then
   check "bench trains Translution with one BLAS thread per GEMM" grep -q '"blas_threads":1,' <<<"$bench"
 fi
-# OpenBLAS's kernels (util/blas_kernels.h): reported, and on an AVX-512 CPU a
+# OpenBLAS's kernels (cpu/blas_kernels.h): reported, and on an AVX-512 CPU a
 # hint when OPENBLAS_CORETYPE keeps them on AVX2.
 tiny_infer=(bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 1 --warmup 0)
 bench=$(OPENBLAS_CORETYPE=Haswell "$cli" "${tiny_infer[@]}" --json)

@@ -23,7 +23,7 @@
 #include "probability_chart.h"
 #include "slot_view.h"
 #include "image/png_io.h"
-#include "nn/bf16_gemm.h"
+#include "cpu/bf16_gemm.h"
 #include "train/checkpoint.h"
 #include "robustness_panel.h"
 #include "training_panel.h"

@@ -1,0 +1,76 @@
+#pragma once
+// bfloat16 copies of a model's offset-matrix banks, for forwards without gradients.
+//
+// Classifying one image with Translution ViT-A/12 streams 457 MB of fp32 offset
+// matrices through two cores once per forward (about 15 rows meet each matrix):
+// the forward is bound by memory, not arithmetic (docs/performance.md). Read as
+// bfloat16 they are half the bytes. Only the weights are rounded (to nearest,
+// ties to even); activations and every sum stay fp32 (cpu/avx512_gemm.h's
+// avx512_gemm_bf16), so a product differs from fp32 by the weights' relative
+// rounding, at most 2^-9. It still changes the numbers, so it is opt-in
+// (`translution bench --mode infer --precision bf16`, `translution eval
+// --precision bf16`), never the default.
+//
+// A Bf16Weights is a snapshot: made from a model's current weights, put in
+// force on a thread by ScopedBf16Weights. A bank whose weights changed since
+// (its version counter moved: an optimizer step, a checkpoint loaded into it;
+// or its memory was replaced) is read in fp32 again, never from a stale copy.
+// The snapshot does not keep the fp32 banks or their memory alive (cpu/weight_stamp.h).
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include "cpu/avx512_gemm.h"
+#include "cpu/weight_stamp.h"
+
+namespace translution {
+
+// Whether this machine can read weights as bfloat16 (avx512_gemm_bf16: AVX-512).
+bool bf16_weights_available();
+
+// bank [..., n] (float, n a multiple of 32) rounded to bfloat16 (to nearest, ties
+// to even) in avx512_gemm_bf16's strip layout, as a bfloat16 tensor of bank's shape.
+at::Tensor bf16_strip_layout(const at::Tensor& bank);
+
+class Bf16Weights {
+ public:
+  // Copies every offset-matrix bank of the module's attention layers
+  // (AttentionModule::relative_banks) that avx512_gemm_bf16 can multiply: float,
+  // on the CPU, C' a multiple of 32 (Translution's; not LoR's 24 x 24 at three
+  // heads). Throws an Error where this machine cannot read them
+  // (bf16_weights_available).
+  explicit Bf16Weights(const torch::nn::Module& module);
+
+  // The copy of this bank, or null: not one of the module's, or changed since.
+  const Bf16Bits* find(const at::Tensor& bank) const;
+  int64_t banks() const { return int64_t(copies_.size()); }
+  int64_t bytes() const;  // the copies' memory
+
+ private:
+  struct Copy {
+    WeightStamp stamp;  // the fp32 bank's state when copied
+    at::Tensor bf16;    // [E, C, D] bfloat16, avx512_gemm_bf16's strip layout
+  };
+  std::vector<Copy> copies_;
+};
+
+// Puts a snapshot in force for the calling thread's forwards without gradients
+// for one scope (null: none), restoring the one before.
+class ScopedBf16Weights {
+ public:
+  explicit ScopedBf16Weights(const Bf16Weights* weights);
+  ~ScopedBf16Weights();
+  ScopedBf16Weights(const ScopedBf16Weights&) = delete;
+  ScopedBf16Weights& operator=(const ScopedBf16Weights&) = delete;
+
+ private:
+  const Bf16Weights* before_;
+};
+
+// The bfloat16 copy a product with this bank reads on the calling thread: null
+// unless a snapshot is in force, gradients are off and the bank is in it, unchanged.
+const Bf16Bits* bf16_weights_for(const at::Tensor& bank);
+
+}  // namespace translution

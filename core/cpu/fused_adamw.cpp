@@ -1,0 +1,125 @@
+#include "cpu/fused_adamw.h"
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <type_traits>
+
+#include <torch/autograd.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include "cpu/helper_threads.h"
+#include "util/engine_options.h"
+
+namespace translution {
+namespace {
+
+struct Coefficients {
+  double decay, beta1, beta2, step_size, sqrt_bc2, eps;
+};
+
+// The update of LibTorch's AdamW, element by element and in the same order of
+// operations (so float results agree to rounding):
+//   p *= 1 - lr wd;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
+//   p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)
+// Vectorised: core/CMakeLists.txt builds this file with -fno-math-errno, since a
+// sqrt that may set errno keeps GCC from vectorising the loop.
+template <typename T>
+void update_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t begin,
+                  int64_t end, T decay, T b1, T b2, T a1, T a2, T step, T sqrt_bc2, T eps) {
+  for (int64_t i = begin; i < end; ++i) {
+    const T gi = g[i];
+    const T mi = m[i] * b1 + a1 * gi;
+    const T vi = v[i] * b2 + a2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] * decay + step * (mi / (std::sqrt(vi) / sqrt_bc2 + eps));
+  }
+}
+
+template <typename T>
+void update(T* p, const T* g, T* m, T* v, int64_t n, const Coefficients& c) {
+  run_chunks(n, element_grain(1 << 16), element_parts(), [&](int64_t begin, int64_t end) {
+    update_range<T>(p, g, m, v, begin, end, T(c.decay), T(c.beta1), T(c.beta2), T(1 - c.beta1), T(1 - c.beta2),
+                    T(-c.step_size), T(c.sqrt_bc2), T(c.eps));
+  });
+}
+
+// LibTorch keys per-parameter state by the tensor's impl: its address printed to
+// a string in 1.x (c10::guts::to_string, i.e. ostream <<), the pointer in 2.x.
+template <typename Map>
+typename Map::key_type state_key(const at::Tensor& p) {
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    std::ostringstream key;
+    key << p.unsafeGetTensorImpl();
+    return key.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+
+bool fusable(const at::Tensor& p) {
+  const at::Tensor& g = p.grad();
+  return p.is_cpu() && (p.scalar_type() == at::kFloat || p.scalar_type() == at::kDouble) && p.is_contiguous() &&
+         (!g.defined() || (!g.is_sparse() && g.is_contiguous() && g.scalar_type() == p.scalar_type()));
+}
+
+}  // namespace
+
+bool FusedAdamW::can_fuse() const {
+  for (const auto& group : param_groups()) {
+    if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return false;
+    for (const auto& p : group.params())
+      if (!fusable(p)) return false;
+  }
+  return true;
+}
+
+at::Tensor FusedAdamW::step(LossClosure closure) {
+  if (!can_fuse()) return torch::optim::AdamW::step(std::move(closure));
+  at::NoGradGuard no_grad;
+  at::Tensor loss;
+  if (closure) {
+    at::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const auto key = state_key<decltype(state_)>(p);
+      auto found = state_.find(key);
+      if (found == state_.end()) {
+        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+        fresh->step(0);
+        fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Contiguous));
+        fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Contiguous));
+        found = state_.emplace(key, std::move(fresh)).first;
+      }
+      auto& s = static_cast<torch::optim::AdamWParamState&>(*found->second);
+      s.step(s.step() + 1);
+      const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+      const double bc1 = 1 - std::pow(beta1, double(s.step())), bc2 = 1 - std::pow(beta2, double(s.step()));
+      const Coefficients c{1 - o.lr() * o.weight_decay(), beta1, beta2, o.lr() / bc1, std::sqrt(bc2), o.eps()};
+      at::Tensor m = s.exp_avg(), v = s.exp_avg_sq();
+      if (!m.is_contiguous() || !v.is_contiguous()) {  // e.g. loaded from an archive that kept strides
+        m = m.contiguous(), v = v.contiguous();
+        s.exp_avg(m), s.exp_avg_sq(v);
+      }
+      const at::Tensor g = p.grad();
+      if (p.scalar_type() == at::kFloat)
+        update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(), p.numel(), c);
+      else
+        update(p.data_ptr<double>(), g.data_ptr<double>(), m.data_ptr<double>(), v.data_ptr<double>(), p.numel(), c);
+      torch::autograd::impl::bump_version(p);  // as an in-place op would, for autograd's saved-tensor checks
+    }
+  }
+  return loss;
+}
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(std::vector<at::Tensor> params, const torch::optim::AdamWOptions& options) {
+  if (engine_options().reference) return std::make_unique<torch::optim::AdamW>(std::move(params), options);
+  return std::make_unique<FusedAdamW>(std::move(params), options);
+}
+
+}  // namespace translution

@@ -1,0 +1,104 @@
+#include "nn/pair_rows.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/graph_task.h>
+
+#include "cpu/bf16_gemm.h"
+#include "cpu/gather_rows.h"
+#include "cpu/pair_matrices.h"
+#include "nn/relative_projection.h"
+
+namespace translution {
+
+using torch::autograd::AutogradContext;
+
+at::Tensor token_major(const at::Tensor& x) { return x.transpose(0, 1).contiguous(); }  // [B, N, ...] -> [N, B, ...]
+
+// Saved pair rows may take their own gradients in place (no new [R, B, D] tensors
+// at the backward peak: Translution training's resident peak 3245 -> 3101 MB)
+// when nothing can read them again: recomputed, or this backward frees the graph
+// and no backward of this node was ever recorded (create_graph: the recorded
+// ops may hold the rows). With retain_graph a second backward reads them: intact.
+bool rows_are_scratch(AutogradContext* ctx, bool recomputed) {
+  if (at::GradMode::is_enabled()) ctx->saved_data["recorded"] = true;
+  if (recomputed) return true;
+  return !ctx->saved_data.count("recorded") && !torch::autograd::get_current_graph_task_keep_graph();
+}
+
+// Whether this forward records gradients in bf16 precision (cpu/bf16_gemm.h), asked
+// before the autograd function (inside it gradients are off); which banks then
+// take bfloat16 products is bf16_bank's choice.
+bool training_in_bf16(std::initializer_list<const at::Tensor*> inputs) {
+  if (dense_precision() != DensePrecision::Bf16 || !at::GradMode::is_enabled() || !bf16_gemm_available()) return false;
+  bool grad = false;
+  for (const at::Tensor* t : inputs) {
+    if (!t->defined() || t->numel() == 0) continue;  // an empty bank: a plain side
+    if (!t->is_cpu() || t->scalar_type() != at::kFloat) return false;
+    grad = grad || t->requires_grad();
+  }
+  return grad;
+}
+
+// Whether this forward may read bfloat16 copies of the banks (cpu/bf16_weights.h):
+// one without gradients, asked before the autograd function (inside it, and in
+// every backward, gradients are off).
+bool reads_weight_copies() { return !at::GradMode::is_enabled(); }
+
+// Autograd functions take no undefined inputs: a plain side passes an empty bank.
+bool has_bank(const at::Tensor& bank) { return bank.defined() && bank.numel() > 0; }
+at::Tensor bank_or_empty(const at::Tensor& bank, const at::Tensor& like) {
+  return bank.defined() ? bank : at::empty({0}, like.options());
+}
+
+// One side of the dot product for every sorted row: projected (relative) or gathered (plain).
+at::Tensor side_rows(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
+                     const std::vector<int64_t>& offset, bool bf16, bool copies) {
+  return has_bank(bank) ? project_rows(xt, rows, bank, offset, bf16 && bf16_bank(bank), copies)
+                        : gather_rows(xt, rows);
+}
+
+// Gradient of one side: into the input and the bank (relative) or just the vectors (plain).
+std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
+                                                const std::vector<int64_t>& offset, const at::Tensor& ds, bool bf16) {
+  if (!has_bank(bank)) return {scatter_rows(ds, rows, xt.size(0)).transpose(0, 1), at::Tensor()};
+  auto [dxt, dbank] = project_rows_backward(xt, rows, bank, offset, ds, bf16 && bf16_bank(bank));
+  return {dxt.transpose(0, 1), dbank};
+}
+
+bool plain_cpu(const at::Tensor& t, const at::Tensor& index) {
+  return t.is_cpu() && t.is_contiguous() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) &&
+         index.is_cpu() && index.is_contiguous() && index.scalar_type() == at::kLong;
+}
+
+// The blocked path's view of an order (cpu/pair_blocks.h); the index tensors outlive it.
+PairTable pair_table(const std::vector<int64_t>& offset, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
+                     const at::Tensor& source_of_row, int64_t queries, int64_t tokens) {
+  PairTable t;
+  t.offset = &offset;
+  t.pair = pair_of_row.data_ptr<int64_t>();
+  t.query = query_of_row.data_ptr<int64_t>();
+  t.source = source_of_row.data_ptr<int64_t>();
+  t.queries = queries;
+  t.tokens = tokens;
+  return t;
+}
+
+bool blocks_apply(std::initializer_list<const at::Tensor*> tensors, const at::Tensor& pair_of_row) {
+  return pair_of_row.is_cpu() && pair_blocks_apply(tensors);
+}
+
+// One side for the blocked path: bf16 products where the bank takes them, and its
+// bfloat16 copy in a forward without gradients (as project_rows reads them).
+PairSide pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16, bool copies,
+                   const at::Tensor& saved) {
+  PairSide s;
+  s.xt = xt;
+  s.bank = has_bank(bank) ? bank : at::Tensor();
+  s.rows = rows.data_ptr<int64_t>();
+  s.bf16 = s.relative() && bf16 && bf16_bank(bank);
+  if (s.relative()) s.w16 = weight_copy(bank, xt, s.bf16, copies);
+  s.saved = saved;
+  return s;
+}
+
+}  // namespace translution

@@ -1,0 +1,107 @@
+#include "nn/relative_logits.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <torch/autograd.h>
+
+#include "cpu/gather_rows.h"
+#include "cpu/pair_blocks.h"
+#include "cpu/pair_kernels.h"
+#include "cpu/pair_matrices.h"
+#include "nn/pair_rows.h"
+#include "nn/relative_projection.h"
+#include "util/engine_options.h"
+
+namespace translution {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// logits[b, h, i, j] = dots[r, b, h] where row r is the pair (i, j) (i < M queries,
+// j < N keys); 0 where no row is (pairs a causal mask hides). On CPU one pass
+// straight into [B, H, M, N] (contiguous, so the softmax after it runs in place of
+// a copy); elsewhere an index_copy_ into [M N, B, H] and a permuted view of it.
+at::Tensor pairs_to_grid(const at::Tensor& dots, const at::Tensor& pair_of_row, int64_t M, int64_t N) {
+  const int64_t R = dots.size(0), B = dots.size(1), H = dots.size(2);
+  if (!plain_cpu(dots, pair_of_row)) {
+    at::Tensor full = at::zeros({M * N, B, H}, dots.options());
+    full.index_copy_(0, pair_of_row, dots);
+    return full.view({M, N, B, H}).permute({2, 3, 0, 1});
+  }
+  at::Tensor grid = R == M * N ? at::empty({B, H, M, N}, dots.options()) : at::zeros({B, H, M, N}, dots.options());
+  const int64_t* pair = pair_of_row.data_ptr<int64_t>();
+  AT_DISPATCH_FLOATING_TYPES(dots.scalar_type(), "pairs_to_grid", [&] {
+    const scalar_t* d = dots.data_ptr<scalar_t>();
+    scalar_t* g = grid.data_ptr<scalar_t>();
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t bh = 0; bh < B * H; ++bh) g[bh * M * N + pair[r]] = d[r * B * H + bh];
+  });
+  return grid;
+}
+
+class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q_input, const at::Tensor& q_bank,
+                            const at::Tensor& k_input, const at::Tensor& k_bank, const at::Tensor& pair_of_row,
+                            const at::Tensor& query_of_row, const at::Tensor& source_of_row,
+                            const std::vector<int64_t>& offset, int64_t heads, int64_t queries, bool bf16,
+                            bool copies) {
+    const at::Tensor qt = token_major(q_input), kt = token_major(k_input);
+    ctx->saved_data["offset"] = offset;
+    ctx->saved_data["bf16"] = bf16;
+    if (blocks_apply({&qt, &q_bank, &kt, &k_bank}, pair_of_row)) {
+      const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, queries, kt.size(0));
+      PairSide q = pair_side(qt, q_bank, query_of_row, bf16, copies), k = pair_side(kt, k_bank, source_of_row, bf16, copies);
+      // Copies are read only where no gradient is recorded: then nothing needs the rows.
+      const at::Tensor grid = blocked_logits(table, q, k, heads, !copies && !engine_options().recompute_pair_rows);
+      ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row, q.saved, k.saved});
+      ctx->saved_data["blocked"] = true;
+      return grid;
+    }
+    const at::Tensor sq = side_rows(qt, q_bank, query_of_row, offset, bf16, copies);   // [R, B, D]
+    const at::Tensor sk = side_rows(kt, k_bank, source_of_row, offset, bf16, copies);  // [R, B, D]
+    const at::Tensor dots = pair_dots(sq, sk, heads);  // [R, B, H]
+    const bool keep = !engine_options().recompute_pair_rows;
+    ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row,
+                            keep ? sq : at::Tensor(), keep ? sk : at::Tensor()});
+    return pairs_to_grid(dots, pair_of_row, queries, kt.size(0));
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const at::Tensor &qt = s[0], &q_bank = s[1], &kt = s[2], &k_bank = s[3], &pair_of_row = s[4];
+    const at::Tensor &query_of_row = s[5], &source_of_row = s[6];
+    const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
+    const bool bf16 = ctx->saved_data["bf16"].toBool();
+    if (ctx->saved_data.count("blocked")) {
+      const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, grads[0].size(2), kt.size(0));
+      const PairSide q = pair_side(qt, q_bank, query_of_row, bf16, false, s[7]);
+      const PairSide k = pair_side(kt, k_bank, source_of_row, bf16, false, s[8]);
+      auto [dqt, dq_bank, dkt, dk_bank] = blocked_logits_backward(table, q, k, grads[0]);
+      return {dqt.transpose(0, 1), dq_bank, dkt.transpose(0, 1), dk_bank, at::Tensor(), at::Tensor(), at::Tensor(),
+              at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    }
+    const at::Tensor sq = s[7].defined() ? s[7] : side_rows(qt, q_bank, query_of_row, offset, bf16, false);
+    const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset, bf16, false);
+    const int64_t B = sq.size(1), H = grads[0].size(1), M = grads[0].size(2), N = grads[0].size(3);
+    const at::Tensor dfull = grads[0].permute({2, 3, 0, 1}).reshape({M * N, B, H});
+    const bool scratch = rows_are_scratch(ctx, !s[7].defined() && !s[8].defined());
+    auto [dsq, dsk] = pair_dots_backward(sq, sk, gather_rows(dfull, pair_of_row), scratch);
+    auto [dq, dq_bank] = side_backward(qt, q_bank, query_of_row, offset, dsq, bf16);
+    auto [dk, dk_bank] = side_backward(kt, k_bank, source_of_row, offset, dsk, bf16);
+    return {dq, dq_bank, dk, dk_bank, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor relative_logits(const PairOrder& o, const at::Tensor& q_input, const at::Tensor& q_bank,
+                           const at::Tensor& k_input, const at::Tensor& k_bank, int64_t heads) {
+  return RelativeLogits::apply(q_input, bank_or_empty(q_bank, q_input), k_input, bank_or_empty(k_bank, k_input),
+                               o.pair_of_row, o.query_of_row, o.source_of_row, o.entry_offset, heads, o.queries,
+                               training_in_bf16({&q_input, &q_bank, &k_input, &k_bank}), reads_weight_copies());
+}
+
+}  // namespace translution

@@ -1,0 +1,47 @@
+#pragma once
+// The relative projection x_j W[entry(i, j)] of every visible pair, in pair order
+// (nn/pair_order.h): for each matrix W[e] (C x C', read in place from the
+// [E, C, C'] bank) one product projects the rows of all pairs that use it, across
+// the batch: M = B n_e, exactly N^2 C C' multiply-adds per projection. On the CPU
+// the products go straight to the engine's kernels (cpu/pair_matrices.h);
+// elsewhere, and under engine_options().reference, through at::mm. Where the
+// matrices are tiny (or on a GPU) every token may instead be projected by every
+// matrix in one product and the pairs' rows picked (projects_every_token).
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "cpu/avx512_gemm.h"
+#include "util/engine_options.h"
+
+namespace translution {
+
+// Whether a projection by `bank` ([E, C, D]) of `tokens` tokens at `batch` projects
+// every token by every matrix, under engine_options().projection. Auto: per matrix
+// where the products go straight to the BLAS, every token on a GPU while the
+// [N, B, E, D] intermediate is at most 1 GiB (relative_projection.cpp says why), else by
+// the bank's shape.
+bool projects_every_token(const at::Tensor& bank, int64_t tokens, int64_t batch);
+
+// x_row(r) W[entry(r)] for every sorted row r: [R, B, D]. xt: [N, B, C] (token-major
+// input), rows: [R] the token of each row, offset: the order's entry offsets.
+// bf16: bfloat16 products (cpu/bf16_gemm.h). copies: a forward without gradients,
+// which reads the bank's bfloat16 copy where one is in force (cpu/bf16_weights.h),
+// per matrix whatever the algorithm; never a backward's recomputation.
+at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
+                        const std::vector<int64_t>& offset, bool bf16, bool copies);
+
+// Gradients of project_rows given ds [R, B, D]: into the input ([N, B, C]) and the bank.
+std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, const at::Tensor& rows,
+                                                        const at::Tensor& bank, const std::vector<int64_t>& offset,
+                                                        const at::Tensor& ds, bool bf16);
+
+// [N, B, ...] gradient from per-row contributions [R, B, ...].
+at::Tensor scatter_rows(const at::Tensor& rows_grad, const at::Tensor& index, int64_t tokens);
+
+// The bank's bfloat16 copy that a forward without gradients (copies) reads instead
+// of it where one is in force (cpu/bf16_weights.h), or null.
+const Bf16Bits* weight_copy(const at::Tensor& bank, const at::Tensor& xt, bool bf16, bool copies);
+
+}  // namespace translution
