@@ -47,33 +47,19 @@ for t in 1 2; do
     TRANSLUTION_THREADS=$t "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 10 --json
   done
 done
-# The pair arithmetic inside each matrix's block of rows (nn/pair_blocks.h) against separate passes
-# over all rows, and a LoR layer's projections as one autograd node against one each, steps
-# alternating in one process; then the raw products against at::mm.
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare pair-kernels --json
-"$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --warmup 5 --compare pair-kernels --json
-"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare pair-kernels --json
-"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare projections --json
-if bf16_cpu; then
-  "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision bf16 --compare pair-kernels --json
-  "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --precision bf16 --compare projections --json
-fi
-"$cli" bench --model attention "${common[@]}" --mode train --batch 32 --steps 20 --warmup 1 --compare gemm --json
-# oneDNN's sgemm for the larger products of one thread each against OpenBLAS's (nn/raw_gemm.h), steps
-# alternating in one process, where LibTorch links oneDNN (Debian's does).
-if ldd "$cli" | grep -q libdnnl; then
-  for m in attention lor; do
-    "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare sgemm --json
-  done
-  "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare sgemm --json
-fi
+# The engine's kernels against LibTorch's plain ops (--kernels reference), steps alternating in one
+# process: one image, a batch of 32 and a training step of each model (the optimizer is each run's own).
+for m in attention lor translution; do
+  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 30 --warmup 5 --compare kernels --json
+done
+for m in attention lor; do
+  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 32 --steps 10 --compare kernels --json
+  "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare kernels --json
+done
+"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare kernels --json
 # Memory for time: backward recomputes the pair rows (alone, for its peak; then alternating, for its time).
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --recompute --json
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare recompute --json
-# Where freed memory goes: the large-block pool (default) against glibc's heap for every block (alone,
-# for its peak; then alternating, for its time).
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 3 --warmup 1 --freed-memory keep-all --json
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 6 --warmup 1 --compare freed-memory --json
 # The engine's own split over the cores (helper threads) against none, steps alternating in one process:
 # one image (bench runs batch 1 with one BLAS thread per GEMM), and training without the batch split
 # (per-pair kernels, AdamW, LoR's small products).
@@ -83,11 +69,6 @@ done
 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --compare matrix-threads --json
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --split-batch off --compare matrix-threads --json
 "$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --split-batch off --compare matrix-threads --json
-# The engine's row kernel for one image's per-matrix products (nn/row_gemm.h) against the BLAS,
-# steps alternating in one process.
-"$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --compare row-gemm --json
-# ... and for LoR's 24 x 24 matrices at batch 32, forward and backward (the narrow-bank kernels).
-"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare row-gemm --json
 # The last block for the CLS query alone (the default: only its output reaches the head) against
 # every token's, steps alternating in one process: one image and a training step of each model.
 for m in attention lor translution; do
@@ -97,20 +78,6 @@ for m in attention lor; do
   "$cli" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare last-block --json
 done
 "$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare last-block --json
-# The engine's passes for a forward without gradients (nn/fused_inference.h) against LibTorch's ops,
-# steps alternating in one process: one image of each model, and a batch of 32.
-for m in attention lor; do
-  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 200 --warmup 20 --compare inference-kernels --json
-done
-"$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 30 --compare inference-kernels --json
-for m in attention lor; do
-  "$cli" bench --model "$m" "${common[@]}" --mode infer --batch 32 --steps 10 --compare inference-kernels --json
-done
-# The engine's passes for a forward that records gradients (nn/training_kernels.h: GELU, LayerNorm,
-# the softmax, self-attention per image and head) against LibTorch's ops, steps alternating in one process.
-"$cli" bench --model attention "${common[@]}" --mode train --batch 32 --steps 20 --warmup 2 --compare training-kernels --json
-"$cli" bench --model lor "${common[@]}" --mode train --batch 32 --steps 10 --warmup 1 --compare training-kernels --json
-"$cli" bench --model translution "${common[@]}" --mode train --batch 32 --steps 4 --warmup 1 --compare training-kernels --json
 # The batch split over two cores (train/batch_split.h, the default there: each core the forward and
 # backward of half the batch) against splitting every product (--split-batch off), steps alternating
 # in one process, fp32 and, where the CPU multiplies bfloat16, bf16.
@@ -136,7 +103,7 @@ done
 OPENBLAS_NUM_THREADS=2 "$cli" bench --model translution "${common[@]}" --mode infer --batch 1 --steps 20 --json
 # The studio's path: both bundled models per canvas change.
 "$cli" bench --mode studio --steps 60 --json
-"$cli" bench --mode studio --steps 60 --inference-kernels aten --json
+"$cli" bench --mode studio --steps 60 --kernels reference --json
 # OpenBLAS's AVX2 (Haswell) kernels, which the development machine's shell selects: one image and a
 # training step of each model, for comparison with the rows above (docs/benchmarks.md, "Session 10").
 for m in attention lor translution; do
