@@ -40,6 +40,7 @@ std::string one_line(const std::exception& e, bool verbose) {
 void add_commands(CLI::App& app, translution::cli::Runners& runners) {
   using namespace translution::cli;
   app.get_formatter()->column_width(34);  // shared with the subcommands added after
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
   add_data_command(app, runners);
   add_model_command(app, runners);
   add_bench_command(app, runners);
