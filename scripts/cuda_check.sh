@@ -13,6 +13,9 @@
 #   CMAKE_PREFIX_PATH         where LibTorch (and any library not installed) is, ':'-separated
 #                             (default: python3's torch, torch.utils.cmake_prefix_path)
 #   TRANSLUTION_GTEST_SOURCE  a GoogleTest source tree, where the libgtest-dev package is absent
+#   TRANSLUTION_EXTRA_INCLUDE a folder holding CLI/CLI.hpp and nlohmann/json.hpp (CLI11 and nlohmann-json,
+#                             header-only), where libcli11-dev and nlohmann-json3-dev are absent: e.g. copy
+#                             /usr/include/CLI and /usr/include/nlohmann from a Debian machine into one folder
 #   TRANSLUTION_DATA          MNIST (default data/mnist); provisioned as scripts/setup.sh does
 #   TRANSLUTION_BUILD_DIR     build directory (default build-cuda)
 #   CUDA_CHECK_STEPS          the steps to run (default "build cuda bench train ctest")
@@ -79,7 +82,8 @@ configure_and_build() {
   fi
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRANSLUTION_BUILD_GUI=OFF \
     -DCMAKE_PREFIX_PATH="$prefix" -DTRANSLUTION_TEST_DATA="$DATA" \
-    ${TRANSLUTION_GTEST_SOURCE:+-DTRANSLUTION_GTEST_SOURCE="$TRANSLUTION_GTEST_SOURCE"} || return 1
+    ${TRANSLUTION_GTEST_SOURCE:+-DTRANSLUTION_GTEST_SOURCE="$TRANSLUTION_GTEST_SOURCE"} \
+    ${TRANSLUTION_EXTRA_INCLUDE:+-DTRANSLUTION_EXTRA_INCLUDE="$TRANSLUTION_EXTRA_INCLUDE"} || return 1
   cmake --build "$BUILD" -- -k 0 || return 1
   # A CUDA LibTorch must have switched the engine's CUDA code on.
   grep -q TRANSLUTION_WITH_CUDA "$BUILD/compile_commands.json" ||

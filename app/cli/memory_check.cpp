@@ -4,13 +4,13 @@
 
 namespace translution::cli {
 
-void check_plan(const Args& args, MemoryPlan plan, const c10::Device& device) {
-  if (args.flag("force")) return;
+void check_plan(bool force, MemoryPlan plan, const c10::Device& device) {
+  if (force) return;
   plan.override_hint = "--force runs it anyway";
   require_memory(plan, device);
 }
 
-void check_checkpoints(const Args& args, const std::vector<std::string>& paths, int64_t batch,
+void check_checkpoints(bool force, const std::vector<std::string>& paths, int64_t batch,
                        const std::string& batch_option, const c10::Device& device) {
   double loaded = 0;  // the weights of the checkpoints before this one
   for (const std::string& path : paths) {
@@ -20,7 +20,7 @@ void check_checkpoints(const Args& args, const std::vector<std::string>& paths, 
     plan.extra_bytes = loaded;
     plan.extra_what = "the checkpoints before it";
     plan.batch_option = batch_option;
-    check_plan(args, plan, device);
+    check_plan(force, plan, device);
     loaded += estimate_inference(plan.config, 1, memory_device(device)).weights;
   }
 }

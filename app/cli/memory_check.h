@@ -6,24 +6,20 @@
 
 #include <c10/core/Device.h>
 
-#include "cli/args.h"
 #include "train/memory_guard.h"
 
 namespace translution::cli {
 
-// What each command's --help says about --force.
-constexpr const char* kForceHelp =
-    "--force skips the memory check: a run whose estimated peak exceeds the memory\n"
-    "available is otherwise refused before anything is allocated, with what would fit\n"
-    "(`translution model info` prints the estimate).";
+// What each command's --help says about --force (docs/architecture.md, "Memory before allocating").
+constexpr const char* kForceHelp = "skips the memory check (a run estimated not to fit is otherwise refused)";
 
-// Refuses `plan` (translution::Error: one line) unless --force.
-void check_plan(const Args& args, MemoryPlan plan, const c10::Device& device);
+// Refuses `plan` (translution::Error: one line) unless `force`.
+void check_plan(bool force, MemoryPlan plan, const c10::Device& device);
 
 // Loading each checkpoint and running it on `batch` images, the models held
 // together (eval keeps every one it loads); a file whose configs cannot be read
 // without loading it is left to the loader's own errors.
-void check_checkpoints(const Args& args, const std::vector<std::string>& paths, int64_t batch,
+void check_checkpoints(bool force, const std::vector<std::string>& paths, int64_t batch,
                        const std::string& batch_option, const c10::Device& device);
 
 }  // namespace translution::cli

@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <string>
 #include <iostream>
+#include <memory>
 #include <vector>
 
-#include "cli/args.h"
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "nn/memory_estimate.h"
@@ -17,25 +19,6 @@
 
 namespace translution::cli {
 namespace {
-
-const char* kModelUsage = R"(usage:
-  translution model list
-  translution model info --model NAME [--preset A|B|C|tiny] [--image 84 | --image 84x64] [--patch 12]
-                         [--depth D] [--dim C] [--heads H] [--head-dim D] [--mlp-dim M]
-                         [--channels 1] [--classes 10] [--lor-dim 8] [--no-lor-shared]
-                         [--first-model NAME --first-blocks K] [--batch 32] [--json]
-
-Reports, from the config alone and at once for any size, the parameter count
-(checked against built models and the papers' Table 2 by the test suite) and
-weight memory, tokens, relative matrices per projection and, up to 2048 tokens,
-the exact multiply-adds per image. A config too large to count is an error.
-It estimates the peak memory of a prediction (batch 1) and of a training step
-at --batch images, with and without --recompute, on the CPU (resident set, the
-process included) and on a CUDA device (the caching allocator's peak), by part:
-weights, gradients, AdamW's moments, activations (docs/architecture.md, "Memory
-before allocating", has the formula and its measured error). train, bench, eval,
-sweep and predict refuse a run whose estimate exceeds the memory available.
-)";
 
 struct MemoryRow {
   const char* mode;
@@ -56,20 +39,22 @@ std::vector<MemoryRow> memory_rows(const ViTConfig& config, int64_t batch) {
   return rows;
 }
 
-std::string memory_json(const std::vector<MemoryRow>& rows) {
-  std::string out = "[";
+// A byte count or a count of work as a whole number where one fits, as the estimates are printed.
+nlohmann::ordered_json whole(double value) {
+  if (std::isfinite(value) && std::fabs(value) < 9e18) return int64_t(std::llround(value));
+  return value;
+}
+
+nlohmann::ordered_json memory_json(const std::vector<MemoryRow>& rows) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const MemoryRow& r : rows) {
     const MemoryEstimate& e = r.estimate;
-    char row[512];
-    std::snprintf(row, sizeof row,
-                  "%s{\"mode\":\"%s\",\"batch\":%lld,\"device\":\"%s\",\"recompute\":%s,\"weights\":%.0f,"
-                  "\"gradients\":%.0f,\"optimizer\":%.0f,\"activations\":%.0f,\"baseline\":%.0f,\"peak\":%.0f}",
-                  out.size() > 1 ? "," : "", r.mode, (long long)r.batch, r.device == MemoryDevice::Cpu ? "cpu" : "cuda",
-                  r.recompute ? "true" : "false", e.weights, e.gradients, e.optimizer, e.activations, e.baseline,
-                  e.total());
-    out += row;
+    out.push_back({{"mode", r.mode}, {"batch", r.batch}, {"device", r.device == MemoryDevice::Cpu ? "cpu" : "cuda"},
+                   {"recompute", r.recompute}, {"weights", whole(e.weights)}, {"gradients", whole(e.gradients)},
+                   {"optimizer", whole(e.optimizer)}, {"activations", whole(e.activations)},
+                   {"baseline", whole(e.baseline)}, {"peak", whole(e.total())}});
   }
-  return out + "]";
+  return out;
 }
 
 void print_memory(const std::vector<MemoryRow>& rows) {
@@ -97,32 +82,31 @@ int list() {
 // Counting the work builds the N x N table of pairs: beyond this many tokens it is left out.
 constexpr int64_t kCountedTokens = 2048;
 
-int info(const Args& args) {
-  const ViTConfig config = config_from_args(args);
+void print_json(const ViTConfig& config, int64_t params, bool counted, const ModelCost& cost,
+                const std::vector<MemoryRow>& rows) {
+  // The work's fields are null where it was not counted.
+  auto macs = [counted](double v) { return counted ? whole(v) : nlohmann::ordered_json(nullptr); };
+  const nlohmann::ordered_json out = {
+      {"model", config.model}, {"preset", config.preset}, {"image", {config.image_height, config.image_width}},
+      {"patch", config.patch}, {"tokens", config.tokens()}, {"parameters", params},
+      {"relative_entries", cost.relative_entries}, {"exact_macs_per_image", macs(cost.exact_macs)},
+      {"cls_only_macs_per_image", macs(cost.cls_only_macs)},
+      {"cls_only_batch_macs_per_image", macs(cost.cls_only_batch_macs)},
+      {"weight_bytes", whole(rows.front().estimate.weights)}, {"memory", memory_json(rows)}};
+  std::cout << out.dump() << std::endl;
+}
+
+int info(const ModelOptions& options, int64_t batch, bool json) {
+  const ViTConfig config = options.config();
   const int64_t params = parameter_count(config);
   const bool counted = config.tokens() <= kCountedTokens;
   ModelCost cost;
   if (counted) cost = model_cost(config);
   else if (config.attention_spec(config.depth - 1).relative())
     cost.relative_entries = relative_entries(config, config.attention_spec(config.depth - 1).encoding);
-  const int64_t batch = args.get_int("batch", 32);
-  if (batch < 1) throw Error("--batch must be at least 1, got " + std::to_string(batch));
   const std::vector<MemoryRow> rows = memory_rows(config, batch);
-  if (args.flag("json")) {
-    // The work's fields are null where it was not counted.
-    auto macs = [counted](double v) {
-      char text[64];
-      std::snprintf(text, sizeof text, "%.0f", v);
-      return counted ? std::string(text) : std::string("null");
-    };
-    std::printf(
-        "{\"model\":\"%s\",\"preset\":\"%s\",\"image\":[%lld,%lld],\"patch\":%lld,\"tokens\":%lld,"
-        "\"parameters\":%lld,\"relative_entries\":%lld,\"exact_macs_per_image\":%s,\"cls_only_macs_per_image\":%s,"
-        "\"cls_only_batch_macs_per_image\":%s,\"weight_bytes\":%.0f,\"memory\":%s}\n",
-        config.model.c_str(), config.preset.c_str(), (long long)config.image_height, (long long)config.image_width,
-        (long long)config.patch, (long long)config.tokens(), (long long)params, (long long)cost.relative_entries,
-        macs(cost.exact_macs).c_str(), macs(cost.cls_only_macs).c_str(), macs(cost.cls_only_batch_macs).c_str(),
-        rows.front().estimate.weights, memory_json(rows).c_str());
+  if (json) {
+    print_json(config, params, counted, cost, rows);
     return 0;
   }
   std::printf("model        %s: %s\n", config.model.c_str(), attention_choice(config.model).description.c_str());
@@ -155,13 +139,23 @@ int info(const Args& args) {
 
 }  // namespace
 
-int model_command(const std::vector<std::string>& words) {
-  if (const auto status = usage_exit(words, kModelUsage)) return *status;
-  const std::string sub = words[0];
-  const std::vector<std::string> rest(words.begin() + 1, words.end());
-  if (sub == "list") return list();
-  if (sub == "info") return info(Args(rest, model_flags({"json"}), model_options({"batch"})));
-  throw Error("unknown model command '" + sub + "' (expected list or info)");
+void add_model_command(CLI::App& root, Runners& runners) {
+  CLI::App* model = root.add_subcommand("model", "the attention operators and what a model costs");
+  CLI::App* list_app = model->add_subcommand("list", "the attention operators");
+  runners[list_app] = [] { return list(); };
+  CLI::App* info_app = model->add_subcommand(
+      "info", "parameters, tokens, work and estimated peak memory of a model, from its config alone");
+  struct Options {
+    ModelOptions model;
+    int64_t batch = 32;
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
+  add_model_options(*info_app, o->model, true);
+  info_app->add_option("--batch", o->batch, "training batch of the memory estimate")
+      ->check(at_least("--batch", 1))->capture_default_str();
+  info_app->add_flag("--json", o->json, "print one JSON object");
+  runners[info_app] = [o] { return info(o->model, o->batch, o->json); };
 }
 
 }  // namespace translution::cli

@@ -1,28 +1,38 @@
 #include "cli/model_options.h"
 
 #include <cstdio>
+#include <tuple>
 
 #include "util/error.h"
-#include "cpu/helper_threads.h"
 
 namespace translution::cli {
 
-std::set<std::string> model_flags(std::set<std::string> extra) {
-  extra.insert("no-lor-shared");
-  return extra;
+void add_model_options(CLI::App& app, ModelOptions& o, bool widths_in_help) {
+  o.app = &app;
+  app.add_option("--model", o.model, "attention operator (`translution model list`)");
+  app.add_option("--preset", o.preset, "ViT size: A, B, C or tiny")->capture_default_str();
+  app.add_option("--image", o.image, "image size, 84 or 84x64")->type_name("S|HxW");
+  app.add_option("--patch", o.patch, "patch size");
+  app.add_option("--depth", o.depth, "blocks");
+  // Widths override the preset's, for models sized to a budget.
+  const std::string group = widths_in_help ? "Options" : "";
+  if (!widths_in_help) app.footer("Model widths (--dim, --heads, ...): see `translution model info --help`.");
+  app.add_option("--dim", o.dim, "token width")->group(group);
+  app.add_option("--heads", o.heads, "attention heads")->group(group);
+  app.add_option("--head-dim", o.head_dim, "width of a head")->group(group);
+  app.add_option("--mlp-dim", o.mlp_dim, "MLP hidden width")->group(group);
+  app.add_option("--channels", o.channels, "image channels")->group(group);
+  app.add_option("--classes", o.classes, "output classes")->group(group);
+  app.add_option("--lor-dim", o.lor_dim, "LoR-Translution's low-rank width")->group(group);
+  app.add_flag("--no-lor-shared", o.no_lor_shared, "LoR without the shared projection")->group(group);
+  app.add_option("--first-model", o.first_model, "operator of the first blocks (a hybrid)")->group(group);
+  app.add_option("--first-blocks", o.first_blocks, "how many blocks use --first-model")->group(group);
 }
 
-std::set<std::string> model_options(std::set<std::string> extra) {
-  for (const char* o : {"model", "preset", "image", "patch", "depth", "dim", "heads", "head-dim", "mlp-dim", "channels",
-                        "classes", "lor-dim", "first-model", "first-blocks"})
-    extra.insert(o);
-  return extra;
-}
-
-ViTConfig config_from_args(const Args& args) {
-  ViTConfig c = preset_config(args.get("preset", "A"), args.require("model"));
-  if (args.has("image")) {
-    const std::string image = args.get("image");
+ViTConfig ModelOptions::config() const {
+  if (model.empty()) throw Error("missing required option --model");
+  ViTConfig c = preset_config(preset, model);
+  if (given("--image")) {
     long long h = 0, w = 0;
     char x = 0, extra = 0;
     const int n = std::sscanf(image.c_str(), "%lld%c%lld%c", &h, &x, &w, &extra);
@@ -31,30 +41,17 @@ ViTConfig config_from_args(const Args& args) {
     c.image_height = h;
     c.image_width = w;
   }
-  c.patch = args.get_int("patch", c.patch);
-  c.depth = args.get_int("depth", c.depth);
-  c.dim = args.get_int("dim", c.dim);  // widths override the preset's, for models sized to a budget
-  c.heads = args.get_int("heads", c.heads);
-  c.head_dim = args.get_int("head-dim", c.head_dim);
-  c.mlp_dim = args.get_int("mlp-dim", c.mlp_dim);
-  c.channels = args.get_int("channels", c.channels);
-  c.classes = args.get_int("classes", c.classes);
-  c.lor_c1 = c.lor_c2 = args.get_int("lor-dim", c.lor_c1);
-  if (args.flag("no-lor-shared")) c.lor_shared = false;
-  c.first_model = args.get("first-model", "");
-  c.first_blocks = args.get_int("first-blocks", c.first_model.empty() ? 0 : 1);
+  for (auto [option, value, field] : {std::tuple{"--patch", patch, &c.patch}, {"--depth", depth, &c.depth},
+                                      {"--dim", dim, &c.dim}, {"--heads", heads, &c.heads},
+                                      {"--head-dim", head_dim, &c.head_dim}, {"--mlp-dim", mlp_dim, &c.mlp_dim},
+                                      {"--channels", channels, &c.channels}, {"--classes", classes, &c.classes}})
+    if (given(option)) *field = value;
+  if (given("--lor-dim")) c.lor_c1 = c.lor_c2 = lor_dim;
+  if (no_lor_shared) c.lor_shared = false;
+  c.first_model = first_model;
+  c.first_blocks = given("--first-blocks") ? first_blocks : c.first_model.empty() ? 0 : 1;
   c.validate();
   return c;
-}
-
-int matrix_threads_option(const Args& args, int fallback) {
-  int threads = fallback;
-  if (args.has("matrix-threads")) {
-    threads = args.get("matrix-threads") == "auto" ? 0 : int(args.get_int("matrix-threads", 0));
-    if (threads < 0 || (threads == 0 && args.get("matrix-threads") != "auto"))
-      throw Error("--matrix-threads must be auto or at least 1, got '" + args.get("matrix-threads") + "'");
-  }
-  return threads;
 }
 
 }  // namespace translution::cli

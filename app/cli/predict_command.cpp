@@ -1,10 +1,12 @@
 // `translution predict`
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <vector>
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
-#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/memory_check.h"
 #include "data/canvas_dataset.h"
@@ -14,19 +16,15 @@
 #include "train/checkpoint.h"
 #include "util/device.h"
 #include "util/error.h"
-#include "util/json_writer.h"
 
 namespace translution::cli {
 namespace {
 
-const std::string kPredictUsage = R"(usage: translution predict --checkpoint FILE.ckpt [--at X,Y] [--save-canvas DIR]
-                           [--device auto|cpu|cuda] [--force] [--json] IMAGE...
-
-Classifies PNG or JPEG pictures of a handwritten digit. Each picture is prepared as
-MNIST's digits were (grey, light-on-dark, ink fitted to 20x20 inside 28x28, centred
-by mass) and placed on the model's canvas: centred, or with its 28x28 frame's
-top-left corner at pixel X,Y. --save-canvas writes what the model saw as PNGs.
-)" + std::string(kForceHelp) + "\n";
+struct PredictOptions {
+  std::string checkpoint, at, device = "auto", save_canvas;
+  std::vector<std::string> images;
+  bool force = false, json = false;
+};
 
 Placement parse_at(const std::string& text, int64_t canvas) {
   long long x = 0, y = 0;
@@ -40,46 +38,65 @@ Placement parse_at(const std::string& text, int64_t canvas) {
   return {x, y};
 }
 
-}  // namespace
+// One picture's classes, printed; a picture that cannot be read is an error of its own.
+void predict_one(const PredictOptions& o, Checkpoint& c, const Placement& at, const c10::Device& device,
+                 const std::string& path) {
+  const int64_t canvas = c.config.image_height;
+  const at::Tensor image = compose_canvas(prepare_digit(read_image_gray(path)), canvas, at);
+  if (!o.save_canvas.empty()) {
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    write_png_gray(o.save_canvas + "/" + name + ".canvas.png", image);
+  }
+  const at::Tensor probs = c.model->forward(normalize_pixels(image).view({1, 1, canvas, canvas}).to(device))
+                               .softmax(1).squeeze(0).to(at::kCPU, at::kDouble);
+  const int64_t best = probs.argmax().item<int64_t>();
+  std::vector<double> p(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
+  if (o.json) {
+    const nlohmann::ordered_json out = {{"image", path}, {"predicted", best}, {"probabilities", p}};
+    std::cout << out.dump() << std::endl;
+    return;
+  }
+  std::printf("%s: %lld (%.1f%%)\n ", path.c_str(), (long long)best, 100 * p[size_t(best)]);
+  for (size_t k = 0; k < p.size(); ++k) std::printf(" %zu:%.3f", k, p[k]);
+  std::printf("\n");
+}
 
-int predict_command(const std::vector<std::string>& words) {
-  if (const auto status = usage_exit(words, kPredictUsage.c_str(), false)) return *status;
-  const Args args(words, {"json", "force"}, {"checkpoint", "at", "device", "save-canvas"});
-  if (args.positional().empty()) throw Error("predict needs at least one image file");
-  const c10::Device device = parse_device(args.get("device", "auto"));
-  check_checkpoints(args, {args.require("checkpoint")}, 1, "", device);
-  Checkpoint c = load_checkpoint(args.require("checkpoint"), device);
+int predict(const PredictOptions& o) {
+  if (o.images.empty()) throw Error("predict needs at least one image file");
+  const c10::Device device = parse_device(o.device);
+  check_checkpoints(o.force, {o.checkpoint}, 1, "", device);
+  Checkpoint c = load_checkpoint(o.checkpoint, device);
   if (c.config.image_height != c.config.image_width || c.config.channels != 1)
     throw Error("predict needs a model of square one-channel images");
   const int64_t canvas = c.config.image_height;
-  const Placement at = args.has("at") ? parse_at(args.get("at"), canvas) : Placement{(canvas - 28) / 2, (canvas - 28) / 2};
+  const Placement at = o.at.empty() ? Placement{(canvas - 28) / 2, (canvas - 28) / 2} : parse_at(o.at, canvas);
   c.model->eval();
   at::NoGradGuard no_grad;
   int failures = 0;
-  for (const std::string& path : args.positional()) {
+  for (const std::string& path : o.images) {
     try {
-      const at::Tensor image = compose_canvas(prepare_digit(read_image_gray(path)), canvas, at);
-      if (args.has("save-canvas")) {
-        const std::string name = path.substr(path.find_last_of('/') + 1);
-        write_png_gray(args.get("save-canvas") + "/" + name + ".canvas.png", image);
-      }
-      const at::Tensor probs = c.model->forward(normalize_pixels(image).view({1, 1, canvas, canvas}).to(device))
-                                   .softmax(1).squeeze(0).to(at::kCPU, at::kDouble);
-      const int64_t best = probs.argmax().item<int64_t>();
-      std::vector<double> p(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
-      if (args.flag("json")) {
-        std::cout << JsonWriter().add("image", path).add("predicted", best).add("probabilities", p).str() << std::endl;
-      } else {
-        std::printf("%s: %lld (%.1f%%)\n ", path.c_str(), (long long)best, 100 * p[size_t(best)]);
-        for (size_t k = 0; k < p.size(); ++k) std::printf(" %zu:%.3f", k, p[k]);
-        std::printf("\n");
-      }
+      predict_one(o, c, at, device, path);
     } catch (const Error& e) {
       std::cerr << "error: " << e.what() << "\n";
       ++failures;
     }
   }
   return failures ? 1 : 0;
+}
+
+}  // namespace
+
+void add_predict_command(CLI::App& root, Runners& runners) {
+  CLI::App* app = root.add_subcommand("predict", "classify PNG or JPEG pictures of handwritten digits");
+  auto o = std::make_shared<PredictOptions>();
+  app->add_option("images", o->images, "pictures to classify")->type_name("IMAGE...");
+  app->add_option("--checkpoint", o->checkpoint, "the model")->required();
+  app->add_option("--at", o->at, "the digit frame's top-left pixel (default: centred)")->type_name("X,Y");
+  add_device(*app, o->device);
+  app->add_option("--save-canvas", o->save_canvas, "write what the model saw as PNGs here")->type_name("DIR");
+  app->add_flag("--force", o->force, kForceHelp);
+  app->add_flag("--json", o->json, "print one JSON object per picture");
+  runners[app] = [o] { return predict(*o); };
 }
 
 }  // namespace translution::cli

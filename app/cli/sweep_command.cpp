@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
-#include "cli/args.h"
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "cli/memory_check.h"
 #include "cli/progress_bar.h"
@@ -11,35 +13,23 @@
 #include "train/checkpoint.h"
 #include "train/translation_sweep.h"
 #include "util/device.h"
-#include "util/json_writer.h"
 
 namespace translution::cli {
 namespace {
 
-const std::string kSweepUsage = R"(usage: translution sweep --checkpoint FILE.ckpt --out PREFIX [--digits 100] [--stride 4]
-                         [--device auto|cpu|cuda] [--data-dir DIR] [--force] [--json]
+struct SweepArgs {
+  std::string checkpoint, out, data_dir = default_mnist_dir(), device = "auto";
+  SweepOptions sweep;
+  bool force = false, json = false;
+};
 
-Places the first --digits test digits at every position of the model's canvas
-(top-left corners every --stride pixels, the last position included) and measures
-accuracy and the mean probability of the true class at each position. Writes
-PREFIX.csv (x,y,accuracy,true_probability), PREFIX-accuracy.png and
-PREFIX-probability.png (heat maps: dark purple 0, yellow 1; rows are y, columns x).
-Each position's digits are one batch.
-)" + std::string(kForceHelp) + "\n";
-
-}  // namespace
-
-int sweep_command(const std::vector<std::string>& words) {
-  if (const auto status = usage_exit(words, kSweepUsage.c_str(), false)) return *status;
-  const Args args(words, {"json", "force"}, {"checkpoint", "out", "digits", "stride", "device", "data-dir"});
-  const c10::Device device = parse_device(args.get("device", "auto"));
-  const std::string prefix = args.require("out");
-  SweepOptions options;
-  options.digits = args.get_int("digits", options.digits);
-  options.stride = args.get_int("stride", options.stride);
-  check_checkpoints(args, {args.require("checkpoint")}, std::max<int64_t>(options.digits, 1), "--digits", device);
-  const Checkpoint c = load_checkpoint(args.require("checkpoint"), device);
-  const MnistDigits test = load_mnist(args.get("data-dir", default_mnist_dir()), Split::Test);
+int sweep(const SweepArgs& a) {
+  const c10::Device device = parse_device(a.device);
+  const std::string& prefix = a.out;
+  const SweepOptions& options = a.sweep;
+  check_checkpoints(a.force, {a.checkpoint}, std::max<int64_t>(options.digits, 1), "--digits", device);
+  const Checkpoint c = load_checkpoint(a.checkpoint, device);
+  const MnistDigits test = load_mnist(a.data_dir, Split::Test);
   ProgressBar bar("sweep", true);
   const SweepResult r = translation_sweep(c.model, test, options, device, [&](int64_t d, int64_t t) { bar.update(d, t); });
   bar.finish();
@@ -49,12 +39,14 @@ int sweep_command(const std::vector<std::string>& words) {
   const double worst = r.accuracy.min().item<double>(), best = r.accuracy.max().item<double>();
   const int64_t mid = int64_t(r.positions.size()) / 2;
   const double centre = r.accuracy[mid][mid].item<double>();
-  if (args.flag("json")) {
-    std::cout << JsonWriter().add("checkpoint", args.get("checkpoint")).add("model", c.config.model)
-                     .add("positions", int64_t(r.positions.size() * r.positions.size())).add("digits", r.digits)
-                     .add("mean_accuracy", r.mean_accuracy()).add("min_accuracy", worst).add("max_accuracy", best)
-                     .add("centre_accuracy", centre).add("mean_true_probability", r.true_probability.mean().item<double>())
-                     .add("csv", prefix + ".csv").str() << std::endl;
+  if (a.json) {
+    const nlohmann::ordered_json out = {
+        {"checkpoint", a.checkpoint}, {"model", c.config.model},
+        {"positions", int64_t(r.positions.size() * r.positions.size())}, {"digits", r.digits},
+        {"mean_accuracy", r.mean_accuracy()}, {"min_accuracy", worst}, {"max_accuracy", best},
+        {"centre_accuracy", centre}, {"mean_true_probability", r.true_probability.mean().item<double>()},
+        {"csv", prefix + ".csv"}};
+    std::cout << out.dump() << std::endl;
   } else {
     std::printf("%s: %zu x %zu positions, %lld digits each\n", c.config.model.c_str(), r.positions.size(),
                 r.positions.size(), (long long)r.digits);
@@ -63,6 +55,23 @@ int sweep_command(const std::vector<std::string>& words) {
     std::printf("  wrote %s.csv, %s-accuracy.png, %s-probability.png\n", prefix.c_str(), prefix.c_str(), prefix.c_str());
   }
   return 0;
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& root, Runners& runners) {
+  CLI::App* app = root.add_subcommand("sweep", "accuracy at every position of the canvas (CSV and heat maps)");
+  auto o = std::make_shared<SweepArgs>();
+  app->add_option("--checkpoint", o->checkpoint, "the model")->required();
+  app->add_option("--out", o->out, "writes PREFIX.csv, PREFIX-accuracy.png, PREFIX-probability.png")
+      ->required()->type_name("PREFIX");
+  app->add_option("--digits", o->sweep.digits, "test digits at each position")->capture_default_str();
+  app->add_option("--stride", o->sweep.stride, "pixels between positions")->capture_default_str();
+  add_device(*app, o->device);
+  app->add_option("--data-dir", o->data_dir, "MNIST folder");
+  app->add_flag("--force", o->force, kForceHelp);
+  app->add_flag("--json", o->json, "print one JSON object");
+  runners[app] = [o] { return sweep(*o); };
 }
 
 }  // namespace translution::cli

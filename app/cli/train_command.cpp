@@ -3,73 +3,41 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <optional>
 
-#include "cli/args.h"
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
-#include "util/json_writer.h"
 #include "cli/memory_check.h"
 #include "cli/model_options.h"
 #include "cli/progress_bar.h"
-#include "data/mnist_provision.h"
 #include "cpu/bf16_gemm.h"
-#include "util/engine_options.h"
+#include "cpu/blas_kernels.h"
+#include "cpu/helper_threads.h"
+#include "data/mnist_provision.h"
 #include "train/checkpoint_peek.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
 #include "train/training_threads.h"
-#include "cpu/blas_kernels.h"
 #include "util/device.h"
+#include "util/engine_options.h"
 #include "util/error.h"
 #include "util/key_value.h"
 
 namespace translution::cli {
 namespace {
 
-const std::string kTrainUsage = R"(usage: translution train --model NAME [--preset A] [--image 84] [--patch 12] [--depth D]
-                         [--dataset static|dynamic|moving|mnist] [--epochs 1 | --steps N] [--batch 64]
-                         [--lr 3e-4] [--weight-decay 0.05] [--warmup STEPS] [--min-lr 0] [--clip 1.0]
-                         [--seed 0] [--data-seed 0] [--fresh-positions] [--train-samples N] [--eval-every STEPS]
-                         [--eval-samples 2000] [--checkpoint-every STEPS] [--device auto|cpu|cuda]
-                         [--data-dir DIR] [--no-final-eval] [--stop-at STEP] [--recompute]
-                         [--precision fp32|bf16|tf32] [--matrix-threads auto|N] [--split-batch auto|on|off]
-                         [--json] --out FILE.ckpt
-       translution train --resume FILE.ckpt [--steps N] [--fresh-positions] [--stop-at STEP] [--device ...]
-                         [--data-dir DIR] [--recompute] [--precision fp32|bf16|tf32] [--matrix-threads auto|N]
-                         [--split-batch auto|on|off] [--force] [--json]
-
-Trains with AdamW and a cosine schedule (linear warm-up first when --warmup is set),
-evaluating on the first --eval-samples test digits every --eval-every steps (default:
-once per epoch). --fresh-positions draws new digit positions on dynamic and moving
-canvases every epoch, so no training canvas repeats. The checkpoint (weights, configs,
-optimizer state, curves) is written atomically at the end, every --checkpoint-every
-steps, and when the run stops (Ctrl-C stops cleanly). --resume continues a saved run
-exactly where it stopped (--steps may extend it; --fresh-positions switches new
-positions on for the epochs still to come). --stop-at STEP ends the run after that
-step with a resumable checkpoint and exit status 0 (Ctrl-C: 130). After the last step
-the whole test set is evaluated and its accuracy stored in the checkpoint unless
---no-final-eval. --recompute keeps less for backward (relative layers recompute their
-pair projections; the same numbers): Translution ViT-A/12 at batch 32 peaks a quarter
-lower for about a sixth more time (docs/performance.md). On a two-core CPU a model
-whose weights take at most 64 MiB (self-attention, LoR) splits each step's batch in
-two, each core running the forward and backward of its half with one BLAS thread
-(the same gradients, summed; ViT-A/12 steps 11-23% faster than with every product
-split over the cores, docs/performance.md); larger models (Translution) split the
-products, as --split-batch off does for any model, and --split-batch on splits any
-model's batch (where $OPENBLAS_NUM_THREADS or a --matrix-threads count says how the
-cores are shared, no batch is split, and --split-batch on is an error).
---matrix-threads 1 keeps the engine's work on one thread; a run that shares the
-cores with others also sets OPENBLAS_NUM_THREADS=1 (as scripts/reproduce_protocol.sh
-does). Model options as
-in `model info`. --precision bf16 multiplies the dense layers and Translution's offset
-matrices as bfloat16 on the CPU's AMX tiles or AVX512-BF16, summing in fp32 (mixed precision: the
-weights, the optimizer and every other op stay fp32; ViT-A/12 self-attention and
-Translution trained 1.5-2.5x as fast, docs/performance.md); it needs an Intel Xeon from Sapphire Rapids on
-or Cooper Lake, or an AMD Zen 4 on,
-and is stored in the checkpoint, so a resumed run keeps it unless --precision says otherwise.
---precision tf32 (CUDA) runs LibTorch's float products on the GPU's tensor cores as TF32
-(10-bit mantissa inputs, fp32 sums, as PyTorch's allow_tf32); everything else stays fp32.
-)" + std::string(kForceHelp) + "\n";
+struct TrainOptions {
+  ModelOptions model;
+  TrainConfig train;
+  std::string device = "auto", data_dir = default_mnist_dir(), out, resume, split_batch = "auto";
+  int64_t stop_at = 0;  // a planned pause: checkpoint, exit 0
+  int matrix_threads = 0;
+  bool no_final_eval = false, recompute = false, force = false, json = false;
+  const CLI::App* app = nullptr;
+  bool given(const std::string& option) const { return app->count(option) > 0; }
+};
 
 volatile std::sig_atomic_t interrupted = 0;
 void on_interrupt(int) { interrupted = 1; }
@@ -83,126 +51,91 @@ const char* event_name(TrainProgress::Event e) {
   }
 }
 
-TrainConfig train_config_from_args(const Args& args) {
-  TrainConfig t;
-  t.dataset = args.get("dataset", t.dataset);
-  t.epochs = args.get_int("epochs", t.epochs);
-  t.steps = args.get_int("steps", t.steps);
-  t.batch = args.get_int("batch", t.batch);
-  t.lr = args.get_double("lr", t.lr);
-  t.weight_decay = args.get_double("weight-decay", t.weight_decay);
-  t.warmup_steps = args.get_int("warmup", t.warmup_steps);
-  t.min_lr = args.get_double("min-lr", t.min_lr);
-  t.clip_norm = args.get_double("clip", t.clip_norm);
-  t.seed = args.get_int("seed", t.seed);
-  t.data_seed = args.get_int("data-seed", t.data_seed);
-  t.fresh_positions = args.flag("fresh-positions");
-  t.train_samples = args.get_int("train-samples", t.train_samples);
-  t.eval_every = args.get_int("eval-every", t.eval_every);
-  t.eval_samples = args.get_int("eval-samples", t.eval_samples);
-  t.checkpoint_every = args.get_int("checkpoint-every", t.checkpoint_every);
-  t.precision = args.get_choice("precision", {"fp32", "bf16", "tf32"});
+std::string checkpoint_path(const TrainOptions& o) { return o.out.empty() ? o.resume : o.out; }
+
+TrainConfig train_config(const TrainOptions& o) {
+  TrainConfig t = o.train;
   t.validate();
   return t;
 }
 
-std::unique_ptr<Trainer> make_trainer(const Args& args, const std::string& data_dir, const c10::Device& device) {
-  if (args.has("resume")) {
-    Checkpoint c = load_checkpoint(args.get("resume"), device);
-    if (c.training && args.has("steps")) {
-      c.training->config.steps = args.get_int("steps", 0);
+std::unique_ptr<Trainer> make_trainer(const TrainOptions& o, const c10::Device& device) {
+  if (!o.resume.empty()) {
+    Checkpoint c = load_checkpoint(o.resume, device);
+    if (c.training && o.given("--steps")) {
+      c.training->config.steps = o.train.steps;
       c.training->config.validate();
     }
-    if (c.training && args.flag("fresh-positions")) c.training->config.fresh_positions = true;
-    if (c.training && args.has("precision")) c.training->config.precision = args.get_choice("precision", {"fp32", "bf16", "tf32"});
-    auto trainer = std::make_unique<Trainer>(std::move(c), data_dir, device);
-    trainer->set_checkpoint_path(args.get("out", args.get("resume")));
+    if (c.training && o.train.fresh_positions) c.training->config.fresh_positions = true;
+    if (c.training && o.given("--precision")) c.training->config.precision = o.train.precision;
+    auto trainer = std::make_unique<Trainer>(std::move(c), o.data_dir, device);
+    trainer->set_checkpoint_path(checkpoint_path(o));
     return trainer;
   }
-  auto trainer = std::make_unique<Trainer>(config_from_args(args), train_config_from_args(args), data_dir, device);
-  trainer->set_checkpoint_path(args.require("out"));
+  auto trainer = std::make_unique<Trainer>(o.model.config(), train_config(o), o.data_dir, device);
+  trainer->set_checkpoint_path(o.out);
   return trainer;
 }
 
 // The run's memory, from its options or the checkpoint it resumes (read without
 // loading it), before the trainer loads the digits and builds the model.
-std::optional<MemoryPlan> training_plan(const Args& args) {
+std::optional<MemoryPlan> training_plan(const TrainOptions& o) {
   MemoryPlan plan;
-  if (args.has("resume")) {
-    const std::optional<CheckpointPeek> peek = peek_checkpoint(args.get("resume"));
+  if (!o.resume.empty()) {
+    const std::optional<CheckpointPeek> peek = peek_checkpoint(o.resume);
     if (!peek || !peek->training) return std::nullopt;  // the loader names the problem
     plan = checkpoint_plan(*peek, peek->training->batch);
   } else {
-    plan.config = config_from_args(args);
-    plan.batch = train_config_from_args(args).batch;
+    plan.config = o.model.config();
+    plan.batch = train_config(o).batch;
     plan.batch_option = "--batch";
     plan.model_option = "--model";
   }
   plan.recompute_option = "--recompute";
   plan.training = true;
-  plan.recompute = args.flag("recompute");
+  plan.recompute = o.recompute;
   plan.eval_batch = std::max<int64_t>(plan.batch, 64);  // Trainer's held-out evaluation
   plan.extra_bytes = kMnistBytes;
   plan.extra_what = "the digits";
   return plan;
 }
 
-}  // namespace
-
-int train_command(const std::vector<std::string>& words) {
-  if (const auto status = usage_exit(words, kTrainUsage.c_str(), false)) return *status;
-  const Args args(words, model_flags({"json", "no-final-eval", "fresh-positions", "recompute", "force"}),
-                  model_options({"dataset", "epochs", "steps", "batch", "lr", "weight-decay", "warmup", "min-lr",
-                                 "clip", "seed", "data-seed", "train-samples", "eval-every", "eval-samples",
-                                 "checkpoint-every", "precision", "device", "data-dir", "out", "resume", "stop-at",
-                                 "matrix-threads", "split-batch"}));
-  if (!args.has("resume") && !args.has("out")) throw Error("train needs --out FILE.ckpt (or --resume FILE.ckpt)");
-  const int64_t stop_at = args.get_int("stop-at", 0);  // a planned pause: checkpoint, exit 0
-  if (stop_at < 0) throw Error("--stop-at must be a step number, got " + std::to_string(stop_at));
-  const bool json = args.flag("json");
-  EngineOptions engine;
-  engine.recompute_pair_rows = args.flag("recompute");
-  engine.matrix_threads = matrix_threads_option(args, 0);
-  engine.batch_split = parse_batch_split(args.get("split-batch", "auto"));
-  const ScopedEngineOptions engine_scope(engine);
-  const c10::Device device = parse_device(args.get("device", "auto"));
-  const std::string data_dir = args.get("data-dir", default_mnist_dir());
-  if (const std::optional<MemoryPlan> plan = training_plan(args)) check_plan(args, *plan, device);
-  std::unique_ptr<Trainer> trainer = make_trainer(args, data_dir, device);
-  const ViTConfig& model = trainer->model()->config();
+void print_start(const Trainer& trainer, const c10::Device& device) {
+  const ViTConfig& model = trainer.model()->config();
   std::fprintf(stderr, "training %s ViT-%s/%lld (%.2f M parameters) on %s, %lld steps of %lld, %s%s\n",
                model.model.c_str(), model.preset.c_str(), (long long)model.patch,
-               trainer->model()->parameter_count() / 1e6, trainer->config().dataset.c_str(),
-               (long long)trainer->total_steps(), (long long)trainer->config().batch, device_description(device).c_str(),
-               trainer->config().precision == "bf16"
+               trainer.model()->parameter_count() / 1e6, trainer.config().dataset.c_str(),
+               (long long)trainer.total_steps(), (long long)trainer.config().batch, device_description(device).c_str(),
+               trainer.config().precision == "bf16"
                    ? (std::string(", bf16 products (") + bf16_gemm_kernel() + ")").c_str()
                    : "");
   if (const std::string hint = avx2_blas_hint(); !hint.empty() && device.is_cpu())
     std::fprintf(stderr, "note: %s\n", hint.c_str());
+}
 
-  const TrainingThreads threads(trainer->model(), device);  // here, on the thread that owns BLAS's setting
-  trainer->set_batch_shares(threads.batch_shares());
-  if (threads.batch_shares() > 1)
-    std::fprintf(stderr, "each step's batch is split over %d cores (--split-batch off splits the products instead)\n",
-                 threads.batch_shares());
+// What one run reports as it goes: each step on the progress bar, evaluations, divergence.
+struct RunReport {
+  double last_test = -1, last_loss = 0;
+};
+
+TrainProgress::Event run_steps(Trainer& trainer, const TrainOptions& o, RunReport& report) {
   std::signal(SIGINT, on_interrupt);
   ProgressBar bar("train", true);
-  const auto start = std::chrono::steady_clock::now();
-  double last_test = -1, last_loss = 0;
-  const TrainProgress::Event outcome = trainer->run([&](const TrainProgress& p) {
-    if (interrupted) trainer->stop();
-    if (p.event == TrainProgress::Event::Step && stop_at > 0 && p.step >= stop_at) trainer->stop();
+  const TrainProgress::Event outcome = trainer.run([&](const TrainProgress& p) {
+    if (interrupted) trainer.stop();
+    if (p.event == TrainProgress::Event::Step && o.stop_at > 0 && p.step >= o.stop_at) trainer.stop();
     if (p.event == TrainProgress::Event::Step) {
-      last_loss = p.loss;
+      report.last_loss = p.loss;
       char detail[96];
       std::snprintf(detail, sizeof detail, "loss %.3f, acc %.2f, %.0f img/s", p.loss, p.accuracy, p.images_per_second);
       bar.update(p.step, p.total_steps, detail, p.eta_seconds);
     } else if (p.event == TrainProgress::Event::Evaluated) {
-      last_test = p.test_accuracy;
+      report.last_test = p.test_accuracy;
       bar.finish();
-      if (json)
-        std::cout << JsonWriter().add("event", "evaluated").add("step", p.step).add("epoch", p.epoch)
-                         .add("test_loss", p.test_loss).add("test_accuracy", p.test_accuracy).str() << std::endl;
+      if (o.json)
+        std::cout << nlohmann::ordered_json{{"event", "evaluated"}, {"step", p.step}, {"epoch", p.epoch},
+                                            {"test_loss", p.test_loss}, {"test_accuracy", p.test_accuracy}}.dump()
+                  << std::endl;
       else
         std::fprintf(stderr, "step %lld (epoch %.2f): held-out accuracy %.2f%%, loss %.4f\n", (long long)p.step,
                      p.epoch, 100 * p.test_accuracy, p.test_loss);
@@ -213,34 +146,111 @@ int train_command(const std::vector<std::string>& words) {
   });
   bar.finish();
   std::signal(SIGINT, SIG_DFL);
+  return outcome;
+}
+
+// The whole test set's accuracy, stored in the checkpoint.
+double final_evaluation(Trainer& trainer, const TrainOptions& o, const c10::Device& device) {
+  CanvasDataset test = dataset_for_model(trainer.model()->config(), trainer.config().dataset, Split::Test, o.data_dir,
+                                         uint64_t(trainer.config().data_seed));
+  ProgressBar eval_bar("test set", true);
+  const EvalResult r = evaluate(trainer.model(), test, 0, 256, device,
+                                [&](int64_t done, int64_t total) { eval_bar.update(done, total); });
+  eval_bar.finish();
+  trainer.set_metadata("test_accuracy", format_double(r.accuracy));
+  trainer.set_metadata("test_samples", std::to_string(r.count));
+  trainer.write_checkpoint();
+  return r.accuracy;
+}
+
+void print_end(const Trainer& trainer, const TrainOptions& o, TrainProgress::Event outcome, const RunReport& report,
+               double test_accuracy, double seconds) {
+  const std::string path = checkpoint_path(o);
+  if (o.json) {
+    const nlohmann::ordered_json out = {
+        {"event", event_name(outcome)}, {"step", trainer.step()}, {"total_steps", trainer.total_steps()},
+        {"last_loss", report.last_loss}, {"held_out_accuracy", report.last_test},
+        {"test_accuracy", test_accuracy}, {"seconds", seconds}, {"checkpoint", path}};
+    std::cout << out.dump() << std::endl;
+    return;
+  }
+  std::printf("%s after %lld of %lld steps in %.0f s; checkpoint %s\n", event_name(outcome), (long long)trainer.step(),
+              (long long)trainer.total_steps(), seconds, path.c_str());
+  if (test_accuracy >= 0)
+    std::printf("test accuracy (%s, 10000 digits): %.2f%%\n", trainer.config().dataset.c_str(), 100 * test_accuracy);
+}
+
+int train(const TrainOptions& o) {
+  if (o.resume.empty() && o.out.empty()) throw Error("train needs --out FILE.ckpt (or --resume FILE.ckpt)");
+  EngineOptions engine;
+  engine.recompute_pair_rows = o.recompute;
+  engine.matrix_threads = o.matrix_threads;
+  engine.batch_split = parse_batch_split(o.split_batch);
+  const ScopedEngineOptions engine_scope(engine);
+  const c10::Device device = parse_device(o.device);
+  if (const std::optional<MemoryPlan> plan = training_plan(o)) check_plan(o.force, *plan, device);
+  std::unique_ptr<Trainer> trainer = make_trainer(o, device);
+  print_start(*trainer, device);
+  const TrainingThreads threads(trainer->model(), device);  // here, on the thread that owns BLAS's setting
+  trainer->set_batch_shares(threads.batch_shares());
+  if (threads.batch_shares() > 1)
+    std::fprintf(stderr, "each step's batch is split over %d cores (--split-batch off splits the products instead)\n",
+                 threads.batch_shares());
+  const auto start = std::chrono::steady_clock::now();
+  RunReport report;
+  const TrainProgress::Event outcome = run_steps(*trainer, o, report);
   double test_accuracy = -1;
-  if (outcome == TrainProgress::Event::Finished && !args.flag("no-final-eval")) {
-    CanvasDataset test = dataset_for_model(model, trainer->config().dataset, Split::Test, data_dir,
-                                           uint64_t(trainer->config().data_seed));
-    ProgressBar eval_bar("test set", true);
-    const EvalResult r = evaluate(trainer->model(), test, 0, 256, device,
-                                  [&](int64_t done, int64_t total) { eval_bar.update(done, total); });
-    eval_bar.finish();
-    test_accuracy = r.accuracy;
-    trainer->set_metadata("test_accuracy", format_double(r.accuracy));
-    trainer->set_metadata("test_samples", std::to_string(r.count));
-    trainer->write_checkpoint();
-  }
+  if (outcome == TrainProgress::Event::Finished && !o.no_final_eval)
+    test_accuracy = final_evaluation(*trainer, o, device);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::string path = args.get("out", args.get("resume"));
-  if (json) {
-    std::cout << JsonWriter().add("event", event_name(outcome)).add("step", trainer->step())
-                     .add("total_steps", trainer->total_steps()).add("last_loss", last_loss)
-                     .add("held_out_accuracy", last_test).add("test_accuracy", test_accuracy)
-                     .add("seconds", seconds).add("checkpoint", path).str() << std::endl;
-  } else {
-    std::printf("%s after %lld of %lld steps in %.0f s; checkpoint %s\n", event_name(outcome),
-                (long long)trainer->step(), (long long)trainer->total_steps(), seconds, path.c_str());
-    if (test_accuracy >= 0) std::printf("test accuracy (%s, 10000 digits): %.2f%%\n", trainer->config().dataset.c_str(), 100 * test_accuracy);
-  }
-  const bool planned_stop = stop_at > 0 && !interrupted && trainer->step() == stop_at;
+  print_end(*trainer, o, outcome, report, test_accuracy, seconds);
+  const bool planned_stop = o.stop_at > 0 && !interrupted && trainer->step() == o.stop_at;
   if (outcome == TrainProgress::Event::Stopped && planned_stop) return 0;
   return outcome == TrainProgress::Event::Diverged ? 3 : outcome == TrainProgress::Event::Stopped ? 130 : 0;
+}
+
+void add_schedule_options(CLI::App& app, TrainConfig& t) {
+  add_choice(app, "--dataset", t.dataset, {"static", "dynamic", "moving", "mnist"}, "training set");
+  app.add_option("--epochs", t.epochs, "passes over the training set (without --steps)")->capture_default_str();
+  app.add_option("--steps", t.steps, "optimisation steps (a resumed run: extends it)");
+  app.add_option("--batch", t.batch, "images per step")->check(at_least("--batch", 1))->capture_default_str();
+  app.add_option("--lr", t.lr, "AdamW's peak learning rate")->capture_default_str();
+  app.add_option("--weight-decay", t.weight_decay, "AdamW's weight decay")->capture_default_str();
+  app.add_option("--warmup", t.warmup_steps, "linear warm-up steps before the cosine decay");
+  app.add_option("--min-lr", t.min_lr, "learning rate at the end of the decay");
+  app.add_option("--clip", t.clip_norm, "gradient-norm clip (0: none)")->capture_default_str();
+  app.add_option("--seed", t.seed, "initialisation and batch order");
+  app.add_option("--data-seed", t.data_seed, "digit positions on the canvas");
+  app.add_flag("--fresh-positions", t.fresh_positions, "new digit positions every epoch");
+  app.add_option("--train-samples", t.train_samples, "the first N training digits (0: all)");
+  app.add_option("--eval-every", t.eval_every, "steps between held-out evaluations (0: once per epoch)");
+  app.add_option("--eval-samples", t.eval_samples, "test digits per held-out evaluation")->capture_default_str();
+  app.add_option("--checkpoint-every", t.checkpoint_every, "steps between checkpoint writes (0: at the end)");
+  add_choice(app, "--precision", t.precision, {"fp32", "bf16", "tf32"}, "the dense layers' products");
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& root, Runners& runners) {
+  CLI::App* app = root.add_subcommand("train", "train a model on a digit dataset (AdamW, cosine schedule)");
+  auto o = std::make_shared<TrainOptions>();
+  o->app = app;
+  add_model_options(*app, o->model);
+  add_schedule_options(*app, o->train);
+  app->add_option("--out", o->out, "checkpoint to write")->type_name("FILE.ckpt");
+  app->add_option("--resume", o->resume, "continue a saved run")->type_name("FILE.ckpt");
+  app->add_option("--stop-at", o->stop_at, "stop after this step with a resumable checkpoint (exit 0)")
+      ->check(at_least("--stop-at", 0));
+  app->add_flag("--no-final-eval", o->no_final_eval, "skip the whole test set after the last step");
+  app->add_flag("--recompute", o->recompute, "keep less for backward (same numbers, more time)");
+  add_device(*app, o->device);
+  app->add_option("--data-dir", o->data_dir, "MNIST folder");
+  add_matrix_threads(*app, o->matrix_threads);
+  app->add_option("--split-batch", o->split_batch, "split each step's batch over the cores")
+      ->type_name("auto|on|off")->capture_default_str();
+  app->add_flag("--force", o->force, kForceHelp);
+  app->add_flag("--json", o->json, "print JSON lines: evaluations and the outcome");
+  runners[app] = [o] { return train(*o); };
 }
 
 }  // namespace translution::cli

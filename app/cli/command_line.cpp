@@ -1,0 +1,114 @@
+#include "cli/command_line.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+
+#include "util/error.h"
+
+namespace translution::cli {
+namespace {
+
+std::string listing(const std::vector<std::string>& choices, const char* last) {
+  std::string out;
+  for (size_t i = 0; i < choices.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == choices.size() ? last : ", ") + choices[i];
+  return out;
+}
+
+}  // namespace
+
+BadValue::BadValue(const std::string& message)
+    : CLI::ParseError("BadValue", message, CLI::ExitCodes::ValidationError) {}
+
+CLI::Validator one_of(const std::string& option, const std::vector<std::string>& choices) {
+  const CLI::Validator member = CLI::IsMember(choices);
+  return CLI::Validator(
+      [member, option, choices](std::string& value) -> std::string {
+        std::string matched = value;
+        try {  // IsMember answers a miss with a message, or throws where it cannot compare
+          if (member(matched).empty()) return {};
+        } catch (const CLI::ValidationError&) {
+        }
+        throw BadValue("unknown " + option + " '" + value + "' (expected " + listing(choices, " or ") + ")");
+      },
+      "");
+}
+
+CLI::Validator at_least(const std::string& option, int64_t min) {
+  return CLI::Validator(
+      [option, min](std::string& value) -> std::string {
+        char* end = nullptr;
+        const long long n = std::strtoll(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0')
+          throw BadValue(option + " expects a whole number, got '" + value + "'");
+        if (n < min) throw BadValue(option + " must be at least " + std::to_string(min) + ", got " + value);
+        return {};
+      },
+      "");
+}
+
+CLI::Option* add_choice(CLI::App& app, const std::string& option, std::string& value,
+                        const std::vector<std::string>& choices, const std::string& help) {
+  return app.add_option(option, value, help)
+      ->check(one_of(option, choices))
+      ->type_name(CLI::detail::join(choices, "|"))
+      ->capture_default_str();
+}
+
+CLI::Option* add_device(CLI::App& app, std::string& device) {
+  return app.add_option("--device", device, "where to run")->type_name("auto|cpu|cuda[:N]")->capture_default_str();
+}
+
+CLI::Option* add_matrix_threads(CLI::App& app, int& threads) {
+  auto parse = [&threads](const std::string& text) {
+    char* end = nullptr;
+    const long n = std::strtol(text.c_str(), &end, 10);
+    if (text == "auto") threads = 0;
+    else if (text.empty() || *end != '\0' || n < 1)
+      throw BadValue("--matrix-threads must be auto or at least 1, got '" + text + "'");
+    else threads = int(n);
+  };
+  return app.add_option_function<std::string>("--matrix-threads", parse, "threads sharing one model's work")
+      ->type_name("auto|N");
+}
+
+std::optional<int> help_or_unknown(CLI::App& root, const std::vector<std::string>& words) {
+  CLI::App* at = &root;
+  std::string path;  // the commands named before `at`, for its usage line
+  size_t i = 0;
+  for (; i < words.size(); ++i) {
+    const auto named = at->get_subcommands([&](CLI::App* sub) { return sub->check_name(words[i]); });
+    if (named.empty()) break;
+    path += (path.empty() ? "" : " ") + at->get_name();
+    at = named.front();
+  }
+  const bool help =
+      std::any_of(words.begin(), words.end(), [](const std::string& w) { return w == "--help" || w == "-h"; });
+  if (help || (at == &root && !words.empty() && words[0] == "help")) {
+    std::cout << at->help(path);
+    return 0;
+  }
+  const auto subcommands = at->get_subcommands([](CLI::App*) { return true; });
+  if (subcommands.empty()) {  // a command: CLI11 parses the rest, a misspelt option named first
+    for (; i < words.size(); ++i)
+      if (words[i].size() > 2 && words[i].rfind("--", 0) == 0) {
+        const std::string name = words[i].substr(0, words[i].find('='));
+        if (!at->get_option_no_throw(name)) throw Error("unknown option " + name + " (see --help)");
+      }
+    return std::nullopt;
+  }
+  if (i == words.size()) {
+    std::cout << at->help(path);
+    return 2;
+  }
+  if (at == &root) {
+    std::cerr << "translution: unknown command '" << words[i] << "'\n" << root.help();
+    return 2;
+  }
+  std::vector<std::string> names;
+  for (const CLI::App* sub : subcommands) names.push_back(sub->get_name());
+  throw Error("unknown " + at->get_name() + " command '" + words[i] + "' (expected " + listing(names, " or ") + ")");
+}
+
+}  // namespace translution::cli

@@ -1,0 +1,49 @@
+#pragma once
+// What the commands share on top of CLI11: the table main runs them from, and
+// option checks whose messages name the option and the value at fault.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace translution::cli {
+
+// Each command adds its subcommand to the root app, options bound to state its
+// runner reads; main parses the words, then calls the runner of the command named.
+using Runners = std::map<const CLI::App*, std::function<int()>>;
+
+// A bad option value whose message already names the option: CLI11 prefixes a
+// validator's own message with the name, which would say it twice.
+class BadValue : public CLI::ParseError {
+ public:
+  explicit BadValue(const std::string& message);
+};
+
+// A value among `choices` (CLI::IsMember); anything else is
+// "unknown --NAME 'VALUE' (expected a, b or c)".
+CLI::Validator one_of(const std::string& option, const std::vector<std::string>& choices);
+
+// A whole number of at least `min`: "--NAME must be at least MIN, got 'VALUE'".
+CLI::Validator at_least(const std::string& option, int64_t min);
+
+// `option` bound to `value`, whose value beforehand is the default (shown in --help unless empty).
+CLI::Option* add_choice(CLI::App& app, const std::string& option, std::string& value,
+                        const std::vector<std::string>& choices, const std::string& help);
+
+// "--device auto|cpu|cuda[:N]" (util/device.h parses it), bound to `device`.
+CLI::Option* add_device(CLI::App& app, std::string& device);
+
+// "--matrix-threads auto|N": 0 stands for auto.
+CLI::Option* add_matrix_threads(CLI::App& app, int& threads);
+
+// The command's help when --help (or -h) appears anywhere, or a command group is named
+// without a subcommand; an unknown command; an unknown option (before CLI11, which would
+// first say that a required one is missing where a typo named it). Returns the exit
+// status where the run ends here, before CLI11 parses the words.
+std::optional<int> help_or_unknown(CLI::App& root, const std::vector<std::string>& words);
+
+}  // namespace translution::cli
