@@ -1,5 +1,4 @@
 // blas_gemm is at::mm on raw memory: every transpose combination, both precisions.
-#include <dlfcn.h>
 
 #include <filesystem>
 #include <iterator>
@@ -8,6 +7,9 @@
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <gtest/gtest.h>
+#ifdef TRANSLUTION_HAVE_DNNL
+#include <omp.h>  // the OpenMP count oneDNN threads by
+#endif
 
 #include "cpu/blas_gemm.h"
 #include "util/device.h"
@@ -91,16 +93,14 @@ class OneDnnSgemm : public ::testing::Test {
   void SetUp() override {
     if (!onednn_sgemm_available()) GTEST_SKIP() << "this LibTorch exposes no oneDNN sgemm";
     if (blas_threads() == 0) GTEST_SKIP() << "the BLAS is not OpenBLAS: its thread count cannot be set";
-    get_ = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-    set_ = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-    ASSERT_TRUE(get_ && set_);
   }
-  int omp_threads() const { return get_(); }
-  void set_omp_threads(int threads) const { set_(threads); }
-
- private:
-  int (*get_)() = nullptr;
-  void (*set_)(int) = nullptr;
+#ifdef TRANSLUTION_HAVE_DNNL
+  int omp_threads() const { return omp_get_max_threads(); }
+  void set_omp_threads(int threads) const { omp_set_num_threads(threads); }
+#else  // never reached: SetUp skips without oneDNN
+  int omp_threads() const { return 1; }
+  void set_omp_threads(int) const {}
+#endif
 };
 
 // Float products large enough for oneDNN (cpu/blas_gemm.h), one thread per product

@@ -26,12 +26,6 @@ namespace {
 
 using test_support::max_relative_error;
 
-// Runs body() with the passes off (LibTorch's ops), switching them back on even if it throws.
-template <typename Body>
-auto with_ops(Body body) {
-  return test_support::on_reference(body);
-}
-
 double gelu_reference(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 
 TEST(VectorMath, GeluMatchesItsDefinition) {
@@ -198,7 +192,7 @@ TEST(FusedInference, SelfAttentionCoreMatchesTheOps) {
               c.causal ? at::ones({c.tokens, c.tokens}, at::kBool).tril() : at::Tensor();
           at::Tensor probs, probs_ops;
           const at::Tensor fused = self_attention_core(qkv, c.heads, valid, with_probs ? &probs : nullptr);
-          const at::Tensor ops = with_ops([&] { return self_attention_core(qkv, c.heads, valid, &probs_ops); });
+          const at::Tensor ops = test_support::on_reference([&] { return self_attention_core(qkv, c.heads, valid, &probs_ops); });
           const double tolerance = type == at::kDouble ? 1e-12 : 5e-6;
           EXPECT_LT(max_relative_error(fused, ops), tolerance);
           if (with_probs) {
@@ -220,7 +214,7 @@ TEST(FusedInference, AttentionSoftmaxMatchesTheOps) {
         const at::Tensor logits = at::randn({2, 3, 9, 9}, type) * 10;
         const at::Tensor valid = causal ? at::ones({9, 9}, at::kBool).tril() : at::Tensor();
         const at::Tensor fused = attention_softmax(logits, valid, divisor);
-        const at::Tensor ops = with_ops([&] { return attention_softmax(logits, valid, divisor); });
+        const at::Tensor ops = test_support::on_reference([&] { return attention_softmax(logits, valid, divisor); });
         EXPECT_LT(max_relative_error(fused, ops), type == at::kDouble ? 1e-13 : 2e-6);
         EXPECT_EQ(fused.sizes(), logits.sizes());
       }
@@ -239,7 +233,7 @@ TEST(FusedInference, WholeModelsMatchTheOpsAndTheirAttentionMaps) {
         const at::NoGradGuard no_grad;
         ViTInspection fused_maps, op_maps;
         const at::Tensor fused = vit->forward(images, &fused_maps);
-        const at::Tensor ops = with_ops([&] { return vit->forward(images, &op_maps); });
+        const at::Tensor ops = test_support::on_reference([&] { return vit->forward(images, &op_maps); });
         const double tolerance = type == at::kDouble ? 1e-12 : 1e-5;
         EXPECT_LT(max_relative_error(fused, ops), tolerance);
         ASSERT_EQ(fused_maps.attention.size(), op_maps.attention.size());
@@ -276,7 +270,7 @@ TEST(FusedInference, NeverTakenWhereAGradientIsWanted) {
       grads.push_back(p.grad().clone());
       p.mutable_grad().zero_();
     }
-    with_ops([&] { vit->forward(images).square().sum().backward(); });
+    test_support::on_reference([&] { vit->forward(images).square().sum().backward(); });
     size_t i = 0;
     for (const auto& p : vit->parameters()) EXPECT_LT(max_relative_error(grads[i++], p.grad()), 1e-12);
   }

@@ -28,12 +28,6 @@ namespace {
 
 using test_support::max_relative_error;
 
-// Runs body() with the passes off (LibTorch's ops), switching them back on even if it throws.
-template <typename Body>
-auto with_ops(Body body) {
-  return test_support::on_reference(body);
-}
-
 // Runs body() with the work forced over `threads` parts (every split taken, even on tiny inputs).
 template <typename Body>
 void with_threads(int threads, Body body) {
@@ -130,7 +124,7 @@ void expect_same(const std::function<at::Tensor(const std::vector<at::Tensor>&)>
     for (const at::Tensor& t : leaves) out.push_back(t.grad());
     return out;
   };
-  const std::vector<at::Tensor> kernels = run(), ops = with_ops(run);
+  const std::vector<at::Tensor> kernels = run(), ops = test_support::on_reference(run);
   for (size_t i = 0; i < ops.size(); ++i) {
     SCOPED_TRACE(i == 0 ? "output" : "gradient of input " + std::to_string(i - 1));
     ASSERT_TRUE(kernels[i].defined());
@@ -173,7 +167,7 @@ TEST(TrainingKernels, SelfAttentionGivesTheOpsAttentionMaps) {
   const at::Tensor qkv = at::randn({2, 9, 3 * 3 * 5}, at::kDouble).requires_grad_();
   at::Tensor kernels, ops;
   self_attention_core(qkv, 3, at::Tensor(), &kernels);
-  with_ops([&] { self_attention_core(qkv, 3, at::Tensor(), &ops); });
+  test_support::on_reference([&] { self_attention_core(qkv, 3, at::Tensor(), &ops); });
   ASSERT_EQ(kernels.sizes(), (std::vector<int64_t>{2, 3, 9, 9}));
   EXPECT_LT(max_relative_error(kernels, ops), 1e-13);
   EXPECT_FALSE(kernels.requires_grad());
@@ -247,7 +241,7 @@ TEST(TrainingKernels, SecondDerivativesMatchTheOps) {
       return torch::autograd::grad({dx.square().sum()}, {x})[0];
     };
     const at::Tensor reference = functions[i].second ? second(functions[i].second)
-                                                     : with_ops([&] { return second(functions[i].first); });
+                                                     : test_support::on_reference([&] { return second(functions[i].first); });
     EXPECT_LT(max_relative_error(second(functions[i].first), reference), 1e-10);
   }
 }
@@ -269,7 +263,7 @@ TEST(TrainingKernels, WholeModelsGradientsMatchTheOps) {
         for (const auto& p : vit->parameters()) out.push_back(p.grad().clone());
         return out;
       };
-      const std::vector<at::Tensor> kernels = gradients(), ops = with_ops(gradients);
+      const std::vector<at::Tensor> kernels = gradients(), ops = test_support::on_reference(gradients);
       for (size_t i = 0; i < ops.size(); ++i)
         EXPECT_LT(max_relative_error(kernels[i], ops[i]), type == at::kDouble ? 1e-11 : 2e-4) << "tensor " << i;
     }
@@ -290,7 +284,7 @@ TEST(TrainingKernels, TakenOnlyWhereTheyApply) {
   EXPECT_FALSE(training_kernels_apply({&half}));
   const at::Tensor other = at::randn({4, 8}, at::kDouble);
   EXPECT_FALSE(training_kernels_apply({&x, &other}));
-  with_ops([&] { EXPECT_FALSE(training_kernels_apply({&x})); });
+  test_support::on_reference([&] { EXPECT_FALSE(training_kernels_apply({&x})); });
   // LibTorch's intra-op threads on: its ops use them, these passes would not.
   const int threads = at::get_num_threads();
   at::set_num_threads(2);
@@ -301,7 +295,7 @@ TEST(TrainingKernels, TakenOnlyWhereTheyApply) {
   EXPECT_EQ(attention_softmax(logits, wide_mask, 2.0).grad_fn()->name(), "SoftmaxBackward0");
   EXPECT_NE(attention_softmax(logits, at::Tensor(), 2.0).grad_fn()->name(), "SoftmaxBackward0");
   // Off, GELU is LibTorch's op: its graph node says so.
-  with_ops([&] { EXPECT_EQ(trained_gelu(x).grad_fn()->name(), "GeluBackward0"); });
+  test_support::on_reference([&] { EXPECT_EQ(trained_gelu(x).grad_fn()->name(), "GeluBackward0"); });
   EXPECT_NE(trained_gelu(x).grad_fn()->name(), "GeluBackward0");
 }
 
