@@ -128,7 +128,39 @@ QFormLayout* TrainingPanel::buildModelFields() {
   form->addRow(tr("Patch"), patch_);
   form->addRow(tr("Dataset"), dataset_);
   form->addRow(tr("Device"), device_);
+  form->addRow(tr("LoR widths"), buildLorFields());
   return form;
+}
+
+// LoR-Translution's low-rank widths C1 (in) and C2 (out) and its shared terms
+// (ICLR Eq. 2, Appendix G); enabled while the method is a LoR one.
+QHBoxLayout* TrainingPanel::buildLorFields() {
+  auto* row = new QHBoxLayout;
+  lor_c1_ = new QSpinBox(this);
+  lor_c2_ = new QSpinBox(this);
+  for (QSpinBox* box : {lor_c1_, lor_c2_}) {
+    box->setRange(1, 512);
+    box->setValue(8);
+    row->addWidget(box);
+  }
+  lor_c1_->setObjectName("lorC1");
+  lor_c2_->setObjectName("lorC2");
+  lor_c1_->setToolTip(tr("C1: the width each token is projected down to before its offset's matrix"));
+  lor_c2_->setToolTip(tr("C2: the width each offset's matrix projects to, before the projection back up"));
+  lor_shared_ = new QCheckBox(tr("shared terms"), this);
+  lor_shared_->setObjectName("lorShared");
+  lor_shared_->setChecked(true);
+  lor_shared_->setToolTip(tr("Add self-attention's own q, k, v terms to the low-rank relative ones (they matter "
+                             "when C1 and C2 are small)"));
+  row->addWidget(lor_shared_);
+  auto follow_method = [this] {
+    const bool lor = attention_choice(method_->currentData().toString().toStdString()).spec.method ==
+                     AttentionMethod::LoRTranslution;
+    for (QWidget* w : std::initializer_list<QWidget*>{lor_c1_, lor_c2_, lor_shared_}) w->setEnabled(lor);
+  };
+  connect(method_, &QComboBox::currentIndexChanged, this, follow_method);
+  follow_method();
+  return row;
 }
 
 // The run's fields: schedule, seed, data and precision.
@@ -252,6 +284,9 @@ ViTConfig TrainingPanel::modelConfig() const {
   c.image_height = c.image_width = mnist ? 28 : 84;
   c.patch = patch_->currentData().toInt();
   c.depth = depth_->value();
+  c.lor_c1 = lor_c1_->value();
+  c.lor_c2 = lor_c2_->value();
+  c.lor_shared = lor_shared_->isChecked();
   c.validate();
   return c;
 }
@@ -300,7 +335,9 @@ void TrainingPanel::watchMemory() {
                          "against what the machine has available now; `translution model info` prints the parts"));
   for (QComboBox* c : {method_, preset_, patch_, dataset_, device_})
     connect(c, &QComboBox::currentIndexChanged, this, &TrainingPanel::updateMemory);
-  for (QSpinBox* b : {depth_, batch_}) connect(b, &QSpinBox::valueChanged, this, &TrainingPanel::updateMemory);
+  for (QSpinBox* b : {depth_, batch_, lor_c1_, lor_c2_})
+    connect(b, &QSpinBox::valueChanged, this, &TrainingPanel::updateMemory);
+  connect(lor_shared_, &QCheckBox::toggled, this, &TrainingPanel::updateMemory);
   updateMemory();
 }
 

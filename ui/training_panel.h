@@ -17,6 +17,7 @@ class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QFormLayout;
+class QHBoxLayout;
 class QLabel;
 class QProgressBar;
 class QPushButton;
@@ -68,6 +69,7 @@ class TrainingPanel : public QWidget {
   };
   void buildForm();
   QFormLayout* buildModelFields();
+  QHBoxLayout* buildLorFields();
   QFormLayout* buildRunFields();
   void buildButtons(QVBoxLayout* layout);
   void connectForm();
@@ -89,6 +91,9 @@ class TrainingPanel : public QWidget {
   QComboBox *method_, *preset_, *patch_, *dataset_, *device_;
   QSpinBox *depth_, *epochs_, *steps_, *batch_, *seed_, *samples_;
   QCheckBox* fresh_positions_;
+  QSpinBox* lor_c1_;
+  QSpinBox* lor_c2_;
+  QCheckBox* lor_shared_;
   QCheckBox* bf16_;  // TrainConfig::precision (enabled where cpu/bf16_gemm.h runs)
   QDoubleSpinBox* lr_;
   QPushButton *start_ = nullptr, *pause_, *stop_, *save_, *resume_file_, *export_;

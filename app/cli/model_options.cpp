@@ -23,7 +23,10 @@ void add_model_options(CLI::App& app, ModelOptions& o, bool widths_in_help) {
   app.add_option("--mlp-dim", o.mlp_dim, "MLP hidden width")->group(group);
   app.add_option("--channels", o.channels, "image channels")->group(group);
   app.add_option("--classes", o.classes, "output classes")->group(group);
-  app.add_option("--lor-dim", o.lor_dim, "LoR-Translution's low-rank width")->group(group);
+  app.add_option("--lor-dim", o.lor_dim, "LoR-Translution's low-rank width, in and out")->group(group);
+  app.add_option("--lor-dims", o.lor_dims, "LoR-Translution's low-rank widths C1,C2 (in, out)")
+      ->type_name("C1,C2")
+      ->group(group);
   app.add_flag("--no-lor-shared", o.no_lor_shared, "LoR without the shared projection")->group(group);
   app.add_option("--first-model", o.first_model, "operator of the first blocks (a hybrid)")->group(group);
   app.add_option("--first-blocks", o.first_blocks, "how many blocks use --first-model")->group(group);
@@ -46,7 +49,16 @@ ViTConfig ModelOptions::config() const {
                                       {"--head-dim", head_dim, &c.head_dim}, {"--mlp-dim", mlp_dim, &c.mlp_dim},
                                       {"--channels", channels, &c.channels}, {"--classes", classes, &c.classes}})
     if (given(option)) *field = value;
+  if (given("--lor-dim") && given("--lor-dims")) throw Error("--lor-dim and --lor-dims both set LoR's widths: give one");
   if (given("--lor-dim")) c.lor_c1 = c.lor_c2 = lor_dim;
+  if (given("--lor-dims")) {
+    long long c1 = 0, c2 = 0;
+    char comma = 0, extra = 0;
+    if (std::sscanf(lor_dims.c_str(), "%lld%c%lld%c", &c1, &comma, &c2, &extra) != 3 || comma != ',')
+      throw Error("--lor-dims expects two widths like 8,16 (C1 in, C2 out), got '" + lor_dims + "'");
+    c.lor_c1 = c1;
+    c.lor_c2 = c2;
+  }
   if (no_lor_shared) c.lor_shared = false;
   c.first_model = first_model;
   c.first_blocks = given("--first-blocks") ? first_blocks : c.first_model.empty() ? 0 : 1;

@@ -44,6 +44,12 @@ check "unknown option is an error" bash -c "! \"$cli\" data render --datset stat
 check "model list has translution-qk" bash -c "\"$cli\" model list | grep -q '^  translution-qk '"
 check "model info translution/12: 116.2 M" bash -c "\"$cli\" model info --model translution --preset A --image 84 --patch 12 | grep -q '(116.2 M)'"
 check "model info lor/7: 8.3 M" bash -c "\"$cli\" model info --model lor --preset A --image 84 --patch 7 | grep -q '(8.3 M)'"
+# LoR's two low-rank widths and its shared terms, set apart; and refused when malformed.
+check "model info names LoR's widths" bash -c "\"$cli\" model info --model lor --preset tiny --lor-dims 4,12 --no-lor-shared | grep -q 'low rank     C1 4 in, C2 12 out, without shared terms'"
+check "LoR's widths change its size" bash -c "test \"\$(\"$cli\" model info --model lor --preset tiny --lor-dims 4,12 --json)\" != \"\$(\"$cli\" model info --model lor --preset tiny --lor-dims 12,4 --json)\""
+err=$("$cli" model info --model lor --lor-dims 4 2>&1)
+check "--lor-dims needs two widths" bash -c "test $? -ne 0 && test \$(wc -l <<<\"$err\") -eq 1 && grep -q \"expects two widths like 8,16\" <<<\"$err\""
+check "--lor-dim and --lor-dims together are refused" bash -c "! \"$cli\" model info --model lor --lor-dim 8 --lor-dims 4,4 2>/dev/null"
 check "model info --json" bash -c "\"$cli\" model info --model attention --image 84 --patch 12 --json | grep -q '\"parameters\":2706346'"
 err=$("$cli" model info --model attention --patch 13 2>&1)
 check "bad patch exits non-zero" test $? -ne 0
@@ -194,6 +200,7 @@ check "train exits 0" test $? -eq 0
 check "train --json reports evaluations" test "$(grep -c '"event":"evaluated"' <<<"$out")" -eq 2
 check "train --json reports finished" grep -q '"event":"finished","step":6' <<<"$out"
 check "checkpoint written" test -s "$work/m.ckpt"
+check "train accepts LoR's widths" bash -c "\"$cli\" train ${tiny[*]} --lor-dims 4,12 --no-lor-shared --steps 2 --out '$work/lor-dims.ckpt' --no-final-eval >/dev/null 2>&1 && \"$cli\" checkpoint info '$work/lor-dims.ckpt' | grep -q 'lor_c2=12'"
 if [ "$expect_kernel_note" = yes ]; then
   check "train notes OpenBLAS's AVX2 kernels on an AVX-512 CPU" bash -c \
     "OPENBLAS_CORETYPE=Haswell \"$cli\" train ${tiny[*]} --steps 1 --out '$work/n.ckpt' --no-final-eval 2>&1 | grep -q 'note: with OPENBLAS_CORETYPE=Haswell, OpenBLAS runs'"

@@ -312,10 +312,20 @@ class StudioPanelsTest : public QObject {
                  status.contains("method lor"),
              qPrintable(status));
     // A run that fits starts, and the canvas still predicts.
+    QVERIFY2(!panel->findChild<QSpinBox*>("lorC1")->isEnabled(), "LoR's widths apply to LoR methods only");
     choose("method", "lor");
     choose("preset", "tiny");
     choose("patch", "12");
     panel->findChild<QSpinBox*>("batch")->setValue(8);
+    // LoR's two widths and its shared terms reach the run's model.
+    QVERIFY(panel->findChild<QSpinBox*>("lorC1")->isEnabled());
+    panel->findChild<QSpinBox*>("lorC1")->setValue(4);
+    panel->findChild<QSpinBox*>("lorC2")->setValue(12);
+    panel->findChild<QCheckBox*>("lorShared")->setChecked(false);
+    const ViTConfig lor = panel->modelConfig();
+    QCOMPARE(lor.lor_c1, int64_t(4));
+    QCOMPARE(lor.lor_c2, int64_t(12));
+    QVERIFY(!lor.lor_shared);
     QVERIFY2(!panel->memoryLabel()->text().contains("will not fit"), qPrintable(panel->memoryLabel()->text()));
     panel->setQuickRun(2, 64);
     QSignalSpy finished(panel, &TrainingPanel::runFinished);
