@@ -82,8 +82,8 @@ void TrainingPanel::buildForm() {
   auto* layout = new QVBoxLayout(this);
   auto* box = new QGroupBox(tr("Run"), this);
   auto* columns = new QHBoxLayout;
-  columns->addLayout(buildModelFields());
-  columns->addLayout(buildRunFields());
+  columns->addLayout(buildModelFields(), 1);
+  columns->addLayout(buildRunFields(), 1);
   auto* box_layout = new QVBoxLayout;
   box_layout->addLayout(columns);
   memory_ = new QLabel(this);
@@ -129,7 +129,37 @@ QFormLayout* TrainingPanel::buildModelFields() {
   form->addRow(tr("Dataset"), dataset_);
   form->addRow(tr("Device"), device_);
   form->addRow(tr("LoR widths"), buildLorFields());
+  form->addRow(tr("First blocks"), buildHybridFields());
   return form;
+}
+
+// A hybrid: the first N blocks use another operator (e.g. Translution first, then
+// RoPE or plain self-attention), N below the depth.
+QHBoxLayout* TrainingPanel::buildHybridFields() {
+  auto* row = new QHBoxLayout;
+  first_model_ = new QComboBox(this);
+  first_model_->setObjectName("firstModel");
+  first_model_->addItem(tr("same as Method"), QString());
+  for (const auto& c : attention_choices())
+    first_model_->addItem(QString::fromStdString(c.name), QString::fromStdString(c.name));
+  first_model_->setToolTip(tr("The operator of the first blocks; the rest use Method"));
+  // Sized like the other fields, not to the longest operator name.
+  first_model_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  first_model_->setMinimumContentsLength(12);
+  first_blocks_ = new QSpinBox(this);
+  first_blocks_->setObjectName("firstBlocks");
+  first_blocks_->setRange(1, 23);
+  first_blocks_->setToolTip(tr("How many of the first blocks use it (fewer than the depth)"));
+  row->addWidget(first_model_, 1);
+  row->addWidget(first_blocks_);
+  auto follow = [this] {
+    first_blocks_->setEnabled(!first_model_->currentData().toString().isEmpty());
+    first_blocks_->setMaximum(std::max(1, depth_->value() - 1));
+  };
+  connect(first_model_, &QComboBox::currentIndexChanged, this, follow);
+  connect(depth_, &QSpinBox::valueChanged, this, follow);
+  follow();
+  return row;
 }
 
 // LoR-Translution's low-rank widths C1 (in) and C2 (out) and its shared terms
@@ -287,6 +317,8 @@ ViTConfig TrainingPanel::modelConfig() const {
   c.lor_c1 = lor_c1_->value();
   c.lor_c2 = lor_c2_->value();
   c.lor_shared = lor_shared_->isChecked();
+  c.first_model = first_model_->currentData().toString().toStdString();
+  c.first_blocks = c.first_model.empty() ? 0 : first_blocks_->value();
   c.validate();
   return c;
 }
@@ -333,9 +365,9 @@ void TrainingPanel::watchMemory() {
   memory_->setWordWrap(true);
   memory_->setToolTip(tr("The run's estimated peak memory (weights, gradients, AdamW's moments, activations) "
                          "against what the machine has available now; `translution model info` prints the parts"));
-  for (QComboBox* c : {method_, preset_, patch_, dataset_, device_})
+  for (QComboBox* c : {method_, preset_, patch_, dataset_, device_, first_model_})
     connect(c, &QComboBox::currentIndexChanged, this, &TrainingPanel::updateMemory);
-  for (QSpinBox* b : {depth_, batch_, lor_c1_, lor_c2_})
+  for (QSpinBox* b : {depth_, batch_, lor_c1_, lor_c2_, first_blocks_})
     connect(b, &QSpinBox::valueChanged, this, &TrainingPanel::updateMemory);
   connect(lor_shared_, &QCheckBox::toggled, this, &TrainingPanel::updateMemory);
   updateMemory();

@@ -70,6 +70,7 @@ class TrainingPanel : public QWidget {
   void buildForm();
   QFormLayout* buildModelFields();
   QHBoxLayout* buildLorFields();
+  QHBoxLayout* buildHybridFields();
   QFormLayout* buildRunFields();
   void buildButtons(QVBoxLayout* layout);
   void connectForm();
@@ -94,6 +95,8 @@ class TrainingPanel : public QWidget {
   QSpinBox* lor_c1_;
   QSpinBox* lor_c2_;
   QCheckBox* lor_shared_;
+  QComboBox* first_model_;  // empty data: no hybrid
+  QSpinBox* first_blocks_;
   QCheckBox* bf16_;  // TrainConfig::precision (enabled where cpu/bf16_gemm.h runs)
   QDoubleSpinBox* lr_;
   QPushButton *start_ = nullptr, *pause_, *stop_, *save_, *resume_file_, *export_;

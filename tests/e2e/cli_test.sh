@@ -49,6 +49,9 @@ check "model info names LoR's widths" bash -c "\"$cli\" model info --model lor -
 check "LoR's widths change its size" bash -c "test \"\$(\"$cli\" model info --model lor --preset tiny --lor-dims 4,12 --json)\" != \"\$(\"$cli\" model info --model lor --preset tiny --lor-dims 12,4 --json)\""
 err=$("$cli" model info --model lor --lor-dims 4 2>&1)
 check "--lor-dims needs two widths" bash -c "test $? -ne 0 && test \$(wc -l <<<\"$err\") -eq 1 && grep -q \"expects two widths like 8,16\" <<<\"$err\""
+# Hybrids: the first blocks of another operator (Translution first, RoPE attention after).
+check "model info names a hybrid's first blocks" bash -c "\"$cli\" model info --model rope --preset tiny --first-model translution --first-blocks 2 | grep -q 'hybrid       first 2 blocks: translution'"
+check "a hybrid deeper than the model is one line" bash -c "out=\$(\"$cli\" model info --model rope --preset tiny --first-model translution --first-blocks 9 2>&1); test \$? -ne 0 && test \$(wc -l <<<\"\$out\") -eq 1 && grep -q 'first_blocks must be between 0 and depth' <<<\"\$out\""
 check "--lor-dim and --lor-dims together are refused" bash -c "! \"$cli\" model info --model lor --lor-dim 8 --lor-dims 4,4 2>/dev/null"
 check "model info --json" bash -c "\"$cli\" model info --model attention --image 84 --patch 12 --json | grep -q '\"parameters\":2706346'"
 err=$("$cli" model info --model attention --patch 13 2>&1)
@@ -200,6 +203,7 @@ check "train exits 0" test $? -eq 0
 check "train --json reports evaluations" test "$(grep -c '"event":"evaluated"' <<<"$out")" -eq 2
 check "train --json reports finished" grep -q '"event":"finished","step":6' <<<"$out"
 check "checkpoint written" test -s "$work/m.ckpt"
+check "train builds a hybrid" bash -c "\"$cli\" train --model rope --first-model translution --first-blocks 1 --preset tiny --image 28 --patch 7 --depth 2 --dataset dynamic --batch 16 --train-samples 64 --device cpu --steps 2 --out '$work/hybrid.ckpt' --no-final-eval >/dev/null 2>&1 && \"$cli\" checkpoint info '$work/hybrid.ckpt' | grep -q 'first_model=translution'"
 check "train accepts LoR's widths" bash -c "\"$cli\" train ${tiny[*]} --lor-dims 4,12 --no-lor-shared --steps 2 --out '$work/lor-dims.ckpt' --no-final-eval >/dev/null 2>&1 && \"$cli\" checkpoint info '$work/lor-dims.ckpt' | grep -q 'lor_c2=12'"
 if [ "$expect_kernel_note" = yes ]; then
   check "train notes OpenBLAS's AVX2 kernels on an AVX-512 CPU" bash -c \

@@ -326,6 +326,16 @@ class StudioPanelsTest : public QObject {
     QCOMPARE(lor.lor_c1, int64_t(4));
     QCOMPARE(lor.lor_c2, int64_t(12));
     QVERIFY(!lor.lor_shared);
+    // A hybrid: its first blocks' operator and count reach the config; "same as Method" is none.
+    panel->findChild<QComboBox*>("firstModel")->setCurrentText("translution");
+    panel->findChild<QSpinBox*>("firstBlocks")->setValue(1);
+    const ViTConfig hybrid = panel->modelConfig();
+    QCOMPARE(QString::fromStdString(hybrid.first_model), QString("translution"));
+    QCOMPARE(hybrid.first_blocks, int64_t(1));
+    QCOMPARE(QString::fromStdString(hybrid.block_model(0)), QString("translution"));
+    QCOMPARE(QString::fromStdString(hybrid.block_model(1)), QString("lor"));
+    panel->findChild<QComboBox*>("firstModel")->setCurrentIndex(0);
+    QCOMPARE(panel->modelConfig().first_blocks, int64_t(0));
     QVERIFY2(!panel->memoryLabel()->text().contains("will not fit"), qPrintable(panel->memoryLabel()->text()));
     panel->setQuickRun(2, 64);
     QSignalSpy finished(panel, &TrainingPanel::runFinished);
