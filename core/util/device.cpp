@@ -104,21 +104,17 @@ int64_t peak_memory_bytes(const c10::Device& device) {
 namespace {
 // OpenBLAS's thread count, where the build links it (Debian's LibTorch runs its
 // products on that same library); elsewhere there is nothing to set.
-bool set_openblas_threads(int threads) {
+void set_openblas_threads(int threads) {
 #ifdef TRANSLUTION_HAVE_OPENBLAS
   openblas_set_num_threads(threads);
-  return true;
 #else
   (void)threads;
-  return false;
 #endif
 }
 }  // namespace
 
 bool configure_concurrent_blas() {
-#ifndef TRANSLUTION_HAVE_OPENBLAS
-  return false;
-#endif
+  if (blas_threads() == 0) return false;  // no OpenBLAS in this build
   if (!blas_threads_from_environment()) set_openblas_threads(1);
   return true;
 }

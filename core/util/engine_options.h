@@ -66,7 +66,8 @@ class ScopedEngineOptions {
   const EngineOptions* before_;
 };
 
-// The options in force with one change, for a scope: ScopedEngineOptions s(with(&EngineOptions::reference, true)).
+// The options in force with one change, for a scope:
+//   ScopedEngineOptions s(engine_options_with(&EngineOptions::reference, true));
 template <typename T>
 EngineOptions engine_options_with(T EngineOptions::*field, T value) {
   EngineOptions o = engine_options();
