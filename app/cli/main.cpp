@@ -49,6 +49,7 @@ void add_commands(CLI::App& app, translution::cli::Runners& runners) {
   add_sweep_command(app, runners);
   add_predict_command(app, runners);
   add_checkpoint_command(app, runners);
+  add_interop_commands(app, runners);
   // After the subcommands, which would inherit it.
   app.footer("Run `translution COMMAND --help` for a command's options. Errors are one line;\n"
              "--verbose (anywhere) adds LibTorch's message and stack trace to them.");

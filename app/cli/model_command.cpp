@@ -121,9 +121,11 @@ int info(const ModelOptions& options, int64_t batch, bool json) {
               (long long)config.tokens());
   if (cost.relative_entries > 0)
     std::printf("relative     %lld matrices per relative projection per layer\n", (long long)cost.relative_entries);
-  if (const AttentionSpec last = config.attention_spec(config.depth - 1); last.method == AttentionMethod::LoRTranslution)
-    std::printf("low rank     C1 %lld in, C2 %lld out, %s\n", (long long)last.lor_c1, (long long)last.lor_c2,
-                last.lor_shared ? "with the shared self-attention terms" : "without shared terms");
+  if (const AttentionSpec lor = config.attention_spec(0); lor.method == AttentionMethod::LoRTranslution ||
+                                                         config.attention_spec(config.depth - 1).method == AttentionMethod::LoRTranslution)
+    std::printf("low rank     C1 %lld in, C2 %lld out, %s%s\n", (long long)config.lor_c1, (long long)config.lor_c2,
+                config.lor_shared ? "with the shared self-attention terms" : "without shared terms",
+                config.lor_value_slices ? ", values sliced per head (as the public code)" : "");
   std::printf("parameters   %lld (%.1f M), %.1f MB as float32\n", (long long)params, params / 1e6, double(params) * 4 / 1e6);
   print_memory(rows);
   if (!counted) {

@@ -28,6 +28,8 @@ void add_model_options(CLI::App& app, ModelOptions& o, bool widths_in_help) {
       ->type_name("C1,C2")
       ->group(group);
   app.add_flag("--no-lor-shared", o.no_lor_shared, "LoR without the shared projection")->group(group);
+  app.add_flag("--lor-value-slices", o.lor_value_slices, "LoR's heads weight slices of the low-rank value (as the public code)")
+      ->group(group);
   app.add_option("--first-model", o.first_model, "operator of the first blocks (a hybrid)")->group(group);
   app.add_option("--first-blocks", o.first_blocks, "how many blocks use --first-model")->group(group);
 }
@@ -60,6 +62,7 @@ ViTConfig ModelOptions::config() const {
     c.lor_c2 = c2;
   }
   if (no_lor_shared) c.lor_shared = false;
+  if (lor_value_slices) c.lor_value_slices = true;
   c.first_model = first_model;
   c.first_blocks = given("--first-blocks") ? first_blocks : c.first_model.empty() ? 0 : 1;
   c.validate();

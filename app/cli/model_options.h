@@ -13,7 +13,7 @@ struct ModelOptions {
   std::string model, preset = "A", image, first_model, lor_dims;
   int64_t patch = 0, depth = 0, dim = 0, heads = 0, head_dim = 0, mlp_dim = 0, channels = 0, classes = 0,
           lor_dim = 0, first_blocks = 0;
-  bool no_lor_shared = false;
+  bool no_lor_shared = false, lor_value_slices = false;
   const CLI::App* app = nullptr;  // where they were added: which were given
 
   bool given(const std::string& option) const { return app && app->count(option) > 0; }

@@ -50,6 +50,17 @@ std::vector<AttentionChoice> build_choices() {
     out.push_back(make_relative("lor", AttentionMethod::LoRTranslution, letters, PairEncoding::Relative,
                                 "LoR-Translution: low-rank relative matrices for " + which + " (Eq. 2)"));
   }
+  AttentionChoice rope = make_relative("rope-translution", AttentionMethod::Translution, "V", PairEncoding::Relative,
+                                       "RoPE-Translution: rotary q and k, offset-indexed value matrices");
+  rope.name = "rope-translution";
+  rope.spec.rotary = true;
+  out.push_back(rope);
+  AttentionChoice lor_rope = make_relative("lor-rope-translution", AttentionMethod::LoRTranslution, "V",
+                                           PairEncoding::Relative,
+                                           "LoR-RoPE-Translution: rotary q and k, low-rank relative values");
+  lor_rope.name = "lor-rope-translution";
+  lor_rope.spec.rotary = true;
+  out.push_back(lor_rope);
   out.push_back(make_relative("translution-abs", AttentionMethod::Translution, "QKV", PairEncoding::Absolute,
                               "Translution with one matrix per (i, j) pair: the absolute ablation of Table 5"));
   out.push_back(make_relative("lor-abs", AttentionMethod::LoRTranslution, "QKV", PairEncoding::Absolute,
@@ -73,6 +84,7 @@ std::string AttentionSpec::name() const {
     case AttentionMethod::Rotary: return "rope";
     default: break;
   }
+  if (rotary) return method == AttentionMethod::Translution ? "rope-translution" : "lor-rope-translution";
   std::string prefix = method == AttentionMethod::Translution ? "translution" : "lor";
   if (encoding == PairEncoding::Absolute) prefix += "-abs";
   std::string letters = qkv_letters(), lower;
@@ -81,8 +93,13 @@ std::string AttentionSpec::name() const {
 }
 
 void AttentionSpec::validate() const {
-  if (!relative()) return;
+  if (!relative()) {
+    if (rotary) throw Error(name() + ": only the Translution operators take rotary queries and keys");
+    return;
+  }
   if (!rel_q && !rel_k && !rel_v) throw Error(name() + ": at least one of q, k, v must be relative");
+  if (rotary && (rel_q || rel_k || !rel_v || encoding != PairEncoding::Relative))
+    throw Error(name() + ": rotary queries and keys go with relative values alone, on offsets");
   if (method == AttentionMethod::LoRTranslution) {
     if (lor_c1 < 1 || lor_c2 < 1)
       throw Error("LoR-Translution relative dims must be at least 1, got C1=" + std::to_string(lor_c1) +

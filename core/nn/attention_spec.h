@@ -27,6 +27,15 @@ struct AttentionSpec {
   // LoR-Translution: relative dims per head (C1 in, C2 out) and the shared W^q, W^k, W^v (Appendix G).
   int64_t lor_c1 = 8, lor_c2 = 8;
   bool lor_shared = true;
+  // LoR's relative values with several heads. Off (Eq. 2 as written): each head
+  // weights the pair's whole value f_j W1v Wv[d] W2v and keeps its C'/H columns.
+  // On (the public code's LoR): each head weights its own C2 slice of the low-rank
+  // value f_j W1v Wv[d], and W2v maps the heads' slices, side by side, to C'.
+  // The same for one head.
+  bool lor_value_slices = false;
+  // RoPE-Translution: the plain q and k are turned by their tokens' positions
+  // (nn/rotary.h) before the product; only with relative values alone.
+  bool rotary = false;
 
   // Translution or LoR-Translution (the operators with relative matrices).
   bool relative() const { return method == AttentionMethod::Translution || method == AttentionMethod::LoRTranslution; }

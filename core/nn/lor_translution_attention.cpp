@@ -41,6 +41,14 @@ at::Tensor up_project(const at::Tensor& s, const at::Tensor& up, int64_t H, int6
   return out;
 }
 
+// AttentionSpec::lor_value_slices: head h keeps its own slice of s, s[b, i, h, h C2 : (h + 1) C2],
+// and the slices side by side go through W2v: [B, M, H, C2 H] -> [B, M, C'].
+at::Tensor up_project_slices(const at::Tensor& s, const at::Tensor& up) {
+  const int64_t B = s.size(0), M = s.size(1), H = s.size(2), c2 = s.size(3) / H;
+  const at::Tensor slices = s.view({B, M, H, H, c2}).diagonal(0, 2, 3);  // [B, M, C2, H]
+  return at::matmul(slices.transpose(2, 3).reshape({B, M, H * c2}), up);
+}
+
 // The bank entries the order's visible pairs use, ascending: those with rows.
 std::vector<int64_t> used_entries(const PairOrder& order) {
   std::vector<int64_t> used;
@@ -98,7 +106,9 @@ double reassociated_macs(const AttentionSpec& s, const AttentionShape& shape, do
 std::vector<int64_t> reassociated_entries(const AttentionSpec& s, const AttentionShape& shape, const PairOrder& order,
                                           int64_t images) {
   const int64_t N = order.tokens, queries = order.queries;
-  if (!reassociation_may_apply(N, queries, images)) return {};
+  // Rotated keys differ per token, so they cannot be folded into the query's side;
+  // value slices are taken after the sum over pairs, which that path reorders.
+  if (s.rotary || s.lor_value_slices || !reassociation_may_apply(N, queries, images)) return {};
   std::vector<int64_t> entries = used_entries(order);
   if (entries.empty() ||
       reassociated_macs(s, shape, double(N), double(queries), double(entries.size())) >= plain_macs(s, shape, double(N), double(queries)))
@@ -141,6 +151,7 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
     up_v_ = register_parameter("v_up", at::empty({low_out_, shape.inner()}).uniform_(-bound, bound));
   }
   if (needs_output_projection(shape)) to_out_ = register_module("to_out", torch::nn::Linear(shape.inner(), shape.dim));
+  if (spec.rotary) rotary_ = RotaryPositions(layout, shape.head_dim);
   if (layout.causal) valid_ = table_.valid;
 }
 
@@ -236,6 +247,7 @@ at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries,
     project(1, 3, x);
   }
 
+  if (spec_.rotary) shared[0] = rotary_.rotate(shared[0], H), shared[1] = rotary_.rotate(shared[1], H);
   at::Tensor logits;
   if (spec_.lor_shared) logits = attention_logits(shared[0], shared[1], H);
   if (spec_.rel_q || spec_.rel_k) {
@@ -251,7 +263,7 @@ at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries,
   if (spec_.rel_v) {
     // s[b, i, h] = sum_j alpha^h_ij (x_j W1v Wv[d_ij]), then W2v per head (Appendix D's order).
     const at::Tensor s = relative_values(order, alpha, low[2], banks_[2], false);  // [B, M, H, C2 H]
-    const at::Tensor rel = up_project(s, up_v_, H, dh);
+    const at::Tensor rel = spec_.lor_value_slices ? up_project_slices(s, up_v_) : up_project(s, up_v_, H, dh);
     out = out.defined() ? out + rel : rel;
   }
   return to_out_ ? linear(to_out_, out) : out;

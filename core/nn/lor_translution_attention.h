@@ -5,8 +5,12 @@
 //   a_ij = (q_ij . k_ji + q_i . k_j) / sqrt(C')
 //   v_ij = f_j (W1v Wv[d_ij] W2v + Wv)
 // The shared terms q_i . k_j and f_j Wv are on by default (Appendix G drops them).
+// With lor_value_slices, each head weights its C2 slice of the low-rank value and
+// W2v maps the slices side by side (the public code's arrangement).
 // Values use Appendix D's order: (sum_j alpha_ij f_j W1v Wv[d_ij]) W2v, so no
 // N x N x C' tensor is formed.
+// LoR-RoPE-Translution: relative values alone, with the shared q_i and k_j
+// turned by their tokens' positions (nn/rotary.h) before the product.
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -15,6 +19,7 @@
 
 #include "nn/attention.h"
 #include "nn/pair_order.h"
+#include "nn/rotary.h"
 
 namespace translution {
 
@@ -70,6 +75,7 @@ class LoRTranslutionAttention : public AttentionModule {
   at::Tensor up_v_;                                          // [C2 H, C'] for relative values
   torch::nn::Linear shared_[3] = {nullptr, nullptr, nullptr};
   torch::nn::Linear to_out_{nullptr};
+  RotaryPositions rotary_;  // LoR-RoPE-Translution only
   at::Tensor valid_;
   std::mutex reassociation_lock_;
   std::vector<std::unique_ptr<Reassociation>> reassociations_;  // stable addresses: callers hold references

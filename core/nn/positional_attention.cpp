@@ -27,24 +27,6 @@ at::Tensor PositionalAttention::gpsa_features(const RelativeTable& t) {
   return r;
 }
 
-at::Tensor PositionalAttention::rope_angles(const TokenLayout& layout, int64_t head_dim) {
-  const int64_t N = layout.tokens(), pairs = head_dim / 2, first = layout.cls ? 1 : 0;
-  const bool two_d = layout.kind == TokenLayout::Kind::Grid2D;
-  // 2-D: the first half of the pairs turn with x, the second half with y.
-  const int64_t per_axis = two_d ? pairs / 2 : pairs;
-  at::Tensor angles = at::zeros({N, pairs}, at::kDouble);
-  auto a = angles.accessor<double, 2>();
-  for (int64_t t = first; t < N; ++t) {
-    const int64_t p = t - first, x = p % layout.width, y = p / layout.width;
-    for (int64_t k = 0; k < pairs; ++k) {
-      const int64_t axis_k = k % per_axis;
-      const double theta = std::pow(10000.0, -double(axis_k) / double(per_axis));
-      a[t][k] = double(two_d && k >= per_axis ? y : x) * theta;
-    }
-  }
-  return angles;  // double: converted to the input's dtype on use, so double runs stay exact
-}
-
 PositionalAttention::PositionalAttention(const AttentionSpec& spec, const AttentionShape& shape,
                                          const TokenLayout& layout)
     : method_(spec.method), shape_(shape), table_(make_relative_table(layout)) {
@@ -67,29 +49,12 @@ PositionalAttention::PositionalAttention(const AttentionSpec& spec, const Attent
       gpsa_gate_ = register_parameter("gpsa_gate", at::ones({H}));
       features_ = gpsa_features(table_);
       break;
-    case AttentionMethod::Rotary: {
-      const int64_t quantum = layout.kind == TokenLayout::Kind::Grid2D ? 4 : 2;
-      if (shape.head_dim % quantum != 0)
-        throw Error("rope: head dim " + std::to_string(shape.head_dim) + " must be a multiple of " +
-                    std::to_string(quantum) + " (dimension pairs" +
-                    (quantum == 4 ? ", half for x and half for y)" : ")"));
-      const at::Tensor angles = rope_angles(layout, shape.head_dim);
-      cos_ = angles.cos();
-      sin_ = angles.sin();
+    case AttentionMethod::Rotary:
+      rotary_ = RotaryPositions(layout, shape.head_dim);
       break;
-    }
     default:
       throw Error("positional attention cannot build '" + spec.name() + "'");
   }
-}
-
-at::Tensor PositionalAttention::rotate(const at::Tensor& x) {
-  const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim;
-  const at::Tensor pairs = x.reshape({B, N, H, dh / 2, 2});
-  const at::Tensor a = pairs.select(-1, 0), b = pairs.select(-1, 1);
-  const at::Tensor c = converted_like(cos_, cos_like_, x).narrow(0, 0, N).view({1, N, 1, dh / 2});
-  const at::Tensor s = converted_like(sin_, sin_like_, x).narrow(0, 0, N).view({1, N, 1, dh / 2});
-  return at::stack({a * c - b * s, a * s + b * c}, -1).view({B, N, H * dh});
 }
 
 // M = queries rows of every [N, N] pair table below.
@@ -97,7 +62,7 @@ at::Tensor PositionalAttention::attend(const at::Tensor& x, int64_t M, at::Tenso
   const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim, E = table_.entries;
   const auto qkv = linear(to_qkv_, x).chunk(3, -1);
   at::Tensor q = qkv[0].narrow(1, 0, M), k = qkv[1];
-  if (method_ == AttentionMethod::Rotary) q = rotate(q), k = rotate(k);
+  if (method_ == AttentionMethod::Rotary) q = rotary_.rotate(q, H), k = rotary_.rotate(k, H);
   const at::Tensor entry = query_rows(on_device(entry_, x.device()), M);
   const at::Tensor valid = query_rows(on_device(valid_, x.device()), M);
 

@@ -12,6 +12,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "nn/attention.h"
+#include "nn/rotary.h"
 
 namespace translution {
 
@@ -21,23 +22,20 @@ class PositionalAttention : public AttentionModule {
 
   // Positional features r_ij of GPSA, [N, N, 3] double (zero where the CLS token is involved).
   static at::Tensor gpsa_features(const RelativeTable& table);
-  // RoPE angles per token and dimension pair, [N, head_dim / 2] double; zero for CLS.
-  static at::Tensor rope_angles(const TokenLayout& layout, int64_t head_dim);
 
  protected:
   at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) override;
 
  private:
-  at::Tensor rotate(const at::Tensor& x);  // the first n tokens, [B, n, D] -> rotated per head
-
   AttentionMethod method_;
   AttentionShape shape_;
   RelativeTable table_;
   torch::nn::Linear to_qkv_{nullptr}, to_out_{nullptr};
   at::Tensor rel_;                  // rel-key/rel-value: [E, C']; rel-bias: [H, E]
   at::Tensor gpsa_w_, gpsa_gate_;   // [H, 3], [H]
-  at::Tensor entry_, valid_, features_, cos_, sin_;  // constants, moved to the input's device on use
-  at::Tensor features_like_, cos_like_, sin_like_;    // theirs in the input's dtype and device (converted_like)
+  RotaryPositions rotary_;
+  at::Tensor entry_, valid_, features_;  // constants, moved to the input's device on use
+  at::Tensor features_like_;             // features_ in the input's dtype and device (converted_like)
 };
 
 }  // namespace translution

@@ -55,6 +55,7 @@ TranslutionAttention::TranslutionAttention(const AttentionSpec& spec, const Atte
           "to_" + name, torch::nn::Linear(torch::nn::LinearOptions(shape.dim, shape.inner()).bias(false)));
   }
   if (needs_output_projection(shape)) to_out_ = register_module("to_out", torch::nn::Linear(shape.inner(), shape.dim));
+  if (spec.rotary) rotary_ = RotaryPositions(layout, shape.head_dim);
   if (layout.causal) valid_ = table_.valid;
 }
 
@@ -66,7 +67,9 @@ at::Tensor TranslutionAttention::attend(const at::Tensor& x, int64_t queries, at
   const at::Tensor queried = query_tokens(x, queries);
   auto side = [&](int role) {
     const at::Tensor& input = role == 0 ? queried : x;
-    return banks_[role].defined() ? input : linear(plain_[role], input);
+    if (banks_[role].defined()) return input;
+    const at::Tensor projected = linear(plain_[role], input);
+    return spec_.rotary && role < 2 ? rotary_.rotate(projected, H) : projected;
   };
   const at::Tensor logits = spec_.rel_q || spec_.rel_k
                                 ? relative_logits(order, side(0), banks_[0], side(1), banks_[1], H)

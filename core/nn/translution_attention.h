@@ -4,12 +4,15 @@
 //   q_ij = f_i Wq[d_ij]   k_ji = f_j Wk[-d_ij]   v_ij = f_j Wv[d_ij]
 //   a_ij = q_ij . k_ji / sqrt(C')   alpha_i = softmax_j(a_i)   f'_i = sum_j alpha_ij v_ij
 // The projections that are not relative are ordinary shared matrices.
+// RoPE-Translution: relative values, with the plain q and k turned by their
+// tokens' positions (nn/rotary.h) before the product.
 #include <array>
 
 #include <torch/nn/modules/linear.h>
 
 #include "nn/attention.h"
 #include "nn/pair_order.h"
+#include "nn/rotary.h"
 
 namespace translution {
 
@@ -32,6 +35,7 @@ class TranslutionAttention : public AttentionModule {
   std::array<at::Tensor, 3> banks_;  // [E, C, C'] for the relative ones of q, k, v (k stored mirrored)
   std::array<torch::nn::Linear, 3> plain_{nullptr, nullptr, nullptr};
   torch::nn::Linear to_out_{nullptr};
+  RotaryPositions rotary_;  // RoPE-Translution only
   at::Tensor valid_;
 };
 

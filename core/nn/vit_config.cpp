@@ -25,6 +25,7 @@ const std::vector<KeyValueField<ViTConfig>>& fields() {
       int_field("lor_c1", &C::lor_c1),
       int_field("lor_c2", &C::lor_c2),
       bool_field("lor_shared", &C::lor_shared),
+      bool_field("lor_value_slices", &C::lor_value_slices),
       bool_field("position_embedding", &C::position_embedding),
       string_field("first_model", &C::first_model),
       int_field("first_blocks", &C::first_blocks),
@@ -43,6 +44,7 @@ AttentionSpec ViTConfig::attention_spec(int64_t block) const {
   spec.lor_c1 = lor_c1;
   spec.lor_c2 = lor_c2;
   spec.lor_shared = lor_shared;
+  spec.lor_value_slices = lor_value_slices;
   return spec;
 }
 

@@ -28,6 +28,7 @@ struct Case {
   AttentionShape shape;
   bool lor_shared = true;
   int64_t c1 = 2, c2 = 3;
+  bool value_slices = false;
 };
 
 // Keeps ctest's test names and gtest's messages readable.
@@ -66,6 +67,12 @@ std::vector<Case> all_cases() {
     cases.push_back({model + "_2x2cls", model, TokenLayout::grid(2, 2, true), {5, 2, 3}});
     cases.push_back({model + "_causal4", model, TokenLayout::sequence(4, true), {4, 1, 4}});
   }
+  // LoR's values sliced per head (the public code's arrangement), with and without shared terms.
+  for (const std::string model : {"lor", "lor-v", "lor-kv", "lor-rope-translution"}) {
+    cases.push_back({model + "_slices_2x3cls_h3", model, TokenLayout::grid(2, 3, true), {6, 3, 4}, true, 2, 3, true});
+    cases.push_back({model + "_slices_causal5", model, TokenLayout::sequence(5, true), {5, 2, 4}, true, 3, 2, true});
+  }
+  cases.push_back({"lor_slices_noshared_3x2", "lor", TokenLayout::grid(3, 2, false), {5, 2, 4}, false, 2, 3, true});
   // Larger non-square grid with several heads and distinct LoR dims.
   cases.push_back({"translution_3x4cls_h3", "translution", TokenLayout::grid(3, 4, true), {6, 3, 2}});
   cases.push_back({"lor_3x4cls_h3", "lor", TokenLayout::grid(3, 4, true), {6, 3, 2}, true, 3, 2});
@@ -191,6 +198,7 @@ TEST_P(SavedRowsExactness, RecomputedOrReusedRowsMatchNaiveReference) {
 AttentionSpec case_spec(const Case& c) {
   AttentionSpec spec = attention_choice(c.model).spec;
   spec.lor_shared = c.lor_shared;
+  spec.lor_value_slices = c.value_slices;
   spec.lor_c1 = c.c1;
   spec.lor_c2 = c.c2;
   return spec;

@@ -108,19 +108,24 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
       std::vector<at::Tensor> logits(static_cast<size_t>(N * H));
       std::vector<at::Tensor> position_logits(static_cast<size_t>(N * H));  // GPSA
       std::vector<at::Tensor> values(static_cast<size_t>(N));
+      std::vector<at::Tensor> low_values(static_cast<size_t>(N));  // LoR value slices: f_j W1v Wv[d], C2 H
       for (int64_t j = 0; j < N; ++j) {
         const PairEntries e = entries(layout, spec.encoding, i, j);
         at::Tensor a = at::zeros({H}, x.options());  // per-head logit
         at::Tensor v;
         if (translution) {
-          const at::Tensor q = rel[0] ? row_times(f[i], param(module, "wq").select(0, e.q)) : row_times(f[i], shared[0]);
-          const at::Tensor k = rel[1] ? row_times(f[j], param(module, "wk").select(0, e.k)) : row_times(f[j], shared[1]);
+          at::Tensor q = rel[0] ? row_times(f[i], param(module, "wq").select(0, e.q)) : row_times(f[i], shared[0]);
+          at::Tensor k = rel[1] ? row_times(f[j], param(module, "wk").select(0, e.k)) : row_times(f[j], shared[1]);
+          if (spec.rotary) q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);  // RoPE-Translution
           a = (q.view({H, dh}) * k.view({H, dh})).sum(-1);
           v = rel[2] ? row_times(f[j], param(module, "wv").select(0, e.v)) : row_times(f[j], shared[2]);
         } else if (lor) {
           const int64_t c2 = spec.lor_c2;
-          if (spec.lor_shared)
-            a = a + (row_times(f[i], shared[0]).view({H, dh}) * row_times(f[j], shared[1]).view({H, dh})).sum(-1);
+          if (spec.lor_shared) {
+            at::Tensor q = row_times(f[i], shared[0]), k = row_times(f[j], shared[1]);
+            if (spec.rotary) q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);  // LoR-RoPE
+            a = a + (q.view({H, dh}) * k.view({H, dh})).sum(-1);
+          }
           if (rel[0] || rel[1]) {
             const at::Tensor q2 = rel[0] ? row_times(row_times(f[i], param(module, "q_down.weight").t()), param(module, "wq").select(0, e.q))
                                          : row_times(f[i], param(module, "q_low.weight").t());
@@ -129,8 +134,11 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
             a = a + (q2.view({H, c2}) * k2.view({H, c2})).sum(-1);
           }
           // v_ij = f_j (W1v Wv[d] W2v + Wv), formed per pair as the equation reads.
+          // With value slices the relative part stays low-rank until the heads are summed (below).
           at::Tensor w = at::zeros({shape.dim, shape.inner()}, x.options());
-          if (rel[2])
+          if (rel[2] && spec.lor_value_slices)
+            low_values[size_t(j)] = at::matmul(row_times(f[j], param(module, "v_down.weight").t()), param(module, "wv").select(0, e.v));
+          else if (rel[2])
             w = w + at::matmul(at::matmul(param(module, "v_down.weight").t(), param(module, "wv").select(0, e.v)),
                                param(module, "v_up"));
           if (spec.lor_shared) w = w + shared[2];
@@ -163,6 +171,7 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
         values[size_t(j)] = v;
       }
       std::vector<at::Tensor> head_outputs;
+      at::Tensor sliced = at::zeros({shape.inner()}, x.options());  // LoR value slices through W2v
       for (int64_t h = 0; h < H; ++h) {
         std::vector<at::Tensor> row;
         for (int64_t j = 0; j < N; ++j) row.push_back(logits[size_t(j * H + h)]);
@@ -180,8 +189,13 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
         at::Tensor acc = at::zeros({dh}, x.options());
         for (int64_t j = 0; j < N; ++j) acc = acc + alpha[j] * values[size_t(j)].narrow(0, h * dh, dh);
         head_outputs.push_back(acc);
+        const int64_t c2 = spec.lor_c2;
+        for (int64_t j = 0; j < N; ++j)
+          if (low_values[size_t(j)].defined())  // head h's slice of the low-rank value, through W2v's rows for it
+            sliced = sliced + alpha[j] * at::matmul(low_values[size_t(j)].narrow(0, h * c2, c2),
+                                                    param(module, "v_up").narrow(0, h * c2, c2));
       }
-      out_rows.push_back(at::cat(head_outputs));
+      out_rows.push_back(at::cat(head_outputs) + sliced);
     }
     outputs.push_back(at::stack(out_rows));
   }

@@ -363,6 +363,29 @@ check "model info estimates a huge model's memory at once (${elapsed} ms)" bash 
 check "model info --json has the estimate" bash -c "\"$cli\" model info --model lor --json |
   grep -q '\"memory\":\\[{\"mode\":\"infer\",\"batch\":1,\"device\":\"cpu\"'"
 
+# PyTorch interop: a state dict written by the public Translution code in, a prediction, and out again.
+fixtures="$ROOT_DIR/tests/fixtures/pytorch/data"
+small=(--image 12x8 --patch 4 --channels 1 --classes 10 --depth 2 --dim 16 --heads 2 --head-dim 8 --mlp-dim 32)
+mnist=(--image 28 --patch 7 --channels 1 --classes 10 --depth 2 --dim 16 --heads 2 --head-dim 8 --mlp-dim 32)
+check "import a public KV-Translution state dict" bash -c "\"$cli\" import '$fixtures/translution_kv_mnist.pt' --model translution-kv ${mnist[*]} --out '$work/kv.ckpt' | grep -q 'public translution model, translution-kv'"
+check "predict with the imported model" bash -c "\"$cli\" predict --checkpoint '$work/kv.ckpt' '$work/seven.png' | grep -q ' 9:'"
+check "the imported checkpoint names its source" bash -c "\"$cli\" checkpoint info '$work/kv.ckpt' | grep -q 'imported_as=public translution'"
+check "export to PyTorch" bash -c "\"$cli\" export '$work/kv.ckpt' --to pytorch '$work/kv.pt' | grep -q 'ViT/models/translution.py'"
+check "export, import: the same checkpoint weights" bash -c "\"$cli\" import '$work/kv.pt' --model translution-kv ${mnist[*]} --out '$work/kv2.ckpt' >/dev/null &&
+  test \"\$(\"$cli\" predict --checkpoint '$work/kv.ckpt' --json '$work/seven.png')\" = \"\$(\"$cli\" predict --checkpoint '$work/kv2.ckpt' --json '$work/seven.png')\""
+check "import a public LoR hybrid" bash -c "\"$cli\" import '$fixtures/lor_translution_qkv_hybrid.pt' --model rope --first-model lor --lor-dim 4 ${small[*]} --out '$work/lor.ckpt' >/dev/null && \"$cli\" checkpoint info '$work/lor.ckpt' | grep -q 'lor_value_slices=true'"
+err=$("$cli" import "$fixtures/translution_kv.pt" --model translution "${small[@]}" --out "$work/wrong.ckpt" 2>&1)
+check "another architecture: one line naming the key, nothing written" bash -c "test $? -ne 0 && test \$(wc -l <<<\"$err\") -eq 1 &&
+  grep -q \"translution_kv.pt: 'translution.layers.0.0.to_q.unique_params' is missing\" <<<\"$err\" && test ! -e '$work/wrong.ckpt'"
+err=$("$cli" import "$ROOT_DIR/README.md" --model translution-kv "${small[@]}" --out "$work/wrong.ckpt" 2>&1)
+check "a file that is not a PyTorch archive: one line" bash -c "test $? -ne 0 && test \$(wc -l <<<\"$err\") -eq 1 && grep -q 'not a PyTorch archive' <<<\"$err\""
+err=$("$cli" import "$fixtures/refused_global.pt" --model translution-kv "${small[@]}" --out "$work/wrong.ckpt" 2>&1)
+check "a pickle asking for a function: one line naming it" bash -c "test $? -ne 0 && test \$(wc -l <<<\"$err\") -eq 1 && grep -q 'posix.getcwd' <<<\"$err\""
+err=$("$cli" export "$work/lor-dims.ckpt" --to pytorch "$work/w.pt" 2>&1)
+check "a model with no public counterpart is not exported" bash -c "test $? -ne 0 && test \$(wc -l <<<\"$err\") -eq 1 && test ! -e '$work/w.pt'"
+echo "$err"
+check "model list has the RoPE variants" bash -c "\"$cli\" model list | grep -q '^  rope-translution ' && \"$cli\" model list | grep -q '^  lor-rope-translution '"
+
 # LibTorch's failures are one line naming the problem, never a stack trace (--verbose shows it).
 # --force: past the memory check, so that LibTorch's own allocation fails. 10^12 tokens: the position
 # embedding alone is 256 TB, beyond the 128 TB a process can address, so it fails at once on any machine

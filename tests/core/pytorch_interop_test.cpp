@@ -1,0 +1,208 @@
+// State dicts of the public Translution code in and out. The fixtures in
+// tests/fixtures/pytorch/data were made by running the public code itself
+// (tests/fixtures/pytorch/README.md): small ViTs with random weights and their
+// logits for one input. Imported, our models must give the same logits.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include <ATen/ATen.h>
+
+#include "io/public_vit_layout.h"
+#include "io/pytorch_interop.h"
+#include "io/state_dict_file.h"
+#include "nn/vit.h"
+#include "temp_dir.h"
+#include "tensor_checks.h"
+#include "util/error.h"
+
+using namespace translution;
+
+namespace {
+
+const std::string kFixtures = std::string(TRANSLUTION_SOURCE_ROOT) + "/tests/fixtures/pytorch/data/";
+
+struct Fixture {
+  std::string file;   // tests/fixtures/pytorch/data/<file>.pt
+  std::string model;  // our operator (the later blocks', for a hybrid)
+  std::string first_model = "";
+  int64_t heads = 2;
+  bool rotary = false;  // the public code's rotary tables are fp32 even when it runs in fp64
+  bool mnist = false;   // 28 x 28 in 7 x 7 patches (else 12 x 8 in 4 x 4)
+};
+
+void PrintTo(const Fixture& f, std::ostream* os) { *os << f.file; }
+
+std::vector<Fixture> fixtures() {
+  std::vector<Fixture> out = {{"transformer", "attention"}, {"rope_transformer", "rope", "", 2, true}};
+  for (const std::string letters : {"qkv", "q", "k", "v", "qk", "qv", "kv"}) {
+    out.push_back({"translution_" + letters, letters == "qkv" ? "translution" : "translution-" + letters});
+    out.push_back({"lor_translution_" + letters, letters == "qkv" ? "lor" : "lor-" + letters});
+  }
+  out.push_back({"translution_kv_hybrid", "rope", "translution-kv", 2, true});
+  out.push_back({"translution_qkv_one_head", "translution", "", 1});
+  out.push_back({"lor_translution_qkv_hybrid", "rope", "lor", 2, true});
+  out.push_back({"lor_translution_qkv_one_head", "lor", "", 1});
+  // The public rope_translution does not turn q and k in its Translution blocks: translution-v.
+  out.push_back({"rope_translution", "translution-v"});
+  out.push_back({"rope_translution_hybrid", "rope", "translution-v", 2, true});
+  out.push_back({"lor_rope_translution", "lor-rope-translution", "", 2, true});
+  out.push_back({"lor_rope_translution_hybrid", "rope", "lor-rope-translution", 2, true});
+  out.push_back({"translution_kv_mnist", "translution-kv", "", 2, false, true});
+  return out;
+}
+
+// The size make_fixtures.py gives every model.
+ViTConfig fixture_config(const Fixture& f) {
+  ViTConfig c;
+  c.model = f.model;
+  c.image_height = f.mnist ? 28 : 12, c.image_width = f.mnist ? 28 : 8, c.patch = f.mnist ? 7 : 4;
+  c.channels = 1, c.classes = 10;
+  c.depth = 2, c.dim = 16, c.heads = f.heads, c.head_dim = f.heads == 1 ? 16 : 8, c.mlp_dim = 32;
+  c.lor_c1 = c.lor_c2 = 4;
+  if (!f.first_model.empty()) c.first_model = f.first_model, c.first_blocks = 1;
+  return c;
+}
+
+const StateDict& expected() {
+  static const StateDict e = read_state_dict(kFixtures + "expected.pt");
+  return e;
+}
+
+at::Tensor expected_tensor(const std::string& key) {
+  for (const auto& [k, t] : expected())
+    if (k == key) return t;
+  throw Error("expected.pt has no " + key);
+}
+
+ViT imported(const Fixture& f) {
+  const StateDict tensors = read_state_dict(kFixtures + f.file + ".pt");
+  ViT model(config_for_state_dict(fixture_config(f), tensors));
+  import_public_state_dict(model, tensors, f.file);
+  return model;
+}
+
+class PublicStateDict : public ::testing::TestWithParam<Fixture> {};
+
+TEST_P(PublicStateDict, ImportedModelGivesThePublicModelsLogits) {
+  const Fixture& f = GetParam();
+  ViT model = imported(f);
+  const at::Tensor input = expected_tensor(f.mnist ? "input28" : "input");
+  at::NoGradGuard no_grad;
+  EXPECT_LT(test_support::max_relative_error(model->forward(input), expected_tensor(f.file + ".logits")), 1e-5);
+  model->to(at::kDouble);
+  EXPECT_LT(test_support::max_relative_error(model->forward(input.to(at::kDouble)), expected_tensor(f.file + ".logits64")),
+            f.rotary ? 1e-6 : 1e-10);
+}
+
+TEST_P(PublicStateDict, ExportGivesBackTheFileAndReimportTheWeights) {
+  const Fixture& f = GetParam();
+  const StateDict file = read_state_dict(kFixtures + f.file + ".pt");
+  ViT model = imported(f);
+  test_support::TempDir dir;
+  const std::string path = dir.path().string() + "/out.pt";
+  write_state_dict(path, export_public_state_dict(model));
+  const StateDict exported = read_state_dict(path);
+  std::map<std::string, at::Tensor> by_key(exported.begin(), exported.end());
+  for (const auto& [key, tensor] : file) {
+    if (!by_key.count(key)) {  // only the unused rotary tables of the public rope_translution
+      EXPECT_NE(key.find("rope."), std::string::npos) << key;
+      continue;
+    }
+    const double tolerance = key.find("rope.") != std::string::npos ? 1e-6 : 0.0;  // tables: recomputed
+    EXPECT_LE((by_key.at(key) - tensor).abs().max().item<double>(), tolerance) << key;
+  }
+  std::set<std::string> in_file;
+  for (const auto& entry : file) in_file.insert(entry.first);
+  for (const auto& entry : exported) EXPECT_TRUE(in_file.count(entry.first)) << "exported, not in the public file: " << entry.first;
+  ViT again(model->config());  // fresh random weights, then the exported file
+  import_public_state_dict(again, exported, path);
+  const auto ours = model->named_parameters(), theirs = again->named_parameters();
+  for (const auto& p : ours) EXPECT_TRUE(at::equal(p.value(), theirs[p.key()])) << p.key();
+}
+
+std::string fixture_name(const ::testing::TestParamInfo<Fixture>& info) { return info.param.file; }
+
+INSTANTIATE_TEST_SUITE_P(PublicCode, PublicStateDict, ::testing::ValuesIn(fixtures()), fixture_name);
+
+// The error's message, or "" when `f` does not throw.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PublicStateDictErrors, RefusedFilesAreNamedInOneLine) {
+  test_support::TempDir dir;
+  const std::string text = dir.path().string() + "/notes.pt";
+  std::ofstream(text) << "not an archive";
+  for (const auto& [path, says] : std::vector<std::pair<std::string, std::string>>{
+           {dir.path().string() + "/absent.pt", "cannot open"},
+           {text, "not a PyTorch archive"},
+           {kFixtures + "refused_global.pt", "asks for Python's posix.getcwd"},
+           {kFixtures + "refused_nested.pt", "'nested' is a"}}) {
+    const std::string message = error_of([&] { read_state_dict(path); });
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find(says), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+TEST(PublicStateDictErrors, AnotherArchitectureOrSizeNamesTheKeyAndChangesNothing) {
+  const Fixture kv{"translution_kv", "translution-kv"};
+  const StateDict good = read_state_dict(kFixtures + "translution_kv.pt");
+  auto attempt = [&](const ViTConfig& config, const StateDict& tensors) {
+    ViT model(config);
+    const at::Tensor before = model->named_parameters()["head.weight"].clone();
+    const std::string message = error_of([&] { import_public_state_dict(model, tensors, "f.pt"); });
+    EXPECT_TRUE(at::equal(before, model->named_parameters()["head.weight"])) << "written despite: " << message;
+    return message;
+  };
+  ViTConfig other = fixture_config(kv);
+  other.model = "translution";  // the file's q is plain
+  EXPECT_NE(attempt(other, good).find("'translution.layers.0.0.to_q.unique_params' is missing"), std::string::npos);
+  other = fixture_config(kv);
+  other.mlp_dim = 24;
+  EXPECT_NE(attempt(other, good).find("'translution.layers.0.1.net.1.weight' has shape [32, 16], expected [24, 16]"),
+            std::string::npos);
+  StateDict extra = good;
+  extra.emplace_back("translution.layers.2.0.norm.weight", at::ones({16}));
+  EXPECT_NE(attempt(fixture_config(kv), extra).find("'translution.layers.2.0.norm.weight' is not part of"), std::string::npos);
+  StateDict missing(good.begin() + 1, good.end());
+  EXPECT_NE(attempt(fixture_config(kv), missing).find("is missing"), std::string::npos);
+  StateDict poisoned = good;
+  for (auto& [key, t] : poisoned)
+    if (key == "mlp_head.weight") t = t.clone().fill_(NAN);
+  EXPECT_NE(attempt(fixture_config(kv), poisoned).find("'mlp_head.weight' holds NaN"), std::string::npos);
+  StateDict wrong_table = read_state_dict(kFixtures + "rope_transformer.pt");
+  for (auto& [key, t] : wrong_table)
+    if (key == "transformer.layers.0.0.rope.cos_cached") t = t.clone() * 0.5;
+  ViTConfig rope = fixture_config({"rope_transformer", "rope"});
+  rope.position_embedding = true;
+  EXPECT_NE(attempt(rope, wrong_table).find("is not the rotary table"), std::string::npos);
+}
+
+TEST(PublicStateDictErrors, ModelsWithoutAPublicCounterpartAreRefusedByName) {
+  ViTConfig c = fixture_config({"x", "rope-translution"});
+  EXPECT_NE(error_of([&] { public_vit_layout(c); }).find("rope_translution builds rotary tables"), std::string::npos);
+  c = fixture_config({"x", "lor"});
+  c.lor_c2 = 6;
+  EXPECT_NE(error_of([&] { public_vit_layout(c); }).find("one width"), std::string::npos);
+  c = fixture_config({"x", "lor"});
+  c.lor_shared = false;
+  EXPECT_NE(error_of([&] { public_vit_layout(c); }).find("always has them"), std::string::npos);
+  c = fixture_config({"x", "gpsa"});
+  EXPECT_NE(error_of([&] { public_vit_layout(c); }).find("no counterpart"), std::string::npos);
+  c = fixture_config({"x", "attention", "translution"});
+  EXPECT_NE(error_of([&] { public_vit_layout(c); }).find("RoPE attention after"), std::string::npos);
+  c = fixture_config({"x", "rope"});
+  c.position_embedding = false;
+  EXPECT_NE(error_of([&] { public_vit_layout(c); }).find("always add a learned one"), std::string::npos);
+}
+
+}  // namespace
