@@ -121,14 +121,17 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
     return;
   }
   const ViTConfig& c = predictor->config();
-  grid_h_ = int(c.grid_height());
-  grid_w_ = int(c.grid_width());
+  const TokenLayout layout = c.token_layout();  // a sequence's offsets: a strip of one row
+  grid_h_ = int(layout.height);
+  grid_w_ = int(layout.width);
   std::vector<std::vector<OffsetGrid>> layers;
-  for (const auto& layer : magnitudes) layers.push_back(offset_grids(layer, grid_h_, grid_w_));
+  for (const auto& layer : magnitudes) layers.push_back(offset_grids(layer, layout));
   size_t projections = 0;
   for (const auto& l : layers) projections = std::max(projections, l.size());
   if (projections == 0) {
-    message_->setText(showingContributions() && predictor->offset_magnitudes().size() > 0 &&
+    const QString offsets = grid_h_ == 1 ? tr("1-D offset δ = i − j of the patches read row by row")
+                                       : tr("offset δ = (dy, dx), query patch minus key patch");
+  message_->setText(showingContributions() && predictor->offset_magnitudes().size() > 0 &&
                               !predictor->offset_magnitudes().front().empty()
                           ? tr("%1 has no offset-indexed value matrices, so no offset carries values of its own.")
                                 .arg(QString::fromStdString(c.model))
@@ -138,15 +141,16 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
     plot_->replot();
     return;
   }
+  const QString offsets = grid_h_ == 1 ? tr("1-D offset δ = i − j of the patches read row by row")
+                                       : tr("offset δ = (dy, dx), query patch minus key patch");
   message_->setText(showingContributions()
-                        ? tr("%1, this canvas: for each offset δ = (dy, dx), Σ α_ij |W_v[δ] x_j| over the pairs at "
-                             "that offset, summed over heads: where the values the digit sends come from. (0, 0) "
-                             "outlined; the row beneath: CLS to itself, into CLS, out of CLS.")
-                              .arg(QString::fromStdString(c.model))
-                        : tr("%1: |W_δ| (Frobenius norm) per offset δ = (dy, dx), query patch minus key patch; "
-                             "(0, 0) outlined; the row beneath each map is CLS to itself, into CLS, out of CLS. "
-                             "Shared colour scale; hover for values.")
-                              .arg(QString::fromStdString(c.model)));
+                        ? tr("%1, this canvas: for each %2, Σ α_ij |W_v[δ] x_j| over the pairs at that offset, "
+                             "summed over heads: where the values the digit sends come from. Offset 0 outlined; the "
+                             "row beneath: CLS to itself, into CLS, out of CLS.")
+                              .arg(QString::fromStdString(c.model), offsets)
+                        : tr("%1: |W_δ| (Frobenius norm) per %2; offset 0 outlined; the row beneath each map is CLS "
+                             "to itself, into CLS, out of CLS. Shared colour scale; hover for values.")
+                              .arg(QString::fromStdString(c.model), offsets));
   auto* scale = new QCPColorScale(plot_);
   scale->setGradient(QCPColorGradient::gpThermal);
   QCPColorGradient gradient(QCPColorGradient::gpThermal);
@@ -154,24 +158,27 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
   scale->setGradient(gradient);
   scale->axis()->setLabel(showingContributions() ? tr("Σ α |W_v[δ] x|") : tr("|W_δ|"));
   double low = 1e30, high = 0;
+  const bool strips = grid_h_ == 1;  // a sequence's offsets: one wide strip per map, stacked in one column
   for (size_t l = 0; l < layers.size(); ++l) {
     for (size_t p = 0; p < layers[l].size(); ++p) {
       const OffsetGrid& g = layers[l][p];
       auto* rect = new QCPAxisRect(plot_);
-      plot_->plotLayout()->addElement(int(l), int(p), rect);
+      if (strips) plot_->plotLayout()->addElement(int(l * projections + p), 0, rect);
+      else plot_->plotLayout()->addElement(int(l), int(p), rect);
       maps_ << addMap(rect, g, tr("layer %1, W%2").arg(l + 1).arg(QString::fromStdString(g.projection)), scale, low, high);
       grids_.push_back(g);
       map_layers_ << int(l);
     }
   }
-  plot_->plotLayout()->addElement(0, int(projections), scale);
+  plot_->plotLayout()->addElement(0, strips ? 1 : int(projections), scale);
   scale->setDataRange(QCPRange(low, high > low ? high : low + 1));
-  plot_->setMinimumHeight(int(layers.size()) * 190);
+  plot_->setMinimumHeight(strips ? int(layers.size() * projections) * 110 : int(layers.size()) * 190);
   plot_->replot();
   squareUp();  // square cells need the rects' laid-out sizes
 }
 
 void OffsetPanel::squareUp() {
+  if (grid_h_ == 1) return;  // a sequence's strips fill their rects instead
   const QCPRange x(-grid_w_ + 0.5, grid_w_ - 0.5), y(-grid_h_ + 0.5, grid_h_ + 1.5);
   for (QCPColorMap* m : maps_) square_cells(m->keyAxis(), m->valueAxis(), x, y);
   plot_->replot(QCustomPlot::rpQueuedReplot);
@@ -193,8 +200,9 @@ QCPColorMap* OffsetPanel::addMap(QCPAxisRect* rect, const OffsetGrid& g, const Q
   QCPAxis* y = rect->axis(QCPAxis::atLeft);
   QCPAxis* top = rect->axis(QCPAxis::atTop);
   y->setRangeReversed(true);
-  x->setLabel(tr("dx"));
-  y->setLabel(tr("dy"));
+  x->setLabel(grid_h_ == 1 ? tr("δ = i − j (patches row by row)") : tr("dx"));
+  y->setLabel(grid_h_ == 1 ? QString() : tr("dy"));
+  y->setTickLabels(grid_h_ > 1);
   integer_ticks(x, grid_w_ > 4 ? 3 : 1);
   integer_ticks(y, grid_h_ > 4 ? 3 : 1);
   top->setVisible(true);
@@ -241,7 +249,10 @@ QString OffsetPanel::describeCell(int index, int row, int column) const {
   const QString where = tr("layer %1, W%2").arg(map_layers_[index] + 1).arg(QString::fromStdString(g.projection));
   if (row < 2 * grid_h_ - 1 && column < 2 * grid_w_ - 1 && row >= 0 && column >= 0) {
     const int dy = row - (grid_h_ - 1), dx = column - (grid_w_ - 1);
-    return tr("%1, offset (dx %2, dy %3): |W| = %4").arg(where).arg(dx).arg(dy).arg(g.grid[row][column].item<double>(), 0, 'g', 4);
+    const double v = g.grid[row][column].item<double>();
+    if (std::isnan(v)) return tr("%1: no matrix at this offset (a causal sequence looks back only)").arg(where);
+    if (grid_h_ == 1) return tr("%1, offset δ = %2: |W| = %3").arg(where).arg(dx).arg(v, 0, 'g', 4);
+    return tr("%1, offset (dx %2, dy %3): |W| = %4").arg(where).arg(dx).arg(dy).arg(v, 0, 'g', 4);
   }
   if (row == 2 * grid_h_ && column >= 0 && column < 3) {
     const char* names[3] = {"CLS to itself", "into CLS", "out of CLS"};

@@ -94,7 +94,7 @@ void TrainingPanel::buildForm() {
   connectForm();
 }
 
-// The model's fields: method, preset, depth, patch, dataset and device.
+// The model's fields: method, preset, depth, patch, layout, dataset and device.
 QFormLayout* TrainingPanel::buildModelFields() {
   auto* form = new QFormLayout;
   method_ = new QComboBox(this);
@@ -119,6 +119,14 @@ QFormLayout* TrainingPanel::buildModelFields() {
   dataset_->addItems({"dynamic", "static", "moving", "mnist"});
   dataset_->setToolTip(tr("static: centred on 84x84; dynamic: anywhere on 84x84; moving: bouncing frames on 84x84; "
                           "mnist: the plain 28x28 digit (use patch 7 or 14)"));
+  layout_ = new QComboBox(this);
+  layout_->setObjectName("layout");
+  layout_->addItem(tr("2-D grid"), "grid");
+  layout_->addItem(tr("1-D sequence"), "sequence");
+  layout_->addItem(tr("causal 1-D sequence"), "causal-sequence");
+  layout_->setToolTip(tr("How attention reads the patches: a 2-D grid (offsets dy, dx), or the patches row by row "
+                         "as one sequence with 1-D offsets, causal if each patch may see only earlier ones "
+                         "(the CLS token still reads them all)"));
   device_ = new QComboBox(this);
   device_->addItem("CPU", "cpu");
   if (cuda_available()) device_->addItem("CUDA", "cuda");
@@ -126,6 +134,7 @@ QFormLayout* TrainingPanel::buildModelFields() {
   form->addRow(tr("Preset"), preset_);
   form->addRow(tr("Depth"), depth_);
   form->addRow(tr("Patch"), patch_);
+  form->addRow(tr("Layout"), layout_);
   form->addRow(tr("Dataset"), dataset_);
   form->addRow(tr("Device"), device_);
   form->addRow(tr("LoR widths"), buildLorFields());
@@ -314,6 +323,7 @@ ViTConfig TrainingPanel::modelConfig() const {
   c.image_height = c.image_width = mnist ? 28 : 84;
   c.patch = patch_->currentData().toInt();
   c.depth = depth_->value();
+  c.layout = layout_->currentData().toString().toStdString();
   c.lor_c1 = lor_c1_->value();
   c.lor_c2 = lor_c2_->value();
   c.lor_shared = lor_shared_->isChecked();
@@ -365,7 +375,7 @@ void TrainingPanel::watchMemory() {
   memory_->setWordWrap(true);
   memory_->setToolTip(tr("The run's estimated peak memory (weights, gradients, AdamW's moments, activations) "
                          "against what the machine has available now; `translution model info` prints the parts"));
-  for (QComboBox* c : {method_, preset_, patch_, dataset_, device_, first_model_})
+  for (QComboBox* c : {method_, preset_, patch_, layout_, dataset_, device_, first_model_})
     connect(c, &QComboBox::currentIndexChanged, this, &TrainingPanel::updateMemory);
   for (QSpinBox* b : {depth_, batch_, lor_c1_, lor_c2_, first_blocks_})
     connect(b, &QSpinBox::valueChanged, this, &TrainingPanel::updateMemory);

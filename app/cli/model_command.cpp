@@ -82,13 +82,29 @@ int list() {
 // Counting the work builds the N x N table of pairs: beyond this many tokens it is left out.
 constexpr int64_t kCountedTokens = 2048;
 
+// The offsets the layout gives attention, as `model info` prints them.
+std::string layout_offsets(const ViTConfig& c) {
+  const long long H = c.grid_height(), W = c.grid_width(), L = H * W;
+  char text[200];
+  if (c.layout == "sequence")
+    std::snprintf(text, sizeof text, "1-D: the %lld patches row by row, offsets -%lld..%lld (%lld), and CLS", L, L - 1,
+                  L - 1, 2 * L - 1);
+  else if (c.layout == "causal-sequence")
+    std::snprintf(text, sizeof text, "causal 1-D: patch i sees patches j <= i, offsets 0..%lld (%lld); CLS reads all", L - 1, L);
+  else
+    std::snprintf(text, sizeof text, "2-D: offsets (dy, dx) in [-%lld, %lld] x [-%lld, %lld] (%lld), and CLS", H - 1,
+                  H - 1, W - 1, W - 1, (2 * H - 1) * (2 * W - 1));
+  return text;
+}
+
 void print_json(const ViTConfig& config, int64_t params, bool counted, const ModelCost& cost,
                 const std::vector<MemoryRow>& rows) {
   // The work's fields are null where it was not counted.
   auto macs = [counted](double v) { return counted ? whole(v) : nlohmann::ordered_json(nullptr); };
   const nlohmann::ordered_json out = {
       {"model", config.model}, {"preset", config.preset}, {"image", {config.image_height, config.image_width}},
-      {"patch", config.patch}, {"tokens", config.tokens()}, {"parameters", params},
+      {"patch", config.patch}, {"layout", config.layout}, {"offsets", layout_offsets(config)},
+      {"tokens", config.tokens()}, {"parameters", params},
       {"relative_entries", cost.relative_entries}, {"exact_macs_per_image", macs(cost.exact_macs)},
       {"cls_only_macs_per_image", macs(cost.cls_only_macs)},
       {"cls_only_batch_macs_per_image", macs(cost.cls_only_batch_macs)},
@@ -119,6 +135,7 @@ int info(const ModelOptions& options, int64_t batch, bool json) {
               (long long)config.image_height, (long long)config.image_width, (long long)config.channels,
               (long long)config.patch, (long long)config.grid_height(), (long long)config.grid_width(),
               (long long)config.tokens());
+  std::printf("layout       %s\n", layout_offsets(config).c_str());
   if (cost.relative_entries > 0)
     std::printf("relative     %lld matrices per relative projection per layer\n", (long long)cost.relative_entries);
   if (const AttentionSpec lor = config.attention_spec(0); lor.method == AttentionMethod::LoRTranslution ||

@@ -14,6 +14,9 @@ void add_model_options(CLI::App& app, ModelOptions& o, bool widths_in_help) {
   app.add_option("--image", o.image, "image size, 84 or 84x64")->type_name("S|HxW");
   app.add_option("--patch", o.patch, "patch size");
   app.add_option("--depth", o.depth, "blocks");
+  app.add_option("--layout", o.layout, "patches as a 2-D grid, one sequence (1-D offsets), or a causal sequence")
+      ->check(CLI::IsMember({"grid", "sequence", "causal-sequence"}))
+      ->type_name("grid|sequence|causal-sequence");
   // Widths override the preset's, for models sized to a budget.
   const std::string group = widths_in_help ? "Options" : "";
   if (!widths_in_help) app.footer("Model widths (--dim, --heads, ...): see `translution model info --help`.");
@@ -61,6 +64,7 @@ ViTConfig ModelOptions::config() const {
     c.lor_c1 = c1;
     c.lor_c2 = c2;
   }
+  if (given("--layout")) c.layout = layout;
   if (no_lor_shared) c.lor_shared = false;
   if (lor_value_slices) c.lor_value_slices = true;
   c.first_model = first_model;

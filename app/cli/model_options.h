@@ -10,7 +10,7 @@
 namespace translution::cli {
 
 struct ModelOptions {
-  std::string model, preset = "A", image, first_model, lor_dims;
+  std::string model, preset = "A", image, first_model, lor_dims, layout;
   int64_t patch = 0, depth = 0, dim = 0, heads = 0, head_dim = 0, mlp_dim = 0, channels = 0, classes = 0,
           lor_dim = 0, first_blocks = 0;
   bool no_lor_shared = false, lor_value_slices = false;

@@ -37,6 +37,7 @@ BlockKind block_kind(const ViTConfig& c, int64_t block) {
 // The blocks' kinds, checked against the public code's model families: one
 // operator throughout, or a hybrid whose later blocks are RoPE attention.
 std::vector<BlockKind> block_kinds(const ViTConfig& c) {
+  if (c.layout != "grid") throw Error("a " + c.layout + " layout has no counterpart: the public ViTs read 2-D patch grids");
   std::vector<BlockKind> kinds;
   for (int64_t b = 0; b < c.depth; ++b) kinds.push_back(block_kind(c, b));
   const BlockKind first = kinds.front(), last = kinds.back();

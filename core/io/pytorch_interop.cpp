@@ -50,7 +50,7 @@ class Converter {
  public:
   explicit Converter(const ViT& model) : config_(model->config()) {
     for (const auto& p : model->named_parameters(true)) params_.emplace(p.key(), p.value());
-    mirror_ = at::tensor(make_relative_table(TokenLayout::grid(config_.grid_height(), config_.grid_width())).mirror, at::kLong);
+    mirror_ = at::tensor(make_relative_table(config_.token_layout()).mirror, at::kLong);
     rotary_rows_ = ours_of_public_rows(config_.heads * config_.head_dim, config_.head_dim);
   }
 

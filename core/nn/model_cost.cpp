@@ -40,7 +40,7 @@ double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M
     }
     case AttentionMethod::LoRTranslution: {
       const RelativeTable table =
-          make_relative_table(TokenLayout::grid(c.grid_height(), c.grid_width(), true), s.encoding);
+          make_relative_table(c.token_layout(), s.encoding);
       return lor_attention_macs(s, {c.dim, c.heads, c.head_dim}, table, int64_t(M), images);
     }
   }
@@ -89,7 +89,7 @@ ModelCost model_cost(const ViTConfig& c) {
   const AttentionSpec last = c.attention_spec(c.depth - 1);
   if (last.relative()) {
     const RelativeTable table =
-        make_relative_table(TokenLayout::grid(c.grid_height(), c.grid_width(), true), last.encoding);
+        make_relative_table(c.token_layout(), last.encoding);
     cost.relative_entries = relative_entries(c, last.encoding);
     cost.cls_only_unread_weights = unread_by_cls(c, last, table);
   }

@@ -64,6 +64,9 @@ int64_t attention_parameters(const ViTConfig& c, const AttentionSpec& s) {
 
 int64_t relative_entries(const ViTConfig& c, PairEncoding encoding) {
   if (encoding == PairEncoding::Absolute) return mul(tokens(c), tokens(c));
+  const int64_t positions = mul(c.grid_height(), c.grid_width());
+  if (c.layout == "sequence") return add(add(mul(2, positions), -1), 3);   // offsets -(L-1)..L-1, then CLS's three
+  if (c.layout == "causal-sequence") return add(positions, 3);            // offsets 0..L-1, then CLS's three
   return add(mul(add(mul(2, c.grid_height()), -1), add(mul(2, c.grid_width()), -1)), 3);
 }
 

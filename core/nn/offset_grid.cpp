@@ -1,11 +1,14 @@
 #include "nn/offset_grid.h"
 
+#include <cmath>
+
 #include "nn/token_layout.h"
 
 namespace translution {
 
-std::vector<OffsetGrid> offset_grids(const std::vector<OffsetMagnitudes>& layer, int64_t grid_h, int64_t grid_w) {
-  const RelativeTable table = make_relative_table(TokenLayout::grid(grid_h, grid_w, true));
+std::vector<OffsetGrid> offset_grids(const std::vector<OffsetMagnitudes>& layer, const TokenLayout& layout) {
+  const RelativeTable table = make_relative_table(layout);
+  const int64_t grid_h = layout.height, grid_w = layout.width;
   std::vector<OffsetGrid> out;
   for (const OffsetMagnitudes& m : layer) {
     if (m.norms.numel() != table.entries) return {};  // not one matrix per offset
@@ -13,7 +16,7 @@ std::vector<OffsetGrid> offset_grids(const std::vector<OffsetMagnitudes>& layer,
     const float* n = norms.data_ptr<float>();
     OffsetGrid g;
     g.projection = m.projection;
-    g.grid = at::zeros({2 * grid_h - 1, 2 * grid_w - 1}, at::kFloat);
+    g.grid = at::full({2 * grid_h - 1, 2 * grid_w - 1}, NAN, at::kFloat);  // NaN: no such offset (a causal sequence's negative ones)
     auto cells = g.grid.accessor<float, 2>();
     for (int64_t e = 0; e < table.entries; ++e) {
       const EntryInfo& info = table.info[size_t(e)];

@@ -64,7 +64,6 @@ void TokenLayout::validate() const {
   if (height < 1 || width < 1)
     throw Error("token layout " + describe() + ": needs at least one position in each direction");
   if (causal && kind != Kind::Sequence1D) throw Error("causal masking is only defined for 1-D sequences");
-  if (causal && cls) throw Error("a causal sequence cannot have a CLS token (it would see the whole sequence)");
 }
 
 RelativeTable make_relative_table(const TokenLayout& layout, PairEncoding encoding) {
@@ -72,9 +71,12 @@ RelativeTable make_relative_table(const TokenLayout& layout, PairEncoding encodi
   RelativeTable t;
   t.layout = layout;
   t.encoding = encoding;
-  const int64_t N = layout.tokens();
+  const int64_t N = layout.tokens(), first = layout.cls ? 1 : 0;
   t.valid = at::ones({N, N}, at::kBool);
-  if (layout.causal) t.valid = at::tril(t.valid);
+  if (layout.causal) {  // positions see earlier positions; CLS (if any) sees all and is seen by none but itself
+    t.valid.narrow(0, first, N - first).narrow(1, first, N - first).copy_(at::ones({N - first, N - first}, at::kBool).tril());
+    if (layout.cls) t.valid.narrow(0, 1, N - 1).select(1, 0).fill_(false);
+  }
   t.entry = at::empty({N, N}, at::kLong);
   auto entry = t.entry.accessor<int64_t, 2>();
 
@@ -88,15 +90,28 @@ RelativeTable make_relative_table(const TokenLayout& layout, PairEncoding encodi
       }
     for (int64_t e = 0; e < t.entries; ++e) t.mirror.push_back((e % N) * N + e / N);
   } else if (layout.causal) {
-    // Causal 1-D (Appendix C): only delta = i - j >= 0 is ever used, so N matrices.
-    // Keys use Wk[-delta]: entry d of the key bank holds it. Hidden pairs (j > i)
-    // are masked out and point at entry 0.
-    t.entries = N;
+    // Causal 1-D (Appendix C): only delta = i - j >= 0 is ever used, so L matrices
+    // for L positions, then CLS's three. Keys use Wk[-delta]: entry d of the key
+    // bank holds it. Hidden pairs (j > i, and positions reading CLS) are masked out;
+    // the former point at entry 0, the latter at "out of CLS".
+    const int64_t L = layout.positions();
+    t.entries = L + (layout.cls ? 3 : 0);
     for (int64_t i = 0; i < N; ++i)
-      for (int64_t j = 0; j < N; ++j) entry[i][j] = j <= i ? i - j : 0;
-    for (int64_t d = 0; d < N; ++d) {
+      for (int64_t j = 0; j < N; ++j) {
+        const int64_t pi = i - first, pj = j - first;
+        if (layout.cls && i == 0) entry[i][j] = j == 0 ? L : L + 1;  // CLS itself, or a position into CLS
+        else if (layout.cls && j == 0) entry[i][j] = L + 2;         // out of CLS (hidden)
+        else entry[i][j] = pj <= pi ? pi - pj : 0;
+      }
+    for (int64_t d = 0; d < L; ++d) {
       t.info.push_back({EntryInfo::Kind::Offset, 0, d, 0, 0});
       t.mirror.push_back(d);  // the key bank is already indexed by delta = i - j
+    }
+    if (layout.cls) {
+      t.info.push_back({EntryInfo::Kind::ClsSelf});
+      t.info.push_back({EntryInfo::Kind::ClsIn});
+      t.info.push_back({EntryInfo::Kind::ClsOut});
+      t.mirror.insert(t.mirror.end(), {L, L + 2, L + 1});
     }
   } else {
     const int64_t rows = 2 * layout.height - 1, cols = 2 * layout.width - 1, R = rows * cols;

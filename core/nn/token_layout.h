@@ -8,7 +8,8 @@
 // Wk[-delta]), so one entry per pair serves q, k and v alike and every projection
 // sorts pairs the same way; `mirror` maps an entry to the paper's index for keys.
 // The same machinery serves 2-D grids (with the relative CLS token of Appendix H),
-// 1-D and causal 1-D sequences (Appendix C), and the absolute pair encoding of
+// 1-D and causal 1-D sequences (Appendix C; a causal sequence may carry a CLS
+// token that reads it, as a classifier needs), and the absolute pair encoding of
 // Table 5.
 #include <string>
 #include <vector>
@@ -23,7 +24,10 @@ struct TokenLayout {
   int64_t height = 1;  // patch rows (1 for sequences)
   int64_t width = 1;   // patch columns, or sequence length
   bool cls = true;     // a CLS token at index 0
-  bool causal = false; // sequences only: token i sees j <= i
+  // Sequences only: position i sees positions j <= i. A CLS token then reads every
+  // position (it is what a classifier reads), and no position reads CLS, which has
+  // seen later positions: the positions stay causal in every layer.
+  bool causal = false;
 
   static TokenLayout grid(int64_t height, int64_t width, bool cls = true);
   static TokenLayout sequence(int64_t length, bool causal = false, bool cls = false);

@@ -15,7 +15,7 @@ namespace {
 
 
 ViTBlockImpl::ViTBlockImpl(const ViTConfig& c, int64_t index) {
-  TokenLayout layout = TokenLayout::grid(c.grid_height(), c.grid_width(), true);
+  const TokenLayout layout = c.token_layout();
   norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
   attention_ = register_module("attention", make_attention(c.attention_spec(index), {c.dim, c.heads, c.head_dim}, layout));
   norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));

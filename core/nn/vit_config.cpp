@@ -27,6 +27,7 @@ const std::vector<KeyValueField<ViTConfig>>& fields() {
       bool_field("lor_shared", &C::lor_shared),
       bool_field("lor_value_slices", &C::lor_value_slices),
       bool_field("position_embedding", &C::position_embedding),
+      string_field("layout", &C::layout),
       string_field("first_model", &C::first_model),
       int_field("first_blocks", &C::first_blocks),
   };
@@ -34,6 +35,12 @@ const std::vector<KeyValueField<ViTConfig>>& fields() {
 }
 
 }  // namespace
+
+TokenLayout ViTConfig::token_layout() const {
+  if (layout == "sequence") return TokenLayout::sequence(grid_height() * grid_width(), false, true);
+  if (layout == "causal-sequence") return TokenLayout::sequence(grid_height() * grid_width(), true, true);
+  return TokenLayout::grid(grid_height(), grid_width(), true);
+}
 
 std::string ViTConfig::block_model(int64_t block) const {
   return block < first_blocks && !first_model.empty() ? first_model : model;
@@ -71,6 +78,8 @@ void ViTConfig::validate() const {
   positive("heads", heads);
   positive("head_dim", head_dim);
   positive("mlp_dim", mlp_dim);
+  if (layout != "grid" && layout != "sequence" && layout != "causal-sequence")
+    throw Error("config: layout '" + layout + "' is none of grid, sequence, causal-sequence");
   if (image_height % patch != 0 || image_width % patch != 0)
     throw Error("config: patch size " + std::to_string(patch) + " does not divide the " +
                 std::to_string(image_height) + "x" + std::to_string(image_width) + " image");

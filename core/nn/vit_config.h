@@ -16,6 +16,10 @@ struct ViTConfig {
   bool lor_shared = true;
   bool lor_value_slices = false;  // AttentionSpec::lor_value_slices
   bool position_embedding = false;  // learned absolute embedding; on for "attention" by default
+  // How attention reads the patches: "grid" (2-D offsets over the patch grid),
+  // "sequence" (the patches row by row as one sequence: 1-D offsets) or
+  // "causal-sequence" (1-D, each patch sees the earlier ones; CLS reads them all).
+  std::string layout = "grid";
   // Hybrid: the first `first_blocks` blocks use `first_model` instead of `model`.
   std::string first_model;
   int64_t first_blocks = 0;
@@ -23,6 +27,7 @@ struct ViTConfig {
   int64_t grid_height() const { return image_height / patch; }
   int64_t grid_width() const { return image_width / patch; }
   int64_t tokens() const { return grid_height() * grid_width() + 1; }
+  TokenLayout token_layout() const;  // the layout every block's attention uses
   AttentionSpec attention_spec(int64_t block) const;
   std::string block_model(int64_t block) const;
 

@@ -36,6 +36,23 @@ int64_t paper_entry(const TokenLayout& l, int64_t i, int64_t j) {
 // bank is stored mirrored: the paper's k_ji = f_j Wk[-delta_ij] = f_j Wk[delta_ji]
 // is the stored matrix at delta_ij (and CLS in/out swap). This reference checks
 // the arithmetic; tests/core/relative_table_test.cpp checks the mirroring itself.
+// Appendix C, with a CLS token that reads the sequence (nn/token_layout.h): offsets
+// delta = i - j >= 0 of the positions, then CLS itself, into CLS, out of CLS.
+int64_t causal_entry(const TokenLayout& l, int64_t i, int64_t j) {
+  if (!l.cls) return j <= i ? i - j : 0;
+  const int64_t L = l.positions();
+  if (i == 0) return j == 0 ? L : L + 1;
+  if (j == 0) return L + 2;
+  return j <= i ? i - j : 0;
+}
+
+// Whether query i sees source j: causal positions see earlier positions, never CLS.
+bool hidden(const TokenLayout& l, int64_t i, int64_t j) {
+  if (!l.causal) return false;
+  if (l.cls && i == 0) return false;
+  return (l.cls && j == 0) || j > i;
+}
+
 struct PairEntries {
   int64_t q, k, v;
 };
@@ -43,7 +60,10 @@ struct PairEntries {
 PairEntries entries(const TokenLayout& l, PairEncoding enc, int64_t i, int64_t j) {
   const int64_t N = l.tokens();
   if (enc == PairEncoding::Absolute) return {i * N + j, i * N + j, i * N + j};  // each pair its own matrices
-  if (l.causal) return {i - j, i - j, i - j};  // Appendix C: delta = i - j >= 0
+  if (l.causal) {  // Appendix C: delta = i - j >= 0
+    const int64_t e = causal_entry(l, i, j);
+    return {e, e, e};
+  }
   const int64_t e = paper_entry(l, i, j);
   return {e, e, e};
 }
@@ -146,7 +166,7 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
         } else if (positional) {
           at::Tensor q = row_times(f[i], shared[0]), k = row_times(f[j], shared[1]);
           v = row_times(f[j], shared[2]);
-          const int64_t e_ij = layout.causal ? (j <= i ? i - j : 0) : paper_entry(layout, i, j);
+          const int64_t e_ij = layout.causal ? causal_entry(layout, i, j) : paper_entry(layout, i, j);
           if (m == AttentionMethod::Rotary) q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);
           if (m == AttentionMethod::RelativeKeyVector) k = k + param(module, "rel")[e_ij];
           if (m == AttentionMethod::RelativeValueVector) v = v + param(module, "rel")[e_ij];
@@ -164,9 +184,9 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
           a = (row_times(f[i], shared[0]).view({H, dh}) * row_times(f[j], shared[1]).view({H, dh})).sum(-1);
           v = row_times(f[j], shared[2]);
         }
-        const bool hidden = layout.causal && j > i;
+        const bool masked = hidden(layout, i, j);
         for (int64_t h = 0; h < H; ++h)
-          logits[size_t(j * H + h)] = hidden ? at::full({}, -std::numeric_limits<double>::infinity(), x.options())
+          logits[size_t(j * H + h)] = masked ? at::full({}, -std::numeric_limits<double>::infinity(), x.options())
                                              : a[h] * scale;
         values[size_t(j)] = v;
       }
@@ -179,7 +199,7 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
         if (m == AttentionMethod::GatedPositional) {
           std::vector<at::Tensor> prow;
           for (int64_t j = 0; j < N; ++j)
-            prow.push_back(layout.causal && j > i ? at::full({}, -std::numeric_limits<double>::infinity(), x.options())
+            prow.push_back(hidden(layout, i, j) ? at::full({}, -std::numeric_limits<double>::infinity(), x.options())
                                                  : position_logits[size_t(j * H + h)]);
           const at::Tensor beta = at::softmax(at::stack(prow), 0);
           const at::Tensor gate = at::sigmoid(param(module, "gpsa_gate")[h]);

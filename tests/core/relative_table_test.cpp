@@ -53,7 +53,27 @@ TEST(RelativeTable, CausalSequenceHidesTheFuture) {
 
 TEST(RelativeTable, RejectsImpossibleLayouts) {
   EXPECT_THROW(make_relative_table(TokenLayout::grid(0, 3)), Error);
-  EXPECT_THROW(make_relative_table(TokenLayout::sequence(4, true, true)), Error);
+  TokenLayout causal_grid = TokenLayout::grid(2, 2);
+  causal_grid.causal = true;
+  EXPECT_THROW(make_relative_table(causal_grid), Error);
+}
+
+// A causal sequence with CLS: CLS reads every position, positions read earlier
+// positions and never CLS (it has seen later ones).
+TEST(RelativeTable, CausalSequenceWithClsReadsForwardOnly) {
+  const auto t = make_relative_table(TokenLayout::sequence(4, true, true));
+  ASSERT_EQ(t.entries, 4 + 3);
+  for (int64_t j = 0; j < 5; ++j) EXPECT_TRUE(t.valid[0][j].item<bool>()) << j;
+  for (int64_t i = 1; i < 5; ++i) {
+    EXPECT_FALSE(t.valid[i][0].item<bool>()) << i;
+    for (int64_t j = 1; j < 5; ++j) {
+      EXPECT_EQ(t.valid[i][j].item<bool>(), j <= i) << i << "," << j;
+      if (j <= i) EXPECT_EQ(t.entry[i][j].item<int64_t>(), i - j);
+    }
+  }
+  EXPECT_EQ(t.entry[0][0].item<int64_t>(), 4);  // CLS itself
+  EXPECT_EQ(t.entry[0][3].item<int64_t>(), 5);  // a position into CLS
+  EXPECT_EQ(t.mirror[5], 6);
 }
 
 TEST(PairOrder, SortsEveryVisiblePairOnceByEntry) {

@@ -204,6 +204,13 @@ check "train --json reports evaluations" test "$(grep -c '"event":"evaluated"' <
 check "train --json reports finished" grep -q '"event":"finished","step":6' <<<"$out"
 check "checkpoint written" test -s "$work/m.ckpt"
 check "train builds a hybrid" bash -c "\"$cli\" train --model rope --first-model translution --first-blocks 1 --preset tiny --image 28 --patch 7 --depth 2 --dataset dynamic --batch 16 --train-samples 64 --device cpu --steps 2 --out '$work/hybrid.ckpt' --no-final-eval >/dev/null 2>&1 && \"$cli\" checkpoint info '$work/hybrid.ckpt' | grep -q 'first_model=translution'"
+# Layouts: the patches as one sequence (1-D offsets), causal or not.
+check "model info shows a causal sequence's offsets" bash -c "\"$cli\" model info --model translution --preset tiny --image 28 --patch 7 --layout causal-sequence | grep -q 'layout       causal 1-D: patch i sees patches j <= i, offsets 0..15 (16); CLS reads all' &&
+  \"$cli\" model info --model translution --preset tiny --image 28 --patch 7 --layout causal-sequence | grep -q 'relative     19 matrices'"
+check "model info shows a sequence's offsets" bash -c "\"$cli\" model info --model lor --preset tiny --image 28 --patch 7 --layout sequence | grep -q 'offsets -15..15 (31)'"
+check "train a causal-sequence Translution" bash -c "\"$cli\" train --model translution --layout causal-sequence --preset tiny --image 28 --patch 7 --depth 1 --dataset dynamic --batch 16 --train-samples 64 --device cpu --steps 2 --out '$work/causal.ckpt' --no-final-eval >/dev/null 2>&1 && \"$cli\" checkpoint info '$work/causal.ckpt' | grep -q 'layout=causal-sequence'"
+err=$("$cli" model info --model translution --layout spiral 2>&1)
+check "an unknown layout is one line" bash -c "test $? -ne 0 && test \$(wc -l <<<\"$err\") -eq 1 && grep -q 'layout' <<<\"$err\""
 check "train accepts LoR's widths" bash -c "\"$cli\" train ${tiny[*]} --lor-dims 4,12 --no-lor-shared --steps 2 --out '$work/lor-dims.ckpt' --no-final-eval >/dev/null 2>&1 && \"$cli\" checkpoint info '$work/lor-dims.ckpt' | grep -q 'lor_c2=12'"
 if [ "$expect_kernel_note" = yes ]; then
   check "train notes OpenBLAS's AVX2 kernels on an AVX-512 CPU" bash -c \

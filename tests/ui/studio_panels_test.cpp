@@ -336,6 +336,9 @@ class StudioPanelsTest : public QObject {
     QCOMPARE(QString::fromStdString(hybrid.block_model(1)), QString("lor"));
     panel->findChild<QComboBox*>("firstModel")->setCurrentIndex(0);
     QCOMPARE(panel->modelConfig().first_blocks, int64_t(0));
+    // The run below reads its patches as a causal 1-D sequence (1-D offsets, each patch sees the earlier ones).
+    choose("layout", "causal 1-D sequence");
+    QCOMPARE(QString::fromStdString(panel->modelConfig().layout), QString("causal-sequence"));
     QVERIFY2(!panel->memoryLabel()->text().contains("will not fit"), qPrintable(panel->memoryLabel()->text()));
     panel->setQuickRun(2, 64);
     QSignalSpy finished(panel, &TrainingPanel::runFinished);
