@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 
 #include "model_picker.h"
+#include "model_variant.h"
 #include "model_slot.h"
 #include "probability_chart.h"
 #include "util/device.h"
@@ -102,6 +103,7 @@ void SlotView::showModel() {
   if (meta.count("dataset")) text += tr(" · trained on %1").arg(QString::fromStdString(meta.at("dataset")));
   if (meta.count("test_accuracy"))
     text += tr(" · test accuracy %1%").arg(100 * std::stod(meta.at("test_accuracy")), 0, 'f', 1);
+  if (const QString variant = model_variant(c); !variant.isEmpty()) text += " · " + variant;
   details_->setText(text);
   details_->setToolTip(QString::fromStdString(p->source()));
   device_->setCurrentIndex(std::max(0, device_->findData(slot_->device())));

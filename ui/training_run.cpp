@@ -3,18 +3,21 @@
 #include <new>
 
 #include "cpu/allocator.h"
+#include "model_variant.h"
 #include "util/device.h"
 #include "util/error.h"
 
 namespace translution::ui {
 namespace {
 
-// "lor, static, tiny/12 depth 4": what a legend needs to tell runs apart.
+// "lor, static, tiny/12 depth 4 (LoR 8x8, sequence)": what a legend needs to tell runs apart.
 QString short_name(const ViTConfig& model, const std::string& dataset) {
-  return QString("%1, %2, %3/%4 depth %5")
+  const QString variant = model_variant(model);
+  return QString("%1, %2, %3/%4 depth %5%6")
       .arg(QString::fromStdString(model.model), QString::fromStdString(dataset), QString::fromStdString(model.preset))
       .arg(model.patch)
-      .arg(model.depth);
+      .arg(model.depth)
+      .arg(variant.isEmpty() ? QString() : " (" + variant + ")");
 }
 
 }  // namespace
