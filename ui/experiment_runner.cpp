@@ -23,6 +23,7 @@ ViTConfig experiment_model(const QString& method, const ExperimentBudget& budget
   c.image_height = c.image_width = 84;
   c.patch = 12;
   c.depth = budget.depth;
+  c.layout = budget.layout;
   c.validate();
   return c;
 }

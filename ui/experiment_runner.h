@@ -31,6 +31,7 @@ struct ExperimentBudget {
   int64_t train_digits = 12000;  // the first N training digits
   int64_t epochs = 2;
   int64_t depth = 2;            // blocks of the tiny preset (dim 64, 1 head)
+  std::string layout = "grid";  // ViTConfig::layout of every model
   int64_t test_digits = 1000;   // per test set
   int64_t sweep_digits = 50;
   int64_t sweep_stride = 4;

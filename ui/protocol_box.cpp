@@ -1,5 +1,7 @@
 #include "protocol_box.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
@@ -113,7 +115,8 @@ void ProtocolBox::buildControls(QLayout* layout) {
   for (const AttentionChoice& c : attention_choices()) {
     const QString name = QString::fromStdString(c.name);
     const bool shown = name == "translution" || name == "lor" || name == "attention" || name == "rope" ||
-                       name == "rel-bias" || name == "attention-nope";
+                       name == "rel-bias" || name == "attention-nope" || name == "rope-translution" ||
+                       name == "lor-rope-translution";
     if (!shown) continue;
     auto* box = new QCheckBox(name, this);
     box->setToolTip(QString::fromStdString(c.description));
@@ -126,6 +129,13 @@ void ProtocolBox::buildControls(QLayout* layout) {
   train_digits_ = spin(this, 100, 60000, 12000, tr("The first N training digits, for each model"));
   epochs_ = spin(this, 1, 100, 2, tr("Passes over those digits"));
   depth_ = spin(this, 1, 12, 2, tr("Blocks of the tiny ViT (dim 64, one head, patch 12)"));
+  layout_ = new QComboBox(this);
+  layout_->setObjectName("experimentLayout");
+  layout_->addItem(tr("2-D grid"), "grid");
+  layout_->addItem(tr("1-D sequence"), "sequence");
+  layout_->addItem(tr("causal 1-D sequence"), "causal-sequence");
+  layout_->setToolTip(tr("How every model's attention reads the patches: 2-D offsets, or the patches row by row with "
+                         "1-D offsets (causal: each patch sees only earlier ones)"));
   run_ = new QPushButton(tr("Run experiment"), this);
   run_->setToolTip(tr("For each ticked method, train one model on centred digits and one on digits anywhere, then "
                       "evaluate both and sweep the centred one across the canvas"));
@@ -137,8 +147,10 @@ void ProtocolBox::buildControls(QLayout* layout) {
   grid->addWidget(epochs_, 2, 3);
   grid->addWidget(new QLabel(tr("Depth"), this), 2, 4);
   grid->addWidget(depth_, 2, 5);
-  grid->addWidget(run_, 3, 0, 1, 4);
-  grid->addWidget(stop_, 3, 4, 1, 2);
+  grid->addWidget(new QLabel(tr("Layout"), this), 3, 0);
+  grid->addWidget(layout_, 3, 1, 1, 5);
+  grid->addWidget(run_, 4, 0, 1, 4);
+  grid->addWidget(stop_, 4, 4, 1, 2);
   layout->addItem(grid);
   progress_ = new QProgressBar(this);
   progress_->setRange(0, 1);
@@ -184,6 +196,7 @@ ExperimentBudget ProtocolBox::budget() const {
   b.train_digits = train_digits_->value();
   b.epochs = epochs_->value();
   b.depth = depth_->value();
+  b.layout = layout_->currentData().toString().toStdString();
   b.test_digits = test_digits_->value();
   return b;
 }
@@ -192,6 +205,7 @@ void ProtocolBox::setBudget(const ExperimentBudget& b) {
   train_digits_->setValue(int(b.train_digits));
   epochs_->setValue(int(b.epochs));
   depth_->setValue(int(b.depth));
+  layout_->setCurrentIndex(std::max(0, layout_->findData(QString::fromStdString(b.layout))));
   test_digits_->setValue(int(b.test_digits));
 }
 

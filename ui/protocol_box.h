@@ -62,6 +62,7 @@ class ProtocolBox : public QGroupBox {
   ExperimentRunner* runner_;
   QList<QCheckBox*> method_boxes_;
   QSpinBox *train_digits_, *epochs_, *depth_, *test_digits_;
+  QComboBox* layout_;  // ExperimentBudget::layout
   QPushButton *evaluate_, *run_, *stop_, *save_;
   QToolButton* send_;
   QComboBox* trained_;

@@ -247,7 +247,9 @@ class StudioStoryTest : public QObject {
     tiny.train_digits = 256;
     tiny.depth = 1;
     tiny.test_digits = 100;
+    tiny.layout = "sequence";  // 1-D offsets: the layout reaches every model the experiment trains
     box->setBudget(tiny);
+    QCOMPARE(QString::fromStdString(box->budget().layout), QString("sequence"));
     QSignalSpy finished(box, &ProtocolBox::finished);
     QSignalSpy swept(box, &ProtocolBox::sweepReady);
     box->runExperiment();
@@ -264,6 +266,7 @@ class StudioStoryTest : public QObject {
     QCOMPARE(box->sendToSlot("lor/static", slot), QString());
     QCOMPARE(QString::fromStdString(slot->predictor()->config().model), QString("lor"));
     QCOMPARE(slot->predictor()->metadata().at("dataset"), std::string("static"));
+    QCOMPARE(QString::fromStdString(slot->predictor()->config().layout), QString("sequence"));
   }
 
   void trainingLegendsNameTheMethodDatasetAndSize() {
