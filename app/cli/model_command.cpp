@@ -1,4 +1,5 @@
 // `translution model list|info`
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -75,7 +76,9 @@ void print_memory(const std::vector<MemoryRow>& rows) {
 }
 
 int list() {
-  for (const auto& c : attention_choices()) std::printf("  %-16s %s\n", c.name.c_str(), c.description.c_str());
+  int width = 0;  // the longest name sets the column
+  for (const auto& c : attention_choices()) width = std::max(width, int(c.name.size()));
+  for (const auto& c : attention_choices()) std::printf("  %-*s %s\n", width, c.name.c_str(), c.description.c_str());
   return 0;
 }
 
