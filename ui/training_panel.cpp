@@ -192,10 +192,17 @@ QHBoxLayout* TrainingPanel::buildLorFields() {
   lor_shared_->setToolTip(tr("Add self-attention's own q, k, v terms to the low-rank relative ones (they matter "
                              "when C1 and C2 are small)"));
   row->addWidget(lor_shared_);
+  lor_value_slices_ = new QCheckBox(tr("sliced values"), this);
+  lor_value_slices_->setObjectName("lorValueSlices");
+  lor_value_slices_->setToolTip(tr("With several heads, each head weights its own C2 slice of the low-rank value "
+                                   "before the projection back up, as the public PyTorch code does; off, each head "
+                                   "weights the whole value, as Eq. 2 reads"));
+  row->addWidget(lor_value_slices_);
   auto follow_method = [this] {
     const bool lor = attention_choice(method_->currentData().toString().toStdString()).spec.method ==
                      AttentionMethod::LoRTranslution;
-    for (QWidget* w : std::initializer_list<QWidget*>{lor_c1_, lor_c2_, lor_shared_}) w->setEnabled(lor);
+    for (QWidget* w : std::initializer_list<QWidget*>{lor_c1_, lor_c2_, lor_shared_, lor_value_slices_})
+      w->setEnabled(lor);
   };
   connect(method_, &QComboBox::currentIndexChanged, this, follow_method);
   follow_method();
@@ -327,6 +334,7 @@ ViTConfig TrainingPanel::modelConfig() const {
   c.lor_c1 = lor_c1_->value();
   c.lor_c2 = lor_c2_->value();
   c.lor_shared = lor_shared_->isChecked();
+  c.lor_value_slices = lor_value_slices_->isChecked();
   c.first_model = first_model_->currentData().toString().toStdString();
   c.first_blocks = c.first_model.empty() ? 0 : first_blocks_->value();
   c.validate();

@@ -95,6 +95,7 @@ class TrainingPanel : public QWidget {
   QSpinBox* lor_c1_;
   QSpinBox* lor_c2_;
   QCheckBox* lor_shared_;
+  QCheckBox* lor_value_slices_;  // ViTConfig::lor_value_slices
   QComboBox* first_model_;  // empty data: no hybrid
   QComboBox* layout_;       // ViTConfig::layout
   QSpinBox* first_blocks_;

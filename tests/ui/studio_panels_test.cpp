@@ -322,10 +322,13 @@ class StudioPanelsTest : public QObject {
     panel->findChild<QSpinBox*>("lorC1")->setValue(4);
     panel->findChild<QSpinBox*>("lorC2")->setValue(12);
     panel->findChild<QCheckBox*>("lorShared")->setChecked(false);
+    panel->findChild<QCheckBox*>("lorValueSlices")->setChecked(true);
     const ViTConfig lor = panel->modelConfig();
     QCOMPARE(lor.lor_c1, int64_t(4));
     QCOMPARE(lor.lor_c2, int64_t(12));
     QVERIFY(!lor.lor_shared);
+    QVERIFY(lor.lor_value_slices);
+    panel->findChild<QCheckBox*>("lorValueSlices")->setChecked(false);
     // A hybrid: its first blocks' operator and count reach the config; "same as Method" is none.
     panel->findChild<QComboBox*>("firstModel")->setCurrentText("translution");
     panel->findChild<QSpinBox*>("firstBlocks")->setValue(1);
