@@ -19,6 +19,7 @@
 #include <QtConcurrent>
 
 #include "bundled_models.h"
+#include "layout_box.h"
 #include "model_slot.h"
 #include "protocol_table.h"
 #include "nn/attention_spec.h"
@@ -129,13 +130,9 @@ void ProtocolBox::buildControls(QLayout* layout) {
   train_digits_ = spin(this, 100, 60000, 12000, tr("The first N training digits, for each model"));
   epochs_ = spin(this, 1, 100, 2, tr("Passes over those digits"));
   depth_ = spin(this, 1, 12, 2, tr("Blocks of the tiny ViT (dim 64, one head, patch 12)"));
-  layout_ = new QComboBox(this);
-  layout_->setObjectName("experimentLayout");
-  layout_->addItem(tr("2-D grid"), "grid");
-  layout_->addItem(tr("1-D sequence"), "sequence");
-  layout_->addItem(tr("causal 1-D sequence"), "causal-sequence");
-  layout_->setToolTip(tr("How every model's attention reads the patches: 2-D offsets, or the patches row by row with "
-                         "1-D offsets (causal: each patch sees only earlier ones)"));
+  layout_ = make_layout_box(this, "experimentLayout",
+                            tr("How every model's attention reads the patches: 2-D offsets, or the patches row by "
+                               "row with 1-D offsets (causal: each patch sees only earlier ones)"));
   run_ = new QPushButton(tr("Run experiment"), this);
   run_->setToolTip(tr("For each ticked method, train one model on centred digits and one on digits anywhere, then "
                       "evaluate both and sweep the centred one across the canvas"));

@@ -21,6 +21,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include "layout_box.h"
 #include "model_slot.h"
 #include "plot_export.h"
 #include "nn/attention_spec.h"
@@ -119,14 +120,10 @@ QFormLayout* TrainingPanel::buildModelFields() {
   dataset_->addItems({"dynamic", "static", "moving", "mnist"});
   dataset_->setToolTip(tr("static: centred on 84x84; dynamic: anywhere on 84x84; moving: bouncing frames on 84x84; "
                           "mnist: the plain 28x28 digit (use patch 7 or 14)"));
-  layout_ = new QComboBox(this);
-  layout_->setObjectName("layout");
-  layout_->addItem(tr("2-D grid"), "grid");
-  layout_->addItem(tr("1-D sequence"), "sequence");
-  layout_->addItem(tr("causal 1-D sequence"), "causal-sequence");
-  layout_->setToolTip(tr("How attention reads the patches: a 2-D grid (offsets dy, dx), or the patches row by row "
-                         "as one sequence with 1-D offsets, causal if each patch may see only earlier ones "
-                         "(the CLS token still reads them all)"));
+  layout_ = make_layout_box(this, "layout",
+                            tr("How attention reads the patches: a 2-D grid (offsets dy, dx), or the patches row "
+                               "by row as one sequence with 1-D offsets, causal if each patch may see only earlier "
+                               "ones (the CLS token still reads them all)"));
   device_ = new QComboBox(this);
   device_->addItem("CPU", "cpu");
   if (cuda_available()) device_->addItem("CUDA", "cuda");
