@@ -183,18 +183,21 @@ QHBoxLayout* TrainingPanel::buildLorFields() {
   lor_c2_->setObjectName("lorC2");
   lor_c1_->setToolTip(tr("C1: the width each token is projected down to before its offset's matrix"));
   lor_c2_->setToolTip(tr("C2: the width each offset's matrix projects to, before the projection back up"));
-  lor_shared_ = new QCheckBox(tr("shared terms"), this);
-  lor_shared_->setObjectName("lorShared");
-  lor_shared_->setChecked(true);
-  lor_shared_->setToolTip(tr("Add self-attention's own q, k, v terms to the low-rank relative ones (they matter "
+  auto check_box = [this, row](const QString& text, const char* name, const QString& tip) {
+    auto* box = new QCheckBox(text, this);
+    box->setObjectName(name);
+    box->setToolTip(tip);
+    row->addWidget(box);
+    return box;
+  };
+  lor_shared_ = check_box(tr("shared terms"), "lorShared",
+                          tr("Add self-attention's own q, k, v terms to the low-rank relative ones (they matter "
                              "when C1 and C2 are small)"));
-  row->addWidget(lor_shared_);
-  lor_value_slices_ = new QCheckBox(tr("sliced values"), this);
-  lor_value_slices_->setObjectName("lorValueSlices");
-  lor_value_slices_->setToolTip(tr("With several heads, each head weights its own C2 slice of the low-rank value "
+  lor_shared_->setChecked(true);
+  lor_value_slices_ = check_box(tr("sliced values"), "lorValueSlices",
+                                tr("With several heads, each head weights its own C2 slice of the low-rank value "
                                    "before the projection back up, as the public PyTorch code does; off, each head "
                                    "weights the whole value, as Eq. 2 reads"));
-  row->addWidget(lor_value_slices_);
   auto follow_method = [this] {
     const bool lor = attention_choice(method_->currentData().toString().toStdString()).spec.method ==
                      AttentionMethod::LoRTranslution;

@@ -60,6 +60,16 @@ class Converter {
     return piece.rows < 0 ? p : p.narrow(0, piece.first_row, piece.rows);
   }
 
+  // The piece's public shape, without forming it.
+  std::vector<int64_t> public_sizes(const PublicPiece& piece) const {
+    if (piece.map == Map::RotaryCos || piece.map == Map::RotarySin)
+      return {1, config_.grid_height(), config_.grid_width(), config_.head_dim};
+    const at::IntArrayRef sizes = ours(piece).sizes();
+    std::vector<int64_t> out(sizes.begin(), sizes.end());
+    if (piece.map == Map::Transpose) std::swap(out[0], out[1]);
+    return out;
+  }
+
   at::Tensor to_public(const PublicPiece& piece) const {
     if (piece.map == Map::RotaryCos || piece.map == Map::RotarySin)
       return public_rotary_table(config_.grid_height(), config_.grid_width(), config_.head_dim, piece.map == Map::RotarySin);
@@ -92,6 +102,13 @@ at::Tensor public_tensor(const Converter& converter, const PublicTensor& t) {
   std::vector<at::Tensor> parts;
   for (const PublicPiece& piece : t.pieces) parts.push_back(converter.to_public(piece));
   return parts.size() == 1 ? parts.front() : at::cat(parts, 0);
+}
+
+// A public tensor's shape: its pieces stacked along the first axis.
+std::vector<int64_t> public_sizes(const Converter& converter, const PublicTensor& t) {
+  std::vector<int64_t> sizes = converter.public_sizes(t.pieces.front());
+  for (size_t i = 1; i < t.pieces.size(); ++i) sizes[0] += converter.public_sizes(t.pieces[i])[0];
+  return sizes;
 }
 
 void check_keys(const std::vector<PublicTensor>& layout, const std::map<std::string, at::Tensor>& given,
@@ -136,18 +153,18 @@ void import_public_state_dict(ViT& model, const StateDict& tensors, const std::s
   std::vector<std::pair<const PublicTensor*, at::Tensor>> accepted;
   for (const PublicTensor& t : layout) {
     if (!given.count(t.key)) continue;
-    const at::Tensor expected = public_tensor(converter, t);
+    const std::vector<int64_t> expected = public_sizes(converter, t);
     const at::Tensor& value = given.at(t.key);
-    if (value.sizes() != expected.sizes())
+    if (value.sizes() != at::IntArrayRef(expected))
       throw Error(source + ": '" + t.key + "' has shape " + shape_text(value.sizes()) + ", expected " +
-                  shape_text(expected.sizes()) + " for this config");
+                  shape_text(expected) + " for this config");
     if (!at::isFloatingType(value.scalar_type()))
       throw Error(source + ": '" + t.key + "' holds " + std::string(c10::toString(value.scalar_type())) + ", not floating point");
     const at::Tensor v = value.to(at::kFloat);
     if (!at::isfinite(v).all().item<bool>()) throw Error(source + ": '" + t.key + "' holds NaN or infinite values");
     const Map map = t.pieces.front().map;
     if (map == Map::RotaryCos || map == Map::RotarySin) {
-      if ((v - expected).abs().max().item<double>() > 1e-5)
+      if ((v - public_tensor(converter, t)).abs().max().item<double>() > 1e-5)
         throw Error(source + ": '" + t.key + "' is not the rotary table of a " + std::to_string(model->config().grid_height()) +
                     "x" + std::to_string(model->config().grid_width()) + " grid (base 10000) that the engine computes");
       continue;
@@ -158,7 +175,7 @@ void import_public_state_dict(ViT& model, const StateDict& tensors, const std::s
   for (const auto& [t, value] : accepted) {
     int64_t row = 0;
     for (const PublicPiece& piece : t->pieces) {
-      const int64_t rows = converter.to_public(piece).size(0);
+      const int64_t rows = converter.public_sizes(piece)[0];
       const at::Tensor target = converter.ours(piece);
       target.copy_(converter.from_public(piece, value.narrow(0, row, rows)).to(target.options()));
       row += rows;

@@ -2,8 +2,9 @@
 
 #include <fstream>
 #include <iterator>
-#include <sstream>
+#include <memory>
 
+#include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 
 #include "io/state_dict_pickle.h"
@@ -40,8 +41,8 @@ StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& na
   if (bytes.size() < 4 || bytes[0] != 'P' || bytes[1] != 'K' || bytes[2] != 3 || bytes[3] != 4)
     throw Error(name + ": not a PyTorch archive (torch.save writes a zip file; this one is not)");
   try {
-    std::istringstream stream(std::string(bytes.begin(), bytes.end()));
-    caffe2::serialize::PyTorchStreamReader archive(&stream);
+    caffe2::serialize::PyTorchStreamReader archive(
+        std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), off_t(bytes.size())));
     if (archive.hasRecord("byteorder")) {
       const std::vector<char> order = record(archive, "byteorder");
       if (std::string(order.begin(), order.end()) != "little")
