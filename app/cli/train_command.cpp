@@ -1,14 +1,19 @@
 // `translution train`
 #include <chrono>
 #include <csignal>
+#include <fstream>
+#include <iterator>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
 
+#include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 
 #include "cli/commands.h"
+#include "cli/local_workers.h"
 #include "cli/memory_check.h"
 #include "cli/model_options.h"
 #include "cli/progress_bar.h"
@@ -16,6 +21,7 @@
 #include "cpu/blas_kernels.h"
 #include "cpu/helper_threads.h"
 #include "data/mnist_provision.h"
+#include "dist/data_parallel.h"
 #include "train/checkpoint_peek.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
@@ -35,8 +41,22 @@ struct TrainOptions {
   int64_t stop_at = 0;  // a planned pause: checkpoint, exit 0
   int matrix_threads = 0;
   bool no_final_eval = false, recompute = false, force = false, json = false;
+  int nproc = 1;          // local ranks this process starts (rank 0 among them)
+  GroupOptions group;     // this process's place in a data-parallel run
+  int timeout_seconds = 300;
   const CLI::App* app = nullptr;
   bool given(const std::string& option) const { return app->count(option) > 0; }
+  bool distributed() const { return nproc > 1 || group.world_size > 1 || !group.master.empty(); }
+};
+
+// This process's part in a data-parallel run: its group, the workers it started (rank 0
+// of --nproc), and whether rank 0 speaks for it (a local worker stays quiet about peers).
+struct Parallel {
+  std::shared_ptr<DataParallel> data;
+  std::unique_ptr<LocalWorkers> workers;
+  std::optional<ScopedBlasThreads> blas;
+  bool local_worker = false;
+  int rank() const { return data ? data->rank() : 0; }
 };
 
 volatile std::sig_atomic_t interrupted = 0;
@@ -59,9 +79,25 @@ TrainConfig train_config(const TrainOptions& o) {
   return t;
 }
 
-std::unique_ptr<Trainer> make_trainer(const TrainOptions& o, const c10::Device& device) {
+// A data-parallel run's ranks other than 0 get the checkpoint from rank 0 (they may
+// not see its file): its bytes, checked on arrival as a file would be.
+Checkpoint resumed_checkpoint(const TrainOptions& o, const c10::Device& device, Parallel& parallel) {
+  if (!parallel.data) return load_checkpoint(o.resume, device);
+  std::string bytes;
+  if (parallel.rank() == 0) {
+    std::ifstream in(o.resume, std::ios::binary);
+    if (!in) throw Error(o.resume + ": cannot be read");
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  bytes = parallel.data->broadcast_bytes(bytes);
+  return parse_checkpoint(bytes, o.resume, device);
+}
+
+std::unique_ptr<Trainer> make_trainer(const TrainOptions& o, const c10::Device& device, Parallel& parallel) {
+  // Only rank 0 writes checkpoints.
+  const std::string path = parallel.rank() == 0 ? checkpoint_path(o) : std::string();
   if (!o.resume.empty()) {
-    Checkpoint c = load_checkpoint(o.resume, device);
+    Checkpoint c = resumed_checkpoint(o, device, parallel);
     if (c.training && o.given("--steps")) {
       c.training->config.steps = o.train.steps;
       c.training->config.validate();
@@ -69,11 +105,11 @@ std::unique_ptr<Trainer> make_trainer(const TrainOptions& o, const c10::Device& 
     if (c.training && o.train.fresh_positions) c.training->config.fresh_positions = true;
     if (c.training && o.given("--precision")) c.training->config.precision = o.train.precision;
     auto trainer = std::make_unique<Trainer>(std::move(c), o.data_dir, device);
-    trainer->set_checkpoint_path(checkpoint_path(o));
+    trainer->set_checkpoint_path(path);
     return trainer;
   }
   auto trainer = std::make_unique<Trainer>(o.model.config(), train_config(o), o.data_dir, device);
-  trainer->set_checkpoint_path(o.out);
+  trainer->set_checkpoint_path(path);
   return trainer;
 }
 
@@ -118,12 +154,13 @@ struct RunReport {
   double last_test = -1, last_loss = 0;
 };
 
-TrainProgress::Event run_steps(Trainer& trainer, const TrainOptions& o, RunReport& report) {
+TrainProgress::Event run_steps(Trainer& trainer, const TrainOptions& o, RunReport& report, bool speaks) {
   std::signal(SIGINT, on_interrupt);
-  ProgressBar bar("train", true);
+  ProgressBar bar("train", speaks);
   const TrainProgress::Event outcome = trainer.run([&](const TrainProgress& p) {
     if (interrupted) trainer.stop();
     if (p.event == TrainProgress::Event::Step && o.stop_at > 0 && p.step >= o.stop_at) trainer.stop();
+    if (!speaks) return;
     if (p.event == TrainProgress::Event::Step) {
       report.last_loss = p.loss;
       char detail[96];
@@ -180,33 +217,128 @@ void print_end(const Trainer& trainer, const TrainOptions& o, TrainProgress::Eve
     std::printf("test accuracy (%s, 10000 digits): %.2f%%\n", trainer.config().dataset.c_str(), 100 * test_accuracy);
 }
 
-int train(const TrainOptions& o) {
+// Where --nproc starts the ranks: pins this process (rank 0) and each worker to its
+// share of the cores; with one core a rank, each computes on one thread.
+void start_local_ranks(TrainOptions& o, Parallel& parallel) {
+  const std::vector<int> cores = rank_cores(0, o.nproc);
+  std::vector<std::string> extra;
+  if (cores.size() == 1) {
+    if (!o.given("--matrix-threads")) o.matrix_threads = 1, extra.insert(extra.end(), {"--matrix-threads", "1"});
+    if (!o.given("--split-batch")) o.split_batch = "off", extra.insert(extra.end(), {"--split-batch", "off"});
+  }
+  parallel.workers = std::make_unique<LocalWorkers>(o.nproc, extra);
+  o.group.rank = 0;
+  o.group.world_size = o.nproc;
+  o.group.master = parallel.workers->master();
+  pin_to_cores(cores);
+  if (!cores.empty()) parallel.blas.emplace(int(cores.size()));
+}
+
+void prepare_parallel(TrainOptions& o, Parallel& parallel) {
+  const char* option = o.nproc > 1 ? "--nproc" : "--world-size";
+  if (!ProcessGroup::available())
+    throw Error(std::string(option) + " trains data-parallel, which this build lacks: " + ProcessGroup::missing_reason());
+  if (o.nproc > 1 && (o.given("--rank") || o.given("--world-size") || o.given("--master")))
+    throw Error("--nproc starts the ranks of one machine itself: give either --nproc N, or --rank, --world-size and "
+                "--master on each process");
+  o.group.timeout = std::chrono::seconds(o.timeout_seconds);
+  o.group.cuda = parse_device(o.device).is_cuda();
+  // Before any worker starts. NCCL refuses two ranks on one GPU ("invalid usage", seen on an H100).
+  if (ProcessGroup::backend_for(o.group) == "nccl" && o.nproc > int(torch::cuda::device_count()))
+    throw Error("--nproc " + std::to_string(o.nproc) + " with NCCL needs a GPU a rank, and " +
+                std::to_string(torch::cuda::device_count()) + " are visible (NCCL refuses two ranks on one GPU)");
+  parallel.local_worker = std::getenv(kWorkerEnvironment) != nullptr;
+  if (o.nproc > 1) start_local_ranks(o, parallel);
+  o.group.validate();
+}
+
+// What every rank must agree on before the first collective.
+std::string fingerprint(const TrainOptions& o, const c10::Device& device) {
+  std::string text = std::string("device=") + (device.is_cuda() ? "cuda" : "cpu") + "\n";
+  if (o.resume.empty()) return text + o.model.config().to_text() + train_config(o).to_text();
+  text += "resume=rank 0's checkpoint\n";  // its path may differ from machine to machine
+  if (o.given("--steps")) text += "steps=" + std::to_string(o.train.steps) + "\n";
+  if (o.given("--precision")) text += "precision=" + o.train.precision + "\n";
+  return text + "fresh_positions=" + std::to_string(o.train.fresh_positions) + "\n";
+}
+
+void join_group(TrainOptions& o, c10::Device& device, Parallel& parallel) {
+  if (device.is_cuda() && torch::cuda::device_count() > 1 && !o.given("--device"))
+    device = c10::Device(c10::kCUDA, c10::DeviceIndex(o.group.rank % int(torch::cuda::device_count())));
+  o.group.cuda = device.is_cuda();
+  o.group.cuda_device = device.is_cuda() ? device.index() : 0;
+  std::shared_ptr<ProcessGroup> group = ProcessGroup::join(o.group, fingerprint(o, device));
+  parallel.data = std::make_shared<DataParallel>(std::move(group));
+}
+
+void print_parallel(const Trainer& trainer, const DataParallel& parallel) {
+  const int64_t batch = trainer.config().batch, ranks = parallel.world_size();
+  std::fprintf(stderr, "data-parallel over %lld ranks (%s): each step's %lld images split %lld-%lld a rank\n",
+               (long long)ranks, const_cast<DataParallel&>(parallel).group().backend().c_str(), (long long)batch,
+               (long long)(batch / ranks), (long long)((batch + ranks - 1) / ranks));
+}
+
+int train(TrainOptions& o, Parallel& parallel) {
   if (o.resume.empty() && o.out.empty()) throw Error("train needs --out FILE.ckpt (or --resume FILE.ckpt)");
+  if (o.distributed()) prepare_parallel(o, parallel);
   EngineOptions engine;
   engine.recompute_pair_rows = o.recompute;
   engine.matrix_threads = o.matrix_threads;
   engine.batch_split = parse_batch_split(o.split_batch);
   const ScopedEngineOptions engine_scope(engine);
-  const c10::Device device = parse_device(o.device);
+  c10::Device device = parse_device(o.device);
   if (const std::optional<MemoryPlan> plan = training_plan(o)) check_plan(o.force, *plan, device);
-  std::unique_ptr<Trainer> trainer = make_trainer(o, device);
-  print_start(*trainer, device);
+  if (o.distributed()) join_group(o, device, parallel);
+  std::unique_ptr<Trainer> trainer = make_trainer(o, device, parallel);
+  if (parallel.data) trainer->set_data_parallel(parallel.data);
+  const bool speaks = parallel.rank() == 0;  // rank 0 reports the run
+  if (speaks) print_start(*trainer, device);
+  if (speaks && parallel.data) print_parallel(*trainer, *parallel.data);
   const TrainingThreads threads(trainer->model(), device);  // here, on the thread that owns BLAS's setting
   trainer->set_batch_shares(threads.batch_shares());
-  if (threads.batch_shares() > 1)
+  if (speaks && threads.batch_shares() > 1)
     std::fprintf(stderr, "each step's batch is split over %d cores (--split-batch off splits the products instead)\n",
                  threads.batch_shares());
   const auto start = std::chrono::steady_clock::now();
   RunReport report;
-  const TrainProgress::Event outcome = run_steps(*trainer, o, report);
+  const TrainProgress::Event outcome = run_steps(*trainer, o, report, speaks);
   double test_accuracy = -1;
-  if (outcome == TrainProgress::Event::Finished && !o.no_final_eval)
+  if (speaks && outcome == TrainProgress::Event::Finished && !o.no_final_eval)
     test_accuracy = final_evaluation(*trainer, o, device);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  print_end(*trainer, o, outcome, report, test_accuracy, seconds);
+  if (speaks) print_end(*trainer, o, outcome, report, test_accuracy, seconds);
+  if (parallel.workers)
+    if (const std::string failed = parallel.workers->wait_all(); !failed.empty()) throw Error(failed);
   const bool planned_stop = o.stop_at > 0 && !interrupted && trainer->step() == o.stop_at;
   if (outcome == TrainProgress::Event::Stopped && planned_stop) return 0;
   return outcome == TrainProgress::Event::Diverged ? 3 : outcome == TrainProgress::Event::Stopped ? 130 : 0;
+}
+
+std::string first_line_of(const std::exception& e) {
+  const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
+  const std::string what = torch_error ? torch_error->what_without_backtrace() : e.what();
+  return what.substr(0, what.find('\n'));
+}
+
+// A rank that fails says so in one line. A peer's failure is rank 0's to report for a
+// --nproc run (with how the worker ended), and each process's own in a run across machines.
+int train_command(TrainOptions& o) {
+  Parallel parallel;
+  try {
+    return train(o, parallel);
+  } catch (const PeerFailure& e) {
+    if (parallel.local_worker) return 4;
+    // A worker that died inside a collective is not behind the others: its exit names it.
+    std::string message = e.what();
+    if (parallel.workers)
+      if (const std::string exits = parallel.workers->exits_so_far(); !exits.empty()) message = exits + "; " + message;
+    std::fprintf(stderr, "error: %s\n", message.c_str());
+    return 4;
+  } catch (const std::exception& e) {
+    if (!parallel.local_worker) throw;
+    std::fprintf(stderr, "error: rank %s: %s\n", std::getenv(kWorkerEnvironment), first_line_of(e).c_str());
+    return 1;
+  }
 }
 
 void add_schedule_options(CLI::App& app, TrainConfig& t) {
@@ -227,6 +359,20 @@ void add_schedule_options(CLI::App& app, TrainConfig& t) {
   app.add_option("--eval-samples", t.eval_samples, "test digits per held-out evaluation")->capture_default_str();
   app.add_option("--checkpoint-every", t.checkpoint_every, "steps between checkpoint writes (0: at the end)");
   add_choice(app, "--precision", t.precision, {"fp32", "bf16", "tf32"}, "the dense layers' products");
+}
+
+void add_distributed_options(CLI::App& app, TrainOptions& o) {
+  app.add_option("--nproc", o.nproc, "train data-parallel in N processes on this machine (c10d)")
+      ->check(at_least("--nproc", 1));
+  app.add_option("--world-size", o.group.world_size, "processes in a run across machines (one command each)");
+  app.add_option("--rank", o.group.rank, "this process's rank in that run (0 serves the rendezvous)");
+  app.add_option("--master", o.group.master, "where the ranks meet: rank 0's HOST:PORT, or file:PATH on a shared disk")
+      ->type_name("HOST:PORT");
+  add_choice(app, "--backend", o.group.backend, {"auto", "gloo", "nccl"},
+             "collectives: gloo (CPU tensors), nccl (CUDA); auto picks by device");
+  app.add_option("--timeout", o.timeout_seconds, "seconds a rank waits for the others (to join, in each step)")
+      ->check(at_least("--timeout", 1))->capture_default_str();
+  app.add_option("--interface", o.group.interface, "network interface Gloo uses between machines (e.g. eth0)");
 }
 
 }  // namespace
@@ -250,7 +396,8 @@ void add_train_command(CLI::App& root, Runners& runners) {
       ->type_name("auto|on|off")->capture_default_str();
   app->add_flag("--force", o->force, kForceHelp);
   app->add_flag("--json", o->json, "print JSON lines: evaluations and the outcome");
-  runners[app] = [o] { return train(*o); };
+  add_distributed_options(*app, *o);
+  runners[app] = [o] { return train_command(*o); };
 }
 
 }  // namespace translution::cli

@@ -13,6 +13,7 @@
 #include <torch/serialize/output-archive.h>
 
 #include "data/batches.h"
+#include "dist/data_parallel.h"
 #include "cpu/bf16_gemm.h"
 #include "train/forward_backward.h"
 #include "train/evaluate.h"
@@ -176,16 +177,22 @@ TrainProgress Trainer::train_step() {
   p.step = step_, p.total_steps = total_steps();
   p.epoch = double(step_) / double(config_.steps_per_epoch());
   p.lr = scheduled_lr(step_, total_steps(), config_.warmup_steps, config_.lr, config_.min_lr);
-  const Batch batch = make_batch(*train_set_, batch_indices(step_), device_);
+  std::vector<int64_t> indices = batch_indices(step_);
+  const int64_t batch_images = int64_t(indices.size());
+  if (parallel_) indices = parallel_->share(indices);
   model_->train();
   const ScopedDensePrecision precision(precision_);
   const ScopedTf32 tf32(config_.precision == "tf32");
   set_lr(*optimizer_, p.lr);
   release_gradients(*optimizer_);
   // A share whose loss is not finite skips its backward (train/forward_backward.h); then no step is taken.
-  const ForwardBackward pass = forward_backward(model_, batch.images, batch.labels, batch_shares_);
-  p.loss = pass.loss;
-  p.accuracy = pass.logits.argmax(1).eq(batch.labels).to(at::kDouble).mean().item<double>();
+  if (!indices.empty()) {  // a rank's share of a short last batch can be empty
+    const Batch batch = make_batch(*train_set_, indices, device_);
+    const ForwardBackward pass = forward_backward(model_, batch.images, batch.labels, batch_shares_);
+    p.loss = pass.loss;
+    p.accuracy = pass.logits.argmax(1).eq(batch.labels).to(at::kDouble).mean().item<double>();
+  }
+  if (parallel_) add_other_shares(p, double(indices.size()), batch_images);
   if (!std::isfinite(p.loss)) {
     p.event = TrainProgress::Event::Diverged;
     p.message = "the loss became " + format_double(p.loss) + " at step " + std::to_string(step_ + 1);
@@ -204,6 +211,39 @@ TrainProgress Trainer::train_step() {
   p.step = step_;
   p.epoch = double(step_) / double(config_.steps_per_epoch());
   return p;
+}
+
+// The batch's loss and accuracy from every rank's share, and every rank's gradients
+// summed, each weighted by its share of the batch: the whole batch's mean-loss gradient.
+// A loss that is not finite anywhere is so everywhere, and no rank then steps.
+void Trainer::add_other_shares(TrainProgress& p, double images, int64_t batch_images) {
+  const DataParallel::StepTotals all = parallel_->sum({p.loss * images, p.accuracy * images, images});
+  p.loss = all.loss_sum / all.images;
+  p.accuracy = all.correct / all.images;
+  if (std::isfinite(p.loss)) parallel_->average_gradients(model_->parameters(), images / double(batch_images));
+}
+
+bool Trainer::stop_agreed() { return parallel_ ? parallel_->any(stop_) : bool(stop_); }
+
+void Trainer::set_data_parallel(std::shared_ptr<DataParallel> parallel) {
+  parallel_ = std::move(parallel);
+  if (!parallel_) return;
+  std::vector<at::Tensor> state = model_->parameters();
+  for (const at::Tensor& b : model_->buffers()) state.push_back(b);
+  parallel_->start_from_rank0(state);
+}
+
+// A peer failed in a collective: this rank's weights and optimizer still hold the last
+// complete step (the optimizer runs only after every collective of a step), so rank 0
+// saves them before the error goes up, naming the file.
+void Trainer::fail_after_peer(const std::exception& failure, const TrainCallback& callback) {
+  std::string message = failure.what();
+  if (!checkpoint_path_.empty()) {
+    if (saved_step_ != step_) save(callback);
+    message += "; " + checkpoint_path_ + " holds step " + std::to_string(saved_step_) + ", the last complete step";
+  }
+  const auto* peer = dynamic_cast<const PeerFailure*>(&failure);
+  throw PeerFailure(message, peer ? peer->ranks() : std::vector<int>{});
 }
 
 void Trainer::evaluate_held_out(TrainProgress& p) {
@@ -233,10 +273,15 @@ void Trainer::save(const TrainCallback& callback) {
 TrainProgress::Event Trainer::run(const TrainCallback& callback) {
   stop_ = false;
   while (step_ < total_steps()) {
-    if (!wait_while_paused(callback)) break;
-    if (stop_) break;
-    const auto start = std::chrono::steady_clock::now();
-    TrainProgress p = train_step();
+    TrainProgress p;
+    std::chrono::steady_clock::time_point start;
+    try {
+      if (stop_agreed() || !wait_while_paused(callback)) break;
+      start = std::chrono::steady_clock::now();
+      p = train_step();
+    } catch (const PeerFailure& e) {
+      fail_after_peer(e, callback);
+    }
     if (p.event == TrainProgress::Event::Diverged) {
       // The bad step was not applied: the weights and optimizer in memory are the last good state. Save them,
       // so that the message names a file that holds them, or says that nothing was written.
@@ -254,7 +299,9 @@ TrainProgress::Event Trainer::run(const TrainCallback& callback) {
     p.eta_seconds = double(total_steps() - step_) * seconds_per_step_;
     window_.loss += p.loss, window_.accuracy += p.accuracy, window_.lr += p.lr;
     ++window_steps_;
-    const bool evaluate_now = step_ % config_.eval_interval() == 0 || step_ == total_steps();
+    // Rank 0 alone evaluates; the others wait for it at the next step's first collective.
+    const bool evaluate_now = (step_ % config_.eval_interval() == 0 || step_ == total_steps()) &&
+                              (!parallel_ || parallel_->rank() == 0);
     if (step_ % kCurveStride == 0 || evaluate_now) {
       CurvePoint point{step_, p.epoch, window_.loss / double(window_steps_), window_.accuracy / double(window_steps_),
                        window_.lr / double(window_steps_), kNaN, kNaN};

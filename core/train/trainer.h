@@ -28,6 +28,8 @@
 
 namespace translution {
 
+class DataParallel;
+
 struct TrainProgress {
   enum class Event { Step, Evaluated, Paused, Resumed, Checkpointed, Finished, Stopped, Diverged };
   Event event = Event::Step;
@@ -60,6 +62,13 @@ class Trainer {
   // the whole batch on this thread with the engine's own splits.
   void set_batch_shares(int shares) { batch_shares_ = shares < 1 ? 1 : shares; }
 
+  // Trains as one rank of a data-parallel run (dist/data_parallel.h): takes rank 0's
+  // weights now, then each step runs this rank's share of the batch and averages the
+  // gradients over the ranks. Only rank 0 evaluates and writes checkpoints (give the
+  // others no checkpoint path). A rank that fails makes run() throw PeerFailure on
+  // every other, after rank 0 has saved the last complete step.
+  void set_data_parallel(std::shared_ptr<DataParallel> parallel);
+
   // Steps until done, stopped or diverged; returns the final event.
   TrainProgress::Event run(const TrainCallback& callback);
 
@@ -84,6 +93,9 @@ class Trainer {
   std::vector<int64_t> batch_indices(int64_t step);
   bool wait_while_paused(const TrainCallback& callback);
   TrainProgress train_step();
+  bool stop_agreed();
+  void add_other_shares(TrainProgress& p, double images, int64_t batch_images);
+  [[noreturn]] void fail_after_peer(const std::exception& failure, const TrainCallback& callback);
   void evaluate_held_out(TrainProgress& p);
   void save(const TrainCallback& callback);
 
@@ -96,6 +108,7 @@ class Trainer {
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<CanvasDataset> train_set_, test_set_;
   int batch_shares_ = 1;
+  std::shared_ptr<DataParallel> parallel_;
   int64_t step_ = 0;
   int64_t saved_step_ = -1;
   int64_t order_epoch_ = -1;

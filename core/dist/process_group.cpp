@@ -1,0 +1,442 @@
+#include "dist/process_group.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <torch/version.h>
+
+#if defined(TRANSLUTION_WITH_GLOO) || defined(TRANSLUTION_WITH_NCCL)
+#define TRANSLUTION_WITH_C10D 1
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#endif
+#endif
+#ifdef TRANSLUTION_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#ifdef TRANSLUTION_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace translution {
+namespace {
+
+std::string first_line(const std::string& text) {
+  const size_t end = text.find('\n');
+  return end == std::string::npos ? text : text.substr(0, end);
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::string join_ranks(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+}  // namespace
+
+void GroupOptions::validate() const {
+  if (world_size < 1) throw Error("--world-size " + std::to_string(world_size) + " must be at least 1");
+  if (rank < 0 || rank >= world_size)
+    throw Error("--rank " + std::to_string(rank) + " must be at least 0 and below --world-size " +
+                std::to_string(world_size));
+  if (backend != "auto" && backend != "gloo" && backend != "nccl")
+    throw Error("--backend " + backend + " is not one of auto, gloo, nccl");
+  if (timeout.count() < 1) throw Error("--timeout must be at least 1 second");
+  if (master.rfind("file:", 0) == 0) {
+    if (master.size() == 5) throw Error("--master file: needs a path (file:PATH)");
+    return;
+  }
+  const size_t colon = master.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == master.size())
+    throw Error("--master " + (master.empty() ? std::string("(none)") : master) +
+                " is not HOST:PORT or file:PATH");
+  const std::string port = master.substr(colon + 1);
+  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) < 1 ||
+      std::stoi(port) > 65535)
+    throw Error("--master " + master + ": the port " + port + " is not a number from 1 to 65535");
+}
+
+std::string first_difference(const std::string& mine, const std::string& theirs) {
+  const std::vector<std::string> a = lines(mine), b = lines(theirs);
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const std::string x = i < a.size() ? a[i] : "(nothing)", y = i < b.size() ? b[i] : "(nothing)";
+    if (x != y) return x + " against " + y;
+  }
+  return {};
+}
+
+#ifdef TRANSLUTION_WITH_C10D
+
+#if TORCH_VERSION_MAJOR >= 2
+using Backend = c10d::Backend;  // 2.x: process groups dispatch to backends
+#else
+using Backend = c10d::ProcessGroup;  // 1.13: the backend is the process group
+#endif
+
+// A rank's heartbeat: a counter it raises in the store every second from a thread of
+// its own, on a store connection of its own. A rank that died or hangs (even inside a
+// collective, where the counts of collectives reached cannot tell) stops raising it.
+class Heartbeat {
+ public:
+  Heartbeat(c10::intrusive_ptr<c10d::Store> store, std::string key) : store_(std::move(store)), key_(std::move(key)) {
+    thread_ = std::thread([this] { beat(); });
+  }
+  ~Heartbeat() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void beat() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (int64_t n = 1; !stop_; ++n) {
+      try {
+        store_->set(key_, std::vector<uint8_t>(std::to_string(n).begin(), std::to_string(n).end()));
+      } catch (const std::exception&) {
+        return;  // the store is gone: the run is ending
+      }
+      wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
+    }
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::string key_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+struct ProcessGroup::State {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<Backend> backend;
+  std::string backend_name;
+  std::unique_ptr<Heartbeat> heartbeat;  // last member: stops first
+};
+
+namespace {
+
+constexpr const char* kHello = "translution/hello/";
+constexpr const char* kClaim = "translution/claim/";
+constexpr const char* kReached = "translution/reached/";
+constexpr const char* kAlive = "translution/alive/";
+
+std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+std::string text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+
+// c10d logs each failed bind and connect attempt to stderr before it throws; the error
+// this file makes of it says the same in one line, so the log is kept out of the way.
+class QuietStderr {
+ public:
+  QuietStderr() : saved_(::dup(STDERR_FILENO)) {
+    const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (saved_ >= 0 && devnull >= 0) ::dup2(devnull, STDERR_FILENO);
+    if (devnull >= 0) ::close(devnull);
+  }
+  ~QuietStderr() {
+    if (saved_ < 0) return;
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+  }
+
+ private:
+  int saved_;
+};
+
+c10::intrusive_ptr<c10d::Store> open_store(const GroupOptions& o, bool heartbeat = false) {
+  const QuietStderr quiet;
+  if (o.master.rfind("file:", 0) == 0) {
+    try {
+      // Two connections a rank (the heartbeat's own): the file goes when all have closed.
+      auto store = c10::make_intrusive<c10d::FileStore>(o.master.substr(5), 2 * o.world_size);
+      store->setTimeout(o.timeout);
+      return store;
+    } catch (const std::exception& e) {
+      throw Error("cannot open the rendezvous file " + o.master.substr(5) + ": " + first_line(e.what()));
+    }
+  }
+  const size_t colon = o.master.rfind(':');
+  const std::string host = o.master.substr(0, colon);
+  c10d::TCPStoreOptions options;
+  options.port = uint16_t(std::stoi(o.master.substr(colon + 1)));
+  options.isServer = o.rank == 0 && !heartbeat;
+  options.numWorkers = size_t(o.world_size);
+  options.waitWorkers = false;  // the handshake below waits, and names who is missing
+  options.timeout = o.timeout;
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(host, options);
+  } catch (const std::exception& e) {
+    const std::string why = first_line(e.what());
+    if (o.rank == 0 && why.find("ddress already in use") != std::string::npos)
+      throw Error("--master " + o.master + ": port " + std::to_string(options.port) +
+                  " is in use on this machine (another run's rank 0?): choose another port");
+    if (o.rank == 0) throw Error("--master " + o.master + ": rank 0 cannot serve the rendezvous there: " + why);
+    const bool timed_out = why.find("timed out") != std::string::npos;
+    throw Error("--master " + o.master + ": cannot reach rank 0 there within " + std::to_string(o.timeout.count()) +
+                " s (is rank 0 started, and the port open?)" + (timed_out ? "" : ": " + why));
+  }
+}
+
+// What rank `r` announced: its world size, then its fingerprint.
+std::pair<int, std::string> read_hello(c10d::Store& store, int r) {
+  const std::string hello = text(store.get(kHello + std::to_string(r)));
+  const size_t newline = hello.find('\n');
+  return {std::stoi(hello.substr(0, newline)), newline == std::string::npos ? "" : hello.substr(newline + 1)};
+}
+
+void check_hello(c10d::Store& store, const GroupOptions& o, const std::string& fingerprint, int other) {
+  const auto [world, theirs] = read_hello(store, other);
+  const std::string me = "rank " + std::to_string(o.rank), them = "rank " + std::to_string(other);
+  if (world != o.world_size)
+    throw Error(them + " was started with --world-size " + std::to_string(world) + " and " + me + " with " +
+                std::to_string(o.world_size) + ": every rank needs the same");
+  if (const std::string d = first_difference(fingerprint, theirs); !d.empty())
+    throw Error(me + "'s training configuration differs from " + them + "'s: " + d);
+}
+
+void handshake(c10d::Store& store, const GroupOptions& o, const std::string& fingerprint) {
+  if (store.add(kClaim + std::to_string(o.rank), 1) > 1)
+    throw Error("another process already joined this run as rank " + std::to_string(o.rank) +
+                " (--rank must differ on every process)");
+  store.set(kHello + std::to_string(o.rank), bytes(std::to_string(o.world_size) + "\n" + fingerprint));
+  std::vector<int> others;
+  for (int r = 0; r < o.world_size; ++r)
+    if (r != o.rank && (o.rank == 0 || r == 0)) others.push_back(r);
+  std::vector<std::string> keys;
+  for (int r : others) keys.push_back(kHello + std::to_string(r));
+  try {
+    store.wait(keys, o.timeout);
+  } catch (const std::exception&) {
+    std::vector<int> missing;
+    for (int r : others)
+      if (!store.check({kHello + std::to_string(r)})) missing.push_back(r);
+    throw Error(join_ranks(missing) + " did not join within " +
+                std::to_string(o.timeout.count()) + " s (" + std::to_string(o.world_size) + " ranks expected at " +
+                o.master + ")");
+  }
+  for (int r : others) check_hello(store, o, fingerprint, r);
+}
+
+}  // namespace
+
+std::string ProcessGroup::backend_for(const GroupOptions& o) {
+  std::string b = o.backend;
+  if (b == "auto") {
+#ifdef TRANSLUTION_WITH_NCCL
+    b = o.cuda ? "nccl" : "gloo";
+#else
+    b = "gloo";
+#endif
+  }
+#ifndef TRANSLUTION_WITH_GLOO
+  if (b == "gloo")
+    throw Error("this build has no Gloo backend: its LibTorch ships no Gloo headers (PyTorch's own does not); "
+                "Debian's LibTorch with libgloo-dev has them");
+#endif
+#ifndef TRANSLUTION_WITH_NCCL
+  if (b == "nccl") throw Error("this build has no NCCL backend: it needs a CUDA LibTorch with NCCL (PyTorch's own)");
+#endif
+  if (b == "nccl" && !o.cuda) throw Error("--backend nccl reduces CUDA tensors: train with --device cuda, or use gloo");
+  return b;
+}
+
+namespace {
+
+c10::intrusive_ptr<Backend> make_backend(const std::string& name, const c10::intrusive_ptr<c10d::Store>& store,
+                                         const GroupOptions& o) {
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
+#ifdef TRANSLUTION_WITH_NCCL
+  if (name == "nccl") {
+    auto options = c10d::ProcessGroupNCCL::Options::create();
+    options->timeout = o.timeout;
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, o.rank, o.world_size, options);
+  }
+#endif
+#ifdef TRANSLUTION_WITH_GLOO
+  auto options = c10d::ProcessGroupGloo::Options::create(o.timeout);
+  const bool local = o.master.rfind("file:", 0) == 0 || o.master.rfind("127.", 0) == 0 ||
+                     o.master.rfind("localhost:", 0) == 0;
+  options->devices.push_back(!o.interface.empty() ? c10d::ProcessGroupGloo::createDeviceForInterface(o.interface)
+                             : local           ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                               : c10d::ProcessGroupGloo::createDefaultDevice());
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, o.rank, o.world_size, options);
+#else
+  (void)o;
+  throw Error("no backend named " + name + " in this build");
+#endif
+}
+
+// Gloo reduces host memory and NCCL GPU memory: a tensor elsewhere goes through a copy.
+bool needs_staging(const std::string& backend, const at::Tensor& t) {
+  return backend == "gloo" ? t.is_cuda() : !t.is_cuda();
+}
+
+at::Tensor staged(const std::string& backend, const at::Tensor& t, int cuda_device) {
+  return backend == "gloo" ? t.cpu() : t.to(at::Device(at::kCUDA, c10::DeviceIndex(cuda_device)));
+}
+
+}  // namespace
+
+bool ProcessGroup::available() { return true; }
+
+std::string ProcessGroup::backends() {
+  std::string s;
+#ifdef TRANSLUTION_WITH_GLOO
+  s += "gloo";
+#endif
+#ifdef TRANSLUTION_WITH_NCCL
+  s += std::string(s.empty() ? "" : ", ") + "nccl";
+#endif
+  return s;
+}
+
+std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options, const std::string& fingerprint) {
+  options.validate();
+  const std::string name = backend_for(options);
+  auto state = std::make_unique<State>();
+  state->store = open_store(options);
+  handshake(*state->store, options, fingerprint);
+  try {
+    state->backend = make_backend(name, state->store, options);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error("the " + name + " backend could not connect the " + std::to_string(options.world_size) +
+                " ranks: " + first_line(e.what()));
+  }
+  state->backend_name = name;
+  state->heartbeat = std::make_unique<Heartbeat>(open_store(options, true), kAlive + std::to_string(options.rank));
+  return std::unique_ptr<ProcessGroup>(new ProcessGroup(options, std::move(state)));
+}
+
+std::string ProcessGroup::backend() const { return state_->backend_name; }
+
+void ProcessGroup::reach_collective() {
+  ++collectives_;
+  state_->store->set(kReached + std::to_string(rank()), bytes(std::to_string(collectives_)));
+}
+
+// Names the ranks to blame: those whose heartbeat stood still over a few seconds (dead
+// or hung), else those whose count of collectives reached is below this rank's. Read
+// with a short timeout, since the store itself may have gone with rank 0.
+std::vector<int> ProcessGroup::silent_ranks() {
+  std::vector<int> silent, behind;
+  state_->store->setTimeout(std::chrono::seconds(5));
+  auto read = [&](const char* prefix, int r) -> int64_t {
+    const std::string key = prefix + std::to_string(r);
+    return state_->store->check({key}) ? std::stoll(text(state_->store->get(key))) : 0;
+  };
+  std::vector<int64_t> before;
+  for (int r = 0; r < world_size(); ++r) before.push_back(read(kAlive, r));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  for (int r = 0; r < world_size(); ++r) {
+    if (r != rank() && read(kAlive, r) == before[size_t(r)]) silent.push_back(r);
+    if (read(kReached, r) < collectives_) behind.push_back(r);
+  }
+  return silent.empty() ? behind : silent;
+}
+
+void ProcessGroup::fail(const std::string& what) {
+  std::vector<int> blamed;
+  std::string where;
+  try {
+    blamed = silent_ranks();
+  } catch (const std::exception&) {
+    if (rank() != 0) blamed = {0}, where = " (the rendezvous it served is gone too)";
+  }
+  const std::string who = blamed.empty() ? "a rank" : join_ranks(blamed);
+  throw PeerFailure(who + " stopped answering" + where + " (collective " + std::to_string(collectives_) + ", " +
+                        backend() + ": " + first_line(what) + ")",
+                    blamed);
+}
+
+void ProcessGroup::all_reduce_sum(std::vector<at::Tensor>& tensors) {
+  if (tensors.empty()) return;
+  reach_collective();
+  const bool stage = needs_staging(state_->backend_name, tensors[0]);
+  std::vector<std::vector<at::Tensor>> inputs;
+  for (const at::Tensor& t : tensors) inputs.push_back({stage ? staged(state_->backend_name, t, options_.cuda_device) : t});
+  try {
+    std::vector<decltype(state_->backend->allreduce(inputs[0]))> works;
+    for (auto& input : inputs) works.push_back(state_->backend->allreduce(input));
+    for (auto& work : works) work->wait(options_.timeout);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+  if (stage)
+    for (size_t i = 0; i < tensors.size(); ++i) tensors[i].copy_(inputs[i][0]);
+}
+
+void ProcessGroup::broadcast(at::Tensor& tensor) {
+  reach_collective();
+  const bool stage = needs_staging(state_->backend_name, tensor);
+  std::vector<at::Tensor> input{stage ? staged(state_->backend_name, tensor, options_.cuda_device) : tensor};
+  try {
+    c10d::BroadcastOptions options;
+    options.rootRank = 0;
+    state_->backend->broadcast(input, options)->wait(options_.timeout);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+  if (stage) tensor.copy_(input[0]);
+}
+
+#else  // no c10d in this build
+
+struct ProcessGroup::State {};
+
+bool ProcessGroup::available() { return false; }
+std::string ProcessGroup::backends() { return {}; }
+
+std::string ProcessGroup::backend_for(const GroupOptions&) { throw Error("this build has no distributed training: " + missing_reason()); }
+
+std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options, const std::string&) {
+  options.validate();
+  throw Error("this build has no distributed training: " + missing_reason());
+}
+
+std::string ProcessGroup::backend() const { return {}; }
+void ProcessGroup::reach_collective() {}
+std::vector<int> ProcessGroup::silent_ranks() { return {}; }
+void ProcessGroup::fail(const std::string& what) { throw PeerFailure(what, {}); }
+void ProcessGroup::all_reduce_sum(std::vector<at::Tensor>&) { fail("no c10d"); }
+void ProcessGroup::broadcast(at::Tensor&) { fail("no c10d"); }
+
+#endif
+
+std::string ProcessGroup::missing_reason() {
+#ifdef TRANSLUTION_WITH_C10D
+  return {};
+#else
+  return "it needs c10d's Gloo headers (Debian: apt-get install libgloo-dev, as scripts/setup.sh does) "
+         "and a rebuild";
+#endif
+}
+
+ProcessGroup::ProcessGroup(const GroupOptions& options, std::unique_ptr<State> state)
+    : options_(options), state_(std::move(state)) {}
+
+ProcessGroup::~ProcessGroup() = default;
+
+}  // namespace translution
