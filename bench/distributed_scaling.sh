@@ -12,7 +12,7 @@ rounds=${2:-3}
 nproc=${3:-2}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-common=(--preset A --image 84 --patch 12 --dataset static --train-samples 4096 --batch 32 --steps 40
+common=(--preset A --image 84 --patch 12 --dataset static --train-samples 4096 --batch 32 --steps 60
         --eval-samples 64 --no-final-eval --seed 1)
 run() {  # run MODEL WAY: one training run; prints its JSON line
   local model=$1 way=$2 extra=()
