@@ -302,11 +302,12 @@ int train(TrainOptions& o, Parallel& parallel) {
   const auto start = std::chrono::steady_clock::now();
   RunReport report;
   const TrainProgress::Event outcome = run_steps(*trainer, o, report, speaks);
+  if (!speaks) return 0;  // every rank ended at the same step; rank 0 reports how
   double test_accuracy = -1;
-  if (speaks && outcome == TrainProgress::Event::Finished && !o.no_final_eval)
+  if (outcome == TrainProgress::Event::Finished && !o.no_final_eval)
     test_accuracy = final_evaluation(*trainer, o, device);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (speaks) print_end(*trainer, o, outcome, report, test_accuracy, seconds);
+  print_end(*trainer, o, outcome, report, test_accuracy, seconds);
   if (parallel.workers)
     if (const std::string failed = parallel.workers->wait_all(); !failed.empty()) throw Error(failed);
   const bool planned_stop = o.stop_at > 0 && !interrupted && trainer->step() == o.stop_at;

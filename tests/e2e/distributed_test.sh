@@ -93,6 +93,15 @@ if [[ " $parts " == *" faults "* ]]; then
   check "its error is one line" test "$(grep -c '^error' "$work/long.err")" -eq 1
   check "the checkpoint is intact after the kill" "$cli" checkpoint info "$work/killed.ckpt" >/dev/null
 
+  # Ctrl-C on rank 0 alone: the ranks agree to stop after the same step, and nothing is an error.
+  start_long_run "$work/interrupted.ckpt"
+  kill -INT "$long_pid"
+  await_long_run 20
+  check "Ctrl-C on rank 0 stops the run (exit 130)" test "$long_status" = 130
+  check "no error after Ctrl-C" bash -c "! grep -q '^error' '$work/long.err'"
+  check "rank 1 has exited too" bash -c "! kill -0 '$worker' 2>/dev/null"
+  check "the checkpoint holds the last step" "$cli" checkpoint info "$work/interrupted.ckpt" >/dev/null
+
   start_long_run "$work/hung.ckpt"
   kill -STOP "$worker"
   await_long_run 40
