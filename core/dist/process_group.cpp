@@ -141,6 +141,7 @@ constexpr const char* kHello = "translution/hello/";
 constexpr const char* kClaim = "translution/claim/";
 constexpr const char* kReached = "translution/reached/";
 constexpr const char* kAlive = "translution/alive/";
+constexpr const char* kChecked = "translution/checked/";
 
 std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 std::string text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
@@ -235,7 +236,27 @@ void handshake(c10d::Store& store, const GroupOptions& o, const std::string& fin
                 std::to_string(o.timeout.count()) + " s (" + std::to_string(o.world_size) + " ranks expected at " +
                 o.master + ")");
   }
-  for (int r : others) check_hello(store, o, fingerprint, r);
+  std::string problem;
+  for (int r : others) {
+    try {
+      check_hello(store, o, fingerprint, r);
+    } catch (const Error& e) {
+      if (problem.empty()) problem = e.what();
+    }
+  }
+  // Rank 0 serves the TCP store: it waits (briefly) until every rank has read what it needs, so that
+  // a rank which also has a mismatch to report is not cut off by rank 0's exit.
+  store.set(kChecked + std::to_string(o.rank), bytes("1"));
+  if (o.rank == 0) {
+    std::vector<std::string> checked;
+    for (int r : others) checked.push_back(kChecked + std::to_string(r));
+    try {
+      store.wait(checked, std::min<std::chrono::milliseconds>(o.timeout, std::chrono::seconds(10)));
+    } catch (const std::exception&) {
+      // a rank that never checks fails on its own
+    }
+  }
+  if (!problem.empty()) throw Error(problem);
 }
 
 }  // namespace

@@ -3,13 +3,7 @@
 set -u
 cli=$1
 ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-check() {  # check NAME COMMAND...: runs the command, counts a failure if it fails
-  local name=$1; shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
 
 info=$("$cli" data info)
 check "data info exits 0" test $? -eq 0

@@ -6,13 +6,8 @@
 set -u
 cli=$1
 parts=${2:-"equal faults errors"}
-work=$(mktemp -d)
-trap 'pkill -KILL -P $$ 2>/dev/null; rm -rf "$work"' EXIT
-failures=0
-check() {  # check NAME COMMAND...: runs the command, counts a failure if it fails
-  local name=$1; shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
+trap 'pkill -KILL -P $$ 2>/dev/null; rm -rf "$work"' EXIT  # and no run left behind
 if ! "$cli" train --help | grep -q -- '--nproc'; then
   echo "FAIL train has no --nproc option"; exit 1
 fi

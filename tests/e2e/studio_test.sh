@@ -3,13 +3,7 @@
 # X window under xvfb-run.
 set -u
 studio=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-check() {
-  local name=$1; shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
 
 check "--help" bash -c "QT_QPA_PLATFORM=offscreen '$studio' --help | grep -q -- --screenshot"
 QT_QPA_PLATFORM=offscreen "$studio" --screenshot "$work/window.png" --dataset dynamic --index 7 2>"$work/window.err"
