@@ -47,13 +47,14 @@ sys.exit(0 if abs(a - b) <= 1e-6 * abs(a) else 1)" "$one" "$out"
   check "2 ranks give one process's weights" within "$work/one.ckpt" "$work/two.ckpt"
   check "three ranks share 32 images unevenly" "$cli" train "${tiny[@]}" --steps 6 --nproc 3 --out "$work/three.ckpt"
   check "3 ranks give one process's weights" within "$work/one.ckpt" "$work/three.ckpt"
-  # Stopped at step 3 by two ranks, resumed by one: the same 6 steps.
+  # Stopped at step 3 by two ranks and resumed by one, and the other way round: the same 6 steps.
   check "two ranks stop at step 3" "$cli" train "${tiny[@]}" --steps 6 --nproc 2 --stop-at 3 --out "$work/half.ckpt"
   check "the checkpoint holds step 3" bash -c "\"$cli\" checkpoint info --json '$work/half.ckpt' | grep -q '\"step\":3'"
   check "one process resumes it" "$cli" train --resume "$work/half.ckpt" --out "$work/resumed.ckpt" --no-final-eval
   check "2 then 1 ranks give one process's weights" within "$work/one.ckpt" "$work/resumed.ckpt"
-  check "two ranks resume a one-process run" "$cli" train --resume "$work/half.ckpt" --nproc 2 --out "$work/resumed2.ckpt" --no-final-eval
-  check "2 then 2 ranks give one process's weights" within "$work/one.ckpt" "$work/resumed2.ckpt"
+  check "one process stops at step 3" "$cli" train "${tiny[@]}" --steps 6 --stop-at 3 --out "$work/half1.ckpt"
+  check "two ranks resume it" "$cli" train --resume "$work/half1.ckpt" --nproc 2 --out "$work/resumed2.ckpt" --no-final-eval
+  check "1 then 2 ranks give one process's weights" within "$work/one.ckpt" "$work/resumed2.ckpt"
 fi
 
 # Starts a long 2-rank run with a checkpoint every 5 steps and waits for the first one.
