@@ -84,9 +84,10 @@ std::vector<char*> pointers(std::vector<std::string>& words) {
 }
 
 // In the child, between fork and exec: only async-signal-safe calls (the parent has threads).
-[[noreturn]] void exec_worker(char* const* argv, char* const* envp, const cpu_set_t* cores, int devnull) {
+[[noreturn]] void exec_worker(char* const* argv, char* const* envp, const cpu_set_t* cores, int devnull,
+                             pid_t rank0) {
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() == 1) _exit(1);  // rank 0 is already gone
+  if (getppid() != rank0) _exit(1);  // rank 0 is already gone
   if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
   if (cores) sched_setaffinity(0, sizeof *cores, cores);
   execve("/proc/self/exe", argv, envp);
@@ -132,12 +133,12 @@ LocalWorkers::LocalWorkers(int nproc, const std::vector<std::string>& extra) {
     std::vector<std::string> env = worker_environment(rank, cores.size());
     const std::vector<char*> argv = pointers(words), envp = pointers(env);
     const cpu_set_t set = core_set(cores);
-    const pid_t pid = fork();
+    const pid_t self = getpid(), pid = fork();
     if (pid < 0) {
       terminate();
       throw Error(std::string("cannot start rank ") + std::to_string(rank) + ": " + std::strerror(errno));
     }
-    if (pid == 0) exec_worker(argv.data(), envp.data(), cores.empty() ? nullptr : &set, devnull);
+    if (pid == 0) exec_worker(argv.data(), envp.data(), cores.empty() ? nullptr : &set, devnull, self);
     workers_.push_back({rank, pid, 0, false});
   }
   if (devnull >= 0) ::close(devnull);

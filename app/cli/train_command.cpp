@@ -52,8 +52,8 @@ struct TrainOptions {
 // This process's part in a data-parallel run: its group, the workers it started (rank 0
 // of --nproc), and whether rank 0 speaks for it (a local worker stays quiet about peers).
 struct Parallel {
+  std::unique_ptr<LocalWorkers> workers;  // before `data`: the group closes before the workers' folder goes
   std::shared_ptr<DataParallel> data;
-  std::unique_ptr<LocalWorkers> workers;
   std::optional<ScopedBlasThreads> blas;
   bool local_worker = false;
   int rank() const { return data ? data->rank() : 0; }
@@ -230,6 +230,7 @@ void start_local_ranks(TrainOptions& o, Parallel& parallel) {
   o.group.rank = 0;
   o.group.world_size = o.nproc;
   o.group.master = parallel.workers->master();
+  o.group.local = true;
   pin_to_cores(cores);
   if (!cores.empty()) parallel.blas.emplace(int(cores.size()));
 }
@@ -263,7 +264,7 @@ std::string fingerprint(const TrainOptions& o, const c10::Device& device) {
 }
 
 void join_group(TrainOptions& o, c10::Device& device, Parallel& parallel) {
-  if (device.is_cuda() && torch::cuda::device_count() > 1 && !o.given("--device"))
+  if (device.is_cuda() && torch::cuda::device_count() > 1 && o.device.find(':') == std::string::npos)
     device = c10::Device(c10::kCUDA, c10::DeviceIndex(o.group.rank % int(torch::cuda::device_count())));
   o.group.cuda = device.is_cuda();
   o.group.cuda_device = device.is_cuda() ? device.index() : 0;
@@ -307,9 +308,9 @@ int train(TrainOptions& o, Parallel& parallel) {
   if (outcome == TrainProgress::Event::Finished && !o.no_final_eval)
     test_accuracy = final_evaluation(*trainer, o, device);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  print_end(*trainer, o, outcome, report, test_accuracy, seconds);
-  if (parallel.workers)
+  if (parallel.workers)  // they ended with the loop; rank 0's final evaluation is its own
     if (const std::string failed = parallel.workers->wait_all(); !failed.empty()) throw Error(failed);
+  print_end(*trainer, o, outcome, report, test_accuracy, seconds);
   const bool planned_stop = o.stop_at > 0 && !interrupted && trainer->step() == o.stop_at;
   if (outcome == TrainProgress::Event::Stopped && planned_stop) return 0;
   return outcome == TrainProgress::Event::Diverged ? 3 : outcome == TrainProgress::Event::Stopped ? 130 : 0;

@@ -72,6 +72,7 @@ bool DataParallel::any(bool mine) {
 }
 
 void DataParallel::average_gradients(const std::vector<at::Tensor>& parameters, double weight) {
+  if (parameters.empty()) return;
   at::NoGradGuard no_grad;
   const std::vector<std::vector<size_t>> buckets = plan_buckets(parameters, bucket_bytes_);
   std::vector<at::Tensor> flat;
@@ -91,17 +92,24 @@ void DataParallel::average_gradients(const std::vector<at::Tensor>& parameters, 
     }
     flat.push_back(b);
   }
+  // Which parameters have a gradient on any rank: one that has none anywhere stays without one,
+  // as in one process (AdamW then leaves it alone, weight decay included).
+  at::Tensor defined = at::empty({int64_t(parameters.size())}, parameters[0].options().dtype(at::kFloat));
+  for (size_t i = 0; i < parameters.size(); ++i) defined[int64_t(i)] = parameters[i].grad().defined() ? 1.0 : 0.0;
+  flat.push_back(defined);
   group_->all_reduce_sum(flat);
+  const at::Tensor anywhere = flat.back().cpu();
   for (size_t k = 0; k < buckets.size(); ++k) {
     int64_t offset = 0;
     for (size_t i : buckets[k]) {
       at::Tensor p = parameters[i];
       const at::Tensor summed = flat[k].narrow(0, offset, p.numel()).view(p.sizes());
+      offset += p.numel();
+      if (anywhere[int64_t(i)].item<float>() == 0) continue;
       if (p.grad().defined())
         p.mutable_grad().copy_(summed);
       else
         p.mutable_grad() = summed.clone();
-      offset += p.numel();
     }
   }
 }

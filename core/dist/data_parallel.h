@@ -65,7 +65,7 @@ class DataParallel {
   bool any(bool mine);
 
   // Each defined gradient times `weight`, summed over the ranks, in place; a parameter
-  // without a gradient counts as zero and then gets one.
+  // without a gradient here counts as zero, and gets the sum where another rank had one.
   void average_gradients(const std::vector<at::Tensor>& parameters, double weight);
 
   // Rank 0's bytes on every rank (a checkpoint, say); the others pass anything.

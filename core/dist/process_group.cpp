@@ -109,14 +109,15 @@ class Heartbeat {
 
  private:
   void beat() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (int64_t n = 1; !stop_; ++n) {
+    for (int64_t n = 1;; ++n) {
+      const std::string count = std::to_string(n);
       try {
-        store_->set(key_, std::vector<uint8_t>(std::to_string(n).begin(), std::to_string(n).end()));
+        store_->set(key_, std::vector<uint8_t>(count.begin(), count.end()));  // not under the lock: it may block
       } catch (const std::exception&) {
         return;  // the store is gone: the run is ending
       }
-      wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) return;
     }
   }
 
@@ -148,29 +149,47 @@ std::string text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
 
 // c10d logs each failed bind and connect attempt to stderr before it throws; the error
 // this file makes of it says the same in one line, so the log is kept out of the way.
+// One process-wide count, so that ranks joining on several threads (the tests) restore the
+// real stderr once, after the last of them.
 class QuietStderr {
  public:
-  QuietStderr() : saved_(::dup(STDERR_FILENO)) {
+  QuietStderr() {
+    std::lock_guard<std::mutex> lock(mutex());
+    if (depth()++ > 0) return;
+    saved() = ::dup(STDERR_FILENO);
     const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (saved_ >= 0 && devnull >= 0) ::dup2(devnull, STDERR_FILENO);
+    if (saved() >= 0 && devnull >= 0) ::dup2(devnull, STDERR_FILENO);
     if (devnull >= 0) ::close(devnull);
   }
   ~QuietStderr() {
-    if (saved_ < 0) return;
-    ::dup2(saved_, STDERR_FILENO);
-    ::close(saved_);
+    std::lock_guard<std::mutex> lock(mutex());
+    if (--depth() > 0 || saved() < 0) return;
+    ::dup2(saved(), STDERR_FILENO);
+    ::close(saved());
   }
 
  private:
-  int saved_;
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static int& depth() {
+    static int d = 0;
+    return d;
+  }
+  static int& saved() {
+    static int fd = -1;
+    return fd;
+  }
 };
 
 c10::intrusive_ptr<c10d::Store> open_store(const GroupOptions& o, bool heartbeat = false) {
   const QuietStderr quiet;
   if (o.master.rfind("file:", 0) == 0) {
     try {
-      // Two connections a rank (the heartbeat's own): the file goes when all have closed.
-      auto store = c10::make_intrusive<c10d::FileStore>(o.master.substr(5), 2 * o.world_size);
+      // FileStore removes the file once all its connections (two a rank: the heartbeat has
+      // its own) have closed and at least world_size have finished.
+      auto store = c10::make_intrusive<c10d::FileStore>(o.master.substr(5), o.world_size);
       store->setTimeout(o.timeout);
       return store;
     } catch (const std::exception& e) {
@@ -296,8 +315,7 @@ c10::intrusive_ptr<Backend> make_backend(const std::string& name, const c10::int
 #endif
 #ifdef TRANSLUTION_WITH_GLOO
   auto options = c10d::ProcessGroupGloo::Options::create(o.timeout);
-  const bool local = o.master.rfind("file:", 0) == 0 || o.master.rfind("127.", 0) == 0 ||
-                     o.master.rfind("localhost:", 0) == 0;
+  const bool local = o.local || o.master.rfind("127.", 0) == 0 || o.master.rfind("localhost:", 0) == 0;
   options->devices.push_back(!o.interface.empty() ? c10d::ProcessGroupGloo::createDeviceForInterface(o.interface)
                              : local           ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
                                                : c10d::ProcessGroupGloo::createDefaultDevice());
@@ -347,15 +365,23 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options, co
                 " ranks: " + first_line(e.what()));
   }
   state->backend_name = name;
-  state->heartbeat = std::make_unique<Heartbeat>(open_store(options, true), kAlive + std::to_string(options.rank));
+  c10::intrusive_ptr<c10d::Store> beat_store = open_store(options, true);
+  beat_store->setTimeout(std::chrono::seconds(5));  // a stalled store must not hold a rank's exit for long
+  state->heartbeat = std::make_unique<Heartbeat>(beat_store, kAlive + std::to_string(options.rank));
   return std::unique_ptr<ProcessGroup>(new ProcessGroup(options, std::move(state)));
 }
 
 std::string ProcessGroup::backend() const { return state_->backend_name; }
 
+// Across machines the store is rank 0's: a rank 0 that died makes this write fail, and
+// that too is a peer's failure.
 void ProcessGroup::reach_collective() {
   ++collectives_;
-  state_->store->set(kReached + std::to_string(rank()), bytes(std::to_string(collectives_)));
+  try {
+    state_->store->set(kReached + std::to_string(rank()), bytes(std::to_string(collectives_)));
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
 }
 
 // Names the ranks to blame: those whose heartbeat stood still over a few seconds (dead
@@ -395,9 +421,10 @@ void ProcessGroup::fail(const std::string& what) {
 void ProcessGroup::all_reduce_sum(std::vector<at::Tensor>& tensors) {
   if (tensors.empty()) return;
   reach_collective();
-  const bool stage = needs_staging(state_->backend_name, tensors[0]);
+  const std::string& name = state_->backend_name;
   std::vector<std::vector<at::Tensor>> inputs;
-  for (const at::Tensor& t : tensors) inputs.push_back({stage ? staged(state_->backend_name, t, options_.cuda_device) : t});
+  for (const at::Tensor& t : tensors)
+    inputs.push_back({needs_staging(name, t) ? staged(name, t, options_.cuda_device) : t});
   try {
     std::vector<decltype(state_->backend->allreduce(inputs[0]))> works;
     for (auto& input : inputs) works.push_back(state_->backend->allreduce(input));
@@ -405,8 +432,8 @@ void ProcessGroup::all_reduce_sum(std::vector<at::Tensor>& tensors) {
   } catch (const std::exception& e) {
     fail(e.what());
   }
-  if (stage)
-    for (size_t i = 0; i < tensors.size(); ++i) tensors[i].copy_(inputs[i][0]);
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (needs_staging(name, tensors[i])) tensors[i].copy_(inputs[i][0]);
 }
 
 void ProcessGroup::broadcast(at::Tensor& tensor) {

@@ -35,6 +35,7 @@ struct GroupOptions {
   std::string backend = "auto";  // auto | gloo | nccl (auto: NCCL for CUDA tensors where built, else Gloo)
   std::chrono::seconds timeout{300};  // joining, and each collective
   std::string interface;              // Gloo's network interface (multi-machine); empty: by master's address
+  bool local = false;                 // every rank on this machine (`train --nproc`): Gloo over loopback
   bool cuda = false;                  // the tensors live on the GPU
   int cuda_device = 0;                // which one (NCCL stages CPU tensors there)
 

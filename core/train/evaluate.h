@@ -26,6 +26,12 @@ using EvalProgress = std::function<void(int64_t done, int64_t total)>;
 EvalResult evaluate(ViT model, CanvasDataset& dataset, int64_t limit, int64_t batch, const c10::Device& device,
                     const EvalProgress& progress = {});
 
+// Samples [first, last) of `dataset`, in order (a rank's share of a data-parallel evaluation).
+EvalResult evaluate_range(ViT model, CanvasDataset& dataset, int64_t first, int64_t last, int64_t batch,
+                          const c10::Device& device, const EvalProgress& progress = {});
+// How many samples evaluate() reads for `limit` (0: all).
+int64_t evaluation_size(CanvasDataset& dataset, int64_t limit);
+
 // The dataset a model of this config reads: canvas size follows the model's image
 // size (square images only), so e.g. a 64x64 model gets a 64x64 dynamic set.
 CanvasDataset dataset_for_model(const ViTConfig& config, const std::string& kind, Split split,

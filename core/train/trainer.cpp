@@ -246,12 +246,23 @@ void Trainer::fail_after_peer(const std::exception& failure, const TrainCallback
   throw PeerFailure(message, peer ? peer->ranks() : std::vector<int>{});
 }
 
+// In a data-parallel run every rank evaluates its share of the held-out digits and the
+// ranks sum the results: no rank waits out another's evaluation against the collectives' timeout.
 void Trainer::evaluate_held_out(TrainProgress& p) {
-  const EvalResult r = evaluate(model_, *test_set_, config_.eval_samples, std::max<int64_t>(config_.batch, 64), device_);
+  const int64_t batch = std::max<int64_t>(config_.batch, 64), total = evaluation_size(*test_set_, config_.eval_samples);
+  const auto [first, last] = parallel_ ? batch_share(total, parallel_->rank(), parallel_->world_size())
+                                       : std::pair<int64_t, int64_t>{0, total};
+  const EvalResult r = evaluate_range(model_, *test_set_, first, last, batch, device_);
   p.event = TrainProgress::Event::Evaluated;
   p.test_loss = r.loss;
   p.test_accuracy = r.accuracy;
-  metadata_["test_accuracy_subset"] = format_double(r.accuracy);
+  if (parallel_) {
+    const double n = double(r.count);
+    const DataParallel::StepTotals all = parallel_->sum({r.loss * n, r.accuracy * n, n});
+    p.test_loss = all.loss_sum / all.images;
+    p.test_accuracy = all.correct / all.images;
+  }
+  metadata_["test_accuracy_subset"] = format_double(p.test_accuracy);
 }
 
 void Trainer::write_checkpoint() {
@@ -276,7 +287,7 @@ TrainProgress::Event Trainer::run(const TrainCallback& callback) {
     TrainProgress p;
     std::chrono::steady_clock::time_point start;
     try {
-      if (stop_agreed() || !wait_while_paused(callback)) break;
+      if (stop_agreed() || (!parallel_ && !wait_while_paused(callback))) break;  // no pause across ranks
       start = std::chrono::steady_clock::now();
       p = train_step();
     } catch (const PeerFailure& e) {
@@ -299,9 +310,7 @@ TrainProgress::Event Trainer::run(const TrainCallback& callback) {
     p.eta_seconds = double(total_steps() - step_) * seconds_per_step_;
     window_.loss += p.loss, window_.accuracy += p.accuracy, window_.lr += p.lr;
     ++window_steps_;
-    // Rank 0 alone evaluates; the others wait for it at the next step's first collective.
-    const bool evaluate_now = (step_ % config_.eval_interval() == 0 || step_ == total_steps()) &&
-                              (!parallel_ || parallel_->rank() == 0);
+    const bool evaluate_now = step_ % config_.eval_interval() == 0 || step_ == total_steps();
     if (step_ % kCurveStride == 0 || evaluate_now) {
       CurvePoint point{step_, p.epoch, window_.loss / double(window_steps_), window_.accuracy / double(window_steps_),
                        window_.lr / double(window_steps_), kNaN, kNaN};
@@ -311,7 +320,11 @@ TrainProgress::Event Trainer::run(const TrainCallback& callback) {
     }
     callback(p);
     if (evaluate_now) {
-      evaluate_held_out(p);
+      try {
+        evaluate_held_out(p);
+      } catch (const PeerFailure& e) {
+        fail_after_peer(e, callback);
+      }
       history_.back().test_loss = p.test_loss;
       history_.back().test_accuracy = p.test_accuracy;
       callback(p);

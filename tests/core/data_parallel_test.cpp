@@ -101,7 +101,9 @@ TEST(DataParallel, TwoRanksSumWeightedGradients) {
     a.mutable_grad() = at::arange(1, 7, at::kFloat).reshape({2, 3}) * (rank == 0 ? 1 : 10);
     if (rank == 0) b.mutable_grad() = at::ones({4}, at::kDouble);
     // Shares of 3 and 1 images of a batch of 4.
-    parallel.average_gradients({a, b}, rank == 0 ? 0.75 : 0.25);
+    at::Tensor unused = at::zeros({2}).requires_grad_();  // no gradient on any rank
+    parallel.average_gradients({a, b, unused}, rank == 0 ? 0.75 : 0.25);
+    EXPECT_FALSE(unused.grad().defined());
     results[size_t(rank)] = at::cat({a.grad().reshape({-1}).to(at::kDouble), b.grad()});
     const auto totals = parallel.sum({rank == 0 ? 3.0 : 1.0, 2, 3});
     EXPECT_DOUBLE_EQ(totals.loss_sum, 4.0);

@@ -42,6 +42,10 @@ if [[ " $parts " == *" equal "* ]]; then
 import json, sys
 a, b = (json.loads(x.splitlines()[-1])['last_loss'] for x in sys.argv[1:])
 sys.exit(0 if abs(a - b) <= 1e-6 * abs(a) else 1)" "$one" "$out"
+  check "the held-out accuracy is the ranks' shares summed" python3 -c "
+import json, sys
+a, b = (json.loads(x.splitlines()[-1])['held_out_accuracy'] for x in sys.argv[1:])
+sys.exit(0 if a == b else 1)" "$one" "$out"
   check "rank 0 names the split" grep -q "data-parallel over 2 ranks (gloo): each step's 32 images split 16-16 a rank" "$work/two.err"
   check "rank 0 writes the JSON outcome, once" test "$(grep -c '"event":"finished"' <<<"$out")" -eq 1
   check "2 ranks give one process's weights" within "$work/one.ckpt" "$work/two.ckpt"
