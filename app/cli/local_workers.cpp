@@ -179,8 +179,9 @@ std::string LocalWorkers::exits_so_far() {
   for (int attempt = 0; attempt < 20 && seen.empty(); ++attempt) {
     for (Worker& w : workers_) {
       reap(w, false);
-      if (w.exited && (WIFSIGNALED(w.status) || WEXITSTATUS(w.status) != 0))
-        seen += (seen.empty() ? "" : "; ") + describe(w);
+      const bool failed = WIFSIGNALED(w.status) ||
+                          (WEXITSTATUS(w.status) != 0 && WEXITSTATUS(w.status) != kPeerFailedStatus);
+      if (w.exited && failed) seen += (seen.empty() ? "" : "; ") + describe(w);
     }
     if (seen.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -18,6 +18,8 @@ namespace translution::cli {
 // Set in a worker's environment: the rank that its errors are prefixed with, and the
 // sign that rank 0 reports a peer's failure for the whole run.
 inline constexpr const char* kWorkerEnvironment = "TRANSLUTION_LOCAL_RANK";
+// The exit status of a rank that stopped because another failed (rank 0 names the other).
+inline constexpr int kPeerFailedStatus = 4;
 
 // The cores a rank of `nproc` gets on this machine: the process's allowed cores split
 // evenly (at least 1), and which ones rank `rank` takes.
@@ -38,8 +40,8 @@ class LocalWorkers {
   // Waits for every worker to exit; returns the first one's description that did not
   // exit 0 (empty when all did).
   std::string wait_all();
-  // What is known of the workers that have exited so far ("rank 1 (pid 41) was killed by
-  // signal 9"); polls without blocking.
+  // What is known of the workers that have failed so far ("rank 1 (pid 41) was killed by
+  // signal 9"), leaving out those that only stopped for another's failure; polls for a moment.
   std::string exits_so_far();
   void terminate();
 

@@ -329,13 +329,13 @@ int train_command(TrainOptions& o) {
   try {
     return train(o, parallel);
   } catch (const PeerFailure& e) {
-    if (parallel.local_worker) return 4;
+    if (parallel.local_worker) return kPeerFailedStatus;
     // A worker that died inside a collective is not behind the others: its exit names it.
     std::string message = e.what();
     if (parallel.workers)
       if (const std::string exits = parallel.workers->exits_so_far(); !exits.empty()) message = exits + "; " + message;
     std::fprintf(stderr, "error: %s\n", message.c_str());
-    return 4;
+    return kPeerFailedStatus;
   } catch (const std::exception& e) {
     if (!parallel.local_worker) throw;
     std::fprintf(stderr, "error: rank %s: %s\n", std::getenv(kWorkerEnvironment), first_line_of(e).c_str());

@@ -111,6 +111,16 @@ if [[ " $parts " == *" faults "* ]]; then
   check "within the 8 s timeout and a margin ($long_seconds s)" test "$long_seconds" -le 30
   check "its error names rank 1" grep -q "^error: rank 1 stopped answering" "$work/long.err"
   check "the checkpoint is intact after the hang" "$cli" checkpoint info "$work/hung.ckpt" >/dev/null
+
+  # Three ranks, the last one hung: its stopped heartbeat names it, and not the rank that waited with rank 0.
+  start_long_run "$work/hung3.ckpt" --nproc 3
+  last=$(pgrep -P "$long_pid" | sort -n | tail -1)
+  kill -STOP "$last"
+  await_long_run 40
+  pkill -KILL -P "$long_pid" 2>/dev/null; kill -KILL "$last" 2>/dev/null
+  grep '^error' "$work/long.err" | sed 's/^/  /'
+  check "of three ranks, the hung one is named" grep -q "^error: rank 2 stopped answering" "$work/long.err"
+  check "and only that one" bash -c "! grep -q 'rank 1' '$work/long.err'"
 fi
 
 one_line_error() {  # one_line_error PATTERN COMMAND...: fails non-zero with one line matching PATTERN
