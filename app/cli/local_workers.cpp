@@ -173,12 +173,28 @@ std::string LocalWorkers::wait_all() {
   return first;
 }
 
+namespace {
+
+// Whether a live worker is stopped by a signal (state T in /proc/PID/stat): hung, in effect.
+bool stopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  const size_t name_end = line.rfind(')');  // the command's name may hold spaces
+  return name_end != std::string::npos && name_end + 2 < line.size() && line[name_end + 2] == 'T';
+}
+
+}  // namespace
+
 std::string LocalWorkers::exits_so_far() {
   std::string seen;
   // A worker's exit can trail the collective that noticed it by a moment.
   for (int attempt = 0; attempt < 20 && seen.empty(); ++attempt) {
     for (Worker& w : workers_) {
       reap(w, false);
+      if (!w.exited && stopped(w.pid))
+        seen += (seen.empty() ? "" : "; ") + std::string("rank ") + std::to_string(w.rank) + " (pid " +
+                std::to_string(w.pid) + ") is stopped by a signal";
       const bool failed = WIFSIGNALED(w.status) ||
                           (WEXITSTATUS(w.status) != 0 && WEXITSTATUS(w.status) != kPeerFailedStatus);
       if (w.exited && failed) seen += (seen.empty() ? "" : "; ") + describe(w);

@@ -41,7 +41,8 @@ class LocalWorkers {
   // exit 0 (empty when all did).
   std::string wait_all();
   // What is known of the workers that have failed so far ("rank 1 (pid 41) was killed by
-  // signal 9"), leaving out those that only stopped for another's failure; polls for a moment.
+  // signal 9", "... is stopped by a signal"), leaving out those that only stopped for another's
+  // failure; polls for a moment.
   std::string exits_so_far();
   void terminate();
 

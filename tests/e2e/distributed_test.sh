@@ -109,7 +109,7 @@ if [[ " $parts " == *" faults "* ]]; then
   cat "$work/long.err" | grep -v '^train ' | sed 's/^/  /'
   check "rank 0 exits non-zero when rank 1 hangs" bash -c "[ '$long_status' != timeout ] && [ '$long_status' -ne 0 ]"
   check "within the 8 s timeout and a margin ($long_seconds s)" test "$long_seconds" -le 30
-  check "its error names rank 1" grep -q "^error: rank 1 stopped answering" "$work/long.err"
+  check "its error names rank 1, stopped" grep -q "^error: rank 1 (pid [0-9]*) is stopped by a signal; " "$work/long.err"
   check "the checkpoint is intact after the hang" "$cli" checkpoint info "$work/hung.ckpt" >/dev/null
 
   # Three ranks, the last one hung: its stopped heartbeat names it, and not the rank that waited with rank 0.
@@ -119,7 +119,7 @@ if [[ " $parts " == *" faults "* ]]; then
   await_long_run 40
   pkill -KILL -P "$long_pid" 2>/dev/null; kill -KILL "$last" 2>/dev/null
   grep '^error' "$work/long.err" | sed 's/^/  /'
-  check "of three ranks, the hung one is named" grep -q "^error: rank 2 stopped answering" "$work/long.err"
+  check "of three ranks, the hung one is named" grep -q "^error: rank 2 (pid [0-9]*) is stopped by a signal; " "$work/long.err"
   check "and only that one" bash -c "! grep -q 'rank 1' '$work/long.err'"
 fi
 
