@@ -1,8 +1,11 @@
 #include "cli/command_line.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
+
+#include <c10/util/Exception.h>
 
 #include "util/error.h"
 
@@ -110,5 +113,23 @@ std::optional<int> help_or_unknown(CLI::App& root, const std::vector<std::string
   for (const CLI::App* sub : subcommands) names.push_back(sub->get_name());
   throw Error("unknown " + at->get_name() + " command '" + words[i] + "' (expected " + listing(names, " or ") + ")");
 }
+
+std::string one_line(const std::exception& e, bool verbose) {
+  std::string message = e.what();
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&e); torch_error && !verbose)
+    message = torch_error->what_without_backtrace();
+  if (!verbose) message = message.substr(0, message.find('\n'));
+  // LibTorch's allocator names the size in bytes deep in its message; say it the way a user reads it.
+  const std::string marker = "you tried to allocate ";
+  if (const size_t at = message.find(marker); !verbose && at != std::string::npos) {
+    const double bytes = std::strtod(message.c_str() + at + marker.size(), nullptr);
+    char text[160];
+    std::snprintf(text, sizeof text, "out of memory: a single allocation of %.3g GB failed (a smaller model, image "
+                  "or batch needs less; --verbose shows LibTorch's message)", bytes / 1e9);
+    message = text;
+  }
+  return message;
+}
+
 
 }  // namespace translution::cli

@@ -2,6 +2,7 @@
 // What the commands share on top of CLI11: the table main runs them from, and
 // option checks whose messages name the option and the value at fault.
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <optional>
@@ -11,6 +12,10 @@
 #include <CLI/CLI.hpp>
 
 namespace translution::cli {
+
+// What went wrong in one line: LibTorch's messages carry a stack trace (and
+// sometimes several lines) after the first, which only `verbose` keeps.
+std::string one_line(const std::exception& e, bool verbose);
 
 // Each command adds its subcommand to the root app, options bound to state its
 // runner reads; main parses the words, then calls the runner of the command named.

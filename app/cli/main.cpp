@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <c10/util/Exception.h>
-
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cpu/allocator.h"
@@ -16,25 +14,6 @@
 #include "util/error.h"
 
 namespace {
-
-// What went wrong in one line: LibTorch's messages carry a stack trace (and
-// sometimes several lines) after the first, which only --verbose shows.
-std::string one_line(const std::exception& e, bool verbose) {
-  std::string message = e.what();
-  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&e); torch_error && !verbose)
-    message = torch_error->what_without_backtrace();
-  if (!verbose) message = message.substr(0, message.find('\n'));
-  // LibTorch's allocator names the size in bytes deep in its message; say it the way a user reads it.
-  const std::string marker = "you tried to allocate ";
-  if (const size_t at = message.find(marker); !verbose && at != std::string::npos) {
-    const double bytes = std::strtod(message.c_str() + at + marker.size(), nullptr);
-    char text[160];
-    std::snprintf(text, sizeof text, "out of memory: a single allocation of %.3g GB failed (a smaller model, image "
-                  "or batch needs less; --verbose shows LibTorch's message)", bytes / 1e9);
-    message = text;
-  }
-  return message;
-}
 
 // The root app and every command in it.
 void add_commands(CLI::App& app, translution::cli::Runners& runners) {
@@ -80,14 +59,14 @@ int main(int argc, char** argv) {
     translution::configure_threads();
     return runners.at(chosen(app))();
   } catch (const CLI::ParseError& e) {  // a bad command line: what CLI11 found, one line
-    std::cerr << "error: " << one_line(e, false) << "\n";
+    std::cerr << "error: " << translution::cli::one_line(e, false) << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of memory: the run needs more than this machine has free (a smaller batch or model, or "
                  "--recompute, needs less)\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << one_line(e, verbose) << "\n";
+    std::cerr << "error: " << translution::cli::one_line(e, verbose) << "\n";
     return 1;
   }
 }

@@ -8,7 +8,6 @@
 #include <memory>
 #include <optional>
 
-#include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 
@@ -275,7 +274,7 @@ void join_group(TrainOptions& o, c10::Device& device, Parallel& parallel) {
 void print_parallel(const Trainer& trainer, const DataParallel& parallel) {
   const int64_t batch = trainer.config().batch, ranks = parallel.world_size();
   std::fprintf(stderr, "data-parallel over %lld ranks (%s): each step's %lld images split %lld-%lld a rank\n",
-               (long long)ranks, const_cast<DataParallel&>(parallel).group().backend().c_str(), (long long)batch,
+               (long long)ranks, parallel.group().backend().c_str(), (long long)batch,
                (long long)(batch / ranks), (long long)((batch + ranks - 1) / ranks));
 }
 
@@ -316,12 +315,6 @@ int train(TrainOptions& o, Parallel& parallel) {
   return outcome == TrainProgress::Event::Diverged ? 3 : outcome == TrainProgress::Event::Stopped ? 130 : 0;
 }
 
-std::string first_line_of(const std::exception& e) {
-  const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
-  const std::string what = torch_error ? torch_error->what_without_backtrace() : e.what();
-  return what.substr(0, what.find('\n'));
-}
-
 // A rank that fails says so in one line. A peer's failure is rank 0's to report for a
 // --nproc run (with how the worker ended), and each process's own in a run across machines.
 int train_command(TrainOptions& o) {
@@ -338,7 +331,7 @@ int train_command(TrainOptions& o) {
     return kPeerFailedStatus;
   } catch (const std::exception& e) {
     if (!parallel.local_worker) throw;
-    std::fprintf(stderr, "error: rank %s: %s\n", std::getenv(kWorkerEnvironment), first_line_of(e).c_str());
+    std::fprintf(stderr, "error: rank %s: %s\n", std::getenv(kWorkerEnvironment), one_line(e, false).c_str());
     return 1;
   }
 }

@@ -74,7 +74,11 @@ bool DataParallel::any(bool mine) {
 void DataParallel::average_gradients(const std::vector<at::Tensor>& parameters, double weight) {
   if (parameters.empty()) return;
   at::NoGradGuard no_grad;
-  const std::vector<std::vector<size_t>> buckets = plan_buckets(parameters, bucket_bytes_);
+  if (plan_size_ != parameters.size()) {  // the same parameters every step: planned once
+    buckets_ = plan_buckets(parameters, bucket_bytes_);
+    plan_size_ = parameters.size();
+  }
+  const std::vector<std::vector<size_t>>& buckets = buckets_;
   std::vector<at::Tensor> flat;
   for (const std::vector<size_t>& bucket : buckets) {
     int64_t n = 0;
@@ -94,9 +98,9 @@ void DataParallel::average_gradients(const std::vector<at::Tensor>& parameters, 
   }
   // Which parameters have a gradient on any rank: one that has none anywhere stays without one,
   // as in one process (AdamW then leaves it alone, weight decay included).
-  at::Tensor defined = at::empty({int64_t(parameters.size())}, parameters[0].options().dtype(at::kFloat));
-  for (size_t i = 0; i < parameters.size(); ++i) defined[int64_t(i)] = parameters[i].grad().defined() ? 1.0 : 0.0;
-  flat.push_back(defined);
+  std::vector<float> defined;
+  for (const at::Tensor& p : parameters) defined.push_back(p.grad().defined() ? 1.0f : 0.0f);
+  flat.push_back(at::tensor(defined).to(parameters[0].device()));
   group_->all_reduce_sum(flat);
   const at::Tensor anywhere = flat.back().cpu();
   for (size_t k = 0; k < buckets.size(); ++k) {

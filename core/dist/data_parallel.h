@@ -43,7 +43,7 @@ class DataParallel {
 
   int rank() const { return group_->rank(); }
   int world_size() const { return group_->world_size(); }
-  ProcessGroup& group() { return *group_; }
+  const ProcessGroup& group() const { return *group_; }
 
   // This rank's images of a global batch (its indices, in order).
   std::vector<int64_t> share(const std::vector<int64_t>& batch) const;
@@ -74,6 +74,8 @@ class DataParallel {
  private:
   std::shared_ptr<ProcessGroup> group_;
   int64_t bucket_bytes_;
+  std::vector<std::vector<size_t>> buckets_;  // plan_buckets of the parameters last given
+  size_t plan_size_ = 0;
 };
 
 }  // namespace translution

@@ -90,6 +90,13 @@ using Backend = c10d::Backend;  // 2.x: process groups dispatch to backends
 using Backend = c10d::ProcessGroup;  // 1.13: the backend is the process group
 #endif
 
+namespace {
+
+std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+std::string text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+
+}  // namespace
+
 // A rank's heartbeat: a counter it raises in the store every second from a thread of
 // its own, on a store connection of its own. A rank that died or hangs (even inside a
 // collective, where the counts of collectives reached cannot tell) stops raising it.
@@ -112,7 +119,7 @@ class Heartbeat {
     for (int64_t n = 1;; ++n) {
       const std::string count = std::to_string(n);
       try {
-        store_->set(key_, std::vector<uint8_t>(count.begin(), count.end()));  // not under the lock: it may block
+        store_->set(key_, bytes(count));  // not under the lock: it may block
       } catch (const std::exception&) {
         return;  // the store is gone: the run is ending
       }
@@ -144,8 +151,6 @@ constexpr const char* kReached = "translution/reached/";
 constexpr const char* kAlive = "translution/alive/";
 constexpr const char* kChecked = "translution/checked/";
 
-std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
-std::string text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
 
 // c10d logs each failed bind and connect attempt to stderr before it throws; the error
 // this file makes of it says the same in one line, so the log is kept out of the way.
