@@ -4,32 +4,27 @@
 #include <iterator>
 #include <memory>
 
-#include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 
+#include "io/byte_source.h"
 #include "io/state_dict_pickle.h"
+#include "io/zip_records.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace translution {
 namespace {
 
-// LibTorch's messages run over several lines (and a stack trace): the first says what.
-std::string first_line(const std::string& message) { return message.substr(0, message.find('\n')); }
+// A state dict file is read whole; none of the public code's models comes near this.
+constexpr uint64_t kMaxStateDictBytes = uint64_t(16) << 30;
 
 std::vector<char> file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open the file");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.empty()) throw Error(path + ": the file is empty");
+  const FileBytes file(path);
+  if (file.size() == 0) throw Error(path + ": the file is empty");
+  if (file.size() > kMaxStateDictBytes) throw Error(path + ": the file has " + std::to_string(file.size()) + " bytes, more than a state dict this engine reads");
+  std::vector<char> bytes(size_t(file.size()));
+  file.read(0, bytes.data(), bytes.size());
   return bytes;
-}
-
-std::vector<char> record(caffe2::serialize::PyTorchStreamReader& archive, const std::string& name) {
-  if (!archive.hasRecord(name)) throw Error("the archive has no " + name);
-  const auto [data, size] = archive.getRecord(name);
-  const char* p = static_cast<const char*>(data.get());
-  return std::vector<char>(p, p + size);
 }
 
 }  // namespace
@@ -41,23 +36,19 @@ StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& na
   if (bytes.size() < 4 || bytes[0] != 'P' || bytes[1] != 'K' || bytes[2] != 3 || bytes[3] != 4)
     throw Error(name + ": not a PyTorch archive (torch.save writes a zip file; this one is not)");
   try {
-    caffe2::serialize::PyTorchStreamReader archive(
-        std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), off_t(bytes.size())));
-    if (archive.hasRecord("byteorder")) {
-      const std::vector<char> order = record(archive, "byteorder");
+    const ZipRecords archive(bytes.data(), bytes.size(), name);
+    if (archive.has("byteorder")) {
+      const std::vector<char> order = archive.read("byteorder");
       if (std::string(order.begin(), order.end()) != "little")
-        throw Error("its tensors are stored big-endian, which this engine does not read");
+        throw Error(name + ": its tensors are stored big-endian, which this engine does not read");
     }
-    StateDict out = unpickle_state_dict(record(archive, "data.pkl"),
-                                        [&](const std::string& key) { return record(archive, "data/" + key); });
-    if (out.empty()) throw Error("the state dict is empty");
+    StateDict out = unpickle_state_dict(archive.read("data.pkl"),
+                                        [&](const std::string& key) { return archive.read("data/" + key); });
+    if (out.empty()) throw Error(name + ": the state dict is empty");
     return out;
   } catch (const Error& e) {
-    throw Error(name + ": " + e.what());
-  } catch (const std::bad_alloc&) {
-    throw;
-  } catch (const std::exception& e) {  // the zip reader's
-    throw Error(name + ": cannot read the PyTorch archive: " + first_line(e.what()));
+    const std::string what = e.what();  // the archive's messages name the file already; the pickle's do not
+    throw Error(what.compare(0, name.size(), name) == 0 ? what : name + ": " + what);
   }
 }
 

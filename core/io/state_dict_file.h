@@ -1,8 +1,9 @@
 #pragma once
 // State dicts in PyTorch's own file format: what `torch.save(model.state_dict(), f)`
-// writes (a zip archive holding a pickle and the tensors' bytes). LibTorch's zip
-// reader and writer hold the records; io/state_dict_pickle.h reads and writes the
-// pickle. Files go both ways between the engine and PyTorch without Python.
+// writes (a zip archive holding a pickle and the tensors' bytes). The records are
+// read by the bounded reader of io/zip_records.h and written by LibTorch's zip
+// writer; io/state_dict_pickle.h reads and writes the pickle. Files go both ways
+// between the engine and PyTorch without Python.
 #include <string>
 #include <utility>
 #include <vector>

@@ -2,24 +2,22 @@
 
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include <ATen/ATen.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
 
+#include "io/byte_source.h"
+#include "io/safetensors_file.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/key_value.h"
-#include "util/md5.h"
 
 namespace translution {
 namespace {
 
-using torch::serialize::InputArchive;
-using torch::serialize::OutputArchive;
-
+// The "format" metadata value, and the first word of format 1's header line.
 const char* kMagic = "translution-checkpoint";
+const std::string kOptimizer = "optimizer.", kRng = "training.rng", kCurves = "training.curves";
+const char* kAdamWFields[] = {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
 constexpr int64_t kCurveColumns = 7;
 
 std::string metadata_text(const std::map<std::string, std::string>& metadata) {
@@ -45,122 +43,240 @@ at::Tensor history_tensor(const std::vector<CurvePoint>& history) {
 
 std::vector<CurvePoint> history_from(const at::Tensor& t) {
   std::vector<CurvePoint> out;
-  const at::Tensor h = t.to(at::kCPU, at::kDouble).contiguous();
-  auto a = h.accessor<double, 2>();
-  for (int64_t i = 0; i < h.size(0); ++i)
+  auto a = t.accessor<double, 2>();
+  for (int64_t i = 0; i < t.size(0); ++i)
     out.push_back({int64_t(a[i][0]), a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], a[i][6]});
   return out;
 }
 
-std::string archive_bytes(const Checkpoint& c) {
-  OutputArchive archive;
-  archive.write("format_version", c10::IValue(kCheckpointFormat));
-  archive.write("config", c10::IValue(c.config.to_text()));
-  archive.write("metadata", c10::IValue(metadata_text(c.metadata)));
-  OutputArchive weights;
-  c.model->save(weights);
-  archive.write("weights", weights);
-  if (c.training) {
-    const TrainingState& s = *c.training;
-    archive.write("train_config", c10::IValue(s.config.to_text()));
-    archive.write("train_step", c10::IValue(s.step));
-    archive.write("optimizer", s.optimizer, true);
-    archive.write("rng", s.rng, true);
-    archive.write("history", history_tensor(s.history), true);
+NamedTensors checkpoint_tensors(const Checkpoint& c) {
+  NamedTensors out;
+  for (const auto& p : c.model->named_parameters()) out.emplace_back(p.key(), p.value());
+  for (const auto& b : c.model->named_buffers()) out.emplace_back(b.key(), b.value());
+  if (!c.training) return out;
+  const TrainingState& s = *c.training;
+  size_t written = 0;
+  for (const auto& p : c.model->named_parameters()) {  // in the parameters' order
+    const auto it = s.optimizer.find(p.key());
+    if (it == s.optimizer.end()) continue;
+    const AdamWState& a = it->second;
+    out.emplace_back(kOptimizer + p.key() + ".step", at::scalar_tensor(a.step, at::kLong));
+    out.emplace_back(kOptimizer + p.key() + ".exp_avg", a.exp_avg);
+    out.emplace_back(kOptimizer + p.key() + ".exp_avg_sq", a.exp_avg_sq);
+    if (a.max_exp_avg_sq.defined()) out.emplace_back(kOptimizer + p.key() + ".max_exp_avg_sq", a.max_exp_avg_sq);
+    ++written;
   }
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
+  if (written != s.optimizer.size()) throw Error("checkpoint: the optimizer state names a parameter the model lacks");
+  out.emplace_back(kRng, s.rng.defined() ? s.rng : at::empty({0}, at::kByte));
+  out.emplace_back(kCurves, history_tensor(s.history));
+  return out;
 }
 
-std::string read_string(InputArchive& archive, const std::string& key, const std::string& name) {
-  c10::IValue v;
-  if (!archive.try_read(key, v) || !v.isString()) throw Error("checkpoint " + name + ": the '" + key + "' entry is missing");
-  return v.toStringRef();
-}
-
-int64_t read_int(InputArchive& archive, const std::string& key, const std::string& name) {
-  c10::IValue v;
-  if (!archive.try_read(key, v) || !v.isInt()) throw Error("checkpoint " + name + ": the '" + key + "' entry is missing");
-  return v.toInt();
-}
-
-at::Tensor read_tensor(InputArchive& archive, const std::string& key, const std::string& name) {
-  at::Tensor t;
-  if (!archive.try_read(key, t, true)) throw Error("checkpoint " + name + ": the '" + key + "' entry is missing");
-  return t;
+std::map<std::string, std::string> checkpoint_metadata(const Checkpoint& c) {
+  std::map<std::string, std::string> meta = {{"format", kMagic},
+                                             {"format_version", std::to_string(kCheckpointFormat)},
+                                             {"config", c.config.to_text()},
+                                             {"metadata", metadata_text(c.metadata)}};
+  if (c.training) {
+    meta["train_config"] = c.training->config.to_text();
+    meta["train_step"] = std::to_string(c.training->step);
+  }
+  return meta;
 }
 
 std::string shape_text(at::IntArrayRef sizes) { return std::string(c10::str(sizes)); }
 
-// Reads one parameter or buffer by its dotted module path, checking the shape.
-void read_weight(InputArchive& weights, const std::string& path, at::Tensor& target, bool buffer,
-                 const std::string& name) {
-  std::vector<std::string> parts;
-  std::stringstream ss(path);
-  for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
-  std::vector<InputArchive> chain(parts.size());
-  InputArchive* current = &weights;
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    if (!current->try_read(parts[i], chain[i])) throw Error("checkpoint " + name + ": weight '" + path + "' is missing");
-    current = &chain[i];
-  }
-  at::Tensor value;
-  if (!current->try_read(parts.back(), value, buffer)) throw Error("checkpoint " + name + ": weight '" + path + "' is missing");
-  if (value.sizes() != target.sizes())
-    throw Error("checkpoint " + name + ": weight '" + path + "' has shape " + shape_text(value.sizes()) +
-                " but the model config needs " + shape_text(target.sizes()));
-  if (value.scalar_type() != target.scalar_type())
-    throw Error("checkpoint " + name + ": weight '" + path + "' has type " + std::string(c10::toString(value.scalar_type())) +
-                ", expected " + c10::toString(target.scalar_type()));
-  at::NoGradGuard no_grad;
-  target.copy_(value);
+int64_t whole_number(const std::string& text, const std::string& key, const std::string& name) {
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw Error("checkpoint " + name + ": its " + key + " '" + text + "' is not a whole number");
+  return std::stoll(text);
 }
 
-void read_weights(InputArchive& archive, ViT& model, const std::string& name) {
-  InputArchive weights;
-  if (!archive.try_read("weights", weights)) throw Error("checkpoint " + name + ": the 'weights' entry is missing");
-  for (auto& p : model->named_parameters()) read_weight(weights, p.key(), p.value(), false, name);
-  for (auto& b : model->named_buffers()) read_weight(weights, b.key(), b.value(), true, name);
+const std::string& meta_text(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& name) {
+  const auto it = meta.find(key);
+  if (it == meta.end()) throw Error("checkpoint " + name + ": the '" + key + "' entry is missing from its metadata");
+  return it->second;
 }
 
-// Returns the archive part after checking the header's version, size and checksum.
-std::string verified_payload(const std::string& bytes, const std::string& name) {
-  const size_t newline = bytes.find('\n');
-  const std::string header = bytes.substr(0, std::min(newline, size_t(200)));
-  if (bytes.compare(0, std::strlen(kMagic), kMagic) != 0 || newline == std::string::npos)
-    throw Error(name + " is not a Translution checkpoint (it does not start with '" + kMagic + "')");
-  long long version = 0, size = -1;
-  char digest[33] = {0};
-  if (std::sscanf(header.c_str(), "translution-checkpoint %lld bytes=%lld md5=%32s", &version, &size, digest) != 3)
-    throw Error("checkpoint " + name + ": the header line is damaged ('" + header + "')");
+// Format 1 began with a text line; its archive is read only by `checkpoint upgrade`.
+void refuse_format1(const ByteSource& source) {
+  const std::string magic = std::string(kMagic) + " ";
+  if (source.size() < magic.size()) return;
+  std::string head(magic.size(), '\0');
+  source.read(0, head.data(), head.size());
+  if (head == magic)
+    throw Error(source.name() + " is a checkpoint of format 1 (a LibTorch archive), which this build opens only to convert it: "
+                "run `translution checkpoint upgrade " + source.name() + " NEW.ckpt`");
+}
+
+// Configs and metadata from the header; the model built empty.
+Checkpoint checkpoint_from_metadata(const std::map<std::string, std::string>& meta, const std::string& name) {
+  if (!meta.count("format") || meta.at("format") != kMagic)
+    throw Error(name + " is not a Translution checkpoint (its metadata has no format '" + kMagic + "')");
+  // Every key known: a damaged key name (the digests' own, say) is named, not ignored.
+  for (const auto& [key, unused] : meta)
+    if (key != "format" && key != "format_version" && key != "config" && key != "metadata" && key != "train_config" &&
+        key != "train_step" && key != "data_md5" && key != "header_md5")
+      throw Error("checkpoint " + name + ": its metadata has an unknown entry '" + key + "'");
+  const int64_t version = whole_number(meta_text(meta, "format_version", name), "format_version", name);
   if (version > kCheckpointFormat)
     throw Error("checkpoint " + name + " has format " + std::to_string(version) + "; this build reads format " +
-                std::to_string(kCheckpointFormat) + " and older (update Translution Studio)");
-  const std::string payload = bytes.substr(newline + 1);
-  if (int64_t(payload.size()) < size)
-    throw Error("checkpoint " + name + " is truncated: " + std::to_string(payload.size()) + " of " +
-                std::to_string(size) + " bytes present");
-  if (int64_t(payload.size()) > size)
-    throw Error("checkpoint " + name + " has " + std::to_string(payload.size() - size_t(size)) +
-                " unexpected bytes after its end");
-  if (md5_hex(payload.data(), payload.size()) != digest)
-    throw Error("checkpoint " + name + " is corrupt: its contents do not match the checksum in its header");
-  return payload;
+                std::to_string(kCheckpointFormat) + " (update Translution Studio)");
+  if (version != kCheckpointFormat)
+    throw Error("checkpoint " + name + ": unsupported format version " + std::to_string(version));
+  Checkpoint c;
+  try {
+    c.config = ViTConfig::from_text(meta_text(meta, "config", name));
+  } catch (const Error& e) {
+    throw Error("checkpoint " + name + ": its model config is invalid: " + e.what());
+  }
+  for (const auto& [k, v] : parse_key_values(meta_text(meta, "metadata", name), "checkpoint " + name + " metadata"))
+    c.metadata[k] = v;
+  if (meta.count("train_config")) {
+    TrainingState s;
+    try {
+      s.config = TrainConfig::from_text(meta.at("train_config"));
+    } catch (const Error& e) {
+      throw Error("checkpoint " + name + ": its training config is invalid: " + e.what());
+    }
+    s.step = whole_number(meta_text(meta, "train_step", name), "train_step", name);
+    if (s.step > s.config.total_steps())
+      throw Error("checkpoint " + name + ": step " + std::to_string(s.step) + " is outside the run's " +
+                  std::to_string(s.config.total_steps()) + " steps");
+    c.training = std::move(s);
+  }
+  c.model = ViT(c.config);
+  return c;
+}
+
+// What one tensor of the file must be.
+struct Expected {
+  std::vector<int64_t> shape;  // empty with any_length: a 1-D tensor of any length
+  at::ScalarType dtype;
+  bool any_rows = false;  // training.curves: any number of rows
+  bool any_length = false;
+};
+
+std::map<std::string, Expected> expected_tensors(const Checkpoint& c) {
+  std::map<std::string, Expected> out;
+  for (const auto& p : c.model->named_parameters()) {
+    const Expected weight{p.value().sizes().vec(), p.value().scalar_type()};
+    out[p.key()] = weight;
+    if (!c.training) continue;
+    out[kOptimizer + p.key() + ".step"] = {{}, at::kLong};
+    for (const char* field : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}) out[kOptimizer + p.key() + "." + field] = weight;
+  }
+  for (const auto& b : c.model->named_buffers()) out[b.key()] = {b.value().sizes().vec(), b.value().scalar_type()};
+  if (c.training) {
+    out[kRng] = {{}, at::kByte, false, true};
+    out[kCurves] = {{0, kCurveColumns}, at::kDouble, true};
+  }
+  return out;
+}
+
+// Every tensor of the header is one the model and its training state have, of the
+// right shape and type, and every one they need is there: checked before any data is read.
+void check_layout(const SafetensorsHeader& header, const Checkpoint& c, const std::string& name) {
+  std::map<std::string, Expected> expected = expected_tensors(c);
+  for (const SafetensorsEntry& e : header.entries) {
+    const auto it = expected.find(e.name);
+    if (it == expected.end())
+      throw Error("checkpoint " + name + " holds a tensor '" + e.name + "' that is no part of its model" +
+                  (c.training ? "" : " (nor of training state, which its metadata does not declare)"));
+    const Expected& x = it->second;
+    const bool shape_fits = x.any_length ? e.shape.size() == 1
+                            : x.any_rows  ? e.shape.size() == 2 && e.shape[1] == x.shape[1]
+                                          : e.shape == x.shape;
+    if (!shape_fits)
+      throw Error("checkpoint " + name + ": tensor '" + e.name + "' has shape " + shape_text(e.shape) +
+                  " but the model config needs " + (x.any_length ? "one dimension" : shape_text(x.shape)));
+    if (e.dtype != x.dtype)
+      throw Error("checkpoint " + name + ": tensor '" + e.name + "' has type " + c10::toString(e.dtype) + ", expected " +
+                  c10::toString(x.dtype));
+    expected.erase(it);
+  }
+  for (const auto& [key, x] : expected) {
+    if (key.compare(0, kOptimizer.size(), kOptimizer) == 0) continue;  // checked as a whole per parameter
+    throw Error("checkpoint " + name + ": tensor '" + key + "' is missing");
+  }
+}
+
+std::string shape_text(const std::vector<int64_t>& sizes) { return shape_text(at::IntArrayRef(sizes)); }
+
+// Floating-point tensors holding NaN or infinity: refused, or listed where `non_finite` is given.
+void check_finite(const NamedTensors& tensors, const std::string& name, std::vector<std::string>* non_finite) {
+  for (const auto& [key, t] : tensors) {
+    if (key == kCurves) continue;  // NaN there marks a step without evaluation
+    const std::string what = non_finite_value(t);
+    if (what.empty()) continue;
+    if (!non_finite)
+      throw Error("checkpoint " + name + ": tensor '" + key + "' holds " + what +
+                  " (a damaged file or a diverged run): refused; `translution checkpoint info` lists every such tensor");
+    non_finite->push_back("'" + key + "' holds " + what);
+  }
+}
+
+void fill_optimizer(TrainingState& s, const ViT& model, std::map<std::string, at::Tensor>& tensors, const std::string& name) {
+  for (const auto& p : model->named_parameters()) {
+    std::map<std::string, at::Tensor> fields;
+    for (const char* field : kAdamWFields) {
+      const auto it = tensors.find(kOptimizer + p.key() + "." + field);
+      if (it != tensors.end()) fields[field] = it->second;
+    }
+    if (fields.empty()) continue;
+    if (!fields.count("step") || !fields.count("exp_avg") || !fields.count("exp_avg_sq"))
+      throw Error("checkpoint " + name + ": the optimizer state of '" + p.key() + "' lacks its step or a moment");
+    AdamWState a;
+    a.step = fields["step"].item<int64_t>();
+    if (a.step < 0) throw Error("checkpoint " + name + ": the optimizer step of '" + p.key() + "' is negative");
+    a.exp_avg = fields["exp_avg"], a.exp_avg_sq = fields["exp_avg_sq"];
+    if (fields.count("max_exp_avg_sq")) a.max_exp_avg_sq = fields["max_exp_avg_sq"];
+    s.optimizer[p.key()] = std::move(a);
+  }
+}
+
+Checkpoint read_checkpoint(const ByteSource& source, const c10::Device& device, std::vector<std::string>* non_finite,
+                           bool check_values = true) {
+  const std::string& name = source.name();
+  refuse_format1(source);
+  const SafetensorsHeader header = read_safetensors_header(source);
+  Checkpoint c = checkpoint_from_metadata(header.metadata, name);
+  check_layout(header, c, name);
+  const NamedTensors tensors = read_safetensors_tensors(source, header);
+  if (check_values) check_finite(tensors, name, non_finite);
+  std::map<std::string, at::Tensor> by_name(tensors.begin(), tensors.end());
+  {
+    at::NoGradGuard no_grad;
+    for (auto& p : c.model->named_parameters()) p.value().copy_(by_name.at(p.key()));
+    for (auto& b : c.model->named_buffers()) b.value().copy_(by_name.at(b.key()));
+  }
+  c.model->to(device);
+  if (c.training) {
+    fill_optimizer(*c.training, c.model, by_name, name);
+    c.training->rng = by_name.at(kRng);
+    c.training->history = history_from(by_name.at(kCurves));
+  }
+  return c;
 }
 
 }  // namespace
 
-std::string checkpoint_bytes(const Checkpoint& checkpoint) {
-  const std::string payload = archive_bytes(checkpoint);
-  return std::string(kMagic) + " " + std::to_string(kCheckpointFormat) + " bytes=" + std::to_string(payload.size()) +
-         " md5=" + md5_hex(payload.data(), payload.size()) + "\n" + payload;
+std::string non_finite_value(const at::Tensor& tensor) {
+  if (!tensor.defined() || !at::isFloatingType(tensor.scalar_type()) || tensor.numel() == 0) return "";
+  if (at::isfinite(tensor).all().item<bool>()) return "";
+  return at::isnan(tensor).any().item<bool>() ? "NaN" : "infinity";
 }
 
+std::string checkpoint_bytes(const Checkpoint& checkpoint) {
+  return safetensors_bytes(checkpoint_tensors(checkpoint), checkpoint_metadata(checkpoint));
+}
+
+// An in-memory copy keeps what the original holds, finite or not.
 Checkpoint copy_checkpoint(const Checkpoint& checkpoint) {
   const c10::Device device = checkpoint.model->parameters().empty() ? c10::Device(c10::kCPU)
                                                                     : checkpoint.model->parameters().front().device();
-  return parse_checkpoint(checkpoint_bytes(checkpoint), "(copy)", device);
+  const std::string bytes = checkpoint_bytes(checkpoint);
+  return read_checkpoint(MemoryBytes(bytes.data(), bytes.size(), "(copy)"), device, nullptr, false);
 }
 
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
@@ -174,54 +290,15 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
 }
 
 Checkpoint load_checkpoint(const std::string& path, const c10::Device& device) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open checkpoint " + path + ": " + std::strerror(errno));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return parse_checkpoint(bytes.str(), path, device);
+  return read_checkpoint(FileBytes(path), device, nullptr);
 }
 
 Checkpoint parse_checkpoint(const std::string& bytes, const std::string& name, const c10::Device& device) {
-  const std::string payload = verified_payload(bytes, name);
-  InputArchive archive;
-  try {
-    std::istringstream stream(payload);
-    archive.load_from(stream, device);
-  } catch (const c10::Error& e) {
-    throw Error("checkpoint " + name + " could not be read: " + e.what_without_backtrace());
-  }
-  Checkpoint c;
-  const int64_t version = read_int(archive, "format_version", name);
-  if (version != kCheckpointFormat)
-    throw Error("checkpoint " + name + ": unsupported format version " + std::to_string(version));
-  try {
-    c.config = ViTConfig::from_text(read_string(archive, "config", name));
-  } catch (const Error& e) {
-    throw Error("checkpoint " + name + ": its model config is invalid: " + e.what());
-  }
-  for (const auto& [k, v] : parse_key_values(read_string(archive, "metadata", name), "checkpoint " + name + " metadata"))
-    c.metadata[k] = v;
-  c.model = ViT(c.config);
-  read_weights(archive, c.model, name);
-  c.model->to(device);
-  c10::IValue probe;
-  if (archive.try_read("train_config", probe)) {
-    TrainingState s;
-    try {
-      s.config = TrainConfig::from_text(read_string(archive, "train_config", name));
-    } catch (const Error& e) {
-      throw Error("checkpoint " + name + ": its training config is invalid: " + e.what());
-    }
-    s.step = read_int(archive, "train_step", name);
-    s.optimizer = read_tensor(archive, "optimizer", name).to(at::kCPU);
-    s.rng = read_tensor(archive, "rng", name).to(at::kCPU);
-    s.history = history_from(read_tensor(archive, "history", name));
-    if (s.step < 0 || s.step > s.config.total_steps())
-      throw Error("checkpoint " + name + ": step " + std::to_string(s.step) + " is outside the run's " +
-                  std::to_string(s.config.total_steps()) + " steps");
-    c.training = std::move(s);
-  }
-  return c;
+  return read_checkpoint(MemoryBytes(bytes.data(), bytes.size(), name), device, nullptr);
+}
+
+Checkpoint inspect_checkpoint(const std::string& path, std::vector<std::string>* non_finite) {
+  return read_checkpoint(FileBytes(path), c10::kCPU, non_finite);
 }
 
 }  // namespace translution

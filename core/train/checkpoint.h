@@ -3,9 +3,15 @@
 // (dataset, metrics, date) and, for runs that can continue, the training state
 // (training config, step, AdamW state, RNG, the curves so far).
 //
-// On disk: a one-line header "translution-checkpoint <version> bytes=<n> md5=<hex>"
-// followed by a LibTorch archive of n bytes. The header's size and checksum let a
-// truncated or damaged file be named as such before anything parses it.
+// On disk: safetensors (io/safetensors_file.h), which Python reads with
+// safetensors.torch.load_file. Every tensor is a plain named one: the model's
+// parameters and buffers under their module paths ("blocks.0.norm1.weight"),
+// AdamW's state as "optimizer.<parameter>.exp_avg", ".exp_avg_sq", ".step" (and
+// ".max_exp_avg_sq" under amsgrad), "training.rng" and "training.curves". The
+// header's "__metadata__" holds the strings: "format" ("translution-checkpoint"),
+// "format_version", "config", "metadata" (key=value lines), "train_config",
+// "train_step", and the digests that name a damaged header or buffer as such.
+// Format 1, a LibTorch archive, opens only through train/checkpoint_upgrade.h.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -20,7 +26,7 @@
 
 namespace translution {
 
-constexpr int64_t kCheckpointFormat = 1;
+constexpr int64_t kCheckpointFormat = 2;
 
 // One point of a run's curves. Test values are NaN where no evaluation happened.
 struct CurvePoint {
@@ -29,11 +35,18 @@ struct CurvePoint {
   double test_loss = 0, test_accuracy = 0;
 };
 
+// One parameter's torch::optim::AdamWParamState, as plain tensors of the parameter's
+// shape and type; max_exp_avg_sq is defined only under amsgrad.
+struct AdamWState {
+  int64_t step = 0;
+  at::Tensor exp_avg, exp_avg_sq, max_exp_avg_sq;
+};
+
 struct TrainingState {
   TrainConfig config;
-  int64_t step = 0;            // optimisation steps done
-  at::Tensor optimizer;        // uint8: AdamW state as LibTorch serialises it
-  at::Tensor rng;              // CPU generator state
+  int64_t step = 0;                             // optimisation steps done
+  std::map<std::string, AdamWState> optimizer;  // by parameter path; none before a parameter's first step
+  at::Tensor rng;                               // uint8: the CPU generator's state
   std::vector<CurvePoint> history;
 };
 
@@ -47,16 +60,25 @@ struct Checkpoint {
 // Writes atomically: a reader sees the old file or the complete new one.
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
-// Throws translution::Error naming the file and what is wrong: missing, not a
-// checkpoint, newer format, truncated, checksum mismatch, bad config, a tensor
-// missing or of the wrong shape. Tensors are mapped to `device`.
+// Throws translution::Error naming the file and what is wrong, in one line:
+// missing or not a regular file, not a checkpoint, format 1 (convert it with
+// `translution checkpoint upgrade`), a newer format, truncated, a digest that does
+// not match, bad config, a tensor missing, unexpected or of the wrong shape, a
+// tensor holding NaN or infinity. Tensors are mapped to `device`.
 Checkpoint load_checkpoint(const std::string& path, const c10::Device& device = c10::kCPU);
+
+// The same checks for bytes already in memory (`name` is used in messages).
+Checkpoint parse_checkpoint(const std::string& bytes, const std::string& name, const c10::Device& device);
+
+// For inspection (checkpoint info, diff): loads a file whose tensors hold NaN or
+// infinity too, naming each such tensor and what it holds in `non_finite`.
+Checkpoint inspect_checkpoint(const std::string& path, std::vector<std::string>* non_finite);
 
 // The file's bytes, and a deep copy through them (nothing shared with `checkpoint`).
 std::string checkpoint_bytes(const Checkpoint& checkpoint);
 Checkpoint copy_checkpoint(const Checkpoint& checkpoint);
 
-// The same checks for bytes already in memory (`name` is used in messages).
-Checkpoint parse_checkpoint(const std::string& bytes, const std::string& name, const c10::Device& device);
+// "NaN" or "infinity" where a floating-point tensor holds one, "" where every element is finite.
+std::string non_finite_value(const at::Tensor& tensor);
 
 }  // namespace translution

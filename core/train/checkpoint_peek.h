@@ -1,9 +1,8 @@
 #pragma once
 // A checkpoint's configs without loading it: the memory guard (train/memory_guard.h)
 // estimates what loading and running a model will take before its weights are read.
-// Only the file's header line, the archive's directory and its small record of
-// values (data.pkl: the configs as text; the tensors are records of their own) are
-// read, so a checkpoint of any size answers at once.
+// Only the file's safetensors header is read (its length first, bounded), so a
+// checkpoint of any size answers at once.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,7 +19,7 @@ struct CheckpointPeek {
 };
 
 // nullopt where the configs cannot be read this way (a missing or damaged file,
-// not a checkpoint): load_checkpoint then names the problem, as it always has.
+// not a checkpoint, format 1): load_checkpoint then names the problem.
 std::optional<CheckpointPeek> peek_checkpoint(const std::string& path);
 
 }  // namespace translution

@@ -5,12 +5,11 @@
 #include <ctime>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/utils/clip_grad.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
 
 #include "data/batches.h"
 #include "dist/data_parallel.h"
@@ -36,27 +35,57 @@ std::string utc_now() {
   return buffer;
 }
 
-at::Tensor optimizer_bytes(torch::optim::AdamW& optimizer) {
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
-  std::ostringstream out;
-  archive.save_to(out);
-  const std::string s = out.str();
-  at::Tensor t = at::empty({int64_t(s.size())}, at::kByte);
-  std::memcpy(t.data_ptr(), s.data(), s.size());
-  return t;
+// LibTorch keys AdamW's per-parameter state by the tensor's impl: its address printed
+// to a string in 1.x (c10::guts::to_string, i.e. ostream <<), the pointer in 2.x
+// (as cpu/fused_adamw.cpp, which fills the same map).
+template <typename Map>
+typename Map::key_type state_key(const at::Tensor& p) {
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    std::ostringstream key;
+    key << p.unsafeGetTensorImpl();
+    return key.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
 }
 
-void load_optimizer(torch::optim::AdamW& optimizer, const at::Tensor& bytes, const c10::Device& device) {
-  const at::Tensor b = bytes.contiguous();
-  std::istringstream in(std::string(static_cast<const char*>(b.data_ptr()), size_t(b.numel())));
-  torch::serialize::InputArchive archive;
-  try {
-    archive.load_from(in, device);
-    optimizer.load(archive);
-  } catch (const c10::Error& e) {
-    throw Error(std::string("the checkpoint's optimizer state does not fit this model: ") + e.what_without_backtrace());
+// The optimizer's state as plain tensors by parameter path; shared, not copied: a
+// checkpoint is written (or copied) before the next step changes them.
+std::map<std::string, AdamWState> optimizer_state(torch::optim::AdamW& optimizer, const ViT& model) {
+  auto& state = optimizer.state();
+  std::map<std::string, AdamWState> out;
+  for (const auto& p : model->named_parameters()) {
+    const auto it = state.find(state_key<std::decay_t<decltype(state)>>(p.value()));
+    if (it == state.end()) continue;
+    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+    out[p.key()] = {s.step(), s.exp_avg(), s.exp_avg_sq(), s.max_exp_avg_sq()};
   }
+  return out;
+}
+
+void load_optimizer(torch::optim::AdamW& optimizer, const ViT& model, const std::map<std::string, AdamWState>& saved,
+                    const c10::Device& device) {
+  auto& state = optimizer.state();
+  for (const auto& p : model->named_parameters()) {
+    const auto it = saved.find(p.key());
+    if (it == saved.end()) continue;
+    auto s = std::make_unique<torch::optim::AdamWParamState>();
+    s->step(it->second.step);
+    s->exp_avg(it->second.exp_avg.to(device).contiguous());
+    s->exp_avg_sq(it->second.exp_avg_sq.to(device).contiguous());
+    if (it->second.max_exp_avg_sq.defined()) s->max_exp_avg_sq(it->second.max_exp_avg_sq.to(device).contiguous());
+    state[state_key<std::decay_t<decltype(state)>>(p.value())] = std::move(s);
+  }
+}
+
+// The first parameter or optimizer tensor holding NaN or infinity, as "'name' holds NaN"; "" where all are finite.
+std::string non_finite_state(const ViT& model, const std::map<std::string, AdamWState>& optimizer) {
+  for (const auto& p : model->named_parameters())
+    if (const std::string what = non_finite_value(p.value()); !what.empty()) return "'" + p.key() + "' holds " + what;
+  for (const auto& [key, s] : optimizer)
+    for (const at::Tensor& t : {s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq})
+      if (const std::string what = non_finite_value(t); !what.empty()) return "the optimizer state of '" + key + "' holds " + what;
+  return "";
 }
 
 void set_lr(torch::optim::AdamW& optimizer, double lr) {
@@ -104,11 +133,15 @@ Trainer::Trainer(Checkpoint checkpoint, std::string data_dir, c10::Device device
   model_->to(device_);
   optimizer_ = make_adamw(
       model_->parameters(), torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
-  load_optimizer(*optimizer_, s.optimizer, device_);
+  load_optimizer(*optimizer_, model_, s.optimizer, device_);
   if (s.rng.defined() && s.rng.numel() > 0) {
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(s.rng);
+    try {
+      generator.set_state(s.rng);
+    } catch (const c10::Error& e) {
+      throw Error(std::string("the checkpoint's random-number state does not fit this LibTorch: ") + e.what_without_backtrace());
+    }
   }
   step_ = saved_step_ = s.step;
   history_ = s.history;
@@ -265,9 +298,41 @@ void Trainer::evaluate_held_out(TrainProgress& p) {
   metadata_["test_accuracy_subset"] = format_double(p.test_accuracy);
 }
 
+namespace {
+
+// LibTorch's allocators report running out as a c10::Error ("you tried to allocate N bytes"
+// on the CPU, "out of memory" on CUDA), the standard library as std::bad_alloc.
+bool out_of_memory(const c10::Error& e) {
+  const std::string what = e.what_without_backtrace();
+  return what.find("you tried to allocate") != std::string::npos || what.find("out of memory") != std::string::npos ||
+         what.find("not enough memory") != std::string::npos;
+}
+
+}  // namespace
+
+// Saving holds a copy of the file's bytes beside the run (train/memory_guard.h counts it). Where
+// that does not fit, the file keeps what it held (it is written atomically) and the run ends
+// with one line saying so, instead of an abort that loses it.
 void Trainer::write_checkpoint() {
   if (checkpoint_path_.empty()) throw Error("no checkpoint path was set for this run");
-  save_checkpoint(checkpoint_path_, checkpoint());
+  const auto no_memory = [this] {
+    return Error("out of memory while saving step " + std::to_string(step_) + " to " + checkpoint_path_ +
+                 " (writing it holds a copy of the weights and AdamW's state beside the run): " + checkpoint_path_ +
+                 " was not written over" +
+                 (saved_step_ >= 0 ? " and holds step " + std::to_string(saved_step_) + ", the last saved" : ""));
+  };
+  try {
+    const Checkpoint c = checkpoint();
+    if (const std::string bad = non_finite_state(c.model, c.training->optimizer); !bad.empty())
+      throw Error("the run's state at step " + std::to_string(step_) + " is not finite (" + bad + "); " +
+                  checkpoint_path_ + " was not written over");
+    save_checkpoint(checkpoint_path_, c);
+  } catch (const std::bad_alloc&) {
+    throw no_memory();
+  } catch (const c10::Error& e) {
+    if (!out_of_memory(e)) throw;
+    throw no_memory();
+  }
   saved_step_ = step_;
 }
 
@@ -294,13 +359,20 @@ TrainProgress::Event Trainer::run(const TrainCallback& callback) {
       fail_after_peer(e, callback);
     }
     if (p.event == TrainProgress::Event::Diverged) {
-      // The bad step was not applied: the weights and optimizer in memory are the last good state. Save them,
-      // so that the message names a file that holds them, or says that nothing was written.
-      if (!checkpoint_path_.empty() && saved_step_ != step_) save(callback);
-      p.message += checkpoint_path_.empty()
-                       ? "; training stopped before applying it, and no checkpoint was written (no output file)"
-                       : "; training stopped before applying it; " + checkpoint_path_ + " holds step " +
-                             std::to_string(saved_step_) + ", the last good state";
+      // The bad step was not applied: the weights and optimizer in memory are the state before it, good only
+      // where every value is finite. A good state is saved, so that the message names a file that holds it.
+      const std::string bad = non_finite_state(model_, optimizer_state(*optimizer_, model_));
+      if (!checkpoint_path_.empty() && saved_step_ != step_ && bad.empty()) save(callback);
+      if (!bad.empty())
+        p.message += "; training stopped; the state in memory is not finite (" + bad + "), so it was not saved" +
+                     (checkpoint_path_.empty() || saved_step_ < 0
+                          ? std::string()
+                          : "; " + checkpoint_path_ + " holds step " + std::to_string(saved_step_) + ", the last state saved");
+      else
+        p.message += checkpoint_path_.empty()
+                         ? "; training stopped before applying it, and no checkpoint was written (no output file)"
+                         : "; training stopped before applying it; " + checkpoint_path_ + " holds step " +
+                               std::to_string(saved_step_) + ", the last good state";
       callback(p);
       return p.event;
     }
@@ -351,7 +423,7 @@ Checkpoint Trainer::checkpoint() const {
   TrainingState s;
   s.config = config_;
   s.step = step_;
-  s.optimizer = optimizer_bytes(*optimizer_);
+  s.optimizer = optimizer_state(*optimizer_, model_);
   s.rng = at::detail::getDefaultCPUGenerator().get_state();
   s.history = history_;
   c.training = std::move(s);

@@ -6,7 +6,8 @@
 // reports through a callback on that thread. pause(), resume() and stop() may be
 // called from any thread and take effect before the next step starts. A NaN or
 // infinite loss (or gradient) stops the run before the bad step is applied; the
-// checkpoint on disk is then the last good one.
+// checkpoint on disk is then the last good one. A state holding NaN or infinity
+// (weights or AdamW moments) is never written as a checkpoint.
 //
 // On CPU a run is a pure function of its configs: the batch order of each epoch
 // comes from (seed, epoch), so a run resumed from a checkpoint takes exactly the

@@ -4,6 +4,7 @@
 // logits for one input. Imported, our models must give the same logits.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <set>
 
@@ -12,6 +13,7 @@
 #include "io/public_vit_layout.h"
 #include "io/pytorch_interop.h"
 #include "io/state_dict_file.h"
+#include "io/state_dict_pickle.h"
 #include "nn/vit.h"
 #include "temp_dir.h"
 #include "tensor_checks.h"
@@ -203,6 +205,103 @@ TEST(PublicStateDictErrors, ModelsWithoutAPublicCounterpartAreRefusedByName) {
   c = fixture_config({"x", "rope"});
   c.position_embedding = false;
   EXPECT_NE(error_of([&] { public_vit_layout(c); }).find("always add a learned one"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+using namespace std::string_literals;
+
+// A pickle of `ops`, protocol 2, ending with STOP.
+std::vector<char> pickle_of(const std::string& ops) {
+  std::vector<char> out = {char(0x80), 2};
+  out.insert(out.end(), ops.begin(), ops.end());
+  out.push_back('.');
+  return out;
+}
+
+std::string repeat(const std::string& s, size_t n) {
+  std::string out;
+  out.reserve(s.size() * n);
+  for (size_t i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+std::string u32(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }  // little-endian, as pickles
+
+std::vector<char> no_storage(const std::string&) { return std::vector<char>(4096, 0); }
+
+// The limit named, in one line, within seconds: no recursion that the depth could overflow, nothing quadratic.
+void expect_limit(const std::string& ops, const std::string& says, bool module = false) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<char> pickle = pickle_of(ops);
+  const std::string message = error_of([&] {
+    if (module) unpickle_module(pickle, no_storage);
+    else unpickle_state_dict(pickle, no_storage);
+  });
+  EXPECT_NE(message.find(says), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0) << says;
+}
+
+// A LibTorch module object whose attribute "a" is what `value_ops` leaves on the stack.
+std::string module_with(const std::string& value_ops) {
+  return "c__torch__\nModule\n)\x81}(X\1\0\0\0a"s + value_ops + "ub";
+}
+
+TEST(PickleLimits, DepthBombsAreRefusedByTheirDepth) {
+  // Lists 100,000 and 1,000,000 deep (what made `translution import` overflow its stack).
+  for (const size_t n : {size_t(100000), size_t(999000)}) {  // 1,000,000 lists pass the stack's own limit
+    expect_limit(repeat("]", n) + repeat("a", n - 1), "nests deeper than 1,000");
+    expect_limit(module_with(repeat("]", n) + repeat("a", n - 1)), "nests deeper than 1,000", true);
+  }
+  expect_limit(")" + repeat("\x85", 5000), "nests deeper than 1,000");  // tuples of tuples
+  // 2,000 lists, each appended to the one before only once all exist (a dict's BUILD drops the value it is
+  // given, so the stack stays small): when each is appended it is still one level deep, so only the walk over
+  // the result sees the nesting. The module is {'a': {}, 'b': list0}, list0 = [list1], list1 = [list2], ...
+  std::string late = "}";
+  for (uint32_t i = 0; i < 2000; ++i) late += "]r" + u32(i) + "b";
+  for (uint32_t i = 0; i + 1 < 2000; ++i) late += "j" + u32(i) + "j" + u32(i + 1) + "ab";
+  expect_limit(module_with(late + "X\1\0\0\0b"s + "j" + u32(0)), "nests deeper than 1,000", true);
+}
+
+TEST(PickleLimits, SizeBombsAreRefusedByTheLimitTheyPass) {
+  expect_limit(repeat("(", 1000001), "grows its stack past 1,000,000");
+  expect_limit("]" + repeat("Na", 1000001), "puts in one container more entries than 1,000,000");
+  std::string memo = "N";
+  for (uint32_t i = 0; i <= 1000000; ++i) memo += "r" + u32(i);
+  expect_limit(memo, "memoizes more values than 1,000,000");
+  expect_limit("}" + repeat(")b", 2000001), "makes more values than 2,000,000");
+  expect_limit("Nq\0"s + repeat("]" + repeat("h\0a"s, 999999), 3), "puts in its containers more entries than 2,000,000");
+}
+
+TEST(PickleLimits, SharedAndCyclicContainersAreRefusedWhereTheyWouldMultiply) {
+  // A list that holds itself: walking it would never end.
+  const std::vector<char> cyclic = pickle_of(module_with("]q\1h\1a"s));
+  EXPECT_NE(error_of([&] { unpickle_module(cyclic, no_storage); }).find("puts one container in two places"), std::string::npos);
+  // State dicts take no LibTorch module classes at all.
+  EXPECT_NE(error_of([&] { unpickle_state_dict(cyclic, no_storage); }).find("asks for Python's __torch__.Module"),
+            std::string::npos);
+}
+
+TEST(PickleLimits, TensorsReachingPastTheirStorageAreRefused) {
+  // {'w': _rebuild_tensor_v2(('storage', FloatStorage, '0', 'cpu', 4), 0, size, stride, False, ())}
+  auto tensor = [](const std::string& size_stride) {
+    return pickle_of("}X\1\0\0\0wctorch._utils\n_rebuild_tensor_v2\n((X\7\0\0\0storagectorch\nFloatStorage\nX\1\0\0\0"s
+                     "0X\3\0\0\0cpuK\4tQK\0"s + size_stride + "\x89)tRs");
+  };
+  ASSERT_EQ(error_of([&] { unpickle_state_dict(tensor("(K\2tK\1\x85"), no_storage); }), "");
+  const std::string huge = "\x8a\x08\0\0\0\0\0\0\0\x40"s;  // 2^62: the product and the reach overflow 64 bits
+  EXPECT_NE(error_of([&] { unpickle_state_dict(tensor("(" + huge + huge + "t(K\1K\1t"), no_storage); })
+                .find("more elements than storage"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { unpickle_state_dict(tensor("(K\2tK\4\x85"), no_storage); }).find("reaches past the end"),
+            std::string::npos);
+  const std::string message = error_of([&] {
+    unpickle_state_dict(tensor("(K\1tK\1\x85"), [](const std::string&) { return std::vector<char>(2, 0); });
+  });
+  EXPECT_NE(message.find("not the 4 elements"), std::string::npos) << message;
 }
 
 }  // namespace

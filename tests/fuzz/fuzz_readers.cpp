@@ -1,21 +1,20 @@
 // A seeded mutation fuzzer for the readers of untrusted input: the IDX reader,
-// the checkpoint reader, the PNG/JPEG reader and the config text parsers. Each
-// reader gets mutated copies of its seeds (tests/fuzz/seeds/READER/): bit flips,
-// byte overwrites with boundary values, truncation, insertion, duplication and
-// splices. A reader may accept an input or reject it with an exception; it may
-// not crash (the process would die), hang (ctest's timeout) or allocate beyond
-// the address-space limit set here (std::bad_alloc counts as a failure, and the
-// input is saved for a look).
+// the checkpoint reader (safetensors), the format-1 checkpoint reader of
+// `checkpoint upgrade`, the PNG/JPEG reader, PyTorch archives, the pickle reader
+// and the config text parsers. Each reader gets mutated copies of its seeds
+// (tests/fuzz/seeds/READER/, and for the *_bombs readers seeds built here, too
+// large to keep as files): bit flips, byte overwrites with boundary values,
+// truncation, insertion, duplication and splices. A reader may accept an input or
+// reject it with an exception; it may not crash (the process would die), hang
+// (ctest's timeout) or allocate beyond the address-space limit set here
+// (std::bad_alloc counts as a failure, and the input is saved for a look).
 //
-// A checkpoint's header carries its payload's size and MD5, so every damaged
-// file stops there. With --fresh-headers, half of the checkpoint inputs get a
-// header recomputed for their mutated payload and reach LibTorch's archive
-// reader behind the check: a payload crafted that way can crash LibTorch 1.13's
-// TorchScript importer (a segmentation fault in ScriptTypeParser, found by this
-// fuzzer), which a checkpoint format without TorchScript code would avoid.
-// CI runs without it.
+// A checkpoint carries digests of its header and its tensors, and a format-1 file
+// an MD5 of its archive, so most damaged files stop there. Half of the inputs of
+// those readers get the digests recomputed for their mutated bytes, as a forger
+// would, and reach the parsers behind the check.
 //
-// usage: fuzz_readers SEED_DIR [--inputs N] [--seconds S] [--seed K] [--out DIR] [--fresh-headers 1]
+// usage: fuzz_readers SEED_DIR [--inputs N] [--seconds S] [--seed K] [--out DIR]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -32,13 +31,17 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "data/idx_file.h"
 #include "image/image_file.h"
 #include "io/state_dict_file.h"
 #include "io/state_dict_pickle.h"
 #include "nn/vit_config.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_upgrade.h"
 #include "train/train_config.h"
+#include "util/error.h"
 #include "util/md5.h"
 
 namespace fs = std::filesystem;
@@ -81,7 +84,7 @@ void mutate_once(Bytes& b, std::mt19937_64& rng) {
 }
 
 // "translution-checkpoint 1 bytes=N md5=H\n" + payload, for a mutated payload.
-Bytes with_fresh_header(const Bytes& checkpoint) {
+Bytes with_fresh_format1_header(const Bytes& checkpoint) {
   const auto newline = std::find(checkpoint.begin(), checkpoint.end(), '\n');
   if (newline == checkpoint.end()) return checkpoint;
   const Bytes payload(newline + 1, checkpoint.end());
@@ -94,11 +97,67 @@ Bytes with_fresh_header(const Bytes& checkpoint) {
   return out;
 }
 
+// A safetensors checkpoint with its data_md5 and header_md5 recomputed, where its header still parses.
+Bytes with_fresh_digests(const Bytes& file) {
+  if (file.size() < 8) return file;
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n << 8 | file[size_t(i)];
+  if (n > file.size() - 8) return file;
+  nlohmann::json header = nlohmann::json::parse(file.begin() + 8, file.begin() + 8 + long(n), nullptr, false);
+  if (!header.is_object() || !header.contains("__metadata__") || !header["__metadata__"].is_object()) return file;
+  const std::string buffer(file.begin() + 8 + long(n), file.end());
+  auto& meta = header["__metadata__"];
+  meta["data_md5"] = translution::md5_hex(buffer.data(), buffer.size());
+  meta.erase("header_md5");
+  const std::string unsigned_text = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  meta["header_md5"] = translution::md5_hex(unsigned_text.data(), unsigned_text.size());
+  const std::string text = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  Bytes out(8);
+  for (int i = 0; i < 8; ++i) out[size_t(i)] = (unsigned char)((text.size() >> (8 * i)) & 0xff);
+  out.insert(out.end(), text.begin(), text.end());
+  out.insert(out.end(), buffer.begin(), buffer.end());
+  return out;
+}
+
+Bytes text_bytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
+
+std::string repeat(const std::string& s, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// Pickles past each limit of the pickle reader (io/state_dict_pickle.h), megabytes each.
+std::vector<Bytes> pickle_bombs() {
+  std::string memo = "\x80\x02N";
+  for (uint32_t i = 0; i <= 1000000; ++i) memo += "r" + std::string(reinterpret_cast<const char*>(&i), 4);
+  return {text_bytes("\x80\x02" + repeat("]", 999000) + repeat("a", 998999) + "."),  // lists 999,000 deep
+          text_bytes("\x80\x02" + repeat("(", 1000001) + "."),                       // the stack
+          text_bytes("\x80\x02]" + repeat("Na", 1000001) + "."),                     // one container
+          text_bytes(memo + "."),                                                     // the memo
+          text_bytes("\x80\x02}" + repeat(")b", 2000001) + ".")};                    // the values
+}
+
+// Checkpoints past the reader's limits: a JSON header nested a million deep, a header length past the file.
+std::vector<Bytes> checkpoint_bombs() {
+  std::vector<Bytes> out;
+  for (const std::string& header : {"{\"a\":" + repeat("[", 1000000) + repeat("]", 1000000) + "}",
+                                    "{\"a\":" + repeat("{\"b\":", 100000) + "1" + repeat("}", 100000) + "}"}) {
+    Bytes b(8);
+    for (int i = 0; i < 8; ++i) b[size_t(i)] = (unsigned char)((header.size() >> (8 * i)) & 0xff);
+    b.insert(b.end(), header.begin(), header.end());
+    out.push_back(b);
+  }
+  out.push_back(Bytes{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, '{', '}'});
+  return out;
+}
+
 struct Reader {
   std::string name;
   std::function<void(const Bytes&)> parse;
-  bool fresh_headers = false;  // checkpoints with --fresh-headers: half the inputs get a valid header
-  int64_t max_inputs = INT64_MAX;  // fewer for a reader whose rejections are slow
+  std::function<Bytes(const Bytes&)> resign;  // where set, applied to half the inputs
+  int64_t max_inputs = INT64_MAX;  // fewer for a reader whose inputs are slow to reject
+  std::function<std::vector<Bytes>()> built_seeds;  // seeds made here instead of read from SEED_DIR/name
 };
 
 struct Counts {
@@ -124,7 +183,7 @@ Counts fuzz(const Reader& r, const std::vector<Bytes>& seeds, int64_t inputs, do
       b.insert(b.end(), other.begin() + long(rng() % (other.size() + 1)), other.end());
     }
     for (int edits = 1 + int(rng() % 4); edits > 0; --edits) mutate_once(b, rng);
-    if (r.fresh_headers && rng() % 2) b = with_fresh_header(b);
+    if (r.resign && rng() % 2) b = r.resign(b);
     ++c.inputs;
     try {
       r.parse(b);
@@ -154,7 +213,33 @@ void accept_state_dict(const std::vector<std::pair<std::string, at::Tensor>>& te
     if (!t.defined()) throw BrokenPromise("'" + key + "' is no tensor");
 }
 
-std::vector<Reader> readers(bool fresh_headers) {
+// Accepted means every leaf a tensor leaf says it is holds one.
+void accept_module(const std::vector<std::pair<std::string, translution::PickledLeaf>>& leaves) {
+  for (const auto& [path, leaf] : leaves)
+    if (leaf.kind == translution::PickledLeaf::Kind::Tensor && !leaf.tensor.defined())
+      throw BrokenPromise("'" + path + "' is no tensor");
+}
+
+// Accepted means loadable as a model: every weight finite.
+void accept_checkpoint(const translution::Checkpoint& c) {
+  for (const auto& p : c.model->named_parameters())
+    if (!translution::non_finite_value(p.value()).empty()) throw BrokenPromise("'" + p.key() + "' is not finite");
+}
+
+// The pickle alone (a zip's CRCs would turn most mutations away before it), as a state dict and as a
+// LibTorch module: every storage 4 KB of zeros.
+void parse_pickle(const Bytes& b) {
+  const std::vector<char> pickle(b.begin(), b.end());
+  const auto storage = [](const std::string&) { return std::vector<char>(4096, 0); };
+  try {
+    accept_state_dict(translution::unpickle_state_dict(pickle, storage));
+    return;
+  } catch (const translution::Error&) {
+  }
+  accept_module(translution::unpickle_module(pickle, storage));
+}
+
+std::vector<Reader> readers() {
   return {
       {"idx",
        [](const Bytes& b) {
@@ -167,19 +252,25 @@ std::vector<Reader> readers(bool fresh_headers) {
                                std::to_string(count));
        }},
       {"checkpoint",
+       [](const Bytes& b) {
+         accept_checkpoint(translution::parse_checkpoint(std::string(b.begin(), b.end()), "fuzz.ckpt", c10::kCPU));
+       },
+       with_fresh_digests},
+      {"checkpoint_bombs",
        [](const Bytes& b) { translution::parse_checkpoint(std::string(b.begin(), b.end()), "fuzz.ckpt", c10::kCPU); },
-       fresh_headers},
+       nullptr, 400, checkpoint_bombs},
+      {"format1",
+       [](const Bytes& b) {
+         accept_checkpoint(translution::parse_format1_checkpoint(std::string(b.begin(), b.end()), "fuzz.ckpt"));
+       },
+       with_fresh_format1_header, 5000},
       {"image", [](const Bytes& b) { translution::decode_image_gray(b, "fuzz.png"); }},
-      // LibTorch's zip reader rejects with an error that records a stack trace (about 1 ms each): 5,000 inputs.
       {"state_dict",
        [](const Bytes& b) { accept_state_dict(translution::parse_state_dict(std::vector<char>(b.begin(), b.end()), "fuzz.pt")); },
-       false, 5000},
-      {"pickle",
-       [](const Bytes& b) {
-         // The pickle alone (a zip's CRCs would turn most mutations away before it): every storage 4 KB of zeros.
-         accept_state_dict(translution::unpickle_state_dict(std::vector<char>(b.begin(), b.end()),
-                                                            [](const std::string&) { return std::vector<char>(4096, 0); }));
-       }},
+       nullptr, 5000},
+      {"pickle", parse_pickle},
+      // A few hundred milliseconds each: a few dozen inputs.
+      {"pickle_bombs", parse_pickle, nullptr, 40, pickle_bombs},
       {"config",
        [](const Bytes& b) {
          const std::string text(b.begin(), b.end());
@@ -206,22 +297,22 @@ int main(int argc, char** argv) {
   double seconds = 15;
   uint64_t seed = 1;
   fs::path out = fs::temp_directory_path();
-  bool fresh_headers = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string key = argv[i], value = argv[i + 1];
     if (key == "--inputs") inputs = std::stoll(value);
     else if (key == "--seconds") seconds = std::stod(value);
     else if (key == "--seed") seed = std::stoull(value);
     else if (key == "--out") out = value;
-    else if (key == "--fresh-headers") fresh_headers = value == "1";
   }
   // Allocation beyond 4 GiB of address space fails with std::bad_alloc instead of taking the machine.
   const rlimit limit{rlim_t(4) << 30, rlim_t(4) << 30};
   setrlimit(RLIMIT_AS, &limit);
   int failures = 0;
-  for (const Reader& r : readers(fresh_headers)) {
+  for (const Reader& r : readers()) {
     std::vector<Bytes> seeds;
-    for (const auto& entry : fs::directory_iterator(seeds_dir / r.name)) seeds.push_back(read_file(entry.path()));
+    if (r.built_seeds) seeds = r.built_seeds();
+    else
+      for (const auto& entry : fs::directory_iterator(seeds_dir / r.name)) seeds.push_back(read_file(entry.path()));
     if (seeds.empty()) {
       std::fprintf(stderr, "%s: no seeds in %s\n", r.name.c_str(), (seeds_dir / r.name).c_str());
       return 2;

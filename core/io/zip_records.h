@@ -1,0 +1,43 @@
+#pragma once
+// The records of a PyTorch archive (what torch.save and LibTorch's OutputArchive
+// write: a zip whose records all lie under one folder), read from memory by a
+// reader that bounds every size by the archive's before it reads: the central
+// directory's, each record's, the count of records. Only stored (uncompressed)
+// records are read, as PyTorch writes its pickles and tensors; each is checked
+// against its CRC-32. The TorchScript code an OutputArchive also holds (deflated)
+// is never read.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace translution {
+
+constexpr uint64_t kMaxZipRecords = 1000000;
+
+class ZipRecords {
+ public:
+  // Parses the central directory. Throws translution::Error naming `name` where it is
+  // missing, damaged, or lists a record outside the archive. `data` must outlive this.
+  ZipRecords(const char* data, size_t size, std::string name);
+
+  // `record` is relative to the archive's folder: "data.pkl", "data/0".
+  bool has(const std::string& record) const { return entries_.count(prefix_ + record) > 0; }
+  // Throws translution::Error where the record is missing, compressed or damaged.
+  std::vector<char> read(const std::string& record) const;
+
+ private:
+  struct Entry {
+    uint64_t local_offset = 0, compressed = 0, size = 0;
+    uint32_t crc = 0;
+    uint16_t method = 0;
+  };
+  void read_directory(uint64_t offset, uint64_t bytes, uint64_t count);
+
+  const char* data_;
+  uint64_t size_;
+  std::string name_, prefix_;
+  std::map<std::string, Entry> entries_;
+};
+
+}  // namespace translution
