@@ -62,8 +62,14 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << translution::cli::one_line(e, false) << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
-    std::cerr << "error: out of memory: the run needs more than this machine has free (a smaller batch or model, or "
-                 "--recompute, needs less)\n";
+    // Written without allocating: memory may still be short.
+    std::fputs("error: out of memory while running translution", stderr);
+    if (const CLI::App* command = chosen(app); command != &app) {
+      std::fputs(" ", stderr);
+      std::fputs(command->get_name().c_str(), stderr);
+    }
+    std::fputs(": it needs more than this machine (or its limits, ulimit -v) let it have; a smaller batch or model, "
+               "or --recompute, needs less\n", stderr);
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << translution::cli::one_line(e, verbose) << "\n";

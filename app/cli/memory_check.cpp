@@ -1,6 +1,11 @@
 #include "cli/memory_check.h"
 
+#include <algorithm>
 #include <optional>
+
+#include <torch/cuda.h>
+
+#include "util/device.h"
 
 namespace translution::cli {
 
@@ -8,6 +13,18 @@ void check_plan(bool force, MemoryPlan plan, const c10::Device& device) {
   if (force) return;
   plan.override_hint = "--force runs it anyway";
   require_memory(plan, device);
+}
+
+void check_local_ranks(bool force, MemoryPlan plan, const std::string& device_option, int nproc) {
+  const c10::Device device = parse_device(device_option);
+  plan.ranks = nproc;
+  plan.ranks_option = "--nproc";
+  if (device.is_cuda() && device_option.find(':') == std::string::npos) {  // train's join_group spreads them
+    const int gpus = std::max(1, int(torch::cuda::device_count()));
+    plan.ranks = (nproc + gpus - 1) / gpus;
+    if (gpus > 1) plan.ranks_option.clear();  // fewer ranks a GPU is not what --nproc says
+  }
+  check_plan(force, plan, device);
 }
 
 void check_checkpoints(bool force, const std::vector<std::string>& paths, int64_t batch,

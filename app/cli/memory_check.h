@@ -16,6 +16,12 @@ constexpr const char* kForceHelp = "skips the memory check (a run estimated not 
 // Refuses `plan` (translution::Error: one line) unless `force`.
 void check_plan(bool force, MemoryPlan plan, const c10::Device& device);
 
+// `train --nproc N`, before any rank starts: the N ranks of this machine each hold their own
+// run (rank 0 also writes the checkpoints). On CUDA the ranks take the visible GPUs in turn
+// unless `device_option` names one (cuda:K), so those that share the device are counted.
+// Refused in one line naming --nproc (and how many ranks would fit), unless `force`.
+void check_local_ranks(bool force, MemoryPlan plan, const std::string& device_option, int nproc);
+
 // Loading each checkpoint and running it on `batch` images, the models held
 // together (eval keeps every one it loads); a file whose configs cannot be read
 // without loading it is left to the loader's own errors.

@@ -12,6 +12,8 @@
 
 #include <torch/version.h>
 
+#include "dist/rendezvous_handshake.h"
+
 #if defined(TRANSLUTION_WITH_GLOO) || defined(TRANSLUTION_WITH_NCCL)
 #define TRANSLUTION_WITH_C10D 1
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
@@ -71,6 +73,9 @@ void GroupOptions::validate() const {
   if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) < 1 ||
       std::stoi(port) > 65535)
     throw Error("--master " + master + ": the port " + port + " is not a number from 1 to 65535");
+  if (run_id.empty() && world_size > 1)  // a lone rank admits no one
+    throw Error("--master " + master + " needs a run id: --run-id TEXT (or TRANSLUTION_RUN_ID), the same on every "
+                "rank and known to no one else, so that rank 0 admits only this run's ranks");
 }
 
 std::string first_difference(const std::string& mine, const std::string& theirs) {
@@ -188,7 +193,10 @@ class QuietStderr {
   }
 };
 
-c10::intrusive_ptr<c10d::Store> open_store(const GroupOptions& o, bool heartbeat = false) {
+// The store: a FileStore at file:PATH; across machines rank 0's TCPStore, which rank 0
+// serves (`serve`) on a free port of its choosing (`port` 0) and the other ranks reach on the
+// port rank 0 named in the rendezvous handshake.
+c10::intrusive_ptr<c10d::Store> open_store(const GroupOptions& o, uint16_t port, bool serve) {
   const QuietStderr quiet;
   if (o.master.rfind("file:", 0) == 0) {
     try {
@@ -201,26 +209,39 @@ c10::intrusive_ptr<c10d::Store> open_store(const GroupOptions& o, bool heartbeat
       throw Error("cannot open the rendezvous file " + o.master.substr(5) + ": " + first_line(e.what()));
     }
   }
-  const size_t colon = o.master.rfind(':');
-  const std::string host = o.master.substr(0, colon);
   c10d::TCPStoreOptions options;
-  options.port = uint16_t(std::stoi(o.master.substr(colon + 1)));
-  options.isServer = o.rank == 0 && !heartbeat;
+  options.port = port;
+  options.isServer = serve;
   options.numWorkers = size_t(o.world_size);
   options.waitWorkers = false;  // the handshake below waits, and names who is missing
   options.timeout = o.timeout;
   try {
-    return c10::make_intrusive<c10d::TCPStore>(host, options);
+    return c10::make_intrusive<c10d::TCPStore>(o.master.substr(0, o.master.rfind(':')), options);
   } catch (const std::exception& e) {
     const std::string why = first_line(e.what());
-    if (o.rank == 0 && why.find("ddress already in use") != std::string::npos)
-      throw Error("--master " + o.master + ": port " + std::to_string(options.port) +
-                  " is in use on this machine (another run's rank 0?): choose another port");
-    if (o.rank == 0) throw Error("--master " + o.master + ": rank 0 cannot serve the rendezvous there: " + why);
-    const bool timed_out = why.find("timed out") != std::string::npos;
-    throw Error("--master " + o.master + ": cannot reach rank 0 there within " + std::to_string(o.timeout.count()) +
-                " s (is rank 0 started, and the port open?)" + (timed_out ? "" : ": " + why));
+    if (serve) throw Error("--master " + o.master + ": rank 0 cannot serve the rendezvous store: " + why);
+    throw Error("--master " + o.master + ": rank 0 admitted this rank, but its store on port " + std::to_string(port) +
+                " cannot be reached within " + std::to_string(o.timeout.count()) +
+                " s (a firewall between the machines?): " + why);
   }
+}
+
+// Where the ranks meet: the store, and `store_port`, the port of rank 0's TCPStore (0 for a
+// FileStore, which `train --nproc` keeps in a folder of its own). Across machines no c10d
+// store is touched before the rendezvous handshake has admitted the rank.
+c10::intrusive_ptr<c10d::Store> meet(const GroupOptions& o, uint16_t& store_port) {
+  store_port = 0;
+  if (o.master.rfind("file:", 0) == 0) return open_store(o, 0, false);
+  if (o.rank != 0) {
+    const Hello hello{kRendezvousVersion, uint32_t(o.rank), uint32_t(o.world_size), run_digest(o.run_id)};
+    store_port = introduce(o.master, hello, o.timeout);
+    return open_store(o, store_port, false);
+  }
+  RendezvousListener listener(o.master);  // first: a port in use is named before anything is served
+  c10::intrusive_ptr<c10d::Store> store = open_store(o, 0, true);
+  store_port = static_cast<c10d::TCPStore&>(*store).getPort();
+  listener.admit(o.world_size, o.run_id, store_port, o.timeout);
+  return store;
 }
 
 // What rank `r` announced: its world size, then its fingerprint.
@@ -359,7 +380,8 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options, co
   options.validate();
   const std::string name = backend_for(options);
   auto state = std::make_unique<State>();
-  state->store = open_store(options);
+  uint16_t store_port = 0;
+  state->store = meet(options, store_port);
   handshake(*state->store, options, fingerprint);
   try {
     state->backend = make_backend(name, state->store, options);
@@ -370,7 +392,7 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options, co
                 " ranks: " + first_line(e.what()));
   }
   state->backend_name = name;
-  c10::intrusive_ptr<c10d::Store> beat_store = open_store(options, true);
+  c10::intrusive_ptr<c10d::Store> beat_store = open_store(options, store_port, false);
   beat_store->setTimeout(std::chrono::seconds(5));  // a stalled store must not hold a rank's exit for long
   state->heartbeat = std::make_unique<Heartbeat>(beat_store, kAlive + std::to_string(options.rank));
   return std::unique_ptr<ProcessGroup>(new ProcessGroup(options, std::move(state)));

@@ -3,6 +3,11 @@
 // they find each other (a FileStore for one machine, a TCPStore served by rank 0
 // for several) and a backend for the collectives (Gloo on CPU, NCCL on CUDA).
 //
+// Across machines, c10d's TCPStore client is not trusted with whatever answers at the
+// master's address: rank 0 listens there itself and admits each rank through a handshake of
+// fixed sizes and a deadline (dist/rendezvous_handshake.h), naming the port of the store it
+// serves; a rank connects to that store only once admitted.
+//
 // join() is a handshake before any collective: each rank announces its world size
 // and a fingerprint of its configuration, and a mismatch (another world size,
 // another config, two processes claiming one rank) is an Error naming both sides,
@@ -33,6 +38,11 @@ struct GroupOptions {
   // filesystem every rank sees (one machine: `train --nproc` uses a temporary one).
   std::string master;
   std::string backend = "auto";  // auto | gloo | nccl (auto: NCCL for CUDA tensors where built, else Gloo)
+  // A run across machines (master HOST:PORT): a text every rank is given. Rank 0 admits only
+  // the ranks that give the same (dist/rendezvous_handshake.h); required there, since a
+  // default every build knows would let any process join. A FileStore, or a world of one
+  // rank, needs none.
+  std::string run_id;
   std::chrono::seconds timeout{300};  // joining, and each collective
   std::string interface;              // Gloo's network interface (multi-machine); empty: by master's address
   bool local = false;                 // every rank on this machine (`train --nproc`): Gloo over loopback
@@ -64,9 +74,11 @@ class ProcessGroup {
   // device cannot run it.
   static std::string backend_for(const GroupOptions& options);
 
-  // Joins the group: store, handshake (world size and `fingerprint`, a text that must
-  // be equal on every rank; a line-by-line difference is reported), backend. Throws
-  // Error with one line on a port in use, an unreachable master, a mismatch, a timeout.
+  // Joins the group: rendezvous handshake (across machines), store, handshake (world size
+  // and `fingerprint`, a text that must be equal on every rank; a line-by-line difference
+  // is reported), backend. Throws Error with one line on a port in use, an unreachable
+  // master, something else than rank 0 at the master's address, another run id, a
+  // mismatch, a timeout.
   static std::unique_ptr<ProcessGroup> join(const GroupOptions& options, const std::string& fingerprint);
   ~ProcessGroup();
 

@@ -17,6 +17,19 @@ namespace {
 // process (docs/architecture.md).
 constexpr double kLoadingCopies = 5.4;
 
+// The checkpoint writer (train/checkpoint.cpp) builds the whole safetensors file in memory
+// before it writes it: one more copy of the weights and AdamW's two moments. On the CPU that
+// copy comes on top of the training step's peak, not out of it: the blocks the step freed stay
+// with the process (cpu/allocator.h) and the file's bytes are not taken from them. Translution
+// ViT-A/12 at batch 32 held 2.37 GB resident after its step and 3.76 GB while writing its
+// 1.39 GB file; at batch 2, 2.15 GB and 3.57 GB. On CUDA the copy is host memory, which the
+// device's check does not count.
+constexpr double kSavingCopies = 1.0;
+
+double saving_bytes(const MemoryPlan& p, MemoryDevice device) {
+  return p.training && p.saves_checkpoint ? checkpoint_saving_bytes(p.config, device) : 0.0;
+}
+
 // The plan's peak. A training run also evaluates held-out digits between steps:
 // a forward without gradients next to the weights, every gradient (left from
 // the step) and AdamW's moments, which on a GPU can exceed the step itself.
@@ -34,9 +47,18 @@ MemoryEstimate plan_estimate(const MemoryPlan& p, MemoryDevice device) {
 // baseline is already resident (the check runs inside it); a GPU's is not. Reading
 // a checkpoint comes first, into this process's memory whichever device the model
 // goes to, and may take more than running it.
-double needed_bytes(const MemoryEstimate& e, const MemoryPlan& p, MemoryDevice device) {
+double rank_bytes(const MemoryEstimate& e, const MemoryPlan& p, MemoryDevice device, bool saves) {
   const bool cpu = device == MemoryDevice::Cpu;
-  return std::max(e.total() - (cpu ? e.baseline : 0.0), cpu ? e.weights + p.loading_bytes : 0.0) + p.extra_bytes;
+  const double run = e.total() - (cpu ? e.baseline : 0.0) + (saves ? saving_bytes(p, device) : 0.0);
+  return std::max(run, cpu ? e.weights + p.loading_bytes : 0.0) + p.extra_bytes;
+}
+
+// Every rank of the plan: the first is this process and writes the checkpoints; each other
+// one is a process of its own, with its own baseline on the CPU.
+double needed_bytes(const MemoryEstimate& e, const MemoryPlan& p, MemoryDevice device) {
+  const double others = double(std::max(p.ranks, 1) - 1);
+  const double baseline = device == MemoryDevice::Cpu ? e.baseline : 0.0;
+  return rank_bytes(e, p, device, true) + others * (rank_bytes(e, p, device, false) + baseline);
 }
 
 bool plan_fits(const MemoryPlan& p, MemoryDevice device, double available) {
@@ -76,9 +98,18 @@ std::string fitting(const std::string& change, const MemoryPlan& p, MemoryDevice
   return (change.empty() ? "" : change + " with ") + p.batch_option + " " + std::to_string(batch) + " fits";
 }
 
+// "--nproc 2 fits": the most ranks below the plan's that fit, or "".
+std::string fewer_ranks(MemoryPlan p, MemoryDevice device, double available) {
+  if (p.ranks_option.empty()) return "";
+  for (--p.ranks; p.ranks >= 1; --p.ranks)
+    if (plan_fits(p, device, available)) return p.ranks_option + " " + std::to_string(p.ranks) + " fits";
+  return "";
+}
+
 // The alternatives that fit, separated by commas, in the order a user would try them.
 std::string what_fits(const MemoryPlan& p, MemoryDevice device, double available) {
   std::vector<std::string> options;
+  if (const std::string s = fewer_ranks(p, device, available); !s.empty()) options.push_back(s);
   const int64_t batch = largest_batch(p, device, available);
   if (batch > 0 && !p.batch_option.empty()) options.push_back(p.batch_option + " " + std::to_string(batch) + " fits");
   if (p.training && !p.recompute && !p.recompute_option.empty() && p.config.attention_spec(p.config.depth - 1).relative()) {
@@ -106,16 +137,22 @@ std::string describe(const MemoryPlan& p, const c10::Device& device) {
   const ViTConfig& c = p.config;
   return std::string(p.training ? "training " : "running ") + c.model + " ViT-" + c.preset + "/" +
          std::to_string(c.patch) + " (" + std::to_string(c.image_height) + "x" + std::to_string(c.image_width) +
-         ") at batch " + std::to_string(p.batch) + (p.recompute ? " with --recompute" : "") + " on " + device.str();
+         ") at batch " + std::to_string(p.batch) + (p.recompute ? " with --recompute" : "") + " on " + device.str() +
+         (p.ranks > 1 ? " in " + std::to_string(p.ranks) + " ranks" +
+                            (p.ranks_option.empty() ? "" : " (" + p.ranks_option + " " + std::to_string(p.ranks) + ")")
+                      : "");
 }
 
-std::string parts(const MemoryEstimate& e, const MemoryPlan& p) {
-  std::string text = "weights " + format_bytes(e.weights);
+std::string parts(const MemoryEstimate& e, const MemoryPlan& p, double saving) {
+  std::string text = p.ranks > 1 ? "each rank: weights " : "weights ";
+  text += format_bytes(e.weights);
   if (e.gradients > 0) text += ", gradients " + format_bytes(e.gradients);
   if (e.optimizer > 0) text += ", AdamW " + format_bytes(e.optimizer);
   text += ", activations " + format_bytes(e.activations);
   if (p.loading_bytes > 0) text += "; reading the checkpoint " + format_bytes(p.loading_bytes) + " beside the weights";
   if (p.extra_bytes > 0) text += "; " + (p.extra_what.empty() ? "besides" : p.extra_what) + " " + format_bytes(p.extra_bytes);
+  if (saving > 0) text += std::string(p.ranks > 1 ? "; rank 0 " : "; ") + "writing a checkpoint " + format_bytes(saving) +
+                          " beside the run";
   return text;
 }
 
@@ -137,6 +174,7 @@ MemoryCheck check_memory(const MemoryPlan& p, const c10::Device& device) {
   const MemoryDevice where = memory_device(device);
   MemoryCheck check;
   check.estimate = plan_estimate(p, where);
+  check.saving = saving_bytes(p, where);
   check.needed = needed_bytes(check.estimate, p, where);
   check.available = available_memory(device);
   check.summary = "needs ~" + format_bytes(check.needed);
@@ -144,11 +182,18 @@ MemoryCheck check_memory(const MemoryPlan& p, const c10::Device& device) {
   check.summary += " of " + format_bytes(check.available.bytes) + " available";
   check.fits = check.needed <= check.available.bytes;
   if (check.fits) return check;
-  check.refusal = describe(p, device) + " needs ~" + format_bytes(check.needed) + " (" + parts(check.estimate, p) +
+  check.refusal = describe(p, device) + " needs ~" + format_bytes(check.needed) + " (" +
+                  parts(check.estimate, p, check.saving) +
                   ") but " + format_bytes(check.available.bytes) + " is available (" + check.available.source +
                   "): " + what_fits(p, where, check.available.bytes) +
                   (p.override_hint.empty() ? "" : "; " + p.override_hint);
   return check;
+}
+
+double checkpoint_saving_bytes(const ViTConfig& config, MemoryDevice device) {
+  if (device != MemoryDevice::Cpu) return 0;
+  const MemoryEstimate state = estimate_training(config, 1, false, device);
+  return kSavingCopies * (state.weights + state.optimizer);
 }
 
 MemoryPlan checkpoint_plan(const CheckpointPeek& peek, int64_t batch) {

@@ -32,6 +32,13 @@ struct MemoryPlan {
   // Reading a checkpoint first: what loading holds beside the model's weights
   // (the file's bytes and their copies), freed before the model runs.
   double loading_bytes = 0;
+  // Training: the run writes checkpoints (train --out; rank 0 of a data-parallel run). On the
+  // CPU the writer's bytes come on top of the run's peak (memory_guard.cpp says why).
+  bool saves_checkpoint = false;
+  // Processes on this machine that each hold the plan (`train --nproc`: N ranks, N copies of
+  // the run; only the first writes checkpoints), and the option that sets them, for refusals.
+  int ranks = 1;
+  std::string ranks_option;  // "--nproc"
   // How the front end names what a refusal suggests ("" where it offers no such choice).
   std::string batch_option;                  // "--batch", "--digits", "batch"
   std::string recompute_option;              // "--recompute"
@@ -40,8 +47,10 @@ struct MemoryPlan {
 };
 
 struct MemoryCheck {
-  MemoryEstimate estimate;    // the plan's peak, by part
-  double needed = 0;          // what the run takes beyond this process as it is (on CPU less the process baseline)
+  MemoryEstimate estimate;    // the plan's peak, by part, for one rank
+  double saving = 0;          // what writing a checkpoint holds beside that peak (0: none, or not on this device)
+  double needed = 0;          // what the run takes beyond this process as it is (on CPU less the process
+                              // baseline), every rank and the checkpoint's writing included
   AvailableMemory available;  // bytes < 0: unknown, and the run fits
   bool fits = true;
   std::string summary;        // "needs ~2.9 GB of 21.3 GB available"
@@ -49,6 +58,10 @@ struct MemoryCheck {
 };
 
 MemoryCheck check_memory(const MemoryPlan& plan, const c10::Device& device);
+
+// The bytes the checkpoint writer holds at once while saving a training run of `config`
+// (the whole file: weights and AdamW's two moments), on the device that counts them.
+double checkpoint_saving_bytes(const ViTConfig& config, MemoryDevice device);
 
 // Loading a checkpoint (its configs read by train/checkpoint_peek.h) and running
 // its model on `batch` images without gradients.

@@ -1,15 +1,23 @@
 // Data-parallel training's parts: bucket plans, batch shares, fingerprints, and two
 // ranks in one process (threads over a FileStore) summing gradients, handing over
-// bytes and refusing mismatched partners. Multi-process runs are tests/e2e/distributed_test.sh.
+// bytes and refusing mismatched partners; the rendezvous handshake across machines against
+// rank 0, other ranks and what is neither (junk, HTTP, silence, a length bomb).
+// Multi-process runs are tests/e2e/distributed_test.sh and tests/e2e/rendezvous_test.sh.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <future>
 #include <thread>
+#include <tuple>
 
 #include <ATen/ATen.h>
 
 #include "dist/data_parallel.h"
 #include "dist/process_group.h"
+#include "dist/rendezvous_handshake.h"
 #include "temp_dir.h"
 
 namespace translution {
@@ -62,7 +70,13 @@ TEST(DataParallel, OptionsAreCheckedWithOneLine) {
   o.master = "file:";
   EXPECT_THROW(o.validate(), Error);
   o.master = "10.0.0.1:29500";
+  EXPECT_THROW(o.validate(), Error);  // across machines a run id is required
+  o.run_id = "a secret";
   EXPECT_NO_THROW(o.validate());
+  o.master = "file:/shared/run", o.run_id = "";
+  EXPECT_NO_THROW(o.validate());  // a FileStore needs none
+  o.master = "10.0.0.1:29500", o.world_size = 1, o.rank = 0;
+  EXPECT_NO_THROW(o.validate());  // nor a world of one rank
   o.backend = "mpi";
   EXPECT_THROW(o.validate(), Error);
 }
@@ -151,6 +165,280 @@ TEST(DataParallel, AMissingRankIsNamedAfterTheTimeout) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("ranks 1, 2 did not join within 1 s"), std::string::npos) << e.what();
   }
+}
+
+
+// ---- the rendezvous handshake across machines (dist/rendezvous_handshake.h) ----
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+Hello hello_of(int rank, int world, const std::string& run_id) {
+  return {kRendezvousVersion, uint32_t(rank), uint32_t(world), run_digest(run_id)};
+}
+
+// A process at the master's address that is not rank 0: it accepts one connection on a free
+// port of 127.0.0.1, sends `answer` (if any), then closes it or holds it open until destroyed.
+class Impostor {
+ public:
+  Impostor(std::string answer, bool close_after) : answer_(std::move(answer)), close_after_(close_after) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET, a.sin_addr.s_addr = htonl(INADDR_LOOPBACK), a.sin_port = 0;
+    socklen_t length = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), length) != 0 || ::listen(fd_, 4) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &length) != 0)
+      throw std::runtime_error("the test cannot listen on 127.0.0.1");
+    master_ = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~Impostor() {
+    ::shutdown(fd_, SHUT_RDWR);  // wakes accept()
+    released_.set_value();
+    thread_.join();
+    ::close(fd_);
+  }
+  const std::string& master() const { return master_; }
+
+ private:
+  void serve() {
+    const int c = ::accept(fd_, nullptr, nullptr);
+    if (c < 0) return;
+    [[maybe_unused]] const ssize_t sent = ::send(c, answer_.data(), answer_.size(), MSG_NOSIGNAL);
+    if (!close_after_) released_.get_future().wait();
+    ::close(c);
+  }
+
+  std::string answer_;
+  bool close_after_;
+  int fd_ = -1;
+  std::string master_;
+  std::promise<void> released_;
+  std::thread thread_;
+};
+
+// What introduce() threw at `master` (failing the test where it returned), and within what time.
+std::string refusal(const std::string& master, const Hello& hello, int timeout_seconds, double* seconds = nullptr) {
+  const Clock::time_point start = Clock::now();
+  try {
+    const uint16_t port = introduce(master, hello, std::chrono::seconds(timeout_seconds));
+    ADD_FAILURE() << "admitted by " << master << " (store port " << port << ")";
+  } catch (const Error& e) {
+    if (seconds) *seconds = seconds_since(start);
+    return e.what();
+  }
+  return {};
+}
+
+// The checks every refusal of a non-peer meets: one line, naming the address, within the deadline.
+void expect_one_line_refusal(const std::string& answer, bool close_after, const std::string& expected) {
+  const Impostor impostor(answer, close_after);
+  double seconds = 0;
+  const std::string e = refusal(impostor.master(), hello_of(1, 2, "secret"), 2, &seconds);
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  EXPECT_EQ(e.rfind("--master " + impostor.master() + ": ", 0), 0u) << e;
+  EXPECT_NE(e.find(expected), std::string::npos) << e;
+  EXPECT_LE(seconds, 2 + 2.0) << e;
+}
+
+std::string text_of(const std::array<uint8_t, kReplyBytes>& bytes) { return {bytes.begin(), bytes.end()}; }
+
+TEST(DataParallelRendezvous, APeerOfTheRunIsAdmittedAndToldTheStorePort) {
+  RendezvousListener listener("127.0.0.1:0");
+  ASSERT_GT(listener.port(), 0);
+  const std::string master = "127.0.0.1:" + std::to_string(listener.port());
+  auto peers = std::async(std::launch::async, [&] {
+    return std::vector<uint16_t>{introduce(master, hello_of(2, 3, "secret"), std::chrono::seconds(5)),
+                                 introduce(master, hello_of(1, 3, "secret"), std::chrono::seconds(5))};
+  });
+  const Clock::time_point start = Clock::now();
+  EXPECT_NO_THROW(listener.admit(3, "secret", 4321, std::chrono::seconds(5)));
+  EXPECT_LT(seconds_since(start), 4.0);
+  EXPECT_EQ(peers.get(), (std::vector<uint16_t>{4321, 4321}));
+}
+
+TEST(DataParallelRendezvous, AnotherRunIdIsTurnedAwayOnBothSides) {
+  RendezvousListener listener("127.0.0.1:0");
+  const std::string master = "127.0.0.1:" + std::to_string(listener.port());
+  auto peer = std::async(std::launch::async, [&] { return refusal(master, hello_of(1, 2, "guess"), 5); });
+  try {
+    listener.admit(2, "secret", 4321, std::chrono::seconds(1));
+    ADD_FAILURE() << "rank 0 admitted a rank of another run";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank 1 did not join within 1 s (2 ranks expected at " + master + "); turned away: 127.0.0.1:"),
+              std::string::npos) << what;
+    EXPECT_NE(what.find(" gave another run id"), std::string::npos) << what;
+  }
+  const std::string e = peer.get();
+  EXPECT_EQ(e, "--master " + master + ": rank 0 there runs with another run id: give every rank the same --run-id (or "
+               "TRANSLUTION_RUN_ID)");
+}
+
+TEST(DataParallelRendezvous, AnotherProtocolVersionIsNamedOnBothSides) {
+  RendezvousListener listener("127.0.0.1:0");
+  const std::string master = "127.0.0.1:" + std::to_string(listener.port());
+  Hello newer = hello_of(1, 2, "secret");
+  newer.version = kRendezvousVersion + 1;
+  auto peer = std::async(std::launch::async, [&] { return refusal(master, newer, 5); });
+  try {
+    listener.admit(2, "secret", 4321, std::chrono::seconds(1));
+    ADD_FAILURE() << "rank 0 admitted a rank of another protocol version";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("speaks rendezvous protocol " + std::to_string(kRendezvousVersion + 1)),
+              std::string::npos) << e.what();
+  }
+  EXPECT_EQ(peer.get(), "--master " + master + ": rank 0 there speaks rendezvous protocol " +
+                            std::to_string(kRendezvousVersion) + " and this rank " +
+                            std::to_string(kRendezvousVersion + 1) + ": run the same Translution release on every machine");
+  // And a rank 0 of another version, as this rank reads its reply.
+  Reply other;
+  other.version = 7;
+  expect_one_line_refusal(text_of(encode_reply(other)), false, "rank 0 there speaks rendezvous protocol 7 and this rank 1");
+}
+
+TEST(DataParallelRendezvous, JunkBytesAreNotARankZero) {
+  expect_one_line_refusal(std::string(64, '\x01'), false,
+                          "what answers there is not a Translution rank 0 (it sent \"\\x01\\x01");
+}
+
+TEST(DataParallelRendezvous, AnHttpServerIsNotARankZero) {
+  expect_one_line_refusal("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", true,
+                          "is not a Translution rank 0 (it sent \"HTTP/1.1 400 Bad");
+}
+
+TEST(DataParallelRendezvous, ASilentAcceptorIsGivenUpAtTheDeadline) {
+  expect_one_line_refusal("", false, "accepted the connection but gave no rendezvous answer within 2 s");
+}
+
+TEST(DataParallelRendezvous, AnAcceptorThatClosesIsNamed) {
+  expect_one_line_refusal("", true, "closed the connection without an answer");
+  Reply admitted;
+  admitted.value = 4321;
+  expect_one_line_refusal(text_of(encode_reply(admitted)).substr(0, 10), true,
+                          "closed the connection after 10 bytes of an answer");
+}
+
+// c10d's store client sized a read by the first 8 bytes it got: here the largest length there is,
+// after and without the magic. Nothing read sets a length, so neither is more than a refusal.
+TEST(DataParallelRendezvous, ALengthBombIsOnlyBytes) {
+  const std::string huge(8, '\xff');
+  expect_one_line_refusal(huge + std::string(56, '\x7f'), false, "(it sent \"\\xff\\xff");
+  const std::string magic(kRendezvousMagic, sizeof kRendezvousMagic);
+  expect_one_line_refusal(magic + huge + huge, false,
+                          "rank 0 there speaks rendezvous protocol 4294967295 and this rank 1");
+  Reply odd;
+  odd.verdict = Verdict(0xffffffffu);
+  expect_one_line_refusal(text_of(encode_reply(odd)), false, "which this release does not understand");
+}
+
+TEST(DataParallelRendezvous, NothingListeningIsUnreachableWithinTheTimeout) {
+  uint16_t port = 0;
+  {
+    RendezvousListener probe("127.0.0.1:0");  // a port that was free a moment ago
+    port = probe.port();
+  }
+  double seconds = 0;
+  const std::string master = "127.0.0.1:" + std::to_string(port);
+  const std::string e = refusal(master, hello_of(1, 2, "secret"), 1, &seconds);
+  EXPECT_EQ(e, "--master " + master + ": cannot reach rank 0 there within 1 s (is rank 0 started, and the port open?)");
+  EXPECT_GE(seconds, 0.9);
+  EXPECT_LE(seconds, 3.0);
+}
+
+// Rank 0 serves connections side by side: a silent one, junk and a wrong run id hold up no rank
+// of the run, and are listed if a rank goes missing.
+TEST(DataParallelRendezvous, NonPeersAtRankZeroHoldUpNoRank) {
+  RendezvousListener listener("127.0.0.1:0");
+  const std::string master = "127.0.0.1:" + std::to_string(listener.port());
+  auto others = std::async(std::launch::async, [&] {
+    const int silent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), junk = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET, a.sin_addr.s_addr = htonl(INADDR_LOOPBACK), a.sin_port = htons(listener.port());
+    ::connect(silent, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::connect(junk, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    [[maybe_unused]] ssize_t n = ::send(junk, "GET / HTTP/1.0\r\n\r\n", 18, MSG_NOSIGNAL);
+    const std::string wrong = refusal(master, hello_of(1, 2, "guess"), 5);
+    const uint16_t port = introduce(master, hello_of(1, 2, "secret"), std::chrono::seconds(5));
+    ::close(silent), ::close(junk);
+    return std::make_pair(wrong, port);
+  });
+  const Clock::time_point start = Clock::now();
+  EXPECT_NO_THROW(listener.admit(2, "secret", 4321, std::chrono::seconds(5)));
+  EXPECT_LT(seconds_since(start), 4.0);
+  const auto [wrong, port] = others.get();
+  EXPECT_NE(wrong.find("another run id"), std::string::npos) << wrong;
+  EXPECT_EQ(port, 4321);
+}
+
+TEST(DataParallelRendezvous, AnotherWorldSizeStopsBothSides) {
+  RendezvousListener listener("127.0.0.1:0");
+  const std::string master = "127.0.0.1:" + std::to_string(listener.port());
+  auto peer = std::async(std::launch::async, [&] { return refusal(master, hello_of(1, 3, "secret"), 5); });
+  try {
+    listener.admit(2, "secret", 4321, std::chrono::seconds(5));
+    ADD_FAILURE() << "rank 0 admitted a rank of another world size";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "rank 1 was started with --world-size 3 and rank 0 with 2: every rank needs the same");
+  }
+  EXPECT_EQ(peer.get(), "rank 0 was started with --world-size 2 and rank 1 with 3: every rank needs the same");
+}
+
+TEST(DataParallelRendezvous, ARankClaimedTwiceIsTurnedAway) {
+  RendezvousListener listener("127.0.0.1:0");
+  const std::string master = "127.0.0.1:" + std::to_string(listener.port());
+  auto peers = std::async(std::launch::async, [&] {
+    const uint16_t first = introduce(master, hello_of(1, 3, "secret"), std::chrono::seconds(5));
+    const std::string second = refusal(master, hello_of(1, 3, "secret"), 5);
+    const std::string zero = refusal(master, hello_of(0, 3, "secret"), 5);
+    introduce(master, hello_of(2, 3, "secret"), std::chrono::seconds(5));
+    return std::make_tuple(first, second, zero);
+  });
+  EXPECT_NO_THROW(listener.admit(3, "secret", 4321, std::chrono::seconds(5)));
+  const auto [first, second, zero] = peers.get();
+  EXPECT_EQ(first, 4321);
+  EXPECT_EQ(second, "another process already joined this run as rank 1 (--rank must differ on every process)");
+  EXPECT_NE(zero.find("rank 0 there does not take rank 0"), std::string::npos) << zero;
+}
+
+TEST(DataParallelRendezvous, APortInUseIsOneLine) {
+  RendezvousListener first("127.0.0.1:0");
+  const std::string master = "127.0.0.1:" + std::to_string(first.port());
+  try {
+    RendezvousListener second(master);
+    ADD_FAILURE() << "bound a port in use";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "--master " + master + ": port " + std::to_string(first.port()) +
+                                         " is in use on this machine (another run's rank 0?): choose another port");
+  }
+}
+
+// Two ranks over TCP as two machines would meet: the handshake, then c10d's store and Gloo.
+TEST(DataParallelRendezvous, TwoRanksMeetAcrossMachinesWithTheirRunId) {
+  if (!has_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
+  uint16_t port = 0;
+  {
+    RendezvousListener probe("127.0.0.1:0");
+    port = probe.port();
+  }
+  std::vector<std::string> errors(2);
+  std::vector<double> sums(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        GroupOptions o = options(r, "127.0.0.1:" + std::to_string(port));
+        o.run_id = "secret";
+        DataParallel parallel(ProcessGroup::join(o, "same"));
+        sums[size_t(r)] = parallel.sum({double(r + 1), 0, 0}).loss_sum;
+      } catch (const std::exception& e) {
+        errors[size_t(r)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
+  EXPECT_EQ(sums, (std::vector<double>{3, 3}));
 }
 
 }  // namespace

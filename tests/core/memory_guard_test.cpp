@@ -3,6 +3,7 @@
 // without loading it (train/checkpoint_peek.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -98,6 +99,75 @@ TEST(MemoryGuard, ReadingACheckpointCountsItsCopies) {
   EXPECT_NE(check.refusal.find("reading the checkpoint alone needs ~3.0 GB"), std::string::npos) << check.refusal;
 }
 
+MemoryPlan translution_a12_run(int64_t batch) {
+  MemoryPlan plan = translution_a7(batch);
+  plan.config.patch = 12;
+  plan.eval_batch = std::max<int64_t>(batch, 64);
+  plan.saves_checkpoint = true;
+  return plan;
+}
+
+// Writing a checkpoint holds the whole file beside the run. Translution ViT-A/12 at batch 32
+// wrote a 1394013424-byte file and peaked at 3.76 GB resident while writing it (2.37 GB after
+// its step); at batch 2, 3.57 GB (2.15 GB).
+TEST(MemoryGuard, SavingACheckpointIsCounted) {
+  const AvailableBytes available("24000000000");
+  for (const auto& [batch, measured_peak] : {std::pair<int64_t, double>{32, 3675376 * 1024.0}, {2, 3485964 * 1024.0}}) {
+    MemoryPlan plan = translution_a12_run(batch);
+    const MemoryCheck saving = check_memory(plan, c10::kCPU);
+    plan.saves_checkpoint = false;
+    const MemoryCheck running = check_memory(plan, c10::kCPU);
+    EXPECT_NEAR(saving.saving, 1394013424.0, 0.02 * 1394013424.0) << batch;
+    EXPECT_DOUBLE_EQ(saving.needed - running.needed, saving.saving) << batch;
+    const double peak = saving.needed + saving.estimate.baseline;  // the process's peak as estimated
+    EXPECT_NEAR(peak / measured_peak, 1.0, 0.12) << "batch " << batch << ": " << peak / 1e9 << " GB";
+  }
+  // On CUDA the file's bytes are host memory: the device's check does not count them.
+  EXPECT_EQ(checkpoint_saving_bytes(translution_a12_run(32).config, MemoryDevice::Cuda), 0.0);
+}
+
+TEST(MemoryGuard, ARunThatFitsOnlyWithoutItsSaveIsRefused) {
+  MemoryPlan plan = translution_a12_run(2);
+  plan.saves_checkpoint = false;
+  const double without = [&] {
+    const AvailableBytes any("24000000000");
+    return check_memory(plan, c10::kCPU).needed;
+  }();
+  const AvailableBytes available(std::to_string(int64_t(without + 1e8)));
+  EXPECT_TRUE(check_memory(plan, c10::kCPU).fits);
+  plan.saves_checkpoint = true;
+  const MemoryCheck check = check_memory(plan, c10::kCPU);
+  EXPECT_FALSE(check.fits);
+  EXPECT_NE(check.refusal.find("; writing a checkpoint 1.4 GB beside the run"), std::string::npos) << check.refusal;
+}
+
+// `train --nproc N`: N processes on one machine, each with the run; rank 0 alone writes the checkpoint.
+TEST(MemoryGuard, EveryRankOfNprocIsCounted) {
+  MemoryPlan one = translution_a12_run(8);
+  double single = 0, baseline = 0, unsaved = 0;
+  {
+    const AvailableBytes any("24000000000");
+    const MemoryCheck c = check_memory(one, c10::kCPU);
+    single = c.needed, baseline = c.estimate.baseline, unsaved = c.needed - c.saving;
+  }
+  MemoryPlan three = one;
+  three.ranks = 3, three.ranks_option = "--nproc";
+  // Room for two ranks, not three.
+  const AvailableBytes available(std::to_string(int64_t(single + unsaved + baseline + 1e8)));
+  const MemoryCheck check = check_memory(three, c10::kCPU);
+  EXPECT_DOUBLE_EQ(check.needed, single + 2 * (unsaved + baseline));
+  ASSERT_FALSE(check.fits);
+  EXPECT_EQ(check.refusal.find('\n'), std::string::npos);
+  EXPECT_EQ(check.refusal.rfind("training translution ViT-A/12 (84x84) at batch 8 on cpu in 3 ranks (--nproc 3) needs ~", 0),
+            0u) << check.refusal;
+  EXPECT_NE(check.refusal.find("(each rank: weights 465 MB"), std::string::npos) << check.refusal;
+  EXPECT_NE(check.refusal.find(": --nproc 2 fits, "), std::string::npos) << check.refusal;
+  MemoryPlan two = three;
+  two.ranks = 2;
+  EXPECT_TRUE(check_memory(two, c10::kCPU).fits);
+  EXPECT_TRUE(check_memory(one, c10::kCPU).fits);
+}
+
 TEST(MemoryGuard, AnOverrideThatIsNotANumberIsAnError) {
   const AvailableBytes available("lots");
   EXPECT_THROW(check_memory(translution_a7(1), c10::kCPU), Error);
@@ -117,7 +187,6 @@ TEST(CheckpointPeek, ReadsTheConfigsWithoutLoadingTheWeights) {
   c.model = ViT(c.config);
   TrainingState state;
   state.config.batch = 24;
-  state.optimizer = at::zeros({0}, at::kByte);
   state.rng = at::zeros({0}, at::kByte);
   c.training = state;
   save_checkpoint(dir.file("run.ckpt"), c);

@@ -49,7 +49,8 @@ sys.exit(0 if a == b else 1)" "$one" "$out"
   check "rank 0 names the split" grep -q "data-parallel over 2 ranks (gloo): each step's 32 images split 16-16 a rank" "$work/two.err"
   check "rank 0 writes the JSON outcome, once" test "$(grep -c '"event":"finished"' <<<"$out")" -eq 1
   check "2 ranks give one process's weights" within "$work/one.ckpt" "$work/two.ckpt"
-  check "three ranks share 32 images unevenly" "$cli" train "${tiny[@]}" --steps 6 --nproc 3 --out "$work/three.ckpt"
+  # --force: more ranks than a small machine's cores are refused otherwise.
+  check "three ranks share 32 images unevenly" "$cli" train "${tiny[@]}" --steps 6 --nproc 3 --force --out "$work/three.ckpt"
   check "3 ranks give one process's weights" within "$work/one.ckpt" "$work/three.ckpt"
   # Stopped at step 3 by two ranks and resumed by one, and the other way round: the same 6 steps.
   check "two ranks stop at step 3" "$cli" train "${tiny[@]}" --steps 6 --nproc 2 --stop-at 3 --out "$work/half.ckpt"
@@ -113,7 +114,7 @@ if [[ " $parts " == *" faults "* ]]; then
   check "the checkpoint is intact after the hang" "$cli" checkpoint info "$work/hung.ckpt" >/dev/null
 
   # Three ranks, the last one hung: its stopped heartbeat names it, and not the rank that waited with rank 0.
-  start_long_run "$work/hung3.ckpt" --nproc 3
+  start_long_run "$work/hung3.ckpt" --nproc 3 --force  # --force: three ranks on fewer cores
   last=$(pgrep -P "$long_pid" | sort -n | tail -1)
   kill -STOP "$last"
   await_long_run 40
@@ -132,25 +133,36 @@ one_line_error() {  # one_line_error PATTERN COMMAND...: fails non-zero with one
 
 if [[ " $parts " == *" errors "* ]]; then
   port=$((20000 + RANDOM % 20000))
-  rank0=("$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 0 --master "127.0.0.1:$port" --timeout 20)
+  run=(--run-id "e2e-$$")  # across machines every rank needs the run's id
+  rank0=("$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 0 --master "127.0.0.1:$port" --timeout 20 "${run[@]}")
   "${rank0[@]}" --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
   r0=$!
   sleep 2
   check "a port in use is one line" one_line_error "port $port is in use" "${rank0[@]}" --out "$work/r0b.ckpt"
   check "a mismatched world size is one line" one_line_error "was started with --world-size" \
-    "$cli" train "${tiny[@]}" --steps 2 --world-size 3 --rank 1 --master "127.0.0.1:$port" --timeout 20 --out "$work/x.ckpt"
+    "$cli" train "${tiny[@]}" --steps 2 --world-size 3 --rank 1 --master "127.0.0.1:$port" --timeout 20 "${run[@]}" \
+    --out "$work/x.ckpt"
   wait $r0
   check "rank 0 names the mismatch too" grep -q "world-size" "$work/r0.err"
   "${rank0[@]}" --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
   r0=$!
   sleep 1
   check "a mismatched config is one line naming it" one_line_error "configuration differs from rank 0's: depth=2 against depth=1" \
-    "$cli" train "${tiny[@]}" --depth 2 --steps 2 --world-size 2 --rank 1 --master "127.0.0.1:$port" --timeout 20 --out "$work/x.ckpt"
+    "$cli" train "${tiny[@]}" --depth 2 --steps 2 --world-size 2 --rank 1 --master "127.0.0.1:$port" --timeout 20 \
+    "${run[@]}" --out "$work/x.ckpt"
   wait $r0
   check "an unreachable master is one line" one_line_error "cannot reach rank 0" \
-    "$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 1 --master "127.0.0.1:$((port + 1))" --timeout 3 --out "$work/x.ckpt"
+    "$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 1 --master "127.0.0.1:$((port + 1))" --timeout 3 \
+    "${run[@]}" --out "$work/x.ckpt"
   check "a missing rank is one line" one_line_error "rank 1 did not join within 2 s" \
-    "$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 0 --master "127.0.0.1:$((port + 2))" --timeout 2 --out "$work/x.ckpt"
+    "$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 0 --master "127.0.0.1:$((port + 2))" --timeout 2 \
+    "${run[@]}" --out "$work/x.ckpt"
+  check "a master without a run id is one line" one_line_error "127.0.0.1:$port needs a run id: --run-id TEXT" \
+    env -u TRANSLUTION_RUN_ID "$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 1 --master "127.0.0.1:$port" \
+    --out "$work/x.ckpt"
+  check "TRANSLUTION_RUN_ID gives it" one_line_error "cannot reach rank 0" env TRANSLUTION_RUN_ID=e2e \
+    "$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 1 --master "127.0.0.1:$((port + 1))" --timeout 1 \
+    --out "$work/x.ckpt"
   check "--nproc with --rank is one line" one_line_error "give either --nproc N" \
     "$cli" train "${tiny[@]}" --nproc 2 --rank 1 --world-size 2 --out "$work/x.ckpt"
   check "a rank past the world is one line" one_line_error "--rank 2 must be at least 0 and below --world-size 2" \

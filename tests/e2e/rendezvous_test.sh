@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The rendezvous of a run across machines (`train --master HOST:PORT`) against what is not
+# rank 0: a process at the master's address that answers HTTP, junk bytes, a huge length, a
+# protocol of another version, or nothing. Each must stop a rank within --timeout and a margin,
+# in one `error:` line naming the address, without growing its memory. Then a rank 0 of another
+# run id, and a rank 0 that keeps admitting its ranks while others knock.
+# Usage: rendezvous_test.sh TRANSLUTION
+set -u
+cli=$1
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
+started=()  # the processes this script starts, ended by their id on exit
+trap 'for p in "${started[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
+stop() { kill -KILL "$1" 2>/dev/null; wait "$1" 2>/dev/null; }  # a process this script started, quietly
+
+probe=$("$cli" train --world-size 2 --rank 5 --master "file:$work/probe" --backend gloo --device cpu --out "$work/probe.ckpt" 2>&1)
+if grep -q "no Gloo backend\|no distributed training" <<<"$probe"; then
+  echo "skipped: $probe"; exit 77
+fi
+if [ ! -x /usr/bin/time ]; then echo "skipped: no /usr/bin/time to measure time and memory"; exit 77; fi
+
+tiny=(--model translution --preset tiny --image 28 --patch 7 --depth 1 --dataset mnist --train-samples 64
+      --batch 8 --steps 2 --eval-samples 10 --no-final-eval --seed 3)
+
+# A process at the master's address that is not rank 0: it accepts connections on a free port
+# of 127.0.0.1 (written to $2), sends each the answer of mode $1, and holds it open.
+cat >"$work/impostor.py" <<'EOF'
+import os, socket, sys, time
+mode, port_file = sys.argv[1], sys.argv[2]
+answers = {
+    "http": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\n\r\nhi",
+    "junk": b"\x01" * 64,
+    "bomb": b"\xff" * 8 + b"\x7f" * 56,  # the largest length there is, where c10d reads one
+    "version": b"TRNSLRDV" + (99).to_bytes(4, "big") + bytes(12),  # the magic, then protocol 99
+    "silent": b"",
+}
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+with open(port_file + ".part", "w") as f:
+    f.write(str(s.getsockname()[1]))
+os.rename(port_file + ".part", port_file)
+held = []
+while True:
+    c, _ = s.accept()
+    c.sendall(answers[mode])
+    held.append(c)
+EOF
+
+# Starts an impostor of mode $1; sets impostor_port.
+start_impostor() {
+  rm -f "$work/port"
+  python3 "$work/impostor.py" "$1" "$work/port" &
+  impostor=$!
+  started+=($impostor)
+  for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.05; done
+  impostor_port=$(cat "$work/port")
+}
+
+# rank1_against MODE PATTERN: rank 1 meets an impostor of MODE: non-zero exit, one `error:` line naming the
+# address and matching PATTERN, within 5 s (--timeout 3) and under 500 MB.
+rank1_against() {
+  local mode=$1 pattern=$2 status seconds kb lines
+  start_impostor "$mode"
+  local master="127.0.0.1:$impostor_port"
+  /usr/bin/time -f '%e %M' -o "$work/time" timeout 30 "$cli" train "${tiny[@]}" --out "$work/x.ckpt" \
+    --world-size 2 --rank 1 --master "$master" --timeout 3 --run-id x >/dev/null 2>"$work/err"
+  status=$?
+  stop "$impostor"
+  read -r seconds kb < <(tail -1 "$work/time")
+  lines=$(grep -c . "$work/err")
+  echo "  $mode: exit $status, ${seconds} s, $((kb / 1024)) MB: $(head -c 300 "$work/err")"
+  [ "$status" -ne 0 ] && [ "$status" -ne 124 ] && [ "$lines" -eq 1 ] && grep -q "^error: .*$master" "$work/err" &&
+    grep -q -- "$pattern" "$work/err" && python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 5 else 1)" "$seconds" &&
+    [ "$kb" -lt 500000 ]
+}
+
+check "an HTTP server at the master's address" rank1_against http 'is not a Translution rank 0 (it sent "HTTP/1.1 200 OK'
+check "64 bytes of 0x01 there" rank1_against junk 'is not a Translution rank 0 (it sent "\\x01\\x01'
+check "a huge length there" rank1_against bomb 'is not a Translution rank 0 (it sent "\\xff\\xff'
+check "a rank 0 of another protocol version" rank1_against version 'speaks rendezvous protocol 99 and this rank 1'
+check "a port that accepts and never answers" rank1_against silent 'gave no rendezvous answer within 3 s'
+check "no checkpoint from a refused rank" test ! -e "$work/x.ckpt"
+
+port=$((20000 + RANDOM % 20000))
+master="127.0.0.1:$port"
+rank=("$cli" train "${tiny[@]}" --world-size 2 --master "$master")
+
+# Rank 0 of another run: it turns rank 1 away at once, and names it when its own wait ends.
+"${rank[@]}" --rank 0 --run-id ours --timeout 6 --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
+r0=$!
+started+=($r0)
+sleep 1
+/usr/bin/time -f '%e %M' -o "$work/time" timeout 30 "${rank[@]}" --rank 1 --run-id theirs --timeout 3 \
+  --out "$work/r1.ckpt" >/dev/null 2>"$work/r1.err"
+status=$?
+echo "  another run id: exit $status, $(tail -1 "$work/time"): $(cat "$work/r1.err")"
+check "a rank of another run id is refused" test "$status" -ne 0
+check "in one line naming the address and the run id" bash -c \
+  "[ \$(grep -c . '$work/r1.err') -eq 1 ] && grep -q '^error: --master $master: rank 0 there runs with another run id' '$work/r1.err'"
+wait $r0
+status=$?
+echo "  its rank 0: exit $status: $(cat "$work/r0.err")"
+check "rank 0 names what it turned away when rank 1 never came" bash -c \
+  "[ $status -ne 0 ] && grep -q '^error: rank 1 did not join within 6 s (2 ranks expected at $master); turned away: 127.0.0.1:[0-9]* gave another run id' '$work/r0.err'"
+
+# A rank 0 at which a silent client and an HTTP client knock first still admits its rank 1.
+port=$((port + 1))
+master="127.0.0.1:$port"
+rank=("$cli" train "${tiny[@]}" --world-size 2 --master "$master" --run-id ours --timeout 20)
+"${rank[@]}" --rank 0 --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
+r0=$!
+started+=($r0)
+sleep 1
+python3 -c "
+import socket, sys, time
+silent = socket.create_connection(('127.0.0.1', $port))
+http = socket.create_connection(('127.0.0.1', $port))
+http.sendall(b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+time.sleep(30)" &
+knocker=$!
+started+=($knocker)
+sleep 0.5
+timeout 60 "${rank[@]}" --rank 1 --out "$work/r1.ckpt" >/dev/null 2>"$work/r1.err"
+status=$?
+wait $r0
+r0_status=$?
+stop "$knocker"
+check "rank 1 trains beside the knocking clients" test "$status" -eq 0
+check "and rank 0 with it" test "$r0_status" -eq 0
+check "rank 0 wrote the checkpoint" bash -c "'$cli' checkpoint info '$work/r0.ckpt' >/dev/null"
+
+echo "$failures failure(s)"
+[ "$failures" -eq 0 ]
