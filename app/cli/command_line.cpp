@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <iostream>
+#include <thread>
 
 #include <c10/util/Exception.h>
 
@@ -51,6 +53,21 @@ CLI::Validator at_least(const std::string& option, int64_t min) {
       "");
 }
 
+CLI::Validator in_range(const std::string& option, int64_t min, int64_t max) {
+  return CLI::Validator(
+      [option, min, max](std::string& value) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long long n = std::strtoll(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0') throw BadValue(option + " expects a whole number, got '" + value + "'");
+        if (errno == ERANGE || n < min || n > max)
+          throw BadValue(option + " must be from " + std::to_string(min) + " to " + std::to_string(max) + ", got " +
+                         value);
+        return {};
+      },
+      "");
+}
+
 CLI::Option* add_choice(CLI::App& app, const std::string& option, std::string& value,
                         const std::vector<std::string>& choices, const std::string& help) {
   return app.add_option(option, value, help)
@@ -67,9 +84,12 @@ CLI::Option* add_matrix_threads(CLI::App& app, int& threads) {
   auto parse = [&threads](const std::string& text) {
     char* end = nullptr;
     const long n = std::strtol(text.c_str(), &end, 10);
+    // More threads than four a core only queue up, and each holds a scratch buffer.
+    const long most = 4 * long(std::max(1u, std::thread::hardware_concurrency()));
     if (text == "auto") threads = 0;
-    else if (text.empty() || *end != '\0' || n < 1)
-      throw BadValue("--matrix-threads must be auto or at least 1, got '" + text + "'");
+    else if (text.empty() || *end != '\0' || n < 1 || n > most)
+      throw BadValue("--matrix-threads must be auto or from 1 to " + std::to_string(most) + " (4 a core), got '" +
+                     text + "'");
     else threads = int(n);
   };
   return app.add_option_function<std::string>("--matrix-threads", parse, "threads sharing one model's work")

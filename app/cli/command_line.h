@@ -34,6 +34,11 @@ CLI::Validator one_of(const std::string& option, const std::vector<std::string>&
 
 // A whole number of at least `min`: "--NAME must be at least MIN, got 'VALUE'".
 CLI::Validator at_least(const std::string& option, int64_t min);
+// A whole number from `min` to `max`, else BadValue naming the option (a number too large
+// for 64 bits included, which would otherwise be clamped).
+CLI::Validator in_range(const std::string& option, int64_t min, int64_t max);
+// The most optimisation steps a run may ask for.
+constexpr int64_t kMaxSteps = 1'000'000'000;
 
 // `option` bound to `value`, whose value beforehand is the default (shown in --help unless empty).
 CLI::Option* add_choice(CLI::App& app, const std::string& option, std::string& value,

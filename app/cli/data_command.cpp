@@ -12,6 +12,7 @@
 #include "image/contact_sheet.h"
 #include "image/png_io.h"
 #include "util/error.h"
+#include "util/output_path.h"
 
 namespace translution::cli {
 namespace {
@@ -87,6 +88,7 @@ int render(const DataOptions& o) {
   const Split split = parse_split(o.split);
   const int64_t index = o.index;
   const std::string& out = o.out;
+  checked_output_path(out);
   CanvasDataset dataset(load_mnist(o.dir, split), split, spec);
   int64_t rows = 1, cols = 1;
   if (!o.grid.empty()) std::tie(rows, cols) = parse_grid(o.grid);

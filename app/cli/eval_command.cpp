@@ -158,7 +158,7 @@ void add_eval_command(CLI::App& root, Runners& runners) {
   add_choice(*app, "--dataset", o->dataset, {"static", "dynamic", "moving", "mnist"},
              "test set (default: the one the checkpoint was trained on)");
   app->add_flag("--protocol", o->protocol, "the papers' static/dynamic protocol over every checkpoint");
-  app->add_option("--samples", o->samples, "the first N test digits (0: all)");
+  app->add_option("--samples", o->samples, "the first N test digits (0: all)")->check(at_least("--samples", 0));
   add_device(*app, o->device);
   app->add_option("--data-dir", o->data_dir, "MNIST folder");
   add_choice(*app, "--precision", o->precision, {"fp32", "bf16"}, "bf16: Translution's offset matrices as bfloat16");

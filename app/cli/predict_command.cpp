@@ -1,5 +1,6 @@
 // `translution predict`
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "train/checkpoint.h"
 #include "util/device.h"
 #include "util/error.h"
+#include "util/output_path.h"
 
 namespace translution::cli {
 namespace {
@@ -42,7 +44,14 @@ Placement parse_at(const std::string& text, int64_t canvas) {
 void predict_one(const PredictOptions& o, Checkpoint& c, const Placement& at, const c10::Device& device,
                  const std::string& path) {
   const int64_t canvas = c.config.image_height;
-  const at::Tensor image = compose_canvas(prepare_digit(read_image_gray(path)), canvas, at);
+  at::Tensor digit;
+  try {
+    digit = prepare_digit(read_image_gray(path));
+  } catch (const Error& e) {  // the reader names the file; the preparation does not
+    const std::string message = e.what();
+    throw Error(message.find(path) == std::string::npos ? path + ": " + message : message);
+  }
+  const at::Tensor image = compose_canvas(digit, canvas, at);
   if (!o.save_canvas.empty()) {
     const std::string name = path.substr(path.find_last_of('/') + 1);
     write_png_gray(o.save_canvas + "/" + name + ".canvas.png", image);
@@ -64,6 +73,14 @@ void predict_one(const PredictOptions& o, Checkpoint& c, const Placement& at, co
 int predict(const PredictOptions& o) {
   if (o.images.empty()) throw Error("predict needs at least one image file");
   const c10::Device device = parse_device(o.device);
+  if (!o.save_canvas.empty()) {  // the folder the user named is made; each file in it is checked
+    std::error_code ec;
+    std::filesystem::create_directories(o.save_canvas, ec);
+    if (ec) throw Error(o.save_canvas + ": cannot create the folder: " + ec.message());
+  }
+  if (!o.save_canvas.empty())
+    for (const std::string& path : o.images)
+      checked_output_path(o.save_canvas + "/" + path.substr(path.find_last_of('/') + 1) + ".canvas.png");
   check_checkpoints(o.force, {o.checkpoint}, 1, "", device);
   Checkpoint c = load_checkpoint(o.checkpoint, device);
   if (c.config.image_height != c.config.image_width || c.config.channels != 1)

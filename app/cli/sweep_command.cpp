@@ -13,6 +13,7 @@
 #include "train/checkpoint.h"
 #include "train/translation_sweep.h"
 #include "util/device.h"
+#include "util/output_path.h"
 
 namespace translution::cli {
 namespace {
@@ -27,6 +28,7 @@ int sweep(const SweepArgs& a) {
   const c10::Device device = parse_device(a.device);
   const std::string& prefix = a.out;
   const SweepOptions& options = a.sweep;
+  for (const char* suffix : {".csv", "-accuracy.png", "-probability.png"}) checked_output_path(prefix + suffix);
   check_checkpoints(a.force, {a.checkpoint}, std::max<int64_t>(options.digits, 1), "--digits", device);
   const Checkpoint c = load_checkpoint(a.checkpoint, device);
   const MnistDigits test = load_mnist(a.data_dir, Split::Test);

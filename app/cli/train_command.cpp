@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
@@ -21,6 +22,7 @@
 #include "cpu/helper_threads.h"
 #include "data/mnist_provision.h"
 #include "dist/data_parallel.h"
+#include "io/byte_source.h"
 #include "train/checkpoint_peek.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
@@ -29,6 +31,8 @@
 #include "util/engine_options.h"
 #include "util/error.h"
 #include "util/key_value.h"
+#include "util/output_path.h"
+#include "cli/resume_checks.h"
 
 namespace translution::cli {
 namespace {
@@ -84,9 +88,9 @@ Checkpoint resumed_checkpoint(const TrainOptions& o, const c10::Device& device, 
   if (!parallel.data) return load_checkpoint(o.resume, device);
   std::string bytes;
   if (parallel.rank() == 0) {
-    std::ifstream in(o.resume, std::ios::binary);
-    if (!in) throw Error(o.resume + ": cannot be read");
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    const FileBytes file(o.resume);  // a regular file: never a FIFO whose read would block the group
+    bytes.resize(size_t(file.size()));
+    file.read(0, bytes.data(), bytes.size());
   }
   bytes = parallel.data->broadcast_bytes(bytes);
   return parse_checkpoint(bytes, o.resume, device);
@@ -97,6 +101,8 @@ std::unique_ptr<Trainer> make_trainer(const TrainOptions& o, const c10::Device& 
   const std::string path = parallel.rank() == 0 ? checkpoint_path(o) : std::string();
   if (!o.resume.empty()) {
     Checkpoint c = resumed_checkpoint(o, device, parallel);
+    check_resume_options(o.model, o.train, [&o](const std::string& option) { return o.given(option); }, c,
+                         o.resume);
     if (c.training && o.given("--steps")) {
       c.training->config.steps = o.train.steps;
       c.training->config.validate();
@@ -132,6 +138,7 @@ std::optional<MemoryPlan> training_plan(const TrainOptions& o) {
   plan.eval_batch = std::max<int64_t>(plan.batch, 64);  // Trainer's held-out evaluation
   plan.extra_bytes = kMnistBytes;
   plan.extra_what = "the digits";
+  plan.saves_checkpoint = o.group.rank == 0;  // rank 0 writes the checkpoints
   return plan;
 }
 
@@ -248,6 +255,9 @@ void prepare_parallel(TrainOptions& o, Parallel& parallel) {
     throw Error("--nproc " + std::to_string(o.nproc) + " with NCCL needs a GPU a rank, and " +
                 std::to_string(torch::cuda::device_count()) + " are visible (NCCL refuses two ranks on one GPU)");
   parallel.local_worker = std::getenv(kWorkerEnvironment) != nullptr;
+  // Before any worker starts: the ranks of this machine each hold a run of their own.
+  if (o.nproc > 1)
+    if (const std::optional<MemoryPlan> plan = training_plan(o)) check_local_ranks(o.force, *plan, o.device, o.nproc);
   if (o.nproc > 1) start_local_ranks(o, parallel);
   o.group.validate();
 }
@@ -280,6 +290,11 @@ void print_parallel(const Trainer& trainer, const DataParallel& parallel) {
 
 int train(TrainOptions& o, Parallel& parallel) {
   if (o.resume.empty() && o.out.empty()) throw Error("train needs --out FILE.ckpt (or --resume FILE.ckpt)");
+  // Rank 0 writes the checkpoint: its path is checked before any work, not after the run.
+  if (std::getenv(kWorkerEnvironment) == nullptr && o.group.rank == 0) checked_output_path(checkpoint_path(o));
+  if (o.nproc > int(std::thread::hardware_concurrency()) && !o.force)
+    throw Error("--nproc " + std::to_string(o.nproc) + " is more ranks than this machine's " +
+                std::to_string(std::thread::hardware_concurrency()) + " cores (--force starts them anyway)");
   if (o.distributed()) prepare_parallel(o, parallel);
   EngineOptions engine;
   engine.recompute_pair_rows = o.recompute;
@@ -339,7 +354,8 @@ int train_command(TrainOptions& o) {
 void add_schedule_options(CLI::App& app, TrainConfig& t) {
   add_choice(app, "--dataset", t.dataset, {"static", "dynamic", "moving", "mnist"}, "training set");
   app.add_option("--epochs", t.epochs, "passes over the training set (without --steps)")->capture_default_str();
-  app.add_option("--steps", t.steps, "optimisation steps (a resumed run: extends it)");
+  app.add_option("--steps", t.steps, "optimisation steps (a resumed run: extends it)")
+      ->check(in_range("--steps", 0, kMaxSteps));
   app.add_option("--batch", t.batch, "images per step")->check(at_least("--batch", 1))->capture_default_str();
   app.add_option("--lr", t.lr, "AdamW's peak learning rate")->capture_default_str();
   app.add_option("--weight-decay", t.weight_decay, "AdamW's weight decay")->capture_default_str();
@@ -363,6 +379,9 @@ void add_distributed_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--rank", o.group.rank, "this process's rank in that run (0 serves the rendezvous)");
   app.add_option("--master", o.group.master, "where the ranks meet: rank 0's HOST:PORT, or file:PATH on a shared disk")
       ->type_name("HOST:PORT");
+  app.add_option("--run-id", o.group.run_id,
+                 "a secret text every rank of a --master HOST:PORT run is given: rank 0 admits no other process")
+      ->envname("TRANSLUTION_RUN_ID")->type_name("TEXT");
   add_choice(app, "--backend", o.group.backend, {"auto", "gloo", "nccl"},
              "collectives: gloo (CPU tensors), nccl (CUDA); auto picks by device");
   app.add_option("--timeout", o.timeout_seconds, "seconds a rank waits for the others (to join, in each step)")

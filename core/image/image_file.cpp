@@ -9,17 +9,23 @@
 
 #include <ATen/ATen.h>
 #include <jpeglib.h>
+#include <jerror.h>
 #include <png.h>
 
+#include "io/byte_source.h"
 #include "util/error.h"
 
 namespace translution {
 namespace {
 
 std::vector<unsigned char> read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open image " + path + ": " + std::strerror(errno));
-  return std::vector<unsigned char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const FileBytes file(path);  // a regular file, or a one-line error naming it
+  if (file.size() > uint64_t(kMaxImageBytes))
+    throw Error("image " + path + " is " + std::to_string(file.size()) + " bytes; pictures of up to " +
+                std::to_string(kMaxImageBytes / 1000000) + " MB are read");
+  std::vector<unsigned char> bytes(size_t(file.size()));
+  file.read(0, bytes.data(), bytes.size());
+  return bytes;
 }
 
 // libjpeg's own ceiling on the memory one decompression may use (its pools), beside the pixel budget.
@@ -46,7 +52,11 @@ at::Tensor decode_png(const std::string& path, const std::vector<unsigned char>&
     png_image_free(&image);
     throw;
   }
-  image.format = PNG_FORMAT_GA;  // grey + alpha: transparency is composited onto white below
+  // Grey + alpha: transparency is composited onto white below. A 16-bit file is read as
+  // 16-bit linear values (libpng premultiplies those by alpha), so that its levels scale
+  // linearly; libpng's 8-bit output would put them through the sRGB curve.
+  const bool sixteen_bit = (image.format & PNG_FORMAT_FLAG_LINEAR) != 0;
+  image.format = sixteen_bit ? PNG_FORMAT_LINEAR_Y_ALPHA : PNG_FORMAT_GA;
   std::vector<unsigned char> pixels(PNG_IMAGE_SIZE(image));
   if (!png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr)) {
     const std::string message = image.message;
@@ -54,7 +64,13 @@ at::Tensor decode_png(const std::string& path, const std::vector<unsigned char>&
     throw Error("image " + path + " is a damaged PNG: " + message);
   }
   const int64_t h = image.height, w = image.width;
-  at::Tensor ga = at::from_blob(pixels.data(), {h, w, 2}, at::kByte).to(at::kFloat).div(255.0);
+  if (sixteen_bit) {
+    const at::Tensor ga = at::from_blob(pixels.data(), {h, w, 2}, at::kShort).to(at::kInt).bitwise_and(0xFFFF)
+                              .to(at::kFloat).div(65535.0);
+    const at::Tensor premultiplied = ga.select(2, 0), alpha = ga.select(2, 1);
+    return (premultiplied + (1 - alpha)).contiguous();
+  }
+  const at::Tensor ga = at::from_blob(pixels.data(), {h, w, 2}, at::kByte).to(at::kFloat).div(255.0);
   const at::Tensor grey = ga.select(2, 0), alpha = ga.select(2, 1);
   return (grey * alpha + (1 - alpha)).contiguous();
 }
@@ -63,11 +79,20 @@ struct JpegError {
   jpeg_error_mgr manager;
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
+  bool truncated = false;  // the data ended before the picture did
 };
 
 // libjpeg prints its warnings (a corrupt but readable file) to stderr by default: a user gets the
 // picture or one error line, never libjpeg's chatter.
 void jpeg_quiet(j_common_ptr) {}
+
+// A warning (level -1) that the file ended early means libjpeg filled the rest with grey:
+// that picture is not the one the user has, so it is refused.
+void jpeg_note(j_common_ptr info, int level) {
+  auto* error = reinterpret_cast<JpegError*>(info->err);
+  if (level < 0 && info->err->msg_code == JWRN_JPEG_EOF) error->truncated = true;
+  if (level < 0) ++info->err->num_warnings;
+}
 
 void jpeg_fail(j_common_ptr info) {
   auto* error = reinterpret_cast<JpegError*>(info->err);
@@ -81,6 +106,7 @@ at::Tensor decode_jpeg(const std::string& path, const std::vector<unsigned char>
   info.err = jpeg_std_error(&error.manager);
   error.manager.error_exit = jpeg_fail;
   error.manager.output_message = jpeg_quiet;
+  error.manager.emit_message = jpeg_note;
   at::Tensor out;  // assigned only after the last possible longjmp
   std::vector<unsigned char> pixels;
   if (setjmp(error.jump)) {
@@ -96,6 +122,10 @@ at::Tensor decode_jpeg(const std::string& path, const std::vector<unsigned char>
     jpeg_destroy_decompress(&info);
     check_pixel_budget(path, w, h);  // throws
   }
+  if (info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK) {
+    jpeg_destroy_decompress(&info);
+    throw Error("image " + path + " is a CMYK JPEG, which is not read: save it as greyscale or RGB");
+  }
   info.out_color_space = JCS_GRAYSCALE;
   jpeg_start_decompress(&info);
   const size_t width = info.output_width, height = info.output_height;
@@ -106,6 +136,7 @@ at::Tensor decode_jpeg(const std::string& path, const std::vector<unsigned char>
   }
   jpeg_finish_decompress(&info);
   jpeg_destroy_decompress(&info);
+  if (error.truncated) throw Error("image " + path + " is a truncated JPEG: the file ends before the picture does");
   out = at::from_blob(pixels.data(), {int64_t(height), int64_t(width)}, at::kByte).to(at::kFloat).div(255.0);
   return out;
 }

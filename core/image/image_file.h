@@ -13,10 +13,14 @@ namespace translution {
 // anything is decoded: a 1 MB PNG of 30000 x 30000 white pixels would otherwise
 // take 23 GB and most of a minute to say "no digit found".
 constexpr int64_t kMaxImagePixels = 64'000'000;
+// The largest picture file read: 64 MB, checked against the file's size before a byte
+// is read (a PNG padded to gigabytes, or /dev/zero, is refused at once).
+constexpr int64_t kMaxImageBytes = 64'000'000;
 
 // Grey levels [H, W] float in [0, 1] (0 black). Transparent pixels count as white
-// paper. Throws translution::Error naming the file when it is missing, not a
-// PNG or JPEG, damaged, or larger than kMaxImagePixels.
+// paper; 16-bit PNGs are scaled linearly (v / 65535). Throws translution::Error
+// naming the file when it is missing, not a regular file, over kMaxImageBytes, not
+// a PNG or JPEG, damaged or truncated, a CMYK JPEG, or larger than kMaxImagePixels.
 at::Tensor read_image_gray(const std::string& path);
 // The same for a picture's bytes already in memory; `name` is used in messages.
 at::Tensor decode_image_gray(const std::vector<unsigned char>& bytes, const std::string& name);

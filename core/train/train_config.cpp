@@ -1,5 +1,8 @@
 #include "train/train_config.h"
 
+#include <cmath>
+#include <utility>
+
 #include "data/canvas_dataset.h"
 #include "cpu/bf16_gemm.h"
 #include "util/error.h"
@@ -75,6 +78,11 @@ void TrainConfig::validate() const {
   at_least("eval_every", double(eval_every), 0);
   at_least("eval_samples", double(eval_samples), 0);
   at_least("checkpoint_every", double(checkpoint_every), 0);
+  // A learning rate or decay that is not finite poisons the first step; NaN already fails the bounds.
+  for (const auto& [what, v] : {std::pair{"lr", lr}, {"weight_decay", weight_decay}, {"min_lr", min_lr},
+                                {"clip_norm", clip_norm}})
+    if (!std::isfinite(v))
+      throw Error(std::string("training: ") + what + " must be a finite number, got " + format_double(v));
   at_least("weight_decay", weight_decay, 0);
   at_least("clip_norm", clip_norm, 0);
   at_least("min_lr", min_lr, 0);

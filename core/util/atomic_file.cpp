@@ -1,6 +1,7 @@
 #include "util/atomic_file.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "util/error.h"
+#include "util/output_path.h"
 
 namespace translution {
 namespace fs = std::filesystem;
@@ -40,16 +42,31 @@ void sync_to_disk(const std::string& path, bool directory) {
   if (result != 0 && !(directory && saved == EINVAL))
     throw Error(path + ": cannot flush to disk: " + std::strerror(saved));
 }
+// A write that was killed leaves its temporary file behind; the next write of the same
+// file removes those over an hour old (a younger one may belong to a write in progress),
+// matching only the exact name mkstemp gave them, and only regular files.
+void remove_stale_temporaries(const std::string& path) {
+  const fs::path target(path);
+  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  const std::string prefix = target.filename().string() + ".tmp-";
+  std::error_code ec;
+  const auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (const fs::directory_entry& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::error_code entry_ec;
+    if (entry.is_regular_file(entry_ec) && !entry.is_symlink(entry_ec) && entry.last_write_time(entry_ec) < cutoff)
+      fs::remove(entry.path(), entry_ec);
+  }
+}
+
 }  // namespace
 
-void write_file_atomically(const std::string& path,
+void write_file_atomically(const std::string& requested,
                            const std::function<void(const std::string&)>& write) {
+  const std::string path = checked_output_path(requested);  // a link's target; never a device or folder
   const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty()) {
-    std::error_code ec;
-    fs::create_directories(parent, ec);
-    if (ec) throw Error(parent.string() + ": cannot create directory: " + ec.message());
-  }
+  remove_stale_temporaries(path);
   const std::string temp = make_temp_name(path);
   try {
     write(temp);

@@ -5,6 +5,10 @@
 #include <zlib.h>
 
 #include <cstdio>
+#include <cstring>
+#include <png.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "data/mnist.h"
 #include "image/digit_preparation.h"
@@ -159,11 +163,89 @@ TEST(ImageFile, NonImagesAndDamagedFilesAreErrorsNamingTheFile) {
   bytes = test_support::read_bytes(dir.file("a.jpg"));
   bytes.resize(bytes.size() / 3);
   write_bytes(dir.file("third.jpg"), bytes);
-  // libjpeg pads a truncated scan with grey (a warning, not an error); a broken header is an error.
+  // libjpeg pads a truncated scan with grey and only warns: that is not the user's picture.
+  try {
+    read_image_gray(dir.file("third.jpg"));
+    FAIL() << "a truncated JPEG was decoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("third.jpg is a truncated JPEG"), std::string::npos) << e.what();
+  }
   bytes.resize(20);
   write_bytes(dir.file("header.jpg"), bytes);
   EXPECT_THROW(read_image_gray(dir.file("header.jpg")), Error);
   EXPECT_THROW(read_image_gray(dir.file("missing.png")), Error);
+}
+
+// A 16-bit PNG's levels are scaled linearly: 86 x 257 reads as 86 / 255, not through a gamma curve.
+TEST(ImageFile, SixteenBitPngsScaleLinearly) {
+  TempDir dir;
+  std::vector<uint16_t> levels = {uint16_t(86 * 257), 0, 65535, uint16_t(200 * 257)};
+  png_image image;
+  std::memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  image.width = 2;
+  image.height = 2;
+  image.format = PNG_FORMAT_LINEAR_Y;
+  ASSERT_TRUE(png_image_write_to_file(&image, dir.file("deep.png").c_str(), 0, levels.data(), 0, nullptr));
+  const at::Tensor grey = read_image_gray(dir.file("deep.png"));
+  EXPECT_NEAR(grey[0][0].item<double>(), 86.0 / 255.0, 1e-4);
+  EXPECT_NEAR(grey[0][1].item<double>(), 0.0, 1e-6);
+  EXPECT_NEAR(grey[1][0].item<double>(), 1.0, 1e-6);
+  EXPECT_NEAR(grey[1][1].item<double>(), 200.0 / 255.0, 1e-4);
+}
+
+TEST(ImageFile, CmykJpegsAreRefusedByName) {
+  TempDir dir;
+  jpeg_compress_struct info;
+  jpeg_error_mgr error;
+  info.err = jpeg_std_error(&error);
+  jpeg_create_compress(&info);
+  FILE* file = std::fopen(dir.file("print.jpg").c_str(), "wb");
+  jpeg_stdio_dest(&info, file);
+  info.image_width = 8;
+  info.image_height = 8;
+  info.input_components = 4;
+  info.in_color_space = JCS_CMYK;
+  jpeg_set_defaults(&info);
+  jpeg_start_compress(&info, TRUE);
+  std::vector<uint8_t> row(8 * 4, 128);
+  while (info.next_scanline < info.image_height) {
+    JSAMPROW r = row.data();
+    jpeg_write_scanlines(&info, &r, 1);
+  }
+  jpeg_finish_compress(&info);
+  jpeg_destroy_compress(&info);
+  std::fclose(file);
+  try {
+    read_image_gray(dir.file("print.jpg"));
+    FAIL() << "a CMYK JPEG was decoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("print.jpg is a CMYK JPEG"), std::string::npos) << e.what();
+  }
+}
+
+// Bounded before a byte is read: a file over the size limit (sparse, so the test is cheap),
+// a FIFO (whose read would block) and a device (whose read never ends) are refused by name.
+TEST(ImageFile, OnlyRegularFilesUnderTheSizeLimitAreRead) {
+  TempDir dir;
+  write_png_gray(dir.file("padded.png"), at::rand({10, 10}));
+  ASSERT_EQ(::truncate(dir.file("padded.png").c_str(), kMaxImageBytes + 1), 0);
+  try {
+    read_image_gray(dir.file("padded.png"));
+    FAIL() << "an oversized file was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("padded.png is 64000001 bytes; pictures of up to 64 MB"), std::string::npos)
+        << e.what();
+  }
+  ASSERT_EQ(::mkfifo(dir.file("pipe.png").c_str(), 0600), 0);
+  for (const std::string& path : {dir.file("pipe.png"), std::string("/dev/zero"), dir.path().string()}) {
+    try {
+      read_image_gray(path);
+      FAIL() << path << " was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -152,7 +152,7 @@ bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --de
 if grep -qw avx512f /proc/cpuinfo; then
   check "bench runs one image's products on the row kernel by default (AVX-512 here)" grep -q '"gemm":"raw","row_gemm":"on"' <<<"$bench"
 fi
-check "bench rejects zero matrix threads" bash -c "out=\$(\"$cli\" bench --model attention --matrix-threads 0 2>&1); test \$? -ne 0 && grep -q 'matrix-threads must be auto or at least 1' <<<\"\$out\""
+check "bench rejects zero matrix threads" bash -c "out=\$(\"$cli\" bench --model attention --matrix-threads 0 2>&1); test \$? -ne 0 && grep -q 'matrix-threads must be auto or from 1 to' <<<\"\$out\""
 bench=$(env -u TRANSLUTION_KEEP_FREED_MEMORY "$cli" bench --model attention --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 2 --warmup 0 --compare matrix-threads --json)
 check "bench --compare matrix-threads runs one image with one BLAS thread per GEMM" grep -qE '"blas_threads":(0|1),"blas_core":"[^"]*","freed_memory":"pool","compare":"matrix-threads","ms_per_step_alternative":[0-9]' <<<"$bench"
 # Training Translution without the batch split: one BLAS thread per GEMM, the engine splitting the
@@ -181,7 +181,7 @@ if ! grep -q '"blas_core":""' <<<"$bench" && [ "$(uname -m)" = x86_64 ] && grep 
       "OPENBLAS_CORETYPE=Haswell \"$cli\" ${tiny_infer[*]} | grep -q 'note: with OPENBLAS_CORETYPE=Haswell, OpenBLAS runs its AVX2'"
   fi
 fi
-check "train rejects zero matrix threads" bash -c "out=\$(\"$cli\" train --model attention --out '$work/x.ckpt' --matrix-threads 0 2>&1); test \$? -ne 0 && grep -q 'matrix-threads must be auto or at least 1' <<<\"\$out\""
+check "train rejects zero matrix threads" bash -c "out=\$(\"$cli\" train --model attention --out '$work/x.ckpt' --matrix-threads 0 2>&1); test \$? -ne 0 && grep -q 'matrix-threads must be auto or from 1 to' <<<\"\$out\""
 models="$ROOT_DIR/resources/models"
 studio=$("$cli" bench --mode studio --steps 2 --checkpoints "$models/translution.ckpt,$models/attention.ckpt" --json)
 check "bench --mode studio times a canvas change" grep -qE '"median_ms":[0-9]' <<<"$studio"
@@ -398,6 +398,119 @@ check "the error is one line without a stack trace" bash -c "test \$(wc -l <'$wo
 check "and nothing was written" test ! -e "$work/huge.ckpt"
 timeout 10 "$cli" train "${huge[@]}" --verbose >/dev/null 2>"$work/verbose.err"
 check "--verbose shows LibTorch's trace" grep -q 'frame #' "$work/verbose.err"
+
+# Checkpoints are safetensors: Python's standard library reads one. Format 1 (a LibTorch archive) opens only
+# through `checkpoint upgrade`, which reads it with the project's own bounded readers; hostile files of
+# either format and a hostile state dict: one line, a non-zero exit, in under 2 s and 500 MB.
+format1=$ROOT_DIR/tests/fuzz/seeds/format1
+check "checkpoint upgrade converts a format-1 run with its training state" bash -c "\"$cli\" checkpoint upgrade '$format1/lor-with-training-state.ckpt' '$work/up.ckpt' | grep -q 'with its training state at step 2' &&
+  \"$cli\" checkpoint info '$work/up.ckpt' | grep -q 'AdamW state for 31 parameters'"
+check "checkpoint upgrade keeps a weights-only file so" bash -c "\"$cli\" checkpoint upgrade '$format1/attention-weights.ckpt' '$work/up-w.ckpt' | grep -q 'weights only' &&
+  \"$cli\" checkpoint info '$work/up-w.ckpt' | grep -q 'training: none'"
+"$cli" predict --checkpoint "$format1/attention-weights.ckpt" "$work/a.png" >/dev/null 2>"$work/format1.err"
+check "a format-1 file elsewhere: one line naming the upgrade" bash -c "test $? -ne 0 && test \$(wc -l <'$work/format1.err') -eq 1 &&
+  grep -q 'run .translution checkpoint upgrade' '$work/format1.err'"
+# The upgraded file against the format-1 one, by Python alone: the safetensors layout and both digests, and
+# every weight's bytes equal to its record in the old archive (its pickle read by a restricted Unpickler).
+check "Python's standard library reads the upgraded checkpoint and finds the old weights" python3 - "$work/up.ckpt" "$format1/lor-with-training-state.ckpt" <<'EOF'
+import collections, hashlib, io, json, pickle, struct, sys, zipfile
+new = open(sys.argv[1], 'rb').read()
+n, = struct.unpack('<Q', new[:8])
+header, buffer = json.loads(new[8:8 + n]), new[8 + n:]
+meta = header.pop('__metadata__')
+at = 0
+for name, t in sorted(header.items(), key=lambda kv: kv[1]['data_offsets']):
+    assert t['data_offsets'][0] == at, name
+    at = t['data_offsets'][1]
+assert at == len(buffer) and hashlib.md5(buffer).hexdigest() == meta['data_md5']
+digest = meta.pop('header_md5')
+signed = dict(header, __metadata__=meta)
+assert hashlib.md5(json.dumps(signed, sort_keys=True, separators=(',', ':'), ensure_ascii=False).encode()).hexdigest() == digest
+old = open(sys.argv[2], 'rb').read()
+archive = zipfile.ZipFile(io.BytesIO(old[old.index(b'\n') + 1:]))
+class Module:
+    def __setstate__(self, state): self.__dict__.update(state)
+class Old(pickle.Unpickler):
+    def find_class(self, module, name):
+        if module.startswith('__torch__') and name == 'Module': return Module
+        if (module, name) == ('torch._utils', '_rebuild_tensor_v2'): return lambda s, offset, *rest: (s, offset)
+        if (module, name) == ('collections', 'OrderedDict'): return collections.OrderedDict
+        if module == 'torch' and name.endswith('Storage'): return name
+        raise pickle.UnpicklingError(module + '.' + name)
+    def persistent_load(self, pid): return pid[2]
+root = Old(io.BytesIO(archive.read('archive/data.pkl'))).load()
+def weights(module, prefix=''):
+    for key, value in module.__dict__.items():
+        if isinstance(value, Module): yield from weights(value, prefix + key + '.')
+        else: yield prefix + key, value
+found = 0
+for name, (storage, offset) in weights(root.weights):
+    begin, end = header[name]['data_offsets']
+    record = archive.read('archive/data/' + storage)
+    assert record[offset * 4:offset * 4 + end - begin] == buffer[begin:end], name
+    found += 1
+assert found == sum(1 for k in header if not k.startswith(('optimizer.', 'training.'))), found
+EOF
+# Hostile files, made here: a format-1 checkpoint whose pickle nests 1,000,000 deep (its MD5 recomputed), a
+# state dict whose pickle nests lists 100,000 deep, a safetensors header nested 1,000,000 deep.
+python3 - "$work" <<'EOF'
+import hashlib, io, struct, sys, zipfile
+work = sys.argv[1]
+def archive(folder, pickle):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, 'w', zipfile.ZIP_STORED) as z:
+        z.writestr(folder + '/data.pkl', pickle)
+        z.writestr(folder + '/version', '3\n')
+    return out.getvalue()
+deep = b'\x80\x02' + b']' * 1000000 + b'a' * 999999 + b'.'
+payload = archive('archive', deep)
+header = 'translution-checkpoint 1 bytes=%d md5=%s\n' % (len(payload), hashlib.md5(payload).hexdigest())
+open(work + '/deep1.ckpt', 'wb').write(header.encode() + payload)
+open(work + '/deep.pt', 'wb').write(archive('deep', b'\x80\x02' + b']' * 100000 + b'a' * 99999 + b'.'))
+text = b'{"a":' + b'[' * 1000000 + b']' * 1000000 + b'}'
+open(work + '/deep2.ckpt', 'wb').write(struct.pack('<Q', len(text)) + text)
+EOF
+hostile=(
+  "checkpoint info $work/deep1.ckpt|format 1"
+  "predict --checkpoint $work/deep1.ckpt $work/a.png|format 1"
+  "checkpoint upgrade $work/deep1.ckpt $work/deep-up.ckpt|the pickle"
+  "checkpoint info $work/deep2.ckpt|nests deeper than 64"
+  "predict --checkpoint $work/deep2.ckpt $work/a.png|nests deeper than 64"
+  "import $work/deep.pt --model translution-kv --preset tiny --out $work/deep-import.ckpt|nests deeper than 1,000"
+)
+for entry in "${hostile[@]}"; do
+  args=${entry%%|*} says=${entry##*|}
+  # shellcheck disable=SC2086
+  # CPU seconds, not wall time: on a loaded machine the program's own start (LibTorch's libraries) takes seconds.
+  /usr/bin/time -f '%U %S %M' -o "$work/hostile.time" timeout 20 "$cli" $args >/dev/null 2>"$work/hostile.err"
+  status=$?
+  read -r user system kilobytes < <(tail -n 1 "$work/hostile.time")  # after time's "Command exited with ..." line
+  echo "$args: $(cat "$work/hostile.err") (${user} s user, ${system} s system, ${kilobytes} KB)"
+  check "'$args': one line naming it, fast and small" bash -c "test $status -ne 0 && test $status -ne 124 &&
+    test \$(wc -l <'$work/hostile.err') -eq 1 && grep -q '$says' '$work/hostile.err' &&
+    awk 'END { exit !(\$1 + \$2 < 2 && \$3 < 500000) }' '$work/hostile.time'"
+done
+check "nothing was written for them" bash -c "test ! -e '$work/deep-up.ckpt' && test ! -e '$work/deep-import.ckpt'"
+# Weights holding NaN (digests dropped, as a Python edit leaves them): refused by name, listed by info,
+# and a difference of NaN.
+python3 - "$models/lor.ckpt" "$work/nan.ckpt" <<'EOF'
+import json, struct, sys
+b = open(sys.argv[1], 'rb').read()
+n, = struct.unpack('<Q', b[:8])
+header, buffer = json.loads(b[8:8 + n]), bytearray(b[8 + n:])
+for digest in ('data_md5', 'header_md5'): del header['__metadata__'][digest]
+begin = header['head.weight']['data_offsets'][0]
+buffer[begin:begin + 4] = struct.pack('<f', float('nan'))
+text = json.dumps(header).encode()
+open(sys.argv[2], 'wb').write(struct.pack('<Q', len(text)) + text + bytes(buffer))
+EOF
+for bad in "predict --checkpoint $work/nan.ckpt $work/a.png" "eval --checkpoint $work/nan.ckpt --samples 10" "train --resume $work/nan.ckpt"; do
+  # shellcheck disable=SC2086
+  "$cli" $bad >/dev/null 2>"$work/nan.err"
+  check "'$bad' is refused, naming the tensor" bash -c "test $? -ne 0 && test \$(wc -l <'$work/nan.err') -eq 1 && grep -q \"'head.weight' holds NaN\" '$work/nan.err'"
+done
+check "checkpoint info lists the NaN instead" bash -c "\"$cli\" checkpoint info '$work/nan.ckpt' | grep -q \"not finite: 'head.weight' holds NaN\""
+check "checkpoint diff says NaN" bash -c "\"$cli\" checkpoint diff '$models/lor.ckpt' '$work/nan.ckpt' | grep -q 'largest |difference| nan in head.weight'"
 
 echo "e2e_cli: $failures failed"
 test $failures -eq 0

@@ -1,0 +1,65 @@
+#include "util/output_path.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+#include <sys/stat.h>
+
+#include "util/error.h"
+
+namespace translution {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The symlink's final target (links to links followed, relative links against their folder).
+std::string link_target(const std::string& path) {
+  std::error_code ec;
+  const fs::path target = fs::weakly_canonical(path, ec);
+  if (ec) throw Error(path + ": cannot follow the symbolic link: " + ec.message());
+  return target.string();
+}
+
+void probe_folder(const fs::path& folder, const std::string& path) {
+  struct stat st {};
+  if (!folder.empty() && (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)))
+    throw Error(path + ": the folder " + folder.string() + " does not exist");
+  std::string probe = (folder.empty() ? fs::path(".") : folder).string() + "/.translution-probe-XXXXXX";
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0)
+    throw Error(path + ": cannot write in " + (folder.empty() ? std::string(".") : folder.string()) + ": " +
+                std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+}  // namespace
+
+std::string checked_output_path(const std::string& path) {
+  if (path.empty()) throw Error("an output path is empty");
+  std::string target = path;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) target = link_target(path);
+  if (::stat(target.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      throw Error(path + ": is " + kind_of(st.st_mode) + ", not a regular file; refusing to replace it");
+  } else if (errno != ENOENT) {
+    throw Error(path + ": " + std::strerror(errno));
+  }
+  probe_folder(fs::path(target).parent_path(), path);
+  return target;
+}
+
+}  // namespace translution

@@ -1,0 +1,93 @@
+// Output paths: a writer replaces a regular file or creates one, and refuses
+// everything else in one line naming the path; a symlink writes to its target.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "temp_dir.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/output_path.h"
+
+namespace translution {
+namespace {
+
+using test_support::TempDir;
+
+std::string refusal(const std::string& path) {
+  try {
+    checked_output_path(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST(OutputPath, NewAndRegularFilesAreWrittenWhereNamed) {
+  TempDir dir;
+  EXPECT_EQ(checked_output_path(dir.file("new.ckpt")), dir.file("new.ckpt"));
+  std::ofstream(dir.file("old.ckpt")) << "old";
+  EXPECT_EQ(checked_output_path(dir.file("old.ckpt")), dir.file("old.ckpt"));
+  EXPECT_NE(refusal(dir.file("sub/deeper/x.png")).find("the folder " + dir.file("sub/deeper") + " does not exist"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("sub")));
+  // The probe file is gone again.
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_EQ(entry.path().filename().string().find(".translution-probe"), std::string::npos);
+}
+
+TEST(OutputPath, DevicesFifosAndFoldersAreNeverReplaced) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo(dir.file("pipe").c_str(), 0600), 0);
+  EXPECT_NE(refusal(dir.file("pipe")).find("pipe: is a FIFO, not a regular file; refusing to replace it"),
+            std::string::npos);
+  EXPECT_NE(refusal(dir.path().string()).find("is a directory"), std::string::npos);
+  EXPECT_NE(refusal("/dev/null").find("/dev/null: is a character device"), std::string::npos);
+  // A link to a device is judged by its target, and stays a link.
+  std::filesystem::create_symlink("/dev/null", dir.file("sink"));
+  EXPECT_NE(refusal(dir.file("sink")).find("is a character device"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.file("sink")));
+  EXPECT_NE(refusal("").find("empty"), std::string::npos);
+  EXPECT_NE(refusal("/proc/self/x.ckpt").find("/proc/self/x.ckpt: cannot write in /proc/self"), std::string::npos);
+  // The atomic writer, used by every command, refuses the same before writing anything.
+  EXPECT_THROW(write_file_atomically(dir.file("pipe"), [](const std::string&) { FAIL() << "wrote"; }), Error);
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.file("pipe").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+TEST(OutputPath, ALinkWritesToItsTargetAndStaysALink) {
+  TempDir dir;
+  std::ofstream(dir.file("target.ckpt")) << "old";
+  std::filesystem::create_symlink("target.ckpt", dir.file("latest.ckpt"));  // relative, as `ln -s` makes them
+  EXPECT_EQ(checked_output_path(dir.file("latest.ckpt")), dir.file("target.ckpt"));
+  write_file_atomically(dir.file("latest.ckpt"), [](const std::string& temp) { std::ofstream(temp) << "new"; });
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.file("latest.ckpt")));
+  std::string text;
+  std::ifstream(dir.file("target.ckpt")) >> text;
+  EXPECT_EQ(text, "new");
+}
+
+// Temporaries of killed writes are removed by the next write of the same file once over an
+// hour old; a young one (perhaps a write in progress) and other files' stay.
+TEST(OutputPath, StaleTemporariesOfTheSameFileAreRemoved) {
+  TempDir dir;
+  for (const char* name : {"x.ckpt.tmp-AAAAAA", "x.ckpt.tmp-BBBBBB", "y.ckpt.tmp-CCCCCC", "x.ckpt.tmp-toolong1"})
+    std::ofstream(dir.file(name)) << "partial";
+  const auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  for (const char* name : {"x.ckpt.tmp-AAAAAA", "y.ckpt.tmp-CCCCCC", "x.ckpt.tmp-toolong1"})
+    std::filesystem::last_write_time(dir.file(name), old);
+  write_file_atomically(dir.file("x.ckpt"), [](const std::string& temp) { std::ofstream(temp) << "whole"; });
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.ckpt.tmp-AAAAAA")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("x.ckpt.tmp-BBBBBB")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("y.ckpt.tmp-CCCCCC")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("x.ckpt.tmp-toolong1")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("x.ckpt")));
+}
+
+}  // namespace
+}  // namespace translution

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Hostile-but-fair input to `translution`: devices, FIFOs, folders and links at
+# output paths, endless or oversized inputs, damaged pictures and checkpoints,
+# impossible numbers and broken promises on resume. Each case must end in one
+# `error:` line (never a stack trace or an abort) within its own time and memory
+# limit, and leave what stands at the paths as it was.
+#   hostile_test.sh CLI            checks every case (ctest)
+#   hostile_test.sh CLI --table    prints a row per case and checks nothing (for a
+#                                  table of one build against another)
+set -u
+cli=$1
+mode=${2:-check}
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
+seeds=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fuzz/seeds" && pwd)
+cd "$work"
+# A build without the input bounds would read /dev/zero until the machine runs out: cap it.
+[ "$mode" = --table ] && ulimit -v 6000000
+
+# One case: run COMMAND under GNU time; in check mode, demand a refusal (exit != 0),
+# exactly one error line, no crash text, and the limits.
+refused() {
+  local name=$1 seconds=$2 mb=$3; shift 3
+  local status elapsed kb lines
+  local guard=()
+  [ "$mode" = --table ] && guard=(timeout -s KILL 60)  # a build without the limits could run for minutes
+  /usr/bin/time -f '%e %M' -o "$work/time" "${guard[@]}" "$@" >"$work/out" 2>"$work/err" </dev/null
+  status=$?
+  read -r elapsed kb < <(tail -n 1 "$work/time")  # after "Command exited with ..." when it failed
+  [[ "$elapsed" =~ ^[0-9.]+$ && "$kb" =~ ^[0-9]+$ ]] || { elapsed=0; kb=0; }
+  grep -v -E '^Command (exited|terminated)' "$work/err" >"$work/err.clean"
+  local message
+  message=$(grep -m1 '^error:' "$work/err.clean" || head -c 150 "$work/err.clean" | head -1)
+  if [ "$mode" = --table ]; then
+    printf '| %s | %s | %s | %s | %s |\n' "$name" "$status" "$elapsed" "$((kb / 1024))" "${message:0:140}"
+    return
+  fi
+  lines=$(grep -c '^error:' "$work/err.clean")
+  if [ "$status" -ne 0 ] && [ "$status" -lt 128 ] && [ "$lines" -eq 1 ] &&
+     ! grep -q -E 'terminate called|Aborted|Segmentation|INTERNAL ASSERT|frame #|Exception raised' "$work/err.clean" &&
+     awk -v e="$elapsed" -v s="$seconds" 'BEGIN { exit !(e <= s) }' && [ $((kb / 1024)) -le "$mb" ]; then
+    echo "ok   $name (${elapsed} s, $((kb / 1024)) MB): $message"
+  else
+    echo "FAIL $name: exit $status, $lines error lines, ${elapsed} s of $seconds, $((kb / 1024)) MB of $mb"
+    sed 's/^/     /' "$work/err.clean" | head -5
+    failures=$((failures + 1))
+  fi
+}
+
+# In check mode only: what stands at a path after a refused write.
+still() { [ "$mode" = --table ] || check "$@"; }
+
+tiny=(--model attention --preset tiny --image 28 --patch 7 --dataset mnist --no-final-eval)
+"$cli" train "${tiny[@]}" --steps 2 --out a.ckpt >/dev/null 2>&1 || { echo "FAIL cannot train the fixture"; exit 1; }
+"$cli" checkpoint strip a.ckpt --out weights.ckpt >/dev/null 2>&1
+mkfifo fifo.ckpt fifo.png input-fifo.ckpt input-fifo.png  # the input- ones are never written to
+mkdir folder.ckpt
+[ "$(id -u)" -eq 0 ] && mknod null-device c 1 3
+ln -s a.ckpt link.ckpt
+cp "$seeds/image/digit-84.png" digit.png
+cp digit.png padded.png && truncate -s 3G padded.png  # sparse: 3 GB on paper, nothing on disk
+half() { head -c $(($(stat -c %s "$1") / 2)) "$1"; }
+half "$seeds/image/digit-84.jpg" >truncated.jpg
+half "$seeds/image/digit-84.png" >truncated.png
+printf 'seven\n' >notes.png
+head -c 4096 a.ckpt >truncated.ckpt
+printf 'not a checkpoint' >garbage.ckpt
+
+# Outputs: never replaced unless a regular file; checked before any work.
+if [ -e null-device ]; then
+  refused "train --out a character device" 2 500 "$cli" train "${tiny[@]}" --steps 1 --out null-device
+  still "the device is still a device" test -c null-device
+fi
+refused "train --out a FIFO" 2 500 "$cli" train "${tiny[@]}" --steps 1 --out fifo.ckpt
+still "the FIFO is still a FIFO" test -p fifo.ckpt
+refused "train --out a folder" 2 500 "$cli" train "${tiny[@]}" --steps 1 --out folder.ckpt
+still "the folder is still a folder" test -d folder.ckpt
+refused "train --out in a missing folder" 2 500 "$cli" train "${tiny[@]}" --steps 1 --out missing/x.ckpt
+still "no folder was made" test ! -e missing
+refused "checkpoint strip --out a FIFO" 2 500 "$cli" checkpoint strip a.ckpt --out fifo.ckpt
+refused "data render --out a FIFO" 2 500 "$cli" data render --dataset static --split test --index 0 --out fifo.png
+refused "sweep --out in a missing folder" 2 500 "$cli" sweep --checkpoint a.ckpt --out missing/sweep
+if [ -e null-device ]; then
+  refused "import a non-archive --out a character device" 2 500 "$cli" import a.ckpt --model attention --out null-device
+fi
+refused "export to a folder" 2 500 "$cli" export a.ckpt --to pytorch folder.ckpt
+
+# Inputs: bounded before they are read.
+refused "predict /dev/zero" 2 500 "$cli" predict --checkpoint a.ckpt /dev/zero
+refused "predict a FIFO" 2 500 "$cli" predict --checkpoint a.ckpt input-fifo.png
+refused "predict a folder" 2 500 "$cli" predict --checkpoint a.ckpt folder.ckpt
+refused "predict a PNG padded to 3 GB" 2 500 "$cli" predict --checkpoint a.ckpt padded.png
+refused "predict a truncated JPEG" 2 500 "$cli" predict --checkpoint a.ckpt truncated.jpg
+refused "predict a truncated PNG" 2 500 "$cli" predict --checkpoint a.ckpt truncated.png
+refused "predict a text file" 2 500 "$cli" predict --checkpoint a.ckpt notes.png
+refused "predict with a missing checkpoint" 2 500 "$cli" predict --checkpoint missing.ckpt digit.png
+refused "checkpoint info on a FIFO" 2 500 "$cli" checkpoint info input-fifo.ckpt
+refused "checkpoint info on /dev/zero" 2 500 "$cli" checkpoint info /dev/zero
+refused "checkpoint info on a truncated file" 2 500 "$cli" checkpoint info truncated.ckpt
+refused "checkpoint info on garbage" 2 500 "$cli" checkpoint info garbage.ckpt
+refused "predict with a truncated checkpoint" 2 500 "$cli" predict --checkpoint truncated.ckpt digit.png
+refused "import a FIFO" 2 500 "$cli" import input-fifo.ckpt --model attention --out b.ckpt
+
+# Numbers: out of range is refused, not clamped.
+refused "--steps 10^20" 2 500 "$cli" train "${tiny[@]}" --steps 99999999999999999999 --out b.ckpt
+refused "--steps above 10^9" 2 500 "$cli" train "${tiny[@]}" --steps 1000000001 --out b.ckpt
+refused "--lr inf" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr inf --out b.ckpt
+refused "--lr nan" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr nan --out b.ckpt
+refused "--lr 0" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr 0 --out b.ckpt
+refused "eval --samples -1" 2 500 "$cli" eval --checkpoint a.ckpt --samples -1
+refused "--matrix-threads 100000" 2 500 "$cli" bench --model attention --preset tiny --matrix-threads 100000
+before=$(ls -d /tmp/translution-run-* 2>/dev/null | wc -l)
+refused "--nproc 1000 on this machine" 2 500 "$cli" train "${tiny[@]}" --steps 1 --nproc 1000 --out b.ckpt
+still "no rendezvous folder is left" test "$(ls -d /tmp/translution-run-* 2>/dev/null | wc -l)" -le "$before"
+
+# Promises on resume.
+refused "resume with --steps below the checkpoint's" 2 500 "$cli" train --resume a.ckpt --steps 1 --out b.ckpt
+still "no checkpoint named by a refused run" test ! -e b.ckpt
+refused "resume with another --model" 2 500 "$cli" train --resume a.ckpt --model lor --out b.ckpt
+refused "resume with another --image" 2 500 "$cli" train --resume a.ckpt --image 84 --out b.ckpt
+refused "resume with another --dataset" 2 500 "$cli" train --resume a.ckpt --dataset static --out b.ckpt
+refused "resume a weights-only file" 2 500 "$cli" train --resume weights.ckpt --steps 5 --out b.ckpt
+
+# A link is followed: the write goes to its target and the link stays.
+if [ "$mode" != --table ]; then
+  check "train --out a link writes its target" "$cli" train --resume link.ckpt --steps 3 >/dev/null 2>&1
+  check "the link is still a link" test -L link.ckpt
+  check "its target holds the new step" bash -c "'$cli' checkpoint info a.ckpt | grep -q 'step 3'"
+fi
+
+[ "$mode" = --table ] || { echo "$failures failures"; [ "$failures" -eq 0 ]; }
