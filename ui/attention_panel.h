@@ -1,10 +1,15 @@
 #pragma once
-// The attention view for every comparison slot side by side, sharing one query
-// token: picked with the canvas's Query tool, by clicking any attention map, or CLS.
+// The attention view for every comparison slot, sharing one query token: picked
+// with the canvas's Query tool, by clicking any attention map, or CLS. One or two
+// slots sit side by side; three or four wrap into two columns. The views scroll
+// inside the panel, so they keep readable maps without making the window larger.
 #include <QList>
 #include <QWidget>
 
 #include "attention_view.h"
+
+class QGridLayout;
+class QScrollArea;
 
 namespace translution::ui {
 
@@ -16,6 +21,9 @@ class AttentionPanel : public QWidget {
   AttentionPanel(const QList<ModelSlot*>& slots, QWidget* parent = nullptr);
   const QList<AttentionView*>& views() const { return views_; }
   const AttentionQuery& query() const { return query_; }
+  QScrollArea* scrollArea() const { return scroll_; }
+  // Views per row: all of them up to two, then two.
+  int columns() const;
 
  public Q_SLOTS:
   void setQuery(const translution::ui::AttentionQuery& query);
@@ -30,7 +38,9 @@ class AttentionPanel : public QWidget {
   void queryChanged(const translution::ui::AttentionQuery& query);
 
  private:
-  class QHBoxLayout* row_;
+  QScrollArea* scroll_;
+  QGridLayout* grid_;
+  class QPushButton* cls_;
   QList<AttentionView*> views_;
   AttentionQuery query_;
 };

@@ -4,71 +4,68 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QToolTip>
 #include <QVBoxLayout>
 
 #include <ATen/ATen.h>
 
 #include "attention_map.h"
+#include "elided_label.h"
 #include "infer/attention_inspection.h"
 #include "model_slot.h"
 #include "plot_export.h"
+#include "plot_legend.h"
+#include "square_cells.h"
 
 namespace translution::ui {
 namespace {
+
 constexpr double kCanvas = 84;
-}
+// The smallest a map may get and still be read: its square, in pixels.
+constexpr int kMapSide = 160;
+
+}  // namespace
 
 AttentionView::AttentionView(ModelSlot* slot, QWidget* parent)
     : QWidget(parent),
       slot_(slot),
-      title_(new QLabel(this)),
+      title_(new ElidedLabel(this)),
       layer_(new QComboBox(this)),
       head_(new QComboBox(this)),
       main_(new AttentionMap(this)),
+      main_scale_(new AttentionScale(tr("attention weight"), this)),
       matrix_plot_(new QCustomPlot(this)),
       distance_plot_(new QCustomPlot(this)),
       grid_(new QGridLayout) {
-  QFont bold = title_->font();
-  bold.setBold(true);
-  title_->setFont(bold);
-  layer_->setToolTip(tr("Layer (block) whose attention is shown, or the rollout through all layers (Abnar & Zuidema "
-                        "2020: heads averaged, the residual path added, layers multiplied)"));
-  head_->setToolTip(tr("Attention head"));
-  matrix_ = new QCPColorMap(matrix_plot_->xAxis, matrix_plot_->yAxis);
-  matrix_->setGradient(QCPColorGradient::gpHot);
-  matrix_->setInterpolate(false);
-  matrix_plot_->yAxis->setRangeReversed(true);
-  matrix_plot_->xAxis->setLabel(tr("key token (0 = CLS)"));
-  matrix_plot_->yAxis->setLabel(tr("query token"));
-  matrix_plot_->setMinimumSize(180, 180);
-  matrix_plot_->setToolTip(tr("The full attention matrix of this layer and head; the marked row is the query"));
-  enable_plot_export(matrix_plot_);
-  row_marker_ = new QCPItemRect(matrix_plot_);
-  row_marker_->setPen(QPen(QColor(80, 200, 255), 2));
-  row_marker_->setBrush(Qt::NoBrush);
-
-  auto* header = new QHBoxLayout;
-  header->addWidget(title_, 1);
-  header->addWidget(new QLabel(tr("Layer"), this));
-  header->addWidget(layer_);
-  header->addWidget(new QLabel(tr("Head"), this));
-  header->addWidget(head_);
-  distance_plot_->xAxis->setLabel(tr("layer"));
-  distance_plot_->yAxis->setLabel(tr("mean distance (patches)"));
-  distance_plot_->setMinimumSize(150, 150);
-  distance_plot_->setToolTip(tr("Each head's mean attention distance per layer, over every patch as the query: "
-                                "small is local (convolution-like), large is global"));
-  enable_plot_export(distance_plot_);
-  auto* top = new QHBoxLayout;
-  top->addWidget(main_, 1);
-  top->addWidget(matrix_plot_, 1);
-  top->addWidget(distance_plot_, 1);
+  main_->setMinimumSize(kMapSide, kMapSide);
+  main_scale_->follow(main_, true);
+  main_scale_->setToolTip(tr("Colour scale of the map above: from 0 to the query's largest weight on a patch "
+                             "(the weight on CLS is printed in the map's corner)"));
+  buildMatrix();
+  buildDistances();
+  auto* query_map = new QVBoxLayout;
+  query_map->setSpacing(0);
+  query_map->addWidget(main_, 1);
+  query_map->addWidget(main_scale_);
+  query_map->addStretch(0);
+  // The map is never taller than wide, so its square sits right on its scale; spare height goes beneath.
+  main_->installEventFilter(this);
+  // Two columns of two: what the query sees and the whole matrix; how far each head looks and every layer and head.
+  auto* body = new QGridLayout;
+  body->addLayout(query_map, 0, 0);
+  body->addWidget(matrix_plot_, 0, 1);
+  body->addWidget(distance_plot_, 1, 0);
+  body->addWidget(buildMultiples(), 1, 1);
+  // The matrix's column also holds its axes (about 60 px): 3 to 4 gives the map and the matrix's cells about
+  // the same side at the widths a view gets.
+  body->setColumnStretch(0, 3);
+  body->setColumnStretch(1, 4);
+  body->setRowStretch(0, 1);
+  body->setRowStretch(1, 1);
   auto* layout = new QVBoxLayout(this);
-  layout->addLayout(header);
-  layout->addLayout(top, 3);
-  auto* caption = new QLabel(tr("Every layer (rows) and head (columns), same query:"), this);
-  layout->addWidget(caption);
-  layout->addLayout(grid_, 4);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(buildHeader());
+  layout->addLayout(body, 1);
 
   connect(slot_, &ModelSlot::loaded, this, &AttentionView::rebuild);
   connect(slot_, &ModelSlot::predicted, this, &AttentionView::refresh);
@@ -76,6 +73,97 @@ AttentionView::AttentionView(ModelSlot* slot, QWidget* parent)
   connect(head_, &QComboBox::currentIndexChanged, this, &AttentionView::refresh);
   connect(main_, &AttentionMap::tokenClicked, this, &AttentionView::pickToken);
   rebuild();
+}
+
+bool AttentionView::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == main_ && event->type() == QEvent::Resize) main_->setMaximumHeight(std::max(kMapSide, main_->width()));
+  return QWidget::eventFilter(watched, event);
+}
+
+QLayout* AttentionView::buildHeader() {
+  QFont bold = title_->font();
+  bold.setBold(true);
+  title_->setFont(bold);
+  layer_->setToolTip(tr("Layer (block) whose attention is shown, or the rollout through all layers (Abnar & Zuidema "
+                        "2020: heads averaged, the residual path added, layers multiplied)"));
+  head_->setToolTip(tr("Attention head of that layer (the rollout averages them)"));
+  auto* header = new QHBoxLayout;
+  header->addWidget(title_, 1);
+  header->addWidget(new QLabel(tr("Layer"), this));
+  header->addWidget(layer_);
+  header->addWidget(new QLabel(tr("Head"), this));
+  header->addWidget(head_);
+  setTabOrder(layer_, head_);
+  return header;
+}
+
+// The N x N matrix: square cells whatever the widget's shape, its colour scale beneath.
+void AttentionView::buildMatrix() {
+  matrix_ = new QCPColorMap(matrix_plot_->xAxis, matrix_plot_->yAxis);
+  matrix_->setGradient(AttentionMap::gradient());
+  matrix_->setInterpolate(false);
+  matrix_plot_->yAxis->setRangeReversed(true);
+  matrix_plot_->xAxis->setLabel(tr("key token (0 = CLS)"));
+  matrix_plot_->yAxis->setLabel(tr("query token"));
+  matrix_scale_ = new QCPColorScale(matrix_plot_);
+  matrix_scale_->setType(QCPAxis::atBottom);
+  matrix_scale_->setBarWidth(10);
+  matrix_scale_->setLabel(tr("attention weight"));
+  matrix_scale_->setGradient(AttentionMap::gradient());  // linked, the map takes the scale's gradient
+  matrix_scale_->axis()->ticker()->setTickCount(3);  // a bar as narrow as the map: few, unclipped labels
+  matrix_scale_->setRangeDrag(false);
+  matrix_scale_->setRangeZoom(false);
+  matrix_plot_->plotLayout()->addElement(1, 0, matrix_scale_);
+  matrix_plot_->plotLayout()->setRowStretchFactor(1, 0.001);
+  matrix_->setColorScale(matrix_scale_);
+  // Room for the axes, the scale and a data area of kMapSide pixels each way.
+  matrix_plot_->setMinimumSize(kMapSide + 60, kMapSide + 100);
+  matrix_plot_->setToolTip(tr("The full attention matrix of this layer and head (row: query, column: key); the "
+                              "marked row is the query. Hover a cell for its weight."));
+  matrix_plot_->setMouseTracking(true);
+  enable_plot_export(matrix_plot_);
+  row_marker_ = new QCPItemRect(matrix_plot_);
+  row_marker_->setPen(QPen(QColor(80, 200, 255), 2));
+  row_marker_->setBrush(Qt::NoBrush);
+  connect(matrix_plot_, &QCustomPlot::afterLayout, this, &AttentionView::layOutMatrix);
+  connect(matrix_plot_, &QCustomPlot::mouseMove, this, &AttentionView::hoverMatrix);
+}
+
+void AttentionView::layOutMatrix() {
+  fit_square_cells(matrix_plot_->axisRect(), Qt::AlignHCenter | Qt::AlignTop);
+  place_scale_beneath(matrix_scale_, matrix_plot_->axisRect());
+}
+
+void AttentionView::buildDistances() {
+  distance_plot_->xAxis->setLabel(tr("layer"));
+  distance_plot_->yAxis->setLabel(tr("mean distance (patches)"));
+  distance_plot_->setMinimumSize(kMapSide, 180);
+  distance_plot_->setToolTip(tr("Each head's mean attention distance per layer, over every patch as the query: "
+                                "small is local (convolution-like), large is global"));
+  distance_plot_->legend->setFont(QFont(distance_plot_->font().family(), 8));
+  enable_plot_export(distance_plot_);
+}
+
+// Every layer and head for the same query, each map coloured to its own largest
+// patch weight (so weak layers still show their pattern), and the scale that says so.
+QWidget* AttentionView::buildMultiples() {
+  auto* box = new QWidget(this);
+  auto* layout = new QVBoxLayout(box);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(2);
+  // One line (a wrapped label would make the views' height depend on their width, and the panel scroll).
+  auto* caption = new QLabel(tr("Every layer and head, same query:"), box);
+  caption->setMinimumWidth(0);
+  caption->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  layout->addWidget(caption);
+  layout->addLayout(grid_);
+  layout->addStretch(1);  // the maps keep their shape; spare height goes beneath them
+  grid_->setSpacing(3);
+  multiples_scale_ = new AttentionScale(tr("weight ÷ each map's largest"), box);
+  multiples_scale_->setToolTip(tr("Colour scale of the small maps: each map runs from 0 to its own largest patch "
+                                  "weight (hover a map for its numbers)"));
+  layout->addWidget(multiples_scale_);
+  return box;
 }
 
 void AttentionView::rebuild() {
@@ -86,22 +174,28 @@ void AttentionView::rebuild() {
   layer_->clear();
   head_->clear();
   if (!p) {
-    title_->setText(tr("Slot %1: empty").arg(slot_->name()));
+    title_->setFullText(tr("Slot %1: empty").arg(slot_->name()));
+    refresh();
     return;
   }
   const ViTConfig& c = p->config();
-  title_->setText(tr("Slot %1: %2").arg(slot_->name(), QString::fromStdString(c.model)));
+  title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), QString::fromStdString(c.model)),
+                      QString::fromStdString(p->source()));
   for (int l = 0; l < c.depth; ++l) layer_->addItem(QString::number(l + 1));
   layer_->addItem(tr("rollout"));
   for (int h = 0; h < c.heads; ++h) head_->addItem(QString::number(h + 1));
   layer_->setCurrentIndex(int(c.depth) - 1);
-  // One head: layers in rows of up to six; several heads: one row per layer.
-  const int columns = c.heads > 1 ? int(c.heads) : std::min<int>(int(c.depth), 6);
+  // Several heads: one row per layer; one head: layers in rows of up to three. The maps share the
+  // matrix's column (at least kMapSide + 60 px): as large as that allows, never under 36 px.
+  const int columns = c.heads > 1 ? int(c.heads) : std::min<int>(int(c.depth), 3);
+  const int side = std::clamp((kMapSide + 60) / columns - 4, 36, 72);
   for (int l = 0; l < c.depth; ++l)
     for (int h = 0; h < c.heads; ++h) {
       auto* m = new AttentionMap(this);
       m->setCaption(c.heads > 1 ? tr("L%1 H%2").arg(l + 1).arg(h + 1) : tr("layer %1").arg(l + 1));
-      m->setMinimumSize(40, 56);
+      m->setMinimumSize(side, side + 16);  // + the caption
+      m->setPreferredSize(QSize(side, side + 16));
+      m->setProperty("readableMinimum", QSize(36, 52));  // small multiples: the pattern, not the detail
       connect(m, &AttentionMap::tokenClicked, this, &AttentionView::pickToken);
       const int k = l * int(c.heads) + h;
       grid_->addWidget(m, k / columns, k % columns);
@@ -153,6 +247,13 @@ void AttentionView::refresh() {
   if (!p || !prediction || prediction->attention.empty()) {
     main_->clearData();
     for (AttentionMap* m : multiples_) m->clearData();
+    matrix_->data()->clear();
+    matrix_values_ = at::Tensor();
+    row_marker_->setVisible(false);
+    matrix_plot_->replot(QCustomPlot::rpQueuedReplot);
+    distance_plot_->clearGraphs();
+    distance_plot_->legend->setVisible(false);
+    distance_plot_->replot(QCustomPlot::rpQueuedReplot);
     return;
   }
   const ViTConfig& c = p->config();
@@ -189,6 +290,9 @@ void AttentionView::showDistances(const std::vector<at::Tensor>& attention, int 
       high = std::max(high, d[h].item<double>());
     }
   }
+  // One head needs no key; several get one beneath the plot, off the curves.
+  if (heads > 1) show_legend_beneath(distance_plot_, 3);
+  else distance_plot_->legend->setVisible(false);
   distance_plot_->xAxis->setRange(0.5, double(attention.size()) + 0.5);
   distance_plot_->yAxis->setRange(0, high * 1.1);
   distance_plot_->replot(QCustomPlot::rpQueuedReplot);
@@ -196,18 +300,45 @@ void AttentionView::showDistances(const std::vector<at::Tensor>& attention, int 
 
 void AttentionView::showMatrix(const at::Tensor& matrix, int query) {
   const int n = int(matrix.size(1));
-  const at::Tensor m = matrix.contiguous();
+  matrix_values_ = matrix.to(at::kFloat).contiguous();
   matrix_->data()->setSize(n, n);
   matrix_->data()->setRange(QCPRange(0, n - 1), QCPRange(0, n - 1));
-  const float* v = m.data_ptr<float>();
+  const float* v = matrix_values_.data_ptr<float>();
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) matrix_->data()->setCell(j, i, v[i * n + j]);
   matrix_->rescaleDataRange(true);
   matrix_plot_->xAxis->setRange(-0.5, n - 0.5);
   matrix_plot_->yAxis->setRange(-0.5, n - 0.5);
+  row_marker_->setVisible(true);
   row_marker_->topLeft->setCoords(-0.5, query - 0.5);
   row_marker_->bottomRight->setCoords(n - 0.5, query + 0.5);
   matrix_plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString AttentionView::tokenName(int token) const {
+  const auto p = slot_->predictor();
+  if (token == 0 || !p) return tr("CLS");
+  const int gw = int(p->config().grid_width());
+  return tr("patch (row %1, column %2)").arg((token - 1) / gw + 1).arg((token - 1) % gw + 1);
+}
+
+QString AttentionView::describeMatrixCell(int query, int key) const {
+  if (!matrix_values_.defined()) return {};
+  const int n = int(matrix_values_.size(0));
+  if (query < 0 || key < 0 || query >= n || key >= n) return {};
+  return tr("query %1 → key %2: %3")
+      .arg(tokenName(query), tokenName(key))
+      .arg(matrix_values_[query][key].item<double>(), 0, 'g', 3);
+}
+
+void AttentionView::hoverMatrix(QMouseEvent* event) {
+  QCPAxisRect* rect = matrix_plot_->axisRect();
+  const QString text = rect->rect().contains(event->pos())
+                           ? describeMatrixCell(int(std::lround(matrix_plot_->yAxis->pixelToCoord(event->pos().y()))),
+                                                int(std::lround(matrix_plot_->xAxis->pixelToCoord(event->pos().x()))))
+                           : QString();
+  if (text.isEmpty()) QToolTip::hideText();
+  else QToolTip::showText(event->globalPosition().toPoint(), text, matrix_plot_);
 }
 
 }  // namespace translution::ui

@@ -61,6 +61,9 @@ bool ComparePanel::removeSlot(ModelSlot* slot) {
   slots_.removeAt(i);
   SlotView* view = views_.takeAt(i);
   QSettings().remove("compare/slot" + slot->name());
+  // Out of the row at once, so the panel's minimum width shrinks back now, not when the view is deleted.
+  row_->removeWidget(view);
+  view->hide();
   // The other panels drop their views of the slot first; work still in flight
   // finishes on the thread pool and is discarded with it.
   Q_EMIT slotsChanged();
@@ -74,6 +77,17 @@ void ComparePanel::updateControls() {
   add_->setEnabled(slots_.size() < kMaxSlots);
   for (SlotView* v : views_) v->setRemovable(slots_.size() > kMinSlots);
   QSettings().setValue("compare/slotCount", int(slots_.size()));
+  // The panel's minimum width follows now, even while another tab is shown: a hidden
+  // panel's nested layouts keep their sizes until it is next laid out.
+  row_->invalidate();
+  layout()->invalidate();
+  // Tab goes from "+ Add slot" through the slots left to right, each slot's controls top to bottom.
+  QWidget* previous = add_;
+  for (SlotView* v : views_)
+    for (QWidget* w : v->focusOrder()) {
+      setTabOrder(previous, w);
+      previous = w;
+    }
 }
 
 bool ComparePanel::busy() const {
@@ -84,6 +98,9 @@ bool ComparePanel::busy() const {
 
 void ComparePanel::setCanvas(const at::Tensor& canvas) {
   canvas_ = canvas;
+  // An empty canvas empties every slot at once, before the models (which answer anyway) are asked.
+  if (blank_canvas(canvas))
+    for (SlotView* v : views_) v->showBlankCanvas();
   for (ModelSlot* s : slots_) s->request(canvas);
 }
 

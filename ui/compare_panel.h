@@ -1,7 +1,8 @@
 #pragma once
 // Live comparison: two to four slots side by side, each predicting on every
 // canvas change. Slots can be added and removed; every other panel follows
-// slotsChanged().
+// slotsChanged(). Each slot elides and wraps what it shows, so four fit side by
+// side in a narrow window, and removing slots gives the width back.
 #include <QList>
 #include <QWidget>
 

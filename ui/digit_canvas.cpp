@@ -8,6 +8,8 @@
 #include <QMouseEvent>
 #include <QPainter>
 
+#include "image/ink.h"
+
 namespace translution::ui {
 namespace {
 constexpr size_t kUndoDepth = 50;
@@ -51,11 +53,13 @@ QPointF DigitCanvas::toCanvas(const QPointF& widget_pos) const {
   return (widget_pos - r.topLeft()) / scale();
 }
 
-void DigitCanvas::setPixels(const at::Tensor& pixels) {
+void DigitCanvas::setPixels(const at::Tensor& pixels, const CanvasOrigin& origin, UndoStep step) {
   const at::Tensor p = pixels.to(at::kFloat).clamp(0.0, 1.0).contiguous();
   if (p.dim() != 2 || p.size(0) != size_ || p.size(1) != size_) return;
-  pushUndo();
+  if (step == UndoStep::Push || !continuing_) pushUndo();
+  continuing_ = step == UndoStep::Continue;
   std::copy(p.data_ptr<float>(), p.data_ptr<float>() + pixels_.size(), pixels_.begin());
+  setOrigin(origin);
   changed();
 }
 
@@ -63,22 +67,20 @@ void DigitCanvas::clear() {
   pushUndo();
   std::fill(pixels_.begin(), pixels_.end(), 0.0f);
   Q_EMIT inkEdited();
+  setOrigin({});
   changed();
 }
 
-// The bounding box of the pixels above 0 in an S x S image (empty when there are none).
-static QRect ink_bounds(const std::vector<float>& pixels, int size) {
-  int min_x = size, max_x = -1, min_y = size, max_y = -1;
-  for (int y = 0; y < size; ++y)
-    for (int x = 0; x < size; ++x)
-      if (pixels[size_t(y) * size_t(size) + size_t(x)] > 0) {
-        min_x = std::min(min_x, x), max_x = std::max(max_x, x);
-        min_y = std::min(min_y, y), max_y = std::max(max_y, y);
-      }
-  return max_x < 0 ? QRect() : QRect(QPoint(min_x, min_y), QPoint(max_x, max_y));
+namespace {
+at::Tensor as_tensor(const std::vector<float>& pixels, int size) {
+  return at::from_blob(const_cast<float*>(pixels.data()), {size, size}, at::kFloat);
 }
+}  // namespace
 
-QRect DigitCanvas::inkBox() const { return ink_bounds(pixels_, size_); }
+QRect DigitCanvas::inkBox() const {
+  const InkBox ink = ink_box(as_tensor(pixels_, size_));
+  return ink.empty() ? QRect() : QRect(int(ink.left), int(ink.top), int(ink.width), int(ink.height));
+}
 
 QRectF DigitCanvas::guideBox() const {
   const QRect ink = inkBox();
@@ -88,7 +90,9 @@ QRectF DigitCanvas::guideBox() const {
 
 void DigitCanvas::undo() {
   if (undo_.empty()) return;
-  pixels_ = std::move(undo_.back());
+  continuing_ = false;
+  pixels_ = std::move(undo_.back().pixels);
+  setOrigin(undo_.back().origin);
   undo_.pop_back();
   Q_EMIT undoAvailable(!undo_.empty());
   changed();
@@ -121,9 +125,16 @@ void DigitCanvas::setGridVisible(bool visible) {
 void DigitCanvas::setBrushRadius(double radius) { brush_radius_ = std::clamp(radius, 0.5, 8.0); }
 
 void DigitCanvas::pushUndo() {
-  undo_.push_back(pixels_);
+  continuing_ = false;
+  undo_.push_back({pixels_, origin_});
   if (undo_.size() > kUndoDepth) undo_.erase(undo_.begin());
   Q_EMIT undoAvailable(true);
+}
+
+void DigitCanvas::setOrigin(const CanvasOrigin& origin) {
+  if (origin == origin_) return;
+  origin_ = origin;
+  Q_EMIT originChanged(origin_);
 }
 
 void DigitCanvas::changed() {
@@ -154,16 +165,11 @@ void DigitCanvas::strokeTo(const QPointF& to, bool erase) {
 }
 
 std::vector<float> DigitCanvas::shifted(const std::vector<float>& base, int dx, int dy) const {
-  const QRect ink = ink_bounds(base, size_);
-  if (ink.isEmpty()) return base;  // empty canvas: nothing to move
-  const int min_x = ink.left(), max_x = ink.right(), min_y = ink.top(), max_y = ink.bottom();
-  dx = std::clamp(dx, -min_x, size_ - 1 - max_x);
-  dy = std::clamp(dy, -min_y, size_ - 1 - max_y);
-  std::vector<float> out(base.size(), 0.0f);
-  for (int y = min_y; y <= max_y; ++y)
-    for (int x = min_x; x <= max_x; ++x)
-      out[size_t(y + dy) * size_t(size_) + size_t(x + dx)] = base[size_t(y) * size_t(size_) + size_t(x)];
-  return out;
+  const at::Tensor canvas = as_tensor(base, size_);
+  int64_t sx = dx, sy = dy;
+  clamp_shift_to_canvas(ink_box(canvas), size_, sx, sy);
+  const at::Tensor moved = translution::shifted(canvas, sx, sy).contiguous();
+  return {moved.data_ptr<float>(), moved.data_ptr<float>() + moved.numel()};
 }
 
 void DigitCanvas::mousePressEvent(QMouseEvent* event) {
@@ -186,6 +192,7 @@ void DigitCanvas::mousePressEvent(QMouseEvent* event) {
   stroking_ = true;
   erasing_ = event->button() == Qt::RightButton || tool_ == Tool::Erase;
   Q_EMIT inkEdited();
+  setOrigin({});
   last_point_ = p;
   stamp(p, erasing_);
   changed();
@@ -244,7 +251,8 @@ void DigitCanvas::paintEvent(QPaintEvent*) {
     }
   }
   if (guideVisible()) paintGuide(painter, r);
-  if (highlight_row_ >= 0) {
+  paintMarks(painter, r);
+  if (highlight_row_ >= 0 && tool_ == Tool::Query) {
     const double s = scale() * patch_;
     painter.setPen(QPen(QColor(255, 170, 0), 3));
     painter.setBrush(Qt::NoBrush);
@@ -267,6 +275,27 @@ void DigitCanvas::paintGuide(QPainter& painter, const QRectF& canvas) {
   painter.drawRect(on_screen);
   painter.setPen(QColor(120, 220, 120, 220));
   painter.drawText(on_screen.adjusted(0, -4 * s - 16, 0, 0).topLeft() + QPointF(0, 12), tr("MNIST digit size"));
+}
+
+// Small rings at the marked positions, the current one filled: where the digit's centre
+// lies at each whole-patch shift, read against the patch grid.
+void DigitCanvas::paintMarks(QPainter& painter, const QRectF& canvas) {
+  const double s = scale();
+  painter.setRenderHint(QPainter::Antialiasing, true);
+  for (int i = 0; i < marks_.size(); ++i) {
+    const QPointF at = canvas.topLeft() + marks_[i] * s;
+    const bool current = i == current_mark_;
+    painter.setPen(QPen(QColor(255, 200, 60, current ? 255 : 200), current ? 2.5 : 1.5));
+    painter.setBrush(current ? QBrush(QColor(255, 200, 60, 160)) : Qt::NoBrush);
+    painter.drawEllipse(at, current ? 6.0 : 4.0, current ? 6.0 : 4.0);
+  }
+  painter.setRenderHint(QPainter::Antialiasing, false);
+}
+
+void DigitCanvas::setPositionMarks(const QVector<QPointF>& marks, int current) {
+  marks_ = marks;
+  current_mark_ = current;
+  update();
 }
 
 void DigitCanvas::setHighlightedPatch(int row, int col) {

@@ -4,18 +4,34 @@
 // the arrow keys, undo. Emits the image as a tensor whenever it changes. While
 // drawing, a dashed guide shows the size MNIST's digits have (a 20 x 20 box in
 // a 28 x 28 frame), the size every model here was trained on.
-#include <QRect>
 #include <vector>
 
+#include <QRect>
+#include <QString>
+#include <QVector>
 #include <QWidget>
 
 #include "tensor_metatype.h"
 
 namespace translution::ui {
 
+// What the canvas shows: a test digit (its label and where it came from), a picture,
+// or a drawing. It travels with the pixels through undo and moves; a stroke, an
+// erasure or Clear makes the canvas a drawing of unknown class.
+struct CanvasOrigin {
+  int label = -1;       // the true class when known, else -1
+  QString description;  // e.g. "test #3343 (label 8, dynamic)" or a file name; empty for a drawing
+  bool operator==(const CanvasOrigin& o) const { return label == o.label && description == o.description; }
+};
+
 class DigitCanvas : public QWidget {
   Q_OBJECT
  public:
+  // How a change enters the undo history: Push adds an entry; Continue joins the change
+  // before it when that was a Continue too, so a slide of many frames undoes in one step,
+  // as a drag does.
+  enum class UndoStep { Push, Continue };
+
   // Query: a left click picks the patch under it as the attention view's query token.
   enum class Tool { Draw, Erase, Move, Query };
 
@@ -30,6 +46,13 @@ class DigitCanvas : public QWidget {
 
   // [S, S] float in [0, 1], 0 = background (a copy).
   at::Tensor pixels() const;
+  const CanvasOrigin& origin() const { return origin_; }
+  bool isEmpty() const { return inkBox().isEmpty(); }
+  // The drawing surface's magnified square, in widget pixels.
+  QRectF canvasRect() const;
+  // Canvas positions marked on the canvas (e.g. where a digit's centre lies at whole-patch
+  // shifts), and the one current position drawn stronger; an empty list clears them.
+  const QVector<QPointF>& positionMarks() const { return marks_; }
   // Centre of ink mass in canvas pixels; (-1, -1) for an empty canvas.
   QPointF massCentre() const;
   // Bounding box of the ink in canvas pixels (empty for an empty canvas).
@@ -43,10 +66,13 @@ class DigitCanvas : public QWidget {
   double scale() const;
 
   QSize sizeHint() const override { return {size_ * 6, size_ * 6}; }
-  QSize minimumSizeHint() const override { return {size_ * 3, size_ * 3}; }
+  // Drawing needs room: below about 280 px a stroke's width and the patch grid blur together.
+  QSize minimumSizeHint() const override { return {280, 280}; }
 
  public Q_SLOTS:
-  void setPixels(const at::Tensor& pixels);  // [S, S] in [0, 1]; undoable
+  // [S, S] in [0, 1]; undoable. The origin says what the pixels are (default: a drawing).
+  void setPixels(const at::Tensor& pixels, const translution::ui::CanvasOrigin& origin = {},
+                 translution::ui::DigitCanvas::UndoStep step = UndoStep::Push);
   void clear();
   void undo();
   void nudge(int dx, int dy);  // moves the ink by whole pixels, staying inside
@@ -54,14 +80,16 @@ class DigitCanvas : public QWidget {
   void setPatchSize(int patch);
   void setGridVisible(bool visible);
   void setBrushRadius(double radius);
-  // Outlines patch (row, col) (the attention query); row < 0 clears it.
+  // Outlines patch (row, col) (the attention query) while the Query tool is on; row < 0 clears it.
   void setHighlightedPatch(int row, int col);
+  void setPositionMarks(const QVector<QPointF>& marks, int current = -1);
 
  Q_SIGNALS:
   void canvasChanged(const at::Tensor& pixels);
   void undoAvailable(bool available);
   void patchClicked(int row, int col);  // Query tool
   void inkEdited();  // a stroke or erasure began, or the canvas was cleared (not a move)
+  void originChanged(const translution::ui::CanvasOrigin& origin);  // emitted before canvasChanged
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -71,13 +99,18 @@ class DigitCanvas : public QWidget {
   void keyPressEvent(QKeyEvent* event) override;
 
  private:
-  QRectF canvasRect() const;
+  struct State {
+    std::vector<float> pixels;
+    CanvasOrigin origin;
+  };
   void paintGuide(class QPainter& painter, const QRectF& canvas);
   void stamp(const QPointF& at, bool erase);
   void strokeTo(const QPointF& to, bool erase);
   // Shift of `base` by (dx, dy) clamped so that no ink leaves the canvas.
   std::vector<float> shifted(const std::vector<float>& base, int dx, int dy) const;
+  void paintMarks(class QPainter& painter, const QRectF& canvas);
   void pushUndo();
+  void setOrigin(const CanvasOrigin& origin);
   void changed();
 
   int size_;
@@ -87,7 +120,11 @@ class DigitCanvas : public QWidget {
   Tool tool_ = Tool::Draw;
   int highlight_row_ = -1, highlight_col_ = -1;
   std::vector<float> pixels_;
-  std::vector<std::vector<float>> undo_;
+  CanvasOrigin origin_;
+  std::vector<State> undo_;
+  QVector<QPointF> marks_;
+  int current_mark_ = -1;
+  bool continuing_ = false;  // the last change was an UndoStep::Continue
 
   // Gesture in progress.
   bool stroking_ = false;

@@ -1,6 +1,8 @@
 #include "main_window.h"
 
+#include <QAction>
 #include <QActionGroup>
+#include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QFile>
@@ -9,78 +11,100 @@
 #include <QFrame>
 #include <QGuiApplication>
 #include <QHBoxLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QScreen>
-#include <QVBoxLayout>
-#include <QLabel>
-#include <QMessageBox>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSlider>
-#include <QStatusBar>
 #include <QSplitter>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
+#include <QVBoxLayout>
 
 #include "attention_panel.h"
 #include "bundled_models.h"
 #include "compare_panel.h"
 #include "digit_canvas.h"
+#include "image/digit_preparation.h"
+#include "image/image_file.h"
 #include "model_slot.h"
 #include "offset_panel.h"
 #include "robustness_panel.h"
 #include "test_digit_source.h"
 #include "training_panel.h"
-#include "image/digit_preparation.h"
-#include "image/image_file.h"
 #include "util/device.h"
+#include "view_export.h"
 
 namespace translution::ui {
 namespace {
 // Patch sizes that tile the 84x84 canvas exactly (7 and 12 are the papers' ViT-A/7 and /12).
 const int kPatchSizes[] = {4, 6, 7, 12, 14, 21, 28};
+// MNIST's digits fill 20 px on their longer side; ink half as large again is far outside what the models saw.
+constexpr int kLargeInk = 30;
 }  // namespace
 
-MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
-    : QMainWindow(parent),
-      canvas_(new DigitCanvas(84, this)),
-      splitter_(new QSplitter(this)),
-      tabs_(new QTabWidget(this)),
-      compare_(new ComparePanel(this)),
-      digits_(new TestDigitSource(data_dir, this)) {
+MainWindow::MainWindow(const QString& data_dir, QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("Translution Studio"));
+  buildPanels(data_dir);
+  connectPanels();
+  buildToolBar();
+  buildMenus();
+  buildStatusBar();
+  connectDigits();
+  restoreSettings();
+  updateCanvasStatus();
+  loadDefaultSlots();
+  compare_->setCanvas(canvas_->pixels());
+  digits_->load();
+}
+
+MainWindow::~MainWindow() = default;
+
+// The canvas pane beside the tabs; every panel shares the comparison's slots.
+void MainWindow::buildPanels(const QString& data_dir) {
+  canvas_ = new DigitCanvas(kStudioCanvas, this);
+  digits_ = new TestDigitSource(data_dir, this);
+  compare_ = new ComparePanel(this);
+  const int slot_count = std::clamp(QSettings().value("compare/slotCount", 2).toInt(), int(ComparePanel::kMinSlots),
+                                   int(ComparePanel::kMaxSlots));
+  for (int i = 0; i < slot_count; ++i) compare_->addSlot();
+  attention_ = new AttentionPanel(compare_->slots(), this);
+  offsets_ = new OffsetPanel(compare_->slots(), this);
+  training_ = new TrainingPanel(data_dir, compare_->slots(), this);
+  robustness_ = new RobustnessPanel(data_dir, compare_->slots(), canvas_, digits_, this);
+  tabs_ = new QTabWidget(this);
+  tabs_->addTab(compare_, tr("Compare"));
+  tabs_->addTab(attention_, tr("Attention"));
+  auto* offsets_scroll = new QScrollArea(this);  // one map per layer: deep models scroll within the tab
+  offsets_scroll->setWidget(offsets_);
+  offsets_scroll->setWidgetResizable(true);
+  offsets_scroll->setFrameShape(QFrame::NoFrame);
+  tabs_->addTab(offsets_scroll, tr("Offset weights"));
+  tabs_->addTab(training_, tr("Training"));
+  tabs_->addTab(robustness_, tr("Robustness"));
+  splitter_ = new QSplitter(this);
   splitter_->setObjectName("mainSplitter");
+  splitter_->setChildrenCollapsible(false);
   splitter_->addWidget(buildCanvasPane());
   splitter_->addWidget(tabs_);
   splitter_->setStretchFactor(0, 2);
   splitter_->setStretchFactor(1, 3);
   setCentralWidget(splitter_);
-  tabs_->addTab(compare_, tr("Compare"));
-  const int slot_count = std::clamp(QSettings().value("compare/slotCount", 2).toInt(), int(ComparePanel::kMinSlots),
-                                   int(ComparePanel::kMaxSlots));
-  for (int i = 0; i < slot_count; ++i) compare_->addSlot();
-  attention_ = new AttentionPanel(compare_->slots(), this);
-  tabs_->addTab(attention_, tr("Attention"));
-  offsets_ = new OffsetPanel(compare_->slots(), this);
-  auto* offsets_scroll = new QScrollArea(this);
-  offsets_scroll->setWidget(offsets_);
-  offsets_scroll->setWidgetResizable(true);
-  tabs_->addTab(offsets_scroll, tr("Offset weights"));
-  training_ = new TrainingPanel(data_dir, compare_->slots(), this);
-  tabs_->addTab(training_, tr("Training"));
-  robustness_ = new RobustnessPanel(data_dir, compare_->slots(), canvas_, digits_, this);
-  tabs_->addTab(robustness_, tr("Robustness"));
+}
+
+void MainWindow::connectPanels() {
   connect(compare_, &ComparePanel::slotsChanged, this, [this] {
     attention_->setSlots(compare_->slots());
     offsets_->setSlots(compare_->slots());
     training_->setSlots(compare_->slots());
     robustness_->setSlots(compare_->slots());
-  });
-  // The true class is the test digit's label until the user draws, erases or opens an image.
-  connect(canvas_, &DigitCanvas::inkEdited, this, [this] {
-    last_sample_.clear();
-    robustness_->setKnownLabel(-1);
+    updateSlotActions();
+    QTimer::singleShot(0, this, &MainWindow::fitWindowToScreen);
   });
   connect(canvas_, &DigitCanvas::patchClicked, this,
           [this](int row, int col) { attention_->setQueryPatch(row, col, canvas_->patchSize()); });
@@ -89,8 +113,30 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
     else canvas_->setHighlightedPatch(int(q.y) / canvas_->patchSize(), int(q.x) / canvas_->patchSize());
   });
   connect(canvas_, &DigitCanvas::canvasChanged, compare_, &ComparePanel::setCanvas);
-  buildToolBar();
+  connect(canvas_, &DigitCanvas::canvasChanged, this, [this] {
+    updateCanvasStatus();
+    updateScaleWarning();
+  });
+}
+
+// The studio opens on a digit, not an empty square, as soon as the test digits are read.
+void MainWindow::connectDigits() {
+  connect(digits_, &TestDigitSource::loaded, this, [this] {
+    random_action_->setEnabled(true);
+    data_status_->setText(tr("%1 MNIST test digits").arg(digits_->size()));
+    if (canvas_->isEmpty()) showTestDigit(CanvasKind::Static, 0);  // test digit 0 (a 7), centred
+  });
+  connect(digits_, &TestDigitSource::failed, this, [this](const QString& message) {
+    random_action_->setToolTip(tr("No MNIST data: run `translution data fetch`.\n%1").arg(message));
+    data_status_->setText(tr("MNIST not available"));
+    data_status_->setToolTip(message);
+  });
+}
+
+void MainWindow::buildStatusBar() {
   canvas_status_ = new QLabel(this);
+  canvas_status_->setObjectName("canvasStatus");
+  canvas_status_->setMinimumWidth(60);  // a long status elides rather than widening the window
   data_status_ = new QLabel(tr("Loading MNIST test digits…"), this);
   statusBar()->addWidget(canvas_status_, 1);
   statusBar()->addPermanentWidget(data_status_);
@@ -106,30 +152,11 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent)
   auto* timer = new QTimer(this);
   connect(timer, &QTimer::timeout, this, show_system);
   timer->start(2000);
-  connect(canvas_, &DigitCanvas::canvasChanged, this, [this] {
-    updateCanvasStatus();
-    updateScaleWarning();
-  });
-  connect(digits_, &TestDigitSource::loaded, this, [this] {
-    random_action_->setEnabled(true);
-    data_status_->setText(tr("%1 MNIST test digits").arg(digits_->size()));
-    // The studio opens on a digit, not an empty square: test digit 0 (a 7), centred.
-    if (canvas_->inkBox().isEmpty()) showTestDigit(CanvasKind::Static, 0);
-  });
-  connect(digits_, &TestDigitSource::failed, this, [this](const QString& message) {
-    random_action_->setToolTip(tr("No MNIST data: run `translution data fetch`.\n%1").arg(message));
-    data_status_->setText(tr("MNIST not available"));
-    data_status_->setToolTip(message);
-  });
-  restoreSettings();
-  updateCanvasStatus();
-  loadDefaultSlots();
-  compare_->setCanvas(canvas_->pixels());
-  digits_->load();
 }
 
 // The canvas with, beneath it, a warning that appears when the ink is far larger
-// than the digits the models learnt, and offers to fit it.
+// than the digits the models learnt, and offers to fit it. Its room is kept while
+// it is hidden, so the canvas never moves under the pen when it appears.
 QWidget* MainWindow::buildCanvasPane() {
   auto* pane = new QWidget(this);
   auto* layout = new QVBoxLayout(pane);
@@ -137,7 +164,9 @@ QWidget* MainWindow::buildCanvasPane() {
   layout->addWidget(canvas_, 1);
   scale_warning_ = new QFrame(pane);
   scale_warning_->setObjectName("scaleWarning");
-  scale_warning_->setStyleSheet("#scaleWarning { background: #fff4d6; border: 1px solid #e0b040; border-radius: 4px; }");
+  scale_warning_->setStyleSheet(
+      "#scaleWarning { background: #fff4d6; border: 1px solid #e0b040; border-radius: 4px; }"
+      "#scaleWarning QLabel { color: #3a2a00; }");
   scale_text_ = new QLabel(scale_warning_);
   scale_text_->setWordWrap(true);
   auto* fit = new QPushButton(tr("Fit to MNIST size"), scale_warning_);
@@ -148,19 +177,22 @@ QWidget* MainWindow::buildCanvasPane() {
   auto* row = new QHBoxLayout(scale_warning_);
   row->addWidget(scale_text_, 1);
   row->addWidget(fit);
+  // Three lines of text at most: the height never depends on what the warning says.
+  scale_warning_->setFixedHeight(3 * fontMetrics().lineSpacing() + 16);
+  QSizePolicy keep_room = scale_warning_->sizePolicy();
+  keep_room.setRetainSizeWhenHidden(true);
+  scale_warning_->setSizePolicy(keep_room);
   scale_warning_->hide();
   layout->addWidget(scale_warning_);
   return pane;
 }
 
-// MNIST's digits fill 20 px on their longer side; ink half as large again is far outside what the models saw.
 void MainWindow::updateScaleWarning() {
   const QRect ink = canvas_->inkBox();
-  const int longer = std::max(ink.width(), ink.height());
-  const bool large = !ink.isEmpty() && longer > 30;
+  const bool large = !ink.isEmpty() && std::max(ink.width(), ink.height()) > kLargeInk;
   if (large)
-    scale_text_->setText(tr("This digit is %1 x %2 px. The models learnt MNIST's digits, 20 px on their longer side "
-                            "(the dashed box): at this size they may well misread it.")
+    scale_text_->setText(tr("This digit is %1 x %2 px; MNIST's are 20 px on their longer side (the dashed box). "
+                            "At this size the models may well misread it.")
                              .arg(ink.width())
                              .arg(ink.height()));
   scale_warning_->setVisible(large);
@@ -169,21 +201,21 @@ void MainWindow::updateScaleWarning() {
 bool MainWindow::scaleWarningVisible() const { return !scale_warning_->isHidden(); }
 
 bool MainWindow::fitToMnist() {
-  if (canvas_->inkBox().isEmpty()) return false;
+  if (canvas_->isEmpty()) return false;
   const int64_t size = canvas_->canvasSize();
   const Placement centre{(size - 28) / 2, (size - 28) / 2};
-  canvas_->setPixels(compose_canvas(prepare_digit(canvas_->pixels()), size, centre));
+  CanvasOrigin origin = canvas_->origin();  // the same digit, rescaled
+  canvas_->setPixels(compose_canvas(prepare_digit(canvas_->pixels()), size, centre), origin);
   return true;
 }
 
 bool MainWindow::busy() const { return compare_->busy() || robustness_->busy() || offsets_->busy(); }
 
-// Each slot gets the checkpoint it had last time, else a bundled model
-// (Translution in A, self-attention in B).
+// Each slot gets the checkpoint it had last time, else a bundled model: a
+// Translution-family model in A, self-attention in B, LoR and the centred-trained
+// Translution in C and D.
 void MainWindow::loadDefaultSlots() {
   QSettings settings;
-  // Slot A: a Translution-family model (the full one when bundled); slot B: self-attention;
-  // C and D: LoR and Translution trained on centred digits.
   const QString translution = bundled_model("translution");
   const QString defaults[] = {translution.isEmpty() ? bundled_model("lor") : translution, bundled_model("attention"),
                               bundled_model("lor"), bundled_model("translution-static")};
@@ -194,8 +226,6 @@ void MainWindow::loadDefaultSlots() {
     if (!source.isEmpty()) slot->load(source, settings.value("compare/device" + slot->name(), "cpu").toString());
   }
 }
-
-MainWindow::~MainWindow() = default;
 
 void MainWindow::buildToolBar() {
   QToolBar* bar = addToolBar(tr("Canvas"));
@@ -232,7 +262,6 @@ void MainWindow::addToolActions(QToolBar* bar) {
     connect(action, &QAction::triggered, canvas_, [this, tool] { canvas_->setTool(tool); });
   }
   bar->addSeparator();
-
 }
 
 // The brush radius, the patch size and the grid over the canvas.
@@ -245,16 +274,14 @@ void MainWindow::addBrushAndGrid(QToolBar* bar) {
   brush_slider_->setToolTip(tr("Brush radius in canvas pixels"));
   connect(brush_slider_, &QSlider::valueChanged, this, [this](int v) { canvas_->setBrushRadius(v / 2.0); });
   bar->addWidget(brush_slider_);
-
   bar->addWidget(new QLabel(tr("  Patch "), this));
   patch_box_ = new QComboBox(this);
-  for (int p : kPatchSizes) patch_box_->addItem(QString("%1 px (%2x%2 tokens)").arg(p).arg(84 / p), p);
+  for (int p : kPatchSizes) patch_box_->addItem(QString("%1 px (%2x%2)").arg(p).arg(84 / p), p);
   patch_box_->setCurrentIndex(patch_box_->findData(12));
-  patch_box_->setToolTip(tr("ViT patch size: the grid drawn over the canvas"));
+  patch_box_->setToolTip(tr("ViT patch size (and tokens per side): the grid drawn over the canvas"));
   connect(patch_box_, &QComboBox::currentIndexChanged, this,
           [this] { canvas_->setPatchSize(patch_box_->currentData().toInt()); });
   bar->addWidget(patch_box_);
-
   QAction* grid = bar->addAction(tr("Grid"));
   grid->setCheckable(true);
   grid->setChecked(true);
@@ -262,7 +289,6 @@ void MainWindow::addBrushAndGrid(QToolBar* bar) {
   grid->setToolTip(tr("Show the patch grid (G)"));
   connect(grid, &QAction::toggled, canvas_, &DigitCanvas::setGridVisible);
   bar->addSeparator();
-
 }
 
 void MainWindow::addEditActions(QToolBar* bar) {
@@ -272,50 +298,49 @@ void MainWindow::addEditActions(QToolBar* bar) {
   undo->setToolTip(tr("Undo the last stroke, move or clear (Ctrl+Z)"));
   connect(undo, &QAction::triggered, canvas_, &DigitCanvas::undo);
   connect(canvas_, &DigitCanvas::undoAvailable, undo, &QAction::setEnabled);
-
   QAction* clear = bar->addAction(tr("Clear"));
   clear->setShortcuts({QKeySequence::Delete, QKeySequence(Qt::Key_Backspace)});
   clear->setToolTip(tr("Clear the canvas (Delete)"));
   connect(clear, &QAction::triggered, canvas_, &DigitCanvas::clear);
   bar->addSeparator();
-
 }
 
 // Where a digit comes from: a picture, or a random MNIST test digit.
 void MainWindow::addDigitSources(QToolBar* bar) {
-  QAction* open = bar->addAction(tr("Open image…"));
-  open->setShortcut(QKeySequence::Open);
-  open->setToolTip(tr("Put a PNG or JPEG of a handwritten digit on the canvas, prepared as MNIST was (Ctrl+O)"));
-  connect(open, &QAction::triggered, this, [this] {
-    QSettings settings;
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open a picture of a digit"),
-                                                      settings.value("canvas/imageDir").toString(),
-                                                      tr("Images (*.png *.jpg *.jpeg);;All files (*)"));
-    if (path.isEmpty()) return;
-    settings.setValue("canvas/imageDir", QFileInfo(path).absolutePath());
-    const QString error = openImage(path);
-    if (!error.isEmpty()) QMessageBox::warning(this, tr("Cannot use this image"), error);
-  });
+  open_image_ = bar->addAction(tr("Open image…"));
+  open_image_->setShortcut(QKeySequence::Open);
+  open_image_->setToolTip(tr("Put a PNG or JPEG of a handwritten digit on the canvas, prepared as MNIST was (Ctrl+O)"));
+  connect(open_image_, &QAction::triggered, this, &MainWindow::chooseImage);
   random_action_ = bar->addAction(tr("Random test digit"));
   random_action_->setShortcut(QKeySequence("R"));
   random_action_->setToolTip(tr("Place a random MNIST test digit on the canvas (R)"));
   random_action_->setEnabled(false);
   connect(random_action_, &QAction::triggered, this, &MainWindow::showRandomDigit);
   placement_box_ = new QComboBox(this);
-  placement_box_->addItem(tr("centred (static)"), int(CanvasKind::Static));
-  placement_box_->addItem(tr("anywhere (dynamic)"), int(CanvasKind::Dynamic));
-  placement_box_->setToolTip(tr("Where a random test digit is placed"));
+  placement_box_->addItem(tr("centred"), int(CanvasKind::Static));
+  placement_box_->addItem(tr("anywhere"), int(CanvasKind::Dynamic));
+  placement_box_->setToolTip(tr("Where a random test digit is placed: centred as in static MNIST, or anywhere on "
+                                "the canvas as in dynamic MNIST"));
   bar->addWidget(placement_box_);
+}
+
+void MainWindow::chooseImage() {
+  QSettings settings;
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open a picture of a digit"),
+                                                    settings.value("canvas/imageDir").toString(),
+                                                    tr("Images (*.png *.jpg *.jpeg);;All files (*)"));
+  if (path.isEmpty()) return;
+  settings.setValue("canvas/imageDir", QFileInfo(path).absolutePath());
+  const QString error = openImage(path);
+  if (!error.isEmpty()) QMessageBox::warning(this, tr("Cannot use this image"), error);
 }
 
 QString MainWindow::openImage(const QString& path) {
   try {
     const int64_t size = canvas_->canvasSize();
     const Placement centre{(size - 28) / 2, (size - 28) / 2};
-    canvas_->setPixels(compose_canvas(prepare_digit(read_image_gray(path.toStdString())), size, centre));
-    last_sample_ = QFileInfo(path).fileName();
-    robustness_->setKnownLabel(-1);
-    updateCanvasStatus();
+    canvas_->setPixels(compose_canvas(prepare_digit(read_image_gray(path.toStdString())), size, centre),
+                       CanvasOrigin{-1, QFileInfo(path).fileName()});
     return {};
   } catch (const std::exception& e) {
     return QString::fromStdString(e.what());
@@ -325,25 +350,29 @@ QString MainWindow::openImage(const QString& path) {
 void MainWindow::showRandomDigit() {
   if (!digits_->ready()) return;
   const auto kind = CanvasKind(placement_box_->currentData().toInt());
-  const auto s = digits_->random(kind);
-  showTestDigit(kind, s.index);
+  showTestDigit(kind, digits_->random(kind).index);
 }
 
 bool MainWindow::showTestDigit(CanvasKind kind, int64_t index) {
   if (!digits_->ready() || index < 0 || index >= digits_->size()) return false;
   const auto s = digits_->sample(kind, index);
-  last_sample_ = tr("test #%1 (label %2, %3)").arg(s.index).arg(s.label).arg(canvas_kind_name(kind));
-  canvas_->setPixels(s.pixels);
-  robustness_->setKnownLabel(int(s.label));
+  const QString description =
+      tr("test #%1 (label %2, %3)").arg(s.index).arg(s.label).arg(QString::fromStdString(canvas_kind_name(kind)));
+  canvas_->setPixels(s.pixels, CanvasOrigin{int(s.label), description});
   return true;
 }
 
+QString MainWindow::canvasStatus() const { return canvas_status_->text(); }
+
+// The status follows the canvas: its origin travels with undo and moves, and a stroke clears it.
 void MainWindow::updateCanvasStatus() {
   const QPointF c = canvas_->massCentre();
   QString text = c.x() < 0 ? tr("Empty canvas: draw a digit or press R")
                            : tr("Ink centre at (%1, %2)").arg(c.x(), 0, 'f', 1).arg(c.y(), 0, 'f', 1);
-  if (!last_sample_.isEmpty()) text += "  ·  " + last_sample_;
+  const QString origin = canvas_->origin().description;
+  if (c.x() >= 0) text += "  ·  " + (origin.isEmpty() ? tr("your drawing") : origin);
   canvas_status_->setText(text);
+  canvas_status_->setToolTip(text);
 }
 
 void MainWindow::restoreSettings() {
@@ -366,13 +395,26 @@ void MainWindow::restoreSettings() {
   placement_box_->setCurrentIndex(settings.value("canvas/placement", 1).toInt() == 0 ? 0 : 1);
   canvas_->setPatchSize(patch_box_->currentData().toInt());
   canvas_->setBrushRadius(brush_slider_->value() / 2.0);
+  fitWindowToScreen();
+}
+
+// A window larger than its screen (a remembered geometry from a larger monitor, or
+// slots added) is brought back inside the screen's available area.
+void MainWindow::fitWindowToScreen() {
+  // The offscreen platform's one screen is a fixed stand-in: windows there are sized by their caller.
+  if (QGuiApplication::platformName() == "offscreen") return;
+  const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+  if (!screen || isMaximized() || isFullScreen()) return;
+  const QSize available = screen->availableGeometry().size();
+  const QSize frame = frameGeometry().size() - geometry().size();
+  const QSize fitted = size().boundedTo(available - frame).expandedTo(minimumSizeHint());
+  if (fitted != size()) resize(fitted);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (training_->hasUnsavedRun() && !qEnvironmentVariableIsSet("TRANSLUTION_NO_DIALOGS")) {
     const auto answer = QMessageBox::question(
-        this, tr("Discard the training run?"),
-        tr("The latest training run has not been saved. Close anyway and lose it?"),
+        this, tr("Discard the training run?"), tr("The latest training run has not been saved. Close anyway and lose it?"),
         QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Cancel);
     if (answer != QMessageBox::Discard) {
       event->ignore();

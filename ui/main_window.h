@@ -1,27 +1,30 @@
 #pragma once
 // The studio's main window: the digit canvas on the left with its tools in a
-// tool bar, the panels (comparison, ...) in tabs on the right, and a status bar.
+// tool bar, the panels (comparison, attention, offsets, training, robustness) in
+// tabs on the right, a menu bar (File, View, Help) and a status bar that says what
+// the canvas shows.
 #include <QMainWindow>
 
 #include "data/canvas_dataset.h"
 
-class QActionGroup;
+class QAction;
 class QComboBox;
-class QToolBar;
 class QLabel;
+class QMenu;
 class QSlider;
 class QSplitter;
 class QTabWidget;
+class QToolBar;
 
 namespace translution::ui {
 
 class AttentionPanel;
 class ComparePanel;
+class DigitCanvas;
 class OffsetPanel;
 class RobustnessPanel;
-class TrainingPanel;
-class DigitCanvas;
 class TestDigitSource;
+class TrainingPanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -39,6 +42,12 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs() const { return tabs_; }
   // True while any panel is loading a model or computing (screenshots wait for it).
   bool busy() const;
+  // What the status bar says about the canvas (its ink, and what it shows).
+  QString canvasStatus() const;
+  // Whether the canvas warns that the ink is far larger than MNIST's digits.
+  bool scaleWarningVisible() const;
+  // The help text ("What am I looking at?") of tab `index`.
+  QString helpText(int index) const;
 
  public Q_SLOTS:
   void showRandomDigit();
@@ -50,44 +59,58 @@ class MainWindow : public QMainWindow {
   // Rescales and centres the ink exactly as `translution predict` prepares an image
   // (20 px on its longer side, centred by mass); false for an empty canvas.
   bool fitToMnist();
-
- public:
-  // Whether the canvas warns that the ink is far larger than MNIST's digits.
-  bool scaleWarningVisible() const;
+  // Saves a picture of the current tab (PNG, SVG or PDF by suffix); returns an error, empty on success.
+  QString savePicture(const QString& path);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
 
  private:
+  void buildPanels(const QString& data_dir);
+  void connectPanels();
+  void connectDigits();
+  void buildStatusBar();
   void buildToolBar();
+  void buildMenus();
+  void buildFileMenu(QMenu* menu);
+  void buildViewMenu(QMenu* menu);
+  void buildHelpMenu(QMenu* menu);
   void addToolActions(QToolBar* bar);
   void addBrushAndGrid(QToolBar* bar);
   void addEditActions(QToolBar* bar);
   void addDigitSources(QToolBar* bar);
+  QWidget* buildCanvasPane();
+  void chooseImage();
+  void chooseCheckpoint(int slot_index);
+  void choosePictureFile();
+  void fitWindowToScreen();
   void restoreSettings();
   void updateCanvasStatus();
+  void updateSlotActions();
   void loadDefaultSlots();
   void updateScaleWarning();
-  QWidget* buildCanvasPane();
 
-  DigitCanvas* canvas_;
-  QSplitter* splitter_;
-  QTabWidget* tabs_;
-  ComparePanel* compare_;
+  DigitCanvas* canvas_ = nullptr;
+  QSplitter* splitter_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  ComparePanel* compare_ = nullptr;
   AttentionPanel* attention_ = nullptr;
   OffsetPanel* offsets_ = nullptr;
   TrainingPanel* training_ = nullptr;
   RobustnessPanel* robustness_ = nullptr;
-  TestDigitSource* digits_;
+  TestDigitSource* digits_ = nullptr;
   QComboBox* patch_box_ = nullptr;
   QComboBox* placement_box_ = nullptr;
   QSlider* brush_slider_ = nullptr;
+  QAction* open_image_ = nullptr;
   QAction* random_action_ = nullptr;
+  QAction* add_slot_ = nullptr;
+  QAction* remove_slot_ = nullptr;
+  QMenu* checkpoint_menu_ = nullptr;
   QLabel* canvas_status_ = nullptr;
   QLabel* data_status_ = nullptr;
   QWidget* scale_warning_ = nullptr;
   QLabel* scale_text_ = nullptr;
-  QString last_sample_;
 };
 
 }  // namespace translution::ui

@@ -2,7 +2,9 @@
 
 #include <QFile>
 #include <QFileInfo>
+#include <QAbstractItemView>
 #include <QSettings>
+#include <QStylePainter>
 
 #include "bundled_models.h"
 #include "model_slot.h"
@@ -36,8 +38,9 @@ void remember_checkpoint(const QString& path) {
 
 ModelPicker::ModelPicker(ModelSlot* slot, QWidget* parent) : QComboBox(parent), slot_(slot) {
   setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  setMinimumContentsLength(18);
-  setToolTip(tr("The model in slot %1: a bundled one, a checkpoint file, or a model sent from training").arg(slot->name()));
+  // A few characters: long names elide (whole in the tooltip) instead of widening the slot.
+  setMinimumContentsLength(8);
+  setPlaceholderText(tr("Choose a model…"));
   for (const BundledModel& m : bundled_model_list()) {
     addItem(m.title, m.path);
     setItemData(count() - 1, kBundled, kKindRole);
@@ -50,6 +53,8 @@ ModelPicker::ModelPicker(ModelSlot* slot, QWidget* parent) : QComboBox(parent), 
   setItemData(count() - 1, tr("Load a checkpoint written by translution train or the Training tab"), Qt::ToolTipRole);
   setCurrentIndex(-1);
   connect(this, &QComboBox::activated, this, &ModelPicker::activate);
+  connect(this, &QComboBox::currentIndexChanged, this, &ModelPicker::describe);
+  describe();
   connect(slot_, &ModelSlot::loaded, this, &ModelPicker::followSlot);
   connect(slot_, &ModelSlot::failed, this, &ModelPicker::followSlot);
 }
@@ -69,6 +74,41 @@ bool ModelPicker::choose(const QString& source) {
   setCurrentIndex(index);
   activate(index);
   return true;
+}
+
+void ModelPicker::describe() {
+  const QString what = tr("The model in slot %1: a bundled one, a checkpoint file (Open file…), or a model sent "
+                          "from training")
+                           .arg(slot_->name());
+  if (currentIndex() < 0) return setToolTip(what);
+  const QString note = itemData(currentIndex(), Qt::ToolTipRole).toString();
+  setToolTip(currentText() + (note.isEmpty() || note == currentText() ? QString() : "\n" + note) + "\n\n" + what);
+}
+
+QString ModelPicker::shownText() const {
+  QStyleOptionComboBox option;
+  initStyleOption(&option);
+  const QRect room = style()->subControlRect(QStyle::CC_ComboBox, &option, QStyle::SC_ComboBoxEditField, this);
+  const QString text = currentIndex() < 0 ? placeholderText() : currentText();
+  return fontMetrics().elidedText(text, Qt::ElideRight, room.width());
+}
+
+// As QComboBox paints itself, with the current text elided rather than cut off.
+void ModelPicker::paintEvent(QPaintEvent*) {
+  QStylePainter painter(this);
+  QStyleOptionComboBox option;
+  initStyleOption(&option);
+  painter.drawComplexControl(QStyle::CC_ComboBox, option);
+  if (currentIndex() < 0) option.palette.setBrush(QPalette::ButtonText, option.palette.placeholderText());
+  option.currentText = shownText();
+  painter.drawControl(QStyle::CE_ComboBoxLabel, option);
+}
+
+void ModelPicker::showPopup() {
+  // The list may be wider than the box: every entry whole, within the screen.
+  view()->setMinimumWidth(std::min(view()->sizeHintForColumn(0) + 2 * view()->frameWidth() + 24,
+                                   screen() ? screen()->availableGeometry().width() : width()));
+  QComboBox::showPopup();
 }
 
 void ModelPicker::activate(int index) {
@@ -117,6 +157,7 @@ void ModelPicker::followSlot() {
     index = 0;
   }
   setCurrentIndex(index);
+  describe();
 }
 
 }  // namespace translution::ui

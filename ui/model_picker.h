@@ -3,7 +3,8 @@
 // the checkpoint files opened before, and "Open file…". Choosing an entry loads it
 // into the slot. The picker follows the slot, whatever loads it (the demo, the
 // training panel, a failed load that left the old model), so it always names what
-// the slot holds.
+// the slot holds. A name longer than the box is elided, whole in the tooltip; the
+// list that drops down is as wide as its longest entry.
 #include <QComboBox>
 
 namespace translution::ui {
@@ -18,12 +19,20 @@ class ModelPicker : public QComboBox {
   QStringList sources() const;
   // Selects the entry for `source` and loads it into the slot; false if there is none.
   bool choose(const QString& source);
+  // The text the closed box shows: the current entry, elided to the room it has.
+  QString shownText() const;
+
+  void showPopup() override;
 
  Q_SIGNALS:
   void openFileRequested(translution::ui::ModelSlot* slot);
 
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+
  private:
   void activate(int index);
+  void describe();  // the tooltip: the whole name of what is chosen, then what the box does
   void followSlot();
   int indexOfSource(const QString& source) const;
   int addFileEntry(const QString& path);

@@ -1,5 +1,6 @@
 #include "model_slot.h"
 
+#include <ATen/ATen.h>
 #include <QFile>
 #include <QFileInfo>
 #include <QFutureWatcher>
@@ -26,11 +27,18 @@ std::shared_ptr<const Predictor> load_predictor(const QString& source, const QSt
   if (!source.startsWith(':'))
     if (const std::optional<CheckpointPeek> peek = peek_checkpoint(source.toStdString()))
       require_memory(checkpoint_plan(*peek, 1), where);
-  QFile file(source);
-  if (!file.open(QIODevice::ReadOnly))
-    throw Error("cannot open checkpoint " + source.toStdString() + ": " + file.errorString().toStdString());
-  const QByteArray bytes = file.readAll();
-  Checkpoint c = parse_checkpoint(std::string(bytes.constData(), size_t(bytes.size())), source.toStdString(), where);
+  // A user's file goes through core's bounded reader (a regular file, every read checked); a
+  // bundled model is a Qt resource, read from memory with the same checks.
+  Checkpoint c;
+  if (source.startsWith(':')) {
+    QFile file(source);
+    if (!file.open(QIODevice::ReadOnly))
+      throw Error("cannot open checkpoint " + source.toStdString() + ": " + file.errorString().toStdString());
+    const QByteArray bytes = file.readAll();
+    c = parse_checkpoint(std::string(bytes.constData(), size_t(bytes.size())), source.toStdString(), where);
+  } else {
+    c = load_checkpoint(source.toStdString(), where);
+  }
   if (const QString why = canvas_mismatch(c.config, source, kStudioCanvas); !why.isEmpty()) throw Error(why.toStdString());
   return std::make_shared<const Predictor>(std::move(c), source.toStdString(), where);
 }
@@ -44,6 +52,8 @@ QString canvas_mismatch(const ViTConfig& config, const QString& source, int size
       .arg(config.image_width)
       .arg(size);
 }
+
+bool blank_canvas(const at::Tensor& canvas) { return canvas.defined() && !canvas.gt(0).any().item<bool>(); }
 
 ModelSlot::ModelSlot(QString name, QObject* parent) : QObject(parent), name_(std::move(name)) {}
 

@@ -60,6 +60,10 @@ std::shared_ptr<const Predictor> load_predictor(const QString& source, const QSt
 // to a size it never met in training.
 QString canvas_mismatch(const ViTConfig& config, const QString& source, int size);
 
+// Whether a canvas holds no ink at all. A model answers even then, often
+// confidently, but there is nothing to classify: the studio shows no prediction.
+bool blank_canvas(const at::Tensor& canvas);
+
 // The studio's canvas: 84 x 84, as in the papers' static and dynamic MNIST.
 constexpr int kStudioCanvas = 84;
 

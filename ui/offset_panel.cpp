@@ -1,12 +1,15 @@
 #include "offset_panel.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include <QAbstractScrollArea>
 #include <QComboBox>
 #include <QFutureWatcher>
 #include <QtConcurrent>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QScrollBar>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -24,7 +27,25 @@ QString kind_of(const std::string& model) {
   return baseline ? QObject::tr("a baseline") : QObject::tr("an absolute pair encoding");
 }
 
+// Room a map needs around its data area: its dy axis beside it; its title and dx axis above and below.
+constexpr int kMapMarginWidth = 60, kMapMarginHeight = 70;
+constexpr int kScaleWidth = 90;  // the colour scale down the right, with its labels
+constexpr int kStripRowHeight = 110;  // a sequence's 1-D strip, three cells tall
+
 }  // namespace
+
+QCPRange quantile_range(std::vector<double> values, double low, double high) {
+  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }), values.end());
+  if (values.empty()) return QCPRange(0, 1);
+  std::sort(values.begin(), values.end());
+  auto quantile = [&values](double q) {
+    const double at = std::clamp(q, 0.0, 1.0) * double(values.size() - 1);
+    const size_t below = size_t(std::floor(at)), above = std::min(values.size() - 1, below + 1);
+    return values[below] + (at - double(below)) * (values[above] - values[below]);
+  };
+  const double lower = quantile(low), upper = quantile(high);
+  return QCPRange(lower, upper > lower ? upper : lower + std::max(1e-12, std::abs(lower) * 1e-6));
+}
 
 OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
     : QWidget(parent),
@@ -37,20 +58,29 @@ OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
                        "canvas (attention-weighted norms of W_v[δ] x_j), updated with every change"));
   what_->setObjectName("offsetView");
   slot_box_->setObjectName("offsetSlot");
-  connect(what_, &QComboBox::currentIndexChanged, this, &OffsetPanel::rebuild);
   slot_box_->setToolTip(tr("Whose offset weights to show"));
+  message_->setObjectName("offsetMessage");
   message_->setWordWrap(true);
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Model"), this));
   controls->addWidget(slot_box_);
   controls->addWidget(what_);
-  controls->addWidget(message_, 1);
+  controls->addStretch(1);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(controls);
+  layout->addWidget(message_);  // a line of its own: it wraps instead of widening the controls
   layout->addWidget(plot_, 1);
+  setTabOrder(slot_box_, what_);
   plot_->setMouseTracking(true);
-  plot_->installEventFilter(this);
+  plot_->installEventFilter(this);  // its height follows its width
   enable_plot_export(plot_);
+  // Square cells with the axes over exactly the offsets: each map's rect gives up
+  // the width or height it has to spare, every time the plot lays itself out.
+  connect(plot_, &QCustomPlot::afterLayout, this, [this] {
+    if (grid_h_ > 1)
+      for (QCPColorMap* m : maps_) fit_square_cells(m->keyAxis()->axisRect());
+  });
+  connect(what_, &QComboBox::currentIndexChanged, this, &OffsetPanel::rebuild);
   connect(slot_box_, &QComboBox::currentIndexChanged, this, &OffsetPanel::rebuild);
   connect(plot_, &QCustomPlot::mouseMove, this, &OffsetPanel::showHover);
   setSlots(slots);
@@ -108,37 +138,125 @@ void OffsetPanel::rebuild() {
 
 bool OffsetPanel::showingContributions() const { return what_->currentIndex() == 1; }
 
-void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitudes, const Predictor* predictor) {
+void OffsetPanel::clearPlot() {
   plot_->clearPlottables();
   plot_->clearItems();
   plot_->plotLayout()->clear();
+  scale_ = nullptr;
   maps_.clear();
   grids_.clear();
   map_layers_.clear();
+  plot_->setMinimumHeight(0);  // nothing to show needs no room
+}
+
+void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitudes, const Predictor* predictor) {
+  clearPlot();
   if (!predictor) {
     message_->setText(tr("This slot has no model."));
     plot_->replot();
     return;
   }
-  const ViTConfig& c = predictor->config();
-  const TokenLayout layout = c.token_layout();  // a sequence's offsets: a strip of one row
+  const TokenLayout layout = predictor->config().token_layout();  // a sequence's offsets: a strip of one row
   grid_h_ = int(layout.height);
   grid_w_ = int(layout.width);
   std::vector<std::vector<OffsetGrid>> layers;
-  for (const auto& layer : magnitudes) layers.push_back(offset_grids(layer, layout));
-  size_t projections = 0;
-  for (const auto& l : layers) projections = std::max(projections, l.size());
+  size_t projections = 0, count = 0;
+  for (const auto& layer : magnitudes) {
+    layers.push_back(offset_grids(layer, layout));
+    projections = std::max(projections, layers.back().size());
+    count += layers.back().size();
+  }
+  explain(*predictor, projections > 0);
   if (projections == 0) {
-    const QString offsets = grid_h_ == 1 ? tr("1-D offset δ = i − j of the patches read row by row")
-                                       : tr("offset δ = (dy, dx), query patch minus key patch");
-  message_->setText(showingContributions() && predictor->offset_magnitudes().size() > 0 &&
-                              !predictor->offset_magnitudes().front().empty()
-                          ? tr("%1 has no offset-indexed value matrices, so no offset carries values of its own.")
-                                .arg(QString::fromStdString(c.model))
+    plot_->replot();
+    return;
+  }
+  auto* grid = plot_->plotLayout();
+  const bool strips = grid_h_ == 1;  // a sequence's offsets: one wide strip per map, stacked in one column
+  // One column per projection; a single projection per layer (the values) wraps its layers into rows of three.
+  columns_ = strips ? 1 : projections > 1 ? int(projections) : int(std::min<size_t>(count, 3));
+  std::vector<double> values;
+  for (size_t l = 0; l < layers.size(); ++l)
+    for (const OffsetGrid& g : layers[l]) {
+      auto* rect = new QCPAxisRect(plot_);
+      const int k = int(maps_.size());
+      grid->addElement(k / columns_, k % columns_, rect);
+      maps_ << addMap(rect, g, tr("layer %1, W%2").arg(l + 1).arg(QString::fromStdString(g.projection)), values);
+      grids_.push_back(g);
+      map_layers_ << int(l);
+    }
+  addScale(values);
+  // Beside the first row of maps, where the panel opens (a deep model's maps scroll).
+  grid->addElement(0, columns_, scale_);
+  sizePlot();
+  plot_->replot();
+}
+
+// The plot's width as it would be without a vertical scroll bar beside the panel.
+// Its height follows this width, which is the same whether or not that scroll bar
+// shows: a height that made the bar appear and so narrowed the plot would otherwise
+// set off a smaller height, the bar's going, a wider plot, and so on.
+int OffsetPanel::plotWidthWithoutScrollBar() const {
+  int width = plot_->width();
+  for (const QWidget* p = parentWidget(); p; p = p->parentWidget())
+    if (const auto* area = qobject_cast<const QAbstractScrollArea*>(p)) {
+      if (area->verticalScrollBar()->isVisible()) width += area->verticalScrollBar()->width();
+      break;
+    }
+  return width;
+}
+
+// The plot's height follows its width: rows tall enough for square cells across
+// a whole column, the data area between 180 and 320 px tall. The panel scrolls.
+void OffsetPanel::sizePlot() {
+  if (maps_.isEmpty()) return plot_->setMinimumHeight(0);
+  const int rows = (int(maps_.size()) + columns_ - 1) / columns_;
+  if (grid_h_ == 1) return plot_->setMinimumHeight(rows * kStripRowHeight);
+  const double aspect = double(2 * grid_h_ + 1) / double(2 * grid_w_ - 1);  // the data area's height over its width
+  const int column = (plotWidthWithoutScrollBar() - kScaleWidth) / columns_ - kMapMarginWidth;
+  const int data_height = std::clamp(int(column * aspect), 180, 320);
+  plot_->setMinimumHeight(rows * (data_height + kMapMarginHeight));
+}
+
+bool OffsetPanel::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == plot_ && event->type() == QEvent::Resize &&
+      static_cast<QResizeEvent*>(event)->size().width() != static_cast<QResizeEvent*>(event)->oldSize().width())
+    QMetaObject::invokeMethod(this, &OffsetPanel::sizePlot, Qt::QueuedConnection);  // after the layout settles
+  return QWidget::eventFilter(watched, event);
+}
+
+// One colour scale for every map. The weights' norms span a modest range, so
+// they use all of it. The contributions do not: the self offset (0, 0) and the
+// CLS pairs carry far more than the rest, and a min..max range leaves every other
+// cell dark. Contributions are sums of norms, never negative, so the range runs
+// from their 1st to their 99th percentile (not symmetric around 0); the few cells
+// above it show the brightest colour, and hovering gives their values.
+void OffsetPanel::addScale(const std::vector<double>& values) {
+  scale_ = new QCPColorScale(plot_);
+  QCPColorGradient gradient(QCPColorGradient::gpThermal);
+  gradient.setNanHandling(QCPColorGradient::nhTransparent);
+  scale_->setGradient(gradient);
+  scale_->setRangeDrag(false);
+  scale_->setRangeZoom(false);
+  scale_->setLabel(showingContributions() ? tr("value carried Σ α |W_v[δ] x| (1st–99th percentile)")
+                                          : tr("|W_δ| (Frobenius norm)"));
+  for (QCPColorMap* m : maps_) m->setColorScale(scale_);
+  const auto [low, high] = std::minmax_element(values.begin(), values.end());
+  scale_->setDataRange(showingContributions() ? quantile_range(values, 0.01, 0.99)
+                       : values.empty()       ? QCPRange(0, 1)
+                                              : QCPRange(*low, *high > *low ? *high : *low + 1));
+}
+
+void OffsetPanel::explain(const Predictor& predictor, bool any_maps) {
+  const ViTConfig& c = predictor.config();
+  const QString model = QString::fromStdString(c.model);
+  if (!any_maps) {
+    const bool has_offsets = !predictor.offset_magnitudes().empty() && !predictor.offset_magnitudes().front().empty();
+    message_->setText(showingContributions() && has_offsets
+                          ? tr("%1 has no offset-indexed value matrices, so no offset carries values of its own.").arg(model)
                           : tr("%1 has no per-offset weights: it is %2, which uses no offset-indexed matrices. "
                                "Load a Translution-family model (translution, lor, translution-qk, ...) to see them.")
-                                .arg(QString::fromStdString(c.model), kind_of(c.model)));
-    plot_->replot();
+                                .arg(model, kind_of(c.model)));
     return;
   }
   const QString offsets = grid_h_ == 1 ? tr("1-D offset δ = i − j of the patches read row by row")
@@ -146,55 +264,18 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
   message_->setText(showingContributions()
                         ? tr("%1, this canvas: for each %2, Σ α_ij |W_v[δ] x_j| over the pairs at that offset, "
                              "summed over heads: where the values the digit sends come from. Offset 0 outlined; the "
-                             "row beneath: CLS to itself, into CLS, out of CLS.")
-                              .arg(QString::fromStdString(c.model), offsets)
+                             "row beneath: CLS to itself, into CLS, out of CLS. Colours span the 1st to 99th "
+                             "percentile (brighter cells are clipped); hover for values.")
+                              .arg(model, offsets)
                         : tr("%1: |W_δ| (Frobenius norm) per %2; offset 0 outlined; the row beneath each map is CLS "
                              "to itself, into CLS, out of CLS. Shared colour scale; hover for values.")
-                              .arg(QString::fromStdString(c.model), offsets));
-  auto* scale = new QCPColorScale(plot_);
-  scale->setGradient(QCPColorGradient::gpThermal);
-  QCPColorGradient gradient(QCPColorGradient::gpThermal);
-  gradient.setNanHandling(QCPColorGradient::nhTransparent);
-  scale->setGradient(gradient);
-  scale->axis()->setLabel(showingContributions() ? tr("Σ α |W_v[δ] x|") : tr("|W_δ|"));
-  double low = 1e30, high = 0;
-  const bool strips = grid_h_ == 1;  // a sequence's offsets: one wide strip per map, stacked in one column
-  for (size_t l = 0; l < layers.size(); ++l) {
-    for (size_t p = 0; p < layers[l].size(); ++p) {
-      const OffsetGrid& g = layers[l][p];
-      auto* rect = new QCPAxisRect(plot_);
-      if (strips) plot_->plotLayout()->addElement(int(l * projections + p), 0, rect);
-      else plot_->plotLayout()->addElement(int(l), int(p), rect);
-      maps_ << addMap(rect, g, tr("layer %1, W%2").arg(l + 1).arg(QString::fromStdString(g.projection)), scale, low, high);
-      grids_.push_back(g);
-      map_layers_ << int(l);
-    }
-  }
-  plot_->plotLayout()->addElement(0, strips ? 1 : int(projections), scale);
-  scale->setDataRange(QCPRange(low, high > low ? high : low + 1));
-  plot_->setMinimumHeight(strips ? int(layers.size() * projections) * 110 : int(layers.size()) * 190);
-  plot_->replot();
-  squareUp();  // square cells need the rects' laid-out sizes
-}
-
-void OffsetPanel::squareUp() {
-  if (grid_h_ == 1) return;  // a sequence's strips fill their rects instead
-  const QCPRange x(-grid_w_ + 0.5, grid_w_ - 0.5), y(-grid_h_ + 0.5, grid_h_ + 1.5);
-  for (QCPColorMap* m : maps_) square_cells(m->keyAxis(), m->valueAxis(), x, y);
-  plot_->replot(QCustomPlot::rpQueuedReplot);
-}
-
-// The plot lays itself out in its own resize handler, after this filter: square the cells once it has.
-bool OffsetPanel::eventFilter(QObject* watched, QEvent* event) {
-  if (watched == plot_ && event->type() == QEvent::Resize && !maps_.isEmpty())
-    QMetaObject::invokeMethod(this, &OffsetPanel::squareUp, Qt::QueuedConnection);
-  return QWidget::eventFilter(watched, event);
+                              .arg(model, offsets));
 }
 
 // One offset grid in offset coordinates: dx across, dy down, the (0, 0) offset
-// outlined, and the three CLS matrices in a row two cells beneath the grid.
-QCPColorMap* OffsetPanel::addMap(QCPAxisRect* rect, const OffsetGrid& g, const QString& title, QCPColorScale* scale,
-                                 double& low, double& high) {
+// outlined, and the three CLS matrices in a row two cells beneath the grid. The
+// axes span exactly those cells. Appends the map's finite values to `values`.
+QCPColorMap* OffsetPanel::addMap(QCPAxisRect* rect, const OffsetGrid& g, const QString& title, std::vector<double>& values) {
   const int rows = 2 * grid_h_ - 1 + 2, cols = 2 * grid_w_ - 1;  // + a gap row + the CLS row
   QCPAxis* x = rect->axis(QCPAxis::atBottom);
   QCPAxis* y = rect->axis(QCPAxis::atLeft);
@@ -219,15 +300,14 @@ QCPColorMap* OffsetPanel::addMap(QCPAxisRect* rect, const OffsetGrid& g, const Q
     for (int col = 0; col < cols; ++col) {
       const double v = grid[r][col].item<double>();
       map->data()->setCell(col, r, v);
-      low = std::min(low, v), high = std::max(high, v);
+      if (std::isfinite(v)) values.push_back(v);
     }
   const float cls[3] = {g.cls_self, g.cls_in, g.cls_out};
   for (int k = 0; k < 3 && k < cols; ++k) {
     map->data()->setCell(k, rows - 1, cls[k]);
-    low = std::min<double>(low, cls[k]), high = std::max<double>(high, cls[k]);
+    values.push_back(cls[k]);
   }
   map->setInterpolate(false);
-  map->setColorScale(scale);
   x->setRange(-grid_w_ + 0.5, grid_w_ - 0.5);
   y->setRange(-grid_h_ + 0.5, grid_h_ + 1.5);
   auto* origin = new QCPItemRect(plot_);
@@ -247,17 +327,18 @@ QString OffsetPanel::describeCell(int index, int row, int column) const {
   if (index < 0 || index >= maps_.size()) return {};
   const OffsetGrid& g = grids_[size_t(index)];
   const QString where = tr("layer %1, W%2").arg(map_layers_[index] + 1).arg(QString::fromStdString(g.projection));
+  const QString quantity = showingContributions() ? tr("carried") : tr("|W| =");
   if (row < 2 * grid_h_ - 1 && column < 2 * grid_w_ - 1 && row >= 0 && column >= 0) {
     const int dy = row - (grid_h_ - 1), dx = column - (grid_w_ - 1);
     const double v = g.grid[row][column].item<double>();
     if (std::isnan(v)) return tr("%1: no matrix at this offset (a causal sequence looks back only)").arg(where);
-    if (grid_h_ == 1) return tr("%1, offset δ = %2: |W| = %3").arg(where).arg(dx).arg(v, 0, 'g', 4);
-    return tr("%1, offset (dx %2, dy %3): |W| = %4").arg(where).arg(dx).arg(dy).arg(v, 0, 'g', 4);
+    if (grid_h_ == 1) return tr("%1, offset δ = %2: %3 %4").arg(where).arg(dx).arg(quantity).arg(v, 0, 'g', 4);
+    return tr("%1, offset (dx %2, dy %3): %4 %5").arg(where).arg(dx).arg(dy).arg(quantity).arg(v, 0, 'g', 4);
   }
   if (row == 2 * grid_h_ && column >= 0 && column < 3) {
     const char* names[3] = {"CLS to itself", "into CLS", "out of CLS"};
     const float values[3] = {g.cls_self, g.cls_in, g.cls_out};
-    return tr("%1, %2: |W| = %3").arg(where, tr(names[column])).arg(values[column], 0, 'g', 4);
+    return tr("%1, %2: %3 %4").arg(where, tr(names[column]), quantity).arg(values[column], 0, 'g', 4);
   }
   return {};
 }

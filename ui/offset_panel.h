@@ -1,9 +1,10 @@
 #pragma once
 // The learned per-offset weights of a Translution-family slot: for every layer
 // and each relative projection (q, k, v), the Frobenius norm of W_delta over the
-// (2H-1) x (2W-1) offset grid, with the three CLS matrices in a row beneath, all
-// on one colour scale. Hovering a cell names the offset and its value. Or, for
-// the digit on the canvas, what each offset's value matrix carried
+// model's own (2H-1) x (2W-1) offset grid (square cells, the axes over exactly
+// the offsets that exist), with the three CLS matrices in a row beneath, all on
+// one labelled colour scale. Hovering a cell names the offset and its value. Or,
+// for the digit on the canvas, what each offset's value matrix carried
 // (Predictor::value_contributions), recomputed off the GUI thread on every change.
 #include <QList>
 #include <QWidget>
@@ -19,6 +20,11 @@ namespace translution::ui {
 
 class ModelSlot;
 
+// The colour range of values that a few outliers must not wash out: from the
+// `low` to the `high` quantile (0..1) of the finite values, linearly interpolated
+// between order statistics; (0, 1) when there are none.
+QCPRange quantile_range(std::vector<double> values, double low, double high);
+
 class OffsetPanel : public QWidget {
   Q_OBJECT
  public:
@@ -27,6 +33,8 @@ class OffsetPanel : public QWidget {
   void setSlots(const QList<ModelSlot*>& slots);
   QCustomPlot* plot() const { return plot_; }
   int heatMapCount() const { return maps_.size(); }
+  QCPColorMap* heatMap(int index) const { return maps_.value(index); }
+  QCPColorScale* colourScale() const { return scale_; }
   QString message() const;                       // what the panel says when there is nothing to show
   QString describeCell(int map, int row, int column) const;  // the hover text
   bool showingContributions() const;
@@ -36,22 +44,27 @@ class OffsetPanel : public QWidget {
   bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
+  void sizePlot();
+  int plotWidthWithoutScrollBar() const;
   void rebuild();
-  void squareUp();
   void draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitudes, const Predictor* predictor);
+  void clearPlot();
+  void explain(const Predictor& predictor, bool any_maps);
+  void addScale(const std::vector<double>& values);
   void showHover(QMouseEvent* event);
-  QCPColorMap* addMap(QCPAxisRect* rect, const OffsetGrid& grid, const QString& title, QCPColorScale* scale,
-                      double& low, double& high);
+  QCPColorMap* addMap(QCPAxisRect* rect, const OffsetGrid& grid, const QString& title, std::vector<double>& values);
 
   QList<ModelSlot*> slots_;
   QComboBox* slot_box_;
   QComboBox* what_;  // weights or this canvas's contributions
   QLabel* message_;
   QCustomPlot* plot_;
+  QCPColorScale* scale_ = nullptr;
   QList<QCPColorMap*> maps_;
   std::vector<OffsetGrid> grids_;  // one per map
   QList<int> map_layers_;
   int grid_h_ = 0, grid_w_ = 0;
+  int columns_ = 1;  // maps to a row of the plot
   int generation_ = 0;  // a newer rebuild makes a running computation's result stale
   int busy_ = 0;
 };

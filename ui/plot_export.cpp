@@ -1,5 +1,7 @@
 #include "plot_export.h"
 
+#include <cstdio>
+
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMenu>
@@ -7,10 +9,19 @@
 #include <QSaveFile>
 #include <QTemporaryFile>
 
+#include "util/output_path.h"
+
 namespace translution::ui {
 
-QString export_plot(QCustomPlot* plot, const QString& path) {
-  const QString suffix = QFileInfo(path).suffix().toLower();
+QString export_plot(QCustomPlot* plot, const QString& requested) {
+  const QString suffix = QFileInfo(requested).suffix().toLower();
+  if (suffix != "png" && suffix != "pdf") return QObject::tr("%1: choose a .png or .pdf file name").arg(requested);
+  QString path;
+  try {  // never a device, FIFO or folder; a link writes to its target
+    path = QString::fromStdString(checked_output_path(requested.toStdString()));
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
   if (suffix == "png") {
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly) || !plot->toPixmap(0, 0, 2.0).save(&file, "PNG") || !file.commit())
@@ -18,17 +29,16 @@ QString export_plot(QCustomPlot* plot, const QString& path) {
     return {};
   }
   if (suffix == "pdf") {
-    // QCustomPlot writes PDFs by name: write next to the target, then rename over it.
-    const QString temp = path + ".part";
-    if (!plot->savePdf(temp)) return QObject::tr("cannot write %1").arg(temp);
-    QFile::remove(path);
-    if (!QFile::rename(temp, path)) {
-      QFile::remove(temp);
-      return QObject::tr("cannot move the PDF into place at %1").arg(path);
-    }
-    return {};
+    // QCustomPlot writes PDFs by name: write a fresh file beside the target, then rename() over it.
+    QTemporaryFile temp(path + ".tmp-XXXXXX");
+    if (!temp.open()) return QObject::tr("%1: cannot write beside it: %2").arg(requested, temp.errorString());
+    temp.close();
+    if (!plot->savePdf(temp.fileName())) return QObject::tr("%1: cannot write the PDF").arg(requested);
+    if (std::rename(QFile::encodeName(temp.fileName()).constData(), QFile::encodeName(path).constData()) != 0)
+      return QObject::tr("%1: cannot move the PDF into place").arg(requested);
+    temp.setAutoRemove(false);  // it is the target now
   }
-  return QObject::tr("%1: choose a .png or .pdf file name").arg(path);
+  return {};
 }
 
 void enable_plot_export(QCustomPlot* plot) {

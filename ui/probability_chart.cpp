@@ -20,8 +20,9 @@ ProbabilityChart::ProbabilityChart(QWidget* parent) : QCustomPlot(parent) {
   xAxis->grid()->setVisible(false);
   yAxis->setRange(0, 1);
   yAxis->setLabel(tr("probability"));
-  setMinimumHeight(140);
-  setToolTip(tr("Softmax probability of each class"));
+  setMinimumSize(120, 120);
+  setProperty("readableMinimum", QSize(120, 120));  // ten bars and their labels
+  setToolTip(tr("Softmax probability of each class (empty while there is nothing to classify)"));
   enable_plot_export(this);
 }
 
@@ -43,6 +44,13 @@ void ProbabilityChart::clearProbabilities() {
   bars_->data()->clear();
   best_->data()->clear();
   replot(QCustomPlot::rpQueuedReplot);
+}
+
+double ProbabilityChart::drawnTotal() const {
+  double total = 0;
+  for (const QCPBars* b : {bars_, best_})
+    for (auto it = b->data()->constBegin(); it != b->data()->constEnd(); ++it) total += it->value;
+  return total;
 }
 
 }  // namespace translution::ui

@@ -3,12 +3,12 @@
 #include <ATen/ATen.h>
 #include <QComboBox>
 #include <QFileInfo>
-#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "elided_label.h"
 #include "model_picker.h"
 #include "model_variant.h"
 #include "model_slot.h"
@@ -20,7 +20,7 @@ namespace translution::ui {
 SlotView::SlotView(ModelSlot* slot, QWidget* parent)
     : QWidget(parent),
       slot_(slot),
-      title_(new QLabel(this)),
+      title_(new ElidedLabel(this)),
       details_(new QLabel(this)),
       predicted_(new QLabel("–", this)),
       confidence_(new QLabel(this)),
@@ -33,14 +33,18 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
   big.setPointSizeF(big.pointSizeF() * 3);
   big.setBold(true);
   predicted_->setFont(big);
-  predicted_->setMinimumWidth(60);
+  predicted_->setMinimumWidth(predicted_->fontMetrics().horizontalAdvance("8") * 2);
   predicted_->setAlignment(Qt::AlignCenter);
   predicted_->setToolTip(tr("Predicted class"));
   QFont bold = title_->font();
   bold.setBold(true);
   title_->setFont(bold);
   details_->setWordWrap(true);
+  confidence_->setWordWrap(true);
   timing_->setToolTip(tr("Time of the last forward pass (with attention maps)"));
+  // As wide as a usual time, whatever the last one was: the slot's minimum width does not follow the clock.
+  timing_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  timing_->setMinimumWidth(timing_->fontMetrics().horizontalAdvance(QStringLiteral("00.00 ms")));
   device_->addItem("CPU", "cpu");
   if (cuda_available()) device_->addItem("CUDA", "cuda");
   device_->setEnabled(device_->count() > 1);
@@ -61,11 +65,14 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
   side->addWidget(timing_);
   result->addLayout(side, 1);
   auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(header);
   layout->addWidget(picker_);
   layout->addWidget(details_);
   layout->addLayout(result);
   layout->addWidget(chart_, 1);
+  setTabOrder(picker_, device_);
+  setTabOrder(device_, remove_);
 
   connect(picker_, &ModelPicker::openFileRequested, this, [this] { Q_EMIT loadRequested(slot_); });
   connect(remove_, &QPushButton::clicked, this, [this] { Q_EMIT removeRequested(slot_); });
@@ -81,17 +88,28 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
   showModel();
 }
 
-void SlotView::setRemovable(bool removable) { remove_->setVisible(removable); }
+void SlotView::setRemovable(bool removable) {
+  remove_->setVisible(removable);
+  // The slot's minimum width follows at once, even while another tab is shown (a hidden
+  // slot's layouts would otherwise keep the button's width until the slot is shown).
+  for (QLayout* row : findChildren<QLayout*>()) row->invalidate();
+  updateGeometry();
+}
+
+QList<QWidget*> SlotView::focusOrder() const { return {picker_, device_, remove_}; }
 
 void SlotView::showModel() {
+  clearPrediction();  // the bars belonged to the previous model; the new one predicts the canvas next
   const auto p = slot_->predictor();
   if (!p) {
-    title_->setText(tr("Slot %1: empty").arg(slot_->name()));
-    details_->setText(tr("Load a checkpoint (translution train writes them)."));
+    title_->setFullText(tr("Slot %1: empty").arg(slot_->name()));
+    details_->setText(tr("No model yet: choose one in the picker above, or a checkpoint file (Open file… at the "
+                         "picker's end)."));
+    details_->setToolTip(QString());
     return;
   }
   const ViTConfig& c = p->config();
-  title_->setText(tr("Slot %1: %2").arg(slot_->name(), QString::fromStdString(c.model)));
+  title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), QString::fromStdString(c.model)));
   QString text = tr("ViT-%1/%2, depth %3, dim %4, %5 M parameters, %6")
                      .arg(QString::fromStdString(c.preset))
                      .arg(c.patch)
@@ -109,26 +127,41 @@ void SlotView::showModel() {
   device_->setCurrentIndex(std::max(0, device_->findData(slot_->device())));
 }
 
+void SlotView::clearPrediction() {
+  predicted_->setText(QStringLiteral("–"));
+  confidence_->clear();
+  timing_->clear();
+  chart_->clearProbabilities();
+}
+
+void SlotView::showBlankCanvas() {
+  predicted_->setText(QStringLiteral("–"));
+  confidence_->setText(slot_->predictor() ? tr("Blank canvas: nothing to classify") : QString());
+  chart_->clearProbabilities();
+}
+
 void SlotView::showPrediction() {
   const auto& p = slot_->lastPrediction();
   if (!p) return;
-  // A model answers even for no ink at all, often confidently; shown as a prediction, that reads as if the
-  // blank canvas held a digit.
-  const bool blank = p->canvas.defined() && !p->canvas.gt(0).any().item<bool>();
-  predicted_->setText(blank ? QStringLiteral("–") : QString::number(p->predicted));
-  confidence_->setText(blank ? tr("blank canvas: nothing to classify")
-                             : tr("%1% sure").arg(100 * p->probabilities[size_t(p->predicted)], 0, 'f', 1));
   timing_->setText(tr("%1 ms").arg(p->milliseconds, 0, 'f', p->milliseconds < 10 ? 2 : 1));
   // On a GPU, whether the forward replays a CUDA graph (infer/graphed_forward.h) or why not.
   if (const auto predictor = slot_->predictor())
     timing_->setToolTip(tr("Forward and copy back: %1").arg(QString::fromStdString(predictor->graph_state())));
-  chart_->setProbabilities(p->probabilities, blank ? -1 : int(p->predicted));
+  // A model answers even for no ink at all, often confidently; shown, that reads as if the blank canvas held a digit.
+  if (blank_canvas(p->canvas)) return showBlankCanvas();
+  predicted_->setText(QString::number(p->predicted));
+  confidence_->setText(tr("%1% sure").arg(100 * p->probabilities[size_t(p->predicted)], 0, 'f', 1));
+  chart_->setProbabilities(p->probabilities, int(p->predicted));
 }
 
 void SlotView::showError(const QString& message) {
   details_->setText(tr("⚠ %1").arg(message));
   details_->setToolTip(message);
 }
+
+QString SlotView::titleText() const { return title_->fullText(); }
+
+QString SlotView::detailsText() const { return details_->text(); }
 
 QString SlotView::predictionText() const { return predicted_->text(); }
 

@@ -1,8 +1,10 @@
 #pragma once
 // What one comparison slot shows: its model (kind, preset, parameters, device,
 // what it was trained on), the predicted class and the probability chart, and
-// controls to pick another model, switch device or remove the slot. A blank canvas
-// gets no predicted class: the chart still shows the model's output, all in grey.
+// controls to pick another model, switch device or remove the slot. A blank
+// canvas gets no prediction: no class, no bars. Everything elides or wraps to the
+// width it gets, so four slots fit side by side in a narrow window.
+#include <QList>
 #include <QWidget>
 
 class QComboBox;
@@ -11,6 +13,7 @@ class QPushButton;
 
 namespace translution::ui {
 
+class ElidedLabel;
 class ModelPicker;
 class ModelSlot;
 class ProbabilityChart;
@@ -23,8 +26,16 @@ class SlotView : public QWidget {
   ProbabilityChart* chart() const { return chart_; }
   ModelPicker* picker() const { return picker_; }
   void setRemovable(bool removable);
+  QString titleText() const;  // whole, even where the label elides it
+  QString detailsText() const;
   QString predictionText() const;
   QString confidenceText() const;
+  // The controls in the order Tab visits them: picker, device, remove.
+  QList<QWidget*> focusOrder() const;
+
+ public Q_SLOTS:
+  // The canvas is empty: no class and no bars, whatever the last prediction was.
+  void showBlankCanvas();
 
  Q_SIGNALS:
   void loadRequested(translution::ui::ModelSlot* slot);
@@ -34,9 +45,10 @@ class SlotView : public QWidget {
   void showModel();
   void showPrediction();
   void showError(const QString& message);
+  void clearPrediction();
 
   ModelSlot* slot_;
-  QLabel* title_;
+  ElidedLabel* title_;
   QLabel* details_;
   QLabel* predicted_;
   QLabel* confidence_;

@@ -9,9 +9,14 @@
 namespace translution::ui {
 
 SweepMaps::SweepMaps(QWidget* parent) : QCustomPlot(parent) {
-  setMinimumSize(240, 180);  // a width of 0 at the first layout would have it paint into an empty buffer
+  setMinimumSize(160, 160);  // a width of 0 at the first layout would have it paint into an empty buffer
   enable_plot_export(this);
   plotLayout()->clear();
+  // Square cells: after every layout pass each map's rect gives up width or height, so that its axes keep
+  // exactly the positions' range (no margin of canvas that was never swept).
+  connect(this, &QCustomPlot::afterLayout, this, [this] {
+    for (QCPColorMap* m : maps_) fit_square_cells(m->keyAxis()->axisRect());
+  });
 }
 
 void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
@@ -28,9 +33,14 @@ void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
   gradient.setNanHandling(QCPColorGradient::nhTransparent);
   scale->setGradient(gradient);
   scale->setDataRange(QCPRange(0, 1));
-  scale->axis()->setLabel(tr("accuracy"));
+  scale->axis()->setLabel(tr("accuracy (0 to 1)"));
+  auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+  ticker->setTickStep(0.25);
+  scale->axis()->setTicker(ticker);
+  scale->setBarWidth(12);
   // Up to two maps a row, so that each keeps a readable size; the colour scale on the right.
   const int columns = sweeps.size() == 1 ? 1 : 2;
+  setMinimumHeight(160 * ((int(sweeps.size()) + columns - 1) / columns));  // a readable map a row; the page scrolls
   auto* maps = new QCPLayoutGrid;
   plotLayout()->addElement(0, 0, maps);
   for (int s = 0; s < sweeps.size(); ++s) {
@@ -41,6 +51,8 @@ void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
     QCPAxis* y = rect->axis(QCPAxis::atLeft);
     QCPAxis* top = rect->axis(QCPAxis::atTop);
     y->setRangeReversed(true);  // canvas rows grow downwards
+    x->setLabel(tr("centre x (canvas px)"));
+    y->setLabel(tr("centre y (canvas px)"));
     top->setVisible(true);
     top->setTicks(false);
     top->setTickLabels(false);
@@ -65,25 +77,13 @@ void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
     map->setInterpolate(false);
     map->setColorScale(scale);
     const double half = double(step) / 2;
-    data_range_ = QCPRange(first - half, last + half);
-    x->setRange(data_range_);
-    y->setRange(data_range_);
+    x->setRange(first - half, last + half);
+    y->setRange(first - half, last + half);
     drawPatchGrid(rect, r, sweeps[s].patch);
     maps_ << map;
   }
   plotLayout()->addElement(0, 1, scale);
   replot();
-  squareUp();  // square cells need the rects' laid-out sizes
-}
-
-void SweepMaps::squareUp() {
-  for (QCPColorMap* m : maps_) square_cells(m->keyAxis(), m->valueAxis(), data_range_, data_range_);
-  replot(QCustomPlot::rpQueuedReplot);
-}
-
-void SweepMaps::resizeEvent(QResizeEvent* event) {
-  QCustomPlot::resizeEvent(event);  // lays the rects out at the new size
-  if (!maps_.isEmpty()) squareUp();
 }
 
 // The model's patch grid in canvas pixels. The canvas centre (where a static
@@ -108,8 +108,8 @@ void SweepMaps::drawPatchGrid(QCPAxisRect* rect, const SweepResult& r, int patch
       line->point2->setCoords(vertical ? v : 1, vertical ? 1 : v);
     }
   }
-  integer_ticks(x, 2 * patch);
-  integer_ticks(y, 2 * patch);
+  integer_ticks(x, patch);
+  integer_ticks(y, patch);
 }
 
 }  // namespace translution::ui

@@ -1,8 +1,9 @@
 #pragma once
-// Heat maps of translation sweeps, one per model on a shared 0-1 colour scale.
-// Each cell is a position of the digit, in canvas pixels of the digit's centre,
-// and the model's patch grid is drawn over the map: a relative encoding that
-// generalises across whole-patch shifts shows a lattice at the grid's spacing.
+// Heat maps of translation sweeps, one per model on a shared, labelled 0-1
+// colour scale. Each cell is a position of the digit: both axes are the digit's
+// centre in canvas pixels, and the model's patch grid is drawn over the map (a
+// relative encoding that generalises across whole-patch shifts shows a lattice
+// at the grid's spacing). Titles sit above the maps, outside the data.
 #include <QList>
 #include <QString>
 
@@ -28,14 +29,9 @@ class SweepMaps : public QCustomPlot {
   // Canvas coordinate of the digit's centre at sweep position `top_left`.
   static double centreOf(const SweepResult& r, int64_t top_left) { return double(top_left) + r.digit_size / 2.0; }
 
- protected:
-  void resizeEvent(QResizeEvent* event) override;
-
  private:
-  void squareUp();
   void drawPatchGrid(QCPAxisRect* rect, const SweepResult& r, int patch);
   QList<QCPColorMap*> maps_;
-  QCPRange data_range_;  // the positions' centres, half a cell beyond each end (the same for every map)
 };
 
 }  // namespace translution::ui

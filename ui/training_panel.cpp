@@ -13,21 +13,25 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMenu>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSaveFile>
 #include <QSettings>
 #include <QSpinBox>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include "layout_box.h"
 #include "model_slot.h"
 #include "plot_export.h"
+#include "plot_legend.h"
 #include "nn/attention_spec.h"
 #include "cpu/bf16_gemm.h"
 #include "util/device.h"
 #include "util/error.h"
+#include "util/output_path.h"
 
 namespace translution::ui {
 namespace {
@@ -48,7 +52,8 @@ QCPGraph* add_graph(QCustomPlot* plot, const QColor& colour, bool test, const QS
 }
 
 void style_plot(QCustomPlot* plot, const QString& y_label) {
-  plot->xAxis->setLabel(QObject::tr("epoch"));
+  // The key names each run once (its colour); the line style is the same for every run, so the axis says it.
+  plot->xAxis->setLabel(QObject::tr("epoch (solid: training batches, dashed: held-out test)"));
   plot->yAxis->setLabel(y_label);
   plot->legend->setVisible(false);  // shown once a run is added: an empty legend is a stray box
   plot->legend->setFont(QFont(plot->font().family(), 8));
@@ -75,6 +80,16 @@ TrainingPanel::TrainingPanel(QString data_dir, const QList<ModelSlot*>& slots, Q
   plots->addWidget(accuracy_plot_, 1);
   static_cast<QVBoxLayout*>(layout())->addLayout(plots, 1);
   updateButtons();
+  setTabChain();
+}
+
+// Tab visits the form as it reads (the model's column, then the run's), then the buttons left to right.
+void TrainingPanel::setTabChain() {
+  const QList<QWidget*> order = {method_, preset_,  depth_, patch_, layout_,      dataset_, device_, lor_c1_,
+                                 lor_c2_, lor_shared_, lor_value_slices_, first_model_, first_blocks_, epochs_,
+                                 steps_,  batch_,   lr_,    seed_,  samples_, fresh_positions_, bf16_, start_,
+                                 pause_,  stop_,    save_,  resume_file_, send_, export_};
+  for (int i = 1; i < order.size(); ++i) setTabOrder(order[i - 1], order[i]);
 }
 
 TrainingPanel::~TrainingPanel() = default;
@@ -105,6 +120,7 @@ QFormLayout* TrainingPanel::buildModelFields() {
   for (int i = 0; i < method_->count(); ++i)
     method_->setItemData(i, QString::fromStdString(attention_choices()[size_t(i)].description), Qt::ToolTipRole);
   method_->setCurrentIndex(method_->findData("lor"));
+  method_->setToolTip(tr("The attention operator every block uses (hover an entry for what it is)"));
   preset_ = new QComboBox(this);
   preset_->setObjectName("preset");
   preset_->addItems({"tiny", "A", "B", "C"});
@@ -112,11 +128,14 @@ QFormLayout* TrainingPanel::buildModelFields() {
   depth_ = new QSpinBox(this);
   depth_->setRange(1, 24);
   depth_->setValue(2);
+  depth_->setToolTip(tr("Transformer blocks (the preset sets its own; change it after choosing one)"));
   patch_ = new QComboBox(this);
   patch_->setObjectName("patch");
   for (int p : {7, 12, 14, 21, 28}) patch_->addItem(QString::number(p), p);
   patch_->setCurrentIndex(1);
+  patch_->setToolTip(tr("Patch size in pixels: 12 on the 84 x 84 canvas gives a 7 x 7 grid of tokens"));
   dataset_ = new QComboBox(this);
+  dataset_->setObjectName("dataset");
   dataset_->addItems({"dynamic", "static", "moving", "mnist"});
   dataset_->setToolTip(tr("static: centred on 84x84; dynamic: anywhere on 84x84; moving: bouncing frames on 84x84; "
                           "mnist: the plain 28x28 digit (use patch 7 or 14)"));
@@ -125,8 +144,11 @@ QFormLayout* TrainingPanel::buildModelFields() {
                                "by row as one sequence with 1-D offsets, causal if each patch may see only earlier "
                                "ones (the CLS token still reads them all)"));
   device_ = new QComboBox(this);
+  device_->setObjectName("trainingDevice");
   device_->addItem("CPU", "cpu");
   if (cuda_available()) device_->addItem("CUDA", "cuda");
+  device_->setToolTip(cuda_available() ? tr("Train on the CPU or the GPU")
+                                       : tr("Train on the CPU (CUDA is not available here)"));
   form->addRow(tr("Method"), method_);
   form->addRow(tr("Preset"), preset_);
   form->addRow(tr("Depth"), depth_);
@@ -214,20 +236,25 @@ QFormLayout* TrainingPanel::buildRunFields() {
   auto* form2 = new QFormLayout;
   epochs_ = new QSpinBox(this);
   epochs_->setRange(1, 1000);
+  epochs_->setToolTip(tr("Passes over the training digits"));
   steps_ = new QSpinBox(this);
   steps_->setRange(0, 10000000);
   steps_->setSpecialValueText(tr("all epochs"));
+  steps_->setToolTip(tr("Stop after this many optimizer steps (0: run every epoch)"));
   batch_ = new QSpinBox(this);
   batch_->setObjectName("batch");
   batch_->setRange(1, 4096);
   batch_->setValue(64);
+  batch_->setToolTip(tr("Digits per optimizer step (memory grows with it)"));
   lr_ = new QDoubleSpinBox(this);
   lr_->setDecimals(5);
   lr_->setRange(1e-5, 0.1);
   lr_->setSingleStep(1e-4);
   lr_->setValue(1e-3);
+  lr_->setToolTip(tr("AdamW's peak learning rate"));
   seed_ = new QSpinBox(this);
   seed_->setRange(0, 1 << 30);
+  seed_->setToolTip(tr("Random seed: the same seed and settings train the same model"));
   samples_ = new QSpinBox(this);
   samples_->setRange(0, 60000);
   samples_->setSpecialValueText(tr("all 60000"));
@@ -269,17 +296,20 @@ void TrainingPanel::buildButtons(QVBoxLayout* layout) {
   export_ = new QPushButton(tr("Export curves…"), this);
   start_->setShortcut(QKeySequence("Ctrl+Return"));
   start_->setToolTip(tr("Start a new run with these settings (Ctrl+Enter)"));
+  pause_->setToolTip(tr("Pause the latest run after its current step, or resume it"));
+  stop_->setToolTip(tr("Stop the latest run for good (its model can still be saved or sent to a slot)"));
   save_->setToolTip(tr("Save the run as a checkpoint (pause or stop it first)"));
+  resume_file_->setToolTip(tr("Continue a run saved as a checkpoint, from its saved step, with its saved settings"));
   export_->setToolTip(tr("Every run's curves as CSV"));
   for (QPushButton* b : {start_, pause_, stop_, save_, resume_file_}) buttons->addWidget(b);
-  send_row_ = new QHBoxLayout;
-  buttons->addLayout(send_row_);
+  buttons->addWidget(buildSendButton());
   setSlots(slots_);
   buttons->addStretch(1);
   buttons->addWidget(export_);
   layout->addLayout(buttons);
   progress_ = new QProgressBar(this);
   progress_->setFormat(tr("%v / %m steps"));
+  progress_->setToolTip(tr("Steps of the latest run"));
   status_ = new QLabel(tr("No run yet."), this);
   status_->setObjectName("trainingStatus");
   status_->setWordWrap(true);  // a refusal's reasons are long: they wrap instead of widening the window
@@ -310,16 +340,37 @@ void TrainingPanel::connectForm() {
   });
 }
 
+// One button for every slot: its text names the slot a click sends to (the last
+// one chosen), its arrow opens the list of slots. A tool button in
+// MenuButtonPopup mode keeps the arrow apart from the text.
+QToolButton* TrainingPanel::buildSendButton() {
+  send_ = new QToolButton(this);
+  send_->setObjectName("sendToSlot");
+  send_->setPopupMode(QToolButton::MenuButtonPopup);
+  send_->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  send_->setMenu(new QMenu(send_));
+  send_->setMinimumHeight(start_->sizeHint().height());
+  send_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+  return send_;
+}
+
 void TrainingPanel::setSlots(const QList<ModelSlot*>& slots) {
   slots_ = slots;
-  qDeleteAll(send_);
-  send_.clear();
+  const QString chosen = send_->defaultAction() ? send_->defaultAction()->data().toString() : QString();
+  QMenu* menu = send_->menu();
+  send_->setDefaultAction(nullptr);
+  qDeleteAll(menu->actions());
   for (ModelSlot* slot : slots_) {
-    auto* send = new QPushButton(tr("To slot %1").arg(slot->name()), this);
-    send->setToolTip(tr("Show this model in comparison slot %1 (pause or stop the run first)").arg(slot->name()));
-    connect(send, &QPushButton::clicked, this, [this, slot] { sendToSlot(slot); });
-    send_row_->addWidget(send);
-    send_ << send;
+    QAction* action = menu->addAction(tr("To slot %1").arg(slot->name()));
+    action->setData(slot->name());
+    action->setToolTip(tr("Show this model in comparison slot %1 (pause or stop the run first); the arrow picks "
+                          "another slot")
+                           .arg(slot->name()));
+    connect(action, &QAction::triggered, this, [this, slot, action] {
+      send_->setDefaultAction(action);  // the next click goes to the same slot
+      sendToSlot(slot);
+    });
+    if (slot->name() == chosen || !send_->defaultAction()) send_->setDefaultAction(action);
   }
   if (start_) updateButtons();
 }
@@ -475,12 +526,15 @@ void TrainingPanel::addRun(TrainingRun* run) {
   const QColor colour = kRunColours[runs_.size() % 8];
   const QString n = QString::number(runs_.size() + 1);
   const QString name = tr("%1. %2").arg(n, run->shortName());
-  Series s{run, add_graph(loss_plot_, colour, false, tr("%1: train").arg(name)),
+  Series s{run, add_graph(loss_plot_, colour, false, name),
            add_graph(loss_plot_, colour, true, tr("%1: test").arg(name)),
-           add_graph(accuracy_plot_, colour, false, tr("%1: train").arg(name)),
+           add_graph(accuracy_plot_, colour, false, name),
            add_graph(accuracy_plot_, colour, true, tr("%1: test").arg(name))};
-  loss_plot_->legend->setVisible(true);
-  accuracy_plot_->legend->setVisible(true);
+  // One entry per run, beneath the curves (the x axis says which line is which).
+  s.test_loss->removeFromLegend();
+  s.test_accuracy->removeFromLegend();
+  show_legend_beneath(loss_plot_);
+  show_legend_beneath(accuracy_plot_);
   for (QCPGraph* g : {s.train_loss, s.test_loss, s.train_accuracy, s.test_accuracy}) g->setProperty("label", run->label());
   // A resumed run starts with its saved curves.
   for (const CurvePoint& c : run->trainer().history()) {
@@ -597,9 +651,22 @@ void TrainingPanel::sendToSlot(ModelSlot* slot) {
 
 void TrainingPanel::exportCurves() {
   const QString path = QFileDialog::getSaveFileName(this, tr("Export curves"), QString(), tr("CSV (*.csv)"));
-  if (path.isEmpty()) return;
-  QSaveFile file(path);
-  if (!file.open(QIODevice::WriteOnly)) return showError(tr("Cannot write %1").arg(path), file.errorString());
+  if (!path.isEmpty()) exportCurvesTo(path);
+}
+
+QString TrainingPanel::exportCurvesTo(const QString& path) {
+  auto refuse = [this](const QString& why) {
+    showError(tr("Cannot export the curves"), why);
+    return why;
+  };
+  QString target;
+  try {
+    target = QString::fromStdString(checked_output_path(path.toStdString()));  // a symlink's target
+  } catch (const std::exception& e) {  // one line: the path and what is wrong with it
+    return refuse(QString::fromStdString(e.what()));
+  }
+  QSaveFile file(target);
+  if (!file.open(QIODevice::WriteOnly)) return refuse(tr("cannot write %1: %2").arg(target, file.errorString()));
   QTextStream out(&file);
   out << "run,label,step,epoch,loss,accuracy,lr,test_loss,test_accuracy\n";
   for (int i = 0; i < runs_.size(); ++i)
@@ -607,7 +674,9 @@ void TrainingPanel::exportCurves() {
       out << i + 1 << ",\"" << runs_[i].run->label() << "\"," << c.step << "," << c.epoch << "," << c.loss << ","
           << c.accuracy << "," << c.lr << "," << c.test_loss << "," << c.test_accuracy << "\n";
   out.flush();
-  if (!file.commit()) showError(tr("Cannot write %1").arg(path), file.errorString());
+  if (!file.commit()) return refuse(tr("cannot write %1: %2").arg(target, file.errorString()));
+  status_->setText(tr("Curves of %n run(s) written to %1", nullptr, int(runs_.size())).arg(target));
+  return {};
 }
 
 bool TrainingPanel::hasUnsavedRun() const {
@@ -624,7 +693,8 @@ void TrainingPanel::updateButtons() {
   pause_->setText(running && run->paused() ? tr("Resume") : tr("Pause"));
   stop_->setEnabled(running);
   save_->setEnabled(run != nullptr);
-  for (QPushButton* b : send_) b->setEnabled(run != nullptr);
+  for (QAction* a : send_->menu()->actions()) a->setEnabled(run != nullptr);
+  send_->setEnabled(run != nullptr);
   export_->setEnabled(run != nullptr);
 }
 

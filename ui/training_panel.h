@@ -2,8 +2,9 @@
 // Training in the studio: configure a run (method, size, patch, dataset,
 // schedule, seed, device), start, pause, resume, stop; a progress bar with ETA;
 // live loss and accuracy curves (train and held-out test) for every run of the
-// session on shared axes, one colour per run; save, resume from a checkpoint,
-// send the model to a comparison slot. Under the form, the run's estimated
+// session on shared axes, one colour per run, the key beneath the curves; save,
+// resume from a checkpoint, send the model to a comparison slot, export the
+// curves as CSV. Under the form, the run's estimated
 // memory against what the machine has; a run that will not fit is refused
 // unless the user says to run it anyway.
 #include <QList>
@@ -22,6 +23,7 @@ class QLabel;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QToolButton;
 class QVBoxLayout;
 
 namespace translution::ui {
@@ -57,7 +59,15 @@ class TrainingPanel : public QWidget {
   void stopRun();
   void saveRun();
   void resumeFromFile();
-  void exportCurves();
+  void exportCurves();  // asks for a file, then exportCurvesTo()
+
+ public:
+  // Writes every run's curves as CSV to `path` (checked first: never over a
+  // folder, device or pipe). Returns why it could not, empty when it did; the
+  // reason also goes to the status line (and a dialog, where dialogs are allowed).
+  QString exportCurvesTo(const QString& path);
+  // The button that sends the latest run's model to a slot: its menu holds one action per slot.
+  QToolButton* sendButton() const { return send_; }
 
  Q_SIGNALS:
   void runFinished(int event);
@@ -78,6 +88,8 @@ class TrainingPanel : public QWidget {
   void onProgress(const TrainProgress& p);
   void updateButtons();
   void sendToSlot(ModelSlot* slot);
+  QToolButton* buildSendButton();
+  void setTabChain();
   void showError(const QString& what, const QString& message);
   void watchMemory();
   void updateMemory();
@@ -102,8 +114,7 @@ class TrainingPanel : public QWidget {
   QCheckBox* bf16_;  // TrainConfig::precision (enabled where cpu/bf16_gemm.h runs)
   QDoubleSpinBox* lr_;
   QPushButton *start_ = nullptr, *pause_, *stop_, *save_, *resume_file_, *export_;
-  QList<QPushButton*> send_;
-  class QHBoxLayout* send_row_ = nullptr;
+  QToolButton* send_ = nullptr;  // clicked: the last slot chosen; its arrow: every slot
   QProgressBar* progress_;
   QLabel* status_;
   QLabel* memory_ = nullptr;  // the form's estimate: "needs ~2.9 GB of 21.3 GB available"

@@ -11,20 +11,23 @@
 #include <QPushButton>
 #include <QTabWidget>
 #include <QThread>
-#include <QSaveFile>
+#include <QTemporaryDir>
 #include <QSettings>
 #include <QTimer>
 
 #include "data/canvas_dataset.h"
 #include "data/mnist_provision.h"
 #include "digit_canvas.h"
+#include "bundled_models.h"
 #include "compare_panel.h"
+#include "layout_audit.h"
 #include "main_window.h"
 #include "model_slot.h"
 #include "util/engine_options.h"
 #include "protocol_box.h"
 #include "robustness_panel.h"
 #include "test_digit_source.h"
+#include "view_export.h"
 #include "cpu/allocator.h"
 #include "cpu/blas_kernels.h"
 #include "util/device.h"
@@ -77,6 +80,11 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
     wait_until_idle(window);
     QElapsedTimer sweep;
     sweep.start();
+    const QObject pass_watch;  // ends the connection below with this scope
+    QObject::connect(window.robustness(), &translution::ui::RobustnessPanel::sweepPassShown, &pass_watch,
+                     [&sweep](int pass, int passes) {
+                       if (pass + 1 < passes) std::printf("coarse maps of the slots: %.1f s\n", sweep.elapsed() / 1000.0);
+                     });
     window.robustness()->runSweep();
     wait_until_idle(window);
     std::printf("sweep of the slots: %.1f s\n", sweep.elapsed() / 1000.0);
@@ -97,15 +105,52 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
   if (panel == "robustness" || panel == "sweep")  // what the demo put on screen, for scripts that check it
     for (const translution::ui::ModelSlot* slot : window.compare()->slots())
       std::printf("slot %s: %s\n", qPrintable(slot->name()), qPrintable(slot->source()));
-  const QPixmap pixmap = target->grab();
-  QSaveFile file(path);  // temp file + rename: never a half-written PNG
-  if (!file.open(QIODevice::WriteOnly) || !pixmap.save(&file, "PNG") || !file.commit()) {
-    std::fprintf(stderr, "error: %s: cannot write screenshot: %s\n", qPrintable(path),
-                 qPrintable(file.errorString()));
+  const QString error = translution::ui::save_widget_picture(target, path);
+  if (!error.isEmpty()) {
+    std::fprintf(stderr, "error: %s\n", qPrintable(error));
     return 1;
   }
-  std::printf("wrote %s (%s, %dx%d)\n", qPrintable(path), qPrintable(panel), pixmap.width(), pixmap.height());
+  std::printf("wrote %s (%s, %dx%d)\n", qPrintable(path), qPrintable(panel), target->width(), target->height());
   return 0;
+}
+
+// Slots added or removed until there are `count`, then idle; an added slot holds the bundled
+// model the studio gives that slot on a first start (LoR in C, the centred-trained Translution in D).
+void set_slot_count(translution::ui::MainWindow& window, int count) {
+  translution::ui::ComparePanel* compare = window.compare();
+  const char* defaults[] = {"translution", "attention", "lor", "translution-static"};
+  while (compare->slots().size() < count) {
+    translution::ui::ModelSlot* slot = compare->addSlot();
+    if (!slot) break;
+    const QString source = translution::ui::bundled_model(defaults[compare->slots().indexOf(slot) % 4]);
+    if (!source.isEmpty()) slot->load(source);
+  }
+  while (compare->slots().size() > count && compare->removeSlot(compare->slots().last())) {}
+  wait_until_idle(window);
+}
+
+// "1280x800" in device pixels, as the screen reports it; an empty size on a malformed text.
+QSize parse_size(const QString& text) {
+  const QStringList parts = text.toLower().split('x');
+  bool ok_w = false, ok_h = false;
+  const int w = parts.size() == 2 ? parts[0].toInt(&ok_w) : 0, h = parts.size() == 2 ? parts[1].toInt(&ok_h) : 0;
+  return ok_w && ok_h && w >= 200 && h >= 200 && w <= 16384 && h <= 16384 ? QSize(w, h) : QSize();
+}
+
+// --check-layout: the window with `slots` slots laid out on a screen of `screen`
+// device pixels (QT_SCALE_FACTOR divides it into logical pixels), every tab audited.
+int check_layout(translution::ui::MainWindow& window, const QSize& screen, int slots) {
+  set_slot_count(window, slots);
+  const translution::ui::ComparePanel* compare = window.compare();
+  const double ratio = qApp->devicePixelRatio();
+  const QSize available(int(screen.width() / ratio), int(screen.height() / ratio));
+  const translution::ui::LayoutAuditResult result = translution::ui::audit_layout(&window, window.tabs(), available);
+  for (const translution::ui::LayoutOffender& o : result.offenders)
+    std::printf("offender: %s\n", qPrintable(translution::ui::describe(o)));
+  std::printf("audited %d widgets on %d tabs: %d offenders (screen %dx%d at scale %.3g: %dx%d logical, %d slots)\n",
+              result.widgets, result.tabs, int(result.offenders.size()), screen.width(), screen.height(), ratio,
+              available.width(), available.height(), int(compare->slots().size()));
+  return result.offenders.isEmpty() ? 0 : 1;
 }
 
 }  // namespace
@@ -123,7 +168,7 @@ int main(int argc, char** argv) {
   engine.matrix_threads = 1;
   const translution::ScopedEngineOptions engine_scope(engine);
   // Decided before QApplication exists: screenshots and --help never need a display.
-  const bool screenshot = has_argument(argc, argv, "--screenshot");
+  const bool screenshot = has_argument(argc, argv, "--screenshot") || has_argument(argc, argv, "--check-layout");
   const bool headless = screenshot || ((has_argument(argc, argv, "--help") || has_argument(argc, argv, "--version") ||
                                         has_argument(argc, argv, "-h")) &&
                                        qEnvironmentVariableIsEmpty("DISPLAY"));
@@ -146,19 +191,24 @@ int main(int argc, char** argv) {
       {"checkpoint", "Load FILE into the next comparison slot (repeat for slot B).", "FILE"},
       {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},
       {"index", "Index of that test digit (default 0).", "I", "0"},
+      {"check-layout", "Lay the window out offscreen on a screen of --size, walk every tab and widget, print each "
+       "clipped, overlapping or squeezed widget, and exit 1 if there is any."},
+      {"size", "The screen for --check-layout in device pixels (QT_SCALE_FACTOR divides it).", "WxH", "1280x800"},
+      {"slots", "Comparison slots for --check-layout and --screenshot (2 to 4).", "N", "2"},
   });
   parser.process(app);
 
+  // Screenshots and audits must not depend on (or change) the user's remembered layout, nor each other's.
+  QTemporaryDir private_settings;
   if (screenshot) {
-    // Screenshots must not depend on (or change) the user's remembered layout.
     QSettings::setDefaultFormat(QSettings::IniFormat);
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, QDir::tempPath() + "/translution-screenshot");
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, private_settings.path());
   }
 
   const QString data_dir = parser.isSet("data-dir") ? parser.value("data-dir")
                                                      : QString::fromStdString(translution::default_mnist_dir());
   translution::ui::MainWindow window(data_dir);
-  if (screenshot) window.resize(1400, 800);
+  if (screenshot) window.resize(1280, 800);
   const QStringList checkpoints = parser.values("checkpoint");
   for (int i = 0; i < checkpoints.size() && i < window.compare()->slots().size(); ++i)
     window.compare()->slots()[i]->load(checkpoints[i]);
@@ -179,8 +229,22 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  if (parser.isSet("check-layout")) {
+    const QSize size = parse_size(parser.value("size"));
+    bool ok = false;
+    const int slots = parser.value("slots").toInt(&ok);
+    if (size.isEmpty() || !ok || slots < translution::ui::ComparePanel::kMinSlots ||
+        slots > translution::ui::ComparePanel::kMaxSlots) {
+      std::fprintf(stderr, "error: --size %s --slots %s: want WxH between 200 and 16384 pixels, and 2 to 4 slots\n",
+                   qPrintable(parser.value("size")), qPrintable(parser.value("slots")));
+      return 2;
+    }
+    wait_for_digits(window.digits());
+    return check_layout(window, size, slots);
+  }
   if (screenshot) {
     wait_for_digits(window.digits());
+    if (parser.isSet("slots")) set_slot_count(window, parser.value("slots").toInt());
     return take_screenshot(window, parser.value("panel"), parser.value("screenshot"));
   }
   return app.exec();

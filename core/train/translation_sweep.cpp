@@ -1,7 +1,11 @@
 #include "train/translation_sweep.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <exception>
 #include <fstream>
+#include <thread>
 
 #include <ATen/ATen.h>
 
@@ -12,6 +16,9 @@
 #include "util/error.h"
 
 namespace translution {
+namespace {
+constexpr int64_t kBatchImages = 128;  // images per forward pass, at most (and at least one position's)
+}  // namespace
 
 double SweepResult::mean_accuracy() const { return accuracy.defined() ? accuracy.mean().item<double>() : 0; }
 
@@ -44,18 +51,81 @@ SweepResult translation_sweep(ViT model, const MnistDigits& test, const SweepOpt
   at::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
-  for (int64_t yi = 0; yi < P; ++yi) {
-    for (int64_t xi = 0; xi < P; ++xi) {
-      at::Tensor canvases = at::zeros({options.digits, 1, r.canvas, r.canvas}, at::kFloat);
-      canvases.select(1, 0).narrow(1, r.positions[size_t(yi)], r.digit_size).narrow(2, r.positions[size_t(xi)], r.digit_size).copy_(digits);
-      const at::Tensor probs = model->forward(normalize_pixels(canvases).to(device)).softmax(1);
-      r.accuracy[yi][xi] = probs.argmax(1).eq(labels).to(at::kDouble).mean().item<double>();
-      r.true_probability[yi][xi] = probs.gather(1, labels.unsqueeze(1)).to(at::kDouble).mean().item<double>();
-      if (progress) progress(yi * P + xi + 1, P * P);
+  // Positions share a forward pass up to kBatchImages images: with few digits (a coarse pass) a call
+  // per position would pay the model's fixed cost per call for a handful of images.
+  const int64_t per_call = std::max<int64_t>(1, kBatchImages / options.digits);
+  const at::Tensor call_labels = labels.repeat({per_call});
+  for (int64_t first = 0; first < P * P; first += per_call) {
+    const int64_t count = std::min(per_call, P * P - first), n = count * options.digits;
+    at::Tensor canvases = at::zeros({n, 1, r.canvas, r.canvas}, at::kFloat);
+    for (int64_t k = 0; k < count; ++k) {
+      const size_t yi = size_t((first + k) / P), xi = size_t((first + k) % P);
+      canvases.narrow(0, k * options.digits, options.digits)
+          .select(1, 0)
+          .narrow(1, r.positions[yi], r.digit_size)
+          .narrow(2, r.positions[xi], r.digit_size)
+          .copy_(digits);
     }
+    const at::Tensor probs = model->forward(normalize_pixels(canvases).to(device)).softmax(1);  // [n, classes]
+    const at::Tensor truth = call_labels.narrow(0, 0, n);
+    const at::Tensor right = probs.argmax(1).eq(truth).to(at::kDouble).view({count, options.digits}).mean(1);
+    const at::Tensor sure = probs.gather(1, truth.unsqueeze(1)).to(at::kDouble).view({count, options.digits}).mean(1);
+    r.accuracy.view(-1).narrow(0, first, count).copy_(right);  // positions in row-major order: [y][x]
+    r.true_probability.view(-1).narrow(0, first, count).copy_(sure);
+    if (progress) progress(first + count, P * P);
   }
   model->train(was_training);
   return r;
+}
+
+std::vector<SweepResult> sweep_models(const std::vector<SweepModel>& models, const MnistDigits& test,
+                                      const SweepOptions& options,
+                                      const std::function<void(int64_t, int64_t)>& progress) {
+  const size_t n = models.size();
+  std::vector<SweepResult> results(n);
+  std::vector<std::exception_ptr> failures(n);
+  std::vector<std::atomic<int64_t>> done(n);
+  auto sweep_one = [&](size_t i) {
+    try {
+      auto count = [&, i](int64_t d, int64_t total) {
+        done[i] = d;
+        int64_t sum = 0;
+        for (const auto& v : done) sum += v;
+        if (progress) progress(sum, total * int64_t(n));
+      };
+      results[i] = translation_sweep(models[i].model, test, options, models[i].device, count);
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> others;
+  for (size_t i = 1; i < n; ++i) others.emplace_back(sweep_one, i);
+  if (n > 0) sweep_one(0);
+  for (std::thread& t : others) t.join();
+  for (const std::exception_ptr& f : failures)
+    if (f) std::rethrow_exception(f);
+  return results;
+}
+
+std::vector<SweepOptions> progressive_passes(const SweepOptions& requested, const SweepOptions& coarse) {
+  const SweepOptions first{std::min(coarse.digits, requested.digits), std::max(coarse.stride, requested.stride)};
+  if (first.digits == requested.digits && first.stride == requested.stride) return {requested};
+  return {first, requested};
+}
+
+std::vector<SweepResult> progressive_sweep(
+    const std::vector<SweepModel>& models, const MnistDigits& test, const std::vector<SweepOptions>& passes,
+    const std::function<void(size_t, const std::vector<SweepResult>&)>& shown,
+    const std::function<void(size_t, int64_t, int64_t)>& progress) {
+  if (passes.empty()) throw Error("a progressive sweep needs at least one pass");
+  std::vector<SweepResult> results;
+  for (size_t pass = 0; pass < passes.size(); ++pass) {
+    results = sweep_models(models, test, passes[pass], [&](int64_t done, int64_t total) {
+      if (progress) progress(pass, done, total);
+    });
+    if (shown) shown(pass, results);
+  }
+  return results;
 }
 
 void write_sweep_csv(const std::string& path, const SweepResult& r) {

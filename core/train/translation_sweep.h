@@ -34,6 +34,32 @@ std::vector<int64_t> sweep_positions(int64_t canvas, int64_t digit, int64_t stri
 SweepResult translation_sweep(ViT model, const MnistDigits& test, const SweepOptions& options, const c10::Device& device,
                               const std::function<void(int64_t done, int64_t total)>& progress = {});
 
+// One model to sweep, on its device.
+struct SweepModel {
+  ViT model;
+  c10::Device device = c10::kCPU;
+};
+
+// Every model swept with `options`, one thread each (each model's products run on one thread, so the
+// models share the cores this way). `progress(done, total)` counts positions over all models; it is
+// called on the sweeping threads and may throw to stop the sweep, which then rethrows it.
+std::vector<SweepResult> sweep_models(const std::vector<SweepModel>& models, const MnistDigits& test,
+                                      const SweepOptions& options,
+                                      const std::function<void(int64_t done, int64_t total)>& progress = {});
+
+// A progressive sweep's passes: a coarse one first (at most `coarse.digits` digits, positions at least
+// `coarse.stride` pixels apart: never finer than the request), then the request itself. A single pass
+// when the coarse one would be the request.
+std::vector<SweepOptions> progressive_passes(const SweepOptions& requested, const SweepOptions& coarse = {20, 6});
+
+// Runs `passes` in order, every model in each pass (sweep_models), and hands each pass's results to
+// `shown(pass, results)` before the next starts. Returns the last pass's results, which are what
+// sweep_models(models, test, passes.back()) returns: each pass is a complete sweep of its own.
+std::vector<SweepResult> progressive_sweep(
+    const std::vector<SweepModel>& models, const MnistDigits& test, const std::vector<SweepOptions>& passes,
+    const std::function<void(size_t pass, const std::vector<SweepResult>& results)>& shown,
+    const std::function<void(size_t pass, int64_t done, int64_t total)>& progress = {});
+
 // CSV: x,y,accuracy,true_probability (one row per position).
 void write_sweep_csv(const std::string& path, const SweepResult& result);
 // Heat map of `grid` (accuracy or probability) on [0, 1], one cell per position.

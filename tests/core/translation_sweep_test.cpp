@@ -8,6 +8,7 @@
 #include "image/heat_map.h"
 #include "temp_dir.h"
 #include "train/translation_sweep.h"
+#include "util/error.h"
 
 namespace translution {
 namespace {
@@ -60,6 +61,86 @@ TEST(TranslationSweep, EachCellIsTheModelsAccuracyAtThatPosition) {
   int lines = 0;
   while (std::getline(in, line)) ++lines;
   EXPECT_EQ(lines, 1 + 9);
+}
+
+TEST(TranslationSweep, ProgressivePassesAreNeverFinerThanTheRequest) {
+  auto same = [](const SweepOptions& a, const SweepOptions& b) { return a.digits == b.digits && a.stride == b.stride; };
+  const auto passes = progressive_passes({100, 2});
+  ASSERT_EQ(passes.size(), 2u);
+  EXPECT_TRUE(same(passes[0], {20, 6}));
+  EXPECT_TRUE(same(passes[1], {100, 2}));
+  EXPECT_TRUE(same(progressive_passes({10, 2})[0], {10, 6}));  // fewer digits than the coarse pass: all of them
+  EXPECT_TRUE(same(progressive_passes({100, 8})[0], {20, 8}));  // a coarser stride than the coarse pass: that one
+  const auto one = progressive_passes({5, 14});                 // already coarse: one pass
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_TRUE(same(one[0], {5, 14}));
+}
+
+TEST(TranslationSweep, AProgressiveSweepEndsWithTheOneShotMaps) {
+  ASSERT_FALSE(mnist_dir().empty());
+  std::vector<SweepModel> models;
+  at::manual_seed(5);
+  for (const char* method : {"lor", "attention"}) {
+    ViTConfig c = preset_config("tiny", method);
+    c.image_height = c.image_width = 36;
+    c.patch = 6;
+    c.depth = 1;
+    c.dim = 16, c.heads = 2, c.head_dim = 8, c.mlp_dim = 16;
+    models.push_back({ViT(c), c10::kCPU});
+  }
+  const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
+  const SweepOptions requested{12, 2};
+  const auto passes = progressive_passes(requested, {4, 5});
+  ASSERT_EQ(passes.size(), 2u);
+  std::vector<size_t> shown_passes;
+  std::vector<std::vector<SweepResult>> shown;
+  std::vector<std::pair<size_t, int64_t>> last_progress(2, {0, 0});
+  const auto final_results = progressive_sweep(
+      models, test, passes,
+      [&](size_t pass, const std::vector<SweepResult>& results) {
+        shown_passes.push_back(pass);
+        shown.push_back(results);
+      },
+      [&](size_t pass, int64_t done, int64_t total) {
+        EXPECT_LE(done, total);
+        if (done == total) last_progress[pass] = {pass, total};
+      });
+  ASSERT_EQ(shown_passes, (std::vector<size_t>{0, 1}));
+  // The coarse pass: 4 digits at positions 0, 5 and the last (8), shown before the fine pass ran.
+  ASSERT_EQ(shown[0].size(), 2u);
+  EXPECT_EQ(shown[0][0].positions, (std::vector<int64_t>{0, 5, 8}));
+  EXPECT_EQ(shown[0][0].digits, 4);
+  EXPECT_EQ(last_progress[0].second, 2 * 9);  // two models, 3 x 3 positions
+  EXPECT_EQ(last_progress[1].second, 2 * 25);  // two models, 5 x 5 positions
+  // The last pass is the one-shot sweep, model by model, to the last bit.
+  ASSERT_EQ(final_results.size(), 2u);
+  for (size_t m = 0; m < models.size(); ++m) {
+    const SweepResult one_shot = translation_sweep(models[m].model, test, requested, c10::kCPU);
+    EXPECT_EQ(final_results[m].positions, one_shot.positions);
+    EXPECT_EQ(final_results[m].digits, 12);
+    EXPECT_TRUE(at::equal(final_results[m].accuracy, one_shot.accuracy)) << "model " << m;
+    EXPECT_TRUE(at::equal(final_results[m].true_probability, one_shot.true_probability)) << "model " << m;
+    EXPECT_TRUE(at::equal(shown[1][m].accuracy, one_shot.accuracy));
+  }
+}
+
+TEST(TranslationSweep, AFailingModelStopsTheSweepWithItsError) {
+  ASSERT_FALSE(mnist_dir().empty());
+  ViTConfig c = preset_config("tiny", "attention");
+  c.image_height = c.image_width = 36;
+  c.patch = 6;
+  c.depth = 1;
+  c.dim = 16, c.heads = 2, c.head_dim = 8, c.mlp_dim = 16;
+  const std::vector<SweepModel> models{{ViT(c), c10::kCPU}, {ViT(c), c10::kCPU}};
+  const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
+  int shown = 0;
+  EXPECT_THROW(progressive_sweep(models, test, progressive_passes({12, 2}, {4, 5}),
+                                 [&](size_t, const std::vector<SweepResult>&) { ++shown; },
+                                 [](size_t pass, int64_t, int64_t) {
+                                   if (pass == 1) throw Error("cancelled");
+                                 }),
+               Error);
+  EXPECT_EQ(shown, 1);  // the coarse pass was shown; the stopped one never is
 }
 
 TEST(HeatMap, RampEndsAndBarLayout) {

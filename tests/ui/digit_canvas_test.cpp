@@ -109,6 +109,19 @@ class DigitCanvasTest : public QObject {
     QVERIFY(undo_spy.count() > 0);
   }
 
+  // A slide's frames join one step of the history; the next ordinary change starts a new one.
+  void continuedChangesUndoInOneStep() {
+    const at::Tensor start = square(84, 10, 10, 5);
+    canvas->setPixels(start);
+    for (int x = 12; x <= 40; x += 2)
+      canvas->setPixels(square(84, x, 10, 5), canvas->origin(), DigitCanvas::UndoStep::Continue);
+    canvas->nudge(0, 3);
+    canvas->undo();
+    QVERIFY(at::equal(canvas->pixels(), square(84, 40, 10, 5)));
+    canvas->undo();
+    QVERIFY(at::equal(canvas->pixels(), start));
+  }
+
   void setPixelsRejectsWrongShapeAndClampsRange() {
     canvas->setPixels(at::ones({28, 28}));
     QCOMPARE(canvas->pixels().sum().item<float>(), 0.0f);

@@ -5,8 +5,13 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
+#include <QMenu>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QSignalSpy>
+#include <QToolButton>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTableWidget>
@@ -17,9 +22,12 @@
 #include "attention_panel.h"
 #include "compare_panel.h"
 #include "digit_canvas.h"
+#include "elided_label.h"
 #include "main_window.h"
 #include "model_slot.h"
+#include "model_picker.h"
 #include "offset_panel.h"
+#include "plot_legend.h"
 #include "probability_chart.h"
 #include "slot_view.h"
 #include "image/png_io.h"
@@ -48,15 +56,44 @@ ViTConfig small(const std::string& model, int64_t depth) {
   return c;  // 84x84, patch 12: a 7x7 grid
 }
 
-QString save_model(const QTemporaryDir& dir, const std::string& model, int64_t depth) {
+QString save_model(const QTemporaryDir& dir, const std::string& model, int64_t depth, const QString& file = {}) {
   Checkpoint c;
   c.config = small(model, depth);
   at::manual_seed(11);
   c.model = ViT(c.config);
   c.metadata["dataset"] = "dynamic";
-  const QString path = dir.filePath(QString::fromStdString(model) + ".ckpt");
+  const QString path = dir.filePath(file.isEmpty() ? QString::fromStdString(model) + ".ckpt" : file);
   save_checkpoint(path.toStdString(), c);
   return path;
+}
+
+// How many pixels one unit of `rect`'s bottom and left axes spans.
+QSizeF unit_pixels(const QCPAxisRect* rect) {
+  const QCPAxis* x = rect->axis(QCPAxis::atBottom);
+  const QCPAxis* y = rect->axis(QCPAxis::atLeft);
+  return {std::abs(x->coordToPixel(1) - x->coordToPixel(0)), std::abs(y->coordToPixel(1) - y->coordToPixel(0))};
+}
+
+// The widgets of `expected` in the order Tab reaches them, starting from the first.
+QList<QWidget*> tab_order(const QList<QWidget*>& expected) {
+  QList<QWidget*> seen{expected.first()};
+  QWidget* w = expected.first();
+  for (int i = 0; i < 5000 && seen.size() < expected.size(); ++i) {
+    w = w->nextInFocusChain();
+    if (w == expected.first()) break;
+    if (expected.contains(w) && !seen.contains(w)) seen << w;
+  }
+  return seen;
+}
+
+bool is_control(const QWidget* w) {
+  return qobject_cast<const QAbstractButton*>(w) || qobject_cast<const QComboBox*>(w) ||
+         qobject_cast<const QAbstractSpinBox*>(w) ||
+         (qobject_cast<const QAbstractSlider*>(w) && !qobject_cast<const QScrollBar*>(w));
+}
+
+void settle() {
+  for (int i = 0; i < 5; ++i) QApplication::processEvents();
 }
 
 }  // namespace
@@ -79,6 +116,7 @@ class StudioPanelsTest : public QObject {
   }
 
   void init() {
+    QSettings().clear();  // every test starts from the same window: two slots, nothing remembered
     window = new MainWindow(qEnvironmentVariable("TRANSLUTION_DATA"));
     window->resize(1400, 800);
     window->show();
@@ -119,19 +157,28 @@ class StudioPanelsTest : public QObject {
     DigitCanvas* canvas = window->canvas();
     drag(canvas, widget_pos(*canvas, 20, 30), widget_pos(*canvas, 50, 60));
     waitIdle();
+    for (SlotView* view : window->compare()->views()) QVERIFY(view->chart()->drawnTotal() > 0.99);
     canvas->clear();
+    // At once, before any model has answered for the empty canvas: no class, no bars.
+    for (SlotView* view : window->compare()->views()) {
+      QCOMPARE(view->predictionText(), QString("–"));
+      QCOMPARE(view->chart()->drawnTotal(), 0.0);
+    }
     waitIdle();
     for (SlotView* view : window->compare()->views()) {
       QVERIFY(at::equal(view->slot()->lastPrediction()->canvas, canvas->pixels()));
       QCOMPARE(view->predictionText(), QString("–"));
-      QVERIFY(view->confidenceText().contains("blank"));
-      QCOMPARE(int(view->chart()->probabilities().size()), 10);  // the model's output is still drawn
+      QVERIFY(view->confidenceText().contains("nothing to classify"));
+      // The models answered (often confidently); none of it is drawn.
+      QVERIFY(view->chart()->probabilities().empty());
+      QCOMPARE(view->chart()->drawnTotal(), 0.0);
     }
     drag(canvas, widget_pos(*canvas, 20, 30), widget_pos(*canvas, 50, 60));
     waitIdle();
     for (SlotView* view : window->compare()->views()) {
       QVERIFY(view->predictionText() != "–");
       QVERIFY(view->confidenceText().endsWith("% sure"));
+      QVERIFY(std::abs(view->chart()->drawnTotal() - 1.0) < 1e-5);
     }
   }
 
@@ -194,10 +241,12 @@ class StudioPanelsTest : public QObject {
     // Send the stopped run's model to slot B: it predicts the canvas with it.
     ModelSlot* slot = window->compare()->slots()[1];
     QSignalSpy loaded(slot, &ModelSlot::loaded);
-    const auto send = panel->findChildren<QPushButton*>();
-    for (QPushButton* b : send)
-      if (b->text() == "To slot B") b->click();
+    QToolButton* send = panel->sendButton();
+    QCOMPARE(send->text(), QString("To slot A"));  // a click goes to the first slot until another is chosen
+    for (QAction* a : send->menu()->actions())
+      if (a->text() == "To slot B") a->trigger();
     QCOMPARE(loaded.count(), 1);
+    QCOMPARE(send->text(), QString("To slot B"));  // and then to the slot last chosen
     QCOMPARE(slot->predictor()->config().model, std::string("lor"));
     waitIdle();
     QVERIFY(slot->lastPrediction().has_value());
@@ -206,6 +255,26 @@ class StudioPanelsTest : public QObject {
     panel->current()->save(path);
     QVERIFY(!panel->hasUnsavedRun());
     QCOMPARE(load_checkpoint(path.toStdString()).training->step, panel->current()->trainer().step());
+    // The curves' key sits beneath each plot, clear of the data.
+    for (QCustomPlot* plot : {panel->lossPlot(), panel->accuracyPlot()}) {
+      plot->replot();
+      QVERIFY(legend_is_beneath(plot) && plot->legend->visible());
+      QCOMPARE(plot->legend->itemCount(), 1);  // one entry per run
+      QVERIFY(!plot->axisRect()->rect().intersects(plot->legend->outerRect()));
+      QVERIFY(plot->legend->outerRect().top() >= plot->axisRect()->rect().bottom());
+    }
+    // The curves export as CSV; a path that is a folder is refused with one line, and nothing breaks.
+    const QString csv = dir.filePath("curves.csv");
+    QCOMPARE(panel->exportCurvesTo(csv), QString());
+    QFile written(csv);
+    QVERIFY(written.open(QIODevice::ReadOnly));
+    QVERIFY(written.readLine().startsWith("run,label,step,epoch,loss"));
+    QVERIFY(!written.readLine().isEmpty());
+    const QString refused = panel->exportCurvesTo(dir.path());
+    QVERIFY2(refused.contains(dir.path()) && refused.contains("not a regular file") && !refused.contains('\n'),
+             qPrintable(refused));
+    QVERIFY(panel->findChild<QLabel*>("trainingStatus")->text().contains(refused));
+    QVERIFY(QFileInfo(dir.path()).isDir());
     // The form's augmentation switch reaches the run's configuration.
     auto* fresh = panel->findChild<QCheckBox*>("freshPositions");
     QVERIFY(fresh != nullptr && !panel->trainConfig().fresh_positions);
@@ -282,7 +351,7 @@ class StudioPanelsTest : public QObject {
     QSignalSpy failed(slot, &ModelSlot::failed);
     slot->load(dir.filePath("bad.ckpt"));
     QTRY_COMPARE(failed.count(), 1);
-    QVERIFY(failed.first().at(0).toString().contains("is not a Translution checkpoint"));
+    QVERIFY2(failed.first().at(0).toString().contains("bad.ckpt"), qPrintable(failed.first().at(0).toString()));
     QCOMPARE(slot->source(), translution_ckpt);  // the loaded model stays
     QVERIFY(slot->predictor() != nullptr);
   }
@@ -353,6 +422,230 @@ class StudioPanelsTest : public QObject {
     waitIdle();
     QVERIFY(window->compare()->slots()[0]->lastPrediction().has_value());
     qunsetenv("TRANSLUTION_AVAILABLE_MEMORY");
+  }
+
+  // The N x N matrix keeps square cells at any window size, with its colour scale
+  // under exactly its data; the query map and the small multiples have labelled scales too.
+  void theAttentionMatrixHasSquareCellsAndLabelledScales() {
+    DigitCanvas* canvas = window->canvas();
+    drag(canvas, widget_pos(*canvas, 20, 30), widget_pos(*canvas, 50, 60));
+    waitIdle();
+    window->tabs()->setCurrentWidget(window->attention());
+    const int n = 1 + 7 * 7;
+    for (const QSize size : {QSize(1400, 800), QSize(1280, 800), QSize(1600, 1000), QSize(1000, 1000)}) {
+      window->resize(size);
+      settle();
+      for (AttentionView* view : window->attention()->views()) {
+        QCustomPlot* plot = view->matrixPlot();
+        plot->replot();
+        QCOMPARE(plot->xAxis->range().lower, -0.5);
+        QCOMPARE(plot->xAxis->range().upper, n - 0.5);
+        QCOMPARE(plot->yAxis->range().lower, -0.5);
+        QCOMPARE(plot->yAxis->range().upper, n - 0.5);
+        const QRect data = plot->axisRect()->rect();
+        QVERIFY2(std::abs(data.width() - data.height()) <= 1,
+                 qPrintable(QString("%1x%2 at %3x%4").arg(data.width()).arg(data.height()).arg(size.width()).arg(size.height())));
+        const QSizeF cell = unit_pixels(plot->axisRect());
+        QVERIFY(std::abs(cell.width() - cell.height()) < 0.05);
+        QVERIFY2(data.width() >= 150, qPrintable(QString("%1 px at %2x%3, plot %4x%5 view %6x%7").arg(data.width()).arg(size.width()).arg(size.height()).arg(plot->width()).arg(plot->height()).arg(view->width()).arg(view->height())));  // readable
+        const QRect bar = view->matrixScale()->axis()->axisRect()->rect();
+        QVERIFY(std::abs(bar.left() - data.left()) <= 1 && std::abs(bar.right() - data.right()) <= 1);
+        QVERIFY(bar.top() > data.bottom());
+        QVERIFY(view->mainMap()->mapArea().width() >= 160);
+      }
+    }
+    AttentionView* view = window->attention()->views()[0];
+    QCOMPARE(view->matrixScale()->label(), QString("attention weight"));
+    const at::Tensor matrix = view->slot()->lastPrediction()->attention.back()[0];
+    QVERIFY(std::abs(view->matrixScale()->dataRange().upper - matrix.max().item<double>()) < 1e-6);
+    QVERIFY(view->mainScale()->colourScale()->label().contains("attention weight"));
+    QVERIFY(std::abs(view->mainScale()->colourScale()->dataRange().upper - view->mainMap()->colourTop()) < 1e-9);
+    QVERIFY(view->mainMap()->colourTop() > 0);
+    QVERIFY(!view->multiplesScale()->colourScale()->label().isEmpty());
+    QVERIFY(view->describeMatrixCell(0, 1).startsWith("query CLS → key patch (row 1, column 1)"));
+  }
+
+  // Each weight map spans exactly the model's 13 x 13 offsets (and the CLS row), with square cells.
+  void offsetMapsSpanTheModelsOffsetsWithSquareCells() {
+    window->tabs()->setCurrentIndex(2);
+    OffsetPanel* panel = window->offsets();
+    for (const QSize size : {QSize(1400, 800), QSize(1280, 800), QSize(1800, 700)}) {
+      window->resize(size);
+      settle();
+      panel->plot()->replot();
+      QCOMPARE(panel->heatMapCount(), 2 * 3);
+      for (int i = 0; i < panel->heatMapCount(); ++i) {
+        QCPColorMap* map = panel->heatMap(i);
+        QCOMPARE(map->keyAxis()->range().lower, -6.5);
+        QCOMPARE(map->keyAxis()->range().upper, 6.5);
+        QCOMPARE(map->valueAxis()->range().lower, -6.5);
+        QCOMPARE(map->valueAxis()->range().upper, 8.5);  // 13 offsets, a gap row, the CLS row
+        const QRect data = map->keyAxis()->axisRect()->rect();
+        QVERIFY2(std::abs(data.width() - data.height() * 13.0 / 15.0) <= 1,
+                 qPrintable(QString("%1x%2").arg(data.width()).arg(data.height())));
+      }
+    }
+    QCOMPARE(panel->colourScale()->label(), QString("|W_δ| (Frobenius norm)"));
+  }
+
+  // The contributions' colours span their own 1st to 99th percentile, not a range their outliers set.
+  void contributionsAreColouredByTheirOwnPercentiles() {
+    DigitCanvas* canvas = window->canvas();
+    drag(canvas, widget_pos(*canvas, 20, 30), widget_pos(*canvas, 50, 60));
+    waitIdle();
+    window->tabs()->setCurrentIndex(2);
+    OffsetPanel* panel = window->offsets();
+    panel->findChild<QComboBox*>("offsetView")->setCurrentIndex(1);
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->busy() && panel->heatMapCount() > 0, 30000);
+    std::vector<double> values;
+    for (int i = 0; i < panel->heatMapCount(); ++i) {
+      QCPColorMapData* d = panel->heatMap(i)->data();
+      for (int x = 0; x < d->keySize(); ++x)
+        for (int y = 0; y < d->valueSize(); ++y)
+          if (std::isfinite(d->cell(x, y))) values.push_back(d->cell(x, y));
+      QCOMPARE(panel->heatMap(i)->keyAxis()->range().upper, 6.5);
+    }
+    QVERIFY(values.size() > 100);
+    const auto [low, high] = std::minmax_element(values.begin(), values.end());
+    const QCPRange range = panel->colourScale()->dataRange();
+    QVERIFY(range.lower >= *low && range.upper <= *high);
+    QVERIFY(range.upper < *high);  // the brightest outliers are clipped instead of darkening the rest
+    const double n = double(values.size());
+    const double above = double(std::count_if(values.begin(), values.end(), [&](double v) { return v > range.upper; }));
+    const double below = double(std::count_if(values.begin(), values.end(), [&](double v) { return v < range.lower; }));
+    QVERIFY(above / n <= 0.01 + 1.0 / n && below / n <= 0.01 + 1.0 / n);
+    QVERIFY(panel->colourScale()->label().contains("percentile"));
+    QVERIFY(panel->describeCell(0, 6, 6).contains("carried"));
+  }
+
+  void quantileRangeSkipsWhatIsNotANumber() {
+    std::vector<double> v;
+    for (int i = 1; i <= 101; ++i) v.push_back(i);
+    v.push_back(std::nan(""));
+    v.push_back(INFINITY);
+    const QCPRange r = quantile_range(v, 0.01, 0.99);
+    QCOMPARE(r.lower, 2.0);
+    QCOMPARE(r.upper, 100.0);
+    const QCPRange flat = quantile_range({3, 3, 3}, 0.01, 0.99);
+    QVERIFY(flat.lower == 3 && flat.upper > 3);
+    QCOMPARE(quantile_range({}, 0.01, 0.99).upper, 1.0);
+  }
+
+  // A slot without a model says where to choose one; long names elide and keep the whole in the tooltip.
+  void anEmptySlotPointsAtItsPickerAndLongNamesElide() {
+    ModelSlot* c = window->compare()->addSlot();
+    SlotView* empty = window->compare()->viewOf(c);
+    QVERIFY2(empty->detailsText().contains("picker above"), qPrintable(empty->detailsText()));
+    QCOMPARE(empty->picker()->currentIndex(), -1);
+    QVERIFY(empty->picker()->placeholderText().startsWith("Choose a model"));
+    QVERIFY(empty->chart()->probabilities().empty());
+    window->compare()->addSlot();  // four slots on a small screen
+    window->tabs()->setCurrentWidget(window->compare());
+    window->resize(1280, 800);
+    const QString name = "translution-trained-on-digits-anywhere-at-patch-twelve-for-the-comparison.ckpt";
+    ModelSlot* a = window->compare()->slots()[0];
+    a->load(save_model(dir, "translution", 2, name));
+    waitIdle();
+    settle();
+    ModelPicker* picker = window->compare()->views()[0]->picker();
+    QCOMPARE(picker->currentText(), name);
+    QVERIFY2(picker->shownText() != name && picker->shownText().endsWith("…"), qPrintable(picker->shownText()));
+    QVERIFY(picker->toolTip().startsWith(name));
+    auto* title = empty->findChild<ElidedLabel*>();
+    QCOMPARE(title->fullText(), empty->titleText());
+    QVERIFY(title->toolTip().contains(empty->titleText()));
+    ElidedLabel label;
+    label.setFullText("Slot A: translution-qk with a name far longer than any slot is wide");
+    label.show();
+    label.resize(80, 20);
+    QVERIFY(label.elided() && label.text().endsWith("…"));
+    QVERIFY(label.toolTip().contains(label.fullText()));
+    label.resize(2000, 20);
+    QVERIFY(!label.elided());
+  }
+
+  // With four slots every tab fits the tab area of a 1280 x 800 screen (about 850 x 600) without
+  // cutting a control, and removing slots gives the width back.
+  void fourSlotsFitASmallScreenAndGiveTheWidthBack() {
+    QWidget* compare = window->compare();
+    waitIdle();  // the slots show their predictions: what they show sets their minimum
+    settle();
+    const int two_slots = compare->minimumSizeHint().width();
+    window->compare()->addSlot();
+    window->compare()->addSlot();
+    window->compare()->slots()[2]->load(translution_ckpt);
+    window->compare()->slots()[3]->load(attention_ckpt);
+    waitIdle();
+    window->resize(1280, 800);
+    for (int tab = 0; tab < 4; ++tab) {  // compare, attention, offset weights, training
+      window->tabs()->setCurrentIndex(tab);
+      settle();
+      const QSize need = window->tabs()->widget(tab)->minimumSizeHint();
+      QVERIFY2(need.width() <= 850 && need.height() <= 600,
+               qPrintable(QString("tab %1 needs %2x%3").arg(tab).arg(need.width()).arg(need.height())));
+    }
+    // 850 px for the four slots: every control whole inside its slot, the slot inside the panel.
+    auto* splitter = window->findChild<QSplitter*>("mainSplitter");
+    splitter->setSizes({1280 - 850, 850});
+    window->tabs()->setCurrentWidget(compare);
+    settle();
+    QVERIFY(window->tabs()->width() <= 860);
+    for (SlotView* view : window->compare()->views()) {
+      QVERIFY(compare->rect().contains(view->geometry()));
+      for (QWidget* w : view->focusOrder()) {
+        if (!w->isVisible()) continue;
+        QVERIFY(view->rect().contains(w->geometry()));
+        const int need = w->minimumWidth() > 0 ? w->minimumWidth() : w->minimumSizeHint().width();
+        QVERIFY2(w->width() >= need, qPrintable(QString("%1 %2 < %3").arg(w->metaObject()->className()).arg(w->width()).arg(need)));
+      }
+      QVERIFY(view->chart()->height() >= 120);
+    }
+    auto* add = compare->findChild<QPushButton*>("addSlot");
+    QVERIFY(compare->rect().contains(add->geometry()));
+    // The attention views keep readable maps (they scroll instead of shrinking).
+    window->tabs()->setCurrentWidget(window->attention());
+    settle();
+    for (AttentionView* view : window->attention()->views()) QVERIFY(view->mainMap()->mapArea().width() >= 160);
+    window->compare()->removeSlot(window->compare()->slots().last());
+    window->compare()->removeSlot(window->compare()->slots().last());
+    settle();
+    QCOMPARE(compare->minimumSizeHint().width(), two_slots);
+  }
+
+  void everyControlHasATooltip() {
+    window->compare()->addSlot();
+    const QList<QWidget*> panels = {window->compare(), window->attention(), window->offsets(), window->training()};
+    int controls = 0;
+    for (QWidget* panel : panels)
+      for (QWidget* w : panel->findChildren<QWidget*>())
+        if (is_control(w)) {
+          ++controls;
+          QVERIFY2(!w->toolTip().isEmpty(), qPrintable(QString("%1 '%2' in %3 has no tooltip")
+                                                         .arg(w->metaObject()->className(), w->objectName(),
+                                                              panel->metaObject()->className())));
+        }
+    QVERIFY(controls > 40);
+  }
+
+  void tabVisitsTheControlsInReadingOrder() {
+    QList<QWidget*> compare = {window->compare()->findChild<QPushButton*>("addSlot")};
+    for (SlotView* view : window->compare()->views()) {
+      QComboBox* device = nullptr;
+      for (QComboBox* box : view->findChildren<QComboBox*>())
+        if (box != view->picker()) device = box;
+      compare << view->picker() << device << view->findChild<QPushButton*>("removeSlot");
+    }
+    QCOMPARE(tab_order(compare), compare);
+    TrainingPanel* t = window->training();
+    const QList<QWidget*> training = {
+        t->findChild<QComboBox*>("method"),      t->findChild<QComboBox*>("preset"),
+        t->findChild<QComboBox*>("patch"),       t->findChild<QComboBox*>("layout"),
+        t->findChild<QComboBox*>("dataset"),     t->findChild<QComboBox*>("trainingDevice"),
+        t->findChild<QSpinBox*>("lorC1"),        t->findChild<QSpinBox*>("lorC2"),
+        t->findChild<QCheckBox*>("lorShared"),   t->findChild<QComboBox*>("firstModel"),
+        t->findChild<QSpinBox*>("firstBlocks"),  t->findChild<QSpinBox*>("batch"),
+        t->findChild<QCheckBox*>("freshPositions"), t->sendButton()};
+    QCOMPARE(tab_order(training), training);
   }
 
   // A checkpoint file is checked before it is read: the slot says why and keeps its model.

@@ -1,7 +1,8 @@
 // The papers' story as a new user meets it: the bundled model picker, the
-// one-click demo with the centred-trained pair, two to four slots, drawing at
-// MNIST's scale, rollout and attention distance, the experiment runner, and the
-// true class that follows the canvas.
+// one-click demo with the centred-trained pair (its curves, its animation, its
+// way back to the user's models), two to four slots, drawing at MNIST's scale,
+// rollout and attention distance, progressive sweeps, the experiment runner,
+// and the true class that follows the canvas.
 #include <ATen/ATen.h>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -16,15 +17,18 @@
 #include "main_window.h"
 #include "model_picker.h"
 #include "model_slot.h"
+#include "move_panel.h"
 #include "offset_panel.h"
 #include "protocol_box.h"
 #include "protocol_table.h"
 #include "robustness_panel.h"
 #include "slot_view.h"
+#include "sweep_panel.h"
 #include "test_digit_source.h"
 #include "training_panel.h"
 #include "infer/attention_inspection.h"
 #include "train/checkpoint.h"
+#include "train/translation_sweep.h"
 #include "ui_test_support.h"
 
 using namespace translution;
@@ -146,6 +150,172 @@ class StudioStoryTest : public QObject {
     QVERIFY(translution > 0 && attention > 0 && lor > 0);
     QVERIFY(translution > attention && lor > attention);
     QVERIFY(table->accuracy(ProtocolBox::pairName("attention", true), ProtocolTable::kStaticToStatic) > 0.9);
+    // With its curves and story, the tab still fits the room a 1280 x 800 screen leaves it (about 850 x 600).
+    const QSize least = panel->minimumSizeHint();
+    qInfo("the Robustness tab needs at least %dx%d", least.width(), least.height());
+    QVERIFY2(least.width() <= 850 && least.height() <= 600,
+             qPrintable(QString("%1x%2").arg(least.width()).arg(least.height())));
+    // The canvas says what it holds, as the main window words a placed test digit.
+    QCOMPARE(window->canvas()->origin().label, 7);
+    QCOMPARE(window->canvas()->origin().description, QString("test #0 (label 7, static)"));
+    // What the story beside the plot says: Translution comes back up at the whole-patch shifts and dips between.
+    const SlidePath& path = panel->movePanel()->path();
+    QVERIFY(path.whole_patch.size() >= 4);
+    QVERIFY(path.whole_patch.contains(path.anchor));
+    QVERIFY(std::abs(path.along(path.anchor) - 42) <= 0.5);  // training's place: the centre of mass at the centre
+    for (int i : path.whole_patch)  // the frames a whole patch apart from it, exactly
+      QCOMPARE(int(std::lround(path.along(i) - path.along(path.anchor))) % 12, 0);
+    const QCPGraph* curve = panel->movePlot()->graph(0);
+    double on = 0, between = 0;
+    for (int i = 0; i < path.size(); ++i) (path.whole_patch.contains(i) ? on : between) += curve->data()->at(i)->value;
+    on /= path.whole_patch.size();
+    between /= path.size() - path.whole_patch.size();
+    QVERIFY2(on > 0.8 && on > between + 0.3, qPrintable(QString("on the lines %1, between %2").arg(on).arg(between)));
+    const QString story = panel->movePanel()->story();
+    const QString on_lines = QString("A %1").arg(on, 0, 'f', 2);  // the plot's own number, in the story
+    QVERIFY2(story.contains("whole patches") && story.contains("S→D") && story.contains(on_lines), qPrintable(story));
+  }
+
+  void theDemoGoesBackToTheUsersModels() {
+    ModelSlot* a = window->compare()->slots()[0];
+    ModelSlot* b = window->compare()->slots()[1];
+    const QString user_a = a->source(), user_b = b->source();
+    auto* back = window->robustness()->findChild<QPushButton*>("restoreModels");
+    QVERIFY(back != nullptr && !back->isEnabled());  // nothing to restore yet
+    QSignalSpy slid(window->robustness(), &RobustnessPanel::slid);
+    window->robustness()->findChild<QPushButton*>("centredPairDemo")->click();
+    QTRY_COMPARE_WITH_TIMEOUT(slid.count(), 1, 60000);
+    waitIdle(300000);
+    QCOMPARE(a->source(), bundled_model("translution-static"));
+    QVERIFY(back->isEnabled());
+    window->robustness()->showCentredPair();  // a second click keeps the first one's models to go back to
+    QTRY_COMPARE_WITH_TIMEOUT(slid.count(), 2, 60000);
+    waitIdle(300000);
+    back->click();
+    waitIdle();
+    QCOMPARE(a->source(), user_a);
+    QCOMPARE(b->source(), user_b);
+    QVERIFY(!back->isEnabled());
+    // A slot the user changed after the demo is theirs: nothing of it to go back to.
+    window->robustness()->showCentredPair();
+    QTRY_COMPARE_WITH_TIMEOUT(slid.count(), 3, 60000);
+    waitIdle(300000);
+    b->load(bundled_model("lor"));
+    waitIdle();
+    back->click();
+    waitIdle();
+    QCOMPARE(a->source(), user_a);
+    QCOMPARE(b->source(), bundled_model("lor"));
+  }
+
+  void theSlideMovesTheDigitAcrossWithTheMarker() {
+    window->tabs()->setCurrentWidget(window->robustness());
+    RobustnessPanel* panel = window->robustness();
+    DigitCanvas* canvas = window->canvas();
+    QSignalSpy slid(panel, &RobustnessPanel::slid);
+    panel->showCentredPair();
+    QTRY_COMPARE_WITH_TIMEOUT(slid.count(), 1, 60000);
+    QVERIFY(panel->movePanel()->animating());
+    const SlidePath path = panel->movePanel()->path();
+    QCOMPARE(canvas->positionMarks().size(), path.whole_patch.size());  // rings at the whole-patch positions
+    // Every frame the canvas shows: the plot's marker stands where the digit's centre is.
+    QList<double> centres;
+    int marker_off = 0;
+    auto frames = connect(canvas, &DigitCanvas::canvasChanged, this, [&] {
+      const double x = canvas->massCentre().x();
+      centres << x;
+      if (std::abs(panel->movePanel()->markerPosition() - x) > 1e-6) ++marker_off;
+    });
+    QElapsedTimer timer;
+    timer.start();
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->movePanel()->animating(), 60000);
+    const double seconds = timer.elapsed() / 1000.0;
+    disconnect(frames);
+    QVERIFY2(centres.size() >= path.size() - 1,
+             qPrintable(QString("%1 frames of %2").arg(centres.size()).arg(path.size())));
+    QVERIFY(*std::max_element(centres.begin(), centres.end()) - *std::min_element(centres.begin(), centres.end()) > 40);
+    QCOMPARE(marker_off, 0);
+    qInfo("%d frames in %.2f s", int(centres.size()), seconds);  // the timer asks for one every 60 ms
+    QVERIFY(std::abs(canvas->massCentre().x() - (42 - 12)) < 2.0);  // back where the slide found it
+    // The filled ring is the current whole-patch position; the slider puts the digit on each.
+    auto* slider = panel->movePanel()->findChild<QSlider*>();
+    slider->setValue(path.whole_patch[1]);
+    const QPointF placed = canvas->massCentre() - path.centres[path.whole_patch[1]];
+    QVERIFY(std::abs(placed.x()) < 1e-4 && std::abs(placed.y()) < 1e-4);
+    QCOMPARE(canvas->origin().label, 7);  // moved, still the test digit
+    QVERIFY(std::abs(panel->movePanel()->markerPosition() - path.along(path.whole_patch[1])) < 1e-9);
+    // Stoppable: a second slide stopped at once leaves the digit where it got to.
+    panel->slideAcross();
+    QTRY_VERIFY_WITH_TIMEOUT(panel->movePanel()->animating(), 60000);
+    panel->movePanel()->stopSlide();
+    QVERIFY(!panel->movePanel()->animating());
+    QVERIFY(!panel->movePanel()->busy());
+    // Hidden, the Move panel takes its rings off the canvas; shown, it puts them back.
+    window->tabs()->setCurrentIndex(0);
+    QVERIFY(canvas->positionMarks().isEmpty());
+    window->tabs()->setCurrentWidget(panel);
+    QCOMPARE(canvas->positionMarks().size(), path.whole_patch.size());
+    // A new drawing: the path and its rings are gone.
+    canvas->clear();
+    QVERIFY(canvas->positionMarks().isEmpty());
+    QVERIFY(panel->movePanel()->path().empty());
+  }
+
+  void theTrueClassIsTheCanvasOrigins() {
+    RobustnessPanel* panel = window->robustness();
+    DigitCanvas* canvas = window->canvas();
+    const at::Tensor pixels = canvas->pixels();
+    canvas->setPixels(pixels, CanvasOrigin{3, "a 3"});
+    QCOMPARE(panel->trueClass(), 3);
+    canvas->setPixels(pixels, CanvasOrigin{5, "a 5"});
+    QCOMPARE(panel->trueClass(), 5);
+    canvas->undo();  // the origin travels with undo
+    QCOMPARE(panel->trueClass(), 3);
+    canvas->nudge(3, 0);  // and with moves
+    QCOMPARE(panel->trueClass(), 3);
+    canvas->setPixels(pixels);  // unknown: the slots' majority (both read test digit 0 as a 7)
+    waitIdle();
+    QCOMPARE(panel->trueClass(), 7);
+  }
+
+  void sweepsShowACoarseMapThenTheChosenOne() {
+    RobustnessPanel* panel = window->robustness();
+    SweepPanel* sweep = panel->sweepPanel();
+    for (QSpinBox* box : sweep->findChildren<QSpinBox*>()) {
+      if (box->toolTip().startsWith("The first N test digits")) box->setValue(10);
+      if (box->toolTip().startsWith("Pixels between")) box->setValue(4);
+    }
+    QStringList progress;
+    QList<int> cells;
+    QSignalSpy passes(panel, &RobustnessPanel::sweepPassShown);
+    auto watch = connect(panel, &RobustnessPanel::sweepPassShown, this, [&] {
+      progress << sweep->progressText();
+      cells << sweep->sweepMaps()->map(0)->data()->keySize();
+    });
+    panel->runSweep();
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 300000);
+    disconnect(watch);
+    QCOMPARE(passes.count(), 2);
+    QCOMPARE(passes[0], (QList<QVariant>{0, 2}));
+    QVERIFY2(progress[0].contains("Pass 1 of 2") && progress[0].contains("coarse"), qPrintable(progress[0]));
+    QCOMPARE(cells[0], 29);  // every 6 px and the last position (56): a 2 px grid of cells
+    QCOMPARE(cells[1], 15);  // every 4 px
+    QCOMPARE(sweep->sweepMaps()->mapCount(), 2);
+    // The refined map is the one-shot sweep of the chosen settings, cell by cell.
+    const auto predictor = window->compare()->slots()[0]->predictor();
+    const MnistDigits test = load_mnist(window->digits()->dataDir().toStdString(), Split::Test);
+    const SweepResult one_shot = translation_sweep(predictor->model(), test, SweepOptions{10, 4}, predictor->device());
+    QCPColorMapData* map = sweep->sweepMaps()->map(0)->data();
+    for (int yi = 0; yi < 15; ++yi)
+      for (int xi = 0; xi < 15; ++xi) QCOMPARE(map->cell(xi, yi), one_shot.accuracy[yi][xi].item<double>());
+    // Saved as CSV: one file per map; a folder is refused with its name, and nothing crashes.
+    QCOMPARE(sweep->saveCsv(dir.filePath("maps.csv")), QString());
+    QVERIFY(QFile::exists(dir.filePath("maps-A-translution-D.csv")));
+    QVERIFY(QFile::exists(dir.filePath("maps-B-attention-D.csv")));
+    QVERIFY(QDir(dir.path()).mkpath("taken-B-attention-D.csv"));  // a folder where the second file would go
+    const QString refused = sweep->saveCsv(dir.filePath("taken.csv"));
+    QVERIFY2(refused.contains("taken-B-attention-D.csv"), qPrintable(refused));
+    QVERIFY(sweep->note().contains(refused));
   }
 
   void aThirdSlotAppearsInEveryPanelAndGoesAgain() {

@@ -1,0 +1,221 @@
+// The main window as a user meets it: a canvas that stays put under the pen, a
+// status bar that says what the canvas shows through every edit, the menu bar's
+// commands, pictures of a view, and the layout audit that keeps every widget
+// readable (proven to catch a layout broken on purpose).
+#include <sys/stat.h>
+
+#include <ATen/ATen.h>
+#include <QAction>
+#include <QFile>
+#include <QMenu>
+#include <QMenuBar>
+#include <QPushButton>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QVBoxLayout>
+#include <QtTest>
+
+#include "compare_panel.h"
+#include "digit_canvas.h"
+#include "layout_audit.h"
+#include "main_window.h"
+#include "model_slot.h"
+#include "robustness_panel.h"
+#include "test_digit_source.h"
+#include "ui_test_support.h"
+
+using namespace translution;
+using namespace translution::ui;
+using namespace translution::ui::test;
+
+namespace {
+
+// The action with `shortcut` in the menu bar's menus (and their submenus).
+QAction* find_action(const QList<QAction*>& actions, const QString& shortcut) {
+  for (QAction* action : actions) {
+    if (action->shortcut() == QKeySequence(shortcut)) return action;
+    if (action->menu())
+      if (QAction* found = find_action(action->menu()->actions(), shortcut)) return found;
+  }
+  return nullptr;
+}
+QAction* find_action(QMenuBar* bar, const QString& shortcut) { return find_action(bar->actions(), shortcut); }
+
+QByteArray head_of(const QString& path, int bytes) {
+  QFile file(path);
+  return file.open(QIODevice::ReadOnly) ? file.read(bytes) : QByteArray();
+}
+
+// Named as the offender or as what it collides with (an overlapping pair is reported once).
+bool mentions(const LayoutAuditResult& result, const QString& name) {
+  for (const LayoutOffender& o : result.offenders)
+    if (o.object.contains(name) || o.problem.contains(name)) return true;
+  return false;
+}
+
+}  // namespace
+
+class MainWindowTest : public QObject {
+  Q_OBJECT
+ private:
+  QTemporaryDir dir;
+  MainWindow* window = nullptr;
+
+  void waitIdle() { QTRY_VERIFY_WITH_TIMEOUT(!window->busy(), 60000); }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    qputenv("TRANSLUTION_NO_DIALOGS", "1");
+  }
+
+  void init() {
+    QSettings().clear();  // every test starts as a first launch
+    window = new MainWindow(qEnvironmentVariable("TRANSLUTION_DATA"));
+    window->resize(1280, 800);
+    window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window));
+    QTRY_VERIFY_WITH_TIMEOUT(window->digits()->ready(), 60000);
+    waitIdle();
+  }
+
+  void cleanup() {
+    delete window;
+    window = nullptr;
+  }
+
+  // A stroke that grows the ink past the size warning's threshold while the button is
+  // down: the canvas keeps its place and size, and the ink lands under the pointer.
+  void aLongStrokeKeepsTheCanvasStillAndTheInkUnderThePointer() {
+    DigitCanvas* canvas = window->canvas();
+    canvas->clear();
+    QApplication::processEvents();
+    const QRect before = canvas->geometry();
+    const QPointF from = widget_pos(*canvas, 10, 42), to = widget_pos(*canvas, 74, 42);
+    send_mouse(canvas, QEvent::MouseButtonPress, from, Qt::LeftButton, Qt::LeftButton);
+    for (int i = 1; i <= 32; ++i) {
+      send_mouse(canvas, QEvent::MouseMove, from + (to - from) * (i / 32.0), Qt::NoButton, Qt::LeftButton);
+      QApplication::processEvents();
+      QCOMPARE(canvas->geometry(), before);
+    }
+    QVERIFY(window->scaleWarningVisible());  // the ink is 64 px wide: the warning shows, in its own room
+    QApplication::processEvents();
+    QCOMPARE(canvas->geometry(), before);
+    // Every canvas pixel the pointer passed over is inked, after the layout had its chance to move.
+    const QPointF next_from = widget_pos(*canvas, 42, 10), next_to = widget_pos(*canvas, 42, 74);
+    for (int i = 0; i <= 16; ++i)
+      send_mouse(canvas, QEvent::MouseMove, next_from + (next_to - next_from) * (i / 16.0), Qt::NoButton, Qt::LeftButton);
+    send_mouse(canvas, QEvent::MouseButtonRelease, next_to, Qt::LeftButton, Qt::NoButton);
+    const at::Tensor ink = canvas->pixels();
+    for (int x = 10; x <= 74; x += 4) QVERIFY2(ink[42][x].item<float>() > 0.9f, qPrintable(QString::number(x)));
+    for (int y = 10; y <= 74; y += 4) QVERIFY2(ink[y][42].item<float>() > 0.9f, qPrintable(QString::number(y)));
+    QCOMPARE(ink[20][20].item<float>(), 0.0f);
+    QCOMPARE(canvas->geometry(), before);
+  }
+
+  void theStatusFollowsTheCanvasThroughEveryEdit() {
+    DigitCanvas* canvas = window->canvas();
+    QVERIFY(window->showTestDigit(CanvasKind::Dynamic, 3343));
+    const int label = canvas->origin().label;
+    QVERIFY(label >= 0 && label <= 9);
+    const QString digit = QString("test #3343 (label %1, dynamic)").arg(label);
+    QVERIFY2(window->canvasStatus().contains(digit), qPrintable(window->canvasStatus()));
+    canvas->nudge(2, 1);  // a move keeps what the digit is
+    QVERIFY(window->canvasStatus().contains(digit));
+    drag(canvas, widget_pos(*canvas, 5, 5), widget_pos(*canvas, 12, 5));
+    QVERIFY2(window->canvasStatus().contains("your drawing"), qPrintable(window->canvasStatus()));
+    QVERIFY(!window->canvasStatus().contains("label"));
+    canvas->undo();
+    QVERIFY2(window->canvasStatus().contains(digit), qPrintable(window->canvasStatus()));
+    canvas->clear();
+    QVERIFY(window->canvasStatus().startsWith("Empty canvas"));
+    canvas->undo();
+    QVERIFY(window->canvasStatus().contains(digit));
+    QVERIFY(window->showTestDigit(CanvasKind::Static, 0));  // a 7
+    QVERIFY(window->canvasStatus().contains("label 7, static"));
+    canvas->undo();
+    QVERIFY(window->canvasStatus().contains(digit));
+  }
+
+  void theMenusHoldTheDesktopConventions() {
+    QMenuBar* bar = window->menuBar();
+    QCOMPARE(bar->actions().size(), 3);  // File, View, Help
+    for (const char* shortcut : {"Ctrl+O", "Ctrl+S", "Ctrl+Q", "Ctrl+1", "Ctrl+5", "F1"})
+      QVERIFY2(find_action(bar, shortcut), shortcut);
+    find_action(bar, "Ctrl+3")->trigger();
+    QCOMPARE(window->tabs()->currentIndex(), 2);
+    for (int i = 0; i < window->tabs()->count(); ++i) QVERIFY(!window->helpText(i).isEmpty());
+    QAction* add = find_action(bar, "Ctrl+Shift+N");
+    QAction* remove = find_action(bar, "Ctrl+Shift+W");
+    QVERIFY(add && remove && add->isEnabled() && !remove->isEnabled());
+    add->trigger();
+    QCOMPARE(window->compare()->slots().size(), 3);
+    QVERIFY(remove->isEnabled());
+    remove->trigger();
+    QCOMPARE(window->compare()->slots().size(), 2);
+  }
+
+  void aPictureOfTheViewIsWrittenWholeInEachFormat() {
+    const QString base = dir.filePath("view");
+    QCOMPARE(window->savePicture(base + ".png"), QString());
+    QCOMPARE(head_of(base + ".png", 4), QByteArray("\x89PNG"));
+    QCOMPARE(window->savePicture(base + ".svg"), QString());
+    QVERIFY(head_of(base + ".svg", 400).contains("<svg"));
+    QCOMPARE(window->savePicture(base + ".pdf"), QString());
+    QCOMPARE(head_of(base + ".pdf", 4), QByteArray("%PDF"));
+    QVERIFY(window->savePicture(base + ".bmp").contains(".png, .svg or .pdf"));
+  }
+
+  // Never replaced: a FIFO or a folder at the path stays what it was, and the message names the path.
+  void aPictureNeverReplacesWhatIsNotAFile() {
+    const QString fifo = dir.filePath("pipe.png");
+    QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+    const QString fifo_error = window->savePicture(fifo);
+    QVERIFY2(fifo_error.contains(fifo) && fifo_error.contains("FIFO"), qPrintable(fifo_error));
+    struct stat st {};
+    QCOMPARE(::stat(QFile::encodeName(fifo).constData(), &st), 0);
+    QVERIFY(S_ISFIFO(st.st_mode));
+    QVERIFY(QDir(dir.path()).mkdir("folder.png"));
+    QVERIFY(window->savePicture(dir.filePath("folder.png")).contains("a directory"));
+    QVERIFY(QFileInfo(dir.filePath("folder.png")).isDir());
+  }
+
+  void theWindowsMinimumComesBackWhenSlotsAreRemoved() {
+    const int two = window->minimumSizeHint().width();
+    window->compare()->addSlot();
+    window->compare()->addSlot();
+    QApplication::processEvents();
+    QVERIFY(window->minimumSizeHint().width() <= 1280);
+    window->compare()->removeSlot(window->compare()->slots().last());
+    window->compare()->removeSlot(window->compare()->slots().last());
+    QApplication::processEvents();
+    QCOMPARE(window->minimumSizeHint().width(), two);
+  }
+
+  // The audit is only worth its zero if it sees a broken layout: a button that insists on
+  // 3000 px (the window cannot fit the screen), and a widget forced over its siblings.
+  void theLayoutAuditCatchesALayoutBrokenOnPurpose() {
+    const LayoutAuditResult clean = audit_layout(window, window->tabs(), QSize(1280, 800));
+    QVERIFY(clean.widgets > 100);
+    QCOMPARE(clean.tabs, window->tabs()->count());
+    auto* wide = new QPushButton("far too wide", window->compare());
+    wide->setObjectName("brokenOnPurpose");
+    wide->setMinimumWidth(3000);
+    window->compare()->layout()->addWidget(wide);
+    auto* stray = new QPushButton("stray", window->compare());
+    stray->setObjectName("strayOnPurpose");
+    stray->setGeometry(0, 0, 200, 200);  // outside any layout, over the panel's first row
+    stray->show();
+    const LayoutAuditResult broken = audit_layout(window, window->tabs(), QSize(1280, 800));
+    QString found;
+    for (const LayoutOffender& o : broken.offenders) found += describe(o) + "\n";
+    QVERIFY2(broken.offenders.size() > clean.offenders.size(), qPrintable(found));
+    QVERIFY2(mentions(broken, "strayOnPurpose"), qPrintable(found));  // over its siblings
+    QVERIFY2(found.contains("the window needs at least") || found.contains("larger than the screen"),
+             qPrintable(found));  // 3000 px cannot fit
+
+  }
+};
+
+QTEST_MAIN(MainWindowTest)
+#include "main_window_test.moc"

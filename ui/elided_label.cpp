@@ -1,0 +1,40 @@
+#include "elided_label.h"
+
+#include <QResizeEvent>
+
+namespace translution::ui {
+
+ElidedLabel::ElidedLabel(QWidget* parent, Qt::TextElideMode mode) : QLabel(parent), mode_(mode) {
+  setWordWrap(false);
+  setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Preferred);
+}
+
+void ElidedLabel::setFullText(const QString& text, const QString& note) {
+  full_ = text;
+  note_ = note;
+  setToolTip(note.isEmpty() ? text : text + "\n" + note);
+  updateGeometry();
+  elide();
+}
+
+QSize ElidedLabel::sizeHint() const {
+  const QMargins m = contentsMargins();
+  return {fontMetrics().horizontalAdvance(full_) + m.left() + m.right() + 2 * margin() + 2, QLabel::sizeHint().height()};
+}
+
+// A few characters and the ellipsis: enough to tell slots apart, never enough to widen the window.
+QSize ElidedLabel::minimumSizeHint() const {
+  return {fontMetrics().horizontalAdvance(QStringLiteral("Slot A…")), QLabel::minimumSizeHint().height()};
+}
+
+void ElidedLabel::resizeEvent(QResizeEvent* event) {
+  QLabel::resizeEvent(event);
+  elide();
+}
+
+void ElidedLabel::elide() {
+  const int room = contentsRect().width() - 2 * margin();
+  QLabel::setText(fontMetrics().elidedText(full_, mode_, std::max(0, room)));
+}
+
+}  // namespace translution::ui

@@ -1,0 +1,31 @@
+#pragma once
+// A one-line label for names that may not fit (slot titles, model names): it
+// asks for no more than a few characters' width, elides its text to the width
+// it gets, and keeps the whole text in its tooltip.
+#include <QLabel>
+
+namespace translution::ui {
+
+class ElidedLabel : public QLabel {
+  Q_OBJECT
+ public:
+  explicit ElidedLabel(QWidget* parent = nullptr, Qt::TextElideMode mode = Qt::ElideRight);
+  // The whole text; `note`, when given, follows it in the tooltip.
+  void setFullText(const QString& text, const QString& note = {});
+  QString fullText() const { return full_; }
+  bool elided() const { return text() != full_; }
+
+  QSize sizeHint() const override;
+  QSize minimumSizeHint() const override;
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
+ private:
+  void elide();
+
+  QString full_, note_;
+  Qt::TextElideMode mode_;
+};
+
+}  // namespace translution::ui

@@ -1,0 +1,63 @@
+#include "plot_legend.h"
+
+#include <algorithm>
+
+namespace translution::ui {
+namespace {
+
+constexpr char kColumns[] = "legendColumns";  // the plot's property: the columns asked for, 0 to fit
+
+// The columns the legend gets: as asked, or as many of its widest entry as fit the plot's width.
+int columns_for(const QCustomPlot* plot) {
+  const QCPLegend* legend = plot->legend;
+  const int asked = plot->property(kColumns).toInt();
+  if (asked > 0) return asked;
+  int widest = 1;
+  for (int i = 0; i < legend->itemCount(); ++i)
+    widest = std::max(widest, static_cast<const QCPLayoutElement*>(legend->item(i))->minimumOuterSizeHint().width() +
+                                  legend->columnSpacing());
+  const int room = plot->viewport().width() - legend->margins().left() - legend->margins().right();
+  return std::clamp(room / widest, 1, std::max(1, legend->itemCount()));
+}
+
+void wrap_legend(QCustomPlot* plot) {
+  QCPLegend* legend = plot->legend;
+  const int columns = columns_for(plot);
+  if (legend->wrap() == columns) return;
+  legend->setWrap(columns);
+  legend->setFillOrder(QCPLegend::foColumnsFirst, true);  // re-places every entry by the new wrap
+}
+
+}  // namespace
+
+bool legend_is_beneath(const QCustomPlot* plot) {
+  return plot->legend && plot->legend->layout() == plot->plotLayout();
+}
+
+void show_legend_beneath(QCustomPlot* plot, int columns) {
+  QCPLegend* legend = plot->legend;
+  if (!legend) return;
+  plot->setProperty(kColumns, columns);
+  if (!legend_is_beneath(plot)) {
+    QCPLayoutGrid* grid = plot->plotLayout();
+    QCPAxisRect* rect = plot->axisRect();
+    // The row and column of the main axis rect: the legend goes right under it.
+    int row = 0, column = 0;
+    for (int i = 0; i < grid->elementCount(); ++i)
+      if (grid->elementAt(i) == rect) grid->indexToRowCol(i, row, column);
+    if (QCPLayout* inset = legend->layout()) inset->take(legend);
+    grid->insertRow(row + 1);
+    grid->addElement(row + 1, column, legend);
+    // A vanishing stretch: the row gets its minimum (the entries' height), the axis rect the rest.
+    grid->setRowStretchFactor(row + 1, 0.001);
+    legend->setBorderPen(Qt::NoPen);
+    legend->setBrush(Qt::NoBrush);
+    legend->setMargins(QMargins(4, 0, 4, 2));
+    // Before each layout pass: the width may have changed since the last one.
+    QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [plot] { wrap_legend(plot); });
+  }
+  wrap_legend(plot);
+  legend->setVisible(true);
+}
+
+}  // namespace translution::ui

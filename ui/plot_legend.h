@@ -1,0 +1,19 @@
+#pragma once
+// Legends that never cover the data: a QCustomPlot legend taken out of its axis
+// rect's inset layout (where it floats over the curves) and given a row of the
+// plot's own layout beneath that axis rect, its entries wrapped into columns.
+#include "qcustomplot_include.h"
+
+namespace translution::ui {
+
+// Moves `plot`'s legend into a new layout row beneath its main axis rect (the
+// first call; later calls find it there), frameless, and shows it. `columns`
+// entries go to a row; 0 fits as many as the plot's width holds, worked out
+// again before every replot, so a resized plot re-wraps its legend. The row
+// takes only the height its entries need; the axis rect keeps the rest.
+void show_legend_beneath(QCustomPlot* plot, int columns = 0);
+
+// Whether the legend sits beneath the axis rect (after show_legend_beneath).
+bool legend_is_beneath(const QCustomPlot* plot);
+
+}  // namespace translution::ui
