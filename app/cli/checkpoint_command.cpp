@@ -13,6 +13,7 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_upgrade.h"
 #include "util/error.h"
+#include "util/output_path.h"
 
 namespace translution::cli {
 namespace {
@@ -124,7 +125,10 @@ void add_checkpoint_command(CLI::App& root, Runners& runners) {
       checkpoint->add_subcommand("strip", "keep weights, config and metadata; drop the training state");
   strip_app->add_option("file", o->file, "the checkpoint")->type_name("FILE.ckpt");
   strip_app->add_option("--out", o->out, "weights-only file to write")->required();
-  runners[strip_app] = [o] { return strip(o->file, o->out); };
+  runners[strip_app] = [o] {
+    checked_output_path(o->out);  // before the input is read: a refusal costs nothing
+    return strip(o->file, o->out);
+  };
   CLI::App* diff_app = checkpoint->add_subcommand("diff", "how far apart two checkpoints' weights are");
   diff_app->add_option("file", o->file, "one checkpoint")->type_name("A.ckpt")->required();
   diff_app->add_option("other", o->out, "the other")->type_name("B.ckpt")->required();
@@ -134,7 +138,10 @@ void add_checkpoint_command(CLI::App& root, Runners& runners) {
       "upgrade", "convert a checkpoint of format 1 (a LibTorch archive) to the current format (safetensors)");
   upgrade_app->add_option("file", o->file, "the format-1 checkpoint")->type_name("OLD.ckpt")->required();
   upgrade_app->add_option("out", o->out, "the checkpoint to write")->type_name("NEW.ckpt")->required();
-  runners[upgrade_app] = [o] { return upgrade(o->file, o->out); };
+  runners[upgrade_app] = [o] {
+    checked_output_path(o->out);
+    return upgrade(o->file, o->out);
+  };
 }
 
 }  // namespace translution::cli

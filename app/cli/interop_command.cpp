@@ -9,6 +9,7 @@
 #include "io/pytorch_interop.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
+#include "util/output_path.h"
 
 namespace translution::cli {
 namespace {
@@ -57,14 +58,20 @@ void add_interop_commands(CLI::App& root, Runners& runners) {
   import->add_option("file", o->file, "written by torch.save(model.state_dict(), FILE)")->type_name("FILE.pt");
   add_model_options(*import, o->model, true);
   import->add_option("--out", o->out, "checkpoint to write")->required()->type_name("FILE.ckpt");
-  runners[import] = [o] { return import_file(o->file, o->model, o->out); };
+  runners[import] = [o] {
+    checked_output_path(o->out);  // before the input is read: a refusal costs nothing
+    return import_file(o->file, o->model, o->out);
+  };
 
   CLI::App* export_app = root.add_subcommand(
       "export", "a checkpoint as the state dict that the public code's matching ViT loads");
   export_app->add_option("file", o->file, "the checkpoint")->type_name("FILE.ckpt");
   export_app->add_option("--to", o->to, "format: pytorch")->required()->type_name("FORMAT");
   export_app->add_option("out", o->out, "state dict to write")->required()->type_name("OUT.pt");
-  runners[export_app] = [o] { return export_file(o->file, o->to, o->out); };
+  runners[export_app] = [o] {
+    checked_output_path(o->out);
+    return export_file(o->file, o->to, o->out);
+  };
 }
 
 }  // namespace translution::cli
