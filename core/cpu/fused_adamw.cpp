@@ -10,6 +10,7 @@
 
 #include "cpu/helper_threads.h"
 #include "util/engine_options.h"
+#include "util/optimizer_state_key.h"
 
 namespace translution {
 namespace {
@@ -45,18 +46,6 @@ void update(T* p, const T* g, T* m, T* v, int64_t n, const Coefficients& c) {
   });
 }
 
-// LibTorch keys per-parameter state by the tensor's impl: its address printed to
-// a string in 1.x (c10::guts::to_string, i.e. ostream <<), the pointer in 2.x.
-template <typename Map>
-typename Map::key_type state_key(const at::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    std::ostringstream key;
-    key << p.unsafeGetTensorImpl();
-    return key.str();
-  } else {
-    return p.unsafeGetTensorImpl();
-  }
-}
 
 bool fusable(const at::Tensor& p) {
   const at::Tensor& g = p.grad();
@@ -87,7 +76,7 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const auto key = state_key<decltype(state_)>(p);
+      const auto key = optimizer_state_key<decltype(state_)>(p);
       auto found = state_.find(key);
       if (found == state_.end()) {
         auto fresh = std::make_unique<torch::optim::AdamWParamState>();

@@ -22,6 +22,7 @@
 #include "util/device.h"
 #include "util/error.h"
 #include "util/key_value.h"
+#include "util/optimizer_state_key.h"
 
 namespace translution {
 namespace {
@@ -35,19 +36,6 @@ std::string utc_now() {
   return buffer;
 }
 
-// LibTorch keys AdamW's per-parameter state by the tensor's impl: its address printed
-// to a string in 1.x (c10::guts::to_string, i.e. ostream <<), the pointer in 2.x
-// (as cpu/fused_adamw.cpp, which fills the same map).
-template <typename Map>
-typename Map::key_type state_key(const at::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    std::ostringstream key;
-    key << p.unsafeGetTensorImpl();
-    return key.str();
-  } else {
-    return p.unsafeGetTensorImpl();
-  }
-}
 
 // The optimizer's state as plain tensors by parameter path; shared, not copied: a
 // checkpoint is written (or copied) before the next step changes them.
@@ -55,7 +43,7 @@ std::map<std::string, AdamWState> optimizer_state(torch::optim::AdamW& optimizer
   auto& state = optimizer.state();
   std::map<std::string, AdamWState> out;
   for (const auto& p : model->named_parameters()) {
-    const auto it = state.find(state_key<std::decay_t<decltype(state)>>(p.value()));
+    const auto it = state.find(optimizer_state_key<std::decay_t<decltype(state)>>(p.value()));
     if (it == state.end()) continue;
     const auto& s = static_cast<const torch::optim::AdamWParamState&>(*it->second);
     out[p.key()] = {s.step(), s.exp_avg(), s.exp_avg_sq(), s.max_exp_avg_sq()};
@@ -74,7 +62,7 @@ void load_optimizer(torch::optim::AdamW& optimizer, const ViT& model, const std:
     s->exp_avg(it->second.exp_avg.to(device).contiguous());
     s->exp_avg_sq(it->second.exp_avg_sq.to(device).contiguous());
     if (it->second.max_exp_avg_sq.defined()) s->max_exp_avg_sq(it->second.max_exp_avg_sq.to(device).contiguous());
-    state[state_key<std::decay_t<decltype(state)>>(p.value())] = std::move(s);
+    state[optimizer_state_key<std::decay_t<decltype(state)>>(p.value())] = std::move(s);
   }
 }
 

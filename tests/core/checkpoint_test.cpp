@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/optimizer_state_key.h"
 #include "temp_dir.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_upgrade.h"
@@ -371,16 +372,6 @@ at::Tensor libtorch_weight(torch::serialize::InputArchive& weights, const std::s
   return value;
 }
 
-template <typename Map>
-typename Map::key_type state_key(const at::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    std::ostringstream key;
-    key << p.unsafeGetTensorImpl();
-    return key.str();
-  } else {
-    return p.unsafeGetTensorImpl();
-  }
-}
 
 TEST(CheckpointUpgrade, ReadsExactlyWhatLibTorchReadsFromTheArchive) {
   const std::string path = kFormat1 + "lor-with-training-state.ckpt";
@@ -403,7 +394,7 @@ TEST(CheckpointUpgrade, ReadsExactlyWhatLibTorchReadsFromTheArchive) {
   auto& state = reference.state();
   ASSERT_EQ(state.size(), upgraded.training->optimizer.size());
   for (const auto& p : upgraded.model->named_parameters()) {
-    const auto found = state.find(state_key<std::decay_t<decltype(state)>>(p.value()));
+    const auto found = state.find(optimizer_state_key<std::decay_t<decltype(state)>>(p.value()));
     ASSERT_NE(found, state.end()) << p.key();
     const auto& s = static_cast<const torch::optim::AdamWParamState&>(*found->second);
     const AdamWState& ours = upgraded.training->optimizer.at(p.key());
