@@ -14,7 +14,7 @@ shot() {
 }
 
 panels=("$@")
-[ ${#panels[@]} -gt 0 ] || panels=(window compare attention offsets training robustness sweep experiment)
+[ ${#panels[@]} -gt 0 ] || panels=(window compare attention offsets knockout training robustness attribution sweep shift experiment)
 for panel in "${panels[@]}"; do
   case $panel in
     compare) shot compare --panel compare --slots 3 ;;  # three slots: the window as most people will use it

@@ -242,6 +242,7 @@ void DigitCanvas::paintEvent(QPaintEvent*) {
   }
   const QRectF r = canvasRect();
   painter.drawImage(r, image);  // nearest-neighbour magnification keeps pixels crisp
+  if (!overlay_.isNull()) painter.drawImage(r, overlay_);
   if (grid_visible_ && patch_ < size_) {
     painter.setPen(QPen(QColor(80, 160, 255, 110), 1));
     for (int k = patch_; k < size_; k += patch_) {
@@ -295,6 +296,17 @@ void DigitCanvas::paintMarks(QPainter& painter, const QRectF& canvas) {
 void DigitCanvas::setPositionMarks(const QVector<QPointF>& marks, int current) {
   marks_ = marks;
   current_mark_ = current;
+  update();
+}
+
+void DigitCanvas::setOverlay(const QImage& overlay) {
+  overlay_ = overlay;
+  update();
+}
+
+void DigitCanvas::clearOverlay() {
+  if (overlay_.isNull()) return;
+  overlay_ = QImage();
   update();
 }
 

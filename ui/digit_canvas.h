@@ -6,6 +6,7 @@
 // a 28 x 28 frame), the size every model here was trained on.
 #include <vector>
 
+#include <QImage>
 #include <QRect>
 #include <QString>
 #include <QVector>
@@ -53,6 +54,7 @@ class DigitCanvas : public QWidget {
   // Canvas positions marked on the canvas (e.g. where a digit's centre lies at whole-patch
   // shifts), and the one current position drawn stronger; an empty list clears them.
   const QVector<QPointF>& positionMarks() const { return marks_; }
+  const QImage& overlay() const { return overlay_; }  // null when there is none
   // Centre of ink mass in canvas pixels; (-1, -1) for an empty canvas.
   QPointF massCentre() const;
   // Bounding box of the ink in canvas pixels (empty for an empty canvas).
@@ -83,6 +85,10 @@ class DigitCanvas : public QWidget {
   // Outlines patch (row, col) (the attention query) while the Query tool is on; row < 0 clears it.
   void setHighlightedPatch(int row, int col);
   void setPositionMarks(const QVector<QPointF>& marks, int current = -1);
+  // An S x S picture (with alpha) drawn over the pixels, under the grid: e.g. an attribution
+  // map. It stays until cleared or replaced; editing the canvas does not touch it.
+  void setOverlay(const QImage& overlay);
+  void clearOverlay();
 
  Q_SIGNALS:
   void canvasChanged(const at::Tensor& pixels);
@@ -123,6 +129,7 @@ class DigitCanvas : public QWidget {
   CanvasOrigin origin_;
   std::vector<State> undo_;
   QVector<QPointF> marks_;
+  QImage overlay_;
   int current_mark_ = -1;
   bool continuing_ = false;  // the last change was an UndoStep::Continue
 

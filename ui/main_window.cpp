@@ -27,6 +27,7 @@
 #include <QVBoxLayout>
 
 #include "attention_panel.h"
+#include "attribution_panel.h"
 #include "bundled_models.h"
 #include "compare_panel.h"
 #include "digit_canvas.h"
@@ -60,6 +61,7 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent) : QMainWindow(p
   updateCanvasStatus();
   loadDefaultSlots();
   compare_->setCanvas(canvas_->pixels());
+  attribution_->setCanvas(canvas_->pixels());
   digits_->load();
 }
 
@@ -77,6 +79,7 @@ void MainWindow::buildPanels(const QString& data_dir) {
   offsets_ = new OffsetPanel(compare_->slots(), this);
   training_ = new TrainingPanel(data_dir, compare_->slots(), this);
   robustness_ = new RobustnessPanel(data_dir, compare_->slots(), canvas_, digits_, this);
+  attribution_ = new AttributionPanel(compare_->slots(), canvas_, this);
   tabs_ = new QTabWidget(this);
   tabs_->addTab(compare_, tr("Compare"));
   tabs_->addTab(attention_, tr("Attention"));
@@ -87,6 +90,7 @@ void MainWindow::buildPanels(const QString& data_dir) {
   tabs_->addTab(offsets_scroll, tr("Offset weights"));
   tabs_->addTab(training_, tr("Training"));
   tabs_->addTab(robustness_, tr("Robustness"));
+  tabs_->addTab(attribution_, tr("Attribution"));
   splitter_ = new QSplitter(this);
   splitter_->setObjectName("mainSplitter");
   splitter_->setChildrenCollapsible(false);
@@ -103,6 +107,7 @@ void MainWindow::connectPanels() {
     offsets_->setSlots(compare_->slots());
     training_->setSlots(compare_->slots());
     robustness_->setSlots(compare_->slots());
+    attribution_->setSlots(compare_->slots());
     updateSlotActions();
     QTimer::singleShot(0, this, &MainWindow::fitWindowToScreen);
   });
@@ -113,6 +118,7 @@ void MainWindow::connectPanels() {
     else canvas_->setHighlightedPatch(int(q.y) / canvas_->patchSize(), int(q.x) / canvas_->patchSize());
   });
   connect(canvas_, &DigitCanvas::canvasChanged, compare_, &ComparePanel::setCanvas);
+  connect(canvas_, &DigitCanvas::canvasChanged, attribution_, &AttributionPanel::setCanvas);
   connect(canvas_, &DigitCanvas::canvasChanged, this, [this] {
     updateCanvasStatus();
     updateScaleWarning();
@@ -209,7 +215,9 @@ bool MainWindow::fitToMnist() {
   return true;
 }
 
-bool MainWindow::busy() const { return compare_->busy() || robustness_->busy() || offsets_->busy(); }
+bool MainWindow::busy() const {
+  return compare_->busy() || robustness_->busy() || offsets_->busy() || attribution_->busy();
+}
 
 // Each slot gets the checkpoint it had last time, else a bundled model: a
 // Translution-family model in A, self-attention in B, LoR and the centred-trained

@@ -19,6 +19,7 @@ class QToolBar;
 namespace translution::ui {
 
 class AttentionPanel;
+class AttributionPanel;
 class ComparePanel;
 class DigitCanvas;
 class OffsetPanel;
@@ -39,6 +40,7 @@ class MainWindow : public QMainWindow {
   OffsetPanel* offsets() const { return offsets_; }
   TrainingPanel* training() const { return training_; }
   RobustnessPanel* robustness() const { return robustness_; }
+  AttributionPanel* attribution() const { return attribution_; }
   QTabWidget* tabs() const { return tabs_; }
   // True while any panel is loading a model or computing (screenshots wait for it).
   bool busy() const;
@@ -98,6 +100,7 @@ class MainWindow : public QMainWindow {
   OffsetPanel* offsets_ = nullptr;
   TrainingPanel* training_ = nullptr;
   RobustnessPanel* robustness_ = nullptr;
+  AttributionPanel* attribution_ = nullptr;
   TestDigitSource* digits_ = nullptr;
   QComboBox* patch_box_ = nullptr;
   QComboBox* placement_box_ = nullptr;

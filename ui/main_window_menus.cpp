@@ -76,7 +76,7 @@ void MainWindow::buildHelpMenu(QMenu* menu) {
 }
 
 QString MainWindow::helpText(int index) const {
-  return index >= 0 && index <= int(StudioTab::Robustness) ? tab_help_text(StudioTab(index)) : QString();
+  return index >= 0 && index <= int(StudioTab::Attribution) ? tab_help_text(StudioTab(index)) : QString();
 }
 
 void MainWindow::updateSlotActions() {

@@ -15,8 +15,10 @@
 
 #include <ATen/ATen.h>
 
+#include "knockout_bar.h"
 #include "model_slot.h"
 #include "plot_export.h"
+#include "slot_knockout.h"
 #include "square_cells.h"
 
 namespace translution::ui {
@@ -52,7 +54,9 @@ OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
       slot_box_(new QComboBox(this)),
       what_(new QComboBox(this)),
       message_(new QLabel(this)),
-      plot_(new QCustomPlot(this)) {
+      plot_(new QCustomPlot(this)),
+      knockout_bar_(new KnockoutBar(this)),
+      knockout_(new SlotKnockout(this)) {
   what_->addItems({tr("learned weights |W_δ|"), tr("contributions on this canvas")});
   what_->setToolTip(tr("The matrices themselves, or what each offset's value matrix carried for the digit on the "
                        "canvas (attention-weighted norms of W_v[δ] x_j), updated with every change"));
@@ -68,6 +72,7 @@ OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
   controls->addStretch(1);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(controls);
+  layout->addWidget(knockout_bar_);
   layout->addWidget(message_);  // a line of its own: it wraps instead of widening the controls
   layout->addWidget(plot_, 1);
   setTabOrder(slot_box_, what_);
@@ -83,6 +88,22 @@ OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
   connect(what_, &QComboBox::currentIndexChanged, this, &OffsetPanel::rebuild);
   connect(slot_box_, &QComboBox::currentIndexChanged, this, &OffsetPanel::rebuild);
   connect(plot_, &QCustomPlot::mouseMove, this, &OffsetPanel::showHover);
+  connect(plot_, &QCustomPlot::mousePress, this, &OffsetPanel::pressCell);
+  connect(plot_, &QCustomPlot::mouseRelease, this, &OffsetPanel::releaseCell);
+  connect(knockout_bar_, &KnockoutBar::selectionChanged, this, [this] {
+    drawSelection();
+    plot_->replot();
+  });
+  connect(knockout_bar_, &KnockoutBar::applyRequested, this, &OffsetPanel::applyKnockout);
+  connect(knockout_bar_, &KnockoutBar::restoreRequested, this, [this] {
+    if (ModelSlot* slot = shownSlot()) knockout_->restore(slot);
+  });
+  connect(knockout_, &SlotKnockout::applied, this, [this] { showKnockoutState(); });
+  connect(knockout_, &SlotKnockout::workDone, this, [this] { knockout_bar_->setWorking(knockout_->busy()); });
+  connect(knockout_, &SlotKnockout::restored, this, [this] { showKnockoutState(); });
+  connect(knockout_, &SlotKnockout::failed, this, [this](ModelSlot* slot, const QString& why) {
+    knockout_bar_->setStatus(tr("Slot %1 was not knocked out: %2").arg(slot->name(), why));
+  });
   setSlots(slots);
 }
 
@@ -106,10 +127,24 @@ void OffsetPanel::setSlots(const QList<ModelSlot*>& slots) {
 
 QString OffsetPanel::message() const { return message_->text(); }
 
+ModelSlot* OffsetPanel::shownSlot() const {
+  return slot_box_->currentIndex() >= 0 ? slots_.value(slot_box_->currentIndex()) : nullptr;
+}
+
+bool OffsetPanel::busy() const { return busy_ > 0 || knockout_->busy(); }
+
 void OffsetPanel::rebuild() {
-  ModelSlot* slot = slot_box_->currentIndex() >= 0 ? slots_.value(slot_box_->currentIndex()) : nullptr;
+  ModelSlot* slot = shownSlot();
   const auto predictor = slot ? slot->predictor() : nullptr;
   const int generation = ++generation_;
+  if (predictor) {
+    const auto& layers = predictor->offset_magnitudes();
+    const bool banks = std::any_of(layers.begin(), layers.end(), [](const auto& l) { return !l.empty(); });
+    knockout_bar_->setModel(predictor->config().token_layout(), banks);
+  } else {
+    knockout_bar_->setModel(TokenLayout{}, false);
+  }
+  showKnockoutState();
   if (!predictor || !showingContributions()) {
     draw(predictor ? predictor->offset_magnitudes() : std::vector<std::vector<OffsetMagnitudes>>{}, predictor.get());
     return;
@@ -146,6 +181,7 @@ void OffsetPanel::clearPlot() {
   maps_.clear();
   grids_.clear();
   map_layers_.clear();
+  marks_.clear();  // clearItems() deleted them
   plot_->setMinimumHeight(0);  // nothing to show needs no room
 }
 
@@ -189,6 +225,7 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
   // Beside the first row of maps, where the panel opens (a deep model's maps scroll).
   grid->addElement(0, columns_, scale_);
   sizePlot();
+  drawSelection();
   plot_->replot();
 }
 
@@ -354,6 +391,97 @@ void OffsetPanel::showHover(QMouseEvent* event) {
     return;
   }
   QToolTip::hideText();
+}
+
+}  // namespace translution::ui
+
+namespace translution::ui {
+
+bool OffsetPanel::cellAt(const QPoint& pos, int* map, int* row, int* column) const {
+  for (int i = 0; i < maps_.size(); ++i) {
+    if (!maps_[i]->keyAxis()->axisRect()->rect().contains(pos)) continue;
+    *map = i;
+    *column = int(std::lround(maps_[i]->keyAxis()->pixelToCoord(pos.x()))) + grid_w_ - 1;
+    *row = int(std::lround(maps_[i]->valueAxis()->pixelToCoord(pos.y()))) + grid_h_ - 1;
+    return true;
+  }
+  return false;
+}
+
+// A click on an offset's cell selects it or, selected, deselects it; a drag from
+// one cell to another selects the rectangle of offsets between them. The CLS row
+// is chosen with the CLS box.
+void OffsetPanel::pressCell(QMouseEvent* event) {
+  press_map_ = -1;
+  int map = 0, row = 0, column = 0;
+  if (event->button() != Qt::LeftButton || !cellAt(event->pos(), &map, &row, &column)) return;
+  if (row < 0 || column < 0 || row >= 2 * grid_h_ - 1 || column >= 2 * grid_w_ - 1) return;
+  if (std::isnan(grids_[size_t(map)].grid[row][column].item<double>())) return;  // no matrix there
+  press_map_ = map, press_row_ = row, press_column_ = column;
+}
+
+void OffsetPanel::releaseCell(QMouseEvent* event) {
+  if (press_map_ < 0 || press_map_ >= maps_.size() || event->button() != Qt::LeftButton) return;
+  const QCPColorMap* map = maps_[press_map_];
+  press_map_ = -1;
+  // The end cell in the first cell's map, held to the grid: a drag may overshoot its edge.
+  const int column = std::clamp(int(std::lround(map->keyAxis()->pixelToCoord(event->pos().x()))) + grid_w_ - 1, 0,
+                                2 * grid_w_ - 2);
+  const int row = std::clamp(int(std::lround(map->valueAxis()->pixelToCoord(event->pos().y()))) + grid_h_ - 1, 0,
+                             2 * grid_h_ - 2);
+  const Offset first{press_row_ - (grid_h_ - 1), press_column_ - (grid_w_ - 1)};
+  const Offset last{row - (grid_h_ - 1), column - (grid_w_ - 1)};
+  if (first == last) knockout_bar_->toggle(first);
+  else knockout_bar_->addRectangle(first, last);
+}
+
+// Hatching over the selected cells of the maps whose projection the knockout
+// touches (and over their CLS row when the CLS matrices are chosen).
+void OffsetPanel::drawSelection() {
+  for (QCPAbstractItem* item : marks_) plot_->removeItem(item);
+  marks_.clear();
+  const OffsetKnockout k = knockout_bar_->knockout();
+  for (int i = 0; i < maps_.size(); ++i) {
+    const std::string& p = grids_[size_t(i)].projection;
+    if ((p == "q" && !k.q) || (p == "k" && !k.k) || (p == "v" && !k.v)) continue;
+    for (const Offset& o : k.offsets) markCell(i, double(o.dx), double(o.dy));
+    if (k.any_cls())
+      for (int c = 0; c < 3 && c < 2 * grid_w_ - 1; ++c) markCell(i, double(c - (grid_w_ - 1)), double(grid_h_ + 1));
+  }
+}
+
+void OffsetPanel::markCell(int map, double x, double y) {
+  QCPAxisRect* rect = maps_[map]->keyAxis()->axisRect();
+  auto* mark = new QCPItemRect(plot_);
+  mark->setClipAxisRect(rect);
+  for (QCPItemPosition* corner : {mark->topLeft, mark->bottomRight}) {
+    corner->setAxes(maps_[map]->keyAxis(), maps_[map]->valueAxis());
+    corner->setAxisRect(rect);
+  }
+  mark->topLeft->setCoords(x - 0.5, y - 0.5);
+  mark->bottomRight->setCoords(x + 0.5, y + 0.5);
+  mark->setPen(QPen(QColor(255, 255, 255, 220), 1));
+  mark->setBrush(QBrush(QColor(255, 255, 255, 200), Qt::BDiagPattern));
+  mark->setSelectable(false);
+  marks_ << mark;
+}
+
+void OffsetPanel::applyKnockout() {
+  ModelSlot* slot = shownSlot();
+  if (!slot) return;
+  knockout_bar_->setWorking(true);
+  knockout_bar_->setStatus(tr("Making a knocked-out copy of slot %1's model…").arg(slot->name()));
+  knockout_->apply(slot, knockout_bar_->knockout());
+}
+
+void OffsetPanel::showKnockoutState() {
+  ModelSlot* slot = shownSlot();
+  const bool knocked = slot && knockout_->knockedOut(slot);
+  knockout_bar_->setKnockedOut(knocked);
+  if (knockout_->busy()) return;  // the status says a copy is being made
+  knockout_bar_->setStatus(knocked ? tr("Slot %1 predicts with a knocked-out copy (%2); Restore gives it its own "
+                                        "model back.").arg(slot->name(), knockout_->describe(slot))
+                                   : QString());
 }
 
 }  // namespace translution::ui

@@ -6,6 +6,9 @@
 // one labelled colour scale. Hovering a cell names the offset and its value. Or,
 // for the digit on the canvas, what each offset's value matrix carried
 // (Predictor::value_contributions), recomputed off the GUI thread on every change.
+// Cells clicked or dragged over are selected for a knockout (knockout_bar.h): the
+// slot then predicts with a copy whose selected W_delta are replaced
+// (slot_knockout.h); selected cells are hatched on the maps of the chosen projections.
 #include <QList>
 #include <QWidget>
 
@@ -18,7 +21,9 @@ class QLabel;
 
 namespace translution::ui {
 
+class KnockoutBar;
 class ModelSlot;
+class SlotKnockout;
 
 // The colour range of values that a few outliers must not wash out: from the
 // `low` to the `high` quantile (0..1) of the finite values, linearly interpolated
@@ -38,7 +43,13 @@ class OffsetPanel : public QWidget {
   QString message() const;                       // what the panel says when there is nothing to show
   QString describeCell(int map, int row, int column) const;  // the hover text
   bool showingContributions() const;
-  bool busy() const { return busy_ > 0; }
+  bool busy() const;
+  KnockoutBar* knockoutBar() const { return knockout_bar_; }
+  SlotKnockout* knockout() const { return knockout_; }
+  ModelSlot* shownSlot() const;
+  int selectionMarks() const { return int(marks_.size()); }  // hatched cells over all maps
+  // The map and cell under a point of the plot: false where there is none.
+  bool cellAt(const QPoint& pos, int* map, int* row, int* column) const;
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
@@ -52,6 +63,12 @@ class OffsetPanel : public QWidget {
   void explain(const Predictor& predictor, bool any_maps);
   void addScale(const std::vector<double>& values);
   void showHover(QMouseEvent* event);
+  void pressCell(QMouseEvent* event);
+  void releaseCell(QMouseEvent* event);
+  void drawSelection();
+  void markCell(int map, double x, double y);
+  void applyKnockout();
+  void showKnockoutState();
   QCPColorMap* addMap(QCPAxisRect* rect, const OffsetGrid& grid, const QString& title, std::vector<double>& values);
 
   QList<ModelSlot*> slots_;
@@ -67,6 +84,10 @@ class OffsetPanel : public QWidget {
   int columns_ = 1;  // maps to a row of the plot
   int generation_ = 0;  // a newer rebuild makes a running computation's result stale
   int busy_ = 0;
+  KnockoutBar* knockout_bar_;
+  SlotKnockout* knockout_;
+  QList<QCPAbstractItem*> marks_;  // the selection's hatching, redrawn with the maps
+  int press_map_ = -1, press_row_ = 0, press_column_ = 0;  // where a click or drag began
 };
 
 }  // namespace translution::ui

@@ -8,6 +8,7 @@
 #include "move_panel.h"
 #include "protocol_box.h"
 #include "protocol_table.h"
+#include "shift_metrics_panel.h"
 #include "sweep_panel.h"
 
 namespace translution::ui {
@@ -30,12 +31,16 @@ RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slot
       move_(new MovePanel(slots, canvas, digits, this)),
       protocol_(new ProtocolBox(data_dir, this)),
       sweep_(new SweepPanel(data_dir, slots, this)),
+      shift_(new ShiftMetricsPanel(data_dir, slots, this)),
       beneath_(new QTabWidget(this)) {
   protocol_->setTitle(tr("Train on centred digits (S) or anywhere (D), test on either"));
   beneath_->addTab(scrolling(protocol_, beneath_), tr("Protocol: S→S, D→D, S→D"));
   beneath_->addTab(scrolling(sweep_, beneath_), tr("Translation sweep"));
+  beneath_->addTab(scrolling(shift_, beneath_), tr("Shift metrics"));
   beneath_->setTabToolTip(0, tr("Accuracy of models trained on centred (S) or moved (D) digits, tested on either"));
   beneath_->setTabToolTip(1, tr("Accuracy with the test digits' centre at every canvas position, one map per slot"));
+  beneath_->setTabToolTip(2, tr("How often a moved digit keeps its class, the worst case over positions, and how "
+                                "closely each layer's tokens follow a one-patch move"));
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->setObjectName("robustnessSplitter");
   splitter->addWidget(move_);
@@ -65,7 +70,9 @@ SweepMaps* RobustnessPanel::sweepMaps() const { return sweep_->sweepMaps(); }
 
 ProtocolTable* RobustnessPanel::protocolTable() const { return protocol_->table(); }
 
-bool RobustnessPanel::busy() const { return move_->busy() || sweep_->busy() || protocol_->busy(); }
+bool RobustnessPanel::busy() const {
+  return move_->busy() || sweep_->busy() || protocol_->busy() || shift_->busy();
+}
 
 int RobustnessPanel::trueClass() const { return move_->trueClass(); }
 
@@ -73,6 +80,7 @@ void RobustnessPanel::setSlots(const QList<ModelSlot*>& slots) {
   move_->setSlots(slots);
   sweep_->setSlots(slots);
   protocol_->setSlots(slots);
+  shift_->setSlots(slots);
 }
 
 void RobustnessPanel::slideAcross() { move_->slideAcross(); }
@@ -80,6 +88,11 @@ void RobustnessPanel::slideAcross() { move_->slideAcross(); }
 void RobustnessPanel::runSweep() {
   beneath_->setCurrentIndex(1);
   sweep_->runSweep();
+}
+
+void RobustnessPanel::measureShiftMetrics() {
+  beneath_->setCurrentIndex(2);
+  shift_->measure();
 }
 
 void RobustnessPanel::showCentredPair() { move_->showCentredPair(); }

@@ -6,10 +6,11 @@
 //     class against the position, and the one-click demo with the centred-trained pair;
 //   * ProtocolBox: Static->Static, Dynamic->Dynamic and Static->Dynamic for the
 //     bundled pairs, or for models the user trains here;
-//   * SweepPanel: accuracy at every canvas position, one heat map per slot.
-// The Move panel stays on top (the demo's plot and its story); the protocol table
-// and the sweep maps share the space beneath as tabs, each brought forward when
-// its experiment starts.
+//   * SweepPanel: accuracy at every canvas position, one heat map per slot;
+//   * ShiftMetricsPanel: the field's shift measures for the slots, and equivariance per layer.
+// The Move panel stays on top (the demo's plot and its story); the protocol table,
+// the sweep maps and the shift metrics share the space beneath as tabs, each
+// brought forward when its experiment starts.
 #include <QList>
 #include <QWidget>
 
@@ -26,6 +27,7 @@ class DigitCanvas;
 class ModelSlot;
 class ProtocolBox;
 class ProtocolTable;
+class ShiftMetricsPanel;
 class SweepPanel;
 class TestDigitSource;
 
@@ -38,6 +40,7 @@ class RobustnessPanel : public QWidget {
   MovePanel* movePanel() const { return move_; }
   SweepPanel* sweepPanel() const { return sweep_; }
   ProtocolBox* protocol() const { return protocol_; }
+  ShiftMetricsPanel* shiftMetrics() const { return shift_; }
   QCustomPlot* movePlot() const;
   SweepMaps* sweepMaps() const;
   ProtocolTable* protocolTable() const;
@@ -50,6 +53,7 @@ class RobustnessPanel : public QWidget {
  public Q_SLOTS:
   void slideAcross();
   void runSweep();
+  void measureShiftMetrics();
   // The one-click demo: the centred-trained Translution and self-attention into
   // slots A and B, a test digit off-centre, slid across; the bundled pairs evaluated.
   void showCentredPair();
@@ -62,7 +66,8 @@ class RobustnessPanel : public QWidget {
   MovePanel* move_;
   ProtocolBox* protocol_;
   SweepPanel* sweep_;
-  QTabWidget* beneath_;  // the protocol table and the sweep maps
+  ShiftMetricsPanel* shift_;
+  QTabWidget* beneath_;  // the protocol table, the sweep maps and the shift metrics
 };
 
 }  // namespace translution::ui

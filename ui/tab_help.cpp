@@ -11,6 +11,7 @@ QString tab_help_title(StudioTab tab) {
     case StudioTab::Offsets: return QObject::tr("Offset weights");
     case StudioTab::Training: return QObject::tr("Training");
     case StudioTab::Robustness: return QObject::tr("Robustness");
+    case StudioTab::Attribution: return QObject::tr("Attribution");
   }
   return {};
 }
@@ -50,6 +51,14 @@ QString tab_help_text(StudioTab tab) {
           "<b>Sweep</b> places test digits at every canvas position and maps the accuracy. <b>Protocol</b> "
           "trains or evaluates pairs of models: Static&rarr;Static, Dynamic&rarr;Dynamic and "
           "Static&rarr;Dynamic (trained centred, tested anywhere).</p>");
+    case StudioTab::Attribution:
+      return QObject::tr(
+          "<p>Which pixels a slot's answer rests on. Red pixels raise the chosen class's logit, blue ones lower "
+          "it; white, nothing. Both methods compare the digit with the black canvas.</p><p><b>Integrated "
+          "gradients</b> walks from the black canvas to the digit and adds up each pixel's gradient on the way: "
+          "the map sums to the logit's rise (the gap says how nearly; more steps close it). <b>Occlusion</b> "
+          "blacks out one tile at a time, a patch or 4 x 4 pixels, and colours the tile by how much the logit "
+          "falls. <i>Show on canvas</i> lays the map over the digit while you draw.</p>");
   }
   return {};
 }

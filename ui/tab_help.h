@@ -5,7 +5,7 @@
 
 namespace translution::ui {
 
-enum class StudioTab { Compare, Attention, Offsets, Training, Robustness };
+enum class StudioTab { Compare, Attention, Offsets, Training, Robustness, Attribution };
 
 QString tab_help_title(StudioTab tab);
 QString tab_help_text(StudioTab tab);  // rich text

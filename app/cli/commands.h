@@ -11,6 +11,7 @@ void add_train_command(CLI::App& root, Runners& runners);
 void add_eval_command(CLI::App& root, Runners& runners);
 void add_sweep_command(CLI::App& root, Runners& runners);
 void add_predict_command(CLI::App& root, Runners& runners);
+void add_attribute_command(CLI::App& root, Runners& runners);
 void add_checkpoint_command(CLI::App& root, Runners& runners);
 void add_interop_commands(CLI::App& root, Runners& runners);
 

@@ -9,8 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/knockout_report.h"
 #include "cli/memory_check.h"
 #include "cli/progress_bar.h"
+#include "cli/shift_metrics_report.h"
 #include "data/mnist_provision.h"
 #include "cpu/bf16_weights.h"
 #include "train/checkpoint.h"
@@ -27,6 +29,9 @@ struct EvalOptions {
   std::string dataset, device = "auto", data_dir = default_mnist_dir(), precision = "fp32";
   int64_t samples = 0;
   bool protocol = false, force = false, json = false;
+  bool shift_metrics = false;
+  ShiftMetricsOptions shift;
+  KnockoutOptions knockout;
 };
 
 constexpr int64_t kEvalBatch = 256;  // images per forward
@@ -125,12 +130,16 @@ int evaluate_checkpoints(const EvalOptions& o) {
                 " use --device cpu (or --precision fp32)");
   if (bf16 && !bf16_weights_available())
     throw Error("--precision bf16 reads bfloat16 weights with AVX-512, which this CPU lacks; use --precision fp32");
+  if (bf16 && o.shift_metrics) throw Error("--shift-metrics runs the models in fp32; leave out --precision bf16");
   std::vector<std::string> paths{o.checkpoint};
   paths.insert(paths.end(), o.more.begin(), o.more.end());
   check_checkpoints(o.force, paths, kEvalBatch, "", device);
   std::vector<Checkpoint> checkpoints;
   for (const auto& p : paths) checkpoints.push_back(load_checkpoint(p, device));
+  if (o.knockout.enabled)
+    return knockout_report(paths, checkpoints, o.knockout, {o.dataset, o.samples, o.data_dir, o.json, device, bf16});
   if (o.protocol) return protocol(paths, checkpoints, o, device, bf16);
+  if (o.shift_metrics) return report_shift_metrics(paths, checkpoints, o.shift, o.data_dir, device, o.json);
   for (size_t i = 0; i < checkpoints.size(); ++i) {
     const std::string trained = trained_on(checkpoints[i]);
     const std::string dataset = !o.dataset.empty() ? o.dataset : trained == "unknown" ? "dynamic" : trained;
@@ -164,6 +173,8 @@ void add_eval_command(CLI::App& root, Runners& runners) {
   add_choice(*app, "--precision", o->precision, {"fp32", "bf16"}, "bf16: Translution's offset matrices as bfloat16");
   app->add_flag("--force", o->force, kForceHelp);
   app->add_flag("--json", o->json, "print one JSON object per checkpoint");
+  add_shift_metrics_options(*app, o->shift_metrics, o->shift);
+  add_knockout_options(*app, o->knockout);
   runners[app] = [o] { return evaluate_checkpoints(*o); };
 }
 

@@ -27,6 +27,7 @@ void add_commands(CLI::App& app, translution::cli::Runners& runners) {
   add_eval_command(app, runners);
   add_sweep_command(app, runners);
   add_predict_command(app, runners);
+  add_attribute_command(app, runners);
   add_checkpoint_command(app, runners);
   add_interop_commands(app, runners);
   // After the subcommands, which would inherit it.

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QCommandLineParser>
 #include <QDir>
 #include <QElapsedTimer>
@@ -19,10 +20,13 @@
 #include "data/mnist_provision.h"
 #include "digit_canvas.h"
 #include "bundled_models.h"
+#include "attribution_panel.h"
 #include "compare_panel.h"
+#include "knockout_bar.h"
 #include "layout_audit.h"
 #include "main_window.h"
 #include "model_slot.h"
+#include "offset_panel.h"
 #include "util/engine_options.h"
 #include "protocol_box.h"
 #include "robustness_panel.h"
@@ -66,13 +70,22 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
   QWidget* target = nullptr;
   if (panel == "window") target = &window;
   if (panel == "canvas") target = window.canvas();
-  const QStringList tabs = {"compare", "attention", "offsets", "training", "robustness"};
-  const bool on_robustness = panel == "robustness" || panel == "sweep" || panel == "experiment";
+  const QStringList tabs = {"compare", "attention", "offsets", "training", "robustness", "attribution"};
+  const bool on_robustness = panel == "robustness" || panel == "sweep" || panel == "experiment" || panel == "shift";
   if (tabs.contains(panel) || on_robustness) {
     window.tabs()->setCurrentIndex(on_robustness ? int(tabs.indexOf("robustness")) : int(tabs.indexOf(panel)));
     target = &window;
   }
-  if (panel == "robustness" || panel == "sweep") {  // the one-click demo: the centred-trained pair, slid and evaluated
+  if (panel == "knockout") {  // slot A with every offset beyond 2 patches knocked out, on the Offset weights tab
+    window.tabs()->setCurrentIndex(int(tabs.indexOf("offsets")));
+    target = &window;
+    wait_until_idle(window);
+    window.offsets()->knockoutBar()->selectBeyond(2);
+    window.offsets()->knockoutBar()->findChild<QPushButton*>("knockoutApply")->click();  // as a user's click would
+  }
+  if (panel == "attribution")  // the map on the canvas too, as the tab's checkbox puts it
+    window.attribution()->findChild<QCheckBox*>("attributionOverlay")->setChecked(true);
+  if (panel == "robustness" || panel == "sweep" || panel == "shift") {  // the one-click demo: the centred-trained pair, slid and evaluated
     wait_until_idle(window);
     window.robustness()->findChild<QPushButton*>("centredPairDemo")->click();  // as a user's click would
   }
@@ -89,6 +102,14 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
     wait_until_idle(window);
     std::printf("sweep of the slots: %.1f s\n", sweep.elapsed() / 1000.0);
   }
+  if (panel == "shift") {  // then the slots' shift metrics at the panel's defaults
+    wait_until_idle(window);
+    QElapsedTimer shift;
+    shift.start();
+    window.robustness()->measureShiftMetrics();
+    wait_until_idle(window);
+    std::printf("shift metrics of the slots: %.1f s\n", shift.elapsed() / 1000.0);
+  }
   if (panel == "experiment") {  // the protocol experiment at its default budget, trained here
     wait_until_idle(window);
     QElapsedTimer experiment;
@@ -98,7 +119,7 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
     std::printf("experiment at the default budget: %.1f s\n", experiment.elapsed() / 1000.0);
   }
   if (!target) {
-    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas, compare, attention, offsets, training, robustness, sweep, experiment)\n", qPrintable(panel));
+    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas, compare, attention, offsets, knockout, training, robustness, attribution, sweep, shift, experiment)\n", qPrintable(panel));
     return 2;
   }
   wait_until_idle(window);
@@ -185,8 +206,9 @@ int main(int argc, char** argv) {
   parser.addOptions({
       {"data-dir", "MNIST directory (default: $TRANSLUTION_DATA or data/mnist).", "DIR"},
       {"screenshot", "Render offscreen to FILE (a PNG image) and exit.", "FILE"},
-      {"panel", "Panel to screenshot: window (default), canvas, compare, attention, offsets, training, robustness (after the "
-       "one-click demo), sweep (the demo, then the slots' sweeps) or experiment (the protocol experiment at its default "
+      {"panel", "Panel to screenshot: window (default), canvas, compare, attention, offsets, knockout (offsets, slot A "
+       "with the offsets beyond 2 patches knocked out), training, robustness (after the "
+       "one-click demo), sweep (the demo, then the slots' sweeps), shift (the demo, then the slots' shift metrics) or experiment (the protocol experiment at its default "
        "budget).", "NAME", "window"},
       {"checkpoint", "Load FILE into the next comparison slot (repeat for slot B).", "FILE"},
       {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},

@@ -13,4 +13,8 @@ at::Tensor heat_map_rgb(const at::Tensor& values, double low, double high, int64
 // The ramp itself: t in [0, 1] -> uint8 [..., 3].
 at::Tensor colour_ramp(const at::Tensor& t);
 
+// Any five-anchor ramp: t in [0, 1] (clamped; NaN as 0) -> uint8 [..., 3], linear between the
+// anchors (RGB) at 0, 1/4, 1/2, 3/4 and 1.
+at::Tensor anchored_ramp(const at::Tensor& t, const float (&anchors)[5][3]);
+
 }  // namespace translution

@@ -67,7 +67,7 @@ at::Tensor ViTImpl::forward(const at::Tensor& images, ViTInspection* inspection)
   at::Tensor x = normalize(embed_norm_, linear(patch_embed_, normalize(patch_norm_, patchify(images))));
   x = at::cat({cls_token_.expand({x.size(0), 1, config_.dim}), x}, 1);
   if (position_embedding_.defined()) x = x + position_embedding_;
-  if (inspection) inspection->attention.clear(), inspection->inputs.clear();
+  if (inspection) *inspection = ViTInspection{{}, {}, {x}};
   const size_t last = blocks_.size() - 1;
   for (size_t b = 0; b <= last; ++b) {
     if (b == last && !inspection && engine_options().cls_only_last_block) {
@@ -76,7 +76,10 @@ at::Tensor ViTImpl::forward(const at::Tensor& images, ViTInspection* inspection)
     }
     at::Tensor probs, input;
     x = blocks_[b]->forward(x, inspection ? &probs : nullptr, inspection ? &input : nullptr);
-    if (inspection) inspection->attention.push_back(probs), inspection->inputs.push_back(input);
+    if (!inspection) continue;
+    inspection->attention.push_back(probs);
+    inspection->inputs.push_back(input);
+    inspection->tokens.push_back(x);
   }
   return head_->forward(normalize(final_norm_, x.select(1, 0)));
 }

@@ -43,6 +43,7 @@ TORCH_MODULE(ViTBlock);
 struct ViTInspection {
   std::vector<at::Tensor> attention;  // per layer: [B, heads, N, N], CLS at index 0
   std::vector<at::Tensor> inputs;     // per layer: the attention's input, [B, N, C] (after the block's LayerNorm)
+  std::vector<at::Tensor> tokens;     // the residual stream [B, N, C]: the embedded tokens, then each block's output
 };
 
 class ViTImpl : public torch::nn::Module {

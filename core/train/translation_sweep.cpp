@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "data/canvas_dataset.h"
+#include "infer/inference_batches.h"
 #include "image/heat_map.h"
 #include "image/png_io.h"
 #include "util/atomic_file.h"
@@ -47,7 +48,7 @@ SweepResult translation_sweep(ViT model, const MnistDigits& test, const SweepOpt
   r.accuracy = at::zeros({P, P}, at::kDouble);
   r.true_probability = at::zeros({P, P}, at::kDouble);
   const at::Tensor digits = test.images.narrow(0, 0, options.digits).to(at::kFloat).div(255.0);
-  const at::Tensor labels = test.labels.narrow(0, 0, options.digits).to(device);
+  const at::Tensor labels = test.labels.narrow(0, 0, options.digits);  // the logits come back to the CPU
   at::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
@@ -66,7 +67,7 @@ SweepResult translation_sweep(ViT model, const MnistDigits& test, const SweepOpt
           .narrow(2, r.positions[xi], r.digit_size)
           .copy_(digits);
     }
-    const at::Tensor probs = model->forward(normalize_pixels(canvases).to(device)).softmax(1);  // [n, classes]
+    const at::Tensor probs = logits_without_gradients(model, normalize_pixels(canvases), device).softmax(1);  // [n, classes]
     const at::Tensor truth = call_labels.narrow(0, 0, n);
     const at::Tensor right = probs.argmax(1).eq(truth).to(at::kDouble).view({count, options.digits}).mean(1);
     const at::Tensor sure = probs.gather(1, truth.unsqueeze(1)).to(at::kDouble).view({count, options.digits}).mean(1);

@@ -99,8 +99,10 @@ at::Tensor row_times(const at::Tensor& f_row, const at::Tensor& matrix) { return
 
 }  // namespace
 
-at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& spec, const AttentionShape& shape,
-                           const TokenLayout& layout, const at::Tensor& x) {
+namespace {
+
+at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spec, const AttentionShape& shape,
+                         const TokenLayout& layout, const at::Tensor& x, const NaiveKnockout* knockout) {
   const int64_t B = x.size(0), N = x.size(1), H = shape.heads, dh = shape.head_dim;
   const double scale = 1.0 / std::sqrt(double(dh));
   const bool translution = spec.method == AttentionMethod::Translution;
@@ -131,14 +133,22 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
       std::vector<at::Tensor> low_values(static_cast<size_t>(N));  // LoR value slices: f_j W1v Wv[d], C2 H
       for (int64_t j = 0; j < N; ++j) {
         const PairEntries e = entries(layout, spec.encoding, i, j);
+        // Role r's relative matrix for this pair: the stored one, or the knockout's
+        // replacement where the pair's matrix is knocked out. q and v read the
+        // paper's W[delta_ij]; k reads Wk[-delta_ij], the paper's entry of (j, i).
+        const auto bank_matrix = [&](int role, int64_t stored) {
+          if (knockout && knockout->knocked(role, role == 1 ? paper_entry(layout, j, i) : paper_entry(layout, i, j)))
+            return knockout->replacement[role];
+          return param(module, std::string("w") + names[role]).select(0, stored);
+        };
         at::Tensor a = at::zeros({H}, x.options());  // per-head logit
         at::Tensor v;
         if (translution) {
-          at::Tensor q = rel[0] ? row_times(f[i], param(module, "wq").select(0, e.q)) : row_times(f[i], shared[0]);
-          at::Tensor k = rel[1] ? row_times(f[j], param(module, "wk").select(0, e.k)) : row_times(f[j], shared[1]);
+          at::Tensor q = rel[0] ? row_times(f[i], bank_matrix(0, e.q)) : row_times(f[i], shared[0]);
+          at::Tensor k = rel[1] ? row_times(f[j], bank_matrix(1, e.k)) : row_times(f[j], shared[1]);
           if (spec.rotary) q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);  // RoPE-Translution
           a = (q.view({H, dh}) * k.view({H, dh})).sum(-1);
-          v = rel[2] ? row_times(f[j], param(module, "wv").select(0, e.v)) : row_times(f[j], shared[2]);
+          v = rel[2] ? row_times(f[j], bank_matrix(2, e.v)) : row_times(f[j], shared[2]);
         } else if (lor) {
           const int64_t c2 = spec.lor_c2;
           if (spec.lor_shared) {
@@ -147,9 +157,9 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
             a = a + (q.view({H, dh}) * k.view({H, dh})).sum(-1);
           }
           if (rel[0] || rel[1]) {
-            const at::Tensor q2 = rel[0] ? row_times(row_times(f[i], param(module, "q_down.weight").t()), param(module, "wq").select(0, e.q))
+            const at::Tensor q2 = rel[0] ? row_times(row_times(f[i], param(module, "q_down.weight").t()), bank_matrix(0, e.q))
                                          : row_times(f[i], param(module, "q_low.weight").t());
-            const at::Tensor k2 = rel[1] ? row_times(row_times(f[j], param(module, "k_down.weight").t()), param(module, "wk").select(0, e.k))
+            const at::Tensor k2 = rel[1] ? row_times(row_times(f[j], param(module, "k_down.weight").t()), bank_matrix(1, e.k))
                                          : row_times(f[j], param(module, "k_low.weight").t());
             a = a + (q2.view({H, c2}) * k2.view({H, c2})).sum(-1);
           }
@@ -157,9 +167,9 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
           // With value slices the relative part stays low-rank until the heads are summed (below).
           at::Tensor w = at::zeros({shape.dim, shape.inner()}, x.options());
           if (rel[2] && spec.lor_value_slices)
-            low_values[size_t(j)] = at::matmul(row_times(f[j], param(module, "v_down.weight").t()), param(module, "wv").select(0, e.v));
+            low_values[size_t(j)] = at::matmul(row_times(f[j], param(module, "v_down.weight").t()), bank_matrix(2, e.v));
           else if (rel[2])
-            w = w + at::matmul(at::matmul(param(module, "v_down.weight").t(), param(module, "wv").select(0, e.v)),
+            w = w + at::matmul(at::matmul(param(module, "v_down.weight").t(), bank_matrix(2, e.v)),
                                param(module, "v_up"));
           if (spec.lor_shared) w = w + shared[2];
           v = row_times(f[j], w);
@@ -223,6 +233,20 @@ at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& s
   const at::Tensor w_out = param(module, "to_out.weight");
   if (w_out.defined()) out = at::matmul(out, w_out.t()) + param(module, "to_out.bias");
   return out;
+}
+
+}  // namespace
+
+at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& spec, const AttentionShape& shape,
+                           const TokenLayout& layout, const at::Tensor& x) {
+  return naive_forward(module, spec, shape, layout, x, nullptr);
+}
+
+at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& spec, const AttentionShape& shape,
+                           const TokenLayout& layout, const at::Tensor& x, const NaiveKnockout& knockout) {
+  if (layout.causal || spec.encoding != PairEncoding::Relative)
+    throw std::invalid_argument("the knockout reference reads offsets of a grid or a non-causal sequence");
+  return naive_forward(module, spec, shape, layout, x, &knockout);
 }
 
 }  // namespace translution::test_support

@@ -249,12 +249,56 @@ check "eval --protocol prints three test sets" bash -c "\"$cli\" eval --checkpoi
 check "sweep writes CSV and heat maps" "$cli" sweep --checkpoint "$work/w.ckpt" --digits 4 --stride 1 --out "$work/s" --json
 check "sweep CSV has one row per position" test "$(wc -l <"$work/s.csv")" -eq 2
 check "sweep heat map is a colour PNG" bash -c "file '$work/s-accuracy.png' | grep -q 'RGB'"
+# Offset knockout: each offset of the bundled Translution's 13 x 13 grid knocked out alone, over a few digits.
+mkdir -p "$work/ko"
+ko=$("$cli" eval --checkpoint "$models/translution.ckpt" --knockout --samples 4 --out "$work/ko" --json)
+check "eval --knockout exits 0" test $? -eq 0
+check "eval --knockout --json names the baseline" grep -q '"samples":4,"replacement":"zero","precision":"fp32","baseline_accuracy":' <<<"$ko"
+check "knockout CSV has a row per offset" test "$(wc -l <"$work/ko/knockout-translution.csv")" -eq 170
+check "knockout CSV header" bash -c "head -1 '$work/ko/knockout-translution.csv' | grep -qx 'dy,dx,accuracy,accuracy_drop,logit_drop'"
+check "knockout heat map is 13 x 13 cells of 24 px and its colour bar" bash -c "file '$work/ko/knockout-translution.png' | grep -q 'PNG image data, 330 x 312, 8-bit/color RGB'"
+check "knockout text names the offsets that matter most" bash -c "\"$cli\" eval --checkpoint '$models/lor.ckpt' --knockout --replacement mean --samples 2 --out '$work/ko' 2>/dev/null | grep -q 'the 10 that matter most'"
+check "knockout refuses --protocol with it" bash -c "! \"$cli\" eval --checkpoint '$models/lor.ckpt' --knockout --protocol --out '$work/ko' 2>/dev/null"
+check "knockout refuses an --out that is not a folder" bash -c "out=\$(\"$cli\" eval --checkpoint '$models/lor.ckpt' --knockout --out '$work/ko/knockout-lor.csv' 2>&1); test \$? -ne 0 && test \$(wc -l <<<\"\$out\") -eq 1 && grep -q 'is not a folder' <<<\"\$out\""
+mkdir -p "$work/ko-stop"
+"$cli" eval --checkpoint "$models/translution.ckpt" --knockout --samples 500 --out "$work/ko-stop" >/dev/null 2>"$work/ko-stop.err" &
+ko_pid=$!
+sleep 6
+kill -INT $ko_pid
+wait $ko_pid
+check "Ctrl-C stops a knockout map with status 130" test $? -eq 130
+check "a stopped knockout map says so" grep -q 'no file written' "$work/ko-stop.err"
+check "a stopped knockout map writes no file" test -z "$(ls -A "$work/ko-stop")"
 "$cli" data render --dataset mnist --split test --index 0 --out "$work/seven.png" >/dev/null
 check "predict prints probabilities" bash -c "\"$cli\" predict --checkpoint '$work/w.ckpt' '$work/seven.png' | grep -q ' 9:0\.'"
 check "predict --json" bash -c "\"$cli\" predict --checkpoint '$work/w.ckpt' --json '$work/seven.png' | grep -q '\"probabilities\":\['"
 err=$("$cli" predict --checkpoint "$work/w.ckpt" "$ROOT_DIR/README.md" 2>&1)
 check "predict on a text file exits non-zero" test $? -ne 0
 check "predict on a text file says so" grep -q "README.md is not a PNG or JPEG image" <<<"$err"
+# Attribution: both methods on a bundled model write a CSV of the canvas's rows and a colour PNG;
+# a bad argument is one line.
+attribute_checks() {
+  local a=(attribute --checkpoint "$models/translution.ckpt" "$work/seven.png" --out "$work/attr")
+  local out
+  out=$("$cli" "${a[@]}" --method ig --steps 8)
+  check "attribute --method ig exits 0 and reports completeness" bash -c "test $? -eq 0 && grep -q 'attributions sum to .*gap [0-9.]*%' <<<'$out'"
+  check "attribute writes the map as 84 rows of 84 values" bash -c "test \$(wc -l <'$work/attr/seven.ig.csv') -eq 84 &&
+    test \$(head -1 '$work/attr/seven.ig.csv' | tr ',' '\n' | wc -l) -eq 84"
+  check "attribute writes a colour PNG" bash -c "file '$work/attr/seven.ig.png' | grep -q 'RGB'"
+  out=$("$cli" "${a[@]}" --method occlusion --json)
+  check "attribute --method occlusion --json uses the patch" grep -q '"occluder":12' <<<"$out"
+  check "occlusion writes its files" test -s "$work/attr/seven.occlusion-12.csv" -a -s "$work/attr/seven.occlusion-12.png"
+  check "attribute --occluder 4" bash -c "\"$cli\" ${a[*]} --method occlusion --occluder 4 --class 3 --json | grep -q '\"class\":3,'"
+  : >"$work/attr-file"
+  local bad
+  for bad in "--method shap" "--method occlusion --occluder 85" "--method occlusion --steps 8" "--class 10" \
+             "--method ig --out $work/attr-file"; do
+    # shellcheck disable=SC2086
+    "$cli" "${a[@]}" $bad >/dev/null 2>"$work/attr.err"
+    check "attribute $bad fails in one line" bash -c "test $? -ne 0 && test \$(wc -l <'$work/attr.err') -eq 1 && grep -q '^error: ' '$work/attr.err'"
+  done
+}
+attribute_checks
 head -c 5000 "$work/m.ckpt" >"$work/cut.ckpt"
 err=$("$cli" eval --checkpoint "$work/cut.ckpt" 2>&1)
 check "truncated checkpoint exits non-zero" test $? -ne 0

@@ -34,6 +34,7 @@
 #include "cpu/bf16_gemm.h"
 #include "train/checkpoint.h"
 #include "robustness_panel.h"
+#include "shift_metrics_panel.h"
 #include "training_panel.h"
 #include "ui_test_support.h"
 
@@ -324,6 +325,30 @@ class StudioPanelsTest : public QObject {
     QCOMPARE(fine->keySize(), 57);
     QVERIFY(!std::isnan(fine->cell(55, 55)) && !std::isnan(fine->cell(56, 56)));  // positions 55 and 56
     QVERIFY(std::isnan(fine->cell(1, 0)));                                        // no position at 1
+  }
+
+  void shiftMetricsFillTheTableAndTheLayerPlotForEverySlot() {
+    RobustnessPanel* robustness = window->robustness();
+    ShiftMetricsPanel* panel = robustness->shiftMetrics();
+    panel->setSizes(20, 3, 28, 6);  // a small workload
+    robustness->measureShiftMetrics();
+    panel->measure();  // a second click supersedes the first: one result, for the newest request
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 120000);
+    QCOMPARE(panel->table()->rowCount(), 2);  // one row per slot
+    for (int r = 0; r < 2; ++r)
+      for (int c = 1; c < 5; ++c) {
+        const QString cell = panel->table()->item(r, c)->text();
+        QVERIFY2(cell.endsWith('%'), qPrintable(cell));
+        const double value = cell.chopped(1).toDouble();
+        QVERIFY(value >= 0 && value <= 100);
+      }
+    const int layers = int(window->compare()->slots()[0]->predictor()->config().depth) + 1;  // embedding + blocks
+    QCOMPARE(panel->layerPlot()->graphCount(), 4);  // per slot: image tokens and CLS
+    QCOMPARE(panel->layerPlot()->graph(0)->dataCount(), layers);
+    QVERIFY(panel->layerPlot()->graph(0)->data()->at(0)->value < 1e-5);  // no absolute positions: embedding exact
+    QVERIFY(legend_is_beneath(panel->layerPlot()));
+    QCOMPARE(panel->layerPlot()->legend->itemCount(), 2);  // one entry per slot
+    QVERIFY(panel->note().contains("20 digits"));
   }
 
   void anImageFileBecomesAPreparedDigitOnTheCanvas() {
