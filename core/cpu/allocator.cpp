@@ -79,13 +79,12 @@ void keep_heap_blocks() {
   // policy, under bench --compare, leaves its top free).
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
   // Every thread allocates from that one heap. A thread's own arena is a chain of
-  // 64 MB heaps, and glibc unmaps a heap whenever all of it is free, whatever the
-  // trim threshold: the helper thread running half of each split training step
-  // faulted its memory in afresh every step (about 750 page faults a step in a
-  // self-attention run, none on the main thread), one reason its half ended later
-  // (docs/performance.md). The engine's threads allocate a tensor at a
-  // time, not per element, so sharing the heap's lock costs them little (the
-  // studio's model slots not measured). Set before the helpers first allocate.
+  // heaps, and glibc unmaps a heap whenever all of it is free, whatever the trim
+  // threshold: the helper thread running half of each split training step would
+  // fault its memory in afresh every step, and its half would end later
+  // (docs/performance.md, "Memory and `--recompute`"). The engine's threads
+  // allocate a tensor at a time, not per element, so sharing the heap's lock
+  // costs them little. Set before the helpers first allocate.
   mallopt(M_ARENA_MAX, 1);
 }
 

@@ -3,11 +3,10 @@
 //
 // glibc hands every block above its mmap threshold (dynamic, at most 32 MB) back
 // to the system on free, so each training step page-faults fresh memory for every
-// large temporary: 15.7 s against 10.8 s per Translution ViT-A/12 step at batch 32
-// when freed memory is kept instead. Kept in glibc's heap alone, large blocks sit
-// among small ones and leave memory the heap cannot reuse at the peak
-// (Translution training: 3.10 GB resident against 2.91 GB with the pool;
-// docs/performance.md). So small blocks stay in the heap and LibTorch's CPU
+// large temporary. Kept in glibc's heap alone, large blocks sit among small ones
+// and leave memory the heap cannot reuse at the peak. Both costs are measured in
+// docs/performance.md, "Memory and `--recompute`" and "Paths that were measured
+// and removed". So small blocks stay in the heap and LibTorch's CPU
 // tensors of 16 MB and more come from a LargeBlockPool (cpu/large_block_pool.h):
 // resident and warm like the heap, but reused across sizes, so the resident set
 // follows the live peak. TRANSLUTION_KEEP_FREED_MEMORY=0 leaves glibc's own policy.

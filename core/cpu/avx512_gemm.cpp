@@ -100,8 +100,8 @@ using Block = void (*)(int64_t, const float*, int64_t, const W*, int64_t, float*
                        __mmask16);
 
 // A product of at most kWideRows rows is one register block high, so 2 x R
-// accumulators are too few to hide the FMA latency (a 2-row block took 5x the
-// time per multiply-add of a 10-row one). Such products sweep
+// accumulators are too few to hide the FMA latency and the block would wait on
+// its own sums. Such products sweep
 // 64 columns at a time instead: R x 4 accumulators, and b is read once either
 // way. P lines per step are prefetched from each of the two 32-column blocks'
 // ranges of the prefetch plan, so the plan is the same as for narrow blocks.

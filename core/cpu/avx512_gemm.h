@@ -22,9 +22,9 @@ bool avx512_gemm_available();
 int64_t avx512_gemm_calls_on_this_thread();
 int64_t avx512_gemm_at_calls_on_this_thread();
 
-// Products of at most this many rows go to avx512_gemm; from about 96 rows on, the
-// BLAS's packed kernels are as fast (Translution's 192 x 192 matrices,
-// measured with a standalone driver, docs/performance.md). A matrix of at most 32 x 32 (LoR's)
+// Products of at most this many rows go to avx512_gemm; taller ones go to the BLAS,
+// whose packed kernels are as fast there (docs/performance.md, "Few-row products:
+// the engine's row kernel"). A matrix of at most 32 x 32 (LoR's)
 // goes to the engine's kernels whatever the rows (cpu/pair_matrices.cpp, narrow_bank).
 constexpr int64_t kAvx512GemmMostRows = 64;
 

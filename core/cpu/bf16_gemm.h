@@ -2,10 +2,9 @@
 // Mixed-precision matrix products on Intel AMX: fp32 operands rounded to
 // bfloat16 (to nearest, ties to even), multiplied in 16 x 32 tiles with fp32
 // sums, fp32 results. The training step's dense products are bound by the fp32
-// GEMM rate (self-attention's 300 images/s would need more than this machine's
-// 2048^3 fp32 GEMM reaches); one core's tiles did 1.6-2.6x the work of
-// OpenBLAS's two fp32 threads on those shapes (a standalone driver,
-// docs/performance.md). It changes the numbers: each product carries
+// GEMM rate (docs/performance.md, "What is still short"), and one core's tiles do
+// more of them than OpenBLAS's two fp32 threads (docs/performance.md, "bfloat16
+// where the CPU has it"). It changes the numbers: each product carries
 // bfloat16's rounding of its inputs (8 significant bits), as under PyTorch's
 // bf16 autocast, so it is opt-in (ScopedDensePrecision), never the default.
 #include <cstdint>

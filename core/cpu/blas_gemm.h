@@ -20,11 +20,12 @@ bool blas_gemm_rows_usable(const at::Tensor& t);
 // Float products of at least kOneDnnLeastWork multiply-adds, where each product
 // runs on one thread (OpenBLAS set to one thread: a training step split over the
 // cores, the engine's own splits, the studio), go to oneDNN's sgemm when the
-// process has it: Debian's LibTorch links libdnnl, whose AVX-512 kernels ran a
-// training step's dense products about a tenth faster than OpenBLAS's on two
-// cores, and products of about 50 x 50 x 64 (one head's logits) slower, hence the
-// bound (docs/performance.md). Where it is absent (PyTorch's own LibTorch
-// builds keep its symbols hidden) every product goes to the BLAS.
+// process has it: Debian's LibTorch links libdnnl, whose AVX-512 kernels run a
+// training step's large dense products faster than OpenBLAS's, and products of
+// about 50 x 50 x 64 (one head's logits) slower, hence the bound
+// (docs/performance.md, "Large products: oneDNN's sgemm"). Where it is absent
+// (PyTorch's own LibTorch builds keep its symbols hidden) every product goes to
+// the BLAS.
 constexpr int64_t kOneDnnLeastWork = int64_t(1) << 19;
 bool onednn_sgemm_available();
 // Whether products run on oneDNN now, from the bound up: available, not the

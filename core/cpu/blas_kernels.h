@@ -1,12 +1,11 @@
 #pragma once
 // Which kernels OpenBLAS runs, and a hint where they are slower than they need be.
 //
-// Debian's OpenBLAS (0.3.21) carries kernels for many x86 CPUs and picks one set
-// when it loads, unless OPENBLAS_CORETYPE names one. On the development machine
-// (an AVX-512 CPU, family 6 model 143) it picks "Cooperlake", whose single-precision
-// kernels are its AVX-512 ones; the shell there exports OPENBLAS_CORETYPE=Haswell,
-// which keeps it on AVX2 kernels that ran a training batch's q, k, v product up to
-// 1.6x slower (docs/performance.md). A value the
+// An OpenBLAS built for many x86 CPUs (as Debian's is) carries kernels for each
+// and picks one set when it loads, unless OPENBLAS_CORETYPE names one. On an
+// AVX-512 CPU it picks a set whose single-precision kernels are AVX-512 ones;
+// OPENBLAS_CORETYPE=Haswell keeps it on AVX2 kernels, which run a training
+// batch's products slower (docs/performance.md, "How to measure"). A value the
 // user set is theirs to keep; the engine only says what it costs.
 #include <string>
 

@@ -1,8 +1,9 @@
 #pragma once
 // AdamW whose CPU step makes one pass over each parameter instead of LibTorch's
 // nine (weight decay, two per moment, sqrt, divide, epsilon, update, each a full
-// read and write). For the 116 M-parameter Translution ViT-A that is most of a
-// second per training step saved (docs/performance.md). Same options, same state
+// read and write). For a model as large as Translution ViT-A that is a large share
+// of a training step (docs/performance.md, "Paths that were measured and
+// removed"). Same options, same state
 // (AdamWParamState), same serialization: checkpoints written with either load in
 // either. Tensors it cannot fuse (CUDA, half precision, amsgrad, sparse or
 // non-contiguous) go through LibTorch's own step.

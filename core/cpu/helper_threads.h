@@ -1,9 +1,8 @@
 #pragma once
 // Splits one piece of CPU work over the cores with threads that outlive it.
-// Starting a thread per split costs more than the batch-1 GEMMs it would share:
-// one image's 50 x 192 x 192 product took 71 us on one thread and 122 us split
-// with a new thread, 43 us with a running one (a standalone driver,
-// docs/performance.md). These helpers start once, spin briefly after each part
+// Starting a thread per split costs more than the batch-1 GEMMs it would share,
+// while a running thread makes them faster (docs/performance.md, "Threads on two
+// cores"). These helpers start once, spin briefly after each part
 // (the next one usually follows within microseconds), then sleep until woken.
 #include <cstdint>
 #include <functional>
@@ -37,7 +36,7 @@ class ScopedOneCore {
 // The cores the helpers may use when nothing is forced: every core, but one where
 // LibTorch's own intra-op threads are on ($TRANSLUTION_THREADS above 1): their
 // spinning OpenMP workers and the helpers would take turns at the same cores
-// (self-attention, one image: 50 ms against 8).
+// (docs/performance.md, "Threads on two cores").
 int free_cores();
 // Whether the engine splits large products over the cores itself: where OpenBLAS
 // threads no GEMM (one BLAS thread: then no spinning BLAS workers take the second

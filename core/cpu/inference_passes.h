@@ -2,8 +2,8 @@
 // A forward without gradients on CPU, in fewer and larger passes. At batch 1 a
 // self-attention block is seventeen LibTorch ops on 50-row tensors, and their
 // dispatch, allocation and TensorIterator set-up cost about as much as the
-// arithmetic (a 64-wide model with the same ops took 1.2-2.4 ms of ViT-A's
-// 4.6-7 ms; docs/performance.md). Where every tensor is on the CPU,
+// arithmetic (docs/performance.md, "The engine's passes instead of LibTorch's
+// small ops"). Where every tensor is on the CPU,
 // contiguous, float or double and nothing needs a gradient, the block runs as:
 //   normalize()     LayerNorm, one pass per row;
 //   linear_gelu()    fc1, bias and GELU, each core on its own columns (cpu/linear.h);

@@ -4,9 +4,9 @@
 // A training step allocates the same large blocks every time: Translution's
 // pair rows (61 MB each, 18 at the end of forward) and, in backward, the offset-
 // matrix gradients (25 MB each) while the rows are freed. glibc's heap keeps
-// freed blocks resident but places them among small ones, leaving 0.2 GB it
+// freed blocks resident but places them among small ones, leaving memory it
 // cannot reuse at the peak; handing them back to the system instead costs a page
-// fault per 4 KB on the next step (2 GB/s here: about 0.8 s of a 4 s step).
+// fault per 4 KB on every step (docs/performance.md, "Memory and `--recompute`").
 // This pool keeps them apart from small blocks, in one reserved address range,
 // placed best-fit below the highest address ever used and never handed back:
 // freed memory stays resident and warm, and the next blocks of any size reuse

@@ -39,12 +39,13 @@ int64_t part_start(int64_t n, int p, int parts) {
 
 // Columns per BLAS call in one image's product (at most 64 rows), or 0: the
 // whole part in one call. OpenBLAS packs both operands of a GEMM, on every call,
-// unless its small-matrix kernels take it; for this product's form (the weight
-// transposed) they take at most 1200 outputs, 10^6 multiply-adds and k >= 32
-// (0.3.21's Skylake-X sgemm_small_kernel_permit). One image's weights were a
-// third of its dense products' time in packing; in slices that fit, self-
-// attention's image took 12-13% less time (docs/performance.md).
-// With another BLAS the slices are merely smaller calls.
+// unless its small-matrix kernels take it, and for one image's few rows packing
+// the weight is much of the product's time (docs/performance.md, "The engine's
+// passes instead of LibTorch's small ops"). The bounds below are pinned to
+// OpenBLAS 0.3.21, the one Debian's LibTorch links: for this product's form (the
+// weight transposed) its Skylake-X sgemm_small_kernel_permit takes at most 1200
+// outputs, 10^6 multiply-adds and k >= 32. Another version may permit other
+// shapes; with it, or another BLAS, the slices are merely smaller calls.
 int64_t unpacked_slice(int64_t rows, int64_t k) {
   if (rows > kAvx512GemmMostRows || rows <= 0 || k < 32 || engine_options().reference) return 0;
   const int64_t width = std::min<int64_t>(1200 / rows, 1000000 / (rows * k));

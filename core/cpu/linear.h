@@ -3,12 +3,11 @@
 // the cores by the engine: the output's columns forward; the input gradient's
 // columns and the weight gradient's rows backward. OpenBLAS gains little or
 // nothing from its own second thread on one image's product (it packs the whole
-// weight matrix per call): one image's q, k, v projection (50 x 192 x 576) took
-// 312 us on one thread and 413 us with two BLAS threads, against 165 us with the
-// columns split in two on a helper thread (a standalone driver,
-// docs/performance.md). Where it does not split (small products, one core's share
-// of a split training step, OpenBLAS threading each GEMM) a product that records
-// gradients on contiguous CPU memory is still the engine's node in one part, and
+// weight matrix per call), while the columns split in two on a helper thread take
+// much less time (docs/performance.md, "Threads on two cores"). Where it does not
+// split (small products, one core's share of a split training step, OpenBLAS
+// threading each GEMM) a product that records gradients on contiguous CPU
+// memory is still the engine's node in one part, and
 // a forward without gradients calls the BLAS directly (cpu/inference_passes.h), or
 // for one image's float products (at most 64 rows) the engine's row kernel on a
 // transposed copy of the weight (cpu/transposed_weights.h); which of the two

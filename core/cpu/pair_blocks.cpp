@@ -32,15 +32,14 @@ namespace portable {
 #ifdef TRANSLUTION_PAIR_BLOCKS_AVX512
 // The same loops with 16-lane helpers: the per-head slices are 8 to 64 floats
 // (LoR's 8 and 24), too short for the portable loops' vectorisation (SSE2 here)
-// to pay: they took as long as the products around them (docs/performance.md).
+// to pay: those loops would take as long as the products around them.
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's own intrinsics (their undefined pass-through)
 namespace avx512 {
 // A tail of eight (LoR's slices: 8, 24) goes through 256-bit registers: a masked
-// store read back soon after cannot forward to the load and stalls it (the
-// weighted sums took twice as long with masked tails).
+// store read back soon after cannot forward to the load and stalls it.
 
 inline float sum8(__m256 v) {
   __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -53,8 +53,8 @@ int block_parts(const PairTable& table, std::initializer_list<const PairSide*> s
 
 // Per-part scratch, `values` elements of `element` bytes for each part, kept by
 // the calling thread between calls (the blocks run in every layer, forward and
-// backward; freshly allocated, Translution's 7 MB per part and call raised its
-// training peak by 90 MB). One buffer per thread for this file and
+// backward; allocated afresh per call, the buffers would raise the training
+// peak). One buffer per thread for this file and
 // cpu/pair_lanes.h; no call nests another on the same thread.
 struct Scratch {
   Scratch(int parts, int64_t values, size_t element) : values(values) {

@@ -80,9 +80,8 @@ inline void project(const float* x, int64_t C, const float* w, int64_t D, float*
 
 // out[o] += sum_i x[i] w[o Ld + i] for o < W: project_chunk reading w's columns
 // (x w^T). With Ld known when compiling, output o's entries sit at a fixed offset
-// from one pointer that steps by one float, so w needs no transposed copy (the
-// copy, per matrix, took about a tenth of side_backward's time on the lanes' 16
-// images; docs/performance.md).
+// from one pointer that steps by one float, so w needs no transposed copy, which
+// would cost a share of side_backward's time for every matrix.
 template <int W, int Ld>
 inline void project_chunk_columns(const float* x, int64_t n, const float* w, float* out) {
   __m512 acc[W];

@@ -14,8 +14,9 @@
 //
 // The same contracts as pair_blocks.h's functions, which call these where
 // pair_lanes_apply holds, but forward keeps no rows: backward projects them again,
-// which took 2.2-2.6% less time per LoR training step than writing them out and
-// reading them back (docs/performance.md). The logits, alpha and
+// which takes less memory and less time than writing them out and reading them
+// back (docs/performance.md, "The per-pair arithmetic: vector lanes and cache
+// blocks"). The logits, alpha and
 // their gradients stay in pair_blocks' pair-ordered planes [B H, R], each vector
 // of 16 images gathered from them or scattered into them.
 #include <array>

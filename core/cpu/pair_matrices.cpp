@@ -18,11 +18,9 @@ int64_t most_rows(const std::vector<int64_t>& offset) {
 
 // Where the BLAS would run each product on one core, the other core would idle:
 // there the matrices are split between the cores (cpu/helper_threads'
-// product_parts). With two BLAS threads their spinning workers took the second
-// core's time (Translution, one image: 102.7 -> 64.3 ms split with one BLAS
-// thread, docs/performance.md); LoR's 24 x 24 matrices at batch 32 (then on
-// OpenBLAS's small-matrix kernels, now on the engine's: narrow_bank below) gained
-// 4.6% and 8.6% per training step.
+// product_parts), each product on one BLAS thread, because two BLAS threads'
+// spinning workers would take the second core's time (docs/performance.md,
+// "Threads on two cores").
 int matrix_parts(int64_t largest_gemm_rows, int64_t k, int64_t n) { return product_parts(largest_gemm_rows * k * n); }
 
 at::Tensor bank_gradient_buffer(const at::Tensor& bank, const std::vector<int64_t>& offset) {
@@ -40,9 +38,9 @@ bool bf16_bank(const at::Tensor& bank) {
          bank.size(2) >= 64;
 }
 
-// Banks of at most 32 x 32 (LoR's 24 x 24): their products of a batch's rows took
-// the engine's row kernels 0.62-0.79 of OpenBLAS's time (a standalone driver,
-// docs/performance.md), and one image's already ran there.
+// Banks of at most 32 x 32 (LoR's 24 x 24): the engine's row kernels take their
+// products at any batch in less time than OpenBLAS (docs/performance.md,
+// "Few-row products: the engine's row kernel").
 namespace {
 constexpr int64_t kNarrowBank = 32;
 bool narrow_bank(int64_t C, int64_t D) { return C <= kNarrowBank && D <= kNarrowBank; }

@@ -2,10 +2,10 @@
 // The element-wise steps of a forward that records gradients, GELU, LayerNorm
 // and the attention's scaled softmax, as autograd functions over the engine's
 // own vectorised passes (cpu/vector_math), split over the cores (self-attention's
-// per-head work, likewise, is nn/attention_math's). LibTorch 1.13's CPU ops for
-// them run on one core (one intra-op thread), while OpenBLAS's second thread
-// waits: in LibTorch's profiler they took about 70 ms of a 340 ms self-attention
-// ViT-A training step at batch 32 (docs/performance.md). Forward keeps what LibTorch's ops keep (the GELU's input;
+// per-head work, likewise, is nn/attention_math's). LibTorch's CPU ops for them
+// run on one core (one intra-op thread, util/device.h) while OpenBLAS's second
+// thread waits (docs/performance.md, "The engine's passes instead of LibTorch's
+// small ops"). Forward keeps what LibTorch's ops keep (the GELU's input;
 // LayerNorm's input and each row's mean and 1 / std; the softmax's output), so
 // memory is unchanged. Where they do not apply (CUDA, non-contiguous tensors,
 // half precision, LibTorch's intra-op threads on, nothing recording gradients,

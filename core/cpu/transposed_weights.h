@@ -2,10 +2,10 @@
 // Transposed copies of dense layers' weights, for one image's products.
 //
 // A linear layer stores W as [out x in]; one image's product x W^T has about 50
-// rows, which OpenBLAS's small-matrix kernel ran at a fraction of the core's FMA
-// rate (60% of self-attention's one-image samples). The engine's row kernel
-// (cpu/avx512_gemm.h) needs W^T row-major; on a transposed copy self-attention's
-// image took 19-22% less time (docs/performance.md). A forward
+// rows, which OpenBLAS's small-matrix kernel runs at a fraction of the core's FMA
+// rate. The engine's row kernel (cpu/avx512_gemm.h) needs W^T row-major, and on a
+// transposed copy it takes less time (docs/performance.md, "Few-row products: the
+// engine's row kernel"). A forward
 // without gradients therefore reads such a copy, made once per weight and kept
 // while the weight lives and is unchanged.
 //
@@ -27,7 +27,7 @@ constexpr int64_t kWeightStrip = 32;
 // kWeightStrip: [out / 32, in, 32] contiguous, strip s holding w^T's columns
 // [32 s, 32 s + 32), so that the row kernel streams each strip from memory in
 // order (w^T whole, [in x out], has a 32-column strip's rows a row of w^T
-// apart: cold weights came in slower than OpenBLAS read w's own rows).
+// apart: cold weights would come in slower than OpenBLAS reads w's own rows).
 // Undefined for anything else. The returned tensor stays valid while the caller
 // holds it, whatever other threads do.
 at::Tensor transposed_weight(const at::Tensor& w);

@@ -11,7 +11,7 @@ namespace translution {
 // The most pixels a picture may have: 64 megapixels (an 8000 x 8000 scan). The
 // size is read from the PNG or JPEG header and a larger picture is refused before
 // anything is decoded: a 1 MB PNG of 30000 x 30000 white pixels would otherwise
-// take 23 GB and most of a minute to say "no digit found".
+// be decoded into gigabytes of pixels only to say "no digit found".
 constexpr int64_t kMaxImagePixels = 64'000'000;
 // The largest picture file read: 64 MB, checked against the file's size before a byte
 // is read (a PNG padded to gigabytes, or /dev/zero, is refused at once).

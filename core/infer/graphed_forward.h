@@ -2,9 +2,8 @@
 // One image's forward on a GPU, replayed as a CUDA graph.
 //
 // A ViT forward at batch 1 is a few hundred small kernels; launched one by one
-// from the host they cost more than their arithmetic (Translution ViT-A/12 took
-// 3.6-4.5 ms on an H200 for about 0.14 ms of work: docs/performance.md, "GPU and
-// CUDA graphs"). A CUDA graph records the launches once, at a fixed input shape,
+// from the host they cost more than their arithmetic (docs/performance.md, "GPU
+// and CUDA graphs"). A CUDA graph records the launches once, at a fixed input shape,
 // and replays them with one call. The forward must then touch no host memory and
 // never wait on the device: the operators keep their index tensors on the device
 // (nn/relative_projection.cpp's entry_of_rows, the LoR reassociation constants).

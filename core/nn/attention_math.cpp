@@ -21,11 +21,12 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The per-head products are B x H small GEMMs (50 x 50 x 64 for ViT-A). LibTorch
-// 1.13's CPU bmm runs small batches as one addmm per matrix, each with its
-// selects and dispatch: a quarter of a self-attention training step went there
-// (docs/performance.md). On CPU they go to the BLAS directly, reading each head's
-// columns in place (q, k and v are often column slices of one qkv projection).
+// The per-head products are B x H small GEMMs (50 x 50 x 64 for ViT-A). LibTorch's
+// CPU bmm runs small batches as one addmm per matrix (in 1.13, the version the CPU
+// build links), each with its selects and dispatch (docs/performance.md, "Paths
+// that were measured and removed"). On CPU they go to the BLAS directly, reading
+// each head's columns in place (q, k and v are often column slices of one qkv
+// projection).
 bool raw_rows(const at::Tensor& t) {  // BLAS needs a row stride of at least the row length
   return t.dim() >= 3 && blas_gemm_rows_usable(t) && t.stride(-2) >= t.size(-1);
 }
@@ -143,7 +144,7 @@ bool mask_fits(const at::Tensor& valid, int64_t queries, int64_t keys) {
 // alpha never leaves the cache unless it is asked for.
 // At most 24 rows: with 50 keys a block's logits are at most 1200 outputs, which
 // OpenBLAS runs on its small-matrix kernel instead of packing both operands (the
-// same limit as cpu/linear's slices; about 1% of self-attention's image against 32).
+// same limit as cpu/linear's slices).
 constexpr int64_t kRowsPerItem = 24;  // one image's 50 rows: three items per head
 
 // The items split over `parts`. Training's forward runs it too, with probs the kept alpha.

@@ -17,10 +17,9 @@ namespace {
 // The peak is counted as tensors of fp32 (bf16 training keeps activations fp32 too).
 constexpr double kFloat = 4.0;
 // CPU: the resident set of a process with LibTorch, the BLAS's buffers and the
-// engine's threads, before any model exists: one image through self-attention
-// ViT-A/12 (11 MB of weights) peaked at 185-192 MB resident on the 2-core machines
-// (`bench --mode infer --batch 1`), LoR's and Translution's at 175-182 MB above
-// their weights. The guard leaves it out: the process running the check holds it.
+// engine's threads, before any model exists, read from one image's forward above
+// each model's weights (docs/performance.md, "Memory and `--recompute`"). The
+// guard leaves it out: the process running the check holds it.
 constexpr double kCpuProcessBytes = 180e6;
 // CUDA: cuBLAS's workspace, which PyTorch 2.x takes from the caching allocator
 // (32 MiB per handle on Hopper GPUs, the largest default), so it counts in the

@@ -15,7 +15,7 @@ using torch::autograd::AutogradContext;
 at::Tensor token_major(const at::Tensor& x) { return x.transpose(0, 1).contiguous(); }  // [B, N, ...] -> [N, B, ...]
 
 // Saved pair rows may take their own gradients in place (no new [R, B, D] tensors
-// at the backward peak: Translution training's resident peak 3245 -> 3101 MB)
+// at the backward peak: docs/performance.md, "Memory and `--recompute`")
 // when nothing can read them again: recomputed, or this backward frees the graph
 // and no backward of this node was ever recorded (create_graph: the recorded
 // ops may hold the rows). With retain_graph a second backward reads them: intact.

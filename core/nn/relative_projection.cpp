@@ -133,13 +133,12 @@ std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt_i
 // and dispatch, so for tiny matrices (LoR's 24 x 24) at small batch every token
 // is projected by every matrix in one GEMM and the needed rows are picked: about
 // E/N = 3.4x the arithmetic, a few ops instead of hundreds. Straight to the BLAS
-// (CPU, the default) per-matrix wins at every shape measured, batch 1 included
-// (docs/performance.md), so there it always runs. On a GPU each per-matrix product is
-// a kernel launch of a few microseconds' work, so a step costs about the same at any
-// batch, while the all-token product grows with the batch: on an H100, Translution
-// ViT-A/12 classified one image in 4.3-4.6 ms against 61-67 ms per matrix, trained at
-// batch 32 in 46-50 against 199-262 ms, but at batch 256 in 265-269 against 204-206
-// ms (docs/performance.md). The all-token product runs there while its
+// (CPU, the default) per-matrix wins at every shape measured, batch 1 included,
+// so there it always runs. On a GPU each per-matrix product is a kernel launch of
+// a few microseconds' work, so a step costs about the same at any batch, while the
+// all-token product grows with the batch: it wins for one image and small batches
+// and loses at large ones (both: docs/performance.md, "Relative projections: per
+// matrix, or every token"). The all-token product runs there while its
 // [N, B, E, D] intermediate is at most kAllTokenBytesOnGpu (Translution ViT-A/12: up
 // to batch 162; LoR's at any batch measured).
 constexpr int64_t kAllTokenBytesOnGpu = int64_t(1) << 30;

@@ -71,7 +71,8 @@ Roofline measure_roofline(const c10::Device& device) {
   r.gemm_gflops = 2.0 * n * n * n / best_time(device, 3, [&] { at::mm_out(c, a, b); }) / 1e9;
   r.gemm_library = "aten";
   // The engine's larger products run on oneDNN where LibTorch links it, faster than
-  // OpenBLAS here: the machine's limit is the faster library's (docs/performance.md).
+  // OpenBLAS: the machine's limit is the faster library's (docs/performance.md,
+  // "Large products: oneDNN's sgemm").
   if (device.is_cpu() && onednn_sgemm_available()) {
     const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
     float* cp = c.data_ptr<float>();

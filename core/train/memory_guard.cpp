@@ -11,19 +11,17 @@ namespace {
 
 // Loading a checkpoint holds several copies of the file at once beside the model
 // it builds: the bytes read, their string, the archive part, its stream and the
-// archive's tensors. `translution predict` of a Translution ViT-A/12 checkpoint
-// peaked at 2.96 GB resident for a 465 MB weights-only file and at 8.15 GB for a
-// 1.39 GB resumable one: 5.0 and 5.4 times the file beside the weights and the
-// process (docs/architecture.md).
+// archive's tensors. The factor is the larger of those read from `translution
+// predict` of a weights-only and a resumable checkpoint (docs/performance.md,
+// "Memory and `--recompute`").
 constexpr double kLoadingCopies = 5.4;
 
 // The checkpoint writer (train/checkpoint.cpp) builds the whole safetensors file in memory
 // before it writes it: one more copy of the weights and AdamW's two moments. On the CPU that
 // copy comes on top of the training step's peak, not out of it: the blocks the step freed stay
-// with the process (cpu/allocator.h) and the file's bytes are not taken from them. Translution
-// ViT-A/12 at batch 32 held 2.37 GB resident after its step and 3.76 GB while writing its
-// 1.39 GB file; at batch 2, 2.15 GB and 3.57 GB. On CUDA the copy is host memory, which the
-// device's check does not count.
+// with the process (cpu/allocator.h) and the file's bytes are not taken from them, so the
+// resident set grows by the file's size while it is written (docs/performance.md, "Memory
+// and `--recompute`"). On CUDA the copy is host memory, which the device's check does not count.
 constexpr double kSavingCopies = 1.0;
 
 double saving_bytes(const MemoryPlan& p, MemoryDevice device) {

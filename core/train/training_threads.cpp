@@ -13,7 +13,7 @@ TrainingThreads::TrainingThreads(const ViT& model, const c10::Device& device) {
   }
   // One BLAS thread and the engine's own splits, where the products are per matrix (docs/performance.md).
   engine_rule_ = matrix_threads() != 1 && blas_threads() > 1 && free_cores() == 2 && model->per_matrix_products();
-  // The batch split: two free cores (measured), and nothing forcing how products split (the studio forces 1).
+  // The batch split: two free cores, and nothing forcing how products split (the studio forces 1).
   if (matrix_threads() == 0 && free_cores() == 2) cores_ = 2;
   const BatchSplit asked = engine_options().batch_split;
   const bool small_weights = model->parameter_count() * int64_t(sizeof(float)) <= kSplitWeightLimitBytes;

@@ -1,6 +1,6 @@
 #pragma once
-// How a CPU training run shares the cores. Three ways were measured on this
-// two-core machine (docs/performance.md):
+// How a CPU training run shares the cores, one of three ways (docs/performance.md,
+// "Threads on two cores"):
 // OpenBLAS's own threads splitting each GEMM; one BLAS thread per GEMM with the
 // engine splitting every product over the two cores (cpu/helper_threads); and
 // the batch split by images, each core running the forward and backward of its
@@ -17,16 +17,13 @@
 
 namespace translution {
 
-// engine_options().batch_split: whether a training step splits its batch over the cores: auto (where measured
-// faster: a CPU run on two free cores with OpenBLAS, for a model whose weights take
-// at most kSplitWeightLimitBytes, 64 MiB), on (any model, where a split is
-// possible) or off.
+// engine_options().batch_split: whether a training step splits its batch over the cores: auto (a CPU
+// run on two free cores with OpenBLAS, for a model whose weights take at most
+// kSplitWeightLimitBytes, 64 MiB), on (any model, where a split is possible) or off.
 // Each half of a split batch reads every weight, so the split doubles the weight
-// traffic of a step: with self-attention's and LoR's ViT-A/12 (11 and 18 MB) it
-// took 11-23% off a step; with Translution's (465 MB) it took 0.82-1.11 of the
-// unsplit step's time (less in six of eight alternating runs, more in two), and
-// runs alternating both ways peaked at 2.96-3.10 GB against the 3 GB: its
-// memory margin decides (docs/performance.md).
+// traffic of a step: models with small weights (self-attention's and LoR's ViT-A/12)
+// gain from it; Translution's gains little, and its peak would pass its 3 GB goal, so
+// its memory margin decides (docs/performance.md, "Threads on two cores").
 constexpr int64_t kSplitWeightLimitBytes = int64_t(64) << 20;
 // What a split needs, for errors that name it.
 inline constexpr const char* kBatchSplitNeeds =
@@ -35,8 +32,8 @@ inline constexpr const char* kBatchSplitNeeds =
 
 // While it lives, OpenBLAS threads each GEMM on one thread when the run splits its
 // batch over the cores, or when `model` runs per-matrix products on the CPU of a
-// two-core machine (the engine splits in two; more cores are left to OpenBLAS
-// until measured), unless $OPENBLAS_NUM_THREADS or a forced single matrix thread
+// two-core machine (the engine splits in two; on more cores OpenBLAS keeps its
+// threads), unless $OPENBLAS_NUM_THREADS or a forced single matrix thread
 // (the studio) says how the cores are shared. OpenBLAS's thread count is
 // process-wide: create it on the thread that owns the process's BLAS setting
 // (the CLI's main thread), never beside concurrent GEMMs.

@@ -52,8 +52,7 @@ double cuda_free_bytes(const c10::Device& device) {
   }
   // What LibTorch's allocator holds but does not use is free to this process too.
   // Its statistics exist once it has allocated on the device: before, LibTorch 2
-  // throws ("Invalid device argument 0: did you call init?", seen on an H200 with
-  // 2.11), and nothing is held.
+  // throws ("Invalid device argument 0: did you call init?"), and nothing is held.
   double cached = 0;
   try {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);

@@ -1,11 +1,11 @@
 #pragma once
 // How much of the CPU the hypervisor took away while something ran.
 //
-// The development machine is a 2-vCPU virtual machine whose benchmarks vary by
-// 30-80% from one minute to the next. Linux counts the time a vCPU was ready
-// but its physical core was serving another guest as "steal" (/proc/stat);
-// during a slow LoR training benchmark vmstat read 14-35% of it. A benchmark
-// row that says how much was stolen while it ran can be read for what it is.
+// On a shared virtual machine the same benchmark can vary widely from one minute
+// to the next (docs/performance.md, "Reading the figures"). Linux counts the time
+// a vCPU was ready but its physical core was serving another guest as "steal"
+// (/proc/stat). A benchmark row that says how much was stolen while it ran can be
+// read for what it is.
 #include <cstdint>
 #include <optional>
 #include <string>

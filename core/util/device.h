@@ -38,16 +38,16 @@ int64_t resident_memory_bytes();
 
 // LibTorch's intra-op threads: $TRANSLUTION_THREADS if set, else one. OpenBLAS
 // runs its own thread per core inside every GEMM, and ATen's OpenMP threads
-// spinning beside them cost more than they give: measured on the 2-core machine,
-// one intra-op thread is faster for inference at batch 1 (docs/performance.md).
+// spinning beside them cost more than they give: one intra-op thread is faster
+// (docs/performance.md, "Threads on two cores").
 void configure_threads();
 
 // The studio's setting: OpenBLAS (found at run time) threads no GEMM, because the
 // model slots and the trainer already run on threads of their own. With a BLAS
 // that also threads each GEMM there are more spinning threads than cores, and
-// they wait on each other: with one core busy, a canvas change took 96 ms (median)
-// against 23 ms with one BLAS thread (docs/performance.md). $OPENBLAS_NUM_THREADS,
-// when set, wins. Returns false where the BLAS is not OpenBLAS.
+// they wait on each other: with one core busy, a canvas change takes several times
+// as long as with one BLAS thread (docs/performance.md, "Threads on two cores").
+// $OPENBLAS_NUM_THREADS, when set, wins. Returns false where the BLAS is not OpenBLAS.
 bool configure_concurrent_blas();
 
 // Whether this CPU runs AVX-512F (the engine's own float kernels need it; x86-64 only).
