@@ -184,10 +184,11 @@ void add_knockout_options(CLI::App& eval, KnockoutOptions& o) {
   for (const char* other : {"--protocol", "--shift-metrics"})
     if (CLI::Option* option = eval.get_option_no_throw(other)) flag->excludes(option);
   eval.add_option("--out", o.out, "with --knockout: the folder for knockout-NAME.csv and knockout-NAME.png")
-      ->type_name("DIR")->capture_default_str();
+      ->type_name("DIR")->capture_default_str()->needs(flag);
   add_choice(eval, "--replacement", o.replacement, {"zero", "mean"},
              "with --knockout: what replaces a knocked-out matrix: zero (the offset adds nothing), or the mean of "
-             "the bank's offset matrices (only what is specific to that offset goes)");
+             "the bank's offset matrices (only what is specific to that offset goes)")
+      ->needs(flag);
 }
 
 int knockout_report(const std::vector<std::string>& paths, std::vector<Checkpoint>& checkpoints,

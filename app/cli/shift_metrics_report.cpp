@@ -58,21 +58,22 @@ void print_metrics(const std::string& path, const ShiftMetrics& m, const ShiftMe
 }  // namespace
 
 void add_shift_metrics_options(CLI::App& app, bool& enabled, ShiftMetricsOptions& o) {
-  app.add_flag("--shift-metrics", enabled,
-               "consistency under 1-px and whole-patch shifts, worst case over a grid, equivariance per layer")
-      ->excludes("--protocol");
+  CLI::Option* flag =
+      app.add_flag("--shift-metrics", enabled,
+                   "consistency under 1-px and whole-patch shifts, worst case over a grid, equivariance per layer")
+          ->excludes("--protocol");
   const int64_t most = 10000;  // the MNIST test split
   app.add_option("--consistency-digits", o.consistency_digits, "shift metrics: digits for consistency")
-      ->check(in_range("--consistency-digits", 1, most));
+      ->check(in_range("--consistency-digits", 1, most))->needs(flag);
   app.add_option("--worst-digits", o.worst_case_digits, "shift metrics: digits for the worst case")
-      ->check(in_range("--worst-digits", 1, most));
+      ->check(in_range("--worst-digits", 1, most))->needs(flag);
   app.add_option("--stride", o.stride, "shift metrics: pixels between the worst case's positions")
-      ->check(in_range("--stride", 1, 1000));
+      ->check(in_range("--stride", 1, 1000))->needs(flag);
   app.add_option("--equivariance-digits", o.equivariance.digits, "shift metrics: digits for the equivariance error")
-      ->check(in_range("--equivariance-digits", 1, most));
+      ->check(in_range("--equivariance-digits", 1, most))->needs(flag);
   app.add_option("--border", o.equivariance.border, "shift metrics: compare tokens at least this many patches in")
-      ->check(in_range("--border", 0, 100));
-  app.add_option("--seed", o.seed, "shift metrics: seed of the shifted pairs");
+      ->check(in_range("--border", 0, 100))->needs(flag);
+  app.add_option("--seed", o.seed, "shift metrics: seed of the shifted pairs")->needs(flag);
 }
 
 int report_shift_metrics(const std::vector<std::string>& paths, const std::vector<Checkpoint>& checkpoints,

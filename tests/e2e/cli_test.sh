@@ -269,6 +269,18 @@ wait $ko_pid
 check "Ctrl-C stops a knockout map with status 130" test $? -eq 130
 check "a stopped knockout map says so" grep -q 'no file written' "$work/ko-stop.err"
 check "a stopped knockout map writes no file" test -z "$(ls -A "$work/ko-stop")"
+
+# Shift metrics: consistency, worst case and equivariance of a bundled model, sized down.
+sm=$("$cli" eval --checkpoint "$models/lor.ckpt" --shift-metrics --consistency-digits 20 --worst-digits 3 --stride 28 \
+  --equivariance-digits 4 --json 2>/dev/null)
+check "eval --shift-metrics exits 0" test $? -eq 0
+check "shift metrics JSON holds both consistencies" grep -q '"consistency_1px":{"shift_px":1,"digits":20,' <<<"$sm"
+check "shift metrics JSON holds the whole-patch shift" grep -q '"consistency_whole_patch":{"shift_px":12,' <<<"$sm"
+check "shift metrics JSON: worst case over a 3 x 3 grid" grep -q '"worst_case":{"digits":3,"stride_px":28,"positions":9,' <<<"$sm"
+check "shift metrics JSON: equivariance of the embedding and 4 blocks" test "$(grep -o '"layer":' <<<"$sm" | wc -l)" -eq 5
+check "shift metrics text names every layer" bash -c "\"$cli\" eval --checkpoint '$models/lor.ckpt' --shift-metrics --consistency-digits 4 --worst-digits 1 --stride 56 --equivariance-digits 2 2>/dev/null | grep -q 'block 4'"
+check "a shift-metrics option without --shift-metrics is refused" bash -c "! \"$cli\" eval --checkpoint '$models/lor.ckpt' --stride 4 2>/dev/null"
+check "--shift-metrics refuses --protocol" bash -c "! \"$cli\" eval --checkpoint '$models/lor.ckpt' --shift-metrics --protocol 2>/dev/null"
 "$cli" data render --dataset mnist --split test --index 0 --out "$work/seven.png" >/dev/null
 check "predict prints probabilities" bash -c "\"$cli\" predict --checkpoint '$work/w.ckpt' '$work/seven.png' | grep -q ' 9:0\.'"
 check "predict --json" bash -c "\"$cli\" predict --checkpoint '$work/w.ckpt' --json '$work/seven.png' | grep -q '\"probabilities\":\['"
