@@ -95,8 +95,6 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
   setSlots(slots);
 }
 
-ShiftMetricsPanel::~ShiftMetricsPanel() { *cancel_ = true; }
-
 void ShiftMetricsPanel::setSlots(const QList<ModelSlot*>& slots) { slots_ = slots; }
 
 QString ShiftMetricsPanel::note() const { return note_->text(); }
@@ -123,9 +121,8 @@ void ShiftMetricsPanel::measure() {
     note_->setText(tr("Load a model into a slot first."));
     return;
   }
-  *cancel_ = true;  // a measurement still running is superseded
-  cancel_ = std::make_shared<std::atomic<bool>>(false);
-  const int generation = ++generation_;
+  const NewestRun::Ticket run = run_.start();  // a run still going is superseded
+  const int generation = run.generation;
   ++busy_;
   measure_->setEnabled(false);
   showProgress(0, 1);
@@ -136,7 +133,7 @@ void ShiftMetricsPanel::measure() {
   QPointer<ShiftMetricsPanel> self = this;
   run_async<Out>(
       this,
-      [self, generation, work, o = options(), dir = data_dir_.toStdString(), cancel = cancel_] {
+      [self, generation, work, o = options(), dir = data_dir_.toStdString(), cancel = run.stop] {
         Out out;
         try {
           const MnistDigits test = load_mnist(dir, Split::Test);
@@ -144,7 +141,7 @@ void ShiftMetricsPanel::measure() {
             auto progress = [&, s](int64_t done, int64_t total) {
               if (*cancel) throw Error("cancelled");  // ends the measurement between batches
               QMetaObject::invokeMethod(qApp, [self, generation, s, n = work.size(), done, total] {
-                if (self && self->generation_ == generation) self->showProgress(s * total + done, n * total);
+                if (self && self->run_.current(generation)) self->showProgress(s * total + done, n * total);
               });
             };
             const Predictor& p = *work[s].predictor;
@@ -157,7 +154,7 @@ void ShiftMetricsPanel::measure() {
       },
       [this, generation](const Out& out) {
         --busy_;
-        if (generation != generation_) return;  // a newer measurement runs
+        if (!run_.current(generation)) return;  // a newer measurement runs
         if (out.error.isEmpty()) showRows(out.rows);
         finish(out.error);
       });

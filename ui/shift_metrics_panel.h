@@ -3,7 +3,6 @@
 // 1-px and whole-patch shifts and of the worst case over a grid of positions, one row per slot,
 // and a plot of the token equivariance error layer by layer, one curve per slot (CLS dashed).
 // The measurement runs off the GUI thread; a newer run, or closing the panel, stops an older one.
-#include <atomic>
 #include <memory>
 
 #include <QGroupBox>
@@ -27,7 +26,6 @@ class ShiftMetricsPanel : public QGroupBox {
   Q_OBJECT
  public:
   ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& slots, QWidget* parent = nullptr);
-  ~ShiftMetricsPanel() override;
 
   void setSlots(const QList<ModelSlot*>& slots);
   bool busy() const { return busy_ > 0; }
@@ -56,9 +54,8 @@ class ShiftMetricsPanel : public QGroupBox {
 
   QString data_dir_;
   QList<ModelSlot*> slots_;
-  std::shared_ptr<std::atomic<bool>> cancel_ = std::make_shared<std::atomic<bool>>(false);
   int busy_ = 0;
-  int generation_ = 0;
+  NewestRun run_;  // a newer run makes an older one stop and its results stale
   QSpinBox *consistency_digits_, *worst_digits_, *stride_, *equivariance_digits_;
   QPushButton* measure_;
   QProgressBar* progress_;

@@ -78,8 +78,6 @@ SweepPanel::SweepPanel(QString data_dir, const QList<ModelSlot*>& slots, QWidget
   setSlots(slots);
 }
 
-SweepPanel::~SweepPanel() { *cancel_ = true; }  // a running sweep stops at its next position
-
 void SweepPanel::setSlots(const QList<ModelSlot*>& slots) { slots_ = slots; }
 
 QString SweepPanel::note() const { return note_->text(); }
@@ -105,9 +103,8 @@ void SweepPanel::runSweep() {
     note_->setText(tr("Load a model into a slot first."));
     return;
   }
-  *cancel_ = true;  // a sweep still running is superseded
-  cancel_ = std::make_shared<std::atomic<bool>>(false);
-  const int generation = ++generation_;
+  const NewestRun::Ticket run = run_.start();  // a run still going is superseded
+  const int generation = run.generation;
   std::vector<SweepModel> models;
   for (const SlotWork& s : work) models.push_back({s.predictor->model(), s.predictor->device()});
   const auto planned = progressive_passes({digits_->value(), stride_->value()});
@@ -122,11 +119,11 @@ void SweepPanel::runSweep() {
   QPointer<SweepPanel> self = this;
   run_async<Out>(
       this,
-      [self, generation, work, models, planned, passes, dir = data_dir_.toStdString(), cancel = cancel_] {
+      [self, generation, work, models, planned, passes, dir = data_dir_.toStdString(), cancel = run.stop] {
         // Posted to the application, so the panel is looked up on the GUI thread, where it may be deleted.
         auto post = [self, generation](std::function<void(SweepPanel*)> f) {
           QMetaObject::invokeMethod(qApp, [self, generation, f] {
-            if (self && self->generation_ == generation) f(self);
+            if (self && self->run_.current(generation)) f(self);
           });
         };
         Out out;
@@ -151,7 +148,7 @@ void SweepPanel::runSweep() {
       },
       [this, generation, work, passes](const Out& out) {
         --busy_;
-        if (generation != generation_) return;  // a newer sweep runs
+        if (!run_.current(generation)) return;  // a newer sweep runs
         if (out.error.isEmpty()) showPass(work, passes.back(), int(passes.size()) - 1, int(passes.size()), out.results);
         finishSweep(out.error);
       });

@@ -6,7 +6,6 @@
 // digits and stride; the last pass is exactly the one-shot sweep of those
 // settings (core's progressive_sweep). The maps also show the sweeps the
 // protocol experiment makes, and save as CSV.
-#include <atomic>
 #include <memory>
 
 #include <QGroupBox>
@@ -28,7 +27,6 @@ class SweepPanel : public QGroupBox {
   Q_OBJECT
  public:
   SweepPanel(QString data_dir, const QList<ModelSlot*>& slots, QWidget* parent = nullptr);
-  ~SweepPanel() override;
 
   SweepMaps* sweepMaps() const { return maps_; }
   bool busy() const { return busy_ > 0; }
@@ -57,9 +55,8 @@ class SweepPanel : public QGroupBox {
   QString data_dir_;
   QList<ModelSlot*> slots_;
   QList<TitledSweep> sweeps_;  // what the maps show, by title
-  std::shared_ptr<std::atomic<bool>> cancel_ = std::make_shared<std::atomic<bool>>(false);  // set on close
   int busy_ = 0;
-  int generation_ = 0;  // a newer sweep, or other slots, make an older sweep's passes stale
+  NewestRun run_;  // a newer run makes an older one stop and its results stale
   QSpinBox *digits_, *stride_;
   QPushButton *sweep_, *save_;
   QProgressBar* progress_;
