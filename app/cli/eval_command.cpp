@@ -15,6 +15,7 @@
 #include "cli/shift_metrics_report.h"
 #include "data/mnist_provision.h"
 #include "cpu/bf16_weights.h"
+#include "nn/attention.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "util/device.h"
@@ -45,7 +46,7 @@ std::string trained_on(const Checkpoint& c) {
 // precision and the device are checked before any checkpoint loads).
 std::optional<Bf16Weights> weights_for(const Checkpoint& c, const std::string& path, bool bf16) {
   if (!bf16) return std::nullopt;
-  std::optional<Bf16Weights> weights(std::in_place, *c.model);
+  std::optional<Bf16Weights> weights(std::in_place, relative_banks(*c.model));
   if (weights->banks() == 0)
     throw Error("--precision bf16 reads offset matrices whose width is a multiple of 32 as bfloat16; " + path +
                 " (" + c.config.model + ") has none (use --precision fp32)");

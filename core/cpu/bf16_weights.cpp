@@ -6,7 +6,6 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
-#include "nn/attention.h"
 #include "util/device.h"
 #include "util/error.h"
 
@@ -29,19 +28,15 @@ at::Tensor bf16_strip_layout(const at::Tensor& bank) {
 
 bool bf16_weights_available() { return cpu_has_avx512(); }
 
-Bf16Weights::Bf16Weights(const torch::nn::Module& module) {
+Bf16Weights::Bf16Weights(const std::vector<at::Tensor>& banks) {
   if (!bf16_weights_available())
     throw Error("bfloat16 weights need AVX-512, which this CPU lacks; use --precision fp32");
   at::NoGradGuard no_grad;
-  for (const auto& child : module.modules()) {
-    const auto* attention = dynamic_cast<const AttentionModule*>(child.get());
-    if (!attention) continue;
-    for (const at::Tensor& bank : attention->relative_banks()) {
-      if (!bank.is_cpu() || bank.is_inference() || bank.scalar_type() != at::kFloat || bank.dim() != 3 || !bank.is_contiguous() ||
-          !avx512_gemm_bf16_width_ok(bank.size(2)))
-        continue;
-      copies_.push_back({WeightStamp(bank), bf16_strip_layout(bank)});
-    }
+  for (const at::Tensor& bank : banks) {
+    if (!bank.is_cpu() || bank.is_inference() || bank.scalar_type() != at::kFloat || bank.dim() != 3 ||
+        !bank.is_contiguous() || !avx512_gemm_bf16_width_ok(bank.size(2)))
+      continue;
+    copies_.push_back({WeightStamp(bank), bf16_strip_layout(bank)});
   }
 }
 

@@ -20,7 +20,6 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
-#include <torch/nn/module.h>
 
 #include "cpu/avx512_gemm.h"
 #include "cpu/weight_stamp.h"
@@ -36,12 +35,11 @@ at::Tensor bf16_strip_layout(const at::Tensor& bank);
 
 class Bf16Weights {
  public:
-  // Copies every offset-matrix bank of the module's attention layers
-  // (AttentionModule::relative_banks) that avx512_gemm_bf16 can multiply: float,
-  // on the CPU, C' a multiple of 32 (Translution's; not LoR's 24 x 24 at three
-  // heads). Throws an Error where this machine cannot read them
-  // (bf16_weights_available).
-  explicit Bf16Weights(const torch::nn::Module& module);
+  // Copies every one of the offset-matrix banks (nn/attention.h's relative_banks)
+  // that avx512_gemm_bf16 can multiply: float [E, C, C'], on the CPU, C' a multiple
+  // of 32 (Translution's; not LoR's 24 x 24 at three heads). Throws an Error where
+  // this machine cannot read them (bf16_weights_available).
+  explicit Bf16Weights(const std::vector<at::Tensor>& banks);
 
   // The copy of this bank, or null: not one of the module's, or changed since.
   const Bf16Bits* find(const at::Tensor& bank) const;

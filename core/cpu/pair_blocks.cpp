@@ -188,6 +188,30 @@ at::Tensor sum_parts(const at::Tensor& parts) { return parts.size(0) == 1 ? part
 
 }  // namespace
 
+PairTable pair_table(const std::vector<int64_t>& offset, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
+                     const at::Tensor& source_of_row, int64_t queries, int64_t tokens) {
+  PairTable t;
+  t.offset = &offset;
+  t.pair = pair_of_row.data_ptr<int64_t>();
+  t.query = query_of_row.data_ptr<int64_t>();
+  t.source = source_of_row.data_ptr<int64_t>();
+  t.queries = queries;
+  t.tokens = tokens;
+  return t;
+}
+
+PairSide make_pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16,
+                        const Bf16Bits* w16, const at::Tensor& saved) {
+  PairSide s;
+  s.xt = xt;
+  s.bank = bank;
+  s.rows = rows.data_ptr<int64_t>();
+  s.bf16 = bf16;
+  s.w16 = w16;
+  s.saved = saved;
+  return s;
+}
+
 int64_t pair_block_calls() { return t_calls; }
 
 int block_parts(const PairTable& t, std::initializer_list<const PairSide*> sides) {

@@ -48,6 +48,13 @@ struct PairSide {
   int64_t width() const { return relative() ? bank.size(2) : xt.size(2); }  // D
 };
 
+// Views of an order's index tensors (int64, CPU, contiguous), which outlive them.
+PairTable pair_table(const std::vector<int64_t>& offset, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
+                     const at::Tensor& source_of_row, int64_t queries, int64_t tokens);
+// bank undefined: a plain side; rows: the token of each sorted row.
+PairSide make_pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16,
+                        const Bf16Bits* w16, const at::Tensor& saved);
+
 // One core's share of the sides' matrix products (with bf16 sides, the tiles' parts).
 int block_parts(const PairTable& table, std::initializer_list<const PairSide*> sides);
 

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "cpu/bf16_weights.h"
+#include "nn/attention.h"
 #include "util/error.h"
 
 namespace translution {
@@ -18,7 +19,7 @@ struct Score {
 // The model's accuracy and mean true-class logit as its weights are now.
 Score score(ViT& model, const at::Tensor& images, const at::Tensor& labels, int64_t batch, bool bf16_weights) {
   std::optional<Bf16Weights> copies;
-  if (bf16_weights) copies.emplace(*model);
+  if (bf16_weights) copies.emplace(relative_banks(*model));
   const ScopedBf16Weights scope(copies ? &*copies : nullptr);
   int64_t correct = 0;
   double logit_sum = 0;

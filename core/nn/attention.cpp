@@ -8,6 +8,16 @@
 
 namespace translution {
 
+std::vector<at::Tensor> relative_banks(const torch::nn::Module& module) {
+  std::vector<at::Tensor> banks;
+  for (const auto& child : module.modules()) {
+    const auto* attention = dynamic_cast<const AttentionModule*>(child.get());
+    if (!attention) continue;
+    for (const at::Tensor& bank : attention->relative_banks()) banks.push_back(bank);
+  }
+  return banks;
+}
+
 const at::Tensor& on_device(at::Tensor& cached, const at::Device& device) {
   if (cached.defined() && cached.device() != device) cached = cached.to(device);
   return cached;

@@ -57,6 +57,9 @@ class AttentionModule : public torch::nn::Module {
   virtual at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) = 0;
 };
 
+// Every offset-indexed bank of the module's attention layers (relative_banks), in module order.
+std::vector<at::Tensor> relative_banks(const torch::nn::Module& module);
+
 // The rows of a [N, N] mask (undefined: none) for the first `queries` tokens.
 at::Tensor query_rows(const at::Tensor& valid, int64_t queries);
 // The first `queries` tokens of x [B, N, C], contiguous (the engine's dense paths

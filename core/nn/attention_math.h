@@ -10,8 +10,7 @@ namespace translution {
 at::Tensor attention_logits(const at::Tensor& q, const at::Tensor& k, int64_t heads);
 
 // Softmax over sources of logits / divisor; `valid` ([M, N] bool, may be
-// undefined) hides pairs. On CPU, one pass per row (with gradients: an autograd
-// function split over the cores, cpu/training_passes.h).
+// undefined) hides pairs. On CPU, one pass per row (cpu/head_attention.h).
 at::Tensor attention_softmax(const at::Tensor& logits, const at::Tensor& valid, double divisor = 1.0);
 
 // sum_j alpha[b, h, i, j] v[b, j, h-slice]: alpha [B, H, M, N], v [B, N, D] -> [B, M, D].
@@ -26,10 +25,7 @@ at::Tensor heads_from_weight(const at::Tensor& u, const at::Tensor& w);
 
 // The three above for self-attention: q, k and v are the thirds of qkv [B, N, 3D],
 // the logits scaled by 1 / sqrt(D / heads); `*probs`, when asked, gets alpha.
-// Without gradients on CPU (cpu/inference_passes.h) it is one pass per head and
-// block of rows, split over the cores, alpha written only where it is asked for;
-// with them (cpu/training_passes.h) one autograd function whose backward runs
-// per (image, head), split likewise, and writes the gradient of qkv in one piece.
+// On CPU the engine computes it in one piece (cpu/head_attention.h).
 at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs);
 
 }  // namespace translution

@@ -7,12 +7,10 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
 
-#include "nn/attention_math.h"
+#include "cpu/head_attention.h"
 #include "cpu/linear.h"
-#include "cpu/inference_passes.h"
-#include "cpu/blas_gemm.h"
+#include "nn/attention_math.h"
 #include "nn/self_attention.h"
 #include "nn/translution_attention.h"
 
@@ -25,20 +23,10 @@ torch::nn::Linear linear(int64_t in, int64_t out) {
 }
 
 // rel[b, i, h] = s[b, i, h] W2v[:, h], s: [B, N, H, C2 H], up: [C2 H, H dh] -> [B, N, H dh].
-// Without gradients on CPU one BLAS call per head, reading s and W2v in place
-// (the einsum permutes, copies and batches them: cpu/inference_passes.h).
 at::Tensor up_project(const at::Tensor& s, const at::Tensor& up, int64_t H, int64_t dh) {
+  if (at::Tensor engine = head_up_projection(s, up, H, dh); engine.defined()) return engine;
   const int64_t B = s.size(0), N = s.size(1), c = s.size(3);
-  if (!fused_inference_applies({&s, &up}) || !blas_gemm_usable(s) || !blas_gemm_usable(up))
-    return at::einsum("bihc,chd->bihd", {s, up.view({c, H, dh})}).reshape({B, N, H * dh});
-  at::Tensor out = at::empty({B, N, H * dh}, s.options());
-  AT_DISPATCH_FLOATING_TYPES(s.scalar_type(), "up_project", [&] {
-    const scalar_t *sp = s.data_ptr<scalar_t>(), *wp = up.data_ptr<scalar_t>();
-    scalar_t* op = out.data_ptr<scalar_t>();
-    for (int64_t h = 0; h < H; ++h)
-      blas_gemm_strided<scalar_t>(false, false, B * N, dh, c, sp + h * c, H * c, wp + h * dh, H * dh, op + h * dh, H * dh);
-  });
-  return out;
+  return at::einsum("bihc,chd->bihd", {s, up.view({c, H, dh})}).reshape({B, N, H * dh});
 }
 
 // AttentionSpec::lor_value_slices: head h keeps its own slice of s, s[b, i, h, h C2 : (h + 1) C2],
@@ -59,15 +47,11 @@ std::vector<int64_t> used_entries(const PairOrder& order) {
 
 // [M, G, N]: 1 where query i's pair with j is visible and uses entries[g].
 at::Tensor entry_assignment(const RelativeTable& table, int64_t queries, const std::vector<int64_t>& entries) {
-  const int64_t N = table.tokens(), G = int64_t(entries.size());
-  at::Tensor out = at::zeros({queries, G, N}, at::kFloat);
-  const auto entry = table.entry.accessor<int64_t, 2>();
-  const auto valid = table.valid.accessor<bool, 2>();
-  auto o = out.accessor<float, 3>();
-  for (int64_t i = 0; i < queries; ++i)
-    for (int64_t j = 0; j < N; ++j)
-      if (valid[i][j]) o[i][std::lower_bound(entries.begin(), entries.end(), entry[i][j]) - entries.begin()][j] = 1;
-  return out;
+  const int64_t G = int64_t(entries.size());
+  const at::Tensor entry = table.entry.narrow(0, 0, queries).unsqueeze(1);  // [M, 1, N]
+  const at::Tensor valid = table.valid.narrow(0, 0, queries).unsqueeze(1);  // [M, 1, N]
+  const at::Tensor wanted = at::tensor(entries, at::kLong).view({1, G, 1});  // [1, G, 1]
+  return entry.eq(wanted).logical_and(valid).to(at::kFloat);                 // [M, G, N]
 }
 
 // attend()'s multiply-adds per image: every token projected, pair by pair.

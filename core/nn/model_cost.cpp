@@ -54,10 +54,8 @@ double block_macs(const ViTConfig& c, int64_t index, double M, int64_t images = 
 // Offset matrices of a relative block that no pair of query 0 (CLS) selects.
 int64_t unread_by_cls(const ViTConfig& c, const AttentionSpec& s, const RelativeTable& table) {
   std::set<int64_t> used;
-  const auto entry = table.entry.accessor<int64_t, 2>();
-  const auto valid = table.valid.accessor<bool, 2>();
-  for (int64_t j = 0; j < table.tokens(); ++j)
-    if (valid[0][j]) used.insert(entry[0][j]);
+  for (int64_t j = 0; j < table.tokens(); ++j)  // row 0 of the pair tables
+    if (table.visible[size_t(j)]) used.insert(table.entry_of[size_t(j)]);
   const int64_t per_matrix = s.method == AttentionMethod::Translution
                                  ? c.dim * c.heads * c.head_dim
                                  : s.lor_c1 * c.heads * s.lor_c2 * c.heads;

@@ -22,16 +22,13 @@ PairOrder make_pair_order(const RelativeTable& table, int64_t queries) {
     throw Error("internal: pair order for " + std::to_string(queries) + " queries of " + std::to_string(N) + " tokens");
   order.tokens = N;
   order.queries = queries;
-  auto entry = table.entry.accessor<int64_t, 2>();
-  auto visible = table.valid.accessor<bool, 2>();
   std::vector<std::vector<int64_t>> pairs_of(static_cast<size_t>(E));  // counting sort by entry
-  for (int64_t i = 0; i < queries; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      if (!visible[i][j]) continue;
-      const int64_t e = entry[i][j];
-      if (e < 0 || e >= E) throw Error("internal: pair entry " + std::to_string(e) + " out of range");
-      pairs_of[size_t(e)].push_back(i * N + j);
-    }
+  for (int64_t p = 0; p < queries * N; ++p) {  // pair i N + j: the first `queries` rows
+    if (!table.visible[size_t(p)]) continue;
+    const int64_t e = table.entry_of[size_t(p)];
+    if (e < 0 || e >= E) throw Error("internal: pair entry " + std::to_string(e) + " out of range");
+    pairs_of[size_t(e)].push_back(p);
+  }
   std::vector<int64_t> pairs, query_ids, sources;
   order.entry_offset.push_back(0);
   for (const auto& list : pairs_of) {

@@ -65,24 +65,6 @@ std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::
   return {dxt.transpose(0, 1), dbank};
 }
 
-bool plain_cpu(const at::Tensor& t, const at::Tensor& index) {
-  return t.is_cpu() && t.is_contiguous() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) &&
-         index.is_cpu() && index.is_contiguous() && index.scalar_type() == at::kLong;
-}
-
-// The blocked path's view of an order (cpu/pair_blocks.h); the index tensors outlive it.
-PairTable pair_table(const std::vector<int64_t>& offset, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
-                     const at::Tensor& source_of_row, int64_t queries, int64_t tokens) {
-  PairTable t;
-  t.offset = &offset;
-  t.pair = pair_of_row.data_ptr<int64_t>();
-  t.query = query_of_row.data_ptr<int64_t>();
-  t.source = source_of_row.data_ptr<int64_t>();
-  t.queries = queries;
-  t.tokens = tokens;
-  return t;
-}
-
 bool blocks_apply(std::initializer_list<const at::Tensor*> tensors, const at::Tensor& pair_of_row) {
   return pair_of_row.is_cpu() && pair_blocks_apply(tensors);
 }
@@ -91,14 +73,9 @@ bool blocks_apply(std::initializer_list<const at::Tensor*> tensors, const at::Te
 // bfloat16 copy in a forward without gradients (as project_rows reads them).
 PairSide pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16, bool copies,
                    const at::Tensor& saved) {
-  PairSide s;
-  s.xt = xt;
-  s.bank = has_bank(bank) ? bank : at::Tensor();
-  s.rows = rows.data_ptr<int64_t>();
-  s.bf16 = s.relative() && bf16 && bf16_bank(bank);
-  if (s.relative()) s.w16 = weight_copy(bank, xt, s.bf16, copies);
-  s.saved = saved;
-  return s;
+  const bool relative = has_bank(bank), products_in_bf16 = relative && bf16 && bf16_bank(bank);
+  const Bf16Bits* w16 = relative ? weight_copy(bank, xt, products_in_bf16, copies) : nullptr;
+  return make_pair_side(xt, relative ? bank : at::Tensor(), rows, products_in_bf16, w16, saved);
 }
 
 }  // namespace translution

@@ -41,12 +41,6 @@ at::Tensor side_rows(const at::Tensor& xt, const at::Tensor& bank, const at::Ten
 std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
                                                 const std::vector<int64_t>& offset, const at::Tensor& ds, bool bf16);
 
-// Whether t and its index are plain CPU memory the one-pass copies below can read.
-bool plain_cpu(const at::Tensor& t, const at::Tensor& index);
-
-// The blocked path's view of an order; the index tensors outlive it.
-PairTable pair_table(const std::vector<int64_t>& offset, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
-                     const at::Tensor& source_of_row, int64_t queries, int64_t tokens);
 bool blocks_apply(std::initializer_list<const at::Tensor*> tensors, const at::Tensor& pair_of_row);
 // One side for the blocked path: bf16 products where the bank takes them, and its
 // bfloat16 copy in a forward without gradients (as project_rows reads them).

@@ -1,6 +1,7 @@
 #include "nn/positional_attention.h"
 
 #include <cmath>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -13,18 +14,15 @@ namespace translution {
 
 at::Tensor PositionalAttention::gpsa_features(const RelativeTable& t) {
   const int64_t N = t.tokens();
-  at::Tensor r = at::zeros({N, N, 3}, at::kDouble);
-  auto ra = r.accessor<double, 3>();
-  auto e = t.entry.accessor<int64_t, 2>();
-  for (int64_t i = 0; i < N; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      const EntryInfo& info = t.info[size_t(e[i][j])];
-      if (info.kind != EntryInfo::Kind::Offset) continue;
-      ra[i][j][0] = double(info.dx);
-      ra[i][j][1] = double(info.dy);
-      ra[i][j][2] = double(info.dx * info.dx + info.dy * info.dy);
-    }
-  return r;
+  std::vector<double> r(size_t(N * N * 3), 0.0);  // pair i N + j at 3 (i N + j)
+  for (size_t p = 0; p < t.entry_of.size(); ++p) {
+    const EntryInfo& info = t.info[size_t(t.entry_of[p])];
+    if (info.kind != EntryInfo::Kind::Offset) continue;
+    r[3 * p] = double(info.dx);
+    r[3 * p + 1] = double(info.dy);
+    r[3 * p + 2] = double(info.dx * info.dx + info.dy * info.dy);
+  }
+  return at::tensor(r, at::kDouble).view({N, N, 3});
 }
 
 PositionalAttention::PositionalAttention(const AttentionSpec& spec, const AttentionShape& shape,

@@ -1,7 +1,6 @@
 #include "nn/relative_logits.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
 #include <torch/autograd.h>
 
 #include "cpu/gather_rows.h"
@@ -23,21 +22,11 @@ using torch::autograd::variable_list;
 // straight into [B, H, M, N] (contiguous, so the softmax after it runs in place of
 // a copy); elsewhere an index_copy_ into [M N, B, H] and a permuted view of it.
 at::Tensor pairs_to_grid(const at::Tensor& dots, const at::Tensor& pair_of_row, int64_t M, int64_t N) {
-  const int64_t R = dots.size(0), B = dots.size(1), H = dots.size(2);
-  if (!plain_cpu(dots, pair_of_row)) {
-    at::Tensor full = at::zeros({M * N, B, H}, dots.options());
-    full.index_copy_(0, pair_of_row, dots);
-    return full.view({M, N, B, H}).permute({2, 3, 0, 1});
-  }
-  at::Tensor grid = R == M * N ? at::empty({B, H, M, N}, dots.options()) : at::zeros({B, H, M, N}, dots.options());
-  const int64_t* pair = pair_of_row.data_ptr<int64_t>();
-  AT_DISPATCH_FLOATING_TYPES(dots.scalar_type(), "pairs_to_grid", [&] {
-    const scalar_t* d = dots.data_ptr<scalar_t>();
-    scalar_t* g = grid.data_ptr<scalar_t>();
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t bh = 0; bh < B * H; ++bh) g[bh * M * N + pair[r]] = d[r * B * H + bh];
-  });
-  return grid;
+  if (at::Tensor engine = scatter_pairs(dots, pair_of_row, M, N); engine.defined()) return engine;
+  const int64_t B = dots.size(1), H = dots.size(2);
+  at::Tensor full = at::zeros({M * N, B, H}, dots.options());
+  full.index_copy_(0, pair_of_row, dots);
+  return full.view({M, N, B, H}).permute({2, 3, 0, 1});  // [B, H, M, N]
 }
 
 class RelativeLogits : public torch::autograd::Function<RelativeLogits> {

@@ -3,7 +3,7 @@
 // (nn/pair_order.h): for each matrix W[e] (C x C', read in place from the
 // [E, C, C'] bank) one product projects the rows of all pairs that use it, across
 // the batch: M = B n_e, exactly N^2 C C' multiply-adds per projection. On the CPU
-// the products go straight to the engine's kernels (cpu/pair_matrices.h);
+// the products go straight to the engine's kernels (cpu/pair_projection.h);
 // elsewhere, and under engine_options().reference, through at::mm. Where the
 // matrices are tiny (or on a GPU) every token may instead be projected by every
 // matrix in one product and the pairs' rows picked (projects_every_token).
@@ -13,16 +13,9 @@
 #include <ATen/core/Tensor.h>
 
 #include "cpu/avx512_gemm.h"
-#include "util/engine_options.h"
+#include "cpu/pair_projection.h"
 
 namespace translution {
-
-// Whether a projection by `bank` ([E, C, D]) of `tokens` tokens at `batch` projects
-// every token by every matrix, under engine_options().projection. Auto: per matrix
-// where the products go straight to the BLAS, every token on a GPU while the
-// [N, B, E, D] intermediate is at most 1 GiB (relative_projection.cpp says why), else by
-// the bank's shape.
-bool projects_every_token(const at::Tensor& bank, int64_t tokens, int64_t batch);
 
 // x_row(r) W[entry(r)] for every sorted row r: [R, B, D]. xt: [N, B, C] (token-major
 // input), rows: [R] the token of each row, offset: the order's entry offsets.

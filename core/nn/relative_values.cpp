@@ -1,7 +1,6 @@
 #include "nn/relative_values.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
 #include <torch/autograd.h>
 
 #include "cpu/gather_rows.h"
@@ -20,18 +19,9 @@ using torch::autograd::variable_list;
 
 // The reverse: rows[r, b, h] = alpha[b, h, i, j] for the pair (i, j) of row r.
 at::Tensor grid_to_pairs(const at::Tensor& alpha, const at::Tensor& pair_of_row) {
-  const int64_t B = alpha.size(0), H = alpha.size(1), M = alpha.size(2), N = alpha.size(3), R = pair_of_row.size(0);
-  if (!plain_cpu(alpha, pair_of_row))
-    return gather_rows(alpha.permute({2, 3, 0, 1}).reshape({M * N, B, H}), pair_of_row);
-  at::Tensor rows = at::empty({R, B, H}, alpha.options());
-  const int64_t* pair = pair_of_row.data_ptr<int64_t>();
-  AT_DISPATCH_FLOATING_TYPES(alpha.scalar_type(), "grid_to_pairs", [&] {
-    const scalar_t* a = alpha.data_ptr<scalar_t>();
-    scalar_t* o = rows.data_ptr<scalar_t>();
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t bh = 0; bh < B * H; ++bh) o[r * B * H + bh] = a[bh * M * N + pair[r]];
-  });
-  return rows;
+  if (at::Tensor engine = gather_pairs(alpha, pair_of_row); engine.defined()) return engine;
+  const int64_t B = alpha.size(0), H = alpha.size(1), M = alpha.size(2), N = alpha.size(3);
+  return gather_rows(alpha.permute({2, 3, 0, 1}).reshape({M * N, B, H}), pair_of_row);  // [R, B, H]
 }
 
 class RelativeValues : public torch::autograd::Function<RelativeValues> {

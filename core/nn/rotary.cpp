@@ -1,6 +1,7 @@
 #include "nn/rotary.h"
 
 #include <cmath>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -13,17 +14,17 @@ at::Tensor RotaryPositions::angles(const TokenLayout& layout, int64_t head_dim) 
   const int64_t N = layout.tokens(), pairs = head_dim / 2, first = layout.cls ? 1 : 0;
   const bool two_d = layout.kind == TokenLayout::Kind::Grid2D;
   const int64_t per_axis = two_d ? pairs / 2 : pairs;
-  at::Tensor out = at::zeros({N, pairs}, at::kDouble);
-  auto a = out.accessor<double, 2>();
+  std::vector<double> a(size_t(N * pairs), 0.0);  // token t's pair k at t pairs + k
   for (int64_t t = first; t < N; ++t) {
     const int64_t p = t - first, x = p % layout.width, y = p / layout.width;
     for (int64_t k = 0; k < pairs; ++k) {
       const int64_t axis_k = k % per_axis;
       const double theta = std::pow(10000.0, -double(axis_k) / double(per_axis));
-      a[t][k] = double(two_d && k >= per_axis ? y : x) * theta;
+      a[size_t(t * pairs + k)] = double(two_d && k >= per_axis ? y : x) * theta;
     }
   }
-  return out;  // double: converted to the input's dtype on use, so double runs stay exact
+  // double: converted to the input's dtype on use, so double runs stay exact
+  return at::tensor(a, at::kDouble).view({N, pairs});
 }
 
 RotaryPositions::RotaryPositions(const TokenLayout& layout, int64_t head_dim) {

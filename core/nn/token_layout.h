@@ -11,6 +11,7 @@
 // 1-D and causal 1-D sequences (Appendix C; a causal sequence may carry a CLS
 // token that reads it, as a classifier needs), and the absolute pair encoding of
 // Table 5.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,11 @@ struct RelativeTable {
   int64_t entries = 0;   // E: matrices per projection
   at::Tensor valid;      // bool [N, N]: false where causal masking hides j from i
   at::Tensor entry;      // int64 [N, N]: bank entry of pair (query i, source j)
+  // Host copies of entry and valid for code that walks pairs, row-major by pair
+  // i N + j: entry_of[i N + j] == entry[i][j], visible[i N + j] == valid[i][j] (0 or 1).
+  // make_relative_table builds these first and the tensors from them.
+  std::vector<int64_t> entry_of;
+  std::vector<uint8_t> visible;
   std::vector<int64_t> mirror;  // entry of -delta (CLS in <-> out); the paper's key entry is mirror[e]
   std::vector<EntryInfo> info;  // size E
 

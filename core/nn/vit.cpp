@@ -1,18 +1,27 @@
 #include "nn/vit.h"
-#include "util/engine_options.h"
 
 #include <atomic>
+#include <mutex>
 
 #include <ATen/ATen.h>
 
-#include "cpu/linear.h"
 #include "cpu/inference_passes.h"
+#include "cpu/linear.h"
+#include "util/engine_options.h"
 #include "util/error.h"
 
 namespace translution {
 namespace {
-}  // namespace
 
+// Held while a model draws its initial weights from LibTorch's default generator:
+// one model's draws never interleave with another's (recursive: seeded_vit holds
+// it across the seed and the construction).
+std::recursive_mutex& initialisation_lock() {
+  static std::recursive_mutex lock;
+  return lock;
+}
+
+}  // namespace
 
 ViTBlockImpl::ViTBlockImpl(const ViTConfig& c, int64_t index) {
   const TokenLayout layout = c.token_layout();
@@ -37,6 +46,7 @@ at::Tensor ViTBlockImpl::forward_queries(const at::Tensor& x, int64_t queries) {
 
 ViTImpl::ViTImpl(const ViTConfig& config) : config_(config) {
   config_.validate();
+  const std::lock_guard<std::recursive_mutex> drawing(initialisation_lock());
   const ViTConfig& c = config_;
   const int64_t patch_dim = c.patch * c.patch * c.channels;
   patch_norm_ = register_module("patch_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({patch_dim})));
@@ -47,6 +57,12 @@ ViTImpl::ViTImpl(const ViTConfig& config) : config_(config) {
   for (int64_t b = 0; b < c.depth; ++b) blocks_.push_back(register_module("block" + std::to_string(b), ViTBlock(c, b)));
   final_norm_ = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
   head_ = register_module("head", torch::nn::Linear(c.dim, c.classes));
+}
+
+ViT seeded_vit(const ViTConfig& config, uint64_t seed) {
+  const std::lock_guard<std::recursive_mutex> drawing(initialisation_lock());
+  at::manual_seed(seed);
+  return ViT(config);
 }
 
 at::Tensor ViTImpl::patchify(const at::Tensor& images) const {

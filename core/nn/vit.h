@@ -77,4 +77,10 @@ class ViTImpl : public torch::nn::Module {
 };
 TORCH_MODULE(ViT);
 
+// A model whose initial weights depend on `seed` alone. Every ViT draws its weights
+// from LibTorch's default generator under one process-wide lock, and this seeds
+// that generator under the same lock: models built at once on several threads (the
+// studio's experiments train two side by side) get the weights each gets alone.
+ViT seeded_vit(const ViTConfig& config, uint64_t seed);
+
 }  // namespace translution

@@ -150,7 +150,7 @@ struct BenchRun {
     optimizer = make_adamw(model->parameters(), adamw);
     if (train) model->train(); else model->eval();
     if (!train && (dense_precision() == DensePrecision::Bf16 || o.compare == "precision")) {
-      bf16_weights.emplace(*model);
+      bf16_weights.emplace(relative_banks(*model));
       if (bf16_weights->banks() == 0)
         throw Error(std::string(o.compare == "precision" ? "--compare precision" : "--precision bf16") +
                     " in inference reads offset matrices whose width is a multiple of 32 as bfloat16; " + c.model +

@@ -102,8 +102,7 @@ Trainer::Trainer(const ViTConfig& model, const TrainConfig& train, std::string d
   config_.validate();
   precision_ = run_precision(config_, device_);
   load_data();
-  at::manual_seed(uint64_t(config_.seed));
-  model_ = ViT(model_config_);
+  model_ = seeded_vit(model_config_, uint64_t(config_.seed));
   model_->to(device_);
   optimizer_ = make_adamw(
       model_->parameters(), torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));

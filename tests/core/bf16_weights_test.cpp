@@ -105,7 +105,7 @@ TEST(Bf16Weights, ATranslutionLayerReadsTheRoundedBanks) {
   SKIP_WITHOUT_AVX512();
   at::manual_seed(4);
   Layer l;
-  const Bf16Weights weights(*l.module);
+  const Bf16Weights weights(relative_banks(*l.module));
   EXPECT_EQ(weights.banks(), 3) << "q, k and v";
   EXPECT_EQ(weights.bytes(), 3 * l.module->relative_banks()[0].numel() * 2);
   for (const int64_t batch : {int64_t(1), int64_t(5)}) {
@@ -139,7 +139,7 @@ TEST(Bf16Weights, NeverReadWhereTheyMustNotBe) {
   SKIP_WITHOUT_AVX512();
   at::manual_seed(6);
   Layer l;
-  const Bf16Weights weights(*l.module);
+  const Bf16Weights weights(relative_banks(*l.module));
   const at::Tensor bank = l.module->relative_banks()[0];
   const at::Tensor x = at::randn({2, l.layout.tokens(), 64});
   auto forward = [&] {
@@ -189,7 +189,7 @@ TEST(Bf16Weights, AlgorithmAndReplacedMemory) {
   SKIP_WITHOUT_AVX512();
   at::manual_seed(8);
   Layer l;
-  const Bf16Weights weights(*l.module);
+  const Bf16Weights weights(relative_banks(*l.module));
   const at::Tensor x = at::randn({2, l.layout.tokens(), 64});
   at::NoGradGuard no_grad;
   const ScopedBf16Weights scope(&weights);
@@ -214,15 +214,15 @@ TEST(Bf16Weights, CopiesOnlyBanksItCanMultiply) {
   lor.patch = 7;
   lor.depth = 2, lor.dim = 64, lor.heads = 3, lor.head_dim = 32, lor.mlp_dim = 128;
   ViT lor_model(lor);
-  EXPECT_EQ(Bf16Weights(*lor_model).banks(), 0) << "LoR's matrices are 8 x 3 heads = 24 wide: no whole strips of 32";
+  EXPECT_EQ(Bf16Weights(relative_banks(*lor_model)).banks(), 0) << "LoR's matrices are 8 x 3 heads = 24 wide: no whole strips of 32";
   ViTConfig translution = lor;
   translution.model = "translution";
   ViT model(translution);
-  EXPECT_EQ(Bf16Weights(*model).banks(), 6) << "q, k, v of two layers";
+  EXPECT_EQ(Bf16Weights(relative_banks(*model)).banks(), 6) << "q, k, v of two layers";
   ViTConfig attention = lor;
   attention.model = "attention";
   ViT plain(attention);
-  EXPECT_EQ(Bf16Weights(*plain).banks(), 0);
+  EXPECT_EQ(Bf16Weights(relative_banks(*plain)).banks(), 0);
 }
 
 }  // namespace

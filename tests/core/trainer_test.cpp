@@ -11,6 +11,7 @@
 #include "tensor_checks.h"
 #include "train/evaluate.h"
 #include "train/lr_schedule.h"
+#include "test_switches.h"
 #include "train/trainer.h"
 #include "util/error.h"
 
@@ -96,6 +97,33 @@ TEST(Trainer, SameSeedSameRunDifferentSeedDifferentRun) {
   Trainer c(small_model(), t, mnist_dir(), c10::kCPU);
   c.run([](const TrainProgress&) {});
   EXPECT_FALSE(at::equal(a.model()->named_parameters()["head.weight"], c.model()->named_parameters()["head.weight"]));
+}
+
+// Two runs at once in one process (the studio's experiments), each built and trained
+// on its own thread, with the engine splitting every product in two: the helper
+// threads serve one run at a time, the other's parts run in turn on its own thread.
+// Each run still ends at the weights it reaches alone.
+TEST(Trainer, TwoRunsSideBySideEachEndWhereTheyEndAlone) {
+  ASSERT_FALSE(mnist_dir().empty());
+  test_support::use_matrix_threads(2);
+  TrainConfig t = small_run();
+  t.steps = 4;
+  const std::vector<ViTConfig> models = {small_model("translution"), small_model("lor")};
+  std::vector<ViT> alone, beside(models.size(), nullptr);
+  for (const ViTConfig& m : models) {
+    Trainer run(m, t, mnist_dir(), c10::kCPU);
+    run.run([](const TrainProgress&) {});
+    alone.push_back(run.model());
+  }
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < models.size(); ++i)
+    threads.emplace_back([&, i] {
+      Trainer run(models[i], t, mnist_dir(), c10::kCPU);
+      run.run([](const TrainProgress&) {});
+      beside[i] = run.model();
+    });
+  for (std::thread& thread : threads) thread.join();
+  for (size_t i = 0; i < models.size(); ++i) expect_same_weights(alone[i], beside[i]);
 }
 
 TEST(Trainer, Bf16PrecisionTrainsInItAndIsStored) {

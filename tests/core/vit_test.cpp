@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 #include <ATen/ATen.h>
 
@@ -83,6 +85,30 @@ TEST(ViT, HybridUsesTheFirstModelForTheFirstBlocks) {
   EXPECT_EQ(model->block(1).attention().offset_magnitudes().size(), 3u);
   EXPECT_TRUE(model->block(2).attention().offset_magnitudes().empty());
   EXPECT_EQ(model->forward(at::randn({1, 1, 28, 28})).size(1), 10);
+}
+
+// Another thread builds models (drawing from LibTorch's default generator) all the
+// while a seeded one is built: the seeded model still gets the weights it gets alone.
+TEST(ViT, SeededWeightsDependOnTheSeedAloneWhileAnotherModelIsBuilt) {
+  ViTConfig c = preset_config("tiny", "translution");
+  c.depth = 2;
+  const ViT alone = seeded_vit(c, 11);
+  std::atomic<bool> done{false};
+  std::atomic<int> built{0};
+  std::thread other([&] {
+    while (!done.load()) {
+      ViT(preset_config("tiny", "attention"));
+      built.fetch_add(1);
+    }
+  });
+  while (built.load() == 0) std::this_thread::yield();  // the other thread is drawing
+  const ViT beside = seeded_vit(c, 11);
+  const int before = built.load();
+  done.store(true);
+  other.join();
+  const auto a = alone->named_parameters(), b = beside->named_parameters();
+  for (const auto& p : a) EXPECT_TRUE(at::equal(p.value(), b[p.key()])) << p.key();
+  EXPECT_GE(built.load(), before);
 }
 
 TEST(ViTConfig, RoundTripsThroughText) {
