@@ -2,8 +2,8 @@
 // parsed once per build instead of once per file.
 #pragma once
 #include <ATen/ATen.h>
-#include <torch/types.h>
 #include <torch/data.h>
 #include <torch/nn.h>
 #include <torch/optim.h>
 #include <torch/serialize.h>
+#include <torch/types.h>

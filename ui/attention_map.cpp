@@ -1,9 +1,8 @@
 #include "attention_map.h"
 
+#include <ATen/ATen.h>
 #include <QMouseEvent>
 #include <QPainter>
-
-#include <ATen/ATen.h>
 
 namespace translution::ui {
 namespace {
@@ -18,7 +17,8 @@ AttentionMap::AttentionMap(QWidget* parent) : QWidget(parent) {
   describe();
 }
 
-void AttentionMap::setData(const at::Tensor& canvas, const at::Tensor& weights, int grid_h, int grid_w, int query) {
+void AttentionMap::setData(const at::Tensor& canvas, const at::Tensor& weights, int grid_h, int grid_w,
+                           int query) {
   canvas_ = canvas.to(at::kFloat).contiguous();
   weights_ = weights.to(at::kFloat).contiguous();
   grid_h_ = grid_h;
@@ -39,7 +39,8 @@ void AttentionMap::clearData() {
 }
 
 void AttentionMap::describe() {
-  QString tip = tr("Attention of the query token (outlined) over the patches; click a patch to make it the query.");
+  QString tip =
+      tr("Attention of the query token (outlined) over the patches; click a patch to make it the query.");
   if (weights_.defined())
     tip += tr("\nColours run from 0 to this map's largest patch weight, %1; CLS takes %2 of the attention.")
                .arg(top_, 0, 'g', 3)
@@ -48,7 +49,8 @@ void AttentionMap::describe() {
 }
 
 at::Tensor AttentionMap::patchWeights() const {
-  return weights_.defined() ? weights_.narrow(0, 1, grid_h_ * grid_w_).view({grid_h_, grid_w_}) : at::Tensor();
+  return weights_.defined() ? weights_.narrow(0, 1, grid_h_ * grid_w_).view({grid_h_, grid_w_})
+                            : at::Tensor();
 }
 
 QRectF AttentionMap::mapArea() const {
@@ -67,7 +69,8 @@ void AttentionMap::paintEvent(QPaintEvent*) {
     QImage image(s, s, QImage::Format_Grayscale8);
     const float* p = canvas_.data_ptr<float>();
     for (int y = 0; y < s; ++y)
-      for (int x = 0; x < s; ++x) image.scanLine(y)[x] = uchar(std::lround(150.0f * std::clamp(p[y * s + x], 0.0f, 1.0f)));
+      for (int x = 0; x < s; ++x)
+        image.scanLine(y)[x] = uchar(std::lround(150.0f * std::clamp(p[y * s + x], 0.0f, 1.0f)));
     painter.drawImage(r, image);
   }
   if (!weights_.defined() || grid_h_ <= 0) return;
@@ -154,8 +157,8 @@ void AttentionScale::alignBar() {
   const int width = int(std::lround(area.width()));
   const QRect bar = scale_->axis()->axisRect()->rect(), outer = scale_->outerRect();
   if (bar.width() <= 0 || width <= 0) return;
-  scale_->setOuterRect(QRect(outer.left() + left - bar.left(), outer.top(), outer.width() + width - bar.width(),
-                             outer.height()));
+  scale_->setOuterRect(QRect(outer.left() + left - bar.left(), outer.top(),
+                             outer.width() + width - bar.width(), outer.height()));
   scale_->update(QCPLayoutElement::upLayout);
 }
 

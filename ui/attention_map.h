@@ -21,7 +21,10 @@ class AttentionMap : public QWidget {
   // patches row by row over a grid_h x grid_w grid); query: token index (0 = CLS).
   void setData(const at::Tensor& canvas, const at::Tensor& weights, int grid_h, int grid_w, int query);
   void clearData();
-  void setCaption(const QString& caption) { caption_ = caption; update(); }
+  void setCaption(const QString& caption) {
+    caption_ = caption;
+    update();
+  }
   bool hasData() const { return weights_.defined(); }
   // The patch weights as a [grid_h, grid_w] tensor (for tests and export).
   at::Tensor patchWeights() const;
@@ -33,7 +36,10 @@ class AttentionMap : public QWidget {
   static QCPColorGradient gradient() { return QCPColorGradient(QCPColorGradient::gpHot); }
 
   // What the map asks a layout for (the main map's 160 px by default; small multiples ask for less).
-  void setPreferredSize(const QSize& size) { preferred_ = size; updateGeometry(); }
+  void setPreferredSize(const QSize& size) {
+    preferred_ = size;
+    updateGeometry();
+  }
   QSize sizeHint() const override { return preferred_; }
   QSize minimumSizeHint() const override { return {40, 40}; }
 

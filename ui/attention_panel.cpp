@@ -14,7 +14,8 @@ AttentionPanel::AttentionPanel(const QList<ModelSlot*>& slots, QWidget* parent)
     : QWidget(parent), scroll_(new QScrollArea(this)), grid_(new QGridLayout) {
   auto* layout = new QVBoxLayout(this);
   auto* controls = new QHBoxLayout;
-  auto* hint = new QLabel(tr("Query: pick a patch with the Query tool (Q) on the canvas or click any map here."), this);
+  auto* hint = new QLabel(
+      tr("Query: pick a patch with the Query tool (Q) on the canvas or click any map here."), this);
   hint->setWordWrap(true);
   cls_ = new QPushButton(tr("Query CLS"), this);
   cls_->setObjectName("queryCls");
@@ -41,8 +42,10 @@ void AttentionPanel::setSlots(const QList<ModelSlot*>& slots) {
   QList<AttentionView*> kept;
   for (AttentionView* v : views_) {
     grid_->removeWidget(v);
-    if (slots.contains(v->slot())) kept << v;
-    else delete v;  // its slot is going away
+    if (slots.contains(v->slot()))
+      kept << v;
+    else
+      delete v;  // its slot is going away
   }
   views_.clear();
   for (ModelSlot* slot : slots) {
@@ -60,7 +63,8 @@ void AttentionPanel::setSlots(const QList<ModelSlot*>& slots) {
   for (int i = 0; i < views_.size(); ++i) grid_->addWidget(views_[i], i / n, i % n);
   // Columns and rows left over from more slots keep no stretch (and so no space).
   for (int c = 0; c < grid_->columnCount(); ++c) grid_->setColumnStretch(c, c < n ? 1 : 0);
-  for (int r = 0; r < grid_->rowCount(); ++r) grid_->setRowStretch(r, r < (views_.size() + n - 1) / n ? 1 : 0);
+  for (int r = 0; r < grid_->rowCount(); ++r)
+    grid_->setRowStretch(r, r < (views_.size() + n - 1) / n ? 1 : 0);
   // Tab order: the button, then each view's controls in reading order.
   QWidget* previous = cls_;
   for (AttentionView* v : views_)

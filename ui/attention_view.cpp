@@ -1,13 +1,12 @@
 #include "attention_view.h"
 
+#include <ATen/ATen.h>
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QToolTip>
 #include <QVBoxLayout>
-
-#include <ATen/ATen.h>
 
 #include "attention_map.h"
 #include "elided_label.h"
@@ -39,8 +38,9 @@ AttentionView::AttentionView(ModelSlot* slot, QWidget* parent)
       grid_(new QGridLayout) {
   main_->setMinimumSize(kMapSide, kMapSide);
   main_scale_->follow(main_, true);
-  main_scale_->setToolTip(tr("Colour scale of the map above: from 0 to the query's largest weight on a patch "
-                             "(the weight on CLS is printed in the map's corner)"));
+  main_scale_->setToolTip(
+      tr("Colour scale of the map above: from 0 to the query's largest weight on a patch "
+         "(the weight on CLS is printed in the map's corner)"));
   buildMatrix();
   buildDistances();
   auto* query_map = new QVBoxLayout;
@@ -50,7 +50,8 @@ AttentionView::AttentionView(ModelSlot* slot, QWidget* parent)
   query_map->addStretch(0);
   // The map is never taller than wide, so its square sits right on its scale; spare height goes beneath.
   main_->installEventFilter(this);
-  // Two columns of two: what the query sees and the whole matrix; how far each head looks and every layer and head.
+  // Two columns of two: what the query sees and the whole matrix; how far each head looks and every layer and
+  // head.
   auto* body = new QGridLayout;
   body->addLayout(query_map, 0, 0);
   body->addWidget(matrix_plot_, 0, 1);
@@ -76,7 +77,8 @@ AttentionView::AttentionView(ModelSlot* slot, QWidget* parent)
 }
 
 bool AttentionView::eventFilter(QObject* watched, QEvent* event) {
-  if (watched == main_ && event->type() == QEvent::Resize) main_->setMaximumHeight(std::max(kMapSide, main_->width()));
+  if (watched == main_ && event->type() == QEvent::Resize)
+    main_->setMaximumHeight(std::max(kMapSide, main_->width()));
   return QWidget::eventFilter(watched, event);
 }
 
@@ -84,8 +86,9 @@ QLayout* AttentionView::buildHeader() {
   QFont bold = title_->font();
   bold.setBold(true);
   title_->setFont(bold);
-  layer_->setToolTip(tr("Layer (block) whose attention is shown, or the rollout through all layers (Abnar & Zuidema "
-                        "2020: heads averaged, the residual path added, layers multiplied)"));
+  layer_->setToolTip(
+      tr("Layer (block) whose attention is shown, or the rollout through all layers (Abnar & Zuidema "
+         "2020: heads averaged, the residual path added, layers multiplied)"));
   head_->setToolTip(tr("Attention head of that layer (the rollout averages them)"));
   auto* header = new QHBoxLayout;
   header->addWidget(title_, 1);
@@ -110,7 +113,7 @@ void AttentionView::buildMatrix() {
   matrix_scale_->setBarWidth(10);
   matrix_scale_->setLabel(tr("attention weight"));
   matrix_scale_->setGradient(AttentionMap::gradient());  // linked, the map takes the scale's gradient
-  matrix_scale_->axis()->ticker()->setTickCount(3);  // a bar as narrow as the map: few, unclipped labels
+  matrix_scale_->axis()->ticker()->setTickCount(3);      // a bar as narrow as the map: few, unclipped labels
   matrix_scale_->setRangeDrag(false);
   matrix_scale_->setRangeZoom(false);
   matrix_plot_->plotLayout()->addElement(1, 0, matrix_scale_);
@@ -118,8 +121,9 @@ void AttentionView::buildMatrix() {
   matrix_->setColorScale(matrix_scale_);
   // Room for the axes, the scale and a data area of kMapSide pixels each way.
   matrix_plot_->setMinimumSize(kMapSide + 60, kMapSide + 100);
-  matrix_plot_->setToolTip(tr("The full attention matrix of this layer and head (row: query, column: key); the "
-                              "marked row is the query. Hover a cell for its weight."));
+  matrix_plot_->setToolTip(
+      tr("The full attention matrix of this layer and head (row: query, column: key); the "
+         "marked row is the query. Hover a cell for its weight."));
   matrix_plot_->setMouseTracking(true);
   enable_plot_export(matrix_plot_);
   row_marker_ = new QCPItemRect(matrix_plot_);
@@ -138,8 +142,9 @@ void AttentionView::buildDistances() {
   distance_plot_->xAxis->setLabel(tr("layer"));
   distance_plot_->yAxis->setLabel(tr("mean distance (patches)"));
   distance_plot_->setMinimumSize(kMapSide, 180);
-  distance_plot_->setToolTip(tr("Each head's mean attention distance per layer, over every patch as the query: "
-                                "small is local (convolution-like), large is global"));
+  distance_plot_->setToolTip(
+      tr("Each head's mean attention distance per layer, over every patch as the query: "
+         "small is local (convolution-like), large is global"));
   distance_plot_->legend->setFont(QFont(distance_plot_->font().family(), 8));
   enable_plot_export(distance_plot_);
 }
@@ -160,8 +165,9 @@ QWidget* AttentionView::buildMultiples() {
   layout->addStretch(1);  // the maps keep their shape; spare height goes beneath them
   grid_->setSpacing(3);
   multiples_scale_ = new AttentionScale(tr("weight ÷ each map's largest"), box);
-  multiples_scale_->setToolTip(tr("Colour scale of the small maps: each map runs from 0 to its own largest patch "
-                                  "weight (hover a map for its numbers)"));
+  multiples_scale_->setToolTip(
+      tr("Colour scale of the small maps: each map runs from 0 to its own largest patch "
+         "weight (hover a map for its numbers)"));
   layout->addWidget(multiples_scale_);
   return box;
 }
@@ -234,7 +240,9 @@ void AttentionView::pickToken(int token) {
   Q_EMIT queryPicked(q);
 }
 
-bool AttentionView::rollout() const { return layer_->count() > 0 && layer_->currentIndex() == layer_->count() - 1; }
+bool AttentionView::rollout() const {
+  return layer_->count() > 0 && layer_->currentIndex() == layer_->count() - 1;
+}
 
 void AttentionView::setRollout(bool rollout) {
   if (layer_->count() == 0) return;
@@ -261,18 +269,20 @@ void AttentionView::refresh() {
   const int head = std::max(0, head_->currentIndex());
   head_->setEnabled(!rollout());
   // [N, N]: one head of one layer, or the rollout through all of them.
-  const at::Tensor matrix = rollout() ? attention_rollout(prediction->attention).to(at::kFloat)
-                                      : prediction->attention[size_t(std::max(0, layer_->currentIndex()))][head];
+  const at::Tensor matrix = rollout()
+                                ? attention_rollout(prediction->attention).to(at::kFloat)
+                                : prediction->attention[size_t(std::max(0, layer_->currentIndex()))][head];
   main_->setData(prediction->canvas, matrix[query], gh, gw, query);
   for (int l = 0; l < int(prediction->attention.size()); ++l)
     for (int h = 0; h < c.heads; ++h)
-      multiples_[l * int(c.heads) + h]->setData(prediction->canvas, prediction->attention[size_t(l)][h][query], gh, gw, query);
+      multiples_[l * int(c.heads) + h]->setData(prediction->canvas,
+                                                prediction->attention[size_t(l)][h][query], gh, gw, query);
   showMatrix(matrix, query);
   showDistances(prediction->attention, gh, gw);
 }
 
 void AttentionView::showDistances(const std::vector<at::Tensor>& attention, int grid_h, int grid_w) {
-  const QColor colours[] = {QColor(31, 119, 180), QColor(214, 39, 40), QColor(44, 160, 44),
+  const QColor colours[] = {QColor(31, 119, 180),  QColor(214, 39, 40),  QColor(44, 160, 44),
                             QColor(148, 103, 189), QColor(255, 127, 14), QColor(23, 190, 207)};
   const int heads = int(attention.front().size(0));
   distance_plot_->clearGraphs();
@@ -291,8 +301,10 @@ void AttentionView::showDistances(const std::vector<at::Tensor>& attention, int 
     }
   }
   // One head needs no key; several get one beneath the plot, off the curves.
-  if (heads > 1) show_legend_beneath(distance_plot_, 3);
-  else distance_plot_->legend->setVisible(false);
+  if (heads > 1)
+    show_legend_beneath(distance_plot_, 3);
+  else
+    distance_plot_->legend->setVisible(false);
   distance_plot_->xAxis->setRange(0.5, double(attention.size()) + 0.5);
   distance_plot_->yAxis->setRange(0, high * 1.1);
   distance_plot_->replot(QCustomPlot::rpQueuedReplot);
@@ -333,12 +345,15 @@ QString AttentionView::describeMatrixCell(int query, int key) const {
 
 void AttentionView::hoverMatrix(QMouseEvent* event) {
   QCPAxisRect* rect = matrix_plot_->axisRect();
-  const QString text = rect->rect().contains(event->pos())
-                           ? describeMatrixCell(int(std::lround(matrix_plot_->yAxis->pixelToCoord(event->pos().y()))),
-                                                int(std::lround(matrix_plot_->xAxis->pixelToCoord(event->pos().x()))))
-                           : QString();
-  if (text.isEmpty()) QToolTip::hideText();
-  else QToolTip::showText(event->globalPosition().toPoint(), text, matrix_plot_);
+  const QString text =
+      rect->rect().contains(event->pos())
+          ? describeMatrixCell(int(std::lround(matrix_plot_->yAxis->pixelToCoord(event->pos().y()))),
+                               int(std::lround(matrix_plot_->xAxis->pixelToCoord(event->pos().x()))))
+          : QString();
+  if (text.isEmpty())
+    QToolTip::hideText();
+  else
+    QToolTip::showText(event->globalPosition().toPoint(), text, matrix_plot_);
 }
 
 }  // namespace translution::ui

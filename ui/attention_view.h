@@ -57,8 +57,8 @@ class AttentionView : public QWidget {
   void buildMatrix();
   void buildDistances();
   QWidget* buildMultiples();
-  void rebuild();    // model changed: combos and small multiples
-  void refresh();    // prediction, layer, head or query changed
+  void rebuild();  // model changed: combos and small multiples
+  void refresh();  // prediction, layer, head or query changed
   void pickToken(int token);
   void showDistances(const std::vector<at::Tensor>& attention, int grid_h, int grid_w);
   void showMatrix(const at::Tensor& matrix, int query);

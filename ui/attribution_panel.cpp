@@ -4,16 +4,15 @@
 #include <chrono>
 #include <cmath>
 
+#include <ATen/ATen.h>
 #include <QCheckBox>
-#include <QPixmap>
 #include <QComboBox>
 #include <QGridLayout>
 #include <QLabel>
+#include <QPixmap>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <QtConcurrent>
-
-#include <ATen/ATen.h>
 
 #include "digit_canvas.h"
 #include "image/attribution_picture.h"
@@ -70,7 +69,7 @@ struct AttributionPanel::Outcome {
 
 QImage attribution_overlay(const at::Tensor& map, double limit) {
   const at::Tensor t = (map.to(at::kFloat) / float(limit)).clamp(-1, 1).contiguous();  // [S, S]
-  const at::Tensor alpha = opacity(t);                                                    // [S, S]
+  const at::Tensor alpha = opacity(t);                                                 // [S, S]
   const int h = int(t.size(0)), w = int(t.size(1));
   QImage image(w, h, QImage::Format_ARGB32);
   const float* v = t.data_ptr<float>();
@@ -105,17 +104,20 @@ AttributionPanel::AttributionPanel(const QList<ModelSlot*>& slots, DigitCanvas* 
   class_box_->setToolTip(tr("The class whose logit is attributed: the one the model predicts, or any digit"));
   method_box_->setObjectName("attributionMethod");
   method_box_->addItems({tr("Integrated gradients"), tr("Occlusion, patch"), tr("Occlusion, 4 px")});
-  method_box_->setToolTip(tr("Integrated gradients: each pixel's share of the logit's rise from the black canvas.\n"
-                             "Occlusion: how much the logit falls when a tile (a patch, or 4 x 4 pixels) is "
-                             "blacked out."));
+  method_box_->setToolTip(
+      tr("Integrated gradients: each pixel's share of the logit's rise from the black canvas.\n"
+         "Occlusion: how much the logit falls when a tile (a patch, or 4 x 4 pixels) is "
+         "blacked out."));
   steps_->setObjectName("attributionSteps");
   steps_->setRange(1, 512);
   steps_->setValue(32);
-  steps_->setToolTip(tr("Integrated gradients: points on the path from the black canvas (more: a smaller gap "
-                        "between the map's sum and the logit's rise, and slower)"));
+  steps_->setToolTip(
+      tr("Integrated gradients: points on the path from the black canvas (more: a smaller gap "
+         "between the map's sum and the logit's rise, and slower)"));
   overlay_box_->setObjectName("attributionOverlay");
-  overlay_box_->setToolTip(tr("Draw the map over the digit on the canvas, translucent (red raises the class, blue "
-                              "lowers it); kept up to date while you draw"));
+  overlay_box_->setToolTip(
+      tr("Draw the map over the digit on the canvas, translucent (red raises the class, blue "
+         "lowers it); kept up to date while you draw"));
   summary_->setObjectName("attributionSummary");
   summary_->setWordWrap(true);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -261,7 +263,8 @@ void AttributionPanel::startNext() {
   }
   pending_ = false;
   running_ = true;
-  Request r{predictor, canvas_pixels_, method_box_->currentIndex(), class_box_->currentIndex() - 1, steps_->value()};
+  Request r{predictor, canvas_pixels_, method_box_->currentIndex(), class_box_->currentIndex() - 1,
+            steps_->value()};
   const int ticket = *ticket_;
   auto latest = ticket_;
   auto* watcher = new QFutureWatcher<Outcome>(this);
@@ -313,7 +316,8 @@ void AttributionPanel::showAttribution(const Attribution& a, double seconds, int
   const at::Tensor map = a.map.to(at::kDouble).contiguous();  // [S, S]
   const int h = int(map.size(0)), w = int(map.size(1));
   const double limit = symmetric_limit(a.map);
-  const at::Tensor alpha = opacity((map / limit).clamp(-1, 1));  // [S, S]: the digit shows where little is attributed
+  const at::Tensor alpha =
+      opacity((map / limit).clamp(-1, 1));  // [S, S]: the digit shows where little is attributed
   const double* v = map.data_ptr<double>();
   map_->data()->setSize(w, h);
   map_->data()->setRange(QCPRange(0.5, w - 0.5), QCPRange(0.5, h - 0.5));  // cell centres
@@ -323,23 +327,28 @@ void AttributionPanel::showAttribution(const Attribution& a, double seconds, int
       map_->data()->setAlpha(x, y, alpha.data_ptr<uint8_t>()[y * w + x]);
     }
   scale_->setDataRange(QCPRange(-limit, limit));
-  plot_->setToolTip(tr("Each canvas pixel's attribution over the digit (grey). Colours saturate at ±%1, the 99th "
-                       "percentile of |attribution|; the faintest are nearly transparent.")
-                        .arg(limit, 0, 'g', 3));
+  plot_->setToolTip(
+      tr("Each canvas pixel's attribution over the digit (grey). Colours saturate at ±%1, the 99th "
+         "percentile of |attribution|; the faintest are nearly transparent.")
+          .arg(limit, 0, 'g', 3));
   map_->keyAxis()->axisRect()->setBackground(paper(shown_canvas_), true, Qt::IgnoreAspectRatio);
   map_->keyAxis()->setRange(0, w);
   map_->valueAxis()->setRange(0, h);
   integer_ticks(map_->keyAxis(), patch);  // the grid on the patches' borders, as on the canvas
   integer_ticks(map_->valueAxis(), patch);
   const int64_t predicted = a.logits.argmax().item<int64_t>();
-  QString text = tr("Class %1 (the model predicts %2), logit %3. ").arg(a.target).arg(predicted).arg(a.logit(), 0, 'f', 2);
+  QString text = tr("Class %1 (the model predicts %2), logit %3. ")
+                     .arg(a.target)
+                     .arg(predicted)
+                     .arg(a.logit(), 0, 'f', 2);
   if (a.steps > 0)
-    text += tr("Integrated gradients, %1 steps from the black canvas: the map sums to %2; the logit rose by %3 "
-               "(gap %4%).")
-                .arg(a.steps)
-                .arg(a.total(), 0, 'f', 2)
-                .arg(a.logit_difference(), 0, 'f', 2)
-                .arg(100 * a.completeness_gap(), 0, 'f', 1);
+    text +=
+        tr("Integrated gradients, %1 steps from the black canvas: the map sums to %2; the logit rose by %3 "
+           "(gap %4%).")
+            .arg(a.steps)
+            .arg(a.total(), 0, 'f', 2)
+            .arg(a.logit_difference(), 0, 'f', 2)
+            .arg(100 * a.completeness_gap(), 0, 'f', 1);
   else
     text += tr("Occlusion, %1 px tiles: each tile shows how much the logit falls when it is blacked out "
                "(blue: it rises); largest fall %2.")
@@ -362,8 +371,10 @@ void AttributionPanel::clearMap(const QString& message) {
 
 void AttributionPanel::updateOverlay() {
   const bool current = shown_ && canvas_pixels_.defined() && at::equal(shown_canvas_, canvas_pixels_);
-  if (overlay_box_->isChecked() && current) canvas_->setOverlay(attribution_overlay(shown_->map, symmetric_limit(shown_->map)));
-  else canvas_->clearOverlay();
+  if (overlay_box_->isChecked() && current)
+    canvas_->setOverlay(attribution_overlay(shown_->map, symmetric_limit(shown_->map)));
+  else
+    canvas_->clearOverlay();
 }
 
 }  // namespace translution::ui

@@ -78,8 +78,8 @@ class AttributionPanel : public QWidget {
   QCustomPlot* plot_;
   QCPColorMap* map_ = nullptr;
   QCPColorScale* scale_ = nullptr;
-  at::Tensor canvas_pixels_;        // the newest canvas
-  bool pending_ = false;            // canvas_pixels_ not yet started
+  at::Tensor canvas_pixels_;  // the newest canvas
+  bool pending_ = false;      // canvas_pixels_ not yet started
   bool running_ = false;
   std::shared_ptr<std::atomic<int>> ticket_;  // the newest request; older work stops and is dropped
   std::optional<Attribution> shown_;

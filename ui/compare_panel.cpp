@@ -13,7 +13,8 @@
 
 namespace translution::ui {
 
-ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent), row_(new QHBoxLayout), add_(new QPushButton(this)) {
+ComparePanel::ComparePanel(QWidget* parent)
+    : QWidget(parent), row_(new QHBoxLayout), add_(new QPushButton(this)) {
   add_->setText(tr("+ Add slot"));
   add_->setToolTip(tr("Compare up to %1 models side by side").arg(kMaxSlots));
   add_->setObjectName("addSlot");
@@ -106,9 +107,9 @@ void ComparePanel::setCanvas(const at::Tensor& canvas) {
 
 void ComparePanel::chooseCheckpoint(ModelSlot* slot) {
   QSettings settings;
-  const QString path = QFileDialog::getOpenFileName(this, tr("Load a checkpoint into slot %1").arg(slot->name()),
-                                                    settings.value("compare/lastDir").toString(),
-                                                    tr("Translution checkpoints (*.ckpt);;All files (*)"));
+  const QString path = QFileDialog::getOpenFileName(
+      this, tr("Load a checkpoint into slot %1").arg(slot->name()),
+      settings.value("compare/lastDir").toString(), tr("Translution checkpoints (*.ckpt);;All files (*)"));
   if (path.isEmpty()) return;
   settings.setValue("compare/lastDir", QFileInfo(path).absolutePath());
   loadFile(slot, path);
@@ -122,12 +123,13 @@ void ComparePanel::loadFile(ModelSlot* slot, const QString& path) {
     disconnect(connections->second);
     remember_checkpoint(path);
   });
-  connections->second = connect(slot, &ModelSlot::failed, this, [this, connections, path](const QString& message) {
-    disconnect(connections->first);
-    disconnect(connections->second);
-    if (!qEnvironmentVariableIsSet("TRANSLUTION_NO_DIALOGS"))
-      QMessageBox::warning(this, tr("Cannot load %1").arg(QFileInfo(path).fileName()), message);
-  });
+  connections->second =
+      connect(slot, &ModelSlot::failed, this, [this, connections, path](const QString& message) {
+        disconnect(connections->first);
+        disconnect(connections->second);
+        if (!qEnvironmentVariableIsSet("TRANSLUTION_NO_DIALOGS"))
+          QMessageBox::warning(this, tr("Cannot load %1").arg(QFileInfo(path).fileName()), message);
+      });
   slot->load(path, slot->device());
 }
 

@@ -84,7 +84,8 @@ QRect DigitCanvas::inkBox() const {
 
 QRectF DigitCanvas::guideBox() const {
   const QRect ink = inkBox();
-  const QPointF centre = ink.isEmpty() ? QPointF(size_ / 2.0, size_ / 2.0) : QRectF(ink).adjusted(0, 0, 1, 1).center();
+  const QPointF centre =
+      ink.isEmpty() ? QPointF(size_ / 2.0, size_ / 2.0) : QRectF(ink).adjusted(0, 0, 1, 1).center();
   return QRectF(centre.x() - 10, centre.y() - 10, 20, 20);
 }
 
@@ -109,7 +110,9 @@ void DigitCanvas::nudge(int dx, int dy) {
 void DigitCanvas::setTool(Tool tool) {
   tool_ = tool;
   update();  // the size guide shows with the Draw tool only
-  setCursor(tool == Tool::Move ? Qt::OpenHandCursor : tool == Tool::Query ? Qt::PointingHandCursor : Qt::CrossCursor);
+  setCursor(tool == Tool::Move    ? Qt::OpenHandCursor
+            : tool == Tool::Query ? Qt::PointingHandCursor
+                                  : Qt::CrossCursor);
 }
 
 void DigitCanvas::setPatchSize(int patch) {
@@ -268,14 +271,16 @@ void DigitCanvas::paintEvent(QPaintEvent*) {
 void DigitCanvas::paintGuide(QPainter& painter, const QRectF& canvas) {
   const double s = scale();
   const QRectF box = guideBox();
-  const QRectF on_screen(canvas.left() + box.left() * s, canvas.top() + box.top() * s, box.width() * s, box.height() * s);
+  const QRectF on_screen(canvas.left() + box.left() * s, canvas.top() + box.top() * s, box.width() * s,
+                         box.height() * s);
   painter.setBrush(Qt::NoBrush);
   painter.setPen(QPen(QColor(120, 220, 120, 150), 1, Qt::DotLine));
   painter.drawRect(on_screen.adjusted(-4 * s, -4 * s, 4 * s, 4 * s));
   painter.setPen(QPen(QColor(120, 220, 120, 200), 1.5, Qt::DashLine));
   painter.drawRect(on_screen);
   painter.setPen(QColor(120, 220, 120, 220));
-  painter.drawText(on_screen.adjusted(0, -4 * s - 16, 0, 0).topLeft() + QPointF(0, 12), tr("MNIST digit size"));
+  painter.drawText(on_screen.adjusted(0, -4 * s - 16, 0, 0).topLeft() + QPointF(0, 12),
+                   tr("MNIST digit size"));
 }
 
 // Small rings at the marked positions, the current one filled: where the digit's centre

@@ -94,7 +94,7 @@ class DigitCanvas : public QWidget {
   void canvasChanged(const at::Tensor& pixels);
   void undoAvailable(bool available);
   void patchClicked(int row, int col);  // Query tool
-  void inkEdited();  // a stroke or erasure began, or the canvas was cleared (not a move)
+  void inkEdited();                     // a stroke or erasure began, or the canvas was cleared (not a move)
   void originChanged(const translution::ui::CanvasOrigin& origin);  // emitted before canvasChanged
 
  protected:

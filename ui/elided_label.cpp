@@ -19,7 +19,8 @@ void ElidedLabel::setFullText(const QString& text, const QString& note) {
 
 QSize ElidedLabel::sizeHint() const {
   const QMargins m = contentsMargins();
-  return {fontMetrics().horizontalAdvance(full_) + m.left() + m.right() + 2 * margin() + 2, QLabel::sizeHint().height()};
+  return {fontMetrics().horizontalAdvance(full_) + m.left() + m.right() + 2 * margin() + 2,
+          QLabel::sizeHint().height()};
 }
 
 // A few characters and the ellipsis: enough to tell slots apart, never enough to widen the window.

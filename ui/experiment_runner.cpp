@@ -6,11 +6,11 @@
 
 #include <QMetaType>
 
+#include "cpu/allocator.h"
 #include "protocol_table.h"
 #include "train/evaluate.h"
 #include "train/memory_guard.h"
 #include "train/trainer.h"
-#include "cpu/allocator.h"
 #include "util/error.h"
 
 namespace translution::ui {
@@ -28,7 +28,8 @@ ViTConfig experiment_model(const QString& method, const ExperimentBudget& budget
   return c;
 }
 
-ExperimentRunner::ExperimentRunner(QString data_dir, QObject* parent) : QObject(parent), data_dir_(std::move(data_dir)) {
+ExperimentRunner::ExperimentRunner(QString data_dir, QObject* parent)
+    : QObject(parent), data_dir_(std::move(data_dir)) {
   qRegisterMetaType<translution::SweepResult>();
 }
 
@@ -56,7 +57,8 @@ void require_experiment_memory(const QStringList& methods, const ExperimentBudge
 
 void ExperimentRunner::start(const QStringList& methods, const ExperimentBudget& budget) {
   if (running()) return;
-  for (const QString& m : methods) experiment_model(m, budget);  // an impossible config throws here, not later
+  for (const QString& m : methods)
+    experiment_model(m, budget);               // an impossible config throws here, not later
   require_experiment_memory(methods, budget);  // so does one that would not fit
   delete thread_;
   methods_ = methods;
@@ -87,7 +89,8 @@ void ExperimentRunner::stop() {
   for (Trainer* t : trainers_) t->stop();
 }
 
-std::shared_ptr<const Checkpoint> ExperimentRunner::model(const QString& method, const QString& dataset) const {
+std::shared_ptr<const Checkpoint> ExperimentRunner::model(const QString& method,
+                                                          const QString& dataset) const {
   std::lock_guard<std::mutex> lock(models_mutex_);
   const auto it = models_.find(method + "/" + dataset);
   return it == models_.end() ? nullptr : it->second;
@@ -117,12 +120,15 @@ void ExperimentRunner::runMethod(const QString& method, int index) {
   for (int which : {0, 1}) {
     {
       std::lock_guard<std::mutex> lock(models_mutex_);
-      models_[method + "/" + datasets[which]] = std::make_shared<const Checkpoint>(copy_checkpoint(pair[which]));
+      models_[method + "/" + datasets[which]] =
+          std::make_shared<const Checkpoint>(copy_checkpoint(pair[which]));
     }
     Q_EMIT trained(method, datasets[which]);
-    CanvasDataset test = dataset_for_model(pair[which].config, datasets[which].toStdString(), Split::Test, dir);
+    CanvasDataset test =
+        dataset_for_model(pair[which].config, datasets[which].toStdString(), Split::Test, dir);
     const double same = evaluate(pair[which].model, test, budget_.test_digits, 256, c10::kCPU).accuracy;
-    Q_EMIT accuracy(method, which == 0 ? ProtocolTable::kStaticToStatic : ProtocolTable::kDynamicToDynamic, same);
+    Q_EMIT accuracy(method, which == 0 ? ProtocolTable::kStaticToStatic : ProtocolTable::kDynamicToDynamic,
+                    same);
   }
   CanvasDataset moved = dataset_for_model(pair[0].config, "dynamic", Split::Test, dir);
   Q_EMIT accuracy(method, ProtocolTable::kStaticToDynamic,
@@ -138,8 +144,8 @@ void ExperimentRunner::runMethod(const QString& method, int index) {
                }));
 }
 
-Checkpoint ExperimentRunner::train(const QString& method, const QString& dataset, int index, std::atomic<double>* done,
-                                   const std::atomic<double>* other) {
+Checkpoint ExperimentRunner::train(const QString& method, const QString& dataset, int index,
+                                   std::atomic<double>* done, const std::atomic<double>* other) {
   TrainConfig t;
   t.dataset = dataset.toStdString();
   t.train_samples = budget_.train_digits;
@@ -170,7 +176,8 @@ Checkpoint ExperimentRunner::train(const QString& method, const QString& dataset
     if (p.event != TrainProgress::Event::Step || p.step % 5 != 0) return;
     *done = double(p.step) / p.total_steps;
     if (dataset == "static")  // one report for the pair
-      Q_EMIT progress(fraction(3 * index, *done + *other), tr("%1: step %2 of %3").arg(what).arg(p.step).arg(p.total_steps));
+      Q_EMIT progress(fraction(3 * index, *done + *other),
+                      tr("%1: step %2 of %3").arg(what).arg(p.step).arg(p.total_steps));
   });
   if (end == TrainProgress::Event::Diverged)
     throw Error(method.toStdString() + " on " + dataset.toStdString() + " diverged (its loss became NaN)");

@@ -52,7 +52,7 @@ class ExperimentRunner : public QObject {
   std::shared_ptr<const Checkpoint> model(const QString& method, const QString& dataset) const;
 
  Q_SIGNALS:
-  void progress(double fraction, const QString& what);  // of the whole run, with what it does now
+  void progress(double fraction, const QString& what);             // of the whole run, with what it does now
   void accuracy(const QString& method, int column, double value);  // ProtocolTable::Column
   void trained(const QString& method, const QString& dataset);
   void swept(const QString& method, const translution::SweepResult& result);
@@ -72,12 +72,13 @@ class ExperimentRunner : public QObject {
   QThread* thread_ = nullptr;
   std::atomic<bool> stop_{false};
   std::mutex trainers_mutex_;
-  std::vector<Trainer*> trainers_;  // the ones training now, to stop them
+  std::vector<Trainer*> trainers_;                               // the ones training now, to stop them
   std::map<QString, std::shared_ptr<const Checkpoint>> models_;  // "method/dataset", written on the worker
   mutable std::mutex models_mutex_;
 };
 
-// The model a budget trains for `method`: the tiny preset at the budget's depth on the 84x84 canvas, patch 12.
+// The model a budget trains for `method`: the tiny preset at the budget's depth on the 84x84 canvas,
+// patch 12.
 ViTConfig experiment_model(const QString& method, const ExperimentBudget& budget);
 
 }  // namespace translution::ui

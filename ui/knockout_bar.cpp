@@ -19,8 +19,10 @@ QCheckBox* projection_box(const QString& letter, const QString& name, QWidget* p
   auto* box = new QCheckBox(letter, parent);
   box->setChecked(true);
   box->setObjectName("knockout" + letter.toUpper());
-  box->setToolTip(QObject::tr("Knock out W_%1[δ], the %2 matrices, of the selected offsets (projections the model "
-                              "computes with a shared matrix are left alone)").arg(letter, name));
+  box->setToolTip(
+      QObject::tr("Knock out W_%1[δ], the %2 matrices, of the selected offsets (projections the model "
+                  "computes with a shared matrix are left alone)")
+          .arg(letter, name));
   return box;
 }
 
@@ -47,8 +49,9 @@ KnockoutBar::KnockoutBar(QWidget* parent)
   radius_->setDecimals(1);
   radius_->setValue(2);
   radius_->setPrefix(tr("r = "));
-  radius_->setToolTip(tr("Distance in patches: \"Select beyond r\" selects every offset whose Euclidean length "
-                         "sqrt(dx² + dy²) exceeds it"));
+  radius_->setToolTip(
+      tr("Distance in patches: \"Select beyond r\" selects every offset whose Euclidean length "
+         "sqrt(dx² + dy²) exceeds it"));
   beyond_->setObjectName("knockoutBeyond");
   beyond_->setToolTip(tr("Select every offset farther than r patches (Euclidean), replacing the selection"));
   clear_->setObjectName("knockoutClear");
@@ -58,13 +61,14 @@ KnockoutBar::KnockoutBar(QWidget* parent)
   replacement_->setObjectName("knockoutReplacement");
   replacement_->addItem(tr("zero"), "zero");
   replacement_->addItem(tr("bank mean"), "mean");
-  replacement_->setToolTip(
-      tr("What replaces a knocked-out matrix. Zero: the offset contributes nothing. Bank mean: the mean of the "
-         "layer's offset matrices, so the pair keeps a matrix of typical size and only what is specific to the "
-         "offset goes (mean-ablation, as in activation patching)"));
+  replacement_->setToolTip(tr(
+      "What replaces a knocked-out matrix. Zero: the offset contributes nothing. Bank mean: the mean of the "
+      "layer's offset matrices, so the pair keeps a matrix of typical size and only what is specific to the "
+      "offset goes (mean-ablation, as in activation patching)"));
   apply_->setObjectName("knockoutApply");
-  apply_->setToolTip(tr("The slot predicts with a copy of its model whose selected matrices are replaced, in every "
-                        "layer; predictions, attention and these maps follow"));
+  apply_->setToolTip(
+      tr("The slot predicts with a copy of its model whose selected matrices are replaced, in every "
+         "layer; predictions, attention and these maps follow"));
   restore_->setObjectName("knockoutRestore");
   restore_->setToolTip(tr("Give the slot its own model back"));
   status_->setObjectName("knockoutStatus");
@@ -88,7 +92,8 @@ KnockoutBar::KnockoutBar(QWidget* parent)
 
   connect(beyond_, &QPushButton::clicked, this, [this] { selectBeyond(radius_->value()); });
   connect(clear_, &QPushButton::clicked, this, &KnockoutBar::clearSelection);
-  for (QCheckBox* box : {q_, k_, v_, cls_}) connect(box, &QCheckBox::toggled, this, &KnockoutBar::selectionEdited);
+  for (QCheckBox* box : {q_, k_, v_, cls_})
+    connect(box, &QCheckBox::toggled, this, &KnockoutBar::selectionEdited);
   connect(apply_, &QPushButton::clicked, this, &KnockoutBar::applyRequested);
   connect(restore_, &QPushButton::clicked, this, &KnockoutBar::restoreRequested);
   selectionEdited();
@@ -154,7 +159,9 @@ void KnockoutBar::setWorking(bool working) {
 
 void KnockoutBar::selectionEdited() {
   const size_t n = selection_.size();
-  const QString offsets = n == 0 ? tr("no offset selected") : n == 1 ? tr("1 offset selected") : tr("%1 offsets selected").arg(n);
+  const QString offsets = n == 0   ? tr("no offset selected")
+                          : n == 1 ? tr("1 offset selected")
+                                   : tr("%1 offsets selected").arg(n);
   summary_->setFullText(offsets + (cls_->isChecked() ? tr(" + CLS") : QString()) +
                         tr(": click a cell of a map, or drag across cells for a rectangle"));
   updateButtons();
@@ -162,7 +169,8 @@ void KnockoutBar::selectionEdited() {
 }
 
 void KnockoutBar::updateButtons() {
-  const bool something = (!selection_.empty() || cls_->isChecked()) && (q_->isChecked() || k_->isChecked() || v_->isChecked());
+  const bool something =
+      (!selection_.empty() || cls_->isChecked()) && (q_->isChecked() || k_->isChecked() || v_->isChecked());
   apply_->setEnabled(has_banks_ && something && !working_);
   restore_->setEnabled(knocked_out_ && !working_);
   for (QWidget* w : std::initializer_list<QWidget*>{radius_, beyond_, clear_, q_, k_, v_, cls_, replacement_})

@@ -55,7 +55,9 @@ QString name_of(const QWidget* w) {
 
 bool overlay(const QWidget* w) { return w->property("layoutOverlay").toBool(); }
 
-QString rect_text(const QRect& r) { return QString("%1,%2 %3x%4").arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height()); }
+QString rect_text(const QRect& r) {
+  return QString("%1,%2 %3x%4").arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height());
+}
 
 class Auditor {
  public:
@@ -81,10 +83,11 @@ class Auditor {
     const QWidget* parent = w->parentWidget();
     if (!parent || inside_scroll_area(w) || overlay(w)) return;
     if (!parent->rect().contains(w->geometry()))
-      add(w, QString("clipped by its parent %1 (%2 reaches outside 0,0 %3x%4)")
-                 .arg(name_of(parent), rect_text(w->geometry()))
-                 .arg(parent->width())
-                 .arg(parent->height()),
+      add(w,
+          QString("clipped by its parent %1 (%2 reaches outside 0,0 %3x%4)")
+              .arg(name_of(parent), rect_text(w->geometry()))
+              .arg(parent->width())
+              .arg(parent->height()),
           out);
   }
 
@@ -93,21 +96,24 @@ class Auditor {
     if (!parent || overlay(w)) return;
     for (const QObject* o : parent->children()) {
       const auto* sibling = qobject_cast<const QWidget*>(o);
-      if (!sibling || sibling == w || sibling->isWindow() || !sibling->isVisible() || overlay(sibling)) continue;
+      if (!sibling || sibling == w || sibling->isWindow() || !sibling->isVisible() || overlay(sibling))
+        continue;
       if (sibling < w) continue;  // each pair once
       if (w->geometry().intersects(sibling->geometry()))
-        add(w, QString("overlaps its sibling %1 at %2").arg(name_of(sibling), rect_text(sibling->geometry())), out);
+        add(w, QString("overlaps its sibling %1 at %2").arg(name_of(sibling), rect_text(sibling->geometry())),
+            out);
     }
   }
 
   void checkMinimum(const QWidget* w, LayoutAuditResult& out) {
     const QSize need = required_minimum(w);
     if (w->width() + 1 < need.width() || w->height() + 1 < need.height())
-      add(w, QString("squeezed to %1x%2 below its minimum %3x%4")
-                 .arg(w->width())
-                 .arg(w->height())
-                 .arg(need.width())
-                 .arg(need.height()),
+      add(w,
+          QString("squeezed to %1x%2 below its minimum %3x%4")
+              .arg(w->width())
+              .arg(w->height())
+              .arg(need.width())
+              .arg(need.height()),
           out);
   }
 
@@ -117,11 +123,12 @@ class Auditor {
     if (need.isEmpty()) return;
     // A square view (the canvas, a map) is as readable as its shorter side.
     if (w->width() < need.width() || w->height() < need.height())
-      add(w, QString("%1x%2 is below its readable minimum %3x%4")
-                 .arg(w->width())
-                 .arg(w->height())
-                 .arg(need.width())
-                 .arg(need.height()),
+      add(w,
+          QString("%1x%2 is below its readable minimum %3x%4")
+              .arg(w->width())
+              .arg(w->height())
+              .arg(need.width())
+              .arg(need.height()),
           out);
   }
 
@@ -155,7 +162,8 @@ LayoutAuditResult audit_layout(QWidget* window, QTabWidget* tabs, const QSize& a
   window->resize(available);
   settle();
   if (window->width() > available.width() || window->height() > available.height())
-    out.offenders << LayoutOffender{QString(), name_of(window), window->metaObject()->className(), window->rect(),
+    out.offenders << LayoutOffender{QString(), name_of(window), window->metaObject()->className(),
+                                    window->rect(),
                                     QString("the window is %1x%2, larger than the screen's %3x%4")
                                         .arg(window->width())
                                         .arg(window->height())

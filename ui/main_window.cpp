@@ -72,8 +72,8 @@ void MainWindow::buildPanels(const QString& data_dir) {
   canvas_ = new DigitCanvas(kStudioCanvas, this);
   digits_ = new TestDigitSource(data_dir, this);
   compare_ = new ComparePanel(this);
-  const int slot_count = std::clamp(QSettings().value("compare/slotCount", 2).toInt(), int(ComparePanel::kMinSlots),
-                                   int(ComparePanel::kMaxSlots));
+  const int slot_count = std::clamp(QSettings().value("compare/slotCount", 2).toInt(),
+                                    int(ComparePanel::kMinSlots), int(ComparePanel::kMaxSlots));
   for (int i = 0; i < slot_count; ++i) compare_->addSlot();
   attention_ = new AttentionPanel(compare_->slots(), this);
   offsets_ = new OffsetPanel(compare_->slots(), this);
@@ -114,8 +114,10 @@ void MainWindow::connectPanels() {
   connect(canvas_, &DigitCanvas::patchClicked, this,
           [this](int row, int col) { attention_->setQueryPatch(row, col, canvas_->patchSize()); });
   connect(attention_, &AttentionPanel::queryChanged, this, [this](const AttentionQuery& q) {
-    if (q.cls) canvas_->setHighlightedPatch(-1, -1);
-    else canvas_->setHighlightedPatch(int(q.y) / canvas_->patchSize(), int(q.x) / canvas_->patchSize());
+    if (q.cls)
+      canvas_->setHighlightedPatch(-1, -1);
+    else
+      canvas_->setHighlightedPatch(int(q.y) / canvas_->patchSize(), int(q.x) / canvas_->patchSize());
   });
   connect(canvas_, &DigitCanvas::canvasChanged, compare_, &ComparePanel::setCanvas);
   connect(canvas_, &DigitCanvas::canvasChanged, attribution_, &AttributionPanel::setCanvas);
@@ -151,7 +153,8 @@ void MainWindow::buildStatusBar() {
   statusBar()->addPermanentWidget(system_status);
   auto show_system = [system_status] {
     const int64_t rss = resident_memory_bytes();
-    system_status->setText(tr("%1 · %2 MB").arg(cuda_available() ? tr("CPU + CUDA") : tr("CPU"))
+    system_status->setText(tr("%1 · %2 MB")
+                               .arg(cuda_available() ? tr("CPU + CUDA") : tr("CPU"))
                                .arg(rss > 0 ? QString::number(rss / 1000000) : tr("?")));
   };
   show_system();
@@ -177,8 +180,9 @@ QWidget* MainWindow::buildCanvasPane() {
   scale_text_->setWordWrap(true);
   auto* fit = new QPushButton(tr("Fit to MNIST size"), scale_warning_);
   fit->setObjectName("fitToMnist");
-  fit->setToolTip(tr("Scale the ink to 20 px on its longer side and centre it by mass, as MNIST's digits were "
-                     "prepared (and as translution predict prepares an image)"));
+  fit->setToolTip(
+      tr("Scale the ink to 20 px on its longer side and centre it by mass, as MNIST's digits were "
+         "prepared (and as translution predict prepares an image)"));
   connect(fit, &QPushButton::clicked, this, &MainWindow::fitToMnist);
   auto* row = new QHBoxLayout(scale_warning_);
   row->addWidget(scale_text_, 1);
@@ -197,10 +201,11 @@ void MainWindow::updateScaleWarning() {
   const QRect ink = canvas_->inkBox();
   const bool large = !ink.isEmpty() && std::max(ink.width(), ink.height()) > kLargeInk;
   if (large)
-    scale_text_->setText(tr("This digit is %1 x %2 px; MNIST's are 20 px on their longer side (the dashed box). "
-                            "At this size the models may well misread it.")
-                             .arg(ink.width())
-                             .arg(ink.height()));
+    scale_text_->setText(
+        tr("This digit is %1 x %2 px; MNIST's are 20 px on their longer side (the dashed box). "
+           "At this size the models may well misread it.")
+            .arg(ink.width())
+            .arg(ink.height()));
   scale_warning_->setVisible(large);
 }
 
@@ -225,13 +230,15 @@ bool MainWindow::busy() const {
 void MainWindow::loadDefaultSlots() {
   QSettings settings;
   const QString translution = bundled_model("translution");
-  const QString defaults[] = {translution.isEmpty() ? bundled_model("lor") : translution, bundled_model("attention"),
-                              bundled_model("lor"), bundled_model("translution-static")};
+  const QString defaults[] = {translution.isEmpty() ? bundled_model("lor") : translution,
+                              bundled_model("attention"), bundled_model("lor"),
+                              bundled_model("translution-static")};
   for (int i = 0; i < compare_->slots().size(); ++i) {
     ModelSlot* slot = compare_->slots()[i];
     QString source = settings.value("compare/slot" + slot->name()).toString();
     if (source.isEmpty() || !QFile::exists(source)) source = defaults[i];
-    if (!source.isEmpty()) slot->load(source, settings.value("compare/device" + slot->name(), "cpu").toString());
+    if (!source.isEmpty())
+      slot->load(source, settings.value("compare/device" + slot->name(), "cpu").toString());
   }
 }
 
@@ -317,7 +324,8 @@ void MainWindow::addEditActions(QToolBar* bar) {
 void MainWindow::addDigitSources(QToolBar* bar) {
   open_image_ = bar->addAction(tr("Open image…"));
   open_image_->setShortcut(QKeySequence::Open);
-  open_image_->setToolTip(tr("Put a PNG or JPEG of a handwritten digit on the canvas, prepared as MNIST was (Ctrl+O)"));
+  open_image_->setToolTip(
+      tr("Put a PNG or JPEG of a handwritten digit on the canvas, prepared as MNIST was (Ctrl+O)"));
   connect(open_image_, &QAction::triggered, this, &MainWindow::chooseImage);
   random_action_ = bar->addAction(tr("Random test digit"));
   random_action_->setShortcut(QKeySequence("R"));
@@ -327,8 +335,9 @@ void MainWindow::addDigitSources(QToolBar* bar) {
   placement_box_ = new QComboBox(this);
   placement_box_->addItem(tr("centred"), int(CanvasKind::Static));
   placement_box_->addItem(tr("anywhere"), int(CanvasKind::Dynamic));
-  placement_box_->setToolTip(tr("Where a random test digit is placed: centred as in static MNIST, or anywhere on "
-                                "the canvas as in dynamic MNIST"));
+  placement_box_->setToolTip(
+      tr("Where a random test digit is placed: centred as in static MNIST, or anywhere on "
+         "the canvas as in dynamic MNIST"));
   bar->addWidget(placement_box_);
 }
 
@@ -364,8 +373,10 @@ void MainWindow::showRandomDigit() {
 bool MainWindow::showTestDigit(CanvasKind kind, int64_t index) {
   if (!digits_->ready() || index < 0 || index >= digits_->size()) return false;
   const auto s = digits_->sample(kind, index);
-  const QString description =
-      tr("test #%1 (label %2, %3)").arg(s.index).arg(s.label).arg(QString::fromStdString(canvas_kind_name(kind)));
+  const QString description = tr("test #%1 (label %2, %3)")
+                                  .arg(s.index)
+                                  .arg(s.label)
+                                  .arg(QString::fromStdString(canvas_kind_name(kind)));
   canvas_->setPixels(s.pixels, CanvasOrigin{int(s.label), description});
   return true;
 }
@@ -421,9 +432,10 @@ void MainWindow::fitWindowToScreen() {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (training_->hasUnsavedRun() && !qEnvironmentVariableIsSet("TRANSLUTION_NO_DIALOGS")) {
-    const auto answer = QMessageBox::question(
-        this, tr("Discard the training run?"), tr("The latest training run has not been saved. Close anyway and lose it?"),
-        QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Cancel);
+    const auto answer =
+        QMessageBox::question(this, tr("Discard the training run?"),
+                              tr("The latest training run has not been saved. Close anyway and lose it?"),
+                              QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Cancel);
     if (answer != QMessageBox::Discard) {
       event->ignore();
       return;

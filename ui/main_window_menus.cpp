@@ -61,8 +61,8 @@ void MainWindow::buildViewMenu(QMenu* menu) {
 
 void MainWindow::buildHelpMenu(QMenu* menu) {
   QAction* what = menu->addAction(tr("&What am I looking at?"), this, [this] {
-    QMessageBox box(QMessageBox::Information, tabs_->tabText(tabs_->currentIndex()), helpText(tabs_->currentIndex()),
-                    QMessageBox::Ok, this);
+    QMessageBox box(QMessageBox::Information, tabs_->tabText(tabs_->currentIndex()),
+                    helpText(tabs_->currentIndex()), QMessageBox::Ok, this);
     box.setTextFormat(Qt::RichText);
     box.exec();
   });
@@ -93,8 +93,8 @@ void MainWindow::choosePictureFile() {
   QSettings settings;
   const QString suggested = settings.value("export/pictureDir").toString() + "/" +
                             tabs_->tabText(tabs_->currentIndex()).toLower().replace(' ', '-') + ".png";
-  const QString path = QFileDialog::getSaveFileName(this, tr("Save a picture of this view"), suggested,
-                                                    picture_file_filter());
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Save a picture of this view"), suggested, picture_file_filter());
   if (path.isEmpty()) return;
   settings.setValue("export/pictureDir", QFileInfo(path).absolutePath());
   const QString error = savePicture(path);

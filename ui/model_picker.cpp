@@ -1,8 +1,8 @@
 #include "model_picker.h"
 
+#include <QAbstractItemView>
 #include <QFile>
 #include <QFileInfo>
-#include <QAbstractItemView>
 #include <QSettings>
 #include <QStylePainter>
 
@@ -50,7 +50,8 @@ ModelPicker::ModelPicker(ModelSlot* slot, QWidget* parent) : QComboBox(parent), 
   for (const QString& path : recent_checkpoints()) addFileEntry(path);
   addItem(tr("Open file…"));
   setItemData(count() - 1, kOpen, kKindRole);
-  setItemData(count() - 1, tr("Load a checkpoint written by translution train or the Training tab"), Qt::ToolTipRole);
+  setItemData(count() - 1, tr("Load a checkpoint written by translution train or the Training tab"),
+              Qt::ToolTipRole);
   setCurrentIndex(-1);
   connect(this, &QComboBox::activated, this, &ModelPicker::activate);
   connect(this, &QComboBox::currentIndexChanged, this, &ModelPicker::describe);
@@ -63,7 +64,8 @@ QStringList ModelPicker::sources() const {
   QStringList out;
   for (int i = 0; i < count(); ++i) {
     const QVariant kind = itemData(i, kKindRole);
-    if (kind.isValid() && (kind.toInt() == kBundled || kind.toInt() == kFile)) out << itemData(i, kSourceRole).toString();
+    if (kind.isValid() && (kind.toInt() == kBundled || kind.toInt() == kFile))
+      out << itemData(i, kSourceRole).toString();
   }
   return out;
 }
@@ -77,18 +79,21 @@ bool ModelPicker::choose(const QString& source) {
 }
 
 void ModelPicker::describe() {
-  const QString what = tr("The model in slot %1: a bundled one, a checkpoint file (Open file…), or a model sent "
-                          "from training")
-                           .arg(slot_->name());
+  const QString what =
+      tr("The model in slot %1: a bundled one, a checkpoint file (Open file…), or a model sent "
+         "from training")
+          .arg(slot_->name());
   if (currentIndex() < 0) return setToolTip(what);
   const QString note = itemData(currentIndex(), Qt::ToolTipRole).toString();
-  setToolTip(currentText() + (note.isEmpty() || note == currentText() ? QString() : "\n" + note) + "\n\n" + what);
+  setToolTip(currentText() + (note.isEmpty() || note == currentText() ? QString() : "\n" + note) + "\n\n" +
+             what);
 }
 
 QString ModelPicker::shownText() const {
   QStyleOptionComboBox option;
   initStyleOption(&option);
-  const QRect room = style()->subControlRect(QStyle::CC_ComboBox, &option, QStyle::SC_ComboBoxEditField, this);
+  const QRect room =
+      style()->subControlRect(QStyle::CC_ComboBox, &option, QStyle::SC_ComboBoxEditField, this);
   const QString text = currentIndex() < 0 ? placeholderText() : currentText();
   return fontMetrics().elidedText(text, Qt::ElideRight, room.width());
 }
@@ -142,7 +147,8 @@ int ModelPicker::addFileEntry(const QString& path) {
 void ModelPicker::followSlot() {
   // A model sent from training lives only in memory: one entry names it until another model loads.
   for (int i = count() - 1; i >= 0; --i)
-    if (itemData(i, kKindRole).toInt() == kInMemory && itemData(i, kSourceRole).toString() != slot_->source()) removeItem(i);
+    if (itemData(i, kKindRole).toInt() == kInMemory && itemData(i, kSourceRole).toString() != slot_->source())
+      removeItem(i);
   const QString source = slot_->source();
   if (source.isEmpty()) {
     setCurrentIndex(-1);

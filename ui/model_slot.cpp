@@ -39,14 +39,16 @@ std::shared_ptr<const Predictor> load_predictor(const QString& source, const QSt
   } else {
     c = load_checkpoint(source.toStdString(), where);
   }
-  if (const QString why = canvas_mismatch(c.config, source, kStudioCanvas); !why.isEmpty()) throw Error(why.toStdString());
+  if (const QString why = canvas_mismatch(c.config, source, kStudioCanvas); !why.isEmpty())
+    throw Error(why.toStdString());
   return std::make_shared<const Predictor>(std::move(c), source.toStdString(), where);
 }
 
 QString canvas_mismatch(const ViTConfig& config, const QString& source, int size) {
   if (config.image_height == size && config.image_width == size) return {};
-  return QObject::tr("%1: the model reads %2x%3 images; the studio's canvas is %4x%4 (train it on static, "
-                     "dynamic or moving digits to compare it here)")
+  return QObject::tr(
+             "%1: the model reads %2x%3 images; the studio's canvas is %4x%4 (train it on static, "
+             "dynamic or moving digits to compare it here)")
       .arg(source)
       .arg(config.image_height)
       .arg(config.image_width)

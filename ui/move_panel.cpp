@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include <ATen/ATen.h>
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -11,8 +12,6 @@
 #include <QPushButton>
 #include <QSlider>
 #include <QTimer>
-
-#include <ATen/ATen.h>
 
 #include "bundled_models.h"
 #include "image/ink.h"
@@ -44,7 +43,8 @@ double mean_where(const QVector<double>& values, const QVector<int>& at, bool in
 
 }  // namespace
 
-MovePanel::MovePanel(const QList<ModelSlot*>& slots, DigitCanvas* canvas, TestDigitSource* digits, QWidget* parent)
+MovePanel::MovePanel(const QList<ModelSlot*>& slots, DigitCanvas* canvas, TestDigitSource* digits,
+                     QWidget* parent)
     : QGroupBox(tr("Move the digit along a path"), parent),
       canvas_(canvas),
       digits_(digits),
@@ -66,8 +66,9 @@ MovePanel::MovePanel(const QList<ModelSlot*>& slots, DigitCanvas* canvas, TestDi
 void MovePanel::buildControls() {
   demo_ = new QPushButton(tr("▶ Centred-trained pair"), this);
   demo_->setObjectName("centredPairDemo");
-  demo_->setToolTip(tr("The papers' point in one click: Translution and self-attention trained only on centred digits "
-                       "go into slots A and B, and a test digit slides across the canvas"));
+  demo_->setToolTip(
+      tr("The papers' point in one click: Translution and self-attention trained only on centred digits "
+         "go into slots A and B, and a test digit slides across the canvas"));
   restore_ = new QPushButton(tr("Back to my models"), this);
   restore_->setObjectName("restoreModels");
   restore_->setEnabled(false);
@@ -79,14 +80,16 @@ void MovePanel::buildControls() {
   direction_->addItems({tr("left to right"), tr("top to bottom"), tr("diagonal")});
   direction_->setToolTip(tr("The path through the canvas centre along which the digit slides"));
   slide_ = new QPushButton(tr("Slide across"), this);
-  slide_->setToolTip(tr("Place the digit at every point of the path, plot each slot's probability, then move it "
-                        "across the canvas (click again to stop)"));
+  slide_->setToolTip(
+      tr("Place the digit at every point of the path, plot each slot's probability, then move it "
+         "across the canvas (click again to stop)"));
   scrub_ = new QSlider(Qt::Horizontal, this);
   scrub_->setEnabled(false);
   scrub_->setToolTip(tr("Put the digit at this point of the path on the canvas"));
   plot_ = new QCustomPlot(this);
-  plot_->setToolTip(tr("Each slot's probability of the true class with the digit's centre at each point of the path; "
-                       "right-click to save the plot"));
+  plot_->setToolTip(
+      tr("Each slot's probability of the true class with the digit's centre at each point of the path; "
+         "right-click to save the plot"));
   plot_->xAxis->setLabel(tr("digit's centre along the path (canvas pixels)"));
   plot_->yAxis->setLabel(tr("P(true class)"));
   plot_->yAxis->setRange(0, 1);
@@ -177,8 +180,10 @@ void MovePanel::setSlots(const QList<ModelSlot*>& slots) {
 
 void MovePanel::showTrueClass() {
   const int label = canvas_->origin().label;
-  if (label >= 0) true_class_->setCurrentIndex(std::clamp(label, 0, 9));
-  else followMajority();
+  if (label >= 0)
+    true_class_->setCurrentIndex(std::clamp(label, 0, 9));
+  else
+    followMajority();
 }
 
 // Without a known label, the best guess of the true class is what most slots read.
@@ -187,7 +192,8 @@ void MovePanel::followMajority() {
   int votes[10] = {};
   for (const ModelSlot* s : slots_) {
     const auto& p = s->lastPrediction();
-    if (p && p->canvas.defined() && p->canvas.gt(0).any().item<bool>() && p->predicted >= 0 && p->predicted < 10)
+    if (p && p->canvas.defined() && p->canvas.gt(0).any().item<bool>() && p->predicted >= 0 &&
+        p->predicted < 10)
       ++votes[p->predicted];
   }
   const int best = int(std::max_element(votes, votes + 10) - votes);
@@ -262,7 +268,8 @@ void MovePanel::slideAcross() {
         try {
           for (const SlotWork& s : work) {
             QVector<double> p;
-            for (const at::Tensor& c : frames) p << s.predictor->predict(c, false).probabilities[size_t(label)];
+            for (const at::Tensor& c : frames)
+              p << s.predictor->predict(c, false).probabilities[size_t(label)];
             out.values << p;
           }
         } catch (const std::exception& e) {  // out of memory on a device, say: the panel says so
@@ -283,7 +290,8 @@ void MovePanel::slideAcross() {
       });
 }
 
-void MovePanel::showSlide(const QList<SlotWork>& work, const SlidePath& path, const QList<QVector<double>>& curves) {
+void MovePanel::showSlide(const QList<SlotWork>& work, const SlidePath& path,
+                          const QList<QVector<double>>& curves) {
   plot_->clearGraphs();
   plot_->clearItems();
   marker_ = nullptr;
@@ -362,12 +370,14 @@ void MovePanel::moveMarker(double along) {
 }
 
 void MovePanel::explain(int patch) {
-  why_->setText(tr("Dotted lines: the digit shifted by whole patches (%1 px) from where training put it "
-                   "(dashed). Such a shift only permutes the patches, so a relative model (Translution) sees the same offsets between them, "
-                   "except at the border; a shift between the lines changes what every patch holds, and the curves "
-                   "dip there. The protocol table below tests at random positions, mostly not whole-patch ones: that "
-                   "is why S→D is low for every model.")
-                    .arg(patch));
+  why_->setText(
+      tr("Dotted lines: the digit shifted by whole patches (%1 px) from where training put it "
+         "(dashed). Such a shift only permutes the patches, so a relative model (Translution) sees the same "
+         "offsets between them, "
+         "except at the border; a shift between the lines changes what every patch holds, and the curves "
+         "dip there. The protocol table below tests at random positions, mostly not whole-patch ones: that "
+         "is why S→D is low for every model.")
+          .arg(patch));
 }
 
 void MovePanel::updateStory(const QList<SlotWork>& work, const QList<QVector<double>>& curves) {
@@ -377,7 +387,8 @@ void MovePanel::updateStory(const QList<SlotWork>& work, const QList<QVector<dou
                  .arg(work[s].name)
                  .arg(mean_where(curves[s], path_.whole_patch, true), 0, 'f', 2)
                  .arg(mean_where(curves[s], path_.whole_patch, false), 0, 'f', 2);
-  numbers_->setText(tr("On this path, mean P(true class) on the lines / between them: %1.").arg(parts.join(", ")));
+  numbers_->setText(
+      tr("On this path, mean P(true class) on the lines / between them: %1.").arg(parts.join(", ")));
 }
 
 void MovePanel::startAnimation() {
@@ -437,7 +448,8 @@ void MovePanel::showCentredPair() {
   }
   for (int i = 0; i < 2; ++i) {  // the user's models, to go back to (a second click keeps the first's)
     ModelSlot* slot = slots_[i];
-    const bool kept = std::any_of(saved_.begin(), saved_.end(), [slot](const SavedModel& m) { return m.slot == slot; });
+    const bool kept =
+        std::any_of(saved_.begin(), saved_.end(), [slot](const SavedModel& m) { return m.slot == slot; });
     if (!kept && !slot->source().isEmpty() && slot->source() != sources[i])
       saved_ << SavedModel{slot, slot->source(), slot->device(), sources[i]};
   }
@@ -459,12 +471,15 @@ void MovePanel::showCentredPair() {
     if (--*pending > 0) return;
     for (const auto& c : *connections) disconnect(c);
     --computing_;
-    if (failures->isEmpty()) slideAcross();
-    else numbers_->setText(tr("Cannot load a centred-trained model: %1").arg(failures->join("; ")));
+    if (failures->isEmpty())
+      slideAcross();
+    else
+      numbers_->setText(tr("Cannot load a centred-trained model: %1").arg(failures->join("; ")));
   };
   for (int i = 0; i < 2; ++i) {
     *connections << connect(slots_[i], &ModelSlot::loaded, this, [one_done] { one_done({}); });
-    *connections << connect(slots_[i], &ModelSlot::failed, this, [one_done](const QString& m) { one_done(m); });
+    *connections << connect(slots_[i], &ModelSlot::failed, this,
+                            [one_done](const QString& m) { one_done(m); });
   }
   for (int i = 0; i < 2; ++i) slots_[i]->load(sources[i], slots_[i]->device());
   Q_EMIT demoStarted();

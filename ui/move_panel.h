@@ -30,7 +30,8 @@ class TestDigitSource;
 class MovePanel : public QGroupBox {
   Q_OBJECT
  public:
-  MovePanel(const QList<ModelSlot*>& slots, DigitCanvas* canvas, TestDigitSource* digits, QWidget* parent = nullptr);
+  MovePanel(const QList<ModelSlot*>& slots, DigitCanvas* canvas, TestDigitSource* digits,
+            QWidget* parent = nullptr);
 
   QCustomPlot* movePlot() const { return plot_; }
   // True while a slide is computed or animated, or the demo's models load.
@@ -57,8 +58,8 @@ class MovePanel : public QGroupBox {
   void restoreModels();
 
  Q_SIGNALS:
-  void slid();          // a slide's curves are plotted (its animation starts then)
-  void demoStarted();   // the one-click demo placed its digit and loads its models
+  void slid();         // a slide's curves are plotted (its animation starts then)
+  void demoStarted();  // the one-click demo placed its digit and loads its models
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -92,7 +93,7 @@ class MovePanel : public QGroupBox {
   QList<QMetaObject::Connection> slot_connections_;
   DigitCanvas* canvas_;
   TestDigitSource* digits_;
-  SlidePath path_;         // the last slide's frames, which the slider and the animation put on the canvas
+  SlidePath path_;           // the last slide's frames, which the slider and the animation put on the canvas
   at::Tensor before_slide_;  // the canvas the animation returns to
   QList<SavedModel> saved_;  // the user's models the demo replaced, to go back to
   int generation_ = 0;       // bumped when the canvas gets a new digit: slides computed before are stale

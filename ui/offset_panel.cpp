@@ -3,17 +3,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include <ATen/ATen.h>
 #include <QAbstractScrollArea>
 #include <QComboBox>
 #include <QFutureWatcher>
-#include <QtConcurrent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QScrollBar>
 #include <QToolTip>
 #include <QVBoxLayout>
-
-#include <ATen/ATen.h>
+#include <QtConcurrent>
 
 #include "knockout_bar.h"
 #include "model_slot.h"
@@ -25,19 +24,21 @@ namespace translution::ui {
 namespace {
 
 QString kind_of(const std::string& model) {
-  const bool baseline = model.rfind("attention", 0) == 0 || model == "rope" || model == "gpsa" || model.rfind("rel-", 0) == 0;
+  const bool baseline =
+      model.rfind("attention", 0) == 0 || model == "rope" || model == "gpsa" || model.rfind("rel-", 0) == 0;
   return baseline ? QObject::tr("a baseline") : QObject::tr("an absolute pair encoding");
 }
 
 // Room a map needs around its data area: its dy axis beside it; its title and dx axis above and below.
 constexpr int kMapMarginWidth = 60, kMapMarginHeight = 70;
-constexpr int kScaleWidth = 90;  // the colour scale down the right, with its labels
+constexpr int kScaleWidth = 90;       // the colour scale down the right, with its labels
 constexpr int kStripRowHeight = 110;  // a sequence's 1-D strip, three cells tall
 
 }  // namespace
 
 QCPRange quantile_range(std::vector<double> values, double low, double high) {
-  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }), values.end());
+  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }),
+               values.end());
   if (values.empty()) return QCPRange(0, 1);
   std::sort(values.begin(), values.end());
   auto quantile = [&values](double q) {
@@ -58,8 +59,9 @@ OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
       knockout_bar_(new KnockoutBar(this)),
       knockout_(new SlotKnockout(this)) {
   what_->addItems({tr("learned weights |W_δ|"), tr("contributions on this canvas")});
-  what_->setToolTip(tr("The matrices themselves, or what each offset's value matrix carried for the digit on the "
-                       "canvas (attention-weighted norms of W_v[δ] x_j), updated with every change"));
+  what_->setToolTip(
+      tr("The matrices themselves, or what each offset's value matrix carried for the digit on the "
+         "canvas (attention-weighted norms of W_v[δ] x_j), updated with every change"));
   what_->setObjectName("offsetView");
   slot_box_->setObjectName("offsetSlot");
   slot_box_->setToolTip(tr("Whose offset weights to show"));
@@ -146,7 +148,8 @@ void OffsetPanel::rebuild() {
   }
   showKnockoutState();
   if (!predictor || !showingContributions()) {
-    draw(predictor ? predictor->offset_magnitudes() : std::vector<std::vector<OffsetMagnitudes>>{}, predictor.get());
+    draw(predictor ? predictor->offset_magnitudes() : std::vector<std::vector<OffsetMagnitudes>>{},
+         predictor.get());
     return;
   }
   const auto& prediction = slot->lastPrediction();
@@ -181,11 +184,12 @@ void OffsetPanel::clearPlot() {
   maps_.clear();
   grids_.clear();
   map_layers_.clear();
-  marks_.clear();  // clearItems() deleted them
+  marks_.clear();              // clearItems() deleted them
   plot_->setMinimumHeight(0);  // nothing to show needs no room
 }
 
-void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitudes, const Predictor* predictor) {
+void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitudes,
+                       const Predictor* predictor) {
   clearPlot();
   if (!predictor) {
     message_->setText(tr("This slot has no model."));
@@ -209,7 +213,8 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
   }
   auto* grid = plot_->plotLayout();
   const bool strips = grid_h_ == 1;  // a sequence's offsets: one wide strip per map, stacked in one column
-  // One column per projection; a single projection per layer (the values) wraps its layers into rows of three.
+  // One column per projection; a single projection per layer (the values) wraps its layers into rows of
+  // three.
   columns_ = strips ? 1 : projections > 1 ? int(projections) : int(std::min<size_t>(count, 3));
   std::vector<double> values;
   for (size_t l = 0; l < layers.size(); ++l)
@@ -217,7 +222,8 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
       auto* rect = new QCPAxisRect(plot_);
       const int k = int(maps_.size());
       grid->addElement(k / columns_, k % columns_, rect);
-      maps_ << addMap(rect, g, tr("layer %1, W%2").arg(l + 1).arg(QString::fromStdString(g.projection)), values);
+      maps_ << addMap(rect, g, tr("layer %1, W%2").arg(l + 1).arg(QString::fromStdString(g.projection)),
+                      values);
       grids_.push_back(g);
       map_layers_ << int(l);
     }
@@ -249,7 +255,8 @@ void OffsetPanel::sizePlot() {
   if (maps_.isEmpty()) return plot_->setMinimumHeight(0);
   const int rows = (int(maps_.size()) + columns_ - 1) / columns_;
   if (grid_h_ == 1) return plot_->setMinimumHeight(rows * kStripRowHeight);
-  const double aspect = double(2 * grid_h_ + 1) / double(2 * grid_w_ - 1);  // the data area's height over its width
+  const double aspect =
+      double(2 * grid_h_ + 1) / double(2 * grid_w_ - 1);  // the data area's height over its width
   const int column = (plotWidthWithoutScrollBar() - kScaleWidth) / columns_ - kMapMarginWidth;
   const int data_height = std::clamp(int(column * aspect), 180, 320);
   plot_->setMinimumHeight(rows * (data_height + kMapMarginHeight));
@@ -257,8 +264,10 @@ void OffsetPanel::sizePlot() {
 
 bool OffsetPanel::eventFilter(QObject* watched, QEvent* event) {
   if (watched == plot_ && event->type() == QEvent::Resize &&
-      static_cast<QResizeEvent*>(event)->size().width() != static_cast<QResizeEvent*>(event)->oldSize().width())
-    QMetaObject::invokeMethod(this, &OffsetPanel::sizePlot, Qt::QueuedConnection);  // after the layout settles
+      static_cast<QResizeEvent*>(event)->size().width() !=
+          static_cast<QResizeEvent*>(event)->oldSize().width())
+    QMetaObject::invokeMethod(this, &OffsetPanel::sizePlot,
+                              Qt::QueuedConnection);  // after the layout settles
   return QWidget::eventFilter(watched, event);
 }
 
@@ -288,31 +297,36 @@ void OffsetPanel::explain(const Predictor& predictor, bool any_maps) {
   const ViTConfig& c = predictor.config();
   const QString model = QString::fromStdString(c.model);
   if (!any_maps) {
-    const bool has_offsets = !predictor.offset_magnitudes().empty() && !predictor.offset_magnitudes().front().empty();
-    message_->setText(showingContributions() && has_offsets
-                          ? tr("%1 has no offset-indexed value matrices, so no offset carries values of its own.").arg(model)
-                          : tr("%1 has no per-offset weights: it is %2, which uses no offset-indexed matrices. "
-                               "Load a Translution-family model (translution, lor, translution-qk, ...) to see them.")
-                                .arg(model, kind_of(c.model)));
+    const bool has_offsets =
+        !predictor.offset_magnitudes().empty() && !predictor.offset_magnitudes().front().empty();
+    message_->setText(
+        showingContributions() && has_offsets
+            ? tr("%1 has no offset-indexed value matrices, so no offset carries values of its own.")
+                  .arg(model)
+            : tr("%1 has no per-offset weights: it is %2, which uses no offset-indexed matrices. "
+                 "Load a Translution-family model (translution, lor, translution-qk, ...) to see them.")
+                  .arg(model, kind_of(c.model)));
     return;
   }
   const QString offsets = grid_h_ == 1 ? tr("1-D offset δ = i − j of the patches read row by row")
                                        : tr("offset δ = (dy, dx), query patch minus key patch");
-  message_->setText(showingContributions()
-                        ? tr("%1, this canvas: for each %2, Σ α_ij |W_v[δ] x_j| over the pairs at that offset, "
-                             "summed over heads: where the values the digit sends come from. Offset 0 outlined; the "
-                             "row beneath: CLS to itself, into CLS, out of CLS. Colours span the 1st to 99th "
-                             "percentile (brighter cells are clipped); hover for values.")
-                              .arg(model, offsets)
-                        : tr("%1: |W_δ| (Frobenius norm) per %2; offset 0 outlined; the row beneath each map is CLS "
-                             "to itself, into CLS, out of CLS. Shared colour scale; hover for values.")
-                              .arg(model, offsets));
+  message_->setText(
+      showingContributions()
+          ? tr("%1, this canvas: for each %2, Σ α_ij |W_v[δ] x_j| over the pairs at that offset, "
+               "summed over heads: where the values the digit sends come from. Offset 0 outlined; the "
+               "row beneath: CLS to itself, into CLS, out of CLS. Colours span the 1st to 99th "
+               "percentile (brighter cells are clipped); hover for values.")
+                .arg(model, offsets)
+          : tr("%1: |W_δ| (Frobenius norm) per %2; offset 0 outlined; the row beneath each map is CLS "
+               "to itself, into CLS, out of CLS. Shared colour scale; hover for values.")
+                .arg(model, offsets));
 }
 
 // One offset grid in offset coordinates: dx across, dy down, the (0, 0) offset
 // outlined, and the three CLS matrices in a row two cells beneath the grid. The
 // axes span exactly those cells. Appends the map's finite values to `values`.
-QCPColorMap* OffsetPanel::addMap(QCPAxisRect* rect, const OffsetGrid& g, const QString& title, std::vector<double>& values) {
+QCPColorMap* OffsetPanel::addMap(QCPAxisRect* rect, const OffsetGrid& g, const QString& title,
+                                 std::vector<double>& values) {
   const int rows = 2 * grid_h_ - 1 + 2, cols = 2 * grid_w_ - 1;  // + a gap row + the CLS row
   QCPAxis* x = rect->axis(QCPAxis::atBottom);
   QCPAxis* y = rect->axis(QCPAxis::atLeft);
@@ -363,13 +377,16 @@ QCPColorMap* OffsetPanel::addMap(QCPAxisRect* rect, const OffsetGrid& g, const Q
 QString OffsetPanel::describeCell(int index, int row, int column) const {
   if (index < 0 || index >= maps_.size()) return {};
   const OffsetGrid& g = grids_[size_t(index)];
-  const QString where = tr("layer %1, W%2").arg(map_layers_[index] + 1).arg(QString::fromStdString(g.projection));
+  const QString where =
+      tr("layer %1, W%2").arg(map_layers_[index] + 1).arg(QString::fromStdString(g.projection));
   const QString quantity = showingContributions() ? tr("carried") : tr("|W| =");
   if (row < 2 * grid_h_ - 1 && column < 2 * grid_w_ - 1 && row >= 0 && column >= 0) {
     const int dy = row - (grid_h_ - 1), dx = column - (grid_w_ - 1);
     const double v = g.grid[row][column].item<double>();
-    if (std::isnan(v)) return tr("%1: no matrix at this offset (a causal sequence looks back only)").arg(where);
-    if (grid_h_ == 1) return tr("%1, offset δ = %2: %3 %4").arg(where).arg(dx).arg(quantity).arg(v, 0, 'g', 4);
+    if (std::isnan(v))
+      return tr("%1: no matrix at this offset (a causal sequence looks back only)").arg(where);
+    if (grid_h_ == 1)
+      return tr("%1, offset δ = %2: %3 %4").arg(where).arg(dx).arg(quantity).arg(v, 0, 'g', 4);
     return tr("%1, offset (dx %2, dy %3): %4 %5").arg(where).arg(dx).arg(dy).arg(quantity).arg(v, 0, 'g', 4);
   }
   if (row == 2 * grid_h_ && column >= 0 && column < 3) {
@@ -425,14 +442,16 @@ void OffsetPanel::releaseCell(QMouseEvent* event) {
   const QCPColorMap* map = maps_[press_map_];
   press_map_ = -1;
   // The end cell in the first cell's map, held to the grid: a drag may overshoot its edge.
-  const int column = std::clamp(int(std::lround(map->keyAxis()->pixelToCoord(event->pos().x()))) + grid_w_ - 1, 0,
-                                2 * grid_w_ - 2);
-  const int row = std::clamp(int(std::lround(map->valueAxis()->pixelToCoord(event->pos().y()))) + grid_h_ - 1, 0,
-                             2 * grid_h_ - 2);
+  const int column = std::clamp(
+      int(std::lround(map->keyAxis()->pixelToCoord(event->pos().x()))) + grid_w_ - 1, 0, 2 * grid_w_ - 2);
+  const int row = std::clamp(int(std::lround(map->valueAxis()->pixelToCoord(event->pos().y()))) + grid_h_ - 1,
+                             0, 2 * grid_h_ - 2);
   const Offset first{press_row_ - (grid_h_ - 1), press_column_ - (grid_w_ - 1)};
   const Offset last{row - (grid_h_ - 1), column - (grid_w_ - 1)};
-  if (first == last) knockout_bar_->toggle(first);
-  else knockout_bar_->addRectangle(first, last);
+  if (first == last)
+    knockout_bar_->toggle(first);
+  else
+    knockout_bar_->addRectangle(first, last);
 }
 
 // Hatching over the selected cells of the maps whose projection the knockout
@@ -446,7 +465,8 @@ void OffsetPanel::drawSelection() {
     if ((p == "q" && !k.q) || (p == "k" && !k.k) || (p == "v" && !k.v)) continue;
     for (const Offset& o : k.offsets) markCell(i, double(o.dx), double(o.dy));
     if (k.any_cls())
-      for (int c = 0; c < 3 && c < 2 * grid_w_ - 1; ++c) markCell(i, double(c - (grid_w_ - 1)), double(grid_h_ + 1));
+      for (int c = 0; c < 3 && c < 2 * grid_w_ - 1; ++c)
+        markCell(i, double(c - (grid_w_ - 1)), double(grid_h_ + 1));
   }
 }
 
@@ -479,9 +499,11 @@ void OffsetPanel::showKnockoutState() {
   const bool knocked = slot && knockout_->knockedOut(slot);
   knockout_bar_->setKnockedOut(knocked);
   if (knockout_->busy()) return;  // the status says a copy is being made
-  knockout_bar_->setStatus(knocked ? tr("Slot %1 predicts with a knocked-out copy (%2); Restore gives it its own "
-                                        "model back.").arg(slot->name(), knockout_->describe(slot))
-                                   : QString());
+  knockout_bar_->setStatus(knocked
+                               ? tr("Slot %1 predicts with a knocked-out copy (%2); Restore gives it its own "
+                                    "model back.")
+                                     .arg(slot->name(), knockout_->describe(slot))
+                               : QString());
 }
 
 }  // namespace translution::ui

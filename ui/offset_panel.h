@@ -40,7 +40,7 @@ class OffsetPanel : public QWidget {
   int heatMapCount() const { return maps_.size(); }
   QCPColorMap* heatMap(int index) const { return maps_.value(index); }
   QCPColorScale* colourScale() const { return scale_; }
-  QString message() const;                       // what the panel says when there is nothing to show
+  QString message() const;  // what the panel says when there is nothing to show
   QString describeCell(int map, int row, int column) const;  // the hover text
   bool showingContributions() const;
   bool busy() const;
@@ -69,7 +69,8 @@ class OffsetPanel : public QWidget {
   void markCell(int map, double x, double y);
   void applyKnockout();
   void showKnockoutState();
-  QCPColorMap* addMap(QCPAxisRect* rect, const OffsetGrid& grid, const QString& title, std::vector<double>& values);
+  QCPColorMap* addMap(QCPAxisRect* rect, const OffsetGrid& grid, const QString& title,
+                      std::vector<double>& values);
 
   QList<ModelSlot*> slots_;
   QComboBox* slot_box_;
@@ -81,12 +82,12 @@ class OffsetPanel : public QWidget {
   std::vector<OffsetGrid> grids_;  // one per map
   QList<int> map_layers_;
   int grid_h_ = 0, grid_w_ = 0;
-  int columns_ = 1;  // maps to a row of the plot
+  int columns_ = 1;     // maps to a row of the plot
   int generation_ = 0;  // a newer rebuild makes a running computation's result stale
   int busy_ = 0;
   KnockoutBar* knockout_bar_;
   SlotKnockout* knockout_;
-  QList<QCPAbstractItem*> marks_;  // the selection's hatching, redrawn with the maps
+  QList<QCPAbstractItem*> marks_;                          // the selection's hatching, redrawn with the maps
   int press_map_ = -1, press_row_ = 0, press_column_ = 0;  // where a click or drag began
 };
 

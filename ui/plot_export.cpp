@@ -15,7 +15,8 @@ namespace translution::ui {
 
 QString export_plot(QCustomPlot* plot, const QString& requested) {
   const QString suffix = QFileInfo(requested).suffix().toLower();
-  if (suffix != "png" && suffix != "pdf") return QObject::tr("%1: choose a .png or .pdf file name").arg(requested);
+  if (suffix != "png" && suffix != "pdf")
+    return QObject::tr("%1: choose a .png or .pdf file name").arg(requested);
   QString path;
   try {  // never a device, FIFO or folder; a link writes to its target
     path = QString::fromStdString(checked_output_path(requested.toStdString()));
@@ -53,7 +54,8 @@ void enable_plot_export(QCustomPlot* plot) {
     const QString error = export_plot(plot, path);
     if (!error.isEmpty()) QMessageBox::warning(plot, QObject::tr("Export failed"), error);
   });
-  plot->setToolTip(plot->toolTip() + (plot->toolTip().isEmpty() ? "" : "\n") + QObject::tr("Right-click to save as PNG or PDF"));
+  plot->setToolTip(plot->toolTip() + (plot->toolTip().isEmpty() ? "" : "\n") +
+                   QObject::tr("Right-click to save as PNG or PDF"));
 }
 
 }  // namespace translution::ui

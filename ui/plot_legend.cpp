@@ -14,8 +14,9 @@ int columns_for(const QCustomPlot* plot) {
   if (asked > 0) return asked;
   int widest = 1;
   for (int i = 0; i < legend->itemCount(); ++i)
-    widest = std::max(widest, static_cast<const QCPLayoutElement*>(legend->item(i))->minimumOuterSizeHint().width() +
-                                  legend->columnSpacing());
+    widest = std::max(widest,
+                      static_cast<const QCPLayoutElement*>(legend->item(i))->minimumOuterSizeHint().width() +
+                          legend->columnSpacing());
   const int room = plot->viewport().width() - legend->margins().left() - legend->margins().right();
   return std::clamp(room / widest, 1, std::max(1, legend->itemCount()));
 }

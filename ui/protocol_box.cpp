@@ -21,8 +21,8 @@
 #include "bundled_models.h"
 #include "layout_box.h"
 #include "model_slot.h"
-#include "protocol_table.h"
 #include "nn/attention_spec.h"
+#include "protocol_table.h"
 #include "train/evaluate.h"
 
 namespace translution::ui {
@@ -59,7 +59,11 @@ PairAccuracy evaluate_pair(const QString& method, const std::string& dir, int64_
     CanvasDataset test = dataset_for_model(p->config(), kind, Split::Test, dir);
     return evaluate(p->model(), test, samples, 256, c10::kCPU).accuracy;
   };
-  return {method, accuracy(static_model, "static"), accuracy(dynamic_model, "dynamic"), accuracy(static_model, "dynamic"), {}};
+  return {method,
+          accuracy(static_model, "static"),
+          accuracy(dynamic_model, "dynamic"),
+          accuracy(static_model, "dynamic"),
+          {}};
 } catch (const std::exception& e) {
   return {method, 0, 0, 0, QString::fromStdString(e.what())};
 }
@@ -71,7 +75,9 @@ QString ProtocolBox::pairName(const QString& method, bool bundled) {
 }
 
 ProtocolBox::ProtocolBox(QString data_dir, QWidget* parent)
-    : QGroupBox(tr("The papers' protocol: train on centred digits (S) or digits anywhere (D), test on either"), parent),
+    : QGroupBox(
+          tr("The papers' protocol: train on centred digits (S) or digits anywhere (D), test on either"),
+          parent),
       data_dir_(std::move(data_dir)),
       table_(new ProtocolTable(this)),
       runner_(new ExperimentRunner(data_dir_, this)) {
@@ -84,9 +90,10 @@ ProtocolBox::ProtocolBox(QString data_dir, QWidget* parent)
     progress_->setValue(int(1000 * fraction));
     status_->setText(what);
   });
-  connect(runner_, &ExperimentRunner::accuracy, this, [this](const QString& method, int column, double value) {
-    table_->setAccuracy(pairName(method, false), ProtocolTable::Column(column), value);
-  });
+  connect(runner_, &ExperimentRunner::accuracy, this,
+          [this](const QString& method, int column, double value) {
+            table_->setAccuracy(pairName(method, false), ProtocolTable::Column(column), value);
+          });
   connect(runner_, &ExperimentRunner::trained, this, &ProtocolBox::addTrainedModel);
   connect(runner_, &ExperimentRunner::swept, this, [this](const QString& method, const SweepResult& r) {
     Q_EMIT sweepReady(tr("%1 (S)").arg(method_title(method)), r);
@@ -104,8 +111,9 @@ ProtocolBox::ProtocolBox(QString data_dir, QWidget* parent)
 void ProtocolBox::buildControls(QLayout* layout) {
   auto* grid = new QGridLayout;
   evaluate_ = new QPushButton(tr("Evaluate bundled pairs"), this);
-  evaluate_->setToolTip(tr("Fill the table from the bundled models: each method trained on centred digits and on "
-                           "digits anywhere"));
+  evaluate_->setToolTip(
+      tr("Fill the table from the bundled models: each method trained on centred digits and on "
+         "digits anywhere"));
   test_digits_ = spin(this, 10, 10000, 1000, tr("Test digits per test set"));
   grid->addWidget(evaluate_, 0, 0);
   grid->addWidget(new QLabel(tr("Test digits"), this), 0, 1);
@@ -130,12 +138,14 @@ void ProtocolBox::buildControls(QLayout* layout) {
   train_digits_ = spin(this, 100, 60000, 12000, tr("The first N training digits, for each model"));
   epochs_ = spin(this, 1, 100, 2, tr("Passes over those digits"));
   depth_ = spin(this, 1, 12, 2, tr("Blocks of the tiny ViT (dim 64, one head, patch 12)"));
-  layout_ = make_layout_box(this, "experimentLayout",
-                            tr("How every model's attention reads the patches: 2-D offsets, or the patches row by "
-                               "row with 1-D offsets (causal: each patch sees only earlier ones)"));
+  layout_ =
+      make_layout_box(this, "experimentLayout",
+                      tr("How every model's attention reads the patches: 2-D offsets, or the patches row by "
+                         "row with 1-D offsets (causal: each patch sees only earlier ones)"));
   run_ = new QPushButton(tr("Run experiment"), this);
-  run_->setToolTip(tr("For each ticked method, train one model on centred digits and one on digits anywhere, then "
-                      "evaluate both and sweep the centred one across the canvas"));
+  run_->setToolTip(
+      tr("For each ticked method, train one model on centred digits and one on digits anywhere, then "
+         "evaluate both and sweep the centred one across the canvas"));
   stop_ = new QPushButton(tr("Stop"), this);
   stop_->setEnabled(false);
   grid->addWidget(new QLabel(tr("Digits"), this), 2, 0);
@@ -249,11 +259,13 @@ void ProtocolBox::evaluateBundledPairs() {
     progress_->setValue(1);
     const QString error = evaluation_error_;
     evaluation_error_.clear();
-    status_->setText(error.isEmpty() ? tr("S→D is the papers' point: trained on centred digits, tested on moved ones.")
-                                     : tr("Evaluation failed: %1").arg(error));
+    status_->setText(error.isEmpty()
+                         ? tr("S→D is the papers' point: trained on centred digits, tested on moved ones.")
+                         : tr("Evaluation failed: %1").arg(error));
     Q_EMIT finished();
   });
-  watcher->setFuture(QtConcurrent::mapped(methods, [dir, samples](const QString& m) { return evaluate_pair(m, dir, samples); }));
+  watcher->setFuture(QtConcurrent::mapped(
+      methods, [dir, samples](const QString& m) { return evaluate_pair(m, dir, samples); }));
 }
 
 void ProtocolBox::runExperiment() {
@@ -282,7 +294,8 @@ void ProtocolBox::runExperiment() {
 void ProtocolBox::stopExperiment() { runner_->stop(); }
 
 void ProtocolBox::addTrainedModel(const QString& method, const QString& dataset) {
-  trained_->addItem(tr("%1, trained on %2 digits").arg(method_title(method), dataset == "static" ? tr("centred") : tr("moved")),
+  trained_->addItem(tr("%1, trained on %2 digits")
+                        .arg(method_title(method), dataset == "static" ? tr("centred") : tr("moved")),
                     method + "/" + dataset);
   trained_->setCurrentIndex(trained_->count() - 1);
   send_->setEnabled(true);
@@ -304,8 +317,10 @@ QString ProtocolBox::sendToSlot(const QString& key, ModelSlot* slot) {
   const QStringList parts = key.split('/');
   const auto checkpoint = parts.size() == 2 ? runner_->model(parts[0], parts[1]) : nullptr;
   if (!checkpoint) return tr("No trained model %1").arg(key);
-  auto predictor = std::make_shared<const Predictor>(copy_checkpoint(*checkpoint), key.toStdString(), c10::kCPU);
-  return slot->setPredictor(predictor, tr("%1 (experiment)").arg(trained_->itemText(trained_->findData(key))));
+  auto predictor =
+      std::make_shared<const Predictor>(copy_checkpoint(*checkpoint), key.toStdString(), c10::kCPU);
+  return slot->setPredictor(predictor,
+                            tr("%1 (experiment)").arg(trained_->itemText(trained_->findData(key))));
 }
 
 void ProtocolBox::saveTrainedModel() {
@@ -313,8 +328,9 @@ void ProtocolBox::saveTrainedModel() {
   const QStringList parts = key.split('/');
   const auto checkpoint = parts.size() == 2 ? runner_->model(parts[0], parts[1]) : nullptr;
   if (!checkpoint) return;
-  const QString path = QFileDialog::getSaveFileName(this, tr("Save the trained model"), QString(key).replace('/', '-') + ".ckpt",
-                                                    tr("Checkpoints (*.ckpt)"));
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Save the trained model"),
+                                   QString(key).replace('/', '-') + ".ckpt", tr("Checkpoints (*.ckpt)"));
   if (path.isEmpty()) return;
   try {
     save_checkpoint(path.toStdString(), *checkpoint);

@@ -6,11 +6,12 @@ namespace translution::ui {
 
 ProtocolTable::ProtocolTable(QWidget* parent) : QTableWidget(0, 4, parent) {
   setHorizontalHeaderLabels({tr("models"), tr("S→S"), tr("D→D"), tr("S→D")});
-  const QString tips[] = {tr("A method trained on centred digits (S) and on digits anywhere (D)"),
-                          tr("Static->Static: trained on centred digits, tested on centred digits"),
-                          tr("Dynamic->Dynamic: trained on digits anywhere, tested on digits anywhere"),
-                          tr("Static->Dynamic: trained on centred digits, tested on digits anywhere (the papers' "
-                             "test of translation robustness)")};
+  const QString tips[] = {
+      tr("A method trained on centred digits (S) and on digits anywhere (D)"),
+      tr("Static->Static: trained on centred digits, tested on centred digits"),
+      tr("Dynamic->Dynamic: trained on digits anywhere, tested on digits anywhere"),
+      tr("Static->Dynamic: trained on centred digits, tested on digits anywhere (the papers' "
+         "test of translation robustness)")};
   for (int c = 0; c < 4; ++c) horizontalHeaderItem(c)->setToolTip(tips[c]);
   horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
   for (int c = 1; c < 4; ++c) horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);

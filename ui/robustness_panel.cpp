@@ -37,10 +37,13 @@ RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slot
   beneath_->addTab(scrolling(protocol_, beneath_), tr("Protocol: S→S, D→D, S→D"));
   beneath_->addTab(scrolling(sweep_, beneath_), tr("Translation sweep"));
   beneath_->addTab(scrolling(shift_, beneath_), tr("Shift metrics"));
-  beneath_->setTabToolTip(0, tr("Accuracy of models trained on centred (S) or moved (D) digits, tested on either"));
-  beneath_->setTabToolTip(1, tr("Accuracy with the test digits' centre at every canvas position, one map per slot"));
-  beneath_->setTabToolTip(2, tr("How often a moved digit keeps its class, the worst case over positions, and how "
-                                "closely each layer's tokens follow a one-patch move"));
+  beneath_->setTabToolTip(
+      0, tr("Accuracy of models trained on centred (S) or moved (D) digits, tested on either"));
+  beneath_->setTabToolTip(
+      1, tr("Accuracy with the test digits' centre at every canvas position, one map per slot"));
+  beneath_->setTabToolTip(
+      2, tr("How often a moved digit keeps its class, the worst case over positions, and how "
+            "closely each layer's tokens follow a one-patch move"));
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->setObjectName("robustnessSplitter");
   splitter->addWidget(move_);
@@ -55,7 +58,8 @@ RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slot
   connect(move_, &MovePanel::slid, this, &RobustnessPanel::slid);
   connect(move_, &MovePanel::demoStarted, this, [this] {
     beneath_->setCurrentIndex(0);
-    if (protocol_->table()->rowOf(ProtocolBox::pairName("translution", true)) < 0) protocol_->evaluateBundledPairs();
+    if (protocol_->table()->rowOf(ProtocolBox::pairName("translution", true)) < 0)
+      protocol_->evaluateBundledPairs();
   });
   connect(sweep_, &SweepPanel::passShown, this, &RobustnessPanel::sweepPassShown);
   connect(protocol_, &ProtocolBox::sweepReady, this, [this](const QString& title, const SweepResult& r) {

@@ -34,8 +34,8 @@ class TestDigitSource;
 class RobustnessPanel : public QWidget {
   Q_OBJECT
  public:
-  RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slots, DigitCanvas* canvas, TestDigitSource* digits,
-                  QWidget* parent = nullptr);
+  RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slots, DigitCanvas* canvas,
+                  TestDigitSource* digits, QWidget* parent = nullptr);
 
   MovePanel* movePanel() const { return move_; }
   SweepPanel* sweepPanel() const { return sweep_; }

@@ -34,26 +34,29 @@ QString percent(double share) { return QString::number(100 * share, 'f', 1) + "%
 ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& slots, QWidget* parent)
     : QGroupBox(tr("Shift metrics: consistency, worst case, equivariance per layer"), parent),
       data_dir_(std::move(data_dir)) {
-  consistency_digits_ = spin_box(this, 1, 10000, 1000, tr("Test digits for consistency: each is placed twice, a "
-                                                          "shift apart, at a random place and direction"));
+  consistency_digits_ = spin_box(this, 1, 10000, 1000,
+                                 tr("Test digits for consistency: each is placed twice, a "
+                                    "shift apart, at a random place and direction"));
   worst_digits_ = spin_box(this, 1, 10000, 100, tr("Test digits placed at every position of the grid"));
   stride_ = spin_box(this, 1, 28, 4, tr("Pixels between the worst case's positions"));
   equivariance_digits_ = spin_box(this, 1, 10000, 100, tr("Test digits for the equivariance error"));
   measure_ = new QPushButton(tr("Measure the slots"), this);
-  measure_->setToolTip(tr("Every slot's model: consistency under 1-px and whole-patch shifts, the worst case over "
-                          "the grid, and the equivariance error of every layer"));
+  measure_->setToolTip(
+      tr("Every slot's model: consistency under 1-px and whole-patch shifts, the worst case over "
+         "the grid, and the equivariance error of every layer"));
   progress_ = new QProgressBar(this);
   progress_->setToolTip(tr("How far the measurement is, over all slots"));
   progress_->setRange(0, 1);
   progress_->setValue(0);
   progress_->setFormat(tr("Not measured yet"));
   table_ = new QTableWidget(0, 6, this);
-  table_->setHorizontalHeaderLabels(
-      {tr("Slot"), tr("Same class\n1 px apart"), tr("Same class\n1 patch apart"), tr("Right at\nevery position"),
-       tr("Mean\naccuracy"), tr("Mean\nP(true)")});
-  table_->setToolTip(tr("Consistency: the share of digits whose two copies, a shift apart, get the same class. "
-                        "Right everywhere: the share of digits read correctly at every position of the grid "
-                        "(the worst case); mean accuracy and P(true) average over the grid"));
+  table_->setHorizontalHeaderLabels({tr("Slot"), tr("Same class\n1 px apart"),
+                                     tr("Same class\n1 patch apart"), tr("Right at\nevery position"),
+                                     tr("Mean\naccuracy"), tr("Mean\nP(true)")});
+  table_->setToolTip(
+      tr("Consistency: the share of digits whose two copies, a shift apart, get the same class. "
+         "Right everywhere: the share of digits read correctly at every position of the grid "
+         "(the worst case); mean accuracy and P(true) average over the grid"));
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -62,14 +65,16 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
   table_->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Expanding);
   table_->setMinimumHeight(100);
   plot_ = new QCustomPlot(this);
-  plot_->setToolTip(tr("Relative L2 distance between the tokens of a digit moved by one patch and the moved tokens "
-                       "of the digit, layer by layer: 0 means the layer is equivariant to that shift; dashed: the "
-                       "CLS token. Right-click to save the plot"));
+  plot_->setToolTip(
+      tr("Relative L2 distance between the tokens of a digit moved by one patch and the moved tokens "
+         "of the digit, layer by layer: 0 means the layer is equivariant to that shift; dashed: the "
+         "CLS token. Right-click to save the plot"));
   plot_->xAxis->setLabel(tr("layer"));
   plot_->yAxis->setLabel(tr("error"));
   plot_->setMinimumSize(160, 160);
   enable_plot_export(plot_);
-  note_ = new QLabel(tr("Measure the slots to compare how their answers and their tokens follow a moved digit."), this);
+  note_ = new QLabel(
+      tr("Measure the slots to compare how their answers and their tokens follow a moved digit."), this);
   note_->setWordWrap(true);
   note_->setToolTip(tr("What the table and the plot show"));
   auto* controls = new QHBoxLayout;
@@ -99,7 +104,8 @@ void ShiftMetricsPanel::setSlots(const QList<ModelSlot*>& slots) { slots_ = slot
 
 QString ShiftMetricsPanel::note() const { return note_->text(); }
 
-void ShiftMetricsPanel::setSizes(int consistency_digits, int worst_case_digits, int stride, int equivariance_digits) {
+void ShiftMetricsPanel::setSizes(int consistency_digits, int worst_case_digits, int stride,
+                                 int equivariance_digits) {
   consistency_digits_->setValue(consistency_digits);
   worst_digits_->setValue(worst_case_digits);
   stride_->setValue(stride);
@@ -170,9 +176,10 @@ void ShiftMetricsPanel::showRows(const QList<Row>& rows) {
   table_->setRowCount(rows.size());
   for (int r = 0; r < rows.size(); ++r) {
     const ShiftMetrics& m = rows[r].metrics;
-    const QStringList cells{short_title(rows[r].slot), percent(m.one_pixel.consistency),
-                            percent(m.whole_patch.consistency), percent(m.worst_case.worst_case),
-                            percent(m.worst_case.mean_accuracy), QString::number(m.worst_case.true_probability, 'f', 3)};
+    const QStringList cells{
+        short_title(rows[r].slot),           percent(m.one_pixel.consistency),
+        percent(m.whole_patch.consistency),  percent(m.worst_case.worst_case),
+        percent(m.worst_case.mean_accuracy), QString::number(m.worst_case.true_probability, 'f', 3)};
     for (int c = 0; c < cells.size(); ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
       item->setTextAlignment(c == 0 ? Qt::AlignLeft | Qt::AlignVCenter : Qt::AlignRight | Qt::AlignVCenter);
@@ -182,15 +189,16 @@ void ShiftMetricsPanel::showRows(const QList<Row>& rows) {
   }
   plotLayers(rows);
   const ShiftMetrics& first = rows.front().metrics;
-  note_->setText(tr("Consistency over %1 digits (whole patch: %2 px); worst case over %3 positions every %4 px, %5 "
-                    "digits. The plot compares a digit moved by one patch with its tokens moved one place, over the "
-                    "tokens at least one patch from the border; a global model sees other offsets at the border, "
-                    "so none is exactly equivariant.")
-                     .arg(first.one_pixel.digits)
-                     .arg(first.whole_patch.shift)
-                     .arg(first.worst_case.positions)
-                     .arg(first.worst_case.stride)
-                     .arg(first.worst_case.digits));
+  note_->setText(
+      tr("Consistency over %1 digits (whole patch: %2 px); worst case over %3 positions every %4 px, %5 "
+         "digits. The plot compares a digit moved by one patch with its tokens moved one place, over the "
+         "tokens at least one patch from the border; a global model sees other offsets at the border, "
+         "so none is exactly equivariant.")
+          .arg(first.one_pixel.digits)
+          .arg(first.whole_patch.shift)
+          .arg(first.worst_case.positions)
+          .arg(first.worst_case.stride)
+          .arg(first.worst_case.digits));
 }
 
 void ShiftMetricsPanel::plotLayers(const QList<Row>& rows) {
@@ -234,8 +242,10 @@ void ShiftMetricsPanel::finish(const QString& error) {
   progress_->setRange(0, 1);
   progress_->setValue(error.isEmpty() ? 1 : 0);
   progress_->setFormat(error.isEmpty() ? tr("Done") : tr("Measurement failed"));
-  if (!error.isEmpty()) note_->setText(tr("Measurement failed: %1").arg(error));
-  else Q_EMIT measured();
+  if (!error.isEmpty())
+    note_->setText(tr("Measurement failed: %1").arg(error));
+  else
+    Q_EMIT measured();
 }
 
 }  // namespace translution::ui

@@ -15,7 +15,8 @@ double SlidePath::along(int i) const {
 
 int SlidePath::frameAt(const QPointF& centre) const {
   for (int i = 0; i < size(); ++i)
-    if (std::abs(centres[i].x() - centre.x()) <= 0.5 && std::abs(centres[i].y() - centre.y()) <= 0.5) return i;
+    if (std::abs(centres[i].x() - centre.x()) <= 0.5 && std::abs(centres[i].y() - centre.y()) <= 0.5)
+      return i;
   return -1;
 }
 
@@ -52,7 +53,8 @@ SlidePath slide_path(const at::Tensor& canvas, SlideDirection direction, int pat
   const double centre = double(size) / 2;
   const int64_t ax = std::clamp<int64_t>(std::lround(centre - mass.x()), low_x, high_x);
   const int64_t ay = std::clamp<int64_t>(std::lround(centre - mass.y()), low_y, high_y);
-  const bool move_x = direction != SlideDirection::TopToBottom, move_y = direction != SlideDirection::LeftToRight;
+  const bool move_x = direction != SlideDirection::TopToBottom,
+             move_y = direction != SlideDirection::LeftToRight;
   int64_t lo = -size, hi = size;
   if (move_x) narrow_steps(ax, low_x, high_x, step, lo, hi);
   if (move_y) narrow_steps(ay, low_y, high_y, step, lo, hi);

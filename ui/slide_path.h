@@ -16,11 +16,11 @@ enum class SlideDirection { LeftToRight, TopToBottom, Diagonal };
 
 struct SlidePath {
   SlideDirection direction = SlideDirection::LeftToRight;
-  QList<at::Tensor> frames;   // [S, S] each: the canvas's ink moved, none of it lost
-  QVector<QPointF> centres;   // each frame's centre of ink mass, in canvas pixels
-  QVector<int> whole_patch;   // the frames a whole number of patches from the anchor, in order
-  int anchor = -1;            // the frame with the centre of mass nearest the canvas centre
-  int start = -1;             // the frame nearest the canvas the path was made from
+  QList<at::Tensor> frames;  // [S, S] each: the canvas's ink moved, none of it lost
+  QVector<QPointF> centres;  // each frame's centre of ink mass, in canvas pixels
+  QVector<int> whole_patch;  // the frames a whole number of patches from the anchor, in order
+  int anchor = -1;           // the frame with the centre of mass nearest the canvas centre
+  int start = -1;            // the frame nearest the canvas the path was made from
 
   bool empty() const { return frames.isEmpty(); }
   int size() const { return int(frames.size()); }

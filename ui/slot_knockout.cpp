@@ -8,23 +8,27 @@
 namespace translution::ui {
 
 QString knocked_out_label(const QString& source, const OffsetKnockout& knockout) {
-  const QString name = source.contains('/') || source.endsWith(".ckpt") ? QFileInfo(source).completeBaseName() : source;
+  const QString name =
+      source.contains('/') || source.endsWith(".ckpt") ? QFileInfo(source).completeBaseName() : source;
   const int n = int(knockout.offsets.size());
   const QString offsets = n == 1 ? QObject::tr("1 offset") : QObject::tr("%1 offsets").arg(n);
   if (knockout.offsets.empty()) return QObject::tr("%1 (CLS matrices knocked out)").arg(name);
-  return QObject::tr("%1 (%2%3 knocked out)").arg(name, offsets, knockout.any_cls() ? QObject::tr(" + CLS") : QString());
+  return QObject::tr("%1 (%2%3 knocked out)")
+      .arg(name, offsets, knockout.any_cls() ? QObject::tr(" + CLS") : QString());
 }
 
 // The copy, with the metadata a knocked-out model can still claim: not the
 // original's test accuracy, which the copy no longer has.
-SlotKnockout::Built SlotKnockout::build(const std::shared_ptr<const Predictor>& base, const OffsetKnockout& knockout) {
+SlotKnockout::Built SlotKnockout::build(const std::shared_ptr<const Predictor>& base,
+                                        const OffsetKnockout& knockout) {
   try {
     Built out;
     Checkpoint c;
     c.config = base->config();
     c.model = knocked_out_copy(base->model(), knockout, &out.matrices);
     c.metadata = base->metadata();
-    for (const char* stale : {"test_accuracy", "test_accuracy_subset", "test_samples"}) c.metadata.erase(stale);
+    for (const char* stale : {"test_accuracy", "test_accuracy_subset", "test_samples"})
+      c.metadata.erase(stale);
     c.metadata["knockout"] = knockout.describe();
     out.predictor = std::make_shared<const Predictor>(std::move(c), base->source(), base->device());
     return out;
@@ -56,7 +60,8 @@ void SlotKnockout::watch(ModelSlot* slot) {
 
 void SlotKnockout::apply(ModelSlot* slot, const OffsetKnockout& knockout) {
   const auto it = originals_.constFind(slot);
-  const std::shared_ptr<const Predictor> base = it != originals_.constEnd() ? it->predictor : slot->predictor();
+  const std::shared_ptr<const Predictor> base =
+      it != originals_.constEnd() ? it->predictor : slot->predictor();
   const QString source = it != originals_.constEnd() ? it->source : slot->source();
   if (!base) {
     Q_EMIT failed(slot, tr("Slot %1 has no model to knock out.").arg(slot->name()));
@@ -81,7 +86,8 @@ void SlotKnockout::putIn(ModelSlot* slot, const std::shared_ptr<const Predictor>
   const QString what =
       tr("%1; %2 matrices replaced").arg(QString::fromStdString(knockout.describe())).arg(built.matrices);
   originals_[slot] = {base, built.predictor, source, what};
-  if (const QString why = slot->setPredictor(built.predictor, knocked_out_label(source, knockout)); !why.isEmpty()) {
+  if (const QString why = slot->setPredictor(built.predictor, knocked_out_label(source, knockout));
+      !why.isEmpty()) {
     originals_.remove(slot);
     return Q_EMIT failed(slot, why);
   }

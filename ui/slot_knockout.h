@@ -7,8 +7,8 @@
 #include <memory>
 
 #include <QHash>
-#include <QSet>
 #include <QObject>
+#include <QSet>
 #include <QString>
 
 #include "infer/offset_knockout.h"

@@ -10,8 +10,8 @@
 
 #include "elided_label.h"
 #include "model_picker.h"
-#include "model_variant.h"
 #include "model_slot.h"
+#include "model_variant.h"
 #include "probability_chart.h"
 #include "util/device.h"
 
@@ -48,8 +48,9 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
   device_->addItem("CPU", "cpu");
   if (cuda_available()) device_->addItem("CUDA", "cuda");
   device_->setEnabled(device_->count() > 1);
-  device_->setToolTip(cuda_available() ? tr("Run this slot on the CPU or the GPU")
-                                       : tr("CUDA is not available (this LibTorch has no CUDA or there is no GPU)"));
+  device_->setToolTip(cuda_available()
+                          ? tr("Run this slot on the CPU or the GPU")
+                          : tr("CUDA is not available (this LibTorch has no CUDA or there is no GPU)"));
   remove_->setToolTip(tr("Remove slot %1").arg(slot->name()));
   remove_->setFixedWidth(remove_->sizeHint().height());
   remove_->setObjectName("removeSlot");
@@ -103,8 +104,9 @@ void SlotView::showModel() {
   const auto p = slot_->predictor();
   if (!p) {
     title_->setFullText(tr("Slot %1: empty").arg(slot_->name()));
-    details_->setText(tr("No model yet: choose one in the picker above, or a checkpoint file (Open file… at the "
-                         "picker's end)."));
+    details_->setText(
+        tr("No model yet: choose one in the picker above, or a checkpoint file (Open file… at the "
+           "picker's end)."));
     details_->setToolTip(QString());
     return;
   }
@@ -146,8 +148,10 @@ void SlotView::showPrediction() {
   timing_->setText(tr("%1 ms").arg(p->milliseconds, 0, 'f', p->milliseconds < 10 ? 2 : 1));
   // On a GPU, whether the forward replays a CUDA graph (infer/graphed_forward.h) or why not.
   if (const auto predictor = slot_->predictor())
-    timing_->setToolTip(tr("Forward and copy back: %1").arg(QString::fromStdString(predictor->graph_state())));
-  // A model answers even for no ink at all, often confidently; shown, that reads as if the blank canvas held a digit.
+    timing_->setToolTip(
+        tr("Forward and copy back: %1").arg(QString::fromStdString(predictor->graph_state())));
+  // A model answers even for no ink at all, often confidently; shown, that reads as if the blank canvas held
+  // a digit.
   if (blank_canvas(p->canvas)) return showBlankCanvas();
   predicted_->setText(QString::number(p->predicted));
   confidence_->setText(tr("%1% sure").arg(100 * p->probabilities[size_t(p->predicted)], 0, 'f', 1));

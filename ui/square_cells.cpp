@@ -23,8 +23,10 @@ void square_cells(QCPAxis* x, QCPAxis* y, const QCPRange& x_data, const QCPRange
   if (r.width() <= 0 || r.height() <= 0) return;
   const double x_per_pixel = x->range().size() / r.width(), y_per_pixel = y->range().size() / r.height();
   // The axis with fewer units per pixel gets more units, until both match.
-  if (x_per_pixel < y_per_pixel) x->setRange(around(x->range().center(), y_per_pixel * r.width()));
-  else y->setRange(around(y->range().center(), x_per_pixel * r.height()));
+  if (x_per_pixel < y_per_pixel)
+    x->setRange(around(x->range().center(), y_per_pixel * r.width()));
+  else
+    y->setRange(around(y->range().center(), x_per_pixel * r.height()));
 }
 
 void fit_square_cells(QCPAxisRect* rect, Qt::Alignment align) {
@@ -33,14 +35,18 @@ void fit_square_cells(QCPAxisRect* rect, Qt::Alignment align) {
   if (inner.width() <= 0 || inner.height() <= 0 || x.size() <= 0 || y.size() <= 0) return;
   const double aspect = x.size() / y.size();  // the data area's width over its height
   int width = inner.width(), height = inner.height();
-  if (width > height * aspect) width = std::max(1, int(std::lround(height * aspect)));
-  else height = std::max(1, int(std::lround(width / aspect)));
+  if (width > height * aspect)
+    width = std::max(1, int(std::lround(height * aspect)));
+  else
+    height = std::max(1, int(std::lround(width / aspect)));
   // The margins (axes, labels, title) stay as the layout computed them around the smaller data area.
   const QMargins m = rect->margins();
   const QRect outer = rect->outerRect();
   const int outer_width = width + m.left() + m.right(), outer_height = height + m.top() + m.bottom();
-  const int left = place(outer.left(), outer.width(), outer_width, align & Qt::AlignLeft, align & Qt::AlignRight);
-  const int top = place(outer.top(), outer.height(), outer_height, align & Qt::AlignTop, align & Qt::AlignBottom);
+  const int left =
+      place(outer.left(), outer.width(), outer_width, align & Qt::AlignLeft, align & Qt::AlignRight);
+  const int top =
+      place(outer.top(), outer.height(), outer_height, align & Qt::AlignTop, align & Qt::AlignBottom);
   rect->setOuterRect(QRect(left, top, outer_width, outer_height));
   rect->update(QCPLayoutElement::upLayout);  // its inset layout (legend, items) follows
 }

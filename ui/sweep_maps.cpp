@@ -40,7 +40,8 @@ void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
   scale->setBarWidth(12);
   // Up to two maps a row, so that each keeps a readable size; the colour scale on the right.
   const int columns = sweeps.size() == 1 ? 1 : 2;
-  setMinimumHeight(160 * ((int(sweeps.size()) + columns - 1) / columns));  // a readable map a row; the page scrolls
+  setMinimumHeight(160 *
+                   ((int(sweeps.size()) + columns - 1) / columns));  // a readable map a row; the page scrolls
   auto* maps = new QCPLayoutGrid;
   plotLayout()->addElement(0, 0, maps);
   for (int s = 0; s < sweeps.size(); ++s) {
@@ -62,7 +63,8 @@ void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
     // Cells on the positions' common step: the last position is off the stride when the stride does not
     // divide the canvas's free width, and cells between positions stay empty (transparent).
     int64_t step = 0;
-    for (size_t i = 1; i < r.positions.size(); ++i) step = std::gcd(step, r.positions[i] - r.positions[i - 1]);
+    for (size_t i = 1; i < r.positions.size(); ++i)
+      step = std::gcd(step, r.positions[i] - r.positions[i - 1]);
     step = std::max<int64_t>(step, 1);
     const int cells = int((r.positions.back() - r.positions.front()) / step) + 1;
     const double first = centreOf(r, r.positions.front()), last = centreOf(r, r.positions.back());

@@ -15,8 +15,8 @@ namespace translution::ui {
 struct TitledSweep {
   QString title;
   SweepResult result;
-  int patch = 0;     // the model's patch size (0: no grid)
-  QColor colour;     // the slot's colour, for the title
+  int patch = 0;  // the model's patch size (0: no grid)
+  QColor colour;  // the slot's colour, for the title
 };
 
 class SweepMaps : public QCustomPlot {
@@ -27,7 +27,9 @@ class SweepMaps : public QCustomPlot {
   int mapCount() const { return maps_.size(); }
   QCPColorMap* map(int i) const { return maps_.value(i); }
   // Canvas coordinate of the digit's centre at sweep position `top_left`.
-  static double centreOf(const SweepResult& r, int64_t top_left) { return double(top_left) + r.digit_size / 2.0; }
+  static double centreOf(const SweepResult& r, int64_t top_left) {
+    return double(top_left) + r.digit_size / 2.0;
+  }
 
  private:
   void drawPatchGrid(QCPAxisRect* rect, const SweepResult& r, int patch);

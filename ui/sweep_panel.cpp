@@ -44,9 +44,11 @@ SweepPanel::SweepPanel(QString data_dir, const QList<ModelSlot*>& slots, QWidget
   stride_->setValue(2);
   stride_->setToolTip(tr("Pixels between positions"));
   sweep_ = new QPushButton(tr("Sweep the slots"), this);
-  sweep_->setToolTip(tr("Every slot's model at every position: a coarse map first, then refined to these settings"));
+  sweep_->setToolTip(
+      tr("Every slot's model at every position: a coarse map first, then refined to these settings"));
   save_ = new QPushButton(tr("Save CSV…"), this);
-  save_->setToolTip(tr("Save each map as a CSV file: x, y, accuracy and the mean probability of the true class"));
+  save_->setToolTip(
+      tr("Save each map as a CSV file: x, y, accuracy and the mean probability of the true class"));
   save_->setEnabled(false);
   progress_ = new QProgressBar(this);
   progress_->setObjectName("sweepProgress");
@@ -149,13 +151,15 @@ void SweepPanel::runSweep() {
       [this, generation, work, passes](const Out& out) {
         --busy_;
         if (!run_.current(generation)) return;  // a newer sweep runs
-        if (out.error.isEmpty()) showPass(work, passes.back(), int(passes.size()) - 1, int(passes.size()), out.results);
+        if (out.error.isEmpty())
+          showPass(work, passes.back(), int(passes.size()) - 1, int(passes.size()), out.results);
         finishSweep(out.error);
       });
 }
 
 void SweepPanel::showProgress(int pass, const QList<SweepOptions>& passes, int64_t done, int64_t total) {
-  const QString what = pass + 1 < passes.size() ? tr("coarse: %1").arg(describe(passes[pass])) : describe(passes[pass]);
+  const QString what =
+      pass + 1 < passes.size() ? tr("coarse: %1").arg(describe(passes[pass])) : describe(passes[pass]);
   progress_->setFormat(tr("Pass %1 of %2 (%3): %p%").arg(pass + 1).arg(passes.size()).arg(what));
   progress_->setRange(0, int(total));
   progress_->setValue(int(done));
@@ -173,7 +177,8 @@ void SweepPanel::showPass(const QList<SlotWork>& work, const SweepOptions& optio
             : tr("A coarse first look: %1 test digits every %2 px; refining to the chosen settings."))
           .arg(options.digits)
           .arg(options.stride) +
-      tr(" Dashed: the model's patch grid; a centred digit sits at (42, 42). (S): trained on centred digits, (D): "
+      tr(" Dashed: the model's patch grid; a centred digit sits at (42, 42). (S): trained on centred digits, "
+         "(D): "
          "anywhere."));
   Q_EMIT passShown(pass, passes);
 }
@@ -199,9 +204,10 @@ QString SweepPanel::saveCsv(const QString& path) {
     const QFileInfo info(path);
     for (const TitledSweep& s : sweeps_) {
       const QString suffix = info.suffix().isEmpty() ? "csv" : info.suffix();
-      const QString file = sweeps_.size() == 1
-                               ? path
-                               : info.dir().filePath(info.completeBaseName() + "-" + file_part(s.title) + "." + suffix);
+      const QString file =
+          sweeps_.size() == 1
+              ? path
+              : info.dir().filePath(info.completeBaseName() + "-" + file_part(s.title) + "." + suffix);
       write_sweep_csv(checked_output_path(file.toStdString()), s.result);
       written << QFileInfo(file).fileName();
     }

@@ -9,6 +9,6 @@ enum class StudioTab { Compare, Attention, Offsets, Training, Robustness, Attrib
 
 QString tab_help_title(StudioTab tab);
 QString tab_help_text(StudioTab tab);  // rich text
-QString about_text();                   // rich text: what the studio is, and the papers
+QString about_text();                  // rich text: what the studio is, and the papers
 
 }  // namespace translution::ui

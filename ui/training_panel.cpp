@@ -23,12 +23,12 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "cpu/bf16_gemm.h"
 #include "layout_box.h"
 #include "model_slot.h"
+#include "nn/attention_spec.h"
 #include "plot_export.h"
 #include "plot_legend.h"
-#include "nn/attention_spec.h"
-#include "cpu/bf16_gemm.h"
 #include "util/device.h"
 #include "util/error.h"
 #include "util/output_path.h"
@@ -36,8 +36,9 @@
 namespace translution::ui {
 namespace {
 
-const QColor kRunColours[] = {QColor(31, 119, 180), QColor(214, 39, 40), QColor(44, 160, 44), QColor(148, 103, 189),
-                              QColor(255, 127, 14), QColor(23, 190, 207), QColor(140, 86, 75), QColor(227, 119, 194)};
+const QColor kRunColours[] = {QColor(31, 119, 180),  QColor(214, 39, 40),  QColor(44, 160, 44),
+                              QColor(148, 103, 189), QColor(255, 127, 14), QColor(23, 190, 207),
+                              QColor(140, 86, 75),   QColor(227, 119, 194)};
 
 QCPGraph* add_graph(QCustomPlot* plot, const QColor& colour, bool test, const QString& name) {
   QCPGraph* g = plot->addGraph();
@@ -73,7 +74,8 @@ TrainingPanel::TrainingPanel(QString data_dir, const QList<ModelSlot*>& slots, Q
   style_plot(loss_plot_, tr("cross-entropy loss"));
   style_plot(accuracy_plot_, tr("accuracy"));
   accuracy_plot_->yAxis->setRange(0, 1);
-  loss_plot_->setToolTip(tr("Solid: training batches (mean over 10 steps). Dashed with dots: held-out test digits."));
+  loss_plot_->setToolTip(
+      tr("Solid: training batches (mean over 10 steps). Dashed with dots: held-out test digits."));
   accuracy_plot_->setToolTip(loss_plot_->toolTip());
   auto* plots = new QHBoxLayout;
   plots->addWidget(loss_plot_, 1);
@@ -85,10 +87,34 @@ TrainingPanel::TrainingPanel(QString data_dir, const QList<ModelSlot*>& slots, Q
 
 // Tab visits the form as it reads (the model's column, then the run's), then the buttons left to right.
 void TrainingPanel::setTabChain() {
-  const QList<QWidget*> order = {method_, preset_,  depth_, patch_, layout_,      dataset_, device_, lor_c1_,
-                                 lor_c2_, lor_shared_, lor_value_slices_, first_model_, first_blocks_, epochs_,
-                                 steps_,  batch_,   lr_,    seed_,  samples_, fresh_positions_, bf16_, start_,
-                                 pause_,  stop_,    save_,  resume_file_, send_, export_};
+  const QList<QWidget*> order = {method_,
+                                 preset_,
+                                 depth_,
+                                 patch_,
+                                 layout_,
+                                 dataset_,
+                                 device_,
+                                 lor_c1_,
+                                 lor_c2_,
+                                 lor_shared_,
+                                 lor_value_slices_,
+                                 first_model_,
+                                 first_blocks_,
+                                 epochs_,
+                                 steps_,
+                                 batch_,
+                                 lr_,
+                                 seed_,
+                                 samples_,
+                                 fresh_positions_,
+                                 bf16_,
+                                 start_,
+                                 pause_,
+                                 stop_,
+                                 save_,
+                                 resume_file_,
+                                 send_,
+                                 export_};
   for (int i = 1; i < order.size(); ++i) setTabOrder(order[i - 1], order[i]);
 }
 
@@ -118,7 +144,8 @@ QFormLayout* TrainingPanel::buildModelFields() {
   for (const auto& c : attention_choices())
     method_->addItem(QString::fromStdString(c.name), QString::fromStdString(c.name));
   for (int i = 0; i < method_->count(); ++i)
-    method_->setItemData(i, QString::fromStdString(attention_choices()[size_t(i)].description), Qt::ToolTipRole);
+    method_->setItemData(i, QString::fromStdString(attention_choices()[size_t(i)].description),
+                         Qt::ToolTipRole);
   method_->setCurrentIndex(method_->findData("lor"));
   method_->setToolTip(tr("The attention operator every block uses (hover an entry for what it is)"));
   preset_ = new QComboBox(this);
@@ -137,12 +164,14 @@ QFormLayout* TrainingPanel::buildModelFields() {
   dataset_ = new QComboBox(this);
   dataset_->setObjectName("dataset");
   dataset_->addItems({"dynamic", "static", "moving", "mnist"});
-  dataset_->setToolTip(tr("static: centred on 84x84; dynamic: anywhere on 84x84; moving: bouncing frames on 84x84; "
-                          "mnist: the plain 28x28 digit (use patch 7 or 14)"));
-  layout_ = make_layout_box(this, "layout",
-                            tr("How attention reads the patches: a 2-D grid (offsets dy, dx), or the patches row "
-                               "by row as one sequence with 1-D offsets, causal if each patch may see only earlier "
-                               "ones (the CLS token still reads them all)"));
+  dataset_->setToolTip(
+      tr("static: centred on 84x84; dynamic: anywhere on 84x84; moving: bouncing frames on 84x84; "
+         "mnist: the plain 28x28 digit (use patch 7 or 14)"));
+  layout_ =
+      make_layout_box(this, "layout",
+                      tr("How attention reads the patches: a 2-D grid (offsets dy, dx), or the patches row "
+                         "by row as one sequence with 1-D offsets, causal if each patch may see only earlier "
+                         "ones (the CLS token still reads them all)"));
   device_ = new QComboBox(this);
   device_->setObjectName("trainingDevice");
   device_->addItem("CPU", "cpu");
@@ -212,14 +241,16 @@ QHBoxLayout* TrainingPanel::buildLorFields() {
     row->addWidget(box);
     return box;
   };
-  lor_shared_ = check_box(tr("shared terms"), "lorShared",
-                          tr("Add self-attention's own q, k, v terms to the low-rank relative ones (they matter "
-                             "when C1 and C2 are small)"));
+  lor_shared_ =
+      check_box(tr("shared terms"), "lorShared",
+                tr("Add self-attention's own q, k, v terms to the low-rank relative ones (they matter "
+                   "when C1 and C2 are small)"));
   lor_shared_->setChecked(true);
-  lor_value_slices_ = check_box(tr("sliced values"), "lorValueSlices",
-                                tr("With several heads, each head weights its own C2 slice of the low-rank value "
-                                   "before the projection back up, as the public PyTorch code does; off, each head "
-                                   "weights the whole value, as Eq. 2 reads"));
+  lor_value_slices_ =
+      check_box(tr("sliced values"), "lorValueSlices",
+                tr("With several heads, each head weights its own C2 slice of the low-rank value "
+                   "before the projection back up, as the public PyTorch code does; off, each head "
+                   "weights the whole value, as Eq. 2 reads"));
   auto follow_method = [this] {
     const bool lor = attention_choice(method_->currentData().toString().toStdString()).spec.method ==
                      AttentionMethod::LoRTranslution;
@@ -260,16 +291,18 @@ QFormLayout* TrainingPanel::buildRunFields() {
   samples_->setSpecialValueText(tr("all 60000"));
   samples_->setToolTip(tr("Train on the first N training digits only (quick experiments)"));
   fresh_positions_ = new QCheckBox(tr("New positions every epoch"), this);
-  fresh_positions_->setToolTip(tr("Dynamic and moving canvases: place every digit somewhere new each epoch, so "
-                                  "no training canvas repeats (less over-fitting on long runs)"));
+  fresh_positions_->setToolTip(
+      tr("Dynamic and moving canvases: place every digit somewhere new each epoch, so "
+         "no training canvas repeats (less over-fitting on long runs)"));
   fresh_positions_->setObjectName("freshPositions");
   bf16_ = new QCheckBox(tr("bfloat16 products"), this);
   bf16_->setObjectName("bf16Products");
   if (bf16_gemm_available()) {
-    bf16_->setToolTip(tr("Multiply the dense layers and Translution's offset matrices in bfloat16 on this CPU's "
-                         "%1, summing in fp32 (mixed precision): self-attention and Translution train 1.5-2.5x as "
-                         "fast; weights, optimizer and the rest stay fp32. CPU only")
-                          .arg(std::string(bf16_gemm_kernel()) == "amx" ? tr("AMX tiles") : tr("AVX512-BF16 units")));
+    bf16_->setToolTip(
+        tr("Multiply the dense layers and Translution's offset matrices in bfloat16 on this CPU's "
+           "%1, summing in fp32 (mixed precision): self-attention and Translution train 1.5-2.5x as "
+           "fast; weights, optimizer and the rest stay fp32. CPU only")
+            .arg(std::string(bf16_gemm_kernel()) == "amx" ? tr("AMX tiles") : tr("AVX512-BF16 units")));
   } else {
     bf16_->setEnabled(false);
     bf16_->setToolTip(tr("Not here: %1").arg(QString::fromStdString(bf16_gemm_unavailable_reason())));
@@ -299,7 +332,8 @@ void TrainingPanel::buildButtons(QVBoxLayout* layout) {
   pause_->setToolTip(tr("Pause the latest run after its current step, or resume it"));
   stop_->setToolTip(tr("Stop the latest run for good (its model can still be saved or sent to a slot)"));
   save_->setToolTip(tr("Save the run as a checkpoint (pause or stop it first)"));
-  resume_file_->setToolTip(tr("Continue a run saved as a checkpoint, from its saved step, with its saved settings"));
+  resume_file_->setToolTip(
+      tr("Continue a run saved as a checkpoint, from its saved step, with its saved settings"));
   export_->setToolTip(tr("Every run's curves as CSV"));
   for (QPushButton* b : {start_, pause_, stop_, save_, resume_file_}) buttons->addWidget(b);
   buttons->addWidget(buildSendButton());
@@ -335,8 +369,9 @@ void TrainingPanel::connectForm() {
     bf16_->setEnabled(!cpu || bf16_gemm_available());
     if (!bf16_->isEnabled()) bf16_->setChecked(false);
     if (!cpu)
-      bf16_->setToolTip(tr("Multiply in TF32 on the GPU's tensor cores (10-bit mantissa inputs, fp32 sums, as "
-                           "PyTorch's allow_tf32); weights, optimizer and the rest stay fp32"));
+      bf16_->setToolTip(
+          tr("Multiply in TF32 on the GPU's tensor cores (10-bit mantissa inputs, fp32 sums, as "
+             "PyTorch's allow_tf32); weights, optimizer and the rest stay fp32"));
   });
 }
 
@@ -363,9 +398,10 @@ void TrainingPanel::setSlots(const QList<ModelSlot*>& slots) {
   for (ModelSlot* slot : slots_) {
     QAction* action = menu->addAction(tr("To slot %1").arg(slot->name()));
     action->setData(slot->name());
-    action->setToolTip(tr("Show this model in comparison slot %1 (pause or stop the run first); the arrow picks "
-                          "another slot")
-                           .arg(slot->name()));
+    action->setToolTip(
+        tr("Show this model in comparison slot %1 (pause or stop the run first); the arrow picks "
+           "another slot")
+            .arg(slot->name()));
     connect(action, &QAction::triggered, this, [this, slot, action] {
       send_->setDefaultAction(action);  // the next click goes to the same slot
       sendToSlot(slot);
@@ -376,7 +412,8 @@ void TrainingPanel::setSlots(const QList<ModelSlot*>& slots) {
 }
 
 ViTConfig TrainingPanel::modelConfig() const {
-  ViTConfig c = preset_config(preset_->currentText().toStdString(), method_->currentData().toString().toStdString());
+  ViTConfig c =
+      preset_config(preset_->currentText().toStdString(), method_->currentData().toString().toStdString());
   const bool mnist = dataset_->currentText() == "mnist";
   c.image_height = c.image_width = mnist ? 28 : 84;
   c.patch = patch_->currentData().toInt();
@@ -432,8 +469,9 @@ MemoryCheck TrainingPanel::memoryCheck() const {
 void TrainingPanel::watchMemory() {
   memory_->setObjectName("memoryEstimate");
   memory_->setWordWrap(true);
-  memory_->setToolTip(tr("The run's estimated peak memory (weights, gradients, AdamW's moments, activations) "
-                         "against what the machine has available now; `translution model info` prints the parts"));
+  memory_->setToolTip(
+      tr("The run's estimated peak memory (weights, gradients, AdamW's moments, activations) "
+         "against what the machine has available now; `translution model info` prints the parts"));
   for (QComboBox* c : {method_, preset_, patch_, layout_, dataset_, device_, first_model_})
     connect(c, &QComboBox::currentIndexChanged, this, &TrainingPanel::updateMemory);
   for (QSpinBox* b : {depth_, batch_, lor_c1_, lor_c2_, first_blocks_})
@@ -443,8 +481,9 @@ void TrainingPanel::watchMemory() {
 }
 
 void TrainingPanel::showMemory(const MemoryCheck& check) {
-  memory_->setText(check.fits ? tr("Memory: %1").arg(QString::fromStdString(check.summary))
-                              : tr("Memory: %1; this run will not fit").arg(QString::fromStdString(check.summary)));
+  memory_->setText(check.fits
+                       ? tr("Memory: %1").arg(QString::fromStdString(check.summary))
+                       : tr("Memory: %1; this run will not fit").arg(QString::fromStdString(check.summary)));
   memory_->setStyleSheet(check.fits ? QString() : QString("color: #b00000"));
 }
 
@@ -462,7 +501,8 @@ bool TrainingPanel::confirmMemory(const MemoryCheck& check) {
   const QString why = QString::fromStdString(check.refusal);
   status_->setText(tr("Not started: %1").arg(why));
   if (qEnvironmentVariableIsSet("TRANSLUTION_NO_DIALOGS")) return false;
-  QMessageBox box(QMessageBox::Warning, tr("Not enough memory for this run"), why + "\n", QMessageBox::Cancel, this);
+  QMessageBox box(QMessageBox::Warning, tr("Not enough memory for this run"), why + "\n", QMessageBox::Cancel,
+                  this);
   QPushButton* start = box.addButton(tr("Start"), QMessageBox::AcceptRole);
   auto* anyway = new QCheckBox(tr("Run anyway (may exhaust memory)"));
   start->setEnabled(false);
@@ -488,11 +528,13 @@ void TrainingPanel::startRun() {
 }
 
 void TrainingPanel::resumeFromFile() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Resume a run"), QString(), tr("Checkpoints (*.ckpt)"));
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Resume a run"), QString(), tr("Checkpoints (*.ckpt)"));
   if (path.isEmpty()) return;
   try {
     const std::string device = device_->currentData().toString().toStdString();
-    if (const std::optional<CheckpointPeek> peek = peek_checkpoint(path.toStdString()); peek && peek->training) {
+    if (const std::optional<CheckpointPeek> peek = peek_checkpoint(path.toStdString());
+        peek && peek->training) {
       MemoryPlan plan = checkpoint_plan(*peek, peek->training->batch);
       plan.training = true;
       plan.eval_batch = std::max<int64_t>(plan.batch, 64);
@@ -535,7 +577,8 @@ void TrainingPanel::addRun(TrainingRun* run) {
   s.test_accuracy->removeFromLegend();
   show_legend_beneath(loss_plot_);
   show_legend_beneath(accuracy_plot_);
-  for (QCPGraph* g : {s.train_loss, s.test_loss, s.train_accuracy, s.test_accuracy}) g->setProperty("label", run->label());
+  for (QCPGraph* g : {s.train_loss, s.test_loss, s.train_accuracy, s.test_accuracy})
+    g->setProperty("label", run->label());
   // A resumed run starts with its saved curves.
   for (const CurvePoint& c : run->trainer().history()) {
     s.train_loss->addData(c.epoch, c.loss);
@@ -547,7 +590,8 @@ void TrainingPanel::addRun(TrainingRun* run) {
   }
   runs_ << s;
   connect(run, &TrainingRun::progress, this, &TrainingPanel::onProgress);
-  connect(run, &TrainingRun::failed, this, [this](const QString& message) { showError(tr("The run stopped"), message); });
+  connect(run, &TrainingRun::failed, this,
+          [this](const QString& message) { showError(tr("The run stopped"), message); });
   connect(run, &TrainingRun::finished, this, [this](int event) {
     updateButtons();
     Q_EMIT runFinished(event);
@@ -575,8 +619,12 @@ void TrainingPanel::onProgress(const TrainProgress& p) {
       progress_->setRange(0, int(p.total_steps));
       progress_->setValue(int(p.step));
       status_->setText(tr("step %1 of %2 · epoch %3 · loss %4 · accuracy %5% · %6 images/s · ETA %7 s")
-                           .arg(p.step).arg(p.total_steps).arg(p.epoch, 0, 'f', 2).arg(p.loss, 0, 'f', 3)
-                           .arg(100 * p.accuracy, 0, 'f', 1).arg(p.images_per_second, 0, 'f', 0)
+                           .arg(p.step)
+                           .arg(p.total_steps)
+                           .arg(p.epoch, 0, 'f', 2)
+                           .arg(p.loss, 0, 'f', 3)
+                           .arg(100 * p.accuracy, 0, 'f', 1)
+                           .arg(p.images_per_second, 0, 'f', 0)
                            .arg(p.eta_seconds, 0, 'f', 0));
       break;
     }
@@ -585,18 +633,21 @@ void TrainingPanel::onProgress(const TrainProgress& p) {
       s->test_accuracy->addData(p.epoch, p.test_accuracy);
       break;
     case E::Diverged:
-      showError(tr("The run diverged"), QString::fromStdString(p.message) +
-                                            tr("\nLower the learning rate or turn clipping on, then start again."));
+      showError(tr("The run diverged"),
+                QString::fromStdString(p.message) +
+                    tr("\nLower the learning rate or turn clipping on, then start again."));
       break;
     case E::Paused:
     case E::Resumed:
     case E::Finished:
     case E::Stopped:
-      status_->setText(status_->text() + (p.event == E::Paused ? tr(" · paused") : p.event == E::Finished ? tr(" · finished") : p.event == E::Stopped ? tr(" · stopped") : QString()));
+      status_->setText(status_->text() + (p.event == E::Paused     ? tr(" · paused")
+                                          : p.event == E::Finished ? tr(" · finished")
+                                          : p.event == E::Stopped  ? tr(" · stopped")
+                                                                   : QString()));
       updateButtons();
       break;
-    default:
-      break;
+    default: break;
   }
   loss_plot_->rescaleAxes();
   accuracy_plot_->xAxis->setRange(loss_plot_->xAxis->range());
@@ -607,8 +658,10 @@ void TrainingPanel::onProgress(const TrainProgress& p) {
 void TrainingPanel::togglePause() {
   TrainingRun* run = current();
   if (!run || !run->running()) return;
-  if (run->paused()) run->resume();
-  else run->pause();
+  if (run->paused())
+    run->resume();
+  else
+    run->pause();
   pause_->setText(run->paused() ? tr("Resume") : tr("Pause"));
 }
 
@@ -620,12 +673,13 @@ void TrainingPanel::saveRun() {
   TrainingRun* run = current();
   if (!run) return;
   if (!run->idle()) {
-    showError(tr("Cannot save yet"), tr("Pause or stop the run first, so the weights hold still while they are written."));
+    showError(tr("Cannot save yet"),
+              tr("Pause or stop the run first, so the weights hold still while they are written."));
     return;
   }
   QSettings settings;
-  const QString path = QFileDialog::getSaveFileName(this, tr("Save the run"), settings.value("training/lastDir").toString(),
-                                                    tr("Checkpoints (*.ckpt)"));
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Save the run"), settings.value("training/lastDir").toString(), tr("Checkpoints (*.ckpt)"));
   if (path.isEmpty()) return;
   settings.setValue("training/lastDir", QFileInfo(path).absolutePath());
   try {
@@ -666,13 +720,14 @@ QString TrainingPanel::exportCurvesTo(const QString& path) {
     return refuse(QString::fromStdString(e.what()));
   }
   QSaveFile file(target);
-  if (!file.open(QIODevice::WriteOnly)) return refuse(tr("cannot write %1: %2").arg(target, file.errorString()));
+  if (!file.open(QIODevice::WriteOnly))
+    return refuse(tr("cannot write %1: %2").arg(target, file.errorString()));
   QTextStream out(&file);
   out << "run,label,step,epoch,loss,accuracy,lr,test_loss,test_accuracy\n";
   for (int i = 0; i < runs_.size(); ++i)
     for (const CurvePoint& c : runs_[i].run->trainer().history())
-      out << i + 1 << ",\"" << runs_[i].run->label() << "\"," << c.step << "," << c.epoch << "," << c.loss << ","
-          << c.accuracy << "," << c.lr << "," << c.test_loss << "," << c.test_accuracy << "\n";
+      out << i + 1 << ",\"" << runs_[i].run->label() << "\"," << c.step << "," << c.epoch << "," << c.loss
+          << "," << c.accuracy << "," << c.lr << "," << c.test_loss << "," << c.test_accuracy << "\n";
   out.flush();
   if (!file.commit()) return refuse(tr("cannot write %1: %2").arg(target, file.errorString()));
   status_->setText(tr("Curves of %n run(s) written to %1", nullptr, int(runs_.size())).arg(target));

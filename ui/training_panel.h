@@ -108,8 +108,8 @@ class TrainingPanel : public QWidget {
   QSpinBox* lor_c2_;
   QCheckBox* lor_shared_;
   QCheckBox* lor_value_slices_;  // ViTConfig::lor_value_slices
-  QComboBox* first_model_;  // empty data: no hybrid
-  QComboBox* layout_;       // ViTConfig::layout
+  QComboBox* first_model_;       // empty data: no hybrid
+  QComboBox* layout_;            // ViTConfig::layout
   QSpinBox* first_blocks_;
   QCheckBox* bf16_;  // TrainConfig::precision (enabled where cpu/bf16_gemm.h runs)
   QDoubleSpinBox* lr_;

@@ -14,7 +14,8 @@ namespace {
 QString short_name(const ViTConfig& model, const std::string& dataset) {
   const QString variant = model_variant(model);
   return QString("%1, %2, %3/%4 depth %5%6")
-      .arg(QString::fromStdString(model.model), QString::fromStdString(dataset), QString::fromStdString(model.preset))
+      .arg(QString::fromStdString(model.model), QString::fromStdString(dataset),
+           QString::fromStdString(model.preset))
       .arg(model.patch)
       .arg(model.depth)
       .arg(variant.isEmpty() ? QString() : " (" + variant + ")");
@@ -25,7 +26,8 @@ QString short_name(const ViTConfig& model, const std::string& dataset) {
 TrainingRun::TrainingRun(const ViTConfig& model, const TrainConfig& train, const QString& data_dir,
                          const QString& device, QObject* parent)
     : QObject(parent),
-      trainer_(std::make_unique<Trainer>(model, train, data_dir.toStdString(), parse_device(device.toStdString()))),
+      trainer_(std::make_unique<Trainer>(model, train, data_dir.toStdString(),
+                                         parse_device(device.toStdString()))),
       label_(QString("%1 %2/%3 on %4, seed %5%6")
                  .arg(QString::fromStdString(model.model), QString::fromStdString(model.preset))
                  .arg(model.patch)
@@ -36,11 +38,13 @@ TrainingRun::TrainingRun(const ViTConfig& model, const TrainConfig& train, const
   qRegisterMetaType<translution::TrainProgress>();
 }
 
-TrainingRun::TrainingRun(Checkpoint checkpoint, const QString& data_dir, const QString& device, QObject* parent)
+TrainingRun::TrainingRun(Checkpoint checkpoint, const QString& data_dir, const QString& device,
+                         QObject* parent)
     : QObject(parent) {
   qRegisterMetaType<translution::TrainProgress>();
   const ViTConfig model = checkpoint.config;
-  trainer_ = std::make_unique<Trainer>(std::move(checkpoint), data_dir.toStdString(), parse_device(device.toStdString()));
+  trainer_ = std::make_unique<Trainer>(std::move(checkpoint), data_dir.toStdString(),
+                                       parse_device(device.toStdString()));
   label_ = QString("%1 %2/%3 on %4%5 (resumed)")
                .arg(QString::fromStdString(model.model), QString::fromStdString(model.preset))
                .arg(model.patch)
@@ -73,7 +77,8 @@ void TrainingRun::start() {
         Q_EMIT progress(p);  // queued to the GUI thread
       });
     } catch (const std::bad_alloc&) {
-      Q_EMIT failed(tr("out of memory: this run needs more than the machine has free (a smaller batch or model)"));
+      Q_EMIT failed(
+          tr("out of memory: this run needs more than the machine has free (a smaller batch or model)"));
     } catch (const std::exception& e) {
       Q_EMIT failed(QString::fromStdString(e.what()).section('\n', 0, 0));
     }

@@ -19,10 +19,11 @@ class TrainingRun : public QObject {
   Q_OBJECT
  public:
   // Builds the trainer here (loads MNIST: may throw translution::Error).
-  TrainingRun(const ViTConfig& model, const TrainConfig& train, const QString& data_dir, const QString& device,
-              QObject* parent = nullptr);
+  TrainingRun(const ViTConfig& model, const TrainConfig& train, const QString& data_dir,
+              const QString& device, QObject* parent = nullptr);
   // Continues a saved run.
-  TrainingRun(Checkpoint checkpoint, const QString& data_dir, const QString& device, QObject* parent = nullptr);
+  TrainingRun(Checkpoint checkpoint, const QString& data_dir, const QString& device,
+              QObject* parent = nullptr);
   ~TrainingRun() override;  // stops the run and waits for its thread
 
   void start();
@@ -50,11 +51,10 @@ class TrainingRun : public QObject {
 
  Q_SIGNALS:
   void progress(const translution::TrainProgress& report);
-  void finished(int event);  // TrainProgress::Event
+  void finished(int event);             // TrainProgress::Event
   void failed(const QString& message);  // the run stopped on an error (then finished(Stopped))
 
  private:
-
   std::unique_ptr<Trainer> trainer_;
   QThread* thread_ = nullptr;
   QString label_, short_name_;

@@ -54,7 +54,8 @@ QString save_widget_picture(QWidget* widget, const QString& path) {
     return QString::fromStdString(e.what());
   }
   QSaveFile file(target);  // a temporary file renamed into place on commit
-  if (!file.open(QIODevice::WriteOnly)) return QObject::tr("%1: cannot write: %2").arg(path, file.errorString());
+  if (!file.open(QIODevice::WriteOnly))
+    return QObject::tr("%1: cannot write: %2").arg(path, file.errorString());
   bool painted = false;
   if (suffix == "png") painted = widget->grab().save(&file, "PNG");
   if (suffix == "svg") painted = paint_svg(widget, &file);

@@ -37,7 +37,8 @@ struct AttributeOptions {
 // The digit as `predict` sees it: MNIST's preparation, centred on the model's canvas.
 at::Tensor read_canvas(const std::string& path, int64_t canvas) {
   try {
-    return compose_canvas(prepare_digit(read_image_gray(path)), canvas, {(canvas - 28) / 2, (canvas - 28) / 2});
+    return compose_canvas(prepare_digit(read_image_gray(path)), canvas,
+                          {(canvas - 28) / 2, (canvas - 28) / 2});
   } catch (const Error& e) {  // the reader names the file; the preparation does not
     const std::string message = e.what();
     throw Error(message.find(path) == std::string::npos ? path + ": " + message : message);
@@ -49,7 +50,8 @@ void prepare_out_dir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (!std::filesystem::is_directory(dir))
-    throw Error(dir + ": --out must be a folder" + (ec ? " (" + ec.message() + ")" : std::string(", not a file")));
+    throw Error(dir + ": --out must be a folder" +
+                (ec ? " (" + ec.message() + ")" : std::string(", not a file")));
 }
 
 std::string output_stem(const AttributeOptions& o, int64_t occluder) {
@@ -72,8 +74,11 @@ void report(const AttributeOptions& o, const Attribution& a, int64_t predicted, 
             const std::string& stem) {
   const bool ig = o.method == "ig";
   if (o.json) {
-    nlohmann::ordered_json out = {{"image", o.image}, {"method", ig ? "integrated-gradients" : "occlusion"},
-                                  {"class", a.target}, {"predicted", predicted}, {"logit", a.logit()}};
+    nlohmann::ordered_json out = {{"image", o.image},
+                                  {"method", ig ? "integrated-gradients" : "occlusion"},
+                                  {"class", a.target},
+                                  {"predicted", predicted},
+                                  {"logit", a.logit()}};
     if (ig) {
       out["steps"] = a.steps;
       out["sum"] = a.total();
@@ -94,8 +99,10 @@ void report(const AttributeOptions& o, const Attribution& a, int64_t predicted, 
   std::printf("%s: class %lld (predicted %lld), logit %.3f; ", o.image.c_str(), (long long)a.target,
               (long long)predicted, a.logit());
   if (ig)
-    std::printf("integrated gradients, %lld steps: attributions sum to %.3f, logit difference from the black canvas %.3f, gap %.2f%%",
-                (long long)a.steps, a.total(), a.logit_difference(), 100 * a.completeness_gap());
+    std::printf(
+        "integrated gradients, %lld steps: attributions sum to %.3f, logit difference from the black canvas "
+        "%.3f, gap %.2f%%",
+        (long long)a.steps, a.total(), a.logit_difference(), 100 * a.completeness_gap());
   else
     std::printf("occlusion, %lld px tiles: largest drop %.3f, largest rise %.3f", (long long)a.occluder,
                 a.map.max().item<double>(), 0.0 - a.map.min().item<double>());
@@ -105,14 +112,15 @@ void report(const AttributeOptions& o, const Attribution& a, int64_t predicted, 
 int attribute(const AttributeOptions& o) {
   const c10::Device device = parse_device(o.device);
   prepare_out_dir(o.out);
-  check_attribution_memory(o, o.method == "ig" ? IntegratedGradientsOptions{}.batch : OcclusionOptions{}.batch, device);
+  check_attribution_memory(
+      o, o.method == "ig" ? IntegratedGradientsOptions{}.batch : OcclusionOptions{}.batch, device);
   Checkpoint c = load_checkpoint(o.checkpoint, device);
   if (c.config.image_height != c.config.image_width || c.config.channels != 1)
     throw Error(o.checkpoint + ": attribute needs a model of square one-channel images");
   const int64_t occluder = o.occluder ? o.occluder : c.config.patch;
   if (occluder > c.config.image_height)
-    throw Error("--occluder must be 1 to " + std::to_string(c.config.image_height) + " (the canvas's side), got " +
-                std::to_string(occluder));
+    throw Error("--occluder must be 1 to " + std::to_string(c.config.image_height) +
+                " (the canvas's side), got " + std::to_string(occluder));
   const std::string stem = output_stem(o, occluder);
   for (const char* suffix : {".csv", ".png"}) checked_output_path(stem + suffix);
   const at::Tensor canvas = read_canvas(o.image, c.config.image_height);  // [S, S]
@@ -130,7 +138,8 @@ int attribute(const AttributeOptions& o) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double limit = symmetric_limit(a->map);
-  const at::Tensor picture = attribution_picture(canvas, a->map, limit, 4);  // made before either file is written
+  const at::Tensor picture =
+      attribution_picture(canvas, a->map, limit, 4);  // made before either file is written
   write_attribution_csv(stem + ".csv", a->map);
   write_png_rgb(stem + ".png", picture);
   report(o, *a, a->logits.argmax().item<int64_t>(), limit, seconds, stem);
@@ -140,27 +149,38 @@ int attribute(const AttributeOptions& o) {
 }  // namespace
 
 void add_attribute_command(CLI::App& root, Runners& runners) {
-  CLI::App* app = root.add_subcommand("attribute", "which pixels of a digit a class rests on: integrated gradients "
-                                                   "or occlusion against a black canvas");
+  CLI::App* app = root.add_subcommand("attribute",
+                                      "which pixels of a digit a class rests on: integrated gradients "
+                                      "or occlusion against a black canvas");
   auto o = std::make_shared<AttributeOptions>();
   app->add_option("image", o->image, "the picture (PNG or JPEG), prepared and centred as predict does")
-      ->type_name("IMAGE")->required();
+      ->type_name("IMAGE")
+      ->required();
   app->add_option("--checkpoint", o->checkpoint, "the model")->required();
-  add_choice(*app, "--method", o->method, {"ig", "occlusion"}, "ig: integrated gradients; occlusion: tiles blacked out");
-  app->add_option("--out", o->out, "writes NAME.ig.csv and .png (or NAME.occlusion-PX.*) here, made if missing")
-      ->type_name("DIR")->required();
+  add_choice(*app, "--method", o->method, {"ig", "occlusion"},
+             "ig: integrated gradients; occlusion: tiles blacked out");
+  app->add_option("--out", o->out,
+                  "writes NAME.ig.csv and .png (or NAME.occlusion-PX.*) here, made if missing")
+      ->type_name("DIR")
+      ->required();
   app->add_option("--class", o->target, "the class attributed (default: the predicted one)")
-      ->type_name("K")->check(at_least("--class", 0));
+      ->type_name("K")
+      ->check(at_least("--class", 0));
   CLI::Option* steps = app->add_option("--steps", o->steps, "ig: points on the path from the black canvas")
-                           ->check(in_range("--steps", 1, 100000))->capture_default_str();
-  CLI::Option* occluder = app->add_option("--occluder", o->occluder, "occlusion: the tile's side (default: the model's patch)")
-                              ->type_name("PX")->check(at_least("--occluder", 1));
+                           ->check(in_range("--steps", 1, 100000))
+                           ->capture_default_str();
+  CLI::Option* occluder =
+      app->add_option("--occluder", o->occluder, "occlusion: the tile's side (default: the model's patch)")
+          ->type_name("PX")
+          ->check(at_least("--occluder", 1));
   add_device(*app, o->device);
   app->add_flag("--force", o->force, kForceHelp);
   app->add_flag("--json", o->json, "print one JSON object");
   runners[app] = [o, steps, occluder] {
-    if (o->method == "ig" && occluder->count()) throw Error("--occluder is for --method occlusion; ig takes --steps");
-    if (o->method == "occlusion" && steps->count()) throw Error("--steps is for --method ig; occlusion takes --occluder");
+    if (o->method == "ig" && occluder->count())
+      throw Error("--occluder is for --method occlusion; ig takes --steps");
+    if (o->method == "occlusion" && steps->count())
+      throw Error("--steps is for --method ig; occlusion takes --occluder");
     return attribute(*o);
   };
 }

@@ -90,7 +90,8 @@ std::vector<std::string> split_commas(const std::string& text) {
 std::vector<std::pair<std::string, Checkpoint>> studio_models(const BenchArgs& a, const c10::Device& device) {
   std::vector<std::pair<std::string, Checkpoint>> out;
   if (a.model.given("--model")) {
-    if (a.given("--checkpoints")) throw Error("--model and --checkpoints each choose the studio's models: give one");
+    if (a.given("--checkpoints"))
+      throw Error("--model and --checkpoints each choose the studio's models: give one");
     Checkpoint fresh;
     fresh.config = a.model.config();
     MemoryPlan plan;
@@ -112,22 +113,31 @@ void print_studio(const BenchArgs& a, const std::vector<std::string>& paths,
   if (a.json) {
     std::string graph_states;
     for (const auto& slot : slots) graph_states += (graph_states.empty() ? "" : ",") + slot->graph_state();
-    const nlohmann::ordered_json out = {
-        {"mode", "studio"}, {"checkpoints", a.model.given("--model") ? paths[0] : a.checkpoints},
-        {"device", device.str()}, {"forward", graph_states}, {"changes", r.changes}, {"median_ms", r.median_ms},
-        {"p90_ms", r.p90_ms}, {"max_ms", r.max_ms}, {"slot_median_ms", r.slot_median_ms},
-        {"threads", at::get_num_threads()}, {"matrix_threads", matrix_threads()}, {"blas_threads", blas_threads()},
-        {"sgemm", onednn_sgemm_applies() ? "onednn" : "blas"}, {"blas_core", blas_core()},
-        {"cpu_steal", r.cpu_steal}};
+    const nlohmann::ordered_json out = {{"mode", "studio"},
+                                        {"checkpoints", a.model.given("--model") ? paths[0] : a.checkpoints},
+                                        {"device", device.str()},
+                                        {"forward", graph_states},
+                                        {"changes", r.changes},
+                                        {"median_ms", r.median_ms},
+                                        {"p90_ms", r.p90_ms},
+                                        {"max_ms", r.max_ms},
+                                        {"slot_median_ms", r.slot_median_ms},
+                                        {"threads", at::get_num_threads()},
+                                        {"matrix_threads", matrix_threads()},
+                                        {"blas_threads", blas_threads()},
+                                        {"sgemm", onednn_sgemm_applies() ? "onednn" : "blas"},
+                                        {"blas_core", blas_core()},
+                                        {"cpu_steal", r.cpu_steal}};
     std::cout << out.dump() << std::endl;
     return;
   }
-  std::printf("studio inference path: %zu slots, %d canvas changes, attention maps on\n", slots.size(), r.changes);
-  std::printf("  latency per change (all slots): median %.2f ms, 90th percentile %.2f ms, max %.2f ms\n", r.median_ms,
-              r.p90_ms, r.max_ms);
+  std::printf("studio inference path: %zu slots, %d canvas changes, attention maps on\n", slots.size(),
+              r.changes);
+  std::printf("  latency per change (all slots): median %.2f ms, 90th percentile %.2f ms, max %.2f ms\n",
+              r.median_ms, r.p90_ms, r.max_ms);
   for (size_t s = 0; s < slots.size(); ++s)
-    std::printf("  %s: median %.2f ms (%s; %s)\n", paths[s].c_str(), r.slot_median_ms[s], slots[s]->description().c_str(),
-                slots[s]->graph_state().c_str());
+    std::printf("  %s: median %.2f ms (%s; %s)\n", paths[s].c_str(), r.slot_median_ms[s],
+                slots[s]->description().c_str(), slots[s]->graph_state().c_str());
   if (r.cpu_steal >= 0)
     std::printf("  CPU steal during the changes: %.1f%% of the machine's CPU time went to other guests\n",
                 100 * r.cpu_steal);
@@ -163,13 +173,15 @@ int studio_bench(const BenchArgs& a) {
 // products take TF32: util/device.h). Training in bf16 needs bf16_gemm (parse_dense_precision
 // says why not); a forward without gradients reads bfloat16 weights on AVX-512 (cpu/bf16_weights.h).
 DensePrecision bench_precision(const BenchArgs& a) {
-  if (a.mode == "studio" && a.given("--precision")) throw Error("--precision applies to --mode infer and --mode train");
+  if (a.mode == "studio" && a.given("--precision"))
+    throw Error("--precision applies to --mode infer and --mode train");
   if (a.mode != "studio" && a.given("--cuda-graph")) throw Error("--cuda-graph applies to --mode studio");
   const std::string name = a.precision == "tf32" ? "fp32" : a.precision;
   if (!a.train() && name == "bf16" && !bf16_weights_available())
-    throw Error("--precision bf16 reads the offset matrices as bfloat16 with AVX-512, which this CPU lacks; "
-                "use --precision fp32");
-  const DensePrecision precision = a.train()       ? parse_dense_precision(name)
+    throw Error(
+        "--precision bf16 reads the offset matrices as bfloat16 with AVX-512, which this CPU lacks; "
+        "use --precision fp32");
+  const DensePrecision precision = a.train()        ? parse_dense_precision(name)
                                    : name == "bf16" ? DensePrecision::Bf16
                                                     : DensePrecision::Fp32;
   return precision;
@@ -183,25 +195,29 @@ BenchOptions bench_options(const BenchArgs& a, DensePrecision precision) {
   options.batch = a.batch;
   options.device = parse_device(a.device);
   if (precision == DensePrecision::Bf16 && !options.device.is_cpu())
-    throw Error(std::string("--precision bf16 runs on the CPU's ") + (a.train() ? "bfloat16 units" : "AVX-512") +
-                "; on " + options.device.str() + " use --precision fp32");
+    throw Error(std::string("--precision bf16 runs on the CPU's ") +
+                (a.train() ? "bfloat16 units" : "AVX-512") + "; on " + options.device.str() +
+                " use --precision fp32");
   if (a.precision == "tf32" && !options.device.is_cuda())
-    throw Error("--precision tf32 runs on CUDA's tensor cores; on " + options.device.str() + " use fp32 or bf16");
+    throw Error("--precision tf32 runs on CUDA's tensor cores; on " + options.device.str() +
+                " use fp32 or bf16");
   options.steps = a.steps > 0 ? a.steps : 10;
   options.warmup = a.warmup;
   // bfloat16 copies are read per matrix on the engine's row kernel, whatever the fp32
   // paths say: refused together, so that every reported field is what ran.
   const bool bf16_inference = !a.train() && (precision == DensePrecision::Bf16 || a.compare == "precision");
   if (bf16_inference && (a.kernels == "reference" || a.algorithm == "all-tokens" || a.compare == "kernels"))
-    throw Error("bf16 in inference reads the offset matrices' bfloat16 copies per matrix on the engine's row kernel; "
-                "--kernels reference, --algorithm all-tokens and --compare kernels choose among fp32 paths "
-                "(use them with --precision fp32)");
+    throw Error(
+        "bf16 in inference reads the offset matrices' bfloat16 copies per matrix on the engine's row kernel; "
+        "--kernels reference, --algorithm all-tokens and --compare kernels choose among fp32 paths "
+        "(use them with --precision fp32)");
   return options;
 }
 
 // --compare X: the switch between the run's own setting of X and the other one.
 // The optimizer is built once per run, so --compare kernels alternates everything else.
-void set_compare(const BenchArgs& a, BenchOptions& options, DensePrecision precision, const EngineOptions& engine) {
+void set_compare(const BenchArgs& a, BenchOptions& options, DensePrecision precision,
+                 const EngineOptions& engine) {
   options.compare = a.compare;
   const std::string& x = a.compare;
   EngineOptions other = engine;
@@ -209,7 +225,8 @@ void set_compare(const BenchArgs& a, BenchOptions& options, DensePrecision preci
     other.reference = !engine.reference;
   } else if (x == "precision") {
     if (!options.device.is_cpu()) throw Error("--compare precision runs bf16 on the CPU; use --device cpu");
-    const DensePrecision other = precision == DensePrecision::Bf16 ? DensePrecision::Fp32 : DensePrecision::Bf16;
+    const DensePrecision other =
+        precision == DensePrecision::Bf16 ? DensePrecision::Fp32 : DensePrecision::Bf16;
     if (other == DensePrecision::Bf16 && a.train()) parse_dense_precision("bf16");  // names why not, if not
     if (other == DensePrecision::Bf16 && !a.train() && !bf16_weights_available())
       throw Error("--compare precision: bfloat16 weights need AVX-512, which this CPU lacks");
@@ -220,15 +237,17 @@ void set_compare(const BenchArgs& a, BenchOptions& options, DensePrecision preci
   } else if (x == "reassociation") {
     // The path applies to the last block's CLS query in a batch: otherwise both sides would be the same.
     if (a.last_block != "cls" || options.batch < 2)
-      throw Error("--compare reassociation times the last block's CLS query in a batch: it needs --batch 2 or "
-                  "more (a training batch split over the cores: 2 or more a core) and --last-block cls");
+      throw Error(
+          "--compare reassociation times the last block's CLS query in a batch: it needs --batch 2 or "
+          "more (a training batch split over the cores: 2 or more a core) and --last-block cls");
     other.query_reassociation = !engine.query_reassociation;
   } else if (x == "recompute") {
     other.recompute_pair_rows = !engine.recompute_pair_rows;
   } else if (x == "matrix-threads") {  // the alternative: no split, one thread
     other.matrix_threads = 1;
   } else if (x == "blas-threads") {
-    if (blas_threads() == 0) throw Error("--compare blas-threads needs OpenBLAS, which this LibTorch does not use");
+    if (blas_threads() == 0)
+      throw Error("--compare blas-threads needs OpenBLAS, which this LibTorch does not use");
     // The alternative holds the other thread count while it runs; the run's own is read at its first step.
     auto other = std::make_shared<std::optional<ScopedBlasThreads>>();
     options.switch_path = [other](bool alternative) {
@@ -257,36 +276,41 @@ void check_bench_memory(const BenchArgs& a, const BenchOptions& options) {
 
 void print_bench(const BenchResult& r, const BenchOptions& options) {
   const ViTConfig& c = options.config;
-  const std::string bf16_note = r.precision != "bf16"       ? ""
-                                : options.mode == "train" ? std::string(", bf16 products (") + bf16_gemm_kernel() + ")"
-                                                          : ", bf16 offset matrices";
-  std::printf("%s ViT-%s/%lld %lldx%lld, %s, batch %lld on %s (%d threads)%s\n", c.model.c_str(), c.preset.c_str(),
-              (long long)c.patch, (long long)c.image_height, (long long)c.image_width, options.mode.c_str(),
-              (long long)options.batch, r.device_name.c_str(), r.threads, bf16_note.c_str());
-  std::printf("  %.2f ms/step (median of %d, best %.2f), %.1f images/s\n", r.ms_per_step, options.steps, r.ms_min,
-              r.images_per_second);
+  const std::string bf16_note = r.precision != "bf16" ? ""
+                                : options.mode == "train"
+                                    ? std::string(", bf16 products (") + bf16_gemm_kernel() + ")"
+                                    : ", bf16 offset matrices";
+  std::printf("%s ViT-%s/%lld %lldx%lld, %s, batch %lld on %s (%d threads)%s\n", c.model.c_str(),
+              c.preset.c_str(), (long long)c.patch, (long long)c.image_height, (long long)c.image_width,
+              options.mode.c_str(), (long long)options.batch, r.device_name.c_str(), r.threads,
+              bf16_note.c_str());
+  std::printf("  %.2f ms/step (median of %d, best %.2f), %.1f images/s\n", r.ms_per_step, options.steps,
+              r.ms_min, r.images_per_second);
   if (!options.compare.empty())
     std::printf("  alternating with the other --%s: %.2f ms/step (median of %d)\n", options.compare.c_str(),
                 r.ms_per_step_alternative, options.steps);
   if (r.optimizer_ms >= 0)
-    std::printf("  forward %.2f ms, backward %.2f ms, optimizer %.2f ms (medians)\n", r.forward_ms, r.backward_ms,
-                r.optimizer_ms);
+    std::printf("  forward %.2f ms, backward %.2f ms, optimizer %.2f ms (medians)\n", r.forward_ms,
+                r.backward_ms, r.optimizer_ms);
   if (r.peak_memory_bytes >= 0) std::printf("  peak memory %.1f MB\n", r.peak_memory_bytes / 1e6);
   std::printf("  exact work %.2f GFLOP per image forward (last block: %s); achieved %.1f GFLOP/s\n",
               r.exact_flops_per_image / 1e9, r.cls_only_last_block ? "CLS query only" : "every token",
               r.achieved_gflops());
-  std::printf("  machine: GEMM %.0f GFLOP/s (%s), memory %.1f GB/s -> floor %.2f ms/step; reached %.0f%% of it\n",
-              r.roofline.gemm_gflops, r.roofline.gemm_library == "onednn" ? "oneDNN" : "LibTorch's at::mm",
-              r.roofline.bandwidth_gbs, r.floor_ms, 100 * r.fraction_of_floor);
+  std::printf(
+      "  machine: GEMM %.0f GFLOP/s (%s), memory %.1f GB/s -> floor %.2f ms/step; reached %.0f%% of it\n",
+      r.roofline.gemm_gflops, r.roofline.gemm_library == "onednn" ? "oneDNN" : "LibTorch's at::mm",
+      r.roofline.bandwidth_gbs, r.floor_ms, 100 * r.fraction_of_floor);
   if (r.roofline.fma_peak_gflops > 0)
-    std::printf("  the cores' fp32 FMA peak (%s, no memory traffic): %.0f GFLOP/s; the GEMM reached %.0f%% of it, "
-                "the step %.0f%%\n",
-                r.roofline.fma_isa.c_str(), r.roofline.fma_peak_gflops,
-                100 * r.roofline.gemm_gflops / r.roofline.fma_peak_gflops, 100 * r.fraction_of_fma_peak());
+    std::printf(
+        "  the cores' fp32 FMA peak (%s, no memory traffic): %.0f GFLOP/s; the GEMM reached %.0f%% of it, "
+        "the step %.0f%%\n",
+        r.roofline.fma_isa.c_str(), r.roofline.fma_peak_gflops,
+        100 * r.roofline.gemm_gflops / r.roofline.fma_peak_gflops, 100 * r.fraction_of_fma_peak());
   if (!r.blas_core.empty()) std::printf("  OpenBLAS kernels: %s\n", r.blas_core.c_str());
   if (r.cpu_steal >= 0)
-    std::printf("  CPU steal during the timed steps: %.1f%% of the machine's CPU time went to other guests%s\n",
-                100 * r.cpu_steal, r.cpu_steal >= 0.05 ? " (a slow stretch: compare rows with --compare)" : "");
+    std::printf(
+        "  CPU steal during the timed steps: %.1f%% of the machine's CPU time went to other guests%s\n",
+        100 * r.cpu_steal, r.cpu_steal >= 0.05 ? " (a slow stretch: compare rows with --compare)" : "");
   if (const std::string hint = avx2_blas_hint(); !hint.empty() && options.device.is_cpu())
     std::printf("  note: %s\n", hint.c_str());
 }
@@ -310,8 +334,10 @@ int bench(const BenchArgs& a) {
   BenchResult r = run_benchmark(options, [&](int step, int total) { bar.update(step, total); });
   if (tf32) r.precision = "tf32";
   bar.finish();
-  if (a.json) std::cout << r.to_json() << std::endl;
-  else print_bench(r, options);
+  if (a.json)
+    std::cout << r.to_json() << std::endl;
+  else
+    print_bench(r, options);
   return 0;
 }
 
@@ -323,26 +349,34 @@ void add_bench_command(CLI::App& root, Runners& runners) {
   o->app = app;
   add_model_options(*app, o->model);
   add_choice(*app, "--mode", o->mode, {"infer", "train", "studio"}, "what to time");
-  app->add_option("--batch", o->batch, "images per step")->check(at_least("--batch", 1))->capture_default_str();
+  app->add_option("--batch", o->batch, "images per step")
+      ->check(at_least("--batch", 1))
+      ->capture_default_str();
   add_device(*app, o->device);
   app->add_option("--steps", o->steps, "timed steps (default 10; studio: canvas changes, 60)")
       ->check(at_least("--steps", 1));
   app->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str();
-  add_choice(*app, "--algorithm", o->algorithm, {"auto", "per-matrix", "all-tokens"}, "how relative projections run");
+  add_choice(*app, "--algorithm", o->algorithm, {"auto", "per-matrix", "all-tokens"},
+             "how relative projections run");
   app->add_flag("--recompute", o->recompute, "backward recomputes pair projections");
-  add_choice(*app, "--last-block", o->last_block, {"cls", "all"}, "the last block for the CLS query or every token");
-  add_choice(*app, "--reassociation", o->reassociation, {"on", "off"}, "a batch's CLS query meets unprojected inputs");
-  add_choice(*app, "--kernels", o->kernels, {"engine", "reference"}, "the engine's kernels or LibTorch's plain ops");
+  add_choice(*app, "--last-block", o->last_block, {"cls", "all"},
+             "the last block for the CLS query or every token");
+  add_choice(*app, "--reassociation", o->reassociation, {"on", "off"},
+             "a batch's CLS query meets unprojected inputs");
+  add_choice(*app, "--kernels", o->kernels, {"engine", "reference"},
+             "the engine's kernels or LibTorch's plain ops");
   add_choice(*app, "--precision", o->precision, {"fp32", "bf16", "tf32"}, "the products' precision");
   add_matrix_threads(*app, o->matrix_threads);
   app->add_option("--split-batch", o->split_batch, "training: split each step's batch over the cores")
-      ->type_name("auto|on|off")->capture_default_str();
+      ->type_name("auto|on|off")
+      ->capture_default_str();
   add_choice(*app, "--compare", o->compare,
-             {"kernels", "precision", "recompute", "last-block", "reassociation", "split-batch", "matrix-threads",
-              "blas-threads"},
+             {"kernels", "precision", "recompute", "last-block", "reassociation", "split-batch",
+              "matrix-threads", "blas-threads"},
              "alternate steps with the other setting of this");
   app->add_option("--checkpoints", o->checkpoints, "studio: the models")->type_name("A.ckpt,B.ckpt");
-  add_choice(*app, "--cuda-graph", o->cuda_graph, {"on", "off"}, "studio: replay each forward as a CUDA graph");
+  add_choice(*app, "--cuda-graph", o->cuda_graph, {"on", "off"},
+             "studio: replay each forward as a CUDA graph");
   app->add_option("--data-dir", o->data_dir, "MNIST folder");
   app->add_flag("--force", o->force, kForceHelp);
   app->add_flag("--json", o->json, "print one JSON object");

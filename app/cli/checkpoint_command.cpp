@@ -24,7 +24,9 @@ int info(const std::string& path, bool json) {
   std::vector<std::string> non_finite;
   const Checkpoint c = inspect_checkpoint(path, &non_finite);
   if (json) {
-    nlohmann::ordered_json out = {{"checkpoint", path}, {"model", c.config.model}, {"preset", c.config.preset},
+    nlohmann::ordered_json out = {{"checkpoint", path},
+                                  {"model", c.config.model},
+                                  {"preset", c.config.preset},
                                   {"parameters", c.model->parameter_count()}};
     for (const auto& [k, v] : c.metadata) out["meta_" + k] = v;
     if (c.training) out["step"] = c.training->step, out["total_steps"] = c.training->config.total_steps();
@@ -38,14 +40,16 @@ int info(const std::string& path, bool json) {
   for (const auto& [k, v] : c.metadata) std::printf("%s=%s\n", k.c_str(), v.c_str());
   if (c.training) {
     std::printf("training: step %lld of %lld, %zu curve points, AdamW state for %zu parameters\n%s",
-                (long long)c.training->step, (long long)c.training->config.total_steps(), c.training->history.size(),
-                c.training->optimizer.size(), c.training->config.to_text().c_str());
+                (long long)c.training->step, (long long)c.training->config.total_steps(),
+                c.training->history.size(), c.training->optimizer.size(),
+                c.training->config.to_text().c_str());
   } else {
     std::printf("training: none (weights only)\n");
   }
   for (const std::string& what : non_finite) std::printf("not finite: %s\n", what.c_str());
   if (!non_finite.empty())
-    std::printf("every other command refuses this file: %zu tensors hold NaN or infinity\n", non_finite.size());
+    std::printf("every other command refuses this file: %zu tensors hold NaN or infinity\n",
+                non_finite.size());
   return 0;
 }
 
@@ -67,7 +71,8 @@ int diff(const std::string& a_path, const std::string& b_path, bool json) {
   std::vector<std::string> unused;
   const Checkpoint a = inspect_checkpoint(a_path, &unused), b = inspect_checkpoint(b_path, &unused);
   if (!(a.config == b.config))
-    throw Error(a_path + " and " + b_path + " hold different models (their configs differ): nothing to compare");
+    throw Error(a_path + " and " + b_path +
+                " hold different models (their configs differ): nothing to compare");
   const auto wa = a.model->named_parameters(), wb = b.model->named_parameters();
   double largest = 0, scale = 0;
   std::string where = "(none)";
@@ -78,12 +83,16 @@ int diff(const std::string& a_path, const std::string& b_path, bool json) {
     if (std::isnan(largest)) continue;  // the first tensor with NaN keeps the answer
     const bool finite = non_finite_value(x).empty() && non_finite_value(y).empty();
     const double d = finite ? (x - y).abs().max().item<double>() : std::nan("");
-    if (std::isnan(d) || d > largest || where == "(none)") largest = d, where = item.key(), scale = x.abs().max().item<double>();
+    if (std::isnan(d) || d > largest || where == "(none)")
+      largest = d, where = item.key(), scale = x.abs().max().item<double>();
   }
   if (json) {
     // JSON has no NaN: null stands for it.
-    nlohmann::ordered_json out{{"identical", equal}, {"max_abs_difference", largest}, {"tensor", where},
-                               {"tensor_max_abs", scale}, {"not_finite", std::isnan(largest)}};
+    nlohmann::ordered_json out{{"identical", equal},
+                               {"max_abs_difference", largest},
+                               {"tensor", where},
+                               {"tensor_max_abs", scale},
+                               {"not_finite", std::isnan(largest)}};
     std::cout << out.dump() << std::endl;
     return 0;
   }
@@ -95,15 +104,16 @@ int diff(const std::string& a_path, const std::string& b_path, bool json) {
 
 // Format 1 (a LibTorch archive) to the current format, read by the project's own bounded readers.
 int upgrade(const std::string& old_path, const std::string& new_path) {
-  if (old_path.empty() || new_path.empty()) throw Error("checkpoint upgrade needs the old file and the new one");
+  if (old_path.empty() || new_path.empty())
+    throw Error("checkpoint upgrade needs the old file and the new one");
   const Checkpoint c = read_format1_checkpoint(old_path);
   save_checkpoint(new_path, c);
-  const std::string what =
-      c.training ? "with its training state at step " + std::to_string(c.training->step) + " (AdamW state for " +
-                       std::to_string(c.training->optimizer.size()) + " parameters)"
-                 : "weights only, as it was (no training state)";
-  std::printf("%s (format 1) -> %s (format %lld): %s %s, %lld parameters, %s\n", old_path.c_str(), new_path.c_str(),
-              (long long)kCheckpointFormat, c.config.model.c_str(), c.config.preset.c_str(),
+  const std::string what = c.training ? "with its training state at step " +
+                                            std::to_string(c.training->step) + " (AdamW state for " +
+                                            std::to_string(c.training->optimizer.size()) + " parameters)"
+                                      : "weights only, as it was (no training state)";
+  std::printf("%s (format 1) -> %s (format %lld): %s %s, %lld parameters, %s\n", old_path.c_str(),
+              new_path.c_str(), (long long)kCheckpointFormat, c.config.model.c_str(), c.config.preset.c_str(),
               (long long)c.model->parameter_count(), what.c_str());
   return 0;
 }

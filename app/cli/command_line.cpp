@@ -1,9 +1,9 @@
 #include "cli/command_line.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cerrno>
 #include <iostream>
 #include <thread>
 
@@ -59,10 +59,11 @@ CLI::Validator in_range(const std::string& option, int64_t min, int64_t max) {
         char* end = nullptr;
         errno = 0;
         const long long n = std::strtoll(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0') throw BadValue(option + " expects a whole number, got '" + value + "'");
+        if (value.empty() || *end != '\0')
+          throw BadValue(option + " expects a whole number, got '" + value + "'");
         if (errno == ERANGE || n < min || n > max)
-          throw BadValue(option + " must be from " + std::to_string(min) + " to " + std::to_string(max) + ", got " +
-                         value);
+          throw BadValue(option + " must be from " + std::to_string(min) + " to " + std::to_string(max) +
+                         ", got " + value);
         return {};
       },
       "");
@@ -77,7 +78,9 @@ CLI::Option* add_choice(CLI::App& app, const std::string& option, std::string& v
 }
 
 CLI::Option* add_device(CLI::App& app, std::string& device) {
-  return app.add_option("--device", device, "where to run")->type_name("auto|cpu|cuda[:N]")->capture_default_str();
+  return app.add_option("--device", device, "where to run")
+      ->type_name("auto|cpu|cuda[:N]")
+      ->capture_default_str();
 }
 
 CLI::Option* add_matrix_threads(CLI::App& app, int& threads) {
@@ -86,11 +89,13 @@ CLI::Option* add_matrix_threads(CLI::App& app, int& threads) {
     const long n = std::strtol(text.c_str(), &end, 10);
     // More threads than four a core only queue up, and each holds a scratch buffer.
     const long most = 4 * long(std::max(1u, std::thread::hardware_concurrency()));
-    if (text == "auto") threads = 0;
+    if (text == "auto")
+      threads = 0;
     else if (text.empty() || *end != '\0' || n < 1 || n > most)
-      throw BadValue("--matrix-threads must be auto or from 1 to " + std::to_string(most) + " (4 a core), got '" +
-                     text + "'");
-    else threads = int(n);
+      throw BadValue("--matrix-threads must be auto or from 1 to " + std::to_string(most) +
+                     " (4 a core), got '" + text + "'");
+    else
+      threads = int(n);
   };
   return app.add_option_function<std::string>("--matrix-threads", parse, "threads sharing one model's work")
       ->type_name("auto|N");
@@ -106,8 +111,8 @@ std::optional<int> help_or_unknown(CLI::App& root, const std::vector<std::string
     path += (path.empty() ? "" : " ") + at->get_name();
     at = named.front();
   }
-  const bool help =
-      std::any_of(words.begin(), words.end(), [](const std::string& w) { return w == "--help" || w == "-h"; });
+  const bool help = std::any_of(words.begin(), words.end(),
+                                [](const std::string& w) { return w == "--help" || w == "-h"; });
   if (help || (at == &root && !words.empty() && words[0] == "help")) {
     std::cout << at->help(path);
     return 0;
@@ -131,7 +136,8 @@ std::optional<int> help_or_unknown(CLI::App& root, const std::vector<std::string
   }
   std::vector<std::string> names;
   for (const CLI::App* sub : subcommands) names.push_back(sub->get_name());
-  throw Error("unknown " + at->get_name() + " command '" + words[i] + "' (expected " + listing(names, " or ") + ")");
+  throw Error("unknown " + at->get_name() + " command '" + words[i] + "' (expected " +
+              listing(names, " or ") + ")");
 }
 
 std::string one_line(const std::exception& e, bool verbose) {
@@ -144,12 +150,13 @@ std::string one_line(const std::exception& e, bool verbose) {
   if (const size_t at = message.find(marker); !verbose && at != std::string::npos) {
     const double bytes = std::strtod(message.c_str() + at + marker.size(), nullptr);
     char text[160];
-    std::snprintf(text, sizeof text, "out of memory: a single allocation of %.3g GB failed (a smaller model, image "
-                  "or batch needs less; --verbose shows LibTorch's message)", bytes / 1e9);
+    std::snprintf(text, sizeof text,
+                  "out of memory: a single allocation of %.3g GB failed (a smaller model, image "
+                  "or batch needs less; --verbose shows LibTorch's message)",
+                  bytes / 1e9);
     message = text;
   }
   return message;
 }
-
 
 }  // namespace translution::cli

@@ -50,8 +50,8 @@ int info(const DataOptions& o) {
     nlohmann::ordered_json files = nlohmann::ordered_json::array();
     for (const auto& f : statuses)
       files.push_back({{"name", f.spec.name}, {"size", f.size}, {"md5", f.md5}, {"ok", f.ok()}});
-    const nlohmann::ordered_json out = {{"dir", dir}, {"ok", all_ok}, {"train", counts[0]}, {"test", counts[1]},
-                                        {"files", files}};
+    const nlohmann::ordered_json out = {
+        {"dir", dir}, {"ok", all_ok}, {"train", counts[0]}, {"test", counts[1]}, {"files", files}};
     std::cout << out.dump() << std::endl;
     return all_ok ? 0 : 1;
   }
@@ -95,7 +95,8 @@ int render(const DataOptions& o) {
   const int64_t count = rows * cols, available = int64_t(*dataset.size());
   if (index < 0 || index + count > available)
     throw Error("--index " + std::to_string(index) + " with " + std::to_string(count) +
-                " samples is out of range: the " + split_name(split) + " split has " + std::to_string(available));
+                " samples is out of range: the " + split_name(split) + " split has " +
+                std::to_string(available));
   std::vector<at::Tensor> images;
   for (int64_t i = index; i < index + count; ++i) images.push_back(dataset.canvas(i));
   write_png_gray(out, !o.grid.empty() ? contact_sheet(images, rows, cols) : images[0]);
@@ -128,11 +129,13 @@ void add_data_command(CLI::App& root, Runners& runners) {
   runners[info_app] = [o] { return info(*o); };
   CLI::App* render_app = data->add_subcommand("render", "write a sample (or a grid of samples) as a PNG");
   add_dir(render_app);
-  add_choice(*render_app, "--dataset", o->dataset, {"mnist", "static", "dynamic", "moving"}, "canvas kind")->required();
+  add_choice(*render_app, "--dataset", o->dataset, {"mnist", "static", "dynamic", "moving"}, "canvas kind")
+      ->required();
   add_choice(*render_app, "--split", o->split, {"train", "test"}, "which split")->required();
   render_app->add_option("--index", o->index, "first sample")->capture_default_str();
   render_app->add_option("--out", o->out, "PNG to write")->required();
-  render_app->add_option("--grid", o->grid, "a contact sheet of ROWSxCOLS samples from --index")->type_name("RxC");
+  render_app->add_option("--grid", o->grid, "a contact sheet of ROWSxCOLS samples from --index")
+      ->type_name("RxC");
   render_app->add_option("--canvas", o->canvas, "canvas size (0: the dataset's)");
   render_app->add_option("--seed", o->seed, "placement seed");
   runners[render_app] = [o] { return render(*o); };

@@ -24,13 +24,14 @@ int import_file(const std::string& file, const ModelOptions& options, const std:
   c.metadata["imported_from"] = file;
   c.metadata["imported_as"] = "public " + public_vit_source(c.config);
   save_checkpoint(out, c);
-  const std::string hybrid = c.config.first_blocks > 0 && !c.config.first_model.empty()
-                                 ? " after " + std::to_string(c.config.first_blocks) + " of " + c.config.first_model
-                                 : "";
-  std::printf("%s: %zu tensors of a public %s model, %s%s, %lld parameters%s -> %s\n", file.c_str(), tensors.size(),
-              public_vit_source(c.config).c_str(), c.config.model.c_str(), hybrid.c_str(),
-              (long long)c.model->parameter_count(), c.config.position_embedding ? ", with its position embedding" : "",
-              out.c_str());
+  const std::string hybrid =
+      c.config.first_blocks > 0 && !c.config.first_model.empty()
+          ? " after " + std::to_string(c.config.first_blocks) + " of " + c.config.first_model
+          : "";
+  std::printf("%s: %zu tensors of a public %s model, %s%s, %lld parameters%s -> %s\n", file.c_str(),
+              tensors.size(), public_vit_source(c.config).c_str(), c.config.model.c_str(), hybrid.c_str(),
+              (long long)c.model->parameter_count(),
+              c.config.position_embedding ? ", with its position embedding" : "", out.c_str());
   return 0;
 }
 
@@ -55,7 +56,8 @@ void add_interop_commands(CLI::App& root, Runners& runners) {
   auto o = std::make_shared<Options>();
   CLI::App* import = root.add_subcommand(
       "import", "a PyTorch state dict of the public Translution code's ViTs, as a checkpoint");
-  import->add_option("file", o->file, "written by torch.save(model.state_dict(), FILE)")->type_name("FILE.pt");
+  import->add_option("file", o->file, "written by torch.save(model.state_dict(), FILE)")
+      ->type_name("FILE.pt");
   add_model_options(*import, o->model, true);
   import->add_option("--out", o->out, "checkpoint to write")->required()->type_name("FILE.ckpt");
   runners[import] = [o] {

@@ -14,7 +14,7 @@ namespace translution::cli {
 
 struct KnockoutOptions {
   bool enabled = false;
-  std::string out = ".";            // folder for knockout-STEM.csv and knockout-STEM.png
+  std::string out = ".";  // folder for knockout-STEM.csv and knockout-STEM.png
   std::string replacement = "zero";
 };
 

@@ -1,12 +1,5 @@
 #include "cli/local_workers.h"
 
-#include <fcntl.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +7,13 @@
 #include <fstream>
 #include <iterator>
 #include <thread>
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "util/error.h"
 
@@ -85,7 +85,7 @@ std::vector<char*> pointers(std::vector<std::string>& words) {
 
 // In the child, between fork and exec: only async-signal-safe calls (the parent has threads).
 [[noreturn]] void exec_worker(char* const* argv, char* const* envp, const cpu_set_t* cores, int devnull,
-                             pid_t rank0) {
+                              pid_t rank0) {
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != rank0) _exit(1);  // rank 0 is already gone
   if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
@@ -118,7 +118,8 @@ void pin_to_cores(const std::vector<int>& cores) {
 
 LocalWorkers::LocalWorkers(int nproc, const std::vector<std::string>& extra) {
   char folder[] = "/tmp/translution-run-XXXXXX";
-  if (!mkdtemp(folder)) throw Error(std::string("cannot make a rendezvous folder in /tmp: ") + std::strerror(errno));
+  if (!mkdtemp(folder))
+    throw Error(std::string("cannot make a rendezvous folder in /tmp: ") + std::strerror(errno));
   folder_ = folder;
   master_ = "file:" + folder_ + "/store";
   const std::vector<std::string> base = without_nproc(own_words());
@@ -159,8 +160,9 @@ void LocalWorkers::reap(Worker& w, bool block) {
 
 std::string LocalWorkers::describe(const Worker& w) {
   const std::string who = "rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) + ")";
-  if (WIFSIGNALED(w.status)) return who + " was killed by signal " + std::to_string(WTERMSIG(w.status)) + " (" +
-                                    strsignal(WTERMSIG(w.status)) + ")";
+  if (WIFSIGNALED(w.status))
+    return who + " was killed by signal " + std::to_string(WTERMSIG(w.status)) + " (" +
+           strsignal(WTERMSIG(w.status)) + ")";
   return who + " exited with status " + std::to_string(WEXITSTATUS(w.status));
 }
 
@@ -195,8 +197,8 @@ std::string LocalWorkers::exits_so_far() {
       if (!w.exited && stopped(w.pid))
         seen += (seen.empty() ? "" : "; ") + std::string("rank ") + std::to_string(w.rank) + " (pid " +
                 std::to_string(w.pid) + ") is stopped by a signal";
-      const bool failed = WIFSIGNALED(w.status) ||
-                          (WEXITSTATUS(w.status) != 0 && WEXITSTATUS(w.status) != kPeerFailedStatus);
+      const bool failed =
+          WIFSIGNALED(w.status) || (WEXITSTATUS(w.status) != 0 && WEXITSTATUS(w.status) != kPeerFailedStatus);
       if (w.exited && failed) seen += (seen.empty() ? "" : "; ") + describe(w);
     }
     if (seen.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));

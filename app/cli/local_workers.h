@@ -8,10 +8,10 @@
 // names a worker's exit (a status or a signal) when a collective fails. Their
 // standard output goes nowhere (rank 0 prints the run); their errors reach the
 // terminal, prefixed with the rank.
-#include <sys/types.h>
-
 #include <string>
 #include <vector>
+
+#include <sys/types.h>
 
 namespace translution::cli {
 

@@ -19,7 +19,8 @@ namespace {
 void add_commands(CLI::App& app, translution::cli::Runners& runners) {
   using namespace translution::cli;
   app.get_formatter()->column_width(34);  // shared with the subcommands added after
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
+  app.option_defaults()->multi_option_policy(
+      CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
   add_data_command(app, runners);
   add_model_command(app, runners);
   add_bench_command(app, runners);
@@ -31,8 +32,9 @@ void add_commands(CLI::App& app, translution::cli::Runners& runners) {
   add_checkpoint_command(app, runners);
   add_interop_commands(app, runners);
   // After the subcommands, which would inherit it.
-  app.footer("Run `translution COMMAND --help` for a command's options. Errors are one line;\n"
-             "--verbose (anywhere) adds LibTorch's message and stack trace to them.");
+  app.footer(
+      "Run `translution COMMAND --help` for a command's options. Errors are one line;\n"
+      "--verbose (anywhere) adds LibTorch's message and stack trace to them.");
 }
 
 // The command the words named: the deepest subcommand CLI11 selected.
@@ -69,8 +71,10 @@ int main(int argc, char** argv) {
       std::fputs(" ", stderr);
       std::fputs(command->get_name().c_str(), stderr);
     }
-    std::fputs(": it needs more than this machine (or its limits, ulimit -v) let it have; a smaller batch or model, "
-               "or --recompute, needs less\n", stderr);
+    std::fputs(
+        ": it needs more than this machine (or its limits, ulimit -v) let it have; a smaller batch or model, "
+        "or --recompute, needs less\n",
+        stderr);
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << translution::cli::one_line(e, verbose) << "\n";

@@ -14,7 +14,8 @@ void add_model_options(CLI::App& app, ModelOptions& o, bool widths_in_help) {
   app.add_option("--image", o.image, "image size, 84 or 84x64")->type_name("S|HxW");
   app.add_option("--patch", o.patch, "patch size");
   app.add_option("--depth", o.depth, "blocks");
-  app.add_option("--layout", o.layout, "patches as a 2-D grid, one sequence (1-D offsets), or a causal sequence")
+  app.add_option("--layout", o.layout,
+                 "patches as a 2-D grid, one sequence (1-D offsets), or a causal sequence")
       ->check(CLI::IsMember({"grid", "sequence", "causal-sequence"}))
       ->type_name("grid|sequence|causal-sequence");
   // Widths override the preset's, for models sized to a budget.
@@ -31,7 +32,8 @@ void add_model_options(CLI::App& app, ModelOptions& o, bool widths_in_help) {
       ->type_name("C1,C2")
       ->group(group);
   app.add_flag("--no-lor-shared", o.no_lor_shared, "LoR without the shared projection")->group(group);
-  app.add_flag("--lor-value-slices", o.lor_value_slices, "LoR's heads weight slices of the low-rank value (as the public code)")
+  app.add_flag("--lor-value-slices", o.lor_value_slices,
+               "LoR's heads weight slices of the low-rank value (as the public code)")
       ->group(group);
   app.add_option("--first-model", o.first_model, "operator of the first blocks (a hybrid)")->group(group);
   app.add_option("--first-blocks", o.first_blocks, "how many blocks use --first-model")->group(group);
@@ -44,17 +46,24 @@ ViTConfig ModelOptions::config() const {
     long long h = 0, w = 0;
     char x = 0, extra = 0;
     const int n = std::sscanf(image.c_str(), "%lld%c%lld%c", &h, &x, &w, &extra);
-    if (n == 1) w = h;
-    else if (n != 3 || x != 'x') throw Error("--image expects a size like 84 or 84x64, got '" + image + "'");
+    if (n == 1)
+      w = h;
+    else if (n != 3 || x != 'x')
+      throw Error("--image expects a size like 84 or 84x64, got '" + image + "'");
     c.image_height = h;
     c.image_width = w;
   }
-  for (auto [option, value, field] : {std::tuple{"--patch", patch, &c.patch}, {"--depth", depth, &c.depth},
-                                      {"--dim", dim, &c.dim}, {"--heads", heads, &c.heads},
-                                      {"--head-dim", head_dim, &c.head_dim}, {"--mlp-dim", mlp_dim, &c.mlp_dim},
-                                      {"--channels", channels, &c.channels}, {"--classes", classes, &c.classes}})
+  for (auto [option, value, field] : {std::tuple{"--patch", patch, &c.patch},
+                                      {"--depth", depth, &c.depth},
+                                      {"--dim", dim, &c.dim},
+                                      {"--heads", heads, &c.heads},
+                                      {"--head-dim", head_dim, &c.head_dim},
+                                      {"--mlp-dim", mlp_dim, &c.mlp_dim},
+                                      {"--channels", channels, &c.channels},
+                                      {"--classes", classes, &c.classes}})
     if (given(option)) *field = value;
-  if (given("--lor-dim") && given("--lor-dims")) throw Error("--lor-dim and --lor-dims both set LoR's widths: give one");
+  if (given("--lor-dim") && given("--lor-dims"))
+    throw Error("--lor-dim and --lor-dims both set LoR's widths: give one");
   if (given("--lor-dim")) c.lor_c1 = c.lor_c2 = lor_dim;
   if (given("--lor-dims")) {
     long long c1 = 0, c2 = 0;

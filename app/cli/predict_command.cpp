@@ -57,7 +57,9 @@ void predict_one(const PredictOptions& o, Checkpoint& c, const Placement& at, co
     write_png_gray(o.save_canvas + "/" + name + ".canvas.png", image);
   }
   const at::Tensor probs = c.model->forward(normalize_pixels(image).view({1, 1, canvas, canvas}).to(device))
-                               .softmax(1).squeeze(0).to(at::kCPU, at::kDouble);
+                               .softmax(1)
+                               .squeeze(0)
+                               .to(at::kCPU, at::kDouble);
   const int64_t best = probs.argmax().item<int64_t>();
   std::vector<double> p(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
   if (o.json) {
@@ -86,7 +88,8 @@ int predict(const PredictOptions& o) {
   if (c.config.image_height != c.config.image_width || c.config.channels != 1)
     throw Error("predict needs a model of square one-channel images");
   const int64_t canvas = c.config.image_height;
-  const Placement at = o.at.empty() ? Placement{(canvas - 28) / 2, (canvas - 28) / 2} : parse_at(o.at, canvas);
+  const Placement at =
+      o.at.empty() ? Placement{(canvas - 28) / 2, (canvas - 28) / 2} : parse_at(o.at, canvas);
   c.model->eval();
   at::NoGradGuard no_grad;
   int failures = 0;

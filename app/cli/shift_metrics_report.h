@@ -17,7 +17,7 @@ namespace translution::cli {
 void add_shift_metrics_options(CLI::App& app, bool& enabled, ShiftMetricsOptions& options);
 
 int report_shift_metrics(const std::vector<std::string>& paths, const std::vector<Checkpoint>& checkpoints,
-                         const ShiftMetricsOptions& options, const std::string& data_dir, const c10::Device& device,
-                         bool json);
+                         const ShiftMetricsOptions& options, const std::string& data_dir,
+                         const c10::Device& device, bool json);
 
 }  // namespace translution::cli

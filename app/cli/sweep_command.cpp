@@ -28,12 +28,14 @@ int sweep(const SweepArgs& a) {
   const c10::Device device = parse_device(a.device);
   const std::string& prefix = a.out;
   const SweepOptions& options = a.sweep;
-  for (const char* suffix : {".csv", "-accuracy.png", "-probability.png"}) checked_output_path(prefix + suffix);
+  for (const char* suffix : {".csv", "-accuracy.png", "-probability.png"})
+    checked_output_path(prefix + suffix);
   check_checkpoints(a.force, {a.checkpoint}, std::max<int64_t>(options.digits, 1), "--digits", device);
   const Checkpoint c = load_checkpoint(a.checkpoint, device);
   const MnistDigits test = load_mnist(a.data_dir, Split::Test);
   ProgressBar bar("sweep", true);
-  const SweepResult r = translation_sweep(c.model, test, options, device, [&](int64_t d, int64_t t) { bar.update(d, t); });
+  const SweepResult r =
+      translation_sweep(c.model, test, options, device, [&](int64_t d, int64_t t) { bar.update(d, t); });
   bar.finish();
   write_sweep_csv(prefix + ".csv", r);
   write_sweep_png(prefix + "-accuracy.png", r.accuracy);
@@ -42,19 +44,24 @@ int sweep(const SweepArgs& a) {
   const int64_t mid = int64_t(r.positions.size()) / 2;
   const double centre = r.accuracy[mid][mid].item<double>();
   if (a.json) {
-    const nlohmann::ordered_json out = {
-        {"checkpoint", a.checkpoint}, {"model", c.config.model},
-        {"positions", int64_t(r.positions.size() * r.positions.size())}, {"digits", r.digits},
-        {"mean_accuracy", r.mean_accuracy()}, {"min_accuracy", worst}, {"max_accuracy", best},
-        {"centre_accuracy", centre}, {"mean_true_probability", r.true_probability.mean().item<double>()},
-        {"csv", prefix + ".csv"}};
+    const nlohmann::ordered_json out = {{"checkpoint", a.checkpoint},
+                                        {"model", c.config.model},
+                                        {"positions", int64_t(r.positions.size() * r.positions.size())},
+                                        {"digits", r.digits},
+                                        {"mean_accuracy", r.mean_accuracy()},
+                                        {"min_accuracy", worst},
+                                        {"max_accuracy", best},
+                                        {"centre_accuracy", centre},
+                                        {"mean_true_probability", r.true_probability.mean().item<double>()},
+                                        {"csv", prefix + ".csv"}};
     std::cout << out.dump() << std::endl;
   } else {
     std::printf("%s: %zu x %zu positions, %lld digits each\n", c.config.model.c_str(), r.positions.size(),
                 r.positions.size(), (long long)r.digits);
-    std::printf("  accuracy: mean %.2f%%, worst %.2f%%, best %.2f%%, centre %.2f%%\n", 100 * r.mean_accuracy(),
-                100 * worst, 100 * best, 100 * centre);
-    std::printf("  wrote %s.csv, %s-accuracy.png, %s-probability.png\n", prefix.c_str(), prefix.c_str(), prefix.c_str());
+    std::printf("  accuracy: mean %.2f%%, worst %.2f%%, best %.2f%%, centre %.2f%%\n",
+                100 * r.mean_accuracy(), 100 * worst, 100 * best, 100 * centre);
+    std::printf("  wrote %s.csv, %s-accuracy.png, %s-probability.png\n", prefix.c_str(), prefix.c_str(),
+                prefix.c_str());
   }
   return 0;
 }
@@ -62,11 +69,13 @@ int sweep(const SweepArgs& a) {
 }  // namespace
 
 void add_sweep_command(CLI::App& root, Runners& runners) {
-  CLI::App* app = root.add_subcommand("sweep", "accuracy at every position of the canvas (CSV and heat maps)");
+  CLI::App* app =
+      root.add_subcommand("sweep", "accuracy at every position of the canvas (CSV and heat maps)");
   auto o = std::make_shared<SweepArgs>();
   app->add_option("--checkpoint", o->checkpoint, "the model")->required();
   app->add_option("--out", o->out, "writes PREFIX.csv, PREFIX-accuracy.png, PREFIX-probability.png")
-      ->required()->type_name("PREFIX");
+      ->required()
+      ->type_name("PREFIX");
   app->add_option("--digits", o->sweep.digits, "test digits at each position")->capture_default_str();
   app->add_option("--stride", o->sweep.stride, "pixels between positions")->capture_default_str();
   add_device(*app, o->device);

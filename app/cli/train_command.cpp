@@ -1,10 +1,10 @@
 // `translution train`
 #include <chrono>
 #include <csignal>
-#include <fstream>
-#include <iterator>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -17,6 +17,7 @@
 #include "cli/memory_check.h"
 #include "cli/model_options.h"
 #include "cli/progress_bar.h"
+#include "cli/resume_checks.h"
 #include "cpu/bf16_gemm.h"
 #include "cpu/blas_kernels.h"
 #include "cpu/helper_threads.h"
@@ -32,7 +33,6 @@
 #include "util/error.h"
 #include "util/key_value.h"
 #include "util/output_path.h"
-#include "cli/resume_checks.h"
 
 namespace translution::cli {
 namespace {
@@ -44,8 +44,8 @@ struct TrainOptions {
   int64_t stop_at = 0;  // a planned pause: checkpoint, exit 0
   int matrix_threads = 0;
   bool no_final_eval = false, recompute = false, force = false, json = false;
-  int nproc = 1;          // local ranks this process starts (rank 0 among them)
-  GroupOptions group;     // this process's place in a data-parallel run
+  int nproc = 1;       // local ranks this process starts (rank 0 among them)
+  GroupOptions group;  // this process's place in a data-parallel run
   int timeout_seconds = 300;
   const CLI::App* app = nullptr;
   bool given(const std::string& option) const { return app->count(option) > 0; }
@@ -101,8 +101,8 @@ std::unique_ptr<Trainer> make_trainer(const TrainOptions& o, const c10::Device& 
   const std::string path = parallel.rank() == 0 ? checkpoint_path(o) : std::string();
   if (!o.resume.empty()) {
     Checkpoint c = resumed_checkpoint(o, device, parallel);
-    check_resume_options(o.model, o.train, [&o](const std::string& option) { return o.given(option); }, c,
-                         o.resume);
+    check_resume_options(
+        o.model, o.train, [&o](const std::string& option) { return o.given(option); }, c, o.resume);
     if (c.training && o.given("--steps")) {
       c.training->config.steps = o.train.steps;
       c.training->config.validate();
@@ -147,7 +147,8 @@ void print_start(const Trainer& trainer, const c10::Device& device) {
   std::fprintf(stderr, "training %s ViT-%s/%lld (%.2f M parameters) on %s, %lld steps of %lld, %s%s\n",
                model.model.c_str(), model.preset.c_str(), (long long)model.patch,
                trainer.model()->parameter_count() / 1e6, trainer.config().dataset.c_str(),
-               (long long)trainer.total_steps(), (long long)trainer.config().batch, device_description(device).c_str(),
+               (long long)trainer.total_steps(), (long long)trainer.config().batch,
+               device_description(device).c_str(),
                trainer.config().precision == "bf16"
                    ? (std::string(", bf16 products (") + bf16_gemm_kernel() + ")").c_str()
                    : "");
@@ -170,18 +171,23 @@ TrainProgress::Event run_steps(Trainer& trainer, const TrainOptions& o, RunRepor
     if (p.event == TrainProgress::Event::Step) {
       report.last_loss = p.loss;
       char detail[96];
-      std::snprintf(detail, sizeof detail, "loss %.3f, acc %.2f, %.0f img/s", p.loss, p.accuracy, p.images_per_second);
+      std::snprintf(detail, sizeof detail, "loss %.3f, acc %.2f, %.0f img/s", p.loss, p.accuracy,
+                    p.images_per_second);
       bar.update(p.step, p.total_steps, detail, p.eta_seconds);
     } else if (p.event == TrainProgress::Event::Evaluated) {
       report.last_test = p.test_accuracy;
       bar.finish();
       if (o.json)
-        std::cout << nlohmann::ordered_json{{"event", "evaluated"}, {"step", p.step}, {"epoch", p.epoch},
-                                            {"test_loss", p.test_loss}, {"test_accuracy", p.test_accuracy}}.dump()
+        std::cout << nlohmann::ordered_json{{"event", "evaluated"},
+                                            {"step", p.step},
+                                            {"epoch", p.epoch},
+                                            {"test_loss", p.test_loss},
+                                            {"test_accuracy", p.test_accuracy}}
+                         .dump()
                   << std::endl;
       else
-        std::fprintf(stderr, "step %lld (epoch %.2f): held-out accuracy %.2f%%, loss %.4f\n", (long long)p.step,
-                     p.epoch, 100 * p.test_accuracy, p.test_loss);
+        std::fprintf(stderr, "step %lld (epoch %.2f): held-out accuracy %.2f%%, loss %.4f\n",
+                     (long long)p.step, p.epoch, 100 * p.test_accuracy, p.test_loss);
     } else if (p.event == TrainProgress::Event::Diverged) {
       bar.finish();
       std::fprintf(stderr, "error: %s\n", p.message.c_str());
@@ -194,8 +200,8 @@ TrainProgress::Event run_steps(Trainer& trainer, const TrainOptions& o, RunRepor
 
 // The whole test set's accuracy, stored in the checkpoint.
 double final_evaluation(Trainer& trainer, const TrainOptions& o, const c10::Device& device) {
-  CanvasDataset test = dataset_for_model(trainer.model()->config(), trainer.config().dataset, Split::Test, o.data_dir,
-                                         uint64_t(trainer.config().data_seed));
+  CanvasDataset test = dataset_for_model(trainer.model()->config(), trainer.config().dataset, Split::Test,
+                                         o.data_dir, uint64_t(trainer.config().data_seed));
   ProgressBar eval_bar("test set", true);
   const EvalResult r = evaluate(trainer.model(), test, 0, 256, device,
                                 [&](int64_t done, int64_t total) { eval_bar.update(done, total); });
@@ -206,21 +212,26 @@ double final_evaluation(Trainer& trainer, const TrainOptions& o, const c10::Devi
   return r.accuracy;
 }
 
-void print_end(const Trainer& trainer, const TrainOptions& o, TrainProgress::Event outcome, const RunReport& report,
-               double test_accuracy, double seconds) {
+void print_end(const Trainer& trainer, const TrainOptions& o, TrainProgress::Event outcome,
+               const RunReport& report, double test_accuracy, double seconds) {
   const std::string path = checkpoint_path(o);
   if (o.json) {
-    const nlohmann::ordered_json out = {
-        {"event", event_name(outcome)}, {"step", trainer.step()}, {"total_steps", trainer.total_steps()},
-        {"last_loss", report.last_loss}, {"held_out_accuracy", report.last_test},
-        {"test_accuracy", test_accuracy}, {"seconds", seconds}, {"checkpoint", path}};
+    const nlohmann::ordered_json out = {{"event", event_name(outcome)},
+                                        {"step", trainer.step()},
+                                        {"total_steps", trainer.total_steps()},
+                                        {"last_loss", report.last_loss},
+                                        {"held_out_accuracy", report.last_test},
+                                        {"test_accuracy", test_accuracy},
+                                        {"seconds", seconds},
+                                        {"checkpoint", path}};
     std::cout << out.dump() << std::endl;
     return;
   }
-  std::printf("%s after %lld of %lld steps in %.0f s; checkpoint %s\n", event_name(outcome), (long long)trainer.step(),
-              (long long)trainer.total_steps(), seconds, path.c_str());
+  std::printf("%s after %lld of %lld steps in %.0f s; checkpoint %s\n", event_name(outcome),
+              (long long)trainer.step(), (long long)trainer.total_steps(), seconds, path.c_str());
   if (test_accuracy >= 0)
-    std::printf("test accuracy (%s, 10000 digits): %.2f%%\n", trainer.config().dataset.c_str(), 100 * test_accuracy);
+    std::printf("test accuracy (%s, 10000 digits): %.2f%%\n", trainer.config().dataset.c_str(),
+                100 * test_accuracy);
 }
 
 // Where --nproc starts the ranks: pins this process (rank 0) and each worker to its
@@ -229,7 +240,8 @@ void start_local_ranks(TrainOptions& o, Parallel& parallel) {
   const std::vector<int> cores = rank_cores(0, o.nproc);
   std::vector<std::string> extra;
   if (cores.size() == 1) {
-    if (!o.given("--matrix-threads")) o.matrix_threads = 1, extra.insert(extra.end(), {"--matrix-threads", "1"});
+    if (!o.given("--matrix-threads"))
+      o.matrix_threads = 1, extra.insert(extra.end(), {"--matrix-threads", "1"});
     if (!o.given("--split-batch")) o.split_batch = "off", extra.insert(extra.end(), {"--split-batch", "off"});
   }
   parallel.workers = std::make_unique<LocalWorkers>(o.nproc, extra);
@@ -244,20 +256,24 @@ void start_local_ranks(TrainOptions& o, Parallel& parallel) {
 void prepare_parallel(TrainOptions& o, Parallel& parallel) {
   const char* option = o.nproc > 1 ? "--nproc" : "--world-size";
   if (!ProcessGroup::available())
-    throw Error(std::string(option) + " trains data-parallel, which this build lacks: " + ProcessGroup::missing_reason());
+    throw Error(std::string(option) +
+                " trains data-parallel, which this build lacks: " + ProcessGroup::missing_reason());
   if (o.nproc > 1 && (o.given("--rank") || o.given("--world-size") || o.given("--master")))
-    throw Error("--nproc starts the ranks of one machine itself: give either --nproc N, or --rank, --world-size and "
-                "--master on each process");
+    throw Error(
+        "--nproc starts the ranks of one machine itself: give either --nproc N, or --rank, --world-size and "
+        "--master on each process");
   o.group.timeout = std::chrono::seconds(o.timeout_seconds);
   o.group.cuda = parse_device(o.device).is_cuda();
   // Before any worker starts. NCCL refuses two ranks on one GPU ("invalid usage", seen on an H100).
   if (ProcessGroup::backend_for(o.group) == "nccl" && o.nproc > int(torch::cuda::device_count()))
     throw Error("--nproc " + std::to_string(o.nproc) + " with NCCL needs a GPU a rank, and " +
-                std::to_string(torch::cuda::device_count()) + " are visible (NCCL refuses two ranks on one GPU)");
+                std::to_string(torch::cuda::device_count()) +
+                " are visible (NCCL refuses two ranks on one GPU)");
   parallel.local_worker = std::getenv(kWorkerEnvironment) != nullptr;
   // Before any worker starts: the ranks of this machine each hold a run of their own.
   if (o.nproc > 1)
-    if (const std::optional<MemoryPlan> plan = training_plan(o)) check_local_ranks(o.force, *plan, o.device, o.nproc);
+    if (const std::optional<MemoryPlan> plan = training_plan(o))
+      check_local_ranks(o.force, *plan, o.device, o.nproc);
   if (o.nproc > 1) start_local_ranks(o, parallel);
   o.group.validate();
 }
@@ -291,7 +307,8 @@ void print_parallel(const Trainer& trainer, const DataParallel& parallel) {
 int train(TrainOptions& o, Parallel& parallel) {
   if (o.resume.empty() && o.out.empty()) throw Error("train needs --out FILE.ckpt (or --resume FILE.ckpt)");
   // Rank 0 writes the checkpoint: its path is checked before any work, not after the run.
-  if (std::getenv(kWorkerEnvironment) == nullptr && o.group.rank == 0) checked_output_path(checkpoint_path(o));
+  if (std::getenv(kWorkerEnvironment) == nullptr && o.group.rank == 0)
+    checked_output_path(checkpoint_path(o));
   if (o.nproc > int(std::thread::hardware_concurrency()) && !o.force)
     throw Error("--nproc " + std::to_string(o.nproc) + " is more ranks than this machine's " +
                 std::to_string(std::thread::hardware_concurrency()) + " cores (--force starts them anyway)");
@@ -312,7 +329,8 @@ int train(TrainOptions& o, Parallel& parallel) {
   const TrainingThreads threads(trainer->model(), device);  // here, on the thread that owns BLAS's setting
   trainer->set_batch_shares(threads.batch_shares());
   if (speaks && threads.batch_shares() > 1)
-    std::fprintf(stderr, "each step's batch is split over %d cores (--split-batch off splits the products instead)\n",
+    std::fprintf(stderr,
+                 "each step's batch is split over %d cores (--split-batch off splits the products instead)\n",
                  threads.batch_shares());
   const auto start = std::chrono::steady_clock::now();
   RunReport report;
@@ -341,7 +359,8 @@ int train_command(TrainOptions& o) {
     // A worker that died inside a collective is not behind the others: its exit names it.
     std::string message = e.what();
     if (parallel.workers)
-      if (const std::string exits = parallel.workers->exits_so_far(); !exits.empty()) message = exits + "; " + message;
+      if (const std::string exits = parallel.workers->exits_so_far(); !exits.empty())
+        message = exits + "; " + message;
     std::fprintf(stderr, "error: %s\n", message.c_str());
     return kPeerFailedStatus;
   } catch (const std::exception& e) {
@@ -353,7 +372,8 @@ int train_command(TrainOptions& o) {
 
 void add_schedule_options(CLI::App& app, TrainConfig& t) {
   add_choice(app, "--dataset", t.dataset, {"static", "dynamic", "moving", "mnist"}, "training set");
-  app.add_option("--epochs", t.epochs, "passes over the training set (without --steps)")->capture_default_str();
+  app.add_option("--epochs", t.epochs, "passes over the training set (without --steps)")
+      ->capture_default_str();
   app.add_option("--steps", t.steps, "optimisation steps (a resumed run: extends it)")
       ->check(in_range("--steps", 0, kMaxSteps));
   app.add_option("--batch", t.batch, "images per step")->check(at_least("--batch", 1))->capture_default_str();
@@ -367,7 +387,8 @@ void add_schedule_options(CLI::App& app, TrainConfig& t) {
   app.add_flag("--fresh-positions", t.fresh_positions, "new digit positions every epoch");
   app.add_option("--train-samples", t.train_samples, "the first N training digits (0: all)");
   app.add_option("--eval-every", t.eval_every, "steps between held-out evaluations (0: once per epoch)");
-  app.add_option("--eval-samples", t.eval_samples, "test digits per held-out evaluation")->capture_default_str();
+  app.add_option("--eval-samples", t.eval_samples, "test digits per held-out evaluation")
+      ->capture_default_str();
   app.add_option("--checkpoint-every", t.checkpoint_every, "steps between checkpoint writes (0: at the end)");
   add_choice(app, "--precision", t.precision, {"fp32", "bf16", "tf32"}, "the dense layers' products");
 }
@@ -377,16 +398,22 @@ void add_distributed_options(CLI::App& app, TrainOptions& o) {
       ->check(at_least("--nproc", 1));
   app.add_option("--world-size", o.group.world_size, "processes in a run across machines (one command each)");
   app.add_option("--rank", o.group.rank, "this process's rank in that run (0 serves the rendezvous)");
-  app.add_option("--master", o.group.master, "where the ranks meet: rank 0's HOST:PORT, or file:PATH on a shared disk")
+  app.add_option("--master", o.group.master,
+                 "where the ranks meet: rank 0's HOST:PORT, or file:PATH on a shared disk")
       ->type_name("HOST:PORT");
-  app.add_option("--run-id", o.group.run_id,
-                 "a secret text every rank of a --master HOST:PORT run is given: rank 0 admits no other process")
-      ->envname("TRANSLUTION_RUN_ID")->type_name("TEXT");
+  app.add_option(
+         "--run-id", o.group.run_id,
+         "a secret text every rank of a --master HOST:PORT run is given: rank 0 admits no other process")
+      ->envname("TRANSLUTION_RUN_ID")
+      ->type_name("TEXT");
   add_choice(app, "--backend", o.group.backend, {"auto", "gloo", "nccl"},
              "collectives: gloo (CPU tensors), nccl (CUDA); auto picks by device");
-  app.add_option("--timeout", o.timeout_seconds, "seconds a rank waits for the others (to join, in each step)")
-      ->check(at_least("--timeout", 1))->capture_default_str();
-  app.add_option("--interface", o.group.interface, "network interface Gloo uses between machines (e.g. eth0)");
+  app.add_option("--timeout", o.timeout_seconds,
+                 "seconds a rank waits for the others (to join, in each step)")
+      ->check(at_least("--timeout", 1))
+      ->capture_default_str();
+  app.add_option("--interface", o.group.interface,
+                 "network interface Gloo uses between machines (e.g. eth0)");
 }
 
 }  // namespace
@@ -407,7 +434,8 @@ void add_train_command(CLI::App& root, Runners& runners) {
   app->add_option("--data-dir", o->data_dir, "MNIST folder");
   add_matrix_threads(*app, o->matrix_threads);
   app->add_option("--split-batch", o->split_batch, "split each step's batch over the cores")
-      ->type_name("auto|on|off")->capture_default_str();
+      ->type_name("auto|on|off")
+      ->capture_default_str();
   app->add_flag("--force", o->force, kForceHelp);
   app->add_flag("--json", o->json, "print JSON lines: evaluations and the outcome");
   add_distributed_options(*app, *o);

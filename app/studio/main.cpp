@@ -10,33 +10,32 @@
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QPushButton>
-#include <QTabWidget>
-#include <QThread>
-#include <QTemporaryDir>
 #include <QSettings>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QThread>
 #include <QTimer>
 
+#include "attribution_panel.h"
+#include "bundled_models.h"
+#include "compare_panel.h"
+#include "cpu/allocator.h"
+#include "cpu/blas_kernels.h"
+#include "cpu/helper_threads.h"
 #include "data/canvas_dataset.h"
 #include "data/mnist_provision.h"
 #include "digit_canvas.h"
-#include "bundled_models.h"
-#include "attribution_panel.h"
-#include "compare_panel.h"
 #include "knockout_bar.h"
 #include "layout_audit.h"
 #include "main_window.h"
 #include "model_slot.h"
 #include "offset_panel.h"
-#include "util/engine_options.h"
 #include "protocol_box.h"
 #include "robustness_panel.h"
 #include "test_digit_source.h"
-#include "view_export.h"
-#include "cpu/allocator.h"
-#include "cpu/blas_kernels.h"
 #include "util/device.h"
 #include "util/engine_options.h"
-#include "cpu/helper_threads.h"
+#include "view_export.h"
 
 namespace {
 
@@ -62,7 +61,8 @@ void wait_until_idle(const translution::ui::MainWindow& window) {
   do {
     QApplication::processEvents(QEventLoop::AllEvents, 50);
     QThread::msleep(10);
-  } while (window.busy() && timer.elapsed() < 900000);  // a robustness sweep on a busy 2-core machine takes minutes
+  } while (window.busy() &&
+           timer.elapsed() < 900000);  // a robustness sweep on a busy 2-core machine takes minutes
   QApplication::processEvents();
 }
 
@@ -71,21 +71,28 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
   if (panel == "window") target = &window;
   if (panel == "canvas") target = window.canvas();
   const QStringList tabs = {"compare", "attention", "offsets", "training", "robustness", "attribution"};
-  const bool on_robustness = panel == "robustness" || panel == "sweep" || panel == "experiment" || panel == "shift";
+  const bool on_robustness =
+      panel == "robustness" || panel == "sweep" || panel == "experiment" || panel == "shift";
   if (tabs.contains(panel) || on_robustness) {
-    window.tabs()->setCurrentIndex(on_robustness ? int(tabs.indexOf("robustness")) : int(tabs.indexOf(panel)));
+    window.tabs()->setCurrentIndex(on_robustness ? int(tabs.indexOf("robustness"))
+                                                 : int(tabs.indexOf(panel)));
     target = &window;
   }
-  if (panel == "knockout") {  // slot A with every offset beyond 2 patches knocked out, on the Offset weights tab
+  if (panel ==
+      "knockout") {  // slot A with every offset beyond 2 patches knocked out, on the Offset weights tab
     window.tabs()->setCurrentIndex(int(tabs.indexOf("offsets")));
     target = &window;
     wait_until_idle(window);
     window.offsets()->knockoutBar()->selectBeyond(2);
-    window.offsets()->knockoutBar()->findChild<QPushButton*>("knockoutApply")->click();  // as a user's click would
+    window.offsets()
+        ->knockoutBar()
+        ->findChild<QPushButton*>("knockoutApply")
+        ->click();  // as a user's click would
   }
   if (panel == "attribution")  // the map on the canvas too, as the tab's checkbox puts it
     window.attribution()->findChild<QCheckBox*>("attributionOverlay")->setChecked(true);
-  if (panel == "robustness" || panel == "sweep" || panel == "shift") {  // the one-click demo: the centred-trained pair, slid and evaluated
+  if (panel == "robustness" || panel == "sweep" ||
+      panel == "shift") {  // the one-click demo: the centred-trained pair, slid and evaluated
     wait_until_idle(window);
     window.robustness()->findChild<QPushButton*>("centredPairDemo")->click();  // as a user's click would
   }
@@ -96,7 +103,8 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
     const QObject pass_watch;  // ends the connection below with this scope
     QObject::connect(window.robustness(), &translution::ui::RobustnessPanel::sweepPassShown, &pass_watch,
                      [&sweep](int pass, int passes) {
-                       if (pass + 1 < passes) std::printf("coarse maps of the slots: %.1f s\n", sweep.elapsed() / 1000.0);
+                       if (pass + 1 < passes)
+                         std::printf("coarse maps of the slots: %.1f s\n", sweep.elapsed() / 1000.0);
                      });
     window.robustness()->runSweep();
     wait_until_idle(window);
@@ -119,7 +127,10 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
     std::printf("experiment at the default budget: %.1f s\n", experiment.elapsed() / 1000.0);
   }
   if (!target) {
-    std::fprintf(stderr, "error: unknown panel '%s' (panels: window, canvas, compare, attention, offsets, knockout, training, robustness, attribution, sweep, shift, experiment)\n", qPrintable(panel));
+    std::fprintf(stderr,
+                 "error: unknown panel '%s' (panels: window, canvas, compare, attention, offsets, knockout, "
+                 "training, robustness, attribution, sweep, shift, experiment)\n",
+                 qPrintable(panel));
     return 2;
   }
   wait_until_idle(window);
@@ -131,7 +142,8 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
     std::fprintf(stderr, "error: %s\n", qPrintable(error));
     return 1;
   }
-  std::printf("wrote %s (%s, %dx%d)\n", qPrintable(path), qPrintable(panel), target->width(), target->height());
+  std::printf("wrote %s (%s, %dx%d)\n", qPrintable(path), qPrintable(panel), target->width(),
+              target->height());
   return 0;
 }
 
@@ -146,7 +158,8 @@ void set_slot_count(translution::ui::MainWindow& window, int count) {
     const QString source = translution::ui::bundled_model(defaults[compare->slots().indexOf(slot) % 4]);
     if (!source.isEmpty()) slot->load(source);
   }
-  while (compare->slots().size() > count && compare->removeSlot(compare->slots().last())) {}
+  while (compare->slots().size() > count && compare->removeSlot(compare->slots().last())) {
+  }
   wait_until_idle(window);
 }
 
@@ -154,7 +167,8 @@ void set_slot_count(translution::ui::MainWindow& window, int count) {
 QSize parse_size(const QString& text) {
   const QStringList parts = text.toLower().split('x');
   bool ok_w = false, ok_h = false;
-  const int w = parts.size() == 2 ? parts[0].toInt(&ok_w) : 0, h = parts.size() == 2 ? parts[1].toInt(&ok_h) : 0;
+  const int w = parts.size() == 2 ? parts[0].toInt(&ok_w) : 0,
+            h = parts.size() == 2 ? parts[1].toInt(&ok_h) : 0;
   return ok_w && ok_h && w >= 200 && h >= 200 && w <= 16384 && h <= 16384 ? QSize(w, h) : QSize();
 }
 
@@ -165,12 +179,14 @@ int check_layout(translution::ui::MainWindow& window, const QSize& screen, int s
   const translution::ui::ComparePanel* compare = window.compare();
   const double ratio = qApp->devicePixelRatio();
   const QSize available(int(screen.width() / ratio), int(screen.height() / ratio));
-  const translution::ui::LayoutAuditResult result = translution::ui::audit_layout(&window, window.tabs(), available);
+  const translution::ui::LayoutAuditResult result =
+      translution::ui::audit_layout(&window, window.tabs(), available);
   for (const translution::ui::LayoutOffender& o : result.offenders)
     std::printf("offender: %s\n", qPrintable(translution::ui::describe(o)));
-  std::printf("audited %d widgets on %d tabs: %d offenders (screen %dx%d at scale %.3g: %dx%d logical, %d slots)\n",
-              result.widgets, result.tabs, int(result.offenders.size()), screen.width(), screen.height(), ratio,
-              available.width(), available.height(), int(compare->slots().size()));
+  std::printf(
+      "audited %d widgets on %d tabs: %d offenders (screen %dx%d at scale %.3g: %dx%d logical, %d slots)\n",
+      result.widgets, result.tabs, int(result.offenders.size()), screen.width(), screen.height(), ratio,
+      available.width(), available.height(), int(compare->slots().size()));
   return result.offenders.isEmpty() ? 0 : 1;
 }
 
@@ -189,10 +205,12 @@ int main(int argc, char** argv) {
   engine.matrix_threads = 1;
   const translution::ScopedEngineOptions engine_scope(engine);
   // Decided before QApplication exists: screenshots and --help never need a display.
-  const bool screenshot = has_argument(argc, argv, "--screenshot") || has_argument(argc, argv, "--check-layout");
-  const bool headless = screenshot || ((has_argument(argc, argv, "--help") || has_argument(argc, argv, "--version") ||
-                                        has_argument(argc, argv, "-h")) &&
-                                       qEnvironmentVariableIsEmpty("DISPLAY"));
+  const bool screenshot =
+      has_argument(argc, argv, "--screenshot") || has_argument(argc, argv, "--check-layout");
+  const bool headless =
+      screenshot || ((has_argument(argc, argv, "--help") || has_argument(argc, argv, "--version") ||
+                      has_argument(argc, argv, "-h")) &&
+                     qEnvironmentVariableIsEmpty("DISPLAY"));
   if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   QApplication::setOrganizationName("Translution");
@@ -200,22 +218,29 @@ int main(int argc, char** argv) {
   QApplication::setApplicationVersion("0.1.0");
 
   QCommandLineParser parser;
-  parser.setApplicationDescription("Translution Studio: draw a digit and watch Translution and self-attention.");
+  parser.setApplicationDescription(
+      "Translution Studio: draw a digit and watch Translution and self-attention.");
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addOptions({
       {"data-dir", "MNIST directory (default: $TRANSLUTION_DATA or data/mnist).", "DIR"},
       {"screenshot", "Render offscreen to FILE (a PNG image) and exit.", "FILE"},
-      {"panel", "Panel to screenshot: window (default), canvas, compare, attention, offsets, knockout (offsets, slot A "
+      {"panel",
+       "Panel to screenshot: window (default), canvas, compare, attention, offsets, knockout (offsets, slot "
+       "A "
        "with the offsets beyond 2 patches knocked out), training, robustness (after the "
-       "one-click demo), sweep (the demo, then the slots' sweeps), shift (the demo, then the slots' shift metrics) or experiment (the protocol experiment at its default "
-       "budget).", "NAME", "window"},
+       "one-click demo), sweep (the demo, then the slots' sweeps), shift (the demo, then the slots' shift "
+       "metrics) or experiment (the protocol experiment at its default "
+       "budget).",
+       "NAME", "window"},
       {"checkpoint", "Load FILE into the next comparison slot (repeat for slot B).", "FILE"},
       {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},
       {"index", "Index of that test digit (default 0).", "I", "0"},
-      {"check-layout", "Lay the window out offscreen on a screen of --size, walk every tab and widget, print each "
+      {"check-layout",
+       "Lay the window out offscreen on a screen of --size, walk every tab and widget, print each "
        "clipped, overlapping or squeezed widget, and exit 1 if there is any."},
-      {"size", "The screen for --check-layout in device pixels (QT_SCALE_FACTOR divides it).", "WxH", "1280x800"},
+      {"size", "The screen for --check-layout in device pixels (QT_SCALE_FACTOR divides it).", "WxH",
+       "1280x800"},
       {"slots", "Comparison slots for --check-layout and --screenshot (2 to 4).", "N", "2"},
   });
   parser.process(app);
@@ -227,8 +252,9 @@ int main(int argc, char** argv) {
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, private_settings.path());
   }
 
-  const QString data_dir = parser.isSet("data-dir") ? parser.value("data-dir")
-                                                     : QString::fromStdString(translution::default_mnist_dir());
+  const QString data_dir = parser.isSet("data-dir")
+                               ? parser.value("data-dir")
+                               : QString::fromStdString(translution::default_mnist_dir());
   translution::ui::MainWindow window(data_dir);
   if (screenshot) window.resize(1280, 800);
   const QStringList checkpoints = parser.values("checkpoint");
@@ -257,7 +283,8 @@ int main(int argc, char** argv) {
     const int slots = parser.value("slots").toInt(&ok);
     if (size.isEmpty() || !ok || slots < translution::ui::ComparePanel::kMinSlots ||
         slots > translution::ui::ComparePanel::kMaxSlots) {
-      std::fprintf(stderr, "error: --size %s --slots %s: want WxH between 200 and 16384 pixels, and 2 to 4 slots\n",
+      std::fprintf(stderr,
+                   "error: --size %s --slots %s: want WxH between 200 and 16384 pixels, and 2 to 4 slots\n",
                    qPrintable(parser.value("size")), qPrintable(parser.value("slots")));
       return 2;
     }

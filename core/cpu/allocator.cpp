@@ -1,9 +1,5 @@
 #include "cpu/allocator.h"
 
-#include <malloc.h>
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -13,9 +9,12 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
+#include <malloc.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
-#include "util/error.h"
 #include "cpu/large_block_pool.h"
+#include "util/error.h"
 
 namespace translution {
 namespace {
@@ -59,7 +58,9 @@ class PoolingCpuAllocator final : public c10::Allocator {
     if (!p && bytes > 0) p = c10::alloc_cpu(bytes);  // throws LibTorch's out-of-memory error
     return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
   }
-  c10::DataPtr allocate(size_t bytes) { return static_cast<const PoolingCpuAllocator*>(this)->allocate(bytes); }
+  c10::DataPtr allocate(size_t bytes) {
+    return static_cast<const PoolingCpuAllocator*>(this)->allocate(bytes);
+  }
   c10::DeleterFnPtr raw_deleter() const { return &release; }
   void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
 };
@@ -74,7 +75,7 @@ void install_pool() {
 }
 
 void keep_heap_blocks() {
-  mallopt(M_MMAP_MAX, 0);              // blocks glibc would map come from the heap, to be reused
+  mallopt(M_MMAP_MAX, 0);  // blocks glibc would map come from the heap, to be reused
   // and the heap is not trimmed after every step (nor when a step of the other
   // policy, under bench --compare, leaves its top free).
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());

@@ -1,11 +1,12 @@
 #include "cpu/avx512_gemm.h"
-#include "util/engine_options.h"
 
 #include <algorithm>
 #include <atomic>
 #include <string>
 #include <type_traits>
 #include <utility>
+
+#include "util/engine_options.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -52,8 +53,8 @@ __attribute__((target("avx512f"))) inline void load_b_pair(const W* p, __m512& f
 
 template <int R, int V, int P, bool Tail, bool Two = false, typename W = float>
 __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t lda, const W* b, int64_t ldb,
-                                              float* c, int64_t ldc, const char* prefetch, const char* prefetch2,
-                                              __mmask16 tail) {
+                                              float* c, int64_t ldc, const char* prefetch,
+                                              const char* prefetch2, __mmask16 tail) {
   __m512 acc[R][V];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
@@ -74,7 +75,8 @@ __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t
       } else if constexpr (Tail) {
         static_assert(std::is_same_v<W, float>);
         w[v] = _mm512_loadu_ps(bp + 16 * v);
-        w[v + 1] = v + 1 == V - 1 ? _mm512_maskz_loadu_ps(tail, bp + 16 * v + 16) : _mm512_loadu_ps(bp + 16 * v + 16);
+        w[v + 1] = v + 1 == V - 1 ? _mm512_maskz_loadu_ps(tail, bp + 16 * v + 16)
+                                  : _mm512_loadu_ps(bp + 16 * v + 16);
       } else {
         load_b_pair(bp + 16 * v, w[v], w[v + 1]);
       }
@@ -90,14 +92,16 @@ __attribute__((target("avx512f"))) void block(int64_t k, const float* a, int64_t
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) {
-      if (Tail && v == V - 1) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, tail, acc[r][v]);
-      else _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+      if (Tail && v == V - 1)
+        _mm512_mask_storeu_ps(c + r * ldc + 16 * v, tail, acc[r][v]);
+      else
+        _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
     }
 }
 
 template <typename W>
-using Block = void (*)(int64_t, const float*, int64_t, const W*, int64_t, float*, int64_t, const char*, const char*,
-                       __mmask16);
+using Block = void (*)(int64_t, const float*, int64_t, const W*, int64_t, float*, int64_t, const char*,
+                       const char*, __mmask16);
 
 // A product of at most kWideRows rows is one register block high, so 2 x R
 // accumulators are too few to hide the FMA latency and the block would wait on
@@ -161,7 +165,8 @@ void narrow_block(int rows, int vectors, int per_step, bool partial, int64_t k, 
 template <typename F>
 void for_row_blocks(int64_t m, F&& body) {
   const int64_t row_blocks = (m + kMaxRows - 1) / kMaxRows;
-  const int64_t base_rows = m / row_blocks, taller = row_blocks - m % row_blocks;  // blocks from `taller` on: +1
+  const int64_t base_rows = m / row_blocks,
+                taller = row_blocks - m % row_blocks;  // blocks from `taller` on: +1
   for (int64_t i = 0, row = 0; i < row_blocks; ++i) {
     const int64_t rows = base_rows + (i >= taller);
     body(row, rows);
@@ -202,8 +207,9 @@ void run(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* 
 // Both vectors are loaded and stored under masks (tails[v]), so one kernel covers
 // any width up to 32.
 template <int R>
-__attribute__((target("avx512f"))) void block_at(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-                                                 float* c, int64_t ldc, const __mmask16 tails[2]) {
+__attribute__((target("avx512f"))) void block_at(int64_t k, const float* a, int64_t lda, const float* b,
+                                                 int64_t ldb, float* c, int64_t ldc,
+                                                 const __mmask16 tails[2]) {
   __m512 acc[R][2];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
@@ -225,7 +231,8 @@ __attribute__((target("avx512f"))) void block_at(int64_t k, const float* a, int6
   }
 }
 
-using BlockAt = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const __mmask16*);
+using BlockAt = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t,
+                         const __mmask16*);
 template <int... R>
 constexpr auto at_blocks_of(std::integer_sequence<int, R...>) {
   struct Table {
@@ -235,11 +242,13 @@ constexpr auto at_blocks_of(std::integer_sequence<int, R...>) {
 }
 constexpr auto kAtBlocks = at_blocks_of(std::make_integer_sequence<int, kMaxRows>{});
 
-void run_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-            int64_t ldc) {
+void run_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+            float* c, int64_t ldc) {
   for (int64_t j = 0; j < n; j += kStrip) {
     const int64_t width = std::min<int64_t>(kStrip, n - j);
-    const auto mask = [](int64_t lanes) { return __mmask16(lanes >= 16 ? 0xFFFF : lanes <= 0 ? 0 : (1u << lanes) - 1); };
+    const auto mask = [](int64_t lanes) {
+      return __mmask16(lanes >= 16 ? 0xFFFF : lanes <= 0 ? 0 : (1u << lanes) - 1);
+    };
     const __mmask16 tails[2] = {mask(width), mask(width - 16)};
     for_row_blocks(m, [&](int64_t row, int64_t rows) {
       kAtBlocks.f[rows - 1](k, a + row, lda, b + j, ldb, c + row * ldc + j, ldc, tails);
@@ -264,9 +273,11 @@ int64_t avx512_gemm_at_calls_on_this_thread() { return t_at_calls; }
 
 Avx512GemmPrefetch avx512_gemm_prefetch(int64_t m, int64_t n, int64_t k, int64_t next_bytes) {
   Avx512GemmPrefetch plan;
-  plan.blocks = std::max<int64_t>(0, (m + kMaxRows - 1) / kMaxRows) * std::max<int64_t>(0, (n + kStrip - 1) / kStrip);
+  plan.blocks =
+      std::max<int64_t>(0, (m + kMaxRows - 1) / kMaxRows) * std::max<int64_t>(0, (n + kStrip - 1) / kStrip);
   plan.lines = (std::max<int64_t>(next_bytes, 0) + 63) / 64;
-  if (plan.blocks == 0 || k <= 0 || plan.lines < k) return Avx512GemmPrefetch{plan.blocks, 0, 0, 0};  // too few lines
+  if (plan.blocks == 0 || k <= 0 || plan.lines < k)
+    return Avx512GemmPrefetch{plan.blocks, 0, 0, 0};  // too few lines
   // Every block takes the same share (one division per product: per block, the
   // divisions cost 3% of one image's forward); the last blocks' ranges are moved
   // back to end at the range's end, overlapping their neighbours'.
@@ -289,29 +300,31 @@ void checked(bool width_ok, bool empty, int64_t& calls, const char* what, Body&&
 #else
   (void)width_ok, (void)empty, (void)calls, (void)body;
 #endif
-  throw Error(std::string("internal: ") + what + " called where it cannot run (no AVX-512, or a width it cannot load)");
+  throw Error(std::string("internal: ") + what +
+              " called where it cannot run (no AVX-512, or a width it cannot load)");
 }
 
 template <typename W>
-void run_planned(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* b, int64_t ldb, float* c,
-                 int64_t ldc, const void* next, int64_t next_bytes) {
+void run_planned(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* b, int64_t ldb,
+                 float* c, int64_t ldc, const void* next, int64_t next_bytes) {
 #if defined(__x86_64__)
   const Avx512GemmPrefetch plan = avx512_gemm_prefetch(m, n, k, next ? next_bytes : 0);
   run(m, n, k, a, lda, b, ldb, c, ldc, static_cast<const char*>(next), plan);
 #else
-  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next, (void)next_bytes;
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next,
+      (void)next_bytes;
 #endif
 }
 }  // namespace
 
-void avx512_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-              int64_t ldc, const void* next, int64_t next_bytes) {
+void avx512_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                 float* c, int64_t ldc, const void* next, int64_t next_bytes) {
   checked(avx512_gemm_width_ok(n), m <= 0, t_calls, "avx512_gemm",
           [&] { run_planned(m, n, k, a, lda, b, ldb, c, ldc, next, next_bytes); });
 }
 
-void avx512_gemm_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                 int64_t ldc) {
+void avx512_gemm_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                    float* c, int64_t ldc) {
   checked(true, m <= 0 || n <= 0, t_at_calls, "avx512_gemm_at", [&] {
 #if defined(__x86_64__)
     run_at(m, n, k, a, lda, b, ldb, c, ldc);
@@ -319,8 +332,8 @@ void avx512_gemm_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda
   });
 }
 
-void avx512_gemm_bf16(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const Bf16Bits* b, int64_t ldb,
-                   float* c, int64_t ldc, const void* next, int64_t next_bytes) {
+void avx512_gemm_bf16(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const Bf16Bits* b,
+                      int64_t ldb, float* c, int64_t ldc, const void* next, int64_t next_bytes) {
   checked(avx512_gemm_bf16_width_ok(n), m <= 0, t_calls, "avx512_gemm_bf16",
           [&] { run_planned(m, n, k, a, lda, b, ldb, c, ldc, next, next_bytes); });
 }

@@ -6,8 +6,8 @@
 // be needed; this kernel keeps a 32-column strip of b in L1 across all rows (a
 // product of at most 6 rows, one register block high, sweeps 64 columns at a
 // time instead) and prefetches the caller's next matrix into L2 while it
-// computes, so streaming the bank overlaps the arithmetic (docs/performance.md). AVX-512 only; callers fall back to the BLAS where it is absent.
-// Plain C++ on raw pointers (no LibTorch).
+// computes, so streaming the bank overlaps the arithmetic (docs/performance.md). AVX-512 only; callers fall
+// back to the BLAS where it is absent. Plain C++ on raw pointers (no LibTorch).
 #include <algorithm>
 #include <cstdint>
 
@@ -34,15 +34,15 @@ inline bool avx512_gemm_width_ok(int64_t n) { return n > 0; }
 
 // c = a b (c is overwritten). lda, ldb, ldc are row strides in floats. While it
 // runs, the next_bytes bytes at next (may be null) are prefetched into L2.
-void avx512_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-              int64_t ldc, const void* next = nullptr, int64_t next_bytes = 0);
+void avx512_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                 float* c, int64_t ldc, const void* next = nullptr, int64_t next_bytes = 0);
 
 // c[m x n] = a^T b with a stored k x m (lda: its row stride), b k x n: the
 // weight gradient G^T dS of a per-matrix product, read without transposing G.
 // c is overwritten. A kernel of its own with avx512_gemm's block shape (12 rows by
 // 32 columns, every load and store masked), no 64-column blocks, no prefetch.
-void avx512_gemm_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                 int64_t ldc);
+void avx512_gemm_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                    float* c, int64_t ldc);
 
 // The bits of a bfloat16 (the top 16 bits of the float it rounds).
 using Bf16Bits = uint16_t;
@@ -57,8 +57,8 @@ inline bool avx512_gemm_bf16_width_ok(int64_t n) { return n > 0 && n % 32 == 0; 
 // arithmetic: the product is exactly a (float) times the rounded b, summed in
 // float, for half of b's memory traffic. ldb counts bfloat16s; next_bytes the
 // next matrix's bytes.
-void avx512_gemm_bf16(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const Bf16Bits* b, int64_t ldb,
-                   float* c, int64_t ldc, const void* next = nullptr, int64_t next_bytes = 0);
+void avx512_gemm_bf16(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const Bf16Bits* b,
+                      int64_t ldb, float* c, int64_t ldc, const void* next = nullptr, int64_t next_bytes = 0);
 
 // How avx512_gemm spreads the prefetch of `next` over its register blocks (each a
 // strip of 32 columns by up to 12 rows), exposed for its tests: every block

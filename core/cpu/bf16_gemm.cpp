@@ -1,24 +1,25 @@
 #include "cpu/bf16_gemm.h"
-#include "util/engine_options.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 
-#include "util/error.h"
 #include "cpu/helper_threads.h"
+#include "util/engine_options.h"
+#include "util/error.h"
 
 // AMX intrinsics need GCC 11 or Clang 12; the tile permission is Linux's.
-#if defined(__x86_64__) && defined(__linux__) && \
-    ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#if defined(__x86_64__) && defined(__linux__) &&      \
+    ((defined(__clang__) && __clang_major__ >= 12) || \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
 #define TRANSLUTION_AMX 1
+#include <cerrno>
+
 #include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include <cerrno>
 #endif
 
 namespace translution {
@@ -44,12 +45,15 @@ struct alignas(64) TileConfig {
 };
 
 // Lanes [0, n) of a 16-float load (masked lanes read nothing and are 0).
-__mmask16 lanes(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1); }
+__mmask16 lanes(int64_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
 
 // 32 bfloat16 [lo_0..lo_15, hi_0..hi_15] -> pairs [lo_0, hi_0, lo_1, hi_1, ...].
 __attribute__((target("avx512f,avx512bw"))) __m512i interleave_pairs(__m512i v) {
-  alignas(64) static const uint16_t order[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-                                                 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  alignas(64) static const uint16_t order[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                                 21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
+                                                 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   return _mm512_permutexvar_epi16(_mm512_load_si512(order), v);
 }
 
@@ -57,7 +61,8 @@ __attribute__((target("avx512f,avx512bw"))) __m512i interleave_pairs(__m512i v) 
 // bfloat16): per group of four rows their columns gathered into 128-bit lanes
 // (cols 4l + c in lane l of u[4 g + c]), then the lanes of the four groups.
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own unpack intrinsics (their unused pass-through)
+#pragma GCC diagnostic ignored \
+    "-Wuninitialized"  // GCC 12's own unpack intrinsics (their unused pass-through)
 __attribute__((target("avx512f"))) void transpose_16x16(__m512i r[16]) {
   __m512i u[16];
   for (int g = 0; g < 4; ++g) {
@@ -71,8 +76,10 @@ __attribute__((target("avx512f"))) void transpose_16x16(__m512i r[16]) {
     u[4 * g + 3] = _mm512_unpackhi_epi64(hi01, hi23);
   }
   for (int c = 0; c < 4; ++c) {  // u[c] lanes hold columns c, c + 4, c + 8, c + 12
-    const __m512i even_ab = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), even_cd = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
-    const __m512i odd_ab = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd), odd_cd = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+    const __m512i even_ab = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88),
+                  even_cd = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+    const __m512i odd_ab = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd),
+                  odd_cd = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
     r[c] = _mm512_shuffle_i32x4(even_ab, even_cd, 0x88);
     r[c + 8] = _mm512_shuffle_i32x4(even_ab, even_cd, 0xdd);
     r[c + 4] = _mm512_shuffle_i32x4(odd_ab, odd_cd, 0x88);
@@ -83,15 +90,15 @@ __attribute__((target("avx512f"))) void transpose_16x16(__m512i r[16]) {
 
 // Two masked 16-float loads rounded to 32 bfloat16 [lo, hi].
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) __m512i to_bf16(const float* lo, __mmask16 lo_lanes,
-                                                                         const float* hi, __mmask16 hi_lanes) {
+                                                                       const float* hi, __mmask16 hi_lanes) {
   const __m512 l = _mm512_maskz_loadu_ps(lo_lanes, lo), h = _mm512_maskz_loadu_ps(hi_lanes, hi);
   return __m512i(_mm512_cvtne2ps_pbh(h, l));
 }
 
 // Rows [r0, r1) of packed A from a [m x k] (row stride lda).
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_a_rows(const float* a, int64_t lda, int64_t m,
-                                                                          int64_t k, uint16_t* ap, int64_t kp,
-                                                                          int64_t r0, int64_t r1) {
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_a_rows(const float* a, int64_t lda,
+                                                                        int64_t m, int64_t k, uint16_t* ap,
+                                                                        int64_t kp, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; ++r) {
     uint16_t* dst = ap + r * kp;
     if (r >= m) {
@@ -109,16 +116,17 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_a_rows(const fl
 // (k, k + 1); transposed, each vector is one row's 32 k (the rows of a read
 // front to back).
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_a_transposed(const float* a, int64_t lda,
-                                                                                int64_t m, int64_t k, uint16_t* ap,
-                                                                                int64_t kp, int64_t r0, int64_t r1) {
+                                                                              int64_t m, int64_t k,
+                                                                              uint16_t* ap, int64_t kp,
+                                                                              int64_t r0, int64_t r1) {
   __m512i v[16];
   for (int64_t q = 0; q < kp / 32; ++q)
     for (int64_t g = r0; g < r1; g += 16) {
       const __mmask16 rows = lanes(m - g);
       for (int p = 0; p < 16; ++p) {
         const int64_t k0 = 32 * q + 2 * p;
-        v[p] = interleave_pairs(to_bf16(a + k0 * lda + g, k0 < k ? rows : __mmask16(0), a + (k0 + 1) * lda + g,
-                                        k0 + 1 < k ? rows : __mmask16(0)));
+        v[p] = interleave_pairs(to_bf16(a + k0 * lda + g, k0 < k ? rows : __mmask16(0),
+                                        a + (k0 + 1) * lda + g, k0 + 1 < k ? rows : __mmask16(0)));
       }
       transpose_16x16(v);
       for (int j = 0; j < 16; ++j) _mm512_storeu_si512(ap + (g + j) * kp + 32 * q, v[j]);
@@ -126,16 +134,17 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_a_transposed(co
 }
 
 // Column groups [j0, j1) (16 columns each) of packed B from b [k x n] (row stride ldb).
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_b_rows(const float* b, int64_t ldb, int64_t n,
-                                                                          int64_t k, uint16_t* bp, int64_t kp,
-                                                                          int64_t j0, int64_t j1) {
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_b_rows(const float* b, int64_t ldb,
+                                                                        int64_t n, int64_t k, uint16_t* bp,
+                                                                        int64_t kp, int64_t j0, int64_t j1) {
   const int64_t kb = kp / 32;
   for (int64_t p = 0; p < kp / 2; ++p) {  // two rows of b at a time, front to back
     const int64_t k0 = 2 * p;
     for (int64_t j = j0; j < j1; ++j) {
       const __mmask16 cols = lanes(n - 16 * j);
       const float* src = b + k0 * ldb + 16 * j;
-      const __m512i v = to_bf16(src, k0 < k ? cols : __mmask16(0), src + ldb, k0 + 1 < k ? cols : __mmask16(0));
+      const __m512i v =
+          to_bf16(src, k0 < k ? cols : __mmask16(0), src + ldb, k0 + 1 < k ? cols : __mmask16(0));
       _mm512_storeu_si512(bp + (j * kb + p / 16) * kTile + (p % 16) * 32, interleave_pairs(v));
     }
   }
@@ -145,8 +154,9 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_b_rows(const fl
 // is one column of B, its 32 consecutive k already the 16 pairs a tile column
 // holds; 16 of them transposed are the tile's rows.
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_b_transposed(const float* b, int64_t ldb,
-                                                                                int64_t n, int64_t k, uint16_t* bp,
-                                                                                int64_t kp, int64_t j0, int64_t j1) {
+                                                                              int64_t n, int64_t k,
+                                                                              uint16_t* bp, int64_t kp,
+                                                                              int64_t j0, int64_t j1) {
   const int64_t kb = kp / 32;
   __m512i v[16];
   for (int64_t j = j0; j < j1; ++j)
@@ -238,11 +248,9 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_blocks(const uint16_t
 // 16 columns: per pair of k, G loads of B and R broadcasts of A's pair for R x G
 // instructions, each 32 multiply-adds with fp32 sums (twice the fp32 FMA's 16).
 template <int R, int G>
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) inline void dot_block(const uint16_t* ap, int64_t kp,
-                                                                               const uint16_t* bp, int64_t kb,
-                                                                               const float* bias, float* c,
-                                                                               int64_t ldc, int64_t m, int64_t n,
-                                                                               int64_t r0, int64_t j0) {
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) inline void dot_block(
+    const uint16_t* ap, int64_t kp, const uint16_t* bp, int64_t kb, const float* bias, float* c, int64_t ldc,
+    int64_t m, int64_t n, int64_t r0, int64_t j0) {
   __m512 acc[R][G];
   for (int g = 0; g < G; ++g) {
     const __m512 start = bias ? _mm512_loadu_ps(bias + 16 * (j0 + g)) : _mm512_setzero_ps();
@@ -274,8 +282,8 @@ void dot_rows(const uint16_t* ap, int64_t kp, const uint16_t* bp, int64_t np, co
   if (j < groups) dot_block<R, 2>(ap, kp, bp, kb, bias, c, ldc, m, n, r0, j);
 }
 
-void multiply_rows_dot(const uint16_t* ap, const uint16_t* bp, const float* bias, int64_t kp, int64_t np, float* c,
-                       int64_t ldc, int64_t m, int64_t n, int64_t r0, int64_t r1) {
+void multiply_rows_dot(const uint16_t* ap, const uint16_t* bp, const float* bias, int64_t kp, int64_t np,
+                       float* c, int64_t ldc, int64_t m, int64_t n, int64_t r0, int64_t r1) {
   r1 = std::min(r1, m);  // padded rows are zeros: nothing to store
   int64_t r = r0;
   for (; r + 6 <= r1; r += 6) dot_rows<6>(ap, kp, bp, np, bias, c, ldc, m, n, r);
@@ -299,7 +307,8 @@ class Scratch {
       bytes = (bytes + 63) / 64 * 64;  // aligned_alloc takes whole multiples of the alignment
       data_ = std::aligned_alloc(64, bytes);
       size_ = data_ ? bytes : 0;
-      if (!data_) throw Error("out of memory for a bfloat16 product's operands (" + std::to_string(bytes) + " bytes)");
+      if (!data_)
+        throw Error("out of memory for a bfloat16 product's operands (" + std::to_string(bytes) + " bytes)");
     }
     return data_;
   }
@@ -341,8 +350,7 @@ int tile_refusal() {
 
 }  // namespace
 
-namespace {
-}  // namespace
+namespace {}  // namespace
 
 // Tiles where the CPU has them, Linux grants them and they are on, else AVX512-BF16 dot products.
 static bool use_tiles() {
@@ -352,7 +360,6 @@ static bool use_tiles() {
   return false;
 #endif
 }
-
 
 bool bf16_gemm_available() {
 #ifdef TRANSLUTION_AMX
@@ -399,21 +406,27 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
   // Each part packs a share of both operands, then (all packed) multiplies a share of C's row blocks.
   run_parts(parts, [&](int p) {
     const int64_t g0 = mp / 16 * p / parts * 16, g1 = mp / 16 * (p + 1) / parts * 16;
-    if (trans_a) pack_a_transposed(a, lda, m, k, ap, kp, g0, g1);
-    else pack_a_rows(a, lda, m, k, ap, kp, g0, g1);
+    if (trans_a)
+      pack_a_transposed(a, lda, m, k, ap, kp, g0, g1);
+    else
+      pack_a_rows(a, lda, m, k, ap, kp, g0, g1);
     const int64_t j0 = np / 16 * p / parts, j1 = np / 16 * (p + 1) / parts;
-    if (trans_b) pack_b_transposed(b, ldb, n, k, bp, kp, j0, j1);
-    else pack_b_rows(b, ldb, n, k, bp, kp, j0, j1);
+    if (trans_b)
+      pack_b_transposed(b, ldb, n, k, bp, kp, j0, j1);
+    else
+      pack_b_rows(b, ldb, n, k, bp, kp, j0, j1);
   });
   const bool tiles = use_tiles();
   run_parts(parts, [&](int p) {
     const int64_t i0 = row_blocks * p / parts, i1 = row_blocks * (p + 1) / parts;
-    if (tiles) multiply_blocks(ap, bp, padded_bias, kp, np, c, ldc, m, n, i0, i1);
-    else multiply_rows_dot(ap, bp, padded_bias, kp, np, c, ldc, m, n, 32 * i0, 32 * i1);
+    if (tiles)
+      multiply_blocks(ap, bp, padded_bias, kp, np, c, ldc, m, n, i0, i1);
+    else
+      multiply_rows_dot(ap, bp, padded_bias, kp, np, c, ldc, m, n, 32 * i0, 32 * i1);
   });
 #else
-  (void)trans_a, (void)trans_b, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)parts,
-      (void)bias;
+  (void)trans_a, (void)trans_b, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc,
+      (void)parts, (void)bias;
 #endif
 }
 
@@ -423,16 +436,21 @@ float round_to_bf16(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
   const uint32_t exponent = u & 0x7F800000u;
-  if (exponent == 0x7F800000u && (u & 0x007FFFFFu)) u |= 0x00400000u;  // NaN: quiet, stays NaN
-  else if (exponent == 0) u &= 0x80000000u;  // subnormal: zero, as the hardware's conversion flushes it
-  else u += 0x7FFFu + ((u >> 16) & 1u);      // to nearest, ties to even
+  if (exponent == 0x7F800000u && (u & 0x007FFFFFu))
+    u |= 0x00400000u;  // NaN: quiet, stays NaN
+  else if (exponent == 0)
+    u &= 0x80000000u;  // subnormal: zero, as the hardware's conversion flushes it
+  else
+    u += 0x7FFFu + ((u >> 16) & 1u);  // to nearest, ties to even
   u &= 0xFFFF0000u;
   float y;
   std::memcpy(&y, &u, 4);
   return y;
 }
 
-ScopedDensePrecision::ScopedDensePrecision(DensePrecision precision) : before_(t_precision) { t_precision = precision; }
+ScopedDensePrecision::ScopedDensePrecision(DensePrecision precision) : before_(t_precision) {
+  t_precision = precision;
+}
 ScopedDensePrecision::~ScopedDensePrecision() { t_precision = before_; }
 DensePrecision dense_precision() { return t_precision; }
 bool valid_dense_precision_name(const std::string& name) { return name == "fp32" || name == "bf16"; }

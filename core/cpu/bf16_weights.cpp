@@ -17,7 +17,8 @@ thread_local const Bf16Weights* t_weights = nullptr;
 
 at::Tensor bf16_strip_layout(const at::Tensor& bank) {
   const int64_t n = bank.size(-1);
-  if (n % 32 != 0) throw Error("internal: bf16_strip_layout needs rows of whole 32-column strips, got " + std::to_string(n));
+  if (n % 32 != 0)
+    throw Error("internal: bf16_strip_layout needs rows of whole 32-column strips, got " + std::to_string(n));
   std::vector<int64_t> strips = bank.sizes().vec();
   strips.back() = n / 32;
   strips.push_back(2);

@@ -1,8 +1,9 @@
 #include "cpu/blas_gemm.h"
-#include "util/engine_options.h"
 
 #include <atomic>
 #include <type_traits>
+
+#include "util/engine_options.h"
 
 #ifdef TRANSLUTION_HAVE_CBLAS
 #include <cblas.h>
@@ -29,14 +30,15 @@ bool onednn_gemm(int threads, char ta, char tb, int64_t m, int64_t n, int64_t k,
 #ifdef TRANSLUTION_HAVE_DNNL
   const int before = omp_get_max_threads();
   if (before != threads) omp_set_num_threads(threads);
-  const dnnl_status_t status = dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
+  const dnnl_status_t status =
+      dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
   if (before != threads) omp_set_num_threads(before);
   if (status != dnnl_success) return false;
   g_onednn_products.fetch_add(1, std::memory_order_relaxed);
   return true;
 #else
-  (void)threads, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c,
-      (void)ldc, (void)accumulate;
+  (void)threads, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb,
+      (void)c, (void)ldc, (void)accumulate;
   return false;
 #endif
 }
@@ -49,7 +51,9 @@ bool onednn_sgemm_available() { return true; }
 bool onednn_sgemm_available() { return false; }
 #endif
 
-bool onednn_sgemm_applies() { return !engine_options().reference && onednn_sgemm_available() && blas_threads() == 1; }
+bool onednn_sgemm_applies() {
+  return !engine_options().reference && onednn_sgemm_available() && blas_threads() == 1;
+}
 
 bool onednn_sgemm_takes(int64_t m, int64_t n, int64_t k) {
   return m * n * k >= kOneDnnLeastWork && onednn_sgemm_applies();
@@ -57,15 +61,18 @@ bool onednn_sgemm_takes(int64_t m, int64_t n, int64_t k) {
 
 int64_t onednn_sgemm_products() { return g_onednn_products.load(std::memory_order_relaxed); }
 
-bool onednn_sgemm_on_threads(int threads, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
+bool onednn_sgemm_on_threads(int threads, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                             float* c) {
   return onednn_sgemm_available() && onednn_gemm(threads, 'N', 'N', m, n, k, a, k, b, n, c, n, false);
 }
 
-
-bool blas_gemm_usable(const at::Tensor& t) { return t.defined() && t.is_contiguous() && blas_gemm_rows_usable(t); }
+bool blas_gemm_usable(const at::Tensor& t) {
+  return t.defined() && t.is_contiguous() && blas_gemm_rows_usable(t);
+}
 
 bool blas_gemm_rows_usable(const at::Tensor& t) {
-  if (engine_options().reference || !t.defined() || !t.is_cpu() || t.dim() < 1 || t.stride(-1) != 1) return false;
+  if (engine_options().reference || !t.defined() || !t.is_cpu() || t.dim() < 1 || t.stride(-1) != 1)
+    return false;
 #ifdef TRANSLUTION_HAVE_CBLAS
   return t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble;
 #else
@@ -75,7 +82,7 @@ bool blas_gemm_rows_usable(const at::Tensor& t) {
 
 template <typename T>
 void blas_gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                      const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
+                       const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate) {
   if constexpr (std::is_same_v<T, float>) {
     if (onednn_sgemm_takes(m, n, k) &&
         onednn_gemm(1, trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, a, lda, b, ldb, c, ldc, accumulate))
@@ -85,12 +92,14 @@ void blas_gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
   const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
   const T beta = accumulate ? 1 : 0;
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
+    cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), beta, c,
+                int(ldc));
   else
-    cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
+    cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), beta, c,
+                int(ldc));
 #else
-  (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc,
-      (void)accumulate;
+  (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c,
+      (void)ldc, (void)accumulate;
   throw Error("internal: blas_gemm called in a build without cblas.h");
 #endif
 }
@@ -102,9 +111,9 @@ void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
 
 template void blas_gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*, const float*, float*);
 template void blas_gemm<double>(bool, bool, int64_t, int64_t, int64_t, const double*, const double*, double*);
-template void blas_gemm_strided<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*,
-                                      int64_t, float*, int64_t, bool);
-template void blas_gemm_strided<double>(bool, bool, int64_t, int64_t, int64_t, const double*, int64_t, const double*,
-                                       int64_t, double*, int64_t, bool);
+template void blas_gemm_strided<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t,
+                                       const float*, int64_t, float*, int64_t, bool);
+template void blas_gemm_strided<double>(bool, bool, int64_t, int64_t, int64_t, const double*, int64_t,
+                                        const double*, int64_t, double*, int64_t, bool);
 
 }  // namespace translution

@@ -16,7 +16,6 @@ bool blas_gemm_usable(const at::Tensor& t);
 // The same for blas_gemm_strided: rows need not be packed, only their elements.
 bool blas_gemm_rows_usable(const at::Tensor& t);
 
-
 // Float products of at least kOneDnnLeastWork multiply-adds, where each product
 // runs on one thread (OpenBLAS set to one thread: a training step split over the
 // cores, the engine's own splits, the studio), go to oneDNN's sgemm when the
@@ -38,7 +37,8 @@ int64_t onednn_sgemm_products();
 // c [m x n] = a [m x k] b [k x n] (row-major, packed) on oneDNN's sgemm over
 // `threads` OpenMP threads, whatever the switch says: the benchmarks' GEMM
 // reference on every core. False where oneDNN is absent or refused the call.
-bool onednn_sgemm_on_threads(int threads, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
+bool onednn_sgemm_on_threads(int threads, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                             float* c);
 
 // c[m x n] = op(a) op(b), all row-major: op(a) is a [m x k], or a stored [k x m]
 // and transposed when trans_a; op(b) is b [k x n], or b stored [n x k] when trans_b.
@@ -50,6 +50,6 @@ void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
 // accumulate: c += op(a) op(b) (the BLAS's beta = 1) instead of overwriting c.
 template <typename T>
 void blas_gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                      const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate = false);
+                       const T* b, int64_t ldb, T* c, int64_t ldc, bool accumulate = false);
 
 }  // namespace translution

@@ -38,13 +38,18 @@ std::string blas_core() {
 
 std::string avx2_blas_hint(bool cpu_has_subsets, const std::string& core, const char* coretype_variable) {
   if (!cpu_has_subsets || lower(core) != "haswell") return {};
-  const std::string cost = "its AVX-512 kernels ran this project's GEMMs up to 1.6x faster on an AVX-512 machine";
+  const std::string cost =
+      "its AVX-512 kernels ran this project's GEMMs up to 1.6x faster on an AVX-512 machine";
   if (coretype_variable)
     return "with OPENBLAS_CORETYPE=" + std::string(coretype_variable) +
-           ", OpenBLAS runs its AVX2 (Haswell) kernels on this AVX-512 CPU; unset it (env -u OPENBLAS_CORETYPE) "
-           "to let OpenBLAS choose: " + cost + " (docs/performance.md)";
-  return "OpenBLAS chose its AVX2 (Haswell) kernels on this AVX-512 CPU; OPENBLAS_CORETYPE=SkylakeX selects its "
-         "AVX-512 ones: " + cost + " (docs/performance.md)";
+           ", OpenBLAS runs its AVX2 (Haswell) kernels on this AVX-512 CPU; unset it (env -u "
+           "OPENBLAS_CORETYPE) "
+           "to let OpenBLAS choose: " +
+           cost + " (docs/performance.md)";
+  return "OpenBLAS chose its AVX2 (Haswell) kernels on this AVX-512 CPU; OPENBLAS_CORETYPE=SkylakeX selects "
+         "its "
+         "AVX-512 ones: " +
+         cost + " (docs/performance.md)";
 }
 
 std::string avx2_blas_hint() {

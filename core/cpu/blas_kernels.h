@@ -18,7 +18,8 @@ std::string blas_core();
 // A one-line hint when OpenBLAS runs its AVX2 (Haswell) kernels on a CPU with
 // the AVX-512 subsets its SkylakeX kernels need, saying how to get those;
 // otherwise empty. coretype_variable is $OPENBLAS_CORETYPE (null when unset).
-std::string avx2_blas_hint(bool cpu_has_skylakex_subsets, const std::string& core, const char* coretype_variable);
+std::string avx2_blas_hint(bool cpu_has_skylakex_subsets, const std::string& core,
+                           const char* coretype_variable);
 // The same for this process.
 std::string avx2_blas_hint();
 

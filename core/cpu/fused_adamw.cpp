@@ -41,15 +41,15 @@ void update_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __
 template <typename T>
 void update(T* p, const T* g, T* m, T* v, int64_t n, const Coefficients& c) {
   run_chunks(n, element_grain(1 << 16), element_parts(), [&](int64_t begin, int64_t end) {
-    update_range<T>(p, g, m, v, begin, end, T(c.decay), T(c.beta1), T(c.beta2), T(1 - c.beta1), T(1 - c.beta2),
-                    T(-c.step_size), T(c.sqrt_bc2), T(c.eps));
+    update_range<T>(p, g, m, v, begin, end, T(c.decay), T(c.beta1), T(c.beta2), T(1 - c.beta1),
+                    T(1 - c.beta2), T(-c.step_size), T(c.sqrt_bc2), T(c.eps));
   });
 }
 
-
 bool fusable(const at::Tensor& p) {
   const at::Tensor& g = p.grad();
-  return p.is_cpu() && (p.scalar_type() == at::kFloat || p.scalar_type() == at::kDouble) && p.is_contiguous() &&
+  return p.is_cpu() && (p.scalar_type() == at::kFloat || p.scalar_type() == at::kDouble) &&
+         p.is_contiguous() &&
          (!g.defined() || (!g.is_sparse() && g.is_contiguous() && g.scalar_type() == p.scalar_type()));
 }
 
@@ -89,7 +89,8 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
       s.step(s.step() + 1);
       const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
       const double bc1 = 1 - std::pow(beta1, double(s.step())), bc2 = 1 - std::pow(beta2, double(s.step()));
-      const Coefficients c{1 - o.lr() * o.weight_decay(), beta1, beta2, o.lr() / bc1, std::sqrt(bc2), o.eps()};
+      const Coefficients c{
+          1 - o.lr() * o.weight_decay(), beta1, beta2, o.lr() / bc1, std::sqrt(bc2), o.eps()};
       at::Tensor m = s.exp_avg(), v = s.exp_avg_sq();
       if (!m.is_contiguous() || !v.is_contiguous()) {  // e.g. loaded from an archive that kept strides
         m = m.contiguous(), v = v.contiguous();
@@ -97,16 +98,19 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
       }
       const at::Tensor g = p.grad();
       if (p.scalar_type() == at::kFloat)
-        update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(), p.numel(), c);
+        update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(), p.numel(),
+               c);
       else
-        update(p.data_ptr<double>(), g.data_ptr<double>(), m.data_ptr<double>(), v.data_ptr<double>(), p.numel(), c);
+        update(p.data_ptr<double>(), g.data_ptr<double>(), m.data_ptr<double>(), v.data_ptr<double>(),
+               p.numel(), c);
       torch::autograd::impl::bump_version(p);  // as an in-place op would, for autograd's saved-tensor checks
     }
   }
   return loss;
 }
 
-std::unique_ptr<torch::optim::AdamW> make_adamw(std::vector<at::Tensor> params, const torch::optim::AdamWOptions& options) {
+std::unique_ptr<torch::optim::AdamW> make_adamw(std::vector<at::Tensor> params,
+                                                const torch::optim::AdamWOptions& options) {
   if (engine_options().reference) return std::make_unique<torch::optim::AdamW>(std::move(params), options);
   return std::make_unique<FusedAdamW>(std::move(params), options);
 }

@@ -25,6 +25,7 @@ class FusedAdamW : public torch::optim::AdamW {
 
 // The optimizer a training run uses: FusedAdamW, or LibTorch's own AdamW under
 // engine_options().reference.
-std::unique_ptr<torch::optim::AdamW> make_adamw(std::vector<at::Tensor> params, const torch::optim::AdamWOptions& options);
+std::unique_ptr<torch::optim::AdamW> make_adamw(std::vector<at::Tensor> params,
+                                                const torch::optim::AdamWOptions& options);
 
 }  // namespace translution

@@ -21,20 +21,23 @@ at::Tensor gather_rows(const at::Tensor& x_in, const at::Tensor& index) {
   auto* dst = static_cast<char*>(out.data_ptr());
   const int64_t* idx = index.data_ptr<int64_t>();
   at::parallel_for(0, index.size(0), 64, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) std::memcpy(dst + r * row_bytes, src + idx[r] * row_bytes, size_t(row_bytes));
+    for (int64_t r = begin; r < end; ++r)
+      std::memcpy(dst + r * row_bytes, src + idx[r] * row_bytes, size_t(row_bytes));
   });
   return out;
 }
 
 bool plain_cpu(const at::Tensor& t, const at::Tensor& index) {
-  return t.is_cpu() && t.is_contiguous() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) &&
-         index.is_cpu() && index.is_contiguous() && index.scalar_type() == at::kLong;
+  return t.is_cpu() && t.is_contiguous() &&
+         (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) && index.is_cpu() &&
+         index.is_contiguous() && index.scalar_type() == at::kLong;
 }
 
 at::Tensor scatter_pairs(const at::Tensor& dots, const at::Tensor& pair_of_row, int64_t M, int64_t N) {
   if (!plain_cpu(dots, pair_of_row)) return {};
   const int64_t R = dots.size(0), B = dots.size(1), H = dots.size(2);
-  at::Tensor grid = R == M * N ? at::empty({B, H, M, N}, dots.options()) : at::zeros({B, H, M, N}, dots.options());
+  at::Tensor grid =
+      R == M * N ? at::empty({B, H, M, N}, dots.options()) : at::zeros({B, H, M, N}, dots.options());
   const int64_t* pair = pair_of_row.data_ptr<int64_t>();
   AT_DISPATCH_FLOATING_TYPES(dots.scalar_type(), "scatter_pairs", [&] {
     const scalar_t* d = dots.data_ptr<scalar_t>();
@@ -47,7 +50,8 @@ at::Tensor scatter_pairs(const at::Tensor& dots, const at::Tensor& pair_of_row, 
 
 at::Tensor gather_pairs(const at::Tensor& grid, const at::Tensor& pair_of_row) {
   if (!plain_cpu(grid, pair_of_row)) return {};
-  const int64_t B = grid.size(0), H = grid.size(1), M = grid.size(2), N = grid.size(3), R = pair_of_row.size(0);
+  const int64_t B = grid.size(0), H = grid.size(1), M = grid.size(2), N = grid.size(3),
+                R = pair_of_row.size(0);
   at::Tensor rows = at::empty({R, B, H}, grid.options());
   const int64_t* pair = pair_of_row.data_ptr<int64_t>();
   AT_DISPATCH_FLOATING_TYPES(grid.scalar_type(), "gather_pairs", [&] {

@@ -63,7 +63,7 @@ void per_head(int64_t B, int64_t H, bool ta, bool tb, int64_t m, int64_t n, int6
   for (int64_t i = 0; i < B; ++i)
     for (int64_t h = 0; h < H; ++h)
       blas_gemm_strided<T>(ta, tb, m, n, k, a.at(i, h), a.row_stride, b.at(i, h), b.row_stride,
-                          out + i * out_batch + h * out_head, out_row);
+                           out + i * out_batch + h * out_head, out_row);
 }
 
 // logits[b, h] = Q_bh K_bh^T: Q [B, M, D] (M queries), K [B, N, D] -> [B, H, M, N].
@@ -75,8 +75,8 @@ class HeadLogits : public torch::autograd::Function<HeadLogits> {
     const int64_t B = q.size(0), M = q.size(1), N = k.size(1), dh = q.size(2) / heads;
     at::Tensor out = at::empty({B, heads, M, N}, q.options().memory_format(at::MemoryFormat::Contiguous));
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "head_logits", [&] {
-      per_head<scalar_t>(B, heads, false, true, M, N, dh, tokens_view<scalar_t>(q, dh), tokens_view<scalar_t>(k, dh),
-                         out.data_ptr<scalar_t>(), heads * M * N, N, M * N);
+      per_head<scalar_t>(B, heads, false, true, M, N, dh, tokens_view<scalar_t>(q, dh),
+                         tokens_view<scalar_t>(k, dh), out.data_ptr<scalar_t>(), heads * M * N, N, M * N);
     });
     return out;
   }
@@ -84,16 +84,17 @@ class HeadLogits : public torch::autograd::Function<HeadLogits> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto s = ctx->get_saved_variables();
     const at::Tensor &q = s[0], &k = s[1];
-    const int64_t H = ctx->saved_data["heads"].toInt(), B = q.size(0), M = q.size(1), N = k.size(1), D = q.size(2);
+    const int64_t H = ctx->saved_data["heads"].toInt(), B = q.size(0), M = q.size(1), N = k.size(1),
+                  D = q.size(2);
     const int64_t dh = D / H;
     const at::Tensor g = grads[0].contiguous();
     at::Tensor dq = at::empty({B, M, D}, q.options()), dk = at::empty({B, N, D}, k.options());
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "head_logits_backward", [&] {
       const HeadView<scalar_t> gv = pairs_view<scalar_t>(g);
-      per_head<scalar_t>(B, H, false, false, M, dh, N, gv, tokens_view<scalar_t>(k, dh), dq.data_ptr<scalar_t>(),
-                         M * D, D, dh);  // dQ = G K
-      per_head<scalar_t>(B, H, true, false, N, dh, M, gv, tokens_view<scalar_t>(q, dh), dk.data_ptr<scalar_t>(),
-                         N * D, D, dh);  // dK = G^T Q
+      per_head<scalar_t>(B, H, false, false, M, dh, N, gv, tokens_view<scalar_t>(k, dh),
+                         dq.data_ptr<scalar_t>(), M * D, D, dh);  // dQ = G K
+      per_head<scalar_t>(B, H, true, false, N, dh, M, gv, tokens_view<scalar_t>(q, dh),
+                         dk.data_ptr<scalar_t>(), N * D, D, dh);  // dK = G^T Q
     });
     return {dq, dk, at::Tensor()};
   }
@@ -102,15 +103,16 @@ class HeadLogits : public torch::autograd::Function<HeadLogits> {
 // out[b, :, head h] = alpha_bh V_bh: alpha [B, H, M, N], V [B, N, D] -> [B, M, D].
 class HeadValues : public torch::autograd::Function<HeadValues> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& alpha_in, const at::Tensor& v, int64_t heads) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& alpha_in, const at::Tensor& v,
+                            int64_t heads) {
     const at::Tensor alpha = alpha_in.contiguous();
     ctx->save_for_backward({alpha, v});
     ctx->saved_data["heads"] = heads;
     const int64_t B = v.size(0), M = alpha.size(2), N = v.size(1), D = v.size(2), dh = D / heads;
     at::Tensor out = at::empty({B, M, D}, v.options());
     AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "head_values", [&] {
-      per_head<scalar_t>(B, heads, false, false, M, dh, N, pairs_view<scalar_t>(alpha), tokens_view<scalar_t>(v, dh),
-                         out.data_ptr<scalar_t>(), M * D, D, dh);
+      per_head<scalar_t>(B, heads, false, false, M, dh, N, pairs_view<scalar_t>(alpha),
+                         tokens_view<scalar_t>(v, dh), out.data_ptr<scalar_t>(), M * D, D, dh);
     });
     return out;
   }
@@ -124,10 +126,10 @@ class HeadValues : public torch::autograd::Function<HeadValues> {
     at::Tensor dalpha = at::empty_like(alpha), dv = at::empty({B, N, D}, v.options());
     AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "head_values_backward", [&] {
       const HeadView<scalar_t> gv = tokens_view<scalar_t>(g, dh);
-      per_head<scalar_t>(B, H, false, true, M, N, dh, gv, tokens_view<scalar_t>(v, dh), dalpha.data_ptr<scalar_t>(),
-                         H * M * N, N, M * N);  // dA = G V^T
-      per_head<scalar_t>(B, H, true, false, N, dh, M, pairs_view<scalar_t>(alpha), gv, dv.data_ptr<scalar_t>(),
-                         N * D, D, dh);  // dV = A^T G
+      per_head<scalar_t>(B, H, false, true, M, N, dh, gv, tokens_view<scalar_t>(v, dh),
+                         dalpha.data_ptr<scalar_t>(), H * M * N, N, M * N);  // dA = G V^T
+      per_head<scalar_t>(B, H, true, false, N, dh, M, pairs_view<scalar_t>(alpha), gv,
+                         dv.data_ptr<scalar_t>(), N * D, D, dh);  // dV = A^T G
     });
     return {dalpha, dv, at::Tensor()};
   }
@@ -149,8 +151,8 @@ constexpr int64_t kRowsPerItem = 24;  // one image's 50 rows: three items per he
 
 // The items split over `parts`. Training's forward runs it too, with probs the kept alpha.
 template <typename T>
-void self_attention_rows(const T* qkv, int64_t B, int64_t N, int64_t H, int64_t dh, T scale, const bool* valid,
-                          T* probs, T* out, int parts) {
+void self_attention_rows(const T* qkv, int64_t B, int64_t N, int64_t H, int64_t dh, T scale,
+                         const bool* valid, T* probs, T* out, int parts) {
   const int64_t D = H * dh, ld = 3 * D, blocks = (N + kRowsPerItem - 1) / kRowsPerItem;
   const int64_t rows_per_block = (N + blocks - 1) / blocks;
   for_each_claimed(size_t(B * H * blocks), parts, 1, [&](size_t item, size_t, int) {
@@ -169,7 +171,8 @@ void self_attention_rows(const T* qkv, int64_t B, int64_t N, int64_t H, int64_t 
     blas_gemm_strided<T>(false, true, rows, N, dh, q + r0 * ld, ld, q + D, ld, alpha, N);
     for (int64_t r = 0; r < rows; ++r)
       scaled_softmax_in_place(alpha + r * N, N, scale, valid ? valid + (r0 + r) * N : nullptr);
-    blas_gemm_strided<T>(false, false, rows, dh, N, alpha, N, q + 2 * D, ld, out + (b * N + r0) * D + h * dh, D);
+    blas_gemm_strided<T>(false, false, rows, dh, N, alpha, N, q + 2 * D, ld, out + (b * N + r0) * D + h * dh,
+                         D);
   });
 }
 
@@ -202,18 +205,24 @@ void head_attention_backward(const HeadAttention<T>& a, int64_t B, const T* alph
     thread_local std::vector<T> scratch;
     scratch.resize(size_t(N * N));
     T* dl = scratch.data();
-    blas_gemm_strided<T>(true, false, N, dh, N, al, N, gh, D, dq + 2 * D, ld);       // dV = A^T G
-    blas_gemm_strided<T>(false, true, N, N, dh, gh, D, a.v(b, h), ld, dl, N);       // dA = G V^T
+    blas_gemm_strided<T>(true, false, N, dh, N, al, N, gh, D, dq + 2 * D, ld);  // dV = A^T G
+    blas_gemm_strided<T>(false, true, N, N, dh, gh, D, a.v(b, h), ld, dl, N);   // dA = G V^T
     for (int64_t r = 0; r < N; ++r) softmax_backward(al + r * N, dl + r * N, dl + r * N, N, a.scale);
-    blas_gemm_strided<T>(false, false, N, dh, N, dl, N, a.k(b, h), ld, dq, ld);      // dQ = dL K
-    blas_gemm_strided<T>(true, false, N, dh, N, dl, N, a.q(b, h), ld, dq + D, ld);   // dK = dL^T Q
+    blas_gemm_strided<T>(false, false, N, dh, N, dl, N, a.k(b, h), ld, dq, ld);     // dQ = dL K
+    blas_gemm_strided<T>(true, false, N, dh, N, dl, N, a.q(b, h), ld, dq + D, ld);  // dK = dL^T Q
   });
 }
 
 template <typename T>
 HeadAttention<T> head_attention(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid) {
   const int64_t N = qkv.size(1), D = qkv.size(2) / 3, dh = D / heads;
-  return {qkv.data_ptr<T>(), N, heads, dh, D, 3 * D, T(1.0 / std::sqrt(double(dh))),
+  return {qkv.data_ptr<T>(),
+          N,
+          heads,
+          dh,
+          D,
+          3 * D,
+          T(1.0 / std::sqrt(double(dh))),
           valid.numel() ? valid.data_ptr<bool>() : nullptr};
 }
 
@@ -222,21 +231,24 @@ at::Tensor attention_by_ops(const at::Tensor& qkv, int64_t heads, const at::Tens
   const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(2) / 3, dh = D / heads;
   const auto parts = qkv.chunk(3, -1);
   const auto split_heads = [&](const at::Tensor& t) { return t.reshape({B, N, heads, dh}).transpose(1, 2); };
-  at::Tensor logits = at::matmul(split_heads(parts[0]), split_heads(parts[1]).transpose(-1, -2)) / std::sqrt(double(dh));
-  if (valid.numel()) logits = logits.masked_fill(valid.logical_not(), -std::numeric_limits<double>::infinity());
+  at::Tensor logits =
+      at::matmul(split_heads(parts[0]), split_heads(parts[1]).transpose(-1, -2)) / std::sqrt(double(dh));
+  if (valid.numel())
+    logits = logits.masked_fill(valid.logical_not(), -std::numeric_limits<double>::infinity());
   return at::matmul(at::softmax(logits, -1), split_heads(parts[2])).transpose(1, 2).reshape({B, N, D});
 }
 
 class SelfAttentionCore : public torch::autograd::Function<SelfAttentionCore> {
  public:
   // Returns out [B, N, D] and alpha [B, H, N, N] (not differentiable: for the attention maps).
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& qkv, const at::Tensor& valid, int64_t heads) {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& qkv, const at::Tensor& valid,
+                               int64_t heads) {
     const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(2) / 3;
     at::Tensor out = at::empty({B, N, D}, qkv.options()), alpha = at::empty({B, heads, N, N}, qkv.options());
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_train", [&] {
       const HeadAttention<scalar_t> a = head_attention<scalar_t>(qkv, heads, valid);
       self_attention_rows<scalar_t>(a.qkv, B, N, heads, a.dh, a.scale, a.valid, alpha.data_ptr<scalar_t>(),
-                                     out.data_ptr<scalar_t>(), a.parts());
+                                    out.data_ptr<scalar_t>(), a.parts());
     });
     ctx->save_for_backward({qkv, valid, alpha});
     ctx->saved_data["heads"] = heads;
@@ -249,12 +261,15 @@ class SelfAttentionCore : public torch::autograd::Function<SelfAttentionCore> {
     const at::Tensor &qkv = s[0], &valid = s[1], &alpha = s[2];
     const int64_t heads = ctx->saved_data["heads"].toInt();
     if (at::GradMode::is_enabled())  // create_graph: a gradient that is differentiable itself
-      return {torch::autograd::grad({attention_by_ops(qkv, heads, valid)}, {qkv}, {grads[0]}, true, true)[0], {}, {}};
+      return {torch::autograd::grad({attention_by_ops(qkv, heads, valid)}, {qkv}, {grads[0]}, true, true)[0],
+              {},
+              {}};
     const at::Tensor g = grads[0].contiguous();
     at::Tensor dqkv = at::empty_like(qkv);
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_train_backward", [&] {
       head_attention_backward<scalar_t>(head_attention<scalar_t>(qkv, heads, valid), qkv.size(0),
-                                        alpha.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), dqkv.data_ptr<scalar_t>());
+                                        alpha.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
+                                        dqkv.data_ptr<scalar_t>());
     });
     return {dqkv, {}, {}};
   }
@@ -271,7 +286,8 @@ at::Tensor head_values(const at::Tensor& alpha, const at::Tensor& v, int64_t hea
 }
 
 at::Tensor head_softmax(const at::Tensor& logits, const at::Tensor& valid, double divisor) {
-  if (logits.dim() < 2 || logits.numel() == 0 || !mask_fits(valid, logits.size(-2), logits.size(-1))) return {};
+  if (logits.dim() < 2 || logits.numel() == 0 || !mask_fits(valid, logits.size(-2), logits.size(-1)))
+    return {};
   if (fused_inference_applies({&logits})) return softmax_rows(logits, valid, 1.0 / divisor, 1);
   if (training_kernels_apply({&logits})) return trained_softmax(logits, valid, 1.0 / divisor);
   return {};
@@ -285,25 +301,29 @@ at::Tensor head_up_projection(const at::Tensor& s, const at::Tensor& up, int64_t
     const scalar_t *sp = s.data_ptr<scalar_t>(), *wp = up.data_ptr<scalar_t>();
     scalar_t* op = out.data_ptr<scalar_t>();
     for (int64_t h = 0; h < H; ++h)
-      blas_gemm_strided<scalar_t>(false, false, B * N, dh, c, sp + h * c, H * c, wp + h * dh, H * dh, op + h * dh, H * dh);
+      blas_gemm_strided<scalar_t>(false, false, B * N, dh, c, sp + h * c, H * c, wp + h * dh, H * dh,
+                                  op + h * dh, H * dh);
   });
   return out;
 }
 
-at::Tensor fused_self_attention(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs) {
+at::Tensor fused_self_attention(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid,
+                                at::Tensor* probs) {
   const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(-1) / 3, dh = D / heads;
   // Raw memory: q, k and v must split into whole heads (views of a ragged qkv would throw instead).
-  const bool raw = qkv.dim() == 3 && N > 0 && D > 0 && qkv.size(2) == 3 * heads * dh && mask_fits(valid, N, N) &&
-                   blas_gemm_usable(qkv);
+  const bool raw = qkv.dim() == 3 && N > 0 && D > 0 && qkv.size(2) == 3 * heads * dh &&
+                   mask_fits(valid, N, N) && blas_gemm_usable(qkv);
   if (raw && fused_inference_applies({&qkv})) {
     at::Tensor out = at::empty({B, N, D}, qkv.options());
     if (probs) *probs = at::empty({B, heads, N, N}, qkv.options());
     int parts = matrix_threads();  // one image: split where the engine splits products
-    if (parts == 0) parts = engine_splits_products() && B * heads * N * N * dh >= (int64_t(1) << 18) ? free_cores() : 1;
+    if (parts == 0)
+      parts = engine_splits_products() && B * heads * N * N * dh >= (int64_t(1) << 18) ? free_cores() : 1;
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_core", [&] {
-      self_attention_rows<scalar_t>(qkv.data_ptr<scalar_t>(), B, N, heads, dh, scalar_t(1.0 / std::sqrt(double(dh))),
-                                    valid.defined() ? valid.data_ptr<bool>() : nullptr,
-                                    probs ? probs->data_ptr<scalar_t>() : nullptr, out.data_ptr<scalar_t>(), parts);
+      self_attention_rows<scalar_t>(
+          qkv.data_ptr<scalar_t>(), B, N, heads, dh, scalar_t(1.0 / std::sqrt(double(dh))),
+          valid.defined() ? valid.data_ptr<bool>() : nullptr, probs ? probs->data_ptr<scalar_t>() : nullptr,
+          out.data_ptr<scalar_t>(), parts);
     });
     return out;
   }

@@ -32,6 +32,7 @@ at::Tensor head_up_projection(const at::Tensor& s, const at::Tensor& up, int64_t
 // over the cores, alpha written only where asked for. With them
 // (cpu/training_passes.h): one autograd function whose backward runs per (image,
 // head) and writes the gradient of qkv in one piece.
-at::Tensor fused_self_attention(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs);
+at::Tensor fused_self_attention(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid,
+                                at::Tensor* probs);
 
 }  // namespace translution

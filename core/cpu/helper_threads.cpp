@@ -1,7 +1,5 @@
 #include "cpu/helper_threads.h"
 
-#include "util/engine_options.h"
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,6 +13,7 @@
 #include <ATen/Parallel.h>
 
 #include "util/device.h"
+#include "util/engine_options.h"
 
 namespace translution {
 namespace {
@@ -55,8 +54,10 @@ class Helper {
   void wait() const {
     const auto since = Clock::now();
     for (int spins = 0; done_.load(std::memory_order_acquire) != generation_.load(); ++spins) {
-      if (spins < 4096 || Clock::now() - since < kSpin) relax();
-      else std::this_thread::yield();
+      if (spins < 4096 || Clock::now() - since < kSpin)
+        relax();
+      else
+        std::this_thread::yield();
     }
   }
 
@@ -166,7 +167,8 @@ void run_parts(int parts, const std::function<void(int)>& body) {
     if (e) std::rethrow_exception(e);
 }
 
-void for_each_claimed(size_t n, int parts, size_t chunk, const std::function<void(size_t, size_t, int)>& body) {
+void for_each_claimed(size_t n, int parts, size_t chunk,
+                      const std::function<void(size_t, size_t, int)>& body) {
   if (parts <= 1) {
     for (size_t i = 0; i < n; ++i) body(i, i + 1, 0);
     return;
@@ -178,7 +180,8 @@ void for_each_claimed(size_t n, int parts, size_t chunk, const std::function<voi
       const size_t end = std::min(begin + chunk, n);
       size_t next_begin = n;
       for (size_t i = begin; i < end; ++i) {
-        if (i + 1 == end) next_begin = claimed.fetch_add(chunk);  // claimed before the last, to name it as next
+        if (i + 1 == end)
+          next_begin = claimed.fetch_add(chunk);  // claimed before the last, to name it as next
         body(i, i + 1 < end ? i + 1 : std::min(next_begin, n), part);
       }
       begin = next_begin;

@@ -70,7 +70,8 @@ void run_parts(int parts, const std::function<void(int)>& body);
 // share. `next` is the item the same part takes after this one (n: none), for
 // prefetching. Only for work whose result does not depend on which part does an
 // item. Part 0 runs on the calling thread, as in run_parts.
-void for_each_claimed(size_t n, int parts, size_t chunk, const std::function<void(size_t, size_t, int)>& body);
+void for_each_claimed(size_t n, int parts, size_t chunk,
+                      const std::function<void(size_t, size_t, int)>& body);
 
 // body(begin, end) over [0, n) in at most `parts` contiguous chunks of at least
 // `grain` items each, through run_parts.

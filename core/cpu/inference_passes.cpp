@@ -1,5 +1,4 @@
 #include "cpu/inference_passes.h"
-#include "util/engine_options.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,16 +10,14 @@
 
 #include "cpu/layer_norm_rows.h"
 #include "cpu/training_passes.h"
+#include "util/engine_options.h"
 
 namespace translution {
-namespace {
-
-
-}  // namespace
-
+namespace {}  // namespace
 
 bool engine_pass_tensors(std::initializer_list<const at::Tensor*> tensors, bool& recorded) {
-  // With LibTorch's intra-op threads asked for ($TRANSLUTION_THREADS), its ops use them; these passes would not.
+  // With LibTorch's intra-op threads asked for ($TRANSLUTION_THREADS), its ops use them; these passes would
+  // not.
   if (at::get_num_threads() > 1) return false;
   at::ScalarType type = at::kFloat;
   bool first = true;
@@ -36,7 +33,8 @@ bool engine_pass_tensors(std::initializer_list<const at::Tensor*> tensors, bool&
 
 bool fused_inference_applies(std::initializer_list<const at::Tensor*> tensors) {
   bool recorded;
-  return !engine_options().reference && engine_pass_tensors(tensors, recorded) && !(recorded && at::GradMode::is_enabled());
+  return !engine_options().reference && engine_pass_tensors(tensors, recorded) &&
+         !(recorded && at::GradMode::is_enabled());
 }
 
 at::Tensor normalize(torch::nn::LayerNorm& layer, const at::Tensor& x) {

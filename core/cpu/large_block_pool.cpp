@@ -1,11 +1,11 @@
 #include "cpu/large_block_pool.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace translution {
 namespace {
@@ -73,7 +73,8 @@ void LargeBlockPool::release(void* block) {
   const size_t offset = size_t(static_cast<char*>(block) - base_);
   const auto it = blocks_.find(offset);
   if (it == blocks_.end()) {  // a deleter cannot throw; this would be memory corruption
-    std::fprintf(stderr, "internal error: a block released to the large-block pool that it did not hand out\n");
+    std::fprintf(stderr,
+                 "internal error: a block released to the large-block pool that it did not hand out\n");
     std::abort();
   }
   size_t start = offset, size = it->second;

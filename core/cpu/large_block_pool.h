@@ -50,9 +50,9 @@ class LargeBlockPool {
 
   char* base_ = nullptr;
   size_t capacity_ = 0;
-  size_t open_ = 0;                  // [0, open_) is readable and writable
+  size_t open_ = 0;  // [0, open_) is readable and writable
   mutable std::mutex mutex_;
-  size_t top_ = 0;                   // first offset never handed out
+  size_t top_ = 0;  // first offset never handed out
   size_t in_use_ = 0;
   std::map<size_t, size_t> free_;    // offset -> size, below top_, never adjacent
   std::map<size_t, size_t> blocks_;  // offset -> size of each block handed out

@@ -29,8 +29,8 @@ void moments(const T* x, int64_t n, T& mean, T& variance) {
 }  // namespace
 
 template <typename T>
-void layer_norm_rows(const T* x, T* y, int64_t rows, int64_t n, const T* gamma, const T* beta, double eps, T* mean,
-                     T* rstd) {
+void layer_norm_rows(const T* x, T* y, int64_t rows, int64_t n, const T* gamma, const T* beta, double eps,
+                     T* mean, T* rstd) {
   for (int64_t r = 0; r < rows; ++r, x += n, y += n) {
     T mu, variance;
     moments(x, n, mu, variance);
@@ -39,13 +39,14 @@ void layer_norm_rows(const T* x, T* y, int64_t rows, int64_t n, const T* gamma, 
     if (gamma && beta)
       for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mu) * scale * gamma[i] + beta[i];
     else
-      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mu) * scale * (gamma ? gamma[i] : T(1)) + (beta ? beta[i] : T(0));
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = (x[i] - mu) * scale * (gamma ? gamma[i] : T(1)) + (beta ? beta[i] : T(0));
   }
 }
 
 template <typename T>
-void layer_norm_rows_backward(const T* x, const T* g, const T* mean, const T* rstd, const T* gamma, int64_t rows,
-                              int64_t n, T* dx, T* dgamma, T* dbeta) {
+void layer_norm_rows_backward(const T* x, const T* g, const T* mean, const T* rstd, const T* gamma,
+                              int64_t rows, int64_t n, T* dx, T* dgamma, T* dbeta) {
   for (int64_t r = 0; r < rows; ++r, x += n, g += n, dx += n) {
     const T mu = mean[r], s = rstd[r];
     const auto gy = [&](int64_t i) { return gamma ? g[i] * gamma[i] : g[i]; };
@@ -60,12 +61,12 @@ void layer_norm_rows_backward(const T* x, const T* g, const T* mean, const T* rs
   }
 }
 
-template void layer_norm_rows<float>(const float*, float*, int64_t, int64_t, const float*, const float*, double,
-                                     float*, float*);
-template void layer_norm_rows<double>(const double*, double*, int64_t, int64_t, const double*, const double*, double,
-                                      double*, double*);
-template void layer_norm_rows_backward<float>(const float*, const float*, const float*, const float*, const float*,
-                                              int64_t, int64_t, float*, float*, float*);
+template void layer_norm_rows<float>(const float*, float*, int64_t, int64_t, const float*, const float*,
+                                     double, float*, float*);
+template void layer_norm_rows<double>(const double*, double*, int64_t, int64_t, const double*, const double*,
+                                      double, double*, double*);
+template void layer_norm_rows_backward<float>(const float*, const float*, const float*, const float*,
+                                              const float*, int64_t, int64_t, float*, float*, float*);
 template void layer_norm_rows_backward<double>(const double*, const double*, const double*, const double*,
                                                const double*, int64_t, int64_t, double*, double*, double*);
 

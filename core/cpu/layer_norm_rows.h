@@ -17,7 +17,7 @@ void layer_norm_rows(const T* x, T* y, int64_t rows, int64_t n, const T* gamma, 
 // dbeta += this block of rows' share. With xhat = (x - mean) rstd and gy = g gamma:
 // dx = rstd (gy - mean(gy) - xhat mean(gy xhat)), dgamma += g xhat, dbeta += g.
 template <typename T>
-void layer_norm_rows_backward(const T* x, const T* g, const T* mean, const T* rstd, const T* gamma, int64_t rows,
-                              int64_t n, T* dx, T* dgamma, T* dbeta);
+void layer_norm_rows_backward(const T* x, const T* g, const T* mean, const T* rstd, const T* gamma,
+                              int64_t rows, int64_t n, T* dx, T* dgamma, T* dbeta);
 
 }  // namespace translution

@@ -1,5 +1,4 @@
 #include "cpu/linear.h"
-#include "util/engine_options.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,15 +9,16 @@
 #include <ATen/Dispatch.h>
 #include <torch/autograd.h>
 
-#include "cpu/bf16_gemm.h"
-#include "cpu/inference_passes.h"
-#include "cpu/blas_gemm.h"
 #include "cpu/avx512_gemm.h"
+#include "cpu/bf16_gemm.h"
+#include "cpu/blas_gemm.h"
+#include "cpu/helper_threads.h"
+#include "cpu/inference_passes.h"
 #include "cpu/training_passes.h"
 #include "cpu/transposed_weights.h"
 #include "cpu/vector_math.h"
+#include "util/engine_options.h"
 #include "util/error.h"
-#include "cpu/helper_threads.h"
 
 namespace translution {
 namespace {
@@ -60,8 +60,8 @@ int64_t unpacked_slice(int64_t rows, int64_t k) {
 // and another adding b and r afterwards (docs/performance.md). The
 // row kernel's columns, which it overwrites, get b and r after it.
 template <typename T>
-void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp, const T* rp, T* op, int64_t N,
-                     int64_t n0, int64_t n1, int64_t slice, const T* wt = nullptr) {
+void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp, const T* rp, T* op,
+                     int64_t N, int64_t n0, int64_t n1, int64_t slice, const T* wt = nullptr) {
   int64_t blas_end = n1;  // columns [n0, blas_end) go to the BLAS
   if constexpr (std::is_same_v<T, float>) {
     if (wt) {
@@ -74,7 +74,7 @@ void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp
         const int64_t c0 = s * kWeightStrip, width = std::min(n1 - c0, kWeightStrip);
         const T* next = c0 + kWeightStrip < n1 ? wt + (s + 1) * K * kWeightStrip : nullptr;
         avx512_gemm(M, width, K, xp, K, wt + s * K * kWeightStrip, kWeightStrip, op + c0, N, next,
-                 int64_t(sizeof(T)) * K * kWeightStrip);
+                    int64_t(sizeof(T)) * K * kWeightStrip);
       }
     }
   }
@@ -92,8 +92,8 @@ void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp
     }
   const int64_t step = slice > 0 ? slice : std::max<int64_t>(blas_end - n0, 1);
   for (int64_t c0 = n0; c0 < blas_end; c0 += step)
-    blas_gemm_strided<T>(false, true, M, std::min(blas_end, c0 + step) - c0, K, xp, K, wp + c0 * K, K, op + c0, N,
-                        added);
+    blas_gemm_strided<T>(false, true, M, std::min(blas_end, c0 + step) - c0, K, xp, K, wp + c0 * K, K,
+                         op + c0, N, added);
   if (added)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = blas_end; n < n1; ++n) {
@@ -105,8 +105,7 @@ void product_columns(const T* xp, int64_t M, int64_t K, const T* wp, const T* bp
 // w^T for one image's product on the row kernel (at most kAvx512GemmMostRows rows,
 // float, a forward without gradients in the engine's passes), else undefined.
 at::Tensor row_kernel_weight(const at::Tensor& w, int64_t rows, bool inference) {
-  if (!inference || rows > kAvx512GemmMostRows || !avx512_gemm_available())
-    return at::Tensor();
+  if (!inference || rows > kAvx512GemmMostRows || !avx512_gemm_available()) return at::Tensor();
   return transposed_weight(w);
 }
 
@@ -122,7 +121,8 @@ template <typename T>
 void split_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out, int parts,
                    Epilogue epilogue, const at::Tensor& residual, bool inference) {
   const int64_t N = w.size(0), K = w.size(1), M = x.numel() / K;
-  const T *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>(), *bp = b.defined() && b.numel() ? b.data_ptr<T>() : nullptr;
+  const T *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>(),
+          *bp = b.defined() && b.numel() ? b.data_ptr<T>() : nullptr;
   const T* rp = epilogue == Epilogue::kAdd ? residual.data_ptr<T>() : nullptr;
   T* op = out.data_ptr<T>();
   const int64_t slice = unpacked_slice(M, K);
@@ -140,8 +140,8 @@ void split_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b
 // Both gradients in one pass over the parts: dx [M x K] = dy w, split by its
 // columns, and dw [N x K] = dy^T x, split by its rows (either may be skipped).
 template <typename T>
-void split_gradients(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& w, at::Tensor* dx, at::Tensor* dw,
-                     int parts) {
+void split_gradients(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& w, at::Tensor* dx,
+                     at::Tensor* dw, int parts) {
   const int64_t N = w.size(0), K = w.size(1), M = x.numel() / K;
   const T *dyp = dy.data_ptr<T>(), *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>();
   T* dxp = dx ? dx->data_ptr<T>() : nullptr;
@@ -175,9 +175,9 @@ bool bf16_tensor(const at::Tensor& t) {
   return t.is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
 }
 bool bf16_applies(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  return dense_precision() == DensePrecision::Bf16 && x.dim() >= 1 && w.dim() == 2 && x.size(-1) == w.size(1) &&
-         x.numel() > 0 && w.size(1) > 0 && bf16_tensor(x) && bf16_tensor(w) && (!b.defined() || bf16_tensor(b)) &&
-         bf16_gemm_available();
+  return dense_precision() == DensePrecision::Bf16 && x.dim() >= 1 && w.dim() == 2 &&
+         x.size(-1) == w.size(1) && x.numel() > 0 && w.size(1) > 0 && bf16_tensor(x) && bf16_tensor(w) &&
+         (!b.defined() || bf16_tensor(b)) && bf16_gemm_available();
 }
 
 // out [M x N] = x [M x K] w^T (+ b), the product in bfloat16 with fp32 sums.
@@ -197,14 +197,15 @@ class SplitLinear : public torch::autograd::Function<SplitLinear> {
   // bf16: both directions' products in bfloat16 (cpu/bf16_gemm.h; no residual), else
   // fp32 split into `parts`; a differentiable backward (create_graph) is LibTorch's
   // fp32 ops either way.
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                            const at::Tensor& residual, int64_t parts, bool bf16) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
+                            const at::Tensor& b, const at::Tensor& residual, int64_t parts, bool bf16) {
     ctx->save_for_backward({x, w});
     ctx->saved_data["parts"] = parts;
     ctx->saved_data["bias"] = b.numel() > 0;
     ctx->saved_data["residual"] = residual.numel() > 0;
     ctx->saved_data["bf16"] = bf16;
-    if (bf16 && residual.numel() > 0) throw Error("internal: SplitLinear adds no residual to bfloat16 products");
+    if (bf16 && residual.numel() > 0)
+      throw Error("internal: SplitLinear adds no residual to bfloat16 products");
     if (bf16) return bf16_product(x, w, b);
     return residual.numel() > 0 ? product(x, w, b, int(parts), false, Epilogue::kAdd, residual)
                                 : product(x, w, b, int(parts), false);
@@ -230,8 +231,10 @@ class SplitLinear : public torch::autograd::Function<SplitLinear> {
     if (ctx->saved_data["bf16"].toBool()) {
       const int64_t M = x.numel() / K;
       const float *dyp = dy.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
-      if (dx.defined()) bf16_gemm(false, false, M, K, N, dyp, N, wp, K, dx.data_ptr<float>(), K, bf16_gemm_parts());
-      if (dw.defined()) bf16_gemm(true, false, N, K, M, dyp, N, xp, K, dw.data_ptr<float>(), K, bf16_gemm_parts());
+      if (dx.defined())
+        bf16_gemm(false, false, M, K, N, dyp, N, wp, K, dx.data_ptr<float>(), K, bf16_gemm_parts());
+      if (dw.defined())
+        bf16_gemm(true, false, N, K, M, dyp, N, xp, K, dw.data_ptr<float>(), K, bf16_gemm_parts());
       return {dx, dw, db, dres, at::Tensor(), at::Tensor()};
     }
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_backward", [&] {
@@ -259,12 +262,14 @@ at::Tensor finish(at::Tensor y, Epilogue epilogue, const at::Tensor& residual) {
   return y;
 }
 
-at::Tensor linear_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue epilogue, const at::Tensor& residual) {
+at::Tensor linear_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue epilogue,
+                       const at::Tensor& residual) {
   const at::Tensor &w = layer->weight, &b = layer->bias;
   const bool grad = at::GradMode::is_enabled() && (needs_grad(x) || needs_grad(w) || needs_grad(b));
   if (grad && bf16_applies(x, w, b)) {
     const at::Tensor none = at::empty({0}, w.options());
-    return finish(SplitLinear::apply(x, w, b.defined() ? b : none, none, int64_t(1), true), epilogue, residual);
+    return finish(SplitLinear::apply(x, w, b.defined() ? b : none, none, int64_t(1), true), epilogue,
+                  residual);
   }
   if (x.dim() < 1 || x.size(-1) != w.size(1) || x.scalar_type() != w.scalar_type() || !blas_gemm_usable(x) ||
       !blas_gemm_usable(w) || (b.defined() && (!blas_gemm_usable(b) || b.scalar_type() != w.scalar_type())))
@@ -282,7 +287,8 @@ at::Tensor linear_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue e
     // included, the residual inside the product where it has the output's shape.
     const bool add = epilogue == Epilogue::kAdd && blas_gemm_usable(residual) &&
                      residual.scalar_type() == x.scalar_type() && residual.sizes() == output_sizes(x, N);
-    const at::Tensor y = SplitLinear::apply(x, w, b.defined() ? b : none, add ? residual : none, int64_t(parts), false);
+    const at::Tensor y =
+        SplitLinear::apply(x, w, b.defined() ? b : none, add ? residual : none, int64_t(parts), false);
     return add ? y : finish(y, epilogue, residual);
   }
   if (parts <= 1) return finish(layer->forward(x), epilogue, residual);
@@ -291,15 +297,17 @@ at::Tensor linear_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue e
 
 }  // namespace
 
-at::Tensor linear(torch::nn::Linear& layer, const at::Tensor& x) { return linear_with(layer, x, Epilogue::kNone, {}); }
+at::Tensor linear(torch::nn::Linear& layer, const at::Tensor& x) {
+  return linear_with(layer, x, Epilogue::kNone, {});
+}
 
 namespace {
 
 // Each layer's product as a column range of one wide product: part p covers the
 // same share of the layers' columns taken together as split_product's parts do.
 template <typename T>
-void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x, std::vector<at::Tensor>& out,
-                    int64_t total, int parts) {
+void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x,
+                    std::vector<at::Tensor>& out, int64_t total, int parts) {
   const int64_t K = x.size(-1), M = x.numel() / K;
   const T* xp = x.data_ptr<T>();
   const int64_t slice = unpacked_slice(M, K);
@@ -313,7 +321,8 @@ void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Ten
       const int64_t N = w.size(0), n0 = std::max(g0 - first, int64_t(0)), n1 = std::min(g1 - first, N);
       if (n1 <= n0) continue;
       product_columns(xp, M, K, w.data_ptr<T>(), b.defined() && b.numel() ? b.data_ptr<T>() : nullptr,
-                      static_cast<const T*>(nullptr), out[i].data_ptr<T>(), N, n0, n1, slice, data_or_null<T>(wt[i]));
+                      static_cast<const T*>(nullptr), out[i].data_ptr<T>(), N, n0, n1, slice,
+                      data_or_null<T>(wt[i]));
     }
   });
 }
@@ -328,14 +337,15 @@ class DenseEach : public torch::autograd::Function<DenseEach> {
  public:
   // parts: the backward's split (its products span every layer's columns); each forward
   // product splits as linear() would split it alone.
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList weights, int64_t parts,
-                               bool bf16) {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList weights,
+                               int64_t parts, bool bf16) {
     const at::Tensor none = at::empty({0}, x.options());
     const int64_t K = x.size(-1), M = x.numel() / K;
     std::vector<at::Tensor> saved{x};
     variable_list out;
     for (const at::Tensor& w : weights) {
-      out.push_back(bf16 ? bf16_product(x, w, none) : product(x, w, none, linear_parts(M, w.size(0), K), false));
+      out.push_back(bf16 ? bf16_product(x, w, none)
+                         : product(x, w, none, linear_parts(M, w.size(0), K), false));
       saved.push_back(w);
     }
     ctx->save_for_backward(saved);
@@ -364,8 +374,10 @@ class DenseEach : public torch::autograd::Function<DenseEach> {
       if (weight_grad) dw = at::empty({total, K}, x.options());
       if (ctx->saved_data["bf16"].toBool()) {
         const float *dyp = dy.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
-        if (dx.defined()) bf16_gemm(false, false, M, K, total, dyp, total, wp, K, dx.data_ptr<float>(), K, bf16_gemm_parts());
-        if (dw.defined()) bf16_gemm(true, false, total, K, M, dyp, total, xp, K, dw.data_ptr<float>(), K, bf16_gemm_parts());
+        if (dx.defined())
+          bf16_gemm(false, false, M, K, total, dyp, total, wp, K, dx.data_ptr<float>(), K, bf16_gemm_parts());
+        if (dw.defined())
+          bf16_gemm(true, false, total, K, M, dyp, total, xp, K, dw.data_ptr<float>(), K, bf16_gemm_parts());
       } else {
         AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_each_backward", [&] {
           split_gradients<scalar_t>(dy, x, w, dx.defined() ? &dx : nullptr, dw.defined() ? &dw : nullptr,
@@ -390,12 +402,16 @@ class DenseEach : public torch::autograd::Function<DenseEach> {
 // DenseEach's case: gradients recorded, no bias, and the products linear() would
 // run on raw memory (bf16: every layer's).
 
-bool linear_each_node_applies(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x, bool* bf16) {
-  if (engine_options().reference || !at::GradMode::is_enabled() || layers.empty() || x.dim() < 1 || x.numel() == 0 || !x.is_contiguous()) return false;
+bool linear_each_node_applies(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x,
+                              bool* bf16) {
+  if (engine_options().reference || !at::GradMode::is_enabled() || layers.empty() || x.dim() < 1 ||
+      x.numel() == 0 || !x.is_contiguous())
+    return false;
   bool all_bf16 = true, raw = blas_gemm_usable(x), grad = needs_grad(x);
   for (torch::nn::Linear* layer : layers) {
     const at::Tensor &w = (*layer)->weight, &b = (*layer)->bias;
-    if ((b.defined() && b.numel() > 0) || w.dim() != 2 || w.size(1) != x.size(-1) || w.scalar_type() != x.scalar_type())
+    if ((b.defined() && b.numel() > 0) || w.dim() != 2 || w.size(1) != x.size(-1) ||
+        w.scalar_type() != x.scalar_type())
       return false;
     all_bf16 = all_bf16 && bf16_applies(x, w, b);
     raw = raw && blas_gemm_usable(w);
@@ -407,14 +423,14 @@ bool linear_each_node_applies(const std::vector<torch::nn::Linear*>& layers, con
 
 }  // namespace
 
-
 std::vector<at::Tensor> linear_each(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x) {
   std::vector<at::Tensor> out;
   bool bf16 = false;
   if (linear_each_node_applies(layers, x, &bf16)) {
     std::vector<at::Tensor> weights;
     int64_t total = 0;
-    for (torch::nn::Linear* layer : layers) weights.push_back((*layer)->weight), total += (*layer)->weight.size(0);
+    for (torch::nn::Linear* layer : layers)
+      weights.push_back((*layer)->weight), total += (*layer)->weight.size(0);
     const int64_t K = x.size(-1), M = x.numel() / K;
     return DenseEach::apply(x, at::TensorList(weights), int64_t(linear_parts(M, total, K)), bf16);
   }
@@ -431,7 +447,8 @@ std::vector<at::Tensor> linear_each(const std::vector<torch::nn::Linear*>& layer
     return out;
   }
   const int64_t K = x.size(-1), M = x.numel() / K;
-  for (torch::nn::Linear* layer : layers) out.push_back(at::empty(output_sizes(x, (*layer)->weight.size(0)), x.options()));
+  for (torch::nn::Linear* layer : layers)
+    out.push_back(at::empty(output_sizes(x, (*layer)->weight.size(0)), x.options()));
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_each", [&] {
     split_products<scalar_t>(layers, x, out, total, linear_parts(M, total, K));
   });

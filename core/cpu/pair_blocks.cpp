@@ -12,15 +12,15 @@
 #include <ATen/Dispatch.h>
 
 #include "cpu/bf16_gemm.h"
+#include "cpu/blas_gemm.h"
+#include "cpu/helper_threads.h"
 #include "cpu/pair_kernels.h"
 #include "cpu/pair_lanes.h"
 #include "cpu/pair_matrices.h"
-#include "cpu/blas_gemm.h"
-#include "util/engine_options.h"
 #include "cpu/short_vectors.h"
 #include "util/device.h"
+#include "util/engine_options.h"
 #include "util/error.h"
-#include "cpu/helper_threads.h"
 
 namespace translution {
 namespace {
@@ -36,7 +36,8 @@ namespace portable {
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's own intrinsics (their undefined pass-through)
+#pragma GCC diagnostic ignored \
+    "-Wmaybe-uninitialized"  // GCC 12's own intrinsics (their undefined pass-through)
 namespace avx512 {
 // A tail of eight (LoR's slices: 8, 24) goes through 256-bit registers: a masked
 // store read back soon after cannot forward to the load and stalls it.
@@ -51,7 +52,8 @@ inline float dot(const float* x, const float* y, int64_t n) {
   __m512 acc = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), acc);
-  __m256 low = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
+  __m256 low = _mm256_add_ps(_mm512_castps512_ps256(acc),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
   if (i + 8 <= n) {
     low = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), low);
     i += 8;
@@ -64,9 +66,11 @@ inline float dot(const float* x, const float* y, int64_t n) {
 inline void axpy(float* y, float a, const float* x, int64_t n) {
   const __m512 av = _mm512_set1_ps(a);
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
   if (i + 8 <= n) {
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm512_castps512_ps256(av), _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    _mm256_storeu_ps(
+        y + i, _mm256_fmadd_ps(_mm512_castps512_ps256(av), _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
     i += 8;
   }
   for (; i < n; ++i) y[i] += a * x[i];
@@ -115,18 +119,18 @@ inline void weighted_sum(float* y, const float* a, const float* x, int64_t heads
 
 // Each loop on the AVX-512 helpers where the CPU has them (float), else as written.
 #ifdef TRANSLUTION_PAIR_BLOCKS_AVX512
-#define TRANSLUTION_PAIR_LOOP(loop)                                                    \
-  template <typename T, typename... Args>                                             \
-  void loop##_on_cpu(Args... args) {                                                   \
-    if constexpr (std::is_same_v<T, float>)                                           \
-      if (cpu_has_avx512()) return avx512::loop<float>(args...);                      \
-    portable::loop<T>(args...);                                                        \
+#define TRANSLUTION_PAIR_LOOP(loop)                              \
+  template <typename T, typename... Args>                        \
+  void loop##_on_cpu(Args... args) {                             \
+    if constexpr (std::is_same_v<T, float>)                      \
+      if (cpu_has_avx512()) return avx512::loop<float>(args...); \
+    portable::loop<T>(args...);                                  \
   }
 #else
-#define TRANSLUTION_PAIR_LOOP(loop)     \
+#define TRANSLUTION_PAIR_LOOP(loop)       \
   template <typename T, typename... Args> \
-  void loop##_on_cpu(Args... args) {     \
-    portable::loop<T>(args...);          \
+  void loop##_on_cpu(Args... args) {      \
+    portable::loop<T>(args...);           \
   }
 #endif
 TRANSLUTION_PAIR_LOOP(block_dots)
@@ -140,7 +144,6 @@ thread_local int64_t t_calls = 0;
 
 int64_t rows_of(const PairTable& t, size_t e) { return (*t.offset)[e + 1] - (*t.offset)[e]; }
 size_t matrices(const PairTable& t) { return t.offset->size() - 1; }
-
 
 // Side s's rows of matrix e, [n B, D]: its kept rows where backward has them,
 // else projected (relative) or gathered (plain) into `out`, through `gathered`
@@ -158,9 +161,9 @@ const T* side_block(const PairSide& s, const PairTable& t, size_t e, size_t next
   const T* w = s.bank.data_ptr<T>();
   const bool more = int64_t(next) < E;
   gather_block(x, s.rows, o, o + n, B * C, gathered);
-  matrix_product<T>(n * B, C, D, gathered, w + int64_t(e) * C * D, out, more ? w + int64_t(next) * C * D : nullptr,
-                    s.bf16, s.w16 ? s.w16 + int64_t(e) * C * D : nullptr,
-                    s.w16 && more ? s.w16 + int64_t(next) * C * D : nullptr);
+  matrix_product<T>(
+      n * B, C, D, gathered, w + int64_t(e) * C * D, out, more ? w + int64_t(next) * C * D : nullptr, s.bf16,
+      s.w16 ? s.w16 + int64_t(e) * C * D : nullptr, s.w16 && more ? s.w16 + int64_t(next) * C * D : nullptr);
   return out;
 }
 
@@ -174,8 +177,8 @@ T* block_target(const PairSide& s, const PairTable& t, size_t e, T* scratch) {
 // Given dS for side s's rows of matrix e ([n B, D]): the bank's matrix gradient,
 // and the input rows' gradients added into dx ([T, B, C]).
 template <typename T>
-void side_block_backward(const PairSide& s, const PairTable& t, size_t e, const T* ds, T* gathered, T* dgathered,
-                         T* dx, T* dbank) {
+void side_block_backward(const PairSide& s, const PairTable& t, size_t e, const T* ds, T* gathered,
+                         T* dgathered, T* dx, T* dbank) {
   const int64_t o = (*t.offset)[e], n = rows_of(t, e), B = s.xt.size(1), C = s.xt.size(2);
   if (!s.relative()) return block_scatter_add_on_cpu<T>(n, B * C, ds, s.rows + o, dx);
   const int64_t D = s.bank.size(2), w = int64_t(e) * C * D;
@@ -188,8 +191,9 @@ at::Tensor sum_parts(const at::Tensor& parts) { return parts.size(0) == 1 ? part
 
 }  // namespace
 
-PairTable pair_table(const std::vector<int64_t>& offset, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
-                     const at::Tensor& source_of_row, int64_t queries, int64_t tokens) {
+PairTable pair_table(const std::vector<int64_t>& offset, const at::Tensor& pair_of_row,
+                     const at::Tensor& query_of_row, const at::Tensor& source_of_row, int64_t queries,
+                     int64_t tokens) {
   PairTable t;
   t.offset = &offset;
   t.pair = pair_of_row.data_ptr<int64_t>();
@@ -221,7 +225,8 @@ int block_parts(const PairTable& t, std::initializer_list<const PairSide*> sides
     bf16 = bf16 || s->bf16;
     most = std::max(most, s->xt.size(2) * s->width());
   }
-  return bf16 ? bf16_gemm_parts() : matrix_parts(most_rows(*t.offset) * sides.begin()[0]->xt.size(1), 1, most);
+  return bf16 ? bf16_gemm_parts()
+              : matrix_parts(most_rows(*t.offset) * sides.begin()[0]->xt.size(1), 1, most);
 }
 
 // A [B, H, M, N] grid as pair-ordered planes [B H, R] (value of row r at [bh, r]),
@@ -245,7 +250,8 @@ at::Tensor grid_to_planes(const PairTable& t, const at::Tensor& grid_in) {
 
 at::Tensor planes_to_grid(const PairTable& t, const at::Tensor& planes, int64_t B, int64_t H) {
   const int64_t M = t.queries, N = t.tokens, R = t.offset->back();
-  at::Tensor grid = R == M * N ? at::empty({B, H, M, N}, planes.options()) : at::zeros({B, H, M, N}, planes.options());
+  at::Tensor grid =
+      R == M * N ? at::empty({B, H, M, N}, planes.options()) : at::zeros({B, H, M, N}, planes.options());
   AT_DISPATCH_FLOATING_TYPES(planes.scalar_type(), "planes_to_grid", [&] {
     const scalar_t* p = planes.data_ptr<scalar_t>();
     scalar_t* g = grid.data_ptr<scalar_t>();
@@ -258,7 +264,8 @@ at::Tensor planes_to_grid(const PairTable& t, const at::Tensor& planes, int64_t 
 }
 
 bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors) {
-  if (engine_options().reference || engine_options().projection == ProjectionAlgorithm::AllTokens) return false;
+  if (engine_options().reference || engine_options().projection == ProjectionAlgorithm::AllTokens)
+    return false;
   const at::ScalarType type = (*tensors.begin())->scalar_type();
   for (const at::Tensor* t : tensors) {
     if (!t->defined() || t->numel() == 0) continue;  // a plain side's empty bank
@@ -270,8 +277,8 @@ bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors) {
 at::Tensor blocked_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H, bool keep) {
   ++t_calls;
   if (q.width() != k.width() || q.width() % H != 0)
-    throw Error("internal: relative logits of " + std::to_string(q.width()) + "- and " + std::to_string(k.width()) +
-                "-wide rows over " + std::to_string(H) + " heads");
+    throw Error("internal: relative logits of " + std::to_string(q.width()) + "- and " +
+                std::to_string(k.width()) + "-wide rows over " + std::to_string(H) + " heads");
   if (pair_lanes_apply(t, H, {&q, &k})) return lanes_logits(t, q, k, H);
   const int64_t B = q.xt.size(1), D = q.width(), R = t.offset->back(), w = D / H;
   for (PairSide* s : {&q, &k})
@@ -323,9 +330,12 @@ std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const Pair
       for (size_t e = first; e < last; ++e) {
         const int64_t n = rows_of(t, e), o = (*t.offset)[e];
         if (n == 0) continue;
-        const size_t next = e + 1 < last ? e + 1 : matrices(t);  // this part's next matrix, streamed meanwhile
-        const scalar_t* Q = q.saved.defined() ? block_target(q, t, e, qs) : side_block(q, t, e, next, gathered, qs);
-        const scalar_t* K = k.saved.defined() ? block_target(k, t, e, ks) : side_block(k, t, e, next, gathered, ks);
+        const size_t next =
+            e + 1 < last ? e + 1 : matrices(t);  // this part's next matrix, streamed meanwhile
+        const scalar_t* Q =
+            q.saved.defined() ? block_target(q, t, e, qs) : side_block(q, t, e, next, gathered, qs);
+        const scalar_t* K =
+            k.saved.defined() ? block_target(k, t, e, ks) : side_block(k, t, e, next, gathered, ks);
         block_dots_backward_on_cpu<scalar_t>(n, B, H, w, Q, K, R, gp + o, dqs, dks, dks + block * D);
         side_block_backward(q, t, e, dqs, gathered, dgathered, dqx, dqb);
         side_block_backward(k, t, e, dks, gathered, dgathered, dkx, dkb);
@@ -335,11 +345,13 @@ std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const Pair
   return {sum_parts(dq), dq_bank, sum_parts(dk), dk_bank};
 }
 
-at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSide& v, bool head_sliced, bool keep,
-                          at::Tensor* alpha_planes) {
+at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSide& v, bool head_sliced,
+                          bool keep, at::Tensor* alpha_planes) {
   ++t_calls;
-  if (pair_lanes_apply(t, alpha_in.size(1), {&v})) return lanes_values(t, alpha_in, v, head_sliced, alpha_planes);
-  const int64_t B = alpha_in.size(0), H = alpha_in.size(1), M = t.queries, D = v.width(), R = t.offset->back();
+  if (pair_lanes_apply(t, alpha_in.size(1), {&v}))
+    return lanes_values(t, alpha_in, v, head_sliced, alpha_planes);
+  const int64_t B = alpha_in.size(0), H = alpha_in.size(1), M = t.queries, D = v.width(),
+                R = t.offset->back();
   const at::Tensor alpha = grid_to_planes(t, alpha_in);
   if (alpha_planes) *alpha_planes = alpha;
   const int64_t w = head_sliced ? D / H : D;
@@ -367,10 +379,12 @@ at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSi
   return sum_parts(out);
 }
 
-std::array<at::Tensor, 3> blocked_values_backward(const PairTable& t, const at::Tensor& alpha, const PairSide& v,
-                                                  const at::Tensor& dout_in, bool head_sliced) {
+std::array<at::Tensor, 3> blocked_values_backward(const PairTable& t, const at::Tensor& alpha,
+                                                  const PairSide& v, const at::Tensor& dout_in,
+                                                  bool head_sliced) {
   ++t_calls;
-  if (pair_lanes_backward(t, dout_in.size(2), {&v})) return lanes_values_backward(t, alpha, v, dout_in, head_sliced);
+  if (pair_lanes_backward(t, dout_in.size(2), {&v}))
+    return lanes_values_backward(t, alpha, v, dout_in, head_sliced);
   const at::Tensor dout = dout_in.contiguous();  // [M, B, H, w]; alpha: [B H, R]
   const int64_t B = dout.size(1), H = dout.size(2), R = t.offset->back(), D = v.width();
   const int64_t w = head_sliced ? D / H : D;
@@ -391,7 +405,8 @@ std::array<at::Tensor, 3> blocked_values_backward(const PairTable& t, const at::
         const int64_t n = rows_of(t, e), o = (*t.offset)[e];
         if (n == 0) continue;
         const size_t next = e + 1 < last ? e + 1 : matrices(t);
-        const scalar_t* V = v.saved.defined() ? block_target(v, t, e, vs) : side_block(v, t, e, next, gathered, vs);
+        const scalar_t* V =
+            v.saved.defined() ? block_target(v, t, e, vs) : side_block(v, t, e, next, gathered, vs);
         block_weighted_sum_backward_on_cpu<scalar_t>(n, B, H, w, head_sliced, V, t.query + o, R, ap + o, gp,
                                                      dap + o, dvs, dvs + block * D);
         side_block_backward(v, t, e, dvs, gathered, dgathered, dx_part, dbp);

@@ -12,9 +12,9 @@
 // per-core scratch block.
 //
 // Every function takes token-major inputs ([T, B, C]) and pair-sorted rows;
-// pair_blocks_apply says where it runs (else the separate passes of nn/relative_logits and nn/relative_values do).
-// Where the batch fills the vector lanes, each function hands its work to
-// cpu/pair_lanes.h (LoR's narrow matrices), which keeps its rows in its own layout.
+// pair_blocks_apply says where it runs (else the separate passes of nn/relative_logits and nn/relative_values
+// do). Where the batch fills the vector lanes, each function hands its work to cpu/pair_lanes.h (LoR's narrow
+// matrices), which keeps its rows in its own layout.
 #include <array>
 #include <cstdint>
 #include <initializer_list>
@@ -49,8 +49,9 @@ struct PairSide {
 };
 
 // Views of an order's index tensors (int64, CPU, contiguous), which outlive them.
-PairTable pair_table(const std::vector<int64_t>& offset, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
-                     const at::Tensor& source_of_row, int64_t queries, int64_t tokens);
+PairTable pair_table(const std::vector<int64_t>& offset, const at::Tensor& pair_of_row,
+                     const at::Tensor& query_of_row, const at::Tensor& source_of_row, int64_t queries,
+                     int64_t tokens);
 // bank undefined: a plain side; rows: the token of each sorted row.
 PairSide make_pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16,
                         const Bf16Bits* w16, const at::Tensor& saved);
@@ -98,20 +99,22 @@ int64_t pair_block_calls();
 // are written to its `saved`.
 at::Tensor blocked_logits(const PairTable& table, PairSide& q, PairSide& k, int64_t heads, bool keep);
 
-// Given the logits' gradient: {dL/dq.xt, dL/dq.bank, dL/dk.xt, dL/dk.bank} (banks' undefined for plain sides).
-std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& table, const PairSide& q, const PairSide& k,
-                                                  const at::Tensor& grad);
+// Given the logits' gradient: {dL/dq.xt, dL/dq.bank, dL/dk.xt, dL/dk.bank} (banks' undefined for plain
+// sides).
+std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& table, const PairSide& q,
+                                                  const PairSide& k, const at::Tensor& grad);
 
 // out[i, b, h] = sum_j alpha[b, h, i, j] v_ij: [M, B, H, D / H] (head_sliced: head h
 // weighs its slice of v) or [M, B, H, D] (every head weighs all of v). keep: v's
 // rows are written to its `saved`. alpha_planes, unless null, receives alpha's
 // pair-ordered planes ([B H, R]) for backward (no second copy of the grid there).
-at::Tensor blocked_values(const PairTable& table, const at::Tensor& alpha, PairSide& v, bool head_sliced, bool keep,
-                          at::Tensor* alpha_planes);
+at::Tensor blocked_values(const PairTable& table, const at::Tensor& alpha, PairSide& v, bool head_sliced,
+                          bool keep, at::Tensor* alpha_planes);
 
 // Given out's gradient ([M, B, H, *]) and forward's alpha planes: {dL/dalpha [B, H, M, N],
 // dL/dv.xt, dL/dv.bank}.
 std::array<at::Tensor, 3> blocked_values_backward(const PairTable& table, const at::Tensor& alpha_planes,
-                                                  const PairSide& v, const at::Tensor& dout, bool head_sliced);
+                                                  const PairSide& v, const at::Tensor& dout,
+                                                  bool head_sliced);
 
 }  // namespace translution

@@ -1,5 +1,4 @@
 #include "cpu/pair_kernels.h"
-#include "util/engine_options.h"
 
 #include <atomic>
 #include <initializer_list>
@@ -8,13 +7,13 @@
 #include <ATen/Dispatch.h>
 
 #include "cpu/gather_rows.h"
-#include "cpu/short_vectors.h"
-#include "util/error.h"
 #include "cpu/helper_threads.h"
+#include "cpu/short_vectors.h"
+#include "util/engine_options.h"
+#include "util/error.h"
 
 namespace translution {
 namespace {
-
 
 bool fused_path(std::initializer_list<const at::Tensor*> tensors) {
   if (engine_options().reference) return false;
@@ -30,7 +29,6 @@ bool fused_path(std::initializer_list<const at::Tensor*> tensors) {
 constexpr int64_t kGrain = 2048;
 
 }  // namespace
-
 
 at::Tensor pair_dots(const at::Tensor& sq, const at::Tensor& sk, int64_t heads) {
   const int64_t R = sq.size(0), B = sq.size(1), D = sq.size(2), w = D / heads;
@@ -73,12 +71,13 @@ std::pair<at::Tensor, at::Tensor> pair_dots_backward(at::Tensor sq, at::Tensor s
   return {dsq, dsk};
 }
 
-at::Tensor scatter_weighted(const at::Tensor& a, const at::Tensor& v, const at::Tensor& query_of_row, int64_t tokens,
-                            bool head_sliced) {
+at::Tensor scatter_weighted(const at::Tensor& a, const at::Tensor& v, const at::Tensor& query_of_row,
+                            int64_t tokens, bool head_sliced) {
   const int64_t R = v.size(0), B = v.size(1), D = v.size(2), H = a.size(2);
   const int64_t w = head_sliced ? D / H : D;  // width each head adds
   if (!fused_path({&a, &v}) || !query_of_row.is_cpu()) {
-    const at::Tensor weighted = head_sliced ? v.view({R, B, H, w}) * a.unsqueeze(-1) : a.unsqueeze(-1) * v.unsqueeze(2);
+    const at::Tensor weighted =
+        head_sliced ? v.view({R, B, H, w}) * a.unsqueeze(-1) : a.unsqueeze(-1) * v.unsqueeze(2);
     return at::zeros({tokens, B, H, w}, v.options()).index_add_(0, query_of_row, weighted);
   }
   at::Tensor out = at::zeros({tokens, B, H, w}, v.options());
@@ -101,9 +100,9 @@ at::Tensor scatter_weighted(const at::Tensor& a, const at::Tensor& v, const at::
   return out;
 }
 
-std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& dout_in, const at::Tensor& a, at::Tensor v,
-                                                            const at::Tensor& query_of_row, bool head_sliced,
-                                                            bool in_place) {
+std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& dout_in, const at::Tensor& a,
+                                                            at::Tensor v, const at::Tensor& query_of_row,
+                                                            bool head_sliced, bool in_place) {
   const int64_t R = v.size(0), B = v.size(1), D = v.size(2), H = a.size(2);
   const int64_t w = head_sliced ? D / H : D;
   const at::Tensor dout = dout_in.contiguous();  // [N, B, H, w]
@@ -111,13 +110,15 @@ std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& do
     const at::Tensor dw = gather_rows(dout, query_of_row);  // [R, B, H, w]
     const at::Tensor vh = head_sliced ? v.view({R, B, H, w}) : v.unsqueeze(2);
     const at::Tensor da = (dw * vh).sum(-1);
-    const at::Tensor dv = head_sliced ? (dw * a.unsqueeze(-1)).view({R, B, D}) : (dw * a.unsqueeze(-1)).sum(2);
+    const at::Tensor dv =
+        head_sliced ? (dw * a.unsqueeze(-1)).view({R, B, D}) : (dw * a.unsqueeze(-1)).sum(2);
     return {da, dv};
   }
   at::Tensor da = at::empty({R, B, H}, v.options()), dv = in_place ? v : at::empty_like(v);
   const at::Tensor rows = query_of_row.contiguous();
   AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "scatter_weighted_backward", [&] {
-    const scalar_t *dp = dout.data_ptr<scalar_t>(), *ap = a.data_ptr<scalar_t>(), *vp = v.data_ptr<scalar_t>();
+    const scalar_t *dp = dout.data_ptr<scalar_t>(), *ap = a.data_ptr<scalar_t>(),
+                   *vp = v.data_ptr<scalar_t>();
     scalar_t *dap = da.data_ptr<scalar_t>(), *dvp = dv.data_ptr<scalar_t>();
     const int64_t* query = rows.data_ptr<int64_t>();
     run_chunks(R * B, element_grain(kGrain), element_parts(), [&](int64_t begin, int64_t end) {
@@ -129,9 +130,12 @@ std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& do
         for (int64_t h = 0; h < H; ++h) dap[rb * H + h] = dot(g + h * w, vrow + (head_sliced ? h * w : 0), w);
         for (int64_t h = 0; h < H; ++h) {
           const scalar_t alpha = ap[rb * H + h];
-          if (head_sliced) scaled(dvrow + h * w, alpha, g + h * w, w);
-          else if (h == 0) scaled(dvrow, alpha, g, w);
-          else axpy(dvrow, alpha, g + h * w, w);
+          if (head_sliced)
+            scaled(dvrow + h * w, alpha, g + h * w, w);
+          else if (h == 0)
+            scaled(dvrow, alpha, g, w);
+          else
+            axpy(dvrow, alpha, g + h * w, w);
         }
       }
     });

@@ -41,8 +41,8 @@ at::Tensor scatter_weighted(const at::Tensor& a, const at::Tensor& v, const at::
 
 // Gradients of scatter_weighted given dout (its output's gradient): {da [R, B, H], dv [R, B, D]}.
 // in_place: v is scratch and dv is written over it (on the fused path).
-std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& dout, const at::Tensor& a, at::Tensor v,
-                                                            const at::Tensor& query_of_row, bool head_sliced,
-                                                            bool in_place = false);
+std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& dout, const at::Tensor& a,
+                                                            at::Tensor v, const at::Tensor& query_of_row,
+                                                            bool head_sliced, bool in_place = false);
 
 }  // namespace translution

@@ -11,12 +11,12 @@
 
 #include <ATen/ATen.h>
 
+#include "cpu/helper_threads.h"
 #include "cpu/pair_kernels.h"
 #include "cpu/pair_matrices.h"
 #include "util/device.h"
-#include "util/error.h"
-#include "cpu/helper_threads.h"
 #include "util/engine_options.h"
+#include "util/error.h"
 
 namespace translution {
 namespace {
@@ -43,7 +43,8 @@ struct Block {
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's own intrinsics (their undefined pass-through)
+#pragma GCC diagnostic ignored \
+    "-Wmaybe-uninitialized"  // GCC 12's own intrinsics (their undefined pass-through)
 namespace kernels {
 
 inline __m512 load(const float* p) { return _mm512_loadu_ps(p); }
@@ -54,7 +55,8 @@ inline void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
 // (streamed into L1 meanwhile; a group's inputs, 50 tokens x 24 channels x 16
 // images, are more than L1 holds), or null.
 template <int W>
-inline void project_chunk(const float* x, int64_t C, const float* w, int64_t ld, float* out, const float* next) {
+inline void project_chunk(const float* x, int64_t C, const float* w, int64_t ld, float* out,
+                          const float* next) {
   __m512 acc[W];
 #pragma GCC unroll 32
   for (int d = 0; d < W; ++d) acc[d] = _mm512_setzero_ps();
@@ -120,13 +122,17 @@ inline void project_transposed(const float* x, const float* w, int64_t C, int64_
 inline __m512 sum_each(const __m512 v[16]) {
   __m512 w[8], x[4];
   for (int j = 0; j < 8; ++j)
-    w[j] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * j], v[2 * j + 1]), _mm512_unpackhi_ps(v[2 * j], v[2 * j + 1]));
+    w[j] =
+        _mm512_add_ps(_mm512_unpacklo_ps(v[2 * j], v[2 * j + 1]), _mm512_unpackhi_ps(v[2 * j], v[2 * j + 1]));
   for (int j = 0; j < 4; ++j) {
     const __m512d a = _mm512_castps_pd(w[2 * j]), b = _mm512_castps_pd(w[2 * j + 1]);
-    x[j] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+    x[j] =
+        _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
   }
-  const __m512 z0 = _mm512_add_ps(_mm512_shuffle_f32x4(x[0], x[1], 0x88), _mm512_shuffle_f32x4(x[0], x[1], 0xDD));
-  const __m512 z1 = _mm512_add_ps(_mm512_shuffle_f32x4(x[2], x[3], 0x88), _mm512_shuffle_f32x4(x[2], x[3], 0xDD));
+  const __m512 z0 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(x[0], x[1], 0x88), _mm512_shuffle_f32x4(x[0], x[1], 0xDD));
+  const __m512 z1 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(x[2], x[3], 0x88), _mm512_shuffle_f32x4(x[2], x[3], 0xDD));
   return _mm512_add_ps(_mm512_shuffle_f32x4(z0, z1, 0x88), _mm512_shuffle_f32x4(z0, z1, 0xDD));
 }
 
@@ -142,7 +148,8 @@ void weight_gradient(const LaneSide& s, const Block& b, const float* ds, float* 
         for (int64_t k = 0; k < b.n; ++k) {
           const float* x = s.input(g, b.o + k) + c0 * kLanes;
           const float* gd = ds + ((g * b.n + k) * D + d0) * kLanes;
-          const __m512 x0 = load(x), x1 = load(x + kLanes), x2 = load(x + 2 * kLanes), x3 = load(x + 3 * kLanes);
+          const __m512 x0 = load(x), x1 = load(x + kLanes), x2 = load(x + 2 * kLanes),
+                       x3 = load(x + 3 * kLanes);
 #pragma GCC unroll 4
           for (int d = 0; d < 4; ++d) {
             const __m512 g_d = load(gd + d * kLanes);
@@ -173,7 +180,9 @@ struct Planes {
                                  _mm512_set1_epi32(int(H * R)))) {}
   float* at(int64_t g, int64_t r, int64_t h) const { return p + (g * kLanes * H + h) * R + r; }
   __m512 get(int64_t g, int64_t r, int64_t h) const { return _mm512_i32gather_ps(index, at(g, r, h), 4); }
-  void put(int64_t g, int64_t r, int64_t h, __m512 v) const { _mm512_i32scatter_ps(at(g, r, h), index, v, 4); }
+  void put(int64_t g, int64_t r, int64_t h, __m512 v) const {
+    _mm512_i32scatter_ps(at(g, r, h), index, v, 4);
+  }
   float* p;
   int64_t H, R;
   __m512i index;  // lane l: l H R
@@ -199,7 +208,8 @@ void side_backward(const LaneSide& s, const Block& b, const float* ds, float* dx
       if (w) {
         if (k + 1 < b.n) {  // the next row's dx, into L1 meanwhile
           const float* next = dx + (g * s.T + s.rows[b.o + k + 1]) * s.C * kLanes;
-          for (int64_t c = 0; c < s.C; ++c) _mm_prefetch(reinterpret_cast<const char*>(next + c * kLanes), _MM_HINT_T0);
+          for (int64_t c = 0; c < s.C; ++c)
+            _mm_prefetch(reinterpret_cast<const char*>(next + c * kLanes), _MM_HINT_T0);
         }
         project_transposed(d, w, s.C, s.D, dxt);
       } else {
@@ -211,7 +221,8 @@ void side_backward(const LaneSide& s, const Block& b, const float* ds, float* dx
 }
 
 // logits[b, h, r] = Q_h . K_h for the block's rows (vertical: one vector per head).
-void logits_block(const LaneSide& q, const LaneSide& k, const Block& b, int64_t H, float* logits, float* tmp) {
+void logits_block(const LaneSide& q, const LaneSide& k, const Block& b, int64_t H, float* logits,
+                  float* tmp) {
   const int64_t D = q.D, w = D / H;
   const Planes out(logits, H, b.R);
   for (int64_t g = 0; g < b.G; ++g)
@@ -274,8 +285,8 @@ void values_block(const LaneSide& v, const Block& b, const int64_t* query, int64
 // Given out's gradient ([G, M, H, w, 16]): dalpha[b, h, r] = dout_h . V_h and dV,
 // then the input's and the matrix's gradients. scratch: G n D + D vectors.
 void values_block_backward(const LaneSide& v, const Block& b, const int64_t* query, int64_t M, int64_t H,
-                           bool sliced, const float* alpha, const float* dout, float* dalpha, float* dx, float* dw,
-                           float* scratch) {
+                           bool sliced, const float* alpha, const float* dout, float* dalpha, float* dx,
+                           float* dw, float* scratch) {
   const int64_t D = v.D, w = sliced ? D / H : D;
   float *dV = scratch, *tmp = scratch + b.G * b.n * D * kLanes;
   const Planes alphas(alpha, H, b.R), dalphas(dalpha, H, b.R);
@@ -391,7 +402,8 @@ bool pair_lanes_apply(const PairTable& table, int64_t heads, std::initializer_li
 #endif
 }
 
-bool pair_lanes_backward(const PairTable& table, int64_t heads, std::initializer_list<const PairSide*> sides) {
+bool pair_lanes_backward(const PairTable& table, int64_t heads,
+                         std::initializer_list<const PairSide*> sides) {
   for (const PairSide* s : sides)
     if (s->saved.defined()) return false;  // the blocked path's rows: its forward ran there
   return pair_lanes_apply(table, heads, sides);
@@ -402,7 +414,7 @@ at::Tensor lanes_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H)
   ++t_calls;
   const int64_t B = q.xt.size(1), G = B / kLanes, D = q.width(), R = t.offset->back();
   const at::Tensor xq = to_lanes(q.xt), xk = to_lanes(k.xt);
-  for (PairSide* s : {&q, &k}) s->saved = at::Tensor();  // nothing kept: backward projects again
+  for (PairSide* s : {&q, &k}) s->saved = at::Tensor();       // nothing kept: backward projects again
   at::Tensor logits = at::empty({B * H, R}, q.xt.options());  // pair-ordered planes
   const LaneSide lq = lane_side(q, xq), lk = lane_side(k, xk);
   const int parts = block_parts(t, {&q, &k});
@@ -439,7 +451,8 @@ std::array<at::Tensor, 4> lanes_logits_backward(const PairTable& t, const PairSi
     float* dkx = dk.data_ptr<float>() + part * dk.stride(0);
     for (size_t e = first; e < last; ++e) {
       const Block b = block(t, e, G);
-      if (b.n > 0) kernels::logits_block_backward(lq, lk, b, H, gp, dqx, dkx, dqw, dkw, scratch.part<float>(part));
+      if (b.n > 0)
+        kernels::logits_block_backward(lq, lk, b, H, gp, dqx, dkx, dqw, dkw, scratch.part<float>(part));
     }
   });
   return {from_lanes(dq, q.xt.sizes()), dq_bank, from_lanes(dk, k.xt.sizes()), dk_bank};
@@ -470,8 +483,8 @@ at::Tensor lanes_values(const PairTable& t, const at::Tensor& alpha, PairSide& v
   return from_lanes(out, {M, B, H, w});
 }
 
-std::array<at::Tensor, 3> lanes_values_backward(const PairTable& t, const at::Tensor& alpha, const PairSide& v,
-                                                const at::Tensor& dout, bool head_sliced) {
+std::array<at::Tensor, 3> lanes_values_backward(const PairTable& t, const at::Tensor& alpha,
+                                                const PairSide& v, const at::Tensor& dout, bool head_sliced) {
   ++t_calls;
   const int64_t B = dout.size(1), H = dout.size(2), M = t.queries, G = B / kLanes, D = v.width();
   const int64_t R = t.offset->back();
@@ -501,14 +514,15 @@ std::array<at::Tensor, 3> lanes_values_backward(const PairTable& t, const at::Te
 at::Tensor lanes_logits(const PairTable&, PairSide&, PairSide&, int64_t) {
   throw Error("internal: the lanes path needs AVX-512 kernels this build lacks");
 }
-std::array<at::Tensor, 4> lanes_logits_backward(const PairTable&, const PairSide&, const PairSide&, const at::Tensor&) {
+std::array<at::Tensor, 4> lanes_logits_backward(const PairTable&, const PairSide&, const PairSide&,
+                                                const at::Tensor&) {
   throw Error("internal: the lanes path needs AVX-512 kernels this build lacks");
 }
 at::Tensor lanes_values(const PairTable&, const at::Tensor&, PairSide&, bool, at::Tensor*) {
   throw Error("internal: the lanes path needs AVX-512 kernels this build lacks");
 }
-std::array<at::Tensor, 3> lanes_values_backward(const PairTable&, const at::Tensor&, const PairSide&, const at::Tensor&,
-                                                bool) {
+std::array<at::Tensor, 3> lanes_values_backward(const PairTable&, const at::Tensor&, const PairSide&,
+                                                const at::Tensor&, bool) {
   throw Error("internal: the lanes path needs AVX-512 kernels this build lacks");
 }
 #endif

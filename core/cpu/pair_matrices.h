@@ -46,7 +46,8 @@ void gather_block(const T* x, const int64_t* rows, int64_t begin, int64_t end, i
 
 // The reverse, adding: x[rows[r]] += src[r - begin] for sorted rows [begin, end).
 template <typename T>
-void scatter_add_block(const T* src, const int64_t* rows, int64_t begin, int64_t end, int64_t row_size, T* x) {
+void scatter_add_block(const T* src, const int64_t* rows, int64_t begin, int64_t end, int64_t row_size,
+                       T* x) {
   for (int64_t r = begin; r < end; ++r) {
     T* dst = x + rows[r] * row_size;
     const T* s = src + (r - begin) * row_size;
@@ -69,6 +70,7 @@ void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* 
 
 // dW = G^T dS (overwritten) and dG = dS W^T for one matrix's rows ([m x C] and [m x D]).
 template <typename T>
-void matrix_gradients(int64_t m, int64_t C, int64_t D, const T* g, const T* ds, const T* w, T* dw, T* dg, bool bf16);
+void matrix_gradients(int64_t m, int64_t C, int64_t D, const T* g, const T* ds, const T* w, T* dw, T* dg,
+                      bool bf16);
 
 }  // namespace translution

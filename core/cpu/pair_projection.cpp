@@ -50,7 +50,6 @@ bool projects_every_token(const at::Tensor& bank, int64_t tokens, int64_t batch)
   return bank.size(1) * bank.size(2) <= 64 * 64 && batch <= 8;
 }
 
-
 at::Tensor sorted_projection(const at::Tensor& xt_in, const at::Tensor& rows, const at::Tensor& bank,
                              const std::vector<int64_t>& offset, bool bf16, const Bf16Bits* w16) {
   const at::Tensor xt = xt_in.contiguous();
@@ -99,7 +98,8 @@ std::pair<at::Tensor, at::Tensor> sorted_projection_backward(const at::Tensor& x
   at::Tensor dxt = at::zeros({parts, N, B, C}, xt.options());
   at::Tensor scratch = at::empty({parts, 2, block, C}, xt.options());
   AT_DISPATCH_FLOATING_TYPES(xt.scalar_type(), "project_sorted_backward", [&] {
-    const scalar_t *xp = xt.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>(), *sp = ds2.data_ptr<scalar_t>();
+    const scalar_t *xp = xt.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>(),
+                   *sp = ds2.data_ptr<scalar_t>();
     scalar_t* dwp = dbank.data_ptr<scalar_t>();
     const int64_t* rp = rows.data_ptr<int64_t>();
     const int64_t row_size = B * C;

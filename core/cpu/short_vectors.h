@@ -31,7 +31,8 @@ inline void scaled(T* y, T a, const T* x, int64_t n) {
 
 // y = sum_h a[h] x[h stride ...] over `heads` vectors of n values.
 template <typename T>
-inline void weighted_sum(T* __restrict y, const T* a, const T* __restrict x, int64_t heads, int64_t stride, int64_t n) {
+inline void weighted_sum(T* __restrict y, const T* a, const T* __restrict x, int64_t heads, int64_t stride,
+                         int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[0] * x[i];
   for (int64_t h = 1; h < heads; ++h) axpy(y, a[h], x + h * stride, n);
 }

@@ -1,5 +1,4 @@
 #include "cpu/training_passes.h"
-#include "util/engine_options.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,10 +8,11 @@
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include "cpu/helper_threads.h"
 #include "cpu/inference_passes.h"
 #include "cpu/layer_norm_rows.h"
 #include "cpu/vector_math.h"
-#include "cpu/helper_threads.h"
+#include "util/engine_options.h"
 
 namespace translution {
 namespace {
@@ -20,9 +20,8 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-
 constexpr int64_t kElementGrain = 1 << 14;  // per part: below this the hand-off costs more than it saves
-constexpr int64_t kRowGrain = 64;            // LayerNorm's backward: rows per part at least
+constexpr int64_t kRowGrain = 64;           // LayerNorm's backward: rows per part at least
 
 // body(begin, end) over [0, n) elements (or rows), split over the cores.
 template <typename Body>
@@ -38,7 +37,8 @@ class Gelu : public torch::autograd::Function<Gelu> {
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "trained_gelu", [&] {
       const scalar_t* xp = x.data_ptr<scalar_t>();
       scalar_t* yp = y.data_ptr<scalar_t>();
-      split(x.numel(), kElementGrain, [&](int64_t begin, int64_t end) { gelu(xp + begin, yp + begin, end - begin); });
+      split(x.numel(), kElementGrain,
+            [&](int64_t begin, int64_t end) { gelu(xp + begin, yp + begin, end - begin); });
     });
     return y;
   }
@@ -52,8 +52,9 @@ class Gelu : public torch::autograd::Function<Gelu> {
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "trained_gelu_backward", [&] {
       const scalar_t *xp = x.data_ptr<scalar_t>(), *dyp = dy.data_ptr<scalar_t>();
       scalar_t* dxp = dx.data_ptr<scalar_t>();
-      split(x.numel(), kElementGrain,
-            [&](int64_t begin, int64_t end) { gelu_backward(xp + begin, dyp + begin, dxp + begin, end - begin); });
+      split(x.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
+        gelu_backward(xp + begin, dyp + begin, dxp + begin, end - begin);
+      });
     });
     return {dx};
   }
@@ -80,7 +81,8 @@ namespace {
 
 class ScaledSoftmax : public torch::autograd::Function<ScaledSoftmax> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits, const at::Tensor& valid, double scale) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits, const at::Tensor& valid,
+                            double scale) {
     const at::Tensor alpha = softmax_rows(logits, valid, scale, element_parts());
     ctx->save_for_backward({alpha});
     ctx->saved_data["scale"] = scale;
@@ -90,7 +92,8 @@ class ScaledSoftmax : public torch::autograd::Function<ScaledSoftmax> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const at::Tensor alpha = ctx->get_saved_variables()[0];
     const double scale = ctx->saved_data["scale"].toDouble();
-    if (at::GradMode::is_enabled()) return {scale * alpha * (grads[0] - (grads[0] * alpha).sum(-1, true)), {}, {}};
+    if (at::GradMode::is_enabled())
+      return {scale * alpha * (grads[0] - (grads[0] * alpha).sum(-1, true)), {}, {}};
     const at::Tensor g = grads[0].contiguous();
     at::Tensor d = at::empty_like(alpha);
     const int64_t n = alpha.size(-1), rows = n ? alpha.numel() / n : 0;
@@ -98,7 +101,8 @@ class ScaledSoftmax : public torch::autograd::Function<ScaledSoftmax> {
       const scalar_t *a = alpha.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>();
       scalar_t* dp = d.data_ptr<scalar_t>();
       split(rows, kElementGrain / n + 1, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) softmax_backward(a + r * n, gp + r * n, dp + r * n, n, scalar_t(scale));
+        for (int64_t r = begin; r < end; ++r)
+          softmax_backward(a + r * n, gp + r * n, dp + r * n, n, scalar_t(scale));
       });
     });
     return {d, {}, {}};
@@ -113,12 +117,15 @@ class LayerNorm : public torch::autograd::Function<LayerNorm> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& gamma,
                             const at::Tensor& beta, double eps) {
     const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
-    at::Tensor y = at::empty_like(x), mean = at::empty({rows}, x.options()), rstd = at::empty({rows}, x.options());
+    at::Tensor y = at::empty_like(x), mean = at::empty({rows}, x.options()),
+               rstd = at::empty({rows}, x.options());
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "trained_layer_norm", [&] {
-      const scalar_t *xp = x.data_ptr<scalar_t>(), *gp = gamma.data_ptr<scalar_t>(), *bp = beta.data_ptr<scalar_t>();
+      const scalar_t *xp = x.data_ptr<scalar_t>(), *gp = gamma.data_ptr<scalar_t>(),
+                     *bp = beta.data_ptr<scalar_t>();
       scalar_t *yp = y.data_ptr<scalar_t>(), *mp = mean.data_ptr<scalar_t>(), *rp = rstd.data_ptr<scalar_t>();
       split(rows, kElementGrain / n + 1, [&](int64_t begin, int64_t end) {
-        layer_norm_rows<scalar_t>(xp + begin * n, yp + begin * n, end - begin, n, gp, bp, eps, mp + begin, rp + begin);
+        layer_norm_rows<scalar_t>(xp + begin * n, yp + begin * n, end - begin, n, gp, bp, eps, mp + begin,
+                                  rp + begin);
       });
     });
     ctx->save_for_backward({x, gamma, mean, rstd});
@@ -141,15 +148,16 @@ class LayerNorm : public torch::autograd::Function<LayerNorm> {
     const int parts = int(std::clamp<int64_t>(rows / element_grain(kRowGrain), 1, element_parts()));
     at::Tensor partial = at::zeros({parts, 2, n}, x.options());  // each part's dgamma and dbeta
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "trained_layer_norm_backward", [&] {
-      const scalar_t *xp = x.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>(), *wp = gamma.data_ptr<scalar_t>();
+      const scalar_t *xp = x.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>(),
+                     *wp = gamma.data_ptr<scalar_t>();
       const scalar_t *mp = mean.data_ptr<scalar_t>(), *rp = rstd.data_ptr<scalar_t>();
       scalar_t *dxp = dx.data_ptr<scalar_t>(), *pp = partial.data_ptr<scalar_t>();
       const bool parameters = ctx->needs_input_grad(1) || ctx->needs_input_grad(2);
       run_parts(parts, [&](int p) {
         const int64_t begin = rows * p / parts, end = rows * (p + 1) / parts;
-        layer_norm_rows_backward<scalar_t>(xp + begin * n, gp + begin * n, mp + begin, rp + begin, wp, end - begin, n,
-                                           dxp + begin * n, parameters ? pp + 2 * p * n : nullptr,
-                                           parameters ? pp + (2 * p + 1) * n : nullptr);
+        layer_norm_rows_backward<scalar_t>(
+            xp + begin * n, gp + begin * n, mp + begin, rp + begin, wp, end - begin, n, dxp + begin * n,
+            parameters ? pp + 2 * p * n : nullptr, parameters ? pp + (2 * p + 1) * n : nullptr);
       });
     });
     if (!ctx->needs_input_grad(1) && !ctx->needs_input_grad(2)) return {dx, {}, {}, {}};
@@ -160,10 +168,10 @@ class LayerNorm : public torch::autograd::Function<LayerNorm> {
 
 }  // namespace
 
-
 bool training_kernels_apply(std::initializer_list<const at::Tensor*> tensors) {
   bool recorded;
-  return !engine_options().reference && at::GradMode::is_enabled() && engine_pass_tensors(tensors, recorded) && recorded;
+  return !engine_options().reference && at::GradMode::is_enabled() &&
+         engine_pass_tensors(tensors, recorded) && recorded;
 }
 
 at::Tensor trained_gelu(const at::Tensor& x) {
@@ -171,14 +179,15 @@ at::Tensor trained_gelu(const at::Tensor& x) {
   return Gelu::apply(x);
 }
 
-at::Tensor trained_layer_norm(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, double eps) {
+at::Tensor trained_layer_norm(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta,
+                              double eps) {
   return LayerNorm::apply(x, gamma, beta, eps);
 }
 
 at::Tensor trained_softmax(const at::Tensor& logits, const at::Tensor& valid, double scale) {
   // Autograd functions take no undefined inputs: no mask is an empty one.
-  return ScaledSoftmax::apply(logits, valid.defined() ? valid : at::empty({0}, logits.options().dtype(at::kBool)),
-                              scale);
+  return ScaledSoftmax::apply(
+      logits, valid.defined() ? valid : at::empty({0}, logits.options().dtype(at::kBool)), scale);
 }
 
 }  // namespace translution

@@ -30,7 +30,8 @@ at::Tensor trained_gelu(const at::Tensor& x);
 
 // LayerNorm of x over its last dimension (of gamma's and beta's length), with
 // its gradients. Needs training_kernels_apply({&x, &gamma, &beta}).
-at::Tensor trained_layer_norm(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, double eps);
+at::Tensor trained_layer_norm(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta,
+                              double eps);
 
 // The arithmetic of trained_softmax's forward, without gradients: a copy of
 // logits, each row's scaled, masked softmax in place, the rows over `parts`

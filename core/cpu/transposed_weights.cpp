@@ -1,7 +1,5 @@
 #include "cpu/transposed_weights.h"
 
-#include "cpu/weight_stamp.h"
-
 #include <atomic>
 #include <iterator>
 #include <mutex>
@@ -9,6 +7,8 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/intrusive_ptr.h>
+
+#include "cpu/weight_stamp.h"
 
 namespace translution {
 namespace {
@@ -62,8 +62,9 @@ at::Tensor transposed_weight(const at::Tensor& w) {
   if (it != c.entries.end() && current(it->second, w)) return it->second.transposed;
   sweep(c.entries);  // (this weight's stale copy among them)
   at::NoGradGuard no_grad;
-  Entry entry{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(w.getIntrusivePtr()), WeightStamp(w),
-              w.detach().view({w.size(0) / kWeightStrip, kWeightStrip, w.size(1)}).transpose(1, 2).contiguous()};
+  Entry entry{
+      c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(w.getIntrusivePtr()), WeightStamp(w),
+      w.detach().view({w.size(0) / kWeightStrip, kWeightStrip, w.size(1)}).transpose(1, 2).contiguous()};
   ++g_made;
   at::Tensor transposed = entry.transposed;
   c.entries.erase(key);

@@ -70,7 +70,8 @@ AVX512 inline __m512 exp16(__m512 x) {
   x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
   const __m512 m = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(m, _mm512_set1_ps(0.693145751953125f), x);  // ln 2 in two parts: m ln2_hi is exact
+  __m512 r =
+      _mm512_fnmadd_ps(m, _mm512_set1_ps(0.693145751953125f), x);  // ln 2 in two parts: m ln2_hi is exact
   r = _mm512_fnmadd_ps(m, _mm512_set1_ps(1.428606765330187e-06f), r);
   __m512 p = _mm512_set1_ps(1.0f / 5040);
   for (const float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
@@ -83,24 +84,31 @@ AVX512 inline __m512 exp16(__m512 x) {
 AVX512 inline __m512 erf16(__m512 z, __m512 gaussian) {
   const __m512i sign = _mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(int(0x80000000u)));
   const __m512 a = _mm512_abs_ps(z);
-  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(a, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f),
+                                 _mm512_fmadd_ps(a, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
   __m512 poly = _mm512_set1_ps(1.061405429f);
   for (const float c : {-1.453152027f, 1.421413741f, -0.284496736f, 0.254829592f})
     poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(c));
   const __m512 tail = _mm512_mul_ps(_mm512_mul_ps(poly, t), gaussian);
-  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_sub_ps(_mm512_set1_ps(1.0f), tail)), sign));
+  return _mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_castps_si512(_mm512_sub_ps(_mm512_set1_ps(1.0f), tail)), sign));
 }
 
-AVX512 inline __m512 gaussian16(__m512 z) { return exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(z, z))); }
+AVX512 inline __m512 gaussian16(__m512 z) {
+  return exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(z, z)));
+}
 
 inline __mmask16 lanes(int64_t left) { return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1); }
 
 AVX512 void gelu16(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 k = lanes(n - i);
-    const __m512 v = _mm512_maskz_loadu_ps(k, x + i), z = _mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f));
+    const __m512 v = _mm512_maskz_loadu_ps(k, x + i),
+                 z = _mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f));
     const __m512 e = erf16(z, gaussian16(z));
-    _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
+    _mm512_mask_storeu_ps(
+        y + i, k,
+        _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
   }
 }
 
@@ -108,7 +116,8 @@ AVX512 void gelu16(const float* x, float* y, int64_t n) {
 AVX512 void gelu_backward16(const float* x, const float* dy, float* dx, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 k = lanes(n - i);
-    const __m512 v = _mm512_maskz_loadu_ps(k, x + i), z = _mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f));
+    const __m512 v = _mm512_maskz_loadu_ps(k, x + i),
+                 z = _mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f));
     const __m512 g = gaussian16(z);
     const __m512 cdf = _mm512_mul_ps(_mm512_set1_ps(0.5f), _mm512_add_ps(erf16(z, g), _mm512_set1_ps(1.0f)));
     const __m512 slope = _mm512_fmadd_ps(_mm512_mul_ps(v, _mm512_set1_ps(0.39894228040143267794f)), g, cdf);
@@ -135,7 +144,8 @@ AVX512 void softmax16(float* row, int64_t n, float scale, const bool* kept) {
   __m512 sum = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 in_row = lanes(n - j), k = kept16(kept, j, in_row);
-    const __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_mul_ps(s, _mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + j), shift))));
+    const __m512 e = _mm512_maskz_mov_ps(
+        k, exp16(_mm512_mul_ps(s, _mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + j), shift))));
     sum = _mm512_add_ps(sum, e);
     _mm512_mask_storeu_ps(row + j, in_row, e);
   }
@@ -187,7 +197,9 @@ void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) {
   gelu_backward_scalar(x, dy, dx, n);
 }
 
-void gelu_backward(const double* x, const double* dy, double* dx, int64_t n) { gelu_backward_scalar(x, dy, dx, n); }
+void gelu_backward(const double* x, const double* dy, double* dx, int64_t n) {
+  gelu_backward_scalar(x, dy, dx, n);
+}
 
 void scaled_softmax_in_place(float* row, int64_t n, float scale, const bool* kept) {
 #if defined(__x86_64__)

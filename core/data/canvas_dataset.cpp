@@ -74,8 +74,6 @@ at::Tensor compose_canvas(const at::Tensor& digit_u8, int64_t canvas, Placement 
   return out;
 }
 
-at::Tensor normalize_pixels(const at::Tensor& unit_pixels) {
-  return (unit_pixels - kMnistMean) / kMnistStd;
-}
+at::Tensor normalize_pixels(const at::Tensor& unit_pixels) { return (unit_pixels - kMnistMean) / kMnistStd; }
 
 }  // namespace translution

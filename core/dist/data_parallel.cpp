@@ -6,13 +6,15 @@
 
 namespace translution {
 
-std::vector<std::vector<size_t>> plan_buckets(const std::vector<at::Tensor>& parameters, int64_t bucket_bytes) {
+std::vector<std::vector<size_t>> plan_buckets(const std::vector<at::Tensor>& parameters,
+                                              int64_t bucket_bytes) {
   std::vector<std::vector<size_t>> buckets;
   int64_t filled = 0;
   for (size_t i = 0; i < parameters.size(); ++i) {
     const at::Tensor& p = parameters[i];
     const int64_t size = p.numel() * int64_t(p.element_size());
-    const bool same_kind = !buckets.empty() && parameters[buckets.back().back()].scalar_type() == p.scalar_type() &&
+    const bool same_kind = !buckets.empty() &&
+                           parameters[buckets.back().back()].scalar_type() == p.scalar_type() &&
                            parameters[buckets.back().back()].device() == p.device();
     if (!same_kind || filled + size > bucket_bytes) {
       buckets.emplace_back();
@@ -54,7 +56,8 @@ void DataParallel::start_from_rank0(const std::vector<at::Tensor>& tensors) {
   for (int r = 0; r < world_size(); ++r)
     if (flags[r].item<double>() > 0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
   if (!ranks.empty())
-    throw Error("rank " + ranks + " built other initial weights than rank 0 from the same options: a run's ranks "
+    throw Error("rank " + ranks +
+                " built other initial weights than rank 0 from the same options: a run's ranks "
                 "need the same program and LibTorch");
 }
 

@@ -31,7 +31,8 @@ constexpr int64_t kBucketBytes = int64_t(25) << 20;
 
 // The parameters each bucket holds: consecutive runs of one dtype and device, each
 // run at most `bucket_bytes` unless one parameter alone is larger.
-std::vector<std::vector<size_t>> plan_buckets(const std::vector<at::Tensor>& parameters, int64_t bucket_bytes);
+std::vector<std::vector<size_t>> plan_buckets(const std::vector<at::Tensor>& parameters,
+                                              int64_t bucket_bytes);
 
 // The share [begin, end) of `batch` images that `rank` of `world_size` takes: contiguous,
 // sizes differing by at most one, rank 0 first.

@@ -1,8 +1,5 @@
 #include "dist/process_group.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -10,7 +7,9 @@
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <torch/version.h>
+#include <unistd.h>
 
 #include "dist/rendezvous_handshake.h"
 
@@ -74,7 +73,8 @@ void GroupOptions::validate() const {
       std::stoi(port) > 65535)
     throw Error("--master " + master + ": the port " + port + " is not a number from 1 to 65535");
   if (run_id.empty() && world_size > 1)  // a lone rank admits no one
-    throw Error("--master " + master + " needs a run id: --run-id TEXT (or TRANSLUTION_RUN_ID), the same on every "
+    throw Error("--master " + master +
+                " needs a run id: --run-id TEXT (or TRANSLUTION_RUN_ID), the same on every "
                 "rank and known to no one else, so that rank 0 admits only this run's ranks");
 }
 
@@ -107,7 +107,8 @@ std::string text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
 // collective, where the counts of collectives reached cannot tell) stops raising it.
 class Heartbeat {
  public:
-  Heartbeat(c10::intrusive_ptr<c10d::Store> store, std::string key) : store_(std::move(store)), key_(std::move(key)) {
+  Heartbeat(c10::intrusive_ptr<c10d::Store> store, std::string key)
+      : store_(std::move(store)), key_(std::move(key)) {
     thread_ = std::thread([this] { beat(); });
   }
   ~Heartbeat() {
@@ -155,7 +156,6 @@ constexpr const char* kClaim = "translution/claim/";
 constexpr const char* kReached = "translution/reached/";
 constexpr const char* kAlive = "translution/alive/";
 constexpr const char* kChecked = "translution/checked/";
-
 
 // c10d logs each failed bind and connect attempt to stderr before it throws; the error
 // this file makes of it says the same in one line, so the log is kept out of the way.
@@ -220,8 +220,8 @@ c10::intrusive_ptr<c10d::Store> open_store(const GroupOptions& o, uint16_t port,
   } catch (const std::exception& e) {
     const std::string why = first_line(e.what());
     if (serve) throw Error("--master " + o.master + ": rank 0 cannot serve the rendezvous store: " + why);
-    throw Error("--master " + o.master + ": rank 0 admitted this rank, but its store on port " + std::to_string(port) +
-                " cannot be reached within " + std::to_string(o.timeout.count()) +
+    throw Error("--master " + o.master + ": rank 0 admitted this rank, but its store on port " +
+                std::to_string(port) + " cannot be reached within " + std::to_string(o.timeout.count()) +
                 " s (a firewall between the machines?): " + why);
   }
 }
@@ -277,9 +277,8 @@ void handshake(c10d::Store& store, const GroupOptions& o, const std::string& fin
     std::vector<int> missing;
     for (int r : others)
       if (!store.check({kHello + std::to_string(r)})) missing.push_back(r);
-    throw Error(join_ranks(missing) + " did not join within " +
-                std::to_string(o.timeout.count()) + " s (" + std::to_string(o.world_size) + " ranks expected at " +
-                o.master + ")");
+    throw Error(join_ranks(missing) + " did not join within " + std::to_string(o.timeout.count()) + " s (" +
+                std::to_string(o.world_size) + " ranks expected at " + o.master + ")");
   }
   std::string problem;
   for (int r : others) {
@@ -317,19 +316,23 @@ std::string ProcessGroup::backend_for(const GroupOptions& o) {
   }
 #ifndef TRANSLUTION_WITH_GLOO
   if (b == "gloo")
-    throw Error("this build has no Gloo backend: its LibTorch ships no Gloo headers (PyTorch's own does not); "
-                "Debian's LibTorch with libgloo-dev has them");
+    throw Error(
+        "this build has no Gloo backend: its LibTorch ships no Gloo headers (PyTorch's own does not); "
+        "Debian's LibTorch with libgloo-dev has them");
 #endif
 #ifndef TRANSLUTION_WITH_NCCL
-  if (b == "nccl") throw Error("this build has no NCCL backend: it needs a CUDA LibTorch with NCCL (PyTorch's own)");
+  if (b == "nccl")
+    throw Error("this build has no NCCL backend: it needs a CUDA LibTorch with NCCL (PyTorch's own)");
 #endif
-  if (b == "nccl" && !o.cuda) throw Error("--backend nccl reduces CUDA tensors: train with --device cuda, or use gloo");
+  if (b == "nccl" && !o.cuda)
+    throw Error("--backend nccl reduces CUDA tensors: train with --device cuda, or use gloo");
   return b;
 }
 
 namespace {
 
-c10::intrusive_ptr<Backend> make_backend(const std::string& name, const c10::intrusive_ptr<c10d::Store>& store,
+c10::intrusive_ptr<Backend> make_backend(const std::string& name,
+                                         const c10::intrusive_ptr<c10d::Store>& store,
                                          const GroupOptions& o) {
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
 #ifdef TRANSLUTION_WITH_NCCL
@@ -342,9 +345,10 @@ c10::intrusive_ptr<Backend> make_backend(const std::string& name, const c10::int
 #ifdef TRANSLUTION_WITH_GLOO
   auto options = c10d::ProcessGroupGloo::Options::create(o.timeout);
   const bool local = o.local || o.master.rfind("127.", 0) == 0 || o.master.rfind("localhost:", 0) == 0;
-  options->devices.push_back(!o.interface.empty() ? c10d::ProcessGroupGloo::createDeviceForInterface(o.interface)
-                             : local           ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                               : c10d::ProcessGroupGloo::createDefaultDevice());
+  options->devices.push_back(!o.interface.empty()
+                                 ? c10d::ProcessGroupGloo::createDeviceForInterface(o.interface)
+                             : local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                     : c10d::ProcessGroupGloo::createDefaultDevice());
   return c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, o.rank, o.world_size, options);
 #else
   (void)o;
@@ -376,7 +380,8 @@ std::string ProcessGroup::backends() {
   return s;
 }
 
-std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options, const std::string& fingerprint) {
+std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options,
+                                                 const std::string& fingerprint) {
   options.validate();
   const std::string name = backend_for(options);
   auto state = std::make_unique<State>();
@@ -440,8 +445,8 @@ void ProcessGroup::fail(const std::string& what) {
     if (rank() != 0) blamed = {0}, where = " (the rendezvous it served is gone too)";
   }
   const std::string who = blamed.empty() ? "a rank" : join_ranks(blamed);
-  throw PeerFailure(who + " stopped answering" + where + " (collective " + std::to_string(collectives_) + ", " +
-                        backend() + ": " + first_line(what) + ")",
+  throw PeerFailure(who + " stopped answering" + where + " (collective " + std::to_string(collectives_) +
+                        ", " + backend() + ": " + first_line(what) + ")",
                     blamed);
 }
 
@@ -484,7 +489,9 @@ struct ProcessGroup::State {};
 bool ProcessGroup::available() { return false; }
 std::string ProcessGroup::backends() { return {}; }
 
-std::string ProcessGroup::backend_for(const GroupOptions&) { throw Error("this build has no distributed training: " + missing_reason()); }
+std::string ProcessGroup::backend_for(const GroupOptions&) {
+  throw Error("this build has no distributed training: " + missing_reason());
+}
 
 std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options, const std::string&) {
   options.validate();

@@ -55,7 +55,8 @@ struct GroupOptions {
 // A collective that did not complete: a peer died, hung past the timeout, or left.
 class PeerFailure : public Error {
  public:
-  PeerFailure(const std::string& message, std::vector<int> ranks) : Error(message), ranks_(std::move(ranks)) {}
+  PeerFailure(const std::string& message, std::vector<int> ranks)
+      : Error(message), ranks_(std::move(ranks)) {}
   // The ranks that fell behind (empty where the store could not say).
   const std::vector<int>& ranks() const { return ranks_; }
 
@@ -67,8 +68,8 @@ class ProcessGroup {
  public:
   // Whether this build has c10d, and which backends.
   static bool available();
-  static std::string backends();            // e.g. "gloo" or "gloo, nccl"
-  static std::string missing_reason();      // what to install where !available()
+  static std::string backends();        // e.g. "gloo" or "gloo, nccl"
+  static std::string missing_reason();  // what to install where !available()
 
   // The backend `options` get (auto resolved); throws an Error where this build or the
   // device cannot run it.

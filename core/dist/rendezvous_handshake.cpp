@@ -1,5 +1,12 @@
 #include "dist/rendezvous_handshake.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <utility>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -7,13 +14,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <memory>
-#include <thread>
-#include <utility>
 
 #include "util/error.h"
 #include "util/md5.h"
@@ -154,9 +154,12 @@ std::string quoted_bytes(const uint8_t* bytes, size_t size, size_t limit) {
   std::string out;
   for (size_t i = 0; i < std::min(size, limit); ++i) {
     const uint8_t c = bytes[i];
-    if (c == '\r') out += "\\r";
-    else if (c == '\n') out += "\\n";
-    else if (c >= 0x20 && c < 0x7f && c != '\\' && c != '"') out += char(c);
+    if (c == '\r')
+      out += "\\r";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c >= 0x20 && c < 0x7f && c != '\\' && c != '"')
+      out += char(c);
     else {
       char hex[5];
       std::snprintf(hex, sizeof hex, "\\x%02x", c);
@@ -223,7 +226,9 @@ struct Pending {
 class Doorkeeper {
  public:
   Doorkeeper(int world_size, const std::string& run_id, uint16_t store_port)
-      : world_(uint32_t(world_size)), digest_(run_digest(run_id)), store_port_(store_port),
+      : world_(uint32_t(world_size)),
+        digest_(run_digest(run_id)),
+        store_port_(store_port),
         admitted_(size_t(world_size), false) {
     admitted_[0] = true;
   }
@@ -235,7 +240,8 @@ class Doorkeeper {
     for (;;) {
       sockaddr_storage a{};
       socklen_t length = sizeof a;
-      const int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&a), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      const int fd =
+          ::accept4(listener, reinterpret_cast<sockaddr*>(&a), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) return;  // none left (EAGAIN), or one that went away before it was taken
       if (pending_.size() == kMaxPending) {
         turned_away(pending_.front().peer, "held a connection open without a hello");
@@ -266,8 +272,8 @@ class Doorkeeper {
     std::vector<int> ranks;
     for (size_t r = 0; r < admitted_.size(); ++r)
       if (!admitted_[r]) ranks.push_back(int(r));
-    std::string message = rank_list(ranks) + " did not join within " + std::to_string(timeout.count()) + " s (" +
-                          std::to_string(world_) + " ranks expected at " + master + ")";
+    std::string message = rank_list(ranks) + " did not join within " + std::to_string(timeout.count()) +
+                          " s (" + std::to_string(world_) + " ranks expected at " + master + ")";
     for (size_t i = 0; i < away_.size() && i < kTurnedAwayListed; ++i)
       message += (i ? "; " : "; turned away: ") + away_[i];
     if (away_.size() > kTurnedAwayListed)
@@ -292,8 +298,9 @@ class Doorkeeper {
     } else if (h.world_size != world_) {
       reply.verdict = Verdict::OtherWorldSize, reply.value = world_;
       answer(p, reply);
-      throw Error("rank " + std::to_string(h.rank) + " was started with --world-size " + std::to_string(h.world_size) +
-                  " and rank 0 with " + std::to_string(world_) + ": every rank needs the same");
+      throw Error("rank " + std::to_string(h.rank) + " was started with --world-size " +
+                  std::to_string(h.world_size) + " and rank 0 with " + std::to_string(world_) +
+                  ": every rank needs the same");
     } else if (h.rank == 0 || h.rank >= world_) {
       reply.verdict = Verdict::RankOutside;
       turned_away(p.peer, "claimed rank " + std::to_string(h.rank));
@@ -310,7 +317,8 @@ class Doorkeeper {
   // A reply fits in an empty send buffer: written without waiting, or lost with its peer.
   static void answer(Pending& p, const Reply& reply) {
     const std::array<uint8_t, kReplyBytes> bytes = encode_reply(reply);
-    [[maybe_unused]] const ssize_t sent = ::send(p.socket.fd(), bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    [[maybe_unused]] const ssize_t sent =
+        ::send(p.socket.fd(), bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 
   uint32_t world_;
@@ -360,7 +368,8 @@ void RendezvousListener::admit(int world_size, const std::string& run_id, uint16
 
 namespace {
 
-std::string cannot_reach(const std::string& master, std::chrono::seconds timeout, const std::string& last_error) {
+std::string cannot_reach(const std::string& master, std::chrono::seconds timeout,
+                         const std::string& last_error) {
   return "--master " + master + ": cannot reach rank 0 there within " + std::to_string(timeout.count()) +
          " s (is rank 0 started, and the port open?)" + (last_error.empty() ? "" : ": " + last_error);
 }
@@ -410,7 +419,7 @@ Socket connect_before(const std::string& master, Clock::time_point deadline, std
 struct Answer {
   std::array<uint8_t, kReplyBytes> bytes{};
   size_t got = 0;
-  bool closed = false;  // end of stream, or the connection reset
+  bool closed = false;   // end of stream, or the connection reset
   bool foreign = false;  // the first bytes are not the magic: no need to wait for more
 };
 
@@ -434,20 +443,22 @@ uint16_t verdict_port(const std::string& master, const Hello& hello, const Answe
   const std::string at = "--master " + master + ": ";
   const uint32_t version = get_u32(&a.bytes[kVersionAt]), value = get_u32(&a.bytes[kValueAt]);
   if (version != hello.version)
-    throw Error(at + "rank 0 there speaks rendezvous protocol " + std::to_string(version) + " and this rank " +
-                std::to_string(hello.version) + ": run the same Translution release on every machine");
+    throw Error(at + "rank 0 there speaks rendezvous protocol " + std::to_string(version) +
+                " and this rank " + std::to_string(hello.version) +
+                ": run the same Translution release on every machine");
   switch (Verdict(get_u32(&a.bytes[kVerdictAt]))) {
     case Verdict::Admitted:
       if (value == 0 || value > 65535) break;
       return uint16_t(value);
     case Verdict::OtherRunId:
-      throw Error(at + "rank 0 there runs with another run id: give every rank the same --run-id (or "
-                       "TRANSLUTION_RUN_ID)");
-    case Verdict::OtherVersion:
-      break;  // rank 0 answers it with its own version, handled above
+      throw Error(at +
+                  "rank 0 there runs with another run id: give every rank the same --run-id (or "
+                  "TRANSLUTION_RUN_ID)");
+    case Verdict::OtherVersion: break;  // rank 0 answers it with its own version, handled above
     case Verdict::OtherWorldSize:
       throw Error("rank 0 was started with --world-size " + std::to_string(value) + " and rank " +
-                  std::to_string(hello.rank) + " with " + std::to_string(hello.world_size) + ": every rank needs the same");
+                  std::to_string(hello.rank) + " with " + std::to_string(hello.world_size) +
+                  ": every rank needs the same");
     case Verdict::RankTaken:
       throw Error("another process already joined this run as rank " + std::to_string(hello.rank) +
                   " (--rank must differ on every process)");
@@ -468,15 +479,18 @@ uint16_t introduce(const std::string& master, const Hello& hello, std::chrono::s
   const std::array<uint8_t, kHelloBytes> bytes = encode_hello(hello);
   // The hello fits in the fresh connection's send buffer: one send, or the peer is gone.
   if (::send(s.fd(), bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(bytes.size()))
-    throw Error(at + "the process there closed the connection before the rendezvous began (not a Translution rank "
-                     "0?): " + std::strerror(errno));
+    throw Error(at +
+                "the process there closed the connection before the rendezvous began (not a Translution rank "
+                "0?): " +
+                std::strerror(errno));
   const Answer a = read_answer(s.fd(), deadline);
   if (a.foreign)
     throw Error(at + "what answers there is not a Translution rank 0 (it sent \"" +
                 quoted_bytes(a.bytes.data(), a.got, 16) + "\")");
   if (a.got < kReplyBytes && a.closed)
     throw Error(at + "the process there closed the connection " +
-                (a.got ? "after " + std::to_string(a.got) + " bytes of an answer" : std::string("without an answer")) +
+                (a.got ? "after " + std::to_string(a.got) + " bytes of an answer"
+                       : std::string("without an answer")) +
                 " (not a Translution rank 0, or one that refused this rank)");
   if (a.got < kReplyBytes)
     throw Error(at + "the process there accepted the connection but gave no rendezvous answer within " +

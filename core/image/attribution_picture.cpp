@@ -12,7 +12,8 @@ namespace translution {
 
 at::Tensor diverging_ramp(const at::Tensor& t) {
   // ColorBrewer RdBu at -1, -1/2, 0, 1/2, 1 (reversed: blue negative, red positive).
-  static const float anchors[5][3] = {{33, 102, 172}, {146, 197, 222}, {247, 247, 247}, {244, 165, 130}, {178, 24, 43}};
+  static const float anchors[5][3] = {
+      {33, 102, 172}, {146, 197, 222}, {247, 247, 247}, {244, 165, 130}, {178, 24, 43}};
   return anchored_ramp((t.to(at::kFloat).nan_to_num(0).clamp(-1, 1) + 1) / 2, anchors);
 }
 
@@ -30,7 +31,9 @@ at::Tensor attribution_picture(const at::Tensor& canvas, const at::Tensor& map, 
                 std::string(c10::str(canvas.sizes())) + " and " + std::string(c10::str(map.sizes())));
   if (!(limit > 0)) throw Error("an attribution picture needs a scale limit above 0");
   if (cell < 1) throw Error("an attribution picture needs cells of at least 1 pixel");
-  auto magnify = [cell](const at::Tensor& rgb) { return rgb.repeat_interleave(cell, 0).repeat_interleave(cell, 1); };
+  auto magnify = [cell](const at::Tensor& rgb) {
+    return rgb.repeat_interleave(cell, 0).repeat_interleave(cell, 1);
+  };
   const at::Tensor paper = ((1 - canvas.to(at::kFloat).clamp(0, 1)) * 255).round().to(at::kByte);  // [H, W]
   const at::Tensor digit = magnify(paper.unsqueeze(-1).expand({-1, -1, 3}));
   const at::Tensor colours = magnify(diverging_ramp(map.to(at::kFloat) / float(limit)));

@@ -14,7 +14,8 @@ constexpr int64_t kFrame = 28, kBox = 20;
 
 // The paper's colour is the median of the border: robust to a stroke touching the edge.
 double border_median(const at::Tensor& g) {
-  const at::Tensor border = at::cat({g.select(0, 0), g.select(0, g.size(0) - 1), g.select(1, 0), g.select(1, g.size(1) - 1)});
+  const at::Tensor border =
+      at::cat({g.select(0, 0), g.select(0, g.size(0) - 1), g.select(1, 0), g.select(1, g.size(1) - 1)});
   return border.median().item<double>();
 }
 
@@ -42,7 +43,8 @@ at::Tensor crop_to_ink(const at::Tensor& ink) {
 at::Tensor fit_box(const at::Tensor& ink) {
   const int64_t h = ink.size(0), w = ink.size(1);
   const double scale = double(kBox) / double(std::max(h, w));
-  const int64_t nh = std::max<int64_t>(1, std::lround(h * scale)), nw = std::max<int64_t>(1, std::lround(w * scale));
+  const int64_t nh = std::max<int64_t>(1, std::lround(h * scale)),
+                nw = std::max<int64_t>(1, std::lround(w * scale));
   const at::Tensor x = ink.unsqueeze(0).unsqueeze(0);
   at::Tensor out = scale < 1 ? at::adaptive_avg_pool2d(x, {nh, nw})
                              : at::upsample_bilinear2d(x, {nh, nw}, /*align_corners=*/false);
@@ -53,7 +55,8 @@ at::Tensor fit_box(const at::Tensor& ink) {
 }  // namespace
 
 at::Tensor prepare_digit(const at::Tensor& grey) {
-  if (grey.dim() != 2 || grey.size(0) < 2 || grey.size(1) < 2) throw Error("a digit image must be 2-D and at least 2x2");
+  if (grey.dim() != 2 || grey.size(0) < 2 || grey.size(1) < 2)
+    throw Error("a digit image must be 2-D and at least 2x2");
   const at::Tensor box = fit_box(crop_to_ink(ink_of(grey.to(at::kFloat))));
   const int64_t h = box.size(0), w = box.size(1);
   // Centre of mass of the box, then the offset that puts it at pixel (14, 14) as in MNIST.

@@ -20,7 +20,8 @@ at::Tensor anchored_ramp(const at::Tensor& t, const float (&anchors)[5][3]) {
 
 at::Tensor colour_ramp(const at::Tensor& t) {
   // Five anchors of matplotlib's viridis (a perceptually uniform map).
-  static const float anchors[5][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
+  static const float anchors[5][3] = {
+      {68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
   return anchored_ramp(t, anchors);
 }
 

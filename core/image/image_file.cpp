@@ -8,8 +8,8 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <jpeglib.h>
 #include <jerror.h>
+#include <jpeglib.h>
 #include <png.h>
 
 #include "io/byte_source.h"
@@ -33,8 +33,8 @@ constexpr long kJpegMemoryLimit = 1L << 30;
 
 void check_pixel_budget(const std::string& path, int64_t width, int64_t height) {
   if (width * height <= kMaxImagePixels) return;
-  throw Error("image " + path + " is " + std::to_string(width) + " x " + std::to_string(height) + " pixels (" +
-              std::to_string(width * height / 1000000) + " megapixels); pictures of up to " +
+  throw Error("image " + path + " is " + std::to_string(width) + " x " + std::to_string(height) +
+              " pixels (" + std::to_string(width * height / 1000000) + " megapixels); pictures of up to " +
               std::to_string(kMaxImagePixels / 1000000) + " megapixels are read: scale it down first");
 }
 
@@ -65,8 +65,11 @@ at::Tensor decode_png(const std::string& path, const std::vector<unsigned char>&
   }
   const int64_t h = image.height, w = image.width;
   if (sixteen_bit) {
-    const at::Tensor ga = at::from_blob(pixels.data(), {h, w, 2}, at::kShort).to(at::kInt).bitwise_and(0xFFFF)
-                              .to(at::kFloat).div(65535.0);
+    const at::Tensor ga = at::from_blob(pixels.data(), {h, w, 2}, at::kShort)
+                              .to(at::kInt)
+                              .bitwise_and(0xFFFF)
+                              .to(at::kFloat)
+                              .div(65535.0);
     const at::Tensor premultiplied = ga.select(2, 0), alpha = ga.select(2, 1);
     return (premultiplied + (1 - alpha)).contiguous();
   }
@@ -136,7 +139,8 @@ at::Tensor decode_jpeg(const std::string& path, const std::vector<unsigned char>
   }
   jpeg_finish_decompress(&info);
   jpeg_destroy_decompress(&info);
-  if (error.truncated) throw Error("image " + path + " is a truncated JPEG: the file ends before the picture does");
+  if (error.truncated)
+    throw Error("image " + path + " is a truncated JPEG: the file ends before the picture does");
   out = at::from_blob(pixels.data(), {int64_t(height), int64_t(width)}, at::kByte).to(at::kFloat).div(255.0);
   return out;
 }
@@ -148,7 +152,8 @@ at::Tensor read_image_gray(const std::string& path) { return decode_image_gray(r
 at::Tensor decode_image_gray(const std::vector<unsigned char>& bytes, const std::string& path) {
   static const unsigned char png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (bytes.size() >= 8 && std::memcmp(bytes.data(), png_signature, 8) == 0) return decode_png(path, bytes);
-  if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) return decode_jpeg(path, bytes);
+  if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF)
+    return decode_jpeg(path, bytes);
   throw Error(path + " is not a PNG or JPEG image");
 }
 

@@ -8,9 +8,9 @@
 namespace translution {
 
 InkBox ink_box(const at::Tensor& canvas) {
-  const at::Tensor mask = canvas > 0;                                 // [S, S]
-  const at::Tensor rows = mask.any(1).nonzero().flatten();            // rows holding ink
-  const at::Tensor cols = mask.any(0).nonzero().flatten();            // columns holding ink
+  const at::Tensor mask = canvas > 0;                       // [S, S]
+  const at::Tensor rows = mask.any(1).nonzero().flatten();  // rows holding ink
+  const at::Tensor cols = mask.any(0).nonzero().flatten();  // columns holding ink
   if (rows.numel() == 0) return {};
   const int64_t top = rows.min().item<int64_t>(), left = cols.min().item<int64_t>();
   return {top, left, rows.max().item<int64_t>() - top + 1, cols.max().item<int64_t>() - left + 1};

@@ -34,8 +34,8 @@ void write_png_file(const std::string& path, const at::Tensor& u8, bool rgb) {
   }
   const auto height = png_uint_32(u8.size(0)), width = png_uint_32(u8.size(1));
   png_init_io(png, file.get());
-  png_set_IHDR(png, info, width, height, 8, rgb ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_IHDR(png, info, width, height, 8, rgb ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_set_compression_level(png, 9);
   png_write_info(png, info);
   const uint8_t* base = u8.data_ptr<uint8_t>();

@@ -26,9 +26,11 @@ at::Tensor mean_attention_distance(const at::Tensor& attention, int64_t grid_h, 
     throw Error("mean attention distance needs [heads, 1 + H W, 1 + H W] attention");
   // Patch coordinates of the image tokens: [T, 2] (row, column).
   const at::Tensor index = at::arange(tokens, at::kLong);
-  const at::Tensor position = at::stack({index.div(grid_w, "floor"), index.remainder(grid_w)}, 1).to(at::kDouble);
+  const at::Tensor position =
+      at::stack({index.div(grid_w, "floor"), index.remainder(grid_w)}, 1).to(at::kDouble);
   const at::Tensor distance = (position.unsqueeze(1) - position.unsqueeze(0)).pow(2).sum(2).sqrt();  // [T, T]
-  const at::Tensor image = attention.to(at::kDouble).narrow(1, 1, tokens).narrow(2, 1, tokens);     // [heads, T, T]
+  const at::Tensor image =
+      attention.to(at::kDouble).narrow(1, 1, tokens).narrow(2, 1, tokens);  // [heads, T, T]
   const at::Tensor weights = image / image.sum(2, true).clamp_min(1e-12);
   return (weights * distance).sum(2).mean(1);  // [heads]
 }

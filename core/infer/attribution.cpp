@@ -36,7 +36,8 @@ at::Tensor run_logits(const LogitsFunction& logits, const at::Tensor& canvases) 
   const at::Tensor out = logits(canvases);
   if (!out.defined() || out.dim() != 2 || out.size(0) != canvases.size(0) || out.size(1) < 1)
     throw Error("attribution: the logits function must return [" + std::to_string(canvases.size(0)) +
-                ", classes], got " + (out.defined() ? std::string(c10::str(out.sizes())) : std::string("none")));
+                ", classes], got " +
+                (out.defined() ? std::string(c10::str(out.sizes())) : std::string("none")));
   return out.to(at::kCPU, at::kFloat);
 }
 
@@ -74,8 +75,8 @@ PathCells path_cells(int64_t steps) {
   if (steps == 1) return {at::full({1}, 0.5, at::kDouble), at::ones({1}, at::kDouble)};
   // ends[j], j = 0..steps: 0, then kFirstCell^(1 - (j - 1) / (steps - 1)), the last exactly 1.
   const at::Tensor j = at::arange(1, steps + 1, at::kDouble);
-  const at::Tensor ends = at::cat({at::zeros({1}, at::kDouble),
-                                   at::exp(std::log(kFirstCell) * (1 - (j - 1) / double(steps - 1)))});
+  const at::Tensor ends = at::cat(
+      {at::zeros({1}, at::kDouble), at::exp(std::log(kFirstCell) * (1 - (j - 1) / double(steps - 1)))});
   const at::Tensor lo = ends.narrow(0, 0, steps), hi = ends.narrow(0, 1, steps);
   at::Tensor points = (lo * hi).sqrt();
   points[0] = kFirstCell / 2;
@@ -90,11 +91,14 @@ struct Tile {
 std::vector<Tile> tiles(int64_t rows, int64_t cols, int64_t size) {
   std::vector<Tile> out;
   for (int64_t y = 0; y < rows; y += size)
-    for (int64_t x = 0; x < cols; x += size) out.push_back({y, x, std::min(size, rows - y), std::min(size, cols - x)});
+    for (int64_t x = 0; x < cols; x += size)
+      out.push_back({y, x, std::min(size, rows - y), std::min(size, cols - x)});
   return out;
 }
 
-at::Tensor region(const at::Tensor& image, const Tile& t) { return image.narrow(-2, t.y, t.h).narrow(-1, t.x, t.w); }
+at::Tensor region(const at::Tensor& image, const Tile& t) {
+  return image.narrow(-2, t.y, t.h).narrow(-1, t.x, t.w);
+}
 
 }  // namespace
 
@@ -125,20 +129,23 @@ std::optional<Attribution> integrated_gradients(const LogitsFunction& logits, co
   for (int64_t start = 0; start < o.steps; start += o.batch) {
     const int64_t n = std::min(o.batch, o.steps - start);
     const at::Tensor alphas = path.points.narrow(0, start, n).to(at::kFloat).view({n, 1, 1});
-    const at::Tensor points = (alphas * x).requires_grad_(true);                          // [n, H, W]
-    const at::Tensor target_logits = run_logits(logits, points).select(1, a.target);       // [n]
+    const at::Tensor points = (alphas * x).requires_grad_(true);                      // [n, H, W]
+    const at::Tensor target_logits = run_logits(logits, points).select(1, a.target);  // [n]
     at::Tensor gradient;  // [n, H, W]; undefined where the logit does not depend on the pixels
     if (target_logits.requires_grad())
-      gradient = torch::autograd::grad({target_logits.sum()}, {points}, {}, false, false, /*allow_unused=*/true)[0];
+      gradient =
+          torch::autograd::grad({target_logits.sum()}, {points}, {}, false, false, /*allow_unused=*/true)[0];
     if (!gradient.defined()) gradient = at::zeros_like(points);
     gradient_sum += (gradient.to(at::kDouble) * path.widths.narrow(0, start, n).view({n, 1, 1})).sum(0);
     if (o.progress && !o.progress(start + n, o.steps)) return std::nullopt;
   }
-  a.map = (x.to(at::kDouble) * gradient_sum).to(at::kFloat).contiguous();  // x - baseline is x: the baseline is 0
+  a.map =
+      (x.to(at::kDouble) * gradient_sum).to(at::kFloat).contiguous();  // x - baseline is x: the baseline is 0
   return a;
 }
 
-std::optional<Attribution> occlusion(const LogitsFunction& logits, const at::Tensor& canvas, const OcclusionOptions& o) {
+std::optional<Attribution> occlusion(const LogitsFunction& logits, const at::Tensor& canvas,
+                                     const OcclusionOptions& o) {
   const at::Tensor x = checked_canvas(canvas);  // [H, W]
   const int64_t rows = x.size(0), cols = x.size(1);
   if (o.occluder < 1 || o.occluder > std::max(rows, cols))
@@ -181,7 +188,8 @@ LogitsFunction model_logits(ViT model, c10::Device device) {
   };
 }
 
-std::optional<Attribution> integrated_gradients(const ViT& model, c10::Device device, const at::Tensor& canvas,
+std::optional<Attribution> integrated_gradients(const ViT& model, c10::Device device,
+                                                const at::Tensor& canvas,
                                                 const IntegratedGradientsOptions& options) {
   return integrated_gradients(model_logits(model, device), canvas, options);
 }
@@ -192,7 +200,8 @@ std::optional<Attribution> occlusion(const ViT& model, c10::Device device, const
 }
 
 void write_attribution_csv(const std::string& path, const at::Tensor& map) {
-  if (map.dim() != 2) throw Error(path + ": an attribution map is 2-D, got " + std::string(c10::str(map.sizes())));
+  if (map.dim() != 2)
+    throw Error(path + ": an attribution map is 2-D, got " + std::string(c10::str(map.sizes())));
   const at::Tensor values = map.to(at::kCPU, at::kDouble).contiguous();
   const double* v = values.data_ptr<double>();
   write_file_atomically(path, [&](const std::string& temp) {
@@ -200,7 +209,8 @@ void write_attribution_csv(const std::string& path, const at::Tensor& map) {
     char number[32];
     for (int64_t y = 0; y < values.size(0); ++y) {
       for (int64_t x = 0; x < values.size(1); ++x) {
-        std::snprintf(number, sizeof number, "%s%.9g", x ? "," : "", v[y * values.size(1) + x] + 0.0);  // + 0: no "-0"
+        std::snprintf(number, sizeof number, "%s%.9g", x ? "," : "",
+                      v[y * values.size(1) + x] + 0.0);  // + 0: no "-0"
         out << number;
       }
       out << '\n';

@@ -85,7 +85,8 @@ std::optional<Attribution> occlusion(const LogitsFunction& logits, const at::Ten
 // the model's own (ViT::forward), whose autograd is exact, so gradients reach the canvas.
 LogitsFunction model_logits(ViT model, c10::Device device);
 
-std::optional<Attribution> integrated_gradients(const ViT& model, c10::Device device, const at::Tensor& canvas,
+std::optional<Attribution> integrated_gradients(const ViT& model, c10::Device device,
+                                                const at::Tensor& canvas,
                                                 const IntegratedGradientsOptions& options);
 std::optional<Attribution> occlusion(const ViT& model, c10::Device device, const at::Tensor& canvas,
                                      const OcclusionOptions& options);

@@ -31,7 +31,8 @@ std::string first_line(const std::string& message) { return message.substr(0, me
 // the error it left, so the eager forward that follows starts clean.
 void abandon_capture(const c10::cuda::CUDAStream& stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+  if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess &&
+      status != cudaStreamCaptureStatusNone) {
     cudaGraph_t graph = nullptr;
     cudaStreamEndCapture(stream.stream(), &graph);
     if (graph) cudaGraphDestroy(graph);
@@ -41,7 +42,8 @@ void abandon_capture(const c10::cuda::CUDAStream& stream) {
 
 }  // namespace
 
-GraphedForward::GraphedForward(ViT model, const at::Tensor& example, bool with_attention) : model_(std::move(model)) {
+GraphedForward::GraphedForward(ViT model, const at::Tensor& example, bool with_attention)
+    : model_(std::move(model)) {
   if (!example.is_cuda() || example.dim() != 4 || example.size(0) != 1)
     throw Error("internal: a graphed forward takes one image [1, channels, H, W] on a CUDA device");
   at::NoGradGuard no_grad;
@@ -77,8 +79,8 @@ GraphedForward::GraphedForward(ViT model, const at::Tensor& example, bool with_a
 
 const GraphedOutputs& GraphedForward::run(const at::Tensor& images) {
   const c10::cuda::CUDAGuard device(input_.device());
-  input_.copy_(images);        // on the current stream,
-  capture_->graph.replay();    // which the replay follows
+  input_.copy_(images);      // on the current stream,
+  capture_->graph.replay();  // which the replay follows
   return outputs_;
 }
 

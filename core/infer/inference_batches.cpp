@@ -20,7 +20,8 @@ at::Tensor logits_without_gradients(ViT model, const at::Tensor& images, const c
   const int64_t B = images.size(0), per_forward = images_per_forward(model, device, B);
   std::vector<at::Tensor> logits;
   for (int64_t first = 0; first < B; first += per_forward)
-    logits.push_back(model->forward(images.narrow(0, first, std::min(per_forward, B - first)).to(device)).to(at::kCPU));
+    logits.push_back(
+        model->forward(images.narrow(0, first, std::min(per_forward, B - first)).to(device)).to(at::kCPU));
   return logits.size() == 1 ? logits.front() : at::cat(logits);
 }
 

@@ -17,7 +17,8 @@ struct Score {
 };
 
 // The model's accuracy and mean true-class logit as its weights are now.
-Score score(ViT& model, const at::Tensor& images, const at::Tensor& labels, int64_t batch, bool bf16_weights) {
+Score score(ViT& model, const at::Tensor& images, const at::Tensor& labels, int64_t batch,
+            bool bf16_weights) {
   std::optional<Bf16Weights> copies;
   if (bf16_weights) copies.emplace(relative_banks(*model));
   const ScopedBf16Weights scope(copies ? &*copies : nullptr);
@@ -40,7 +41,8 @@ at::Tensor OffsetImportance::grid(const std::vector<double>& values) const {
   if (values.size() > offsets.size())
     throw Error("offset importance: " + std::to_string(values.size()) + " values for " +
                 std::to_string(offsets.size()) + " offsets");
-  at::Tensor out = at::full({2 * layout.height - 1, 2 * layout.width - 1}, std::numeric_limits<float>::quiet_NaN());
+  at::Tensor out =
+      at::full({2 * layout.height - 1, 2 * layout.width - 1}, std::numeric_limits<float>::quiet_NaN());
   auto cells = out.accessor<float, 2>();
   for (size_t i = 0; i < values.size(); ++i)
     cells[offsets[i].dy + layout.height - 1][offsets[i].dx + layout.width - 1] = float(values[i]);
@@ -71,7 +73,8 @@ OffsetImportance offset_importance(ViT model, const at::Tensor& images, const at
     k.replacement = replacement;
     Score s;
     {
-      const AppliedKnockout applied(model, k);  // restored at the end of this scope, also when a forward throws
+      const AppliedKnockout applied(model,
+                                    k);  // restored at the end of this scope, also when a forward throws
       s = score(model, images, labels, batch, bf16_weights);
     }
     r.accuracy.push_back(s.accuracy);

@@ -40,7 +40,7 @@ using ImportanceProgress = std::function<bool(int64_t done, int64_t total)>;
 // images at a time; with `bf16_weights` they read bfloat16 copies of the banks
 // (cpu/bf16_weights.h), made afresh for the intact model and for each knockout.
 OffsetImportance offset_importance(ViT model, const at::Tensor& images, const at::Tensor& labels,
-                                   OffsetKnockout::Replacement replacement, int64_t batch, bool bf16_weights = false,
-                                   const ImportanceProgress& progress = {});
+                                   OffsetKnockout::Replacement replacement, int64_t batch,
+                                   bool bf16_weights = false, const ImportanceProgress& progress = {});
 
 }  // namespace translution

@@ -84,8 +84,9 @@ std::vector<BankPlan> plan_knockout(const ViT& model, const OffsetKnockout& k) {
     const AttentionSpec spec = config.attention_spec(b);
     if (!spec.relative()) continue;
     if (spec.encoding != PairEncoding::Relative)
-      throw Error("layer " + std::to_string(b) + " (" + config.block_model(b) +
-                  ") has one matrix per token pair, not per offset: offset knockout needs offset-indexed banks");
+      throw Error(
+          "layer " + std::to_string(b) + " (" + config.block_model(b) +
+          ") has one matrix per token pair, not per offset: offset knockout needs offset-indexed banks");
     const bool relative[3] = {spec.rel_q, spec.rel_k, spec.rel_v};
     for (int role = 0; role < 3; ++role) {
       if (!chosen[role] || !relative[role] || paper.empty()) continue;
@@ -106,7 +107,8 @@ std::vector<BankPlan> plan_knockout(const ViT& model, const OffsetKnockout& k) {
 }
 
 // [C, C'] that replaces every knocked-out matrix of `bank`.
-at::Tensor replacement_matrix(const at::Tensor& bank, const RelativeTable& table, OffsetKnockout::Replacement r) {
+at::Tensor replacement_matrix(const at::Tensor& bank, const RelativeTable& table,
+                              OffsetKnockout::Replacement r) {
   if (r == OffsetKnockout::Replacement::Zero) return at::zeros({bank.size(1), bank.size(2)}, bank.options());
   std::vector<int64_t> offsets;  // the same set for a mirrored bank: the mirror maps offsets to offsets
   for (size_t e = 0; e < table.info.size(); ++e)
@@ -158,8 +160,9 @@ std::vector<Offset> offsets_in_rectangle(const TokenLayout& layout, Offset a, Of
   const std::vector<Offset> all = layout_offsets(layout);
   for (const Offset& corner : {a, b})
     if (std::find(all.begin(), all.end(), corner) == all.end())
-      throw Error("rectangle corner " + offset_text(corner) + " is not on the model's grid of offsets (dy in " +
-                  range_text(layout.height) + ", dx in " + range_text(layout.width) + ")");
+      throw Error("rectangle corner " + offset_text(corner) +
+                  " is not on the model's grid of offsets (dy in " + range_text(layout.height) + ", dx in " +
+                  range_text(layout.width) + ")");
   std::vector<Offset> out;
   for (const Offset& o : all)
     if (o.dy >= std::min(a.dy, b.dy) && o.dy <= std::max(a.dy, b.dy) && o.dx >= std::min(a.dx, b.dx) &&
@@ -174,7 +177,8 @@ AppliedKnockout::AppliedKnockout(ViT model, const OffsetKnockout& knockout) {
   at::NoGradGuard no_grad;
   // Every replacement is taken before the first write, so a mean never reads a matrix this knockout replaced.
   std::vector<at::Tensor> replacements;
-  for (const BankPlan& p : plans) replacements.push_back(replacement_matrix(p.bank, table, knockout.replacement));
+  for (const BankPlan& p : plans)
+    replacements.push_back(replacement_matrix(p.bank, table, knockout.replacement));
   for (size_t i = 0; i < plans.size(); ++i) {
     Edit edit{plans[i].bank, at::tensor(plans[i].entries, at::kLong).to(plans[i].bank.device()), {}};
     edit.saved = edit.bank.index_select(0, edit.entries);
@@ -194,9 +198,7 @@ void AppliedKnockout::restore() {
   matrices_ = 0;
 }
 
-void AppliedKnockout::keep() {
-  edits_.clear();
-}
+void AppliedKnockout::keep() { edits_.clear(); }
 
 int64_t apply_knockout(ViT& model, const OffsetKnockout& knockout) {
   AppliedKnockout applied(model, knockout);

@@ -13,11 +13,14 @@
 namespace translution {
 
 Predictor::Predictor(Checkpoint checkpoint, std::string source, c10::Device device, bool cuda_graphs)
-    : checkpoint_(std::move(checkpoint)), source_(std::move(source)), device_(device),
+    : checkpoint_(std::move(checkpoint)),
+      source_(std::move(source)),
+      device_(device),
       cuda_graphs_(cuda_graphs && device.is_cuda() && cuda_graphs_supported()) {
   const ViTConfig& c = checkpoint_.config;
-  if (c.channels != 1) throw Error(source_ + ": the studio shows one-channel digits; this model has " +
-                                   std::to_string(c.channels) + " channels");
+  if (c.channels != 1)
+    throw Error(source_ + ": the studio shows one-channel digits; this model has " +
+                std::to_string(c.channels) + " channels");
   checkpoint_.model->to(device_);
   checkpoint_.model->eval();
   at::NoGradGuard no_grad;
@@ -79,11 +82,13 @@ Prediction Predictor::predict(const at::Tensor& canvas, bool with_attention) con
   p.predicted = probs.argmax().item<int64_t>();
   for (const at::Tensor& a : f.attention) p.attention.push_back(a.squeeze(0));
   for (const at::Tensor& x : f.inputs) p.attention_inputs.push_back(x.squeeze(0));
-  p.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  p.milliseconds =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return p;
 }
 
-std::vector<std::vector<OffsetMagnitudes>> Predictor::value_contributions(const Prediction& prediction) const {
+std::vector<std::vector<OffsetMagnitudes>> Predictor::value_contributions(
+    const Prediction& prediction) const {
   if (prediction.attention_inputs.size() != prediction.attention.size())
     throw Error("value contributions need a prediction made with its attention");
   at::NoGradGuard no_grad;

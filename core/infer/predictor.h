@@ -19,8 +19,9 @@ struct Prediction {
   std::vector<double> probabilities;  // one per class
   int64_t predicted = -1;
   std::vector<at::Tensor> attention;  // per layer: float [heads, N, N] on the CPU (when asked)
-  std::vector<at::Tensor> attention_inputs;  // per layer: what the attention read, [N, C] on the model's device (when asked)
-  double milliseconds = 0;            // forward pass, including the copy back
+  std::vector<at::Tensor>
+      attention_inputs;     // per layer: what the attention read, [N, C] on the model's device (when asked)
+  double milliseconds = 0;  // forward pass, including the copy back
 };
 
 class GraphedForward;
@@ -31,7 +32,8 @@ class Predictor {
   // captured as a CUDA graph on first use and replayed after (infer/graphed_forward.h)
   // unless `cuda_graphs` is false; where capture fails the predictor runs eagerly
   // and graph_state() says why.
-  Predictor(Checkpoint checkpoint, std::string source, c10::Device device = c10::kCPU, bool cuda_graphs = true);
+  Predictor(Checkpoint checkpoint, std::string source, c10::Device device = c10::kCPU,
+            bool cuda_graphs = true);
   ~Predictor();
 
   // canvas: [S, S] float in [0, 1] (ink 1). A canvas of another size than the
@@ -75,9 +77,9 @@ class Predictor {
   c10::Device device_;
   std::vector<std::vector<OffsetMagnitudes>> magnitudes_;
   bool cuda_graphs_;
-  mutable std::mutex graph_lock_;                         // one replay at a time
-  mutable std::unique_ptr<GraphedForward> graphs_[2];     // without, with attention
-  mutable std::string graph_failure_;                     // why capture failed (then eager for good)
+  mutable std::mutex graph_lock_;                      // one replay at a time
+  mutable std::unique_ptr<GraphedForward> graphs_[2];  // without, with attention
+  mutable std::string graph_failure_;                  // why capture failed (then eager for good)
 };
 
 }  // namespace translution

@@ -1,11 +1,11 @@
 #include "io/byte_source.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "util/error.h"
 
@@ -37,7 +37,9 @@ void FileBytes::read(uint64_t offset, void* out, size_t n) const {
   while (n > 0) {
     const ssize_t got = ::pread(fd_, p, n, off_t(offset));
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) throw Error("cannot read " + path_ + (got < 0 ? std::string(": ") + std::strerror(errno) : " (it shrank while being read)"));
+    if (got <= 0)
+      throw Error("cannot read " + path_ +
+                  (got < 0 ? std::string(": ") + std::strerror(errno) : " (it shrank while being read)"));
     p += got, n -= size_t(got), offset += uint64_t(got);
   }
 }

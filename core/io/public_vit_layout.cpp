@@ -16,42 +16,51 @@ BlockKind block_kind(const ViTConfig& c, int64_t block) {
   if (spec.method == AttentionMethod::SelfAttention) return BlockKind::Attention;
   if (spec.method == AttentionMethod::Rotary) return BlockKind::Rope;
   if (!spec.relative() || spec.encoding != PairEncoding::Relative)
-    throw Error(name + " has no counterpart in the public code (it has self-attention, RoPE attention and the "
-                       "Translution operators on offsets)");
+    throw Error(name +
+                " has no counterpart in the public code (it has self-attention, RoPE attention and the "
+                "Translution operators on offsets)");
   if (spec.method == AttentionMethod::Translution) {
     if (spec.rotary)
-      throw Error("rope-translution has no counterpart in the public code: its rope_translution builds rotary "
-                  "tables but does not turn q and k in its Translution blocks (that model is translution-v here)");
+      throw Error(
+          "rope-translution has no counterpart in the public code: its rope_translution builds rotary "
+          "tables but does not turn q and k in its Translution blocks (that model is translution-v here)");
     return BlockKind::Translution;
   }
-  if (!c.lor_shared) throw Error(name + " without the shared terms has no counterpart: the public LoR always has them");
+  if (!c.lor_shared)
+    throw Error(name + " without the shared terms has no counterpart: the public LoR always has them");
   if (c.lor_c1 != c.lor_c2)
     throw Error(name + " with C1 = " + std::to_string(c.lor_c1) + " and C2 = " + std::to_string(c.lor_c2) +
                 " has no counterpart: the public LoR has one width (dim_relenc)");
   if (spec.rel_v && c.heads > 1 && !c.lor_value_slices)
-    throw Error(name + " weights each pair's whole value per head, as Eq. 2 reads; the public LoR weights each "
-                       "head's slice of the low-rank value (a model with --lor-value-slices)");
+    throw Error(name +
+                " weights each pair's whole value per head, as Eq. 2 reads; the public LoR weights each "
+                "head's slice of the low-rank value (a model with --lor-value-slices)");
   return spec.rotary ? BlockKind::LoRRope : BlockKind::LoR;
 }
 
 // The blocks' kinds, checked against the public code's model families: one
 // operator throughout, or a hybrid whose later blocks are RoPE attention.
 std::vector<BlockKind> block_kinds(const ViTConfig& c) {
-  if (c.layout != "grid") throw Error("a " + c.layout + " layout has no counterpart: the public ViTs read 2-D patch grids");
+  if (c.layout != "grid")
+    throw Error("a " + c.layout + " layout has no counterpart: the public ViTs read 2-D patch grids");
   std::vector<BlockKind> kinds;
   for (int64_t b = 0; b < c.depth; ++b) kinds.push_back(block_kind(c, b));
   const BlockKind first = kinds.front(), last = kinds.back();
   const bool hybrid = first != last;
   for (int64_t b = 0; b < c.depth; ++b)
     if (kinds[size_t(b)] != (b < c.first_blocks && hybrid ? first : last))
-      throw Error("blocks of " + c.block_model(b) + " mixed with others have no counterpart in the public code");
+      throw Error("blocks of " + c.block_model(b) +
+                  " mixed with others have no counterpart in the public code");
   if (hybrid && (last != BlockKind::Rope || first == BlockKind::Attention))
-    throw Error("a hybrid has a public counterpart only with Translution first and RoPE attention after (--model rope "
-                "--first-model NAME)");
+    throw Error(
+        "a hybrid has a public counterpart only with Translution first and RoPE attention after (--model "
+        "rope "
+        "--first-model NAME)");
   if (first == BlockKind::Attention || (first == BlockKind::Rope && !hybrid)) {
     if (!c.position_embedding)
-      throw Error(c.model + " without a position embedding has no counterpart: the public transformer and "
-                            "rope_transformer always add a learned one");
+      throw Error(c.model +
+                  " without a position embedding has no counterpart: the public transformer and "
+                  "rope_transformer always add a learned one");
   }
   return kinds;
 }
@@ -83,7 +92,8 @@ void add_translution(std::vector<PublicTensor>& out, const std::string& P, const
   std::string letters;
   for (int r = 0; r < 3; ++r) {
     if (rel[r]) {
-      out.push_back({P + "to_" + roles[r] + ".unique_params", {{A + "w" + roles[r], r == 0 ? Map::MirrorOffsets : Map::Copy}}});
+      out.push_back({P + "to_" + roles[r] + ".unique_params",
+                     {{A + "w" + roles[r], r == 0 ? Map::MirrorOffsets : Map::Copy}}});
     } else {
       letters += roles[r];
       plain.pieces.push_back({A + "to_" + roles[r] + ".weight"});
@@ -95,14 +105,16 @@ void add_translution(std::vector<PublicTensor>& out, const std::string& P, const
   if (!s.rel_q && !s.rel_k) add_rotary_tables(out, P, true);
 }
 
-void add_lor(std::vector<PublicTensor>& out, const std::string& P, const std::string& A, const AttentionSpec& s,
-             bool rotary) {
+void add_lor(std::vector<PublicTensor>& out, const std::string& P, const std::string& A,
+             const AttentionSpec& s, bool rotary) {
   const bool low_rank_logits = s.rel_q || s.rel_k;
   // The public sums are halved; ours are not: our weights are the public ones halved.
   const double q_half = low_rank_logits ? 2 : 1, v_half = s.rel_v ? 2 : 1;
   const Map turn = rotary ? Map::RotaryRows : Map::Copy;
   out.push_back({P + "to_qkv.weight",
-                 {{A + "to_q.weight", turn, q_half}, {A + "to_k.weight", turn}, {A + "to_v.weight", Map::Copy, v_half}}});
+                 {{A + "to_q.weight", turn, q_half},
+                  {A + "to_k.weight", turn},
+                  {A + "to_v.weight", Map::Copy, v_half}}});
   if (rotary) add_rotary_tables(out, P, false);
   if (s.rel_q) {
     out.push_back(copy(P + "to_q1.weight", A + "q_down.weight", q_half));
@@ -123,8 +135,10 @@ void add_lor(std::vector<PublicTensor>& out, const std::string& P, const std::st
   }
 }
 
-void add_block(std::vector<PublicTensor>& out, const ViTConfig& c, int64_t b, BlockKind kind, const std::string& T) {
-  const std::string P = T + ".layers." + std::to_string(b) + ".0.", F = T + ".layers." + std::to_string(b) + ".1.";
+void add_block(std::vector<PublicTensor>& out, const ViTConfig& c, int64_t b, BlockKind kind,
+               const std::string& T) {
+  const std::string P = T + ".layers." + std::to_string(b) + ".0.",
+                    F = T + ".layers." + std::to_string(b) + ".1.";
   const std::string ours = "block" + std::to_string(b) + ".", A = ours + "attention.";
   const int64_t D = c.heads * c.head_dim;
   const AttentionSpec spec = c.attention_spec(b);
@@ -133,7 +147,9 @@ void add_block(std::vector<PublicTensor>& out, const ViTConfig& c, int64_t b, Bl
     case BlockKind::Attention: out.push_back(copy(P + "to_qkv.weight", A + "to_qkv.weight")); break;
     case BlockKind::Rope: {
       const std::string w = A + "to_qkv.weight";
-      out.push_back({P + "to_qkv.weight", {rows_of(w, 0, D, Map::RotaryRows), rows_of(w, 1, D, Map::RotaryRows), rows_of(w, 2, D)}});
+      out.push_back(
+          {P + "to_qkv.weight",
+           {rows_of(w, 0, D, Map::RotaryRows), rows_of(w, 1, D, Map::RotaryRows), rows_of(w, 2, D)}});
       add_rotary_tables(out, P, false);
       break;
     }

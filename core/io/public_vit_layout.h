@@ -35,7 +35,7 @@ struct PublicPiece {
   };
   std::string name;  // our parameter ("" for the rotary tables)
   Map map = Map::Copy;
-  double scale = 1;  // public = scale * ours
+  double scale = 1;                  // public = scale * ours
   int64_t first_row = 0, rows = -1;  // a slice of our parameter's rows (-1: all)
 };
 

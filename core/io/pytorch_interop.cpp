@@ -40,7 +40,8 @@ at::Tensor public_rotary_table(int64_t height, int64_t width, int64_t head_dim, 
     for (int64_t x = 0; x < width; ++x)
       for (int64_t c = 0; c < head_dim; ++c) {
         const int64_t k = c % half, m = k < quarter ? k : k - quarter;
-        const double angle = double(k < quarter ? y : x) * std::pow(10000.0, -4.0 * double(m) / double(head_dim));
+        const double angle =
+            double(k < quarter ? y : x) * std::pow(10000.0, -4.0 * double(m) / double(head_dim));
         t[0][y][x][c] = float(sine ? std::sin(angle) : std::cos(angle));
       }
   return out;
@@ -72,7 +73,8 @@ class Converter {
 
   at::Tensor to_public(const PublicPiece& piece) const {
     if (piece.map == Map::RotaryCos || piece.map == Map::RotarySin)
-      return public_rotary_table(config_.grid_height(), config_.grid_width(), config_.head_dim, piece.map == Map::RotarySin);
+      return public_rotary_table(config_.grid_height(), config_.grid_width(), config_.head_dim,
+                                 piece.map == Map::RotarySin);
     const at::Tensor t = ours(piece).detach().to(at::kCPU, at::kFloat);
     at::Tensor out = t;
     if (piece.map == Map::Transpose) out = t.t();
@@ -117,11 +119,13 @@ void check_keys(const std::vector<PublicTensor>& layout, const std::map<std::str
   for (const PublicTensor& t : layout) {
     expected.insert(t.key);
     if (!t.optional && !given.count(t.key))
-      throw Error(source + ": '" + t.key + "' is missing: a " + family + " state dict of this config has it (check --model and the sizes)");
+      throw Error(source + ": '" + t.key + "' is missing: a " + family +
+                  " state dict of this config has it (check --model and the sizes)");
   }
   for (const auto& [key, tensor] : given)
     if (!expected.count(key))
-      throw Error(source + ": '" + key + "' is not part of a " + family + " state dict of this config (check --model and the sizes)");
+      throw Error(source + ": '" + key + "' is not part of a " + family +
+                  " state dict of this config (check --model and the sizes)");
 }
 
 }  // namespace
@@ -159,14 +163,18 @@ void import_public_state_dict(ViT& model, const StateDict& tensors, const std::s
       throw Error(source + ": '" + t.key + "' has shape " + shape_text(value.sizes()) + ", expected " +
                   shape_text(expected) + " for this config");
     if (!at::isFloatingType(value.scalar_type()))
-      throw Error(source + ": '" + t.key + "' holds " + std::string(c10::toString(value.scalar_type())) + ", not floating point");
+      throw Error(source + ": '" + t.key + "' holds " + std::string(c10::toString(value.scalar_type())) +
+                  ", not floating point");
     const at::Tensor v = value.to(at::kFloat);
-    if (!at::isfinite(v).all().item<bool>()) throw Error(source + ": '" + t.key + "' holds NaN or infinite values");
+    if (!at::isfinite(v).all().item<bool>())
+      throw Error(source + ": '" + t.key + "' holds NaN or infinite values");
     const Map map = t.pieces.front().map;
     if (map == Map::RotaryCos || map == Map::RotarySin) {
       if ((v - public_tensor(converter, t)).abs().max().item<double>() > 1e-5)
-        throw Error(source + ": '" + t.key + "' is not the rotary table of a " + std::to_string(model->config().grid_height()) +
-                    "x" + std::to_string(model->config().grid_width()) + " grid (base 10000) that the engine computes");
+        throw Error(source + ": '" + t.key + "' is not the rotary table of a " +
+                    std::to_string(model->config().grid_height()) + "x" +
+                    std::to_string(model->config().grid_width()) +
+                    " grid (base 10000) that the engine computes");
       continue;
     }
     accepted.emplace_back(&t, v);

@@ -18,8 +18,9 @@ namespace {
 using nlohmann::json;
 
 const std::pair<const char*, at::ScalarType> kDtypes[] = {
-    {"BOOL", at::kBool}, {"U8", at::kByte},  {"I8", at::kChar},       {"I16", at::kShort},  {"I32", at::kInt},
-    {"I64", at::kLong},  {"F16", at::kHalf}, {"BF16", at::kBFloat16}, {"F32", at::kFloat}, {"F64", at::kDouble}};
+    {"BOOL", at::kBool}, {"U8", at::kByte},   {"I8", at::kChar},  {"I16", at::kShort},
+    {"I32", at::kInt},   {"I64", at::kLong},  {"F16", at::kHalf}, {"BF16", at::kBFloat16},
+    {"F32", at::kFloat}, {"F64", at::kDouble}};
 
 // The one serialisation both digests are taken of: keys sorted, no spaces, bad UTF-8 replaced.
 std::string canonical(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -30,14 +31,18 @@ void check_depth(const std::string& text, const std::string& name) {
   bool in_string = false, escaped = false;
   for (const char c : text) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
       if (++depth > kMaxSafetensorsDepth)
-        throw Error(name + ": its header nests deeper than " + std::to_string(kMaxSafetensorsDepth) + " levels");
+        throw Error(name + ": its header nests deeper than " + std::to_string(kMaxSafetensorsDepth) +
+                    " levels");
     } else if (c == '}' || c == ']') {
       --depth;
     }
@@ -61,13 +66,16 @@ SafetensorsEntry entry(const std::string& key, const json& v, const std::string&
   SafetensorsEntry e;
   e.name = key;
   const json& dtype = v.at("dtype");
-  const auto known = std::find_if(std::begin(kDtypes), std::end(kDtypes),
-                                  [&](const auto& d) { return dtype.is_string() && dtype.get<std::string>() == d.first; });
-  if (known == std::end(kDtypes)) throw Error(name + ": " + what + " has dtype " + dtype.dump() + ", which this engine does not read");
+  const auto known = std::find_if(std::begin(kDtypes), std::end(kDtypes), [&](const auto& d) {
+    return dtype.is_string() && dtype.get<std::string>() == d.first;
+  });
+  if (known == std::end(kDtypes))
+    throw Error(name + ": " + what + " has dtype " + dtype.dump() + ", which this engine does not read");
   e.dtype = known->second;
   const json& shape = v.at("shape");
   if (!shape.is_array() || shape.size() > kMaxSafetensorsRank)
-    throw Error(name + ": " + what + "'s shape is not a list of at most " + std::to_string(kMaxSafetensorsRank) + " sizes");
+    throw Error(name + ": " + what + "'s shape is not a list of at most " +
+                std::to_string(kMaxSafetensorsRank) + " sizes");
   uint64_t bytes = at::elementSize(e.dtype);
   for (const json& d : shape) {
     e.shape.push_back(int64_t(count(d, what + "'s shape", name)));
@@ -75,13 +83,14 @@ SafetensorsEntry entry(const std::string& key, const json& v, const std::string&
       throw Error(name + ": " + what + "'s shape " + shape.dump() + " overflows a 64-bit size");
   }
   const json& offsets = v.at("data_offsets");
-  if (!offsets.is_array() || offsets.size() != 2) throw Error(name + ": " + what + "'s data_offsets are not [begin, end]");
+  if (!offsets.is_array() || offsets.size() != 2)
+    throw Error(name + ": " + what + "'s data_offsets are not [begin, end]");
   e.begin = count(offsets[0], what + "'s first offset", name);
   e.end = count(offsets[1], what + "'s second offset", name);
   if (e.end < e.begin) throw Error(name + ": " + what + " ends before it begins");
   if (e.end - e.begin != bytes)
-    throw Error(name + ": " + what + " is " + dtype.get<std::string>() + " " + shape.dump() + " (" + std::to_string(bytes) +
-                " bytes) but its offsets span " + std::to_string(e.end - e.begin));
+    throw Error(name + ": " + what + " is " + dtype.get<std::string>() + " " + shape.dump() + " (" +
+                std::to_string(bytes) + " bytes) but its offsets span " + std::to_string(e.end - e.begin));
   return e;
 }
 
@@ -106,19 +115,22 @@ void check_header_digest(json j, const std::map<std::string, std::string>& meta,
 
 // Sorted by offset, the entries must tile the buffer: no overlap, no gap, nothing left over.
 void check_tiling(std::vector<SafetensorsEntry>& entries, uint64_t buffer, const std::string& name) {
-  std::sort(entries.begin(), entries.end(),
-            [](const SafetensorsEntry& a, const SafetensorsEntry& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
+  std::sort(entries.begin(), entries.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
+    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+  });
   uint64_t at = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     const SafetensorsEntry& e = entries[i];
-    if (e.begin < at) throw Error(name + ": tensor '" + e.name + "' overlaps tensor '" + entries[i - 1].name + "'");
+    if (e.begin < at)
+      throw Error(name + ": tensor '" + e.name + "' overlaps tensor '" + entries[i - 1].name + "'");
     if (e.begin > at)
-      throw Error(name + ": bytes " + std::to_string(at) + " to " + std::to_string(e.begin) + " of its buffer belong to no tensor");
+      throw Error(name + ": bytes " + std::to_string(at) + " to " + std::to_string(e.begin) +
+                  " of its buffer belong to no tensor");
     at = e.end;
   }
   if (at > buffer)
-    throw Error(name + " is truncated: its tensors need " + std::to_string(at) + " bytes after the header, and " +
-                std::to_string(buffer) + " are there");
+    throw Error(name + " is truncated: its tensors need " + std::to_string(at) +
+                " bytes after the header, and " + std::to_string(buffer) + " are there");
   if (at < buffer) throw Error(name + " has " + std::to_string(buffer - at) + " bytes after its last tensor");
 }
 
@@ -132,7 +144,9 @@ std::string safetensors_dtype_name(at::ScalarType dtype) {
 
 SafetensorsHeader read_safetensors_header(const ByteSource& source) {
   const std::string& name = source.name();
-  if (source.size() < 8) throw Error(name + " is too short to be a safetensors file (" + std::to_string(source.size()) + " bytes)");
+  if (source.size() < 8)
+    throw Error(name + " is too short to be a safetensors file (" + std::to_string(source.size()) +
+                " bytes)");
   unsigned char length[8];
   source.read(0, length, 8);
   uint64_t n = 0;
@@ -185,13 +199,15 @@ NamedTensors read_safetensors_tensors(const ByteSource& source, const Safetensor
   return out;
 }
 
-std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+std::string safetensors_bytes(const NamedTensors& tensors,
+                              const std::map<std::string, std::string>& metadata) {
   json header = json::object();
   std::vector<at::Tensor> data;
   uint64_t at = 0;
   Md5 md5;
   for (const auto& [key, tensor] : tensors) {
-    if (key == "__metadata__" || header.contains(key)) throw Error("safetensors: the tensor name '" + key + "' is taken");
+    if (key == "__metadata__" || header.contains(key))
+      throw Error("safetensors: the tensor name '" + key + "' is taken");
     const at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
     const uint64_t bytes = t.nbytes();
     header[key] = {{"dtype", safetensors_dtype_name(t.scalar_type())},
@@ -203,7 +219,8 @@ std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::s
   }
   json meta = json::object();
   for (const auto& [k, v] : metadata) {
-    if (k == "data_md5" || k == "header_md5") throw Error("safetensors: the metadata key '" + k + "' is the writer's own");
+    if (k == "data_md5" || k == "header_md5")
+      throw Error("safetensors: the metadata key '" + k + "' is the writer's own");
     meta[k] = v;
   }
   meta["data_md5"] = md5.hex_digest();

@@ -59,7 +59,8 @@ NamedTensors read_safetensors_tensors(const ByteSource& source, const Safetensor
 // The file's bytes: tensors in the given order (CPU copies, contiguous) and the
 // metadata with both digests added. Throws translution::Error for a dtype the
 // format has no name for or a metadata key it reserves.
-std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata);
+std::string safetensors_bytes(const NamedTensors& tensors,
+                              const std::map<std::string, std::string>& metadata);
 
 // "F32", "I64", ...; throws translution::Error for a dtype the format lacks.
 std::string safetensors_dtype_name(at::ScalarType dtype);

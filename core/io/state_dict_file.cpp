@@ -21,7 +21,9 @@ constexpr uint64_t kMaxStateDictBytes = uint64_t(16) << 30;
 std::vector<char> file_bytes(const std::string& path) {
   const FileBytes file(path);
   if (file.size() == 0) throw Error(path + ": the file is empty");
-  if (file.size() > kMaxStateDictBytes) throw Error(path + ": the file has " + std::to_string(file.size()) + " bytes, more than a state dict this engine reads");
+  if (file.size() > kMaxStateDictBytes)
+    throw Error(path + ": the file has " + std::to_string(file.size()) +
+                " bytes, more than a state dict this engine reads");
   std::vector<char> bytes(size_t(file.size()));
   file.read(0, bytes.data(), bytes.size());
   return bytes;

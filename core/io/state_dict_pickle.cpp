@@ -18,19 +18,34 @@ namespace {
 // and nothing is freed recursively.
 using Ref = uint32_t;
 struct Value {
-  enum class Kind { None, Bool, Int, Float, String, Tuple, List, Dict, Object, Global, Storage, Tensor, Mark } kind;
+  enum class Kind {
+    None,
+    Bool,
+    Int,
+    Float,
+    String,
+    Tuple,
+    List,
+    Dict,
+    Object,
+    Global,
+    Storage,
+    Tensor,
+    Mark
+  } kind;
   int64_t integer = 0;
   double real = 0;
-  std::string text;        // String; Global "module.name"; Object its class; Storage key
-  std::vector<Ref> items;  // Tuple, List; Dict and Object: key, value, key, value, ...
+  std::string text;                   // String; Global "module.name"; Object its class; Storage key
+  std::vector<Ref> items;             // Tuple, List; Dict and Object: key, value, key, value, ...
   at::ScalarType dtype = at::kFloat;  // Storage
   at::Tensor tensor;                  // Storage, Tensor
-  int64_t depth = 0;  // containers: 1 + the deepest item when it was added (a later change inside an item is not seen)
+  int64_t depth =
+      0;  // containers: 1 + the deepest item when it was added (a later change inside an item is not seen)
 };
 using Kind = Value::Kind;
 
 const char* kind_name(Kind k) {
-  static const char* names[] = {"None", "bool", "int", "float", "string", "tuple", "list",
+  static const char* names[] = {"None", "bool",   "int",    "float",   "string", "tuple", "list",
                                 "dict", "object", "global", "storage", "tensor", "mark"};
   return names[int(k)];
 }
@@ -51,10 +66,11 @@ std::string count_text(int64_t n) {
 // torch.save names a storage's element type by its legacy class.
 bool storage_dtype(const std::string& global, at::ScalarType* dtype) {
   static const std::map<std::string, at::ScalarType> types = {
-      {"torch.FloatStorage", at::kFloat}, {"torch.DoubleStorage", at::kDouble}, {"torch.HalfStorage", at::kHalf},
-      {"torch.BFloat16Storage", at::kBFloat16}, {"torch.LongStorage", at::kLong}, {"torch.IntStorage", at::kInt},
-      {"torch.ShortStorage", at::kShort}, {"torch.CharStorage", at::kChar}, {"torch.ByteStorage", at::kByte},
-      {"torch.BoolStorage", at::kBool}};
+      {"torch.FloatStorage", at::kFloat}, {"torch.DoubleStorage", at::kDouble},
+      {"torch.HalfStorage", at::kHalf},   {"torch.BFloat16Storage", at::kBFloat16},
+      {"torch.LongStorage", at::kLong},   {"torch.IntStorage", at::kInt},
+      {"torch.ShortStorage", at::kShort}, {"torch.CharStorage", at::kChar},
+      {"torch.ByteStorage", at::kByte},   {"torch.BoolStorage", at::kBool}};
   const auto it = types.find(global);
   if (it == types.end()) return false;
   *dtype = it->second;
@@ -128,12 +144,14 @@ class PickleMachine {
     if (int64_t(values_.size()) >= kMaxPickleValues) limit("makes more values than", kMaxPickleValues);
     values_.emplace_back();
     values_.back().kind = kind;
-    if (kind == Kind::Tuple || kind == Kind::List || kind == Kind::Dict || kind == Kind::Object) values_.back().depth = 1;
+    if (kind == Kind::Tuple || kind == Kind::List || kind == Kind::Dict || kind == Kind::Object)
+      values_.back().depth = 1;
     return Ref(values_.size() - 1);
   }
   void add(Ref container, Ref item) {
     Value& c = values_[container];
-    if (int64_t(c.items.size()) >= kMaxPickleContainer) limit("puts in one container more entries than", kMaxPickleContainer);
+    if (int64_t(c.items.size()) >= kMaxPickleContainer)
+      limit("puts in one container more entries than", kMaxPickleContainer);
     if (++entries_ > kMaxPickleEntries) limit("puts in its containers more entries than", kMaxPickleEntries);
     c.items.push_back(item);
     c.depth = std::max(c.depth, values_[item].depth + 1);
@@ -172,7 +190,8 @@ class PickleMachine {
   }
   Ref container(Ref r, Kind kind, const char* op) {
     if (values_[r].kind != kind)
-      throw Error(std::string("the pickle ") + op + " a " + kind_name(values_[r].kind) + ", not a " + kind_name(kind));
+      throw Error(std::string("the pickle ") + op + " a " + kind_name(values_[r].kind) + ", not a " +
+                  kind_name(kind));
     return r;
   }
 
@@ -202,23 +221,47 @@ class PickleMachine {
 // Containers and the mark.
 bool PickleMachine::structure(uint8_t op) {
   switch (op) {
-    case '(': push(mark_); return true;                                          // MARK
-    case ')': push(make(Kind::Tuple)); return true;                              // EMPTY_TUPLE
-    case 't': push(tuple(pop_to_mark())); return true;                           // TUPLE
-    case 0x85: { const Ref a = pop(); push(tuple({a})); return true; }           // TUPLE1
-    case 0x86: { const Ref b = pop(), a = pop(); push(tuple({a, b})); return true; }  // TUPLE2
-    case 0x87: { const Ref c = pop(), b = pop(), a = pop(); push(tuple({a, b, c})); return true; }  // TUPLE3
-    case ']': push(make(Kind::List)); return true;                               // EMPTY_LIST
-    case 'a': { const Ref v = pop(); add(container(top(), Kind::List, "appends to"), v); return true; }  // APPEND
-    case 'e': {                                                                  // APPENDS
+    case '(': push(mark_); return true;                 // MARK
+    case ')': push(make(Kind::Tuple)); return true;     // EMPTY_TUPLE
+    case 't': push(tuple(pop_to_mark())); return true;  // TUPLE
+    case 0x85: {
+      const Ref a = pop();
+      push(tuple({a}));
+      return true;
+    }  // TUPLE1
+    case 0x86: {
+      const Ref b = pop(), a = pop();
+      push(tuple({a, b}));
+      return true;
+    }  // TUPLE2
+    case 0x87: {
+      const Ref c = pop(), b = pop(), a = pop();
+      push(tuple({a, b, c}));
+      return true;
+    }                                               // TUPLE3
+    case ']': push(make(Kind::List)); return true;  // EMPTY_LIST
+    case 'a': {
+      const Ref v = pop();
+      add(container(top(), Kind::List, "appends to"), v);
+      return true;
+    }            // APPEND
+    case 'e': {  // APPENDS
       const std::vector<Ref> vs = pop_to_mark();
       const Ref list = container(top(), Kind::List, "appends to");
       for (Ref v : vs) add(list, v);
       return true;
     }
-    case '}': push(make(Kind::Dict)); return true;                               // EMPTY_DICT
-    case 's': { const Ref v = pop(), k = pop(); set_items(top(), {k, v}); return true; }  // SETITEM
-    case 'u': { const std::vector<Ref> flat = pop_to_mark(); set_items(top(), flat); return true; }  // SETITEMS
+    case '}': push(make(Kind::Dict)); return true;  // EMPTY_DICT
+    case 's': {
+      const Ref v = pop(), k = pop();
+      set_items(top(), {k, v});
+      return true;
+    }  // SETITEM
+    case 'u': {
+      const std::vector<Ref> flat = pop_to_mark();
+      set_items(top(), flat);
+      return true;
+    }  // SETITEMS
     default: return false;
   }
 }
@@ -231,22 +274,33 @@ void PickleMachine::set_items(Ref dict, const std::vector<Ref>& flat) {
 
 // Numbers, strings, None, booleans; protocol and framing.
 bool PickleMachine::scalar(uint8_t op) {
-  auto integer = [&](int64_t v) { const Ref r = make(Kind::Int); values_[r].integer = v; push(r); };
+  auto integer = [&](int64_t v) {
+    const Ref r = make(Kind::Int);
+    values_[r].integer = v;
+    push(r);
+  };
   auto text = [&](uint64_t n) {
-    const char* p = take(size_t(std::min<uint64_t>(n, bytes_.size())));  // take() refuses what the pickle lacks
+    const char* p =
+        take(size_t(std::min<uint64_t>(n, bytes_.size())));  // take() refuses what the pickle lacks
     const Ref r = make(Kind::String);
     values_[r].text.assign(p, size_t(n));
     push(r);
   };
   switch (op) {
-    case 0x80: byte(); return true;                     // PROTO
-    case 0x95: little(8); return true;                  // FRAME
+    case 0x80: byte(); return true;     // PROTO
+    case 0x95: little(8); return true;  // FRAME
     case 'N': push(make(Kind::None)); return true;
-    case 0x88: case 0x89: { const Ref r = make(Kind::Bool); values_[r].integer = op == 0x88; push(r); return true; }
-    case 'K': integer(int64_t(little(1))); return true;                  // BININT1
-    case 'M': integer(int64_t(little(2))); return true;                  // BININT2
+    case 0x88:
+    case 0x89: {
+      const Ref r = make(Kind::Bool);
+      values_[r].integer = op == 0x88;
+      push(r);
+      return true;
+    }
+    case 'K': integer(int64_t(little(1))); return true;                     // BININT1
+    case 'M': integer(int64_t(little(2))); return true;                     // BININT2
     case 'J': integer(int64_t(int32_t(uint32_t(little(4))))); return true;  // BININT
-    case 0x8a: {                                                         // LONG1
+    case 0x8a: {                                                            // LONG1
       const size_t n = byte();
       if (n > 8) throw Error("the pickle holds an integer wider than 64 bits");
       uint64_t v = n ? little(n) : 0;
@@ -254,7 +308,7 @@ bool PickleMachine::scalar(uint8_t op) {
       integer(int64_t(v));
       return true;
     }
-    case 'G': {                                                          // BINFLOAT, big-endian
+    case 'G': {  // BINFLOAT, big-endian
       const char* p = take(8);
       uint64_t bits = 0;
       for (int i = 0; i < 8; ++i) bits = bits << 8 | uint8_t(p[i]);
@@ -263,16 +317,17 @@ bool PickleMachine::scalar(uint8_t op) {
       push(r);
       return true;
     }
-    case 'X': text(little(4)); return true;     // BINUNICODE
-    case 0x8c: text(little(1)); return true;    // SHORT_BINUNICODE
-    case 0x8d: text(little(8)); return true;    // BINUNICODE8
+    case 'X': text(little(4)); return true;   // BINUNICODE
+    case 0x8c: text(little(1)); return true;  // SHORT_BINUNICODE
+    case 0x8d: text(little(8)); return true;  // BINUNICODE8
     default: return false;
   }
 }
 
 bool PickleMachine::memo(uint8_t op) {
   auto put = [&](uint64_t key) {
-    if (int64_t(memo_.size()) >= kMaxPickleMemo && !memo_.count(key)) limit("memoizes more values than", kMaxPickleMemo);
+    if (int64_t(memo_.size()) >= kMaxPickleMemo && !memo_.count(key))
+      limit("memoizes more values than", kMaxPickleMemo);
     memo_[key] = top();
   };
   auto get = [&](uint64_t key) {
@@ -281,11 +336,11 @@ bool PickleMachine::memo(uint8_t op) {
     push(it->second);
   };
   switch (op) {
-    case 'q': put(little(1)); return true;            // BINPUT
-    case 'r': put(little(4)); return true;            // LONG_BINPUT
-    case 0x94: put(memo_.size()); return true;        // MEMOIZE
-    case 'h': get(little(1)); return true;            // BINGET
-    case 'j': get(little(4)); return true;            // LONG_BINGET
+    case 'q': put(little(1)); return true;      // BINPUT
+    case 'r': put(little(4)); return true;      // LONG_BINPUT
+    case 0x94: put(memo_.size()); return true;  // MEMOIZE
+    case 'h': get(little(1)); return true;      // BINGET
+    case 'j': get(little(4)); return true;      // LONG_BINGET
     default: return false;
   }
 }
@@ -296,7 +351,8 @@ Ref PickleMachine::global(const std::string& name) {
                        name == "torch._utils._rebuild_parameter" || storage_dtype(name, &unused) ||
                        (modules_ && module_class(name));
   if (!allowed)
-    throw Error("the pickle asks for Python's " + name + "; a state dict holds only tensors in plain containers");
+    throw Error("the pickle asks for Python's " + name +
+                "; a state dict holds only tensors in plain containers");
   const Ref g = make(Kind::Global);
   values_[g].text = name;
   return g;
@@ -324,11 +380,15 @@ bool PickleMachine::call(uint8_t op) {
         throw Error("the pickle calls something that is not an allowed function");
       const std::string& name = values_[fn].text;
       const std::vector<Ref>& items = values_[args].items;  // a tuple never changes once made
-      if (name == "collections.OrderedDict" && items.empty()) push(make(Kind::Dict));
-      else if (name == "torch._utils._rebuild_tensor_v2") push(rebuild_tensor(items));
-      else if (name == "torch._utils._rebuild_parameter" && !items.empty() && values_[items[0]].kind == Kind::Tensor)
+      if (name == "collections.OrderedDict" && items.empty())
+        push(make(Kind::Dict));
+      else if (name == "torch._utils._rebuild_tensor_v2")
+        push(rebuild_tensor(items));
+      else if (name == "torch._utils._rebuild_parameter" && !items.empty() &&
+               values_[items[0]].kind == Kind::Tensor)
         push(items[0]);
-      else throw Error("the pickle calls " + name + " in a way no state dict does");
+      else
+        throw Error("the pickle calls " + name + " in a way no state dict does");
       return true;
     }
     case 0x81: {  // NEWOBJ: an empty LibTorch module, given its attributes by BUILD
@@ -350,8 +410,10 @@ bool PickleMachine::call(uint8_t op) {
 void PickleMachine::build(Ref state) {
   const Ref target = top();
   if (values_[target].kind == Kind::Dict) return;
-  if (values_[target].kind != Kind::Object || values_[state].kind != Kind::Dict || !values_[target].items.empty())
-    throw Error(std::string("the pickle sets the state of a ") + kind_name(values_[target].kind) + " in a way no archive does");
+  if (values_[target].kind != Kind::Object || values_[state].kind != Kind::Dict ||
+      !values_[target].items.empty())
+    throw Error(std::string("the pickle sets the state of a ") + kind_name(values_[target].kind) +
+                " in a way no archive does");
   const std::vector<Ref> items = values_[state].items;
   for (Ref item : items) add(target, item);
 }
@@ -371,8 +433,8 @@ Ref PickleMachine::storage(Ref id) {
     const std::vector<char> bytes = storage_(key);
     const size_t element = at::elementSize(dtype);
     if (numel < 0 || uint64_t(numel) > bytes.size() / element)
-      throw Error("storage " + key + " holds " + std::to_string(bytes.size()) + " bytes, not the " + std::to_string(numel) +
-                  " elements of " + std::to_string(element) + " bytes it claims");
+      throw Error("storage " + key + " holds " + std::to_string(bytes.size()) + " bytes, not the " +
+                  std::to_string(numel) + " elements of " + std::to_string(element) + " bytes it claims");
     at::Tensor elements = at::empty({numel}, at::TensorOptions(dtype));
     if (numel) std::memcpy(elements.data_ptr(), bytes.data(), size_t(numel) * element);
     storage_bytes_ += uint64_t(numel) * element;
@@ -390,10 +452,12 @@ constexpr size_t kMaxTensorRank = 64;
 std::vector<int64_t> integers(const Value& tuple, const std::deque<Value>& values, const char* what) {
   if (tuple.kind != Kind::Tuple) throw Error(std::string("a tensor's ") + what + " is not a tuple");
   if (tuple.items.size() > kMaxTensorRank)
-    throw Error(std::string("a tensor's ") + what + " has more than " + std::to_string(kMaxTensorRank) + " dimensions");
+    throw Error(std::string("a tensor's ") + what + " has more than " + std::to_string(kMaxTensorRank) +
+                " dimensions");
   std::vector<int64_t> out;
   for (Ref r : tuple.items) {
-    if (values[r].kind != Kind::Int) throw Error(std::string("a tensor's ") + what + " holds a " + kind_name(values[r].kind));
+    if (values[r].kind != Kind::Int)
+      throw Error(std::string("a tensor's ") + what + " holds a " + kind_name(values[r].kind));
     out.push_back(values[r].integer);
   }
   return out;
@@ -413,16 +477,19 @@ Ref PickleMachine::rebuild_tensor(const std::vector<Ref>& args) {
   int64_t numel = 1, last = offset;
   for (size_t d = 0; d < size.size(); ++d) {
     if (size[d] < 0 || stride[d] < 0) throw Error("a tensor has a negative size or stride");
-    if (size[d] == 0) numel = 0;
-    else if (numel > available / size[d]) numel = available + 1;  // more than the storage holds, without overflow
-    else numel *= size[d];
+    if (size[d] == 0)
+      numel = 0;
+    else if (numel > available / size[d])
+      numel = available + 1;  // more than the storage holds, without overflow
+    else
+      numel *= size[d];
   }
   if (numel > available) throw Error("a tensor has more elements than storage " + key + " holds");
   if (offset < 0 || offset > available) throw Error("a tensor starts past the end of storage " + key);
   for (size_t d = 0; d < size.size() && numel > 0; ++d) {
     int64_t reach;  // (size - 1) * stride, each at most the storage's length once no overflow
-    if (__builtin_mul_overflow(size[d] - 1, stride[d], &reach) || __builtin_add_overflow(last, reach, &last) ||
-        last >= available)
+    if (__builtin_mul_overflow(size[d] - 1, stride[d], &reach) ||
+        __builtin_add_overflow(last, reach, &last) || last >= available)
       throw Error("a tensor reaches past the end of storage " + key);
   }
   // Each tensor is a copy: tensors that view a storage many times over would multiply the file's size.
@@ -430,7 +497,8 @@ Ref PickleMachine::rebuild_tensor(const std::vector<Ref>& args) {
   if (rebuilt_bytes_ > 4 * storage_bytes_ + (uint64_t(1) << 20))
     throw Error("the pickle rebuilds tensors of more than four times the bytes its storages hold");
   const Ref t = make(Kind::Tensor);
-  values_[t].tensor = numel == 0 ? at::empty(size, elements.options()) : elements.as_strided(size, stride, offset).clone();
+  values_[t].tensor =
+      numel == 0 ? at::empty(size, elements.options()) : elements.as_strided(size, stride, offset).clone();
   return t;
 }
 
@@ -471,7 +539,8 @@ std::vector<std::pair<std::string, PickledLeaf>> flatten(const PickleMachine& m,
     seen[p.ref] = true;
     if (p.depth >= kMaxPickleDepth) limit("nests deeper than", kMaxPickleDepth);
     const size_t step = keyed ? 2 : 1;
-    for (size_t i = v.items.size(); i >= step; i -= step) {  // pushed last to first: visited in the pickle's order
+    for (size_t i = v.items.size(); i >= step;
+         i -= step) {  // pushed last to first: visited in the pickle's order
       std::string name;
       if (keyed) {
         const Value& key = m.value(v.items[i - 2]);
@@ -481,7 +550,8 @@ std::vector<std::pair<std::string, PickledLeaf>> flatten(const PickleMachine& m,
         name = std::to_string(i - 1);
       }
       std::string path = p.path.empty() ? name : p.path + "." + name;
-      if (path.size() > kMaxPickleNameBytes) limit("names a value by a path longer than", int64_t(kMaxPickleNameBytes));
+      if (path.size() > kMaxPickleNameBytes)
+        limit("names a value by a path longer than", int64_t(kMaxPickleNameBytes));
       todo.push_back({v.items[i - 1], std::move(path), p.depth + 1});
     }
   }
@@ -491,15 +561,18 @@ std::vector<std::pair<std::string, PickledLeaf>> flatten(const PickleMachine& m,
 }  // namespace
 
 std::vector<std::pair<std::string, at::Tensor>> unpickle_state_dict(const std::vector<char>& pickle,
-                                                                     const StorageBytes& storage) {
+                                                                    const StorageBytes& storage) {
   PickleMachine machine(pickle, storage, false);
   const Value& top = machine.value(machine.run());
-  if (top.kind != Kind::Dict) throw Error(std::string("it holds a ") + kind_name(top.kind) + ", not a state dict");
+  if (top.kind != Kind::Dict)
+    throw Error(std::string("it holds a ") + kind_name(top.kind) + ", not a state dict");
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (size_t i = 0; i + 1 < top.items.size(); i += 2) {
     const Value &key = machine.value(top.items[i]), &value = machine.value(top.items[i + 1]);
-    if (key.kind != Kind::String) throw Error(std::string("a key of the state dict is a ") + kind_name(key.kind));
-    if (value.kind != Kind::Tensor) throw Error("'" + key.text + "' is a " + kind_name(value.kind) + ", not a tensor");
+    if (key.kind != Kind::String)
+      throw Error(std::string("a key of the state dict is a ") + kind_name(key.kind));
+    if (value.kind != Kind::Tensor)
+      throw Error("'" + key.text + "' is a " + kind_name(value.kind) + ", not a tensor");
     out.emplace_back(key.text, value.tensor);
   }
   return out;
@@ -592,11 +665,11 @@ std::vector<char> pickle_state_dict(const std::vector<std::pair<std::string, at:
     w.text("cpu");
     w.integer(t.numel());
     w.op('t');
-    w.op('Q');  // BINPERSID
+    w.op('Q');     // BINPERSID
     w.integer(0);  // storage offset
     w.ints(t.sizes());
     w.ints(t.strides());
-    w.op(0x89);  // requires_grad: False
+    w.op(0x89);              // requires_grad: False
     w.empty_ordered_dict();  // backward hooks
     w.op('t');
     w.op('R');

@@ -31,9 +31,9 @@ constexpr int64_t kMaxPickleDepth = 1000;
 constexpr int64_t kMaxPickleStack = 1000000;
 constexpr int64_t kMaxPickleMemo = 1000000;
 constexpr int64_t kMaxPickleValues = 2000000;
-constexpr int64_t kMaxPickleContainer = 1000000;      // the entries of one list, tuple or dict
-constexpr int64_t kMaxPickleEntries = 2000000;        // of all containers together
-constexpr size_t kMaxPickleNameBytes = 4096;          // a flattened attribute path
+constexpr int64_t kMaxPickleContainer = 1000000;  // the entries of one list, tuple or dict
+constexpr int64_t kMaxPickleEntries = 2000000;    // of all containers together
+constexpr size_t kMaxPickleNameBytes = 4096;      // a flattened attribute path
 
 // Returns the bytes of storage `key` (the archive's record data/<key>).
 using StorageBytes = std::function<std::vector<char>(const std::string& key)>;
@@ -43,7 +43,7 @@ using StorageBytes = std::function<std::vector<char>(const std::string& key)>;
 // pickle outside that subset or past a limit, a value that is not a tensor
 // (naming its key), or a tensor that does not fit its storage.
 std::vector<std::pair<std::string, at::Tensor>> unpickle_state_dict(const std::vector<char>& pickle,
-                                                                     const StorageBytes& storage);
+                                                                    const StorageBytes& storage);
 
 // One value of a module pickle that is not a container.
 struct PickledLeaf {

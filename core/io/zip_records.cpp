@@ -29,7 +29,8 @@ uint32_t crc32(const char* data, uint64_t size) {
   return c ^ 0xFFFFFFFFu;
 }
 
-// The zip64 extra field's values, in the order the format gives them, for each 32-bit field that is saturated.
+// The zip64 extra field's values, in the order the format gives them, for each 32-bit field that is
+// saturated.
 void apply_zip64(const char* extra, uint64_t bytes, uint64_t* fields[3]) {
   for (uint64_t at = 0; at + 4 <= bytes;) {
     const uint64_t id = little(extra + at, 2), length = little(extra + at + 2, 2);
@@ -37,7 +38,8 @@ void apply_zip64(const char* extra, uint64_t bytes, uint64_t* fields[3]) {
     if (id == 1) {
       uint64_t used = 0;
       for (int i = 0; i < 3; ++i)
-        if (*fields[i] == 0xFFFFFFFFu && used + 8 <= length) *fields[i] = little(extra + at + 4 + used, 8), used += 8;
+        if (*fields[i] == 0xFFFFFFFFu && used + 8 <= length)
+          *fields[i] = little(extra + at + 4 + used, 8), used += 8;
       return;
     }
     at += 4 + length;
@@ -46,7 +48,8 @@ void apply_zip64(const char* extra, uint64_t bytes, uint64_t* fields[3]) {
 
 }  // namespace
 
-ZipRecords::ZipRecords(const char* data, size_t size, std::string name) : data_(data), size_(size), name_(std::move(name)) {
+ZipRecords::ZipRecords(const char* data, size_t size, std::string name)
+    : data_(data), size_(size), name_(std::move(name)) {
   // The end-of-central-directory record: 22 bytes, then a comment of up to 65,535.
   if (size_ < 22) throw Error(name_ + ": not a zip archive (too short)");
   uint64_t end = size_ - 22;
@@ -55,16 +58,21 @@ ZipRecords::ZipRecords(const char* data, size_t size, std::string name) : data_(
     if (end == lowest) throw Error(name_ + ": not a zip archive (no end-of-directory record)");
     --end;
   }
-  uint64_t count = little(data_ + end + 10, 2), bytes = little(data_ + end + 12, 4), offset = little(data_ + end + 16, 4);
+  uint64_t count = little(data_ + end + 10, 2), bytes = little(data_ + end + 12, 4),
+           offset = little(data_ + end + 16, 4);
   if ((count == 0xFFFF || bytes == 0xFFFFFFFFu || offset == 0xFFFFFFFFu) && end >= 20 &&
       std::memcmp(data_ + end - 20, "PK\6\7", 4) == 0) {  // zip64: the locator points at the larger record
     const uint64_t at = little(data_ + end - 20 + 8, 8);
     if (at > size_ || size_ - at < 56 || std::memcmp(data_ + at, "PK\6\6", 4) != 0)
       throw Error(name_ + ": its zip64 directory record is damaged");
-    count = little(data_ + at + 32, 8), bytes = little(data_ + at + 40, 8), offset = little(data_ + at + 48, 8);
+    count = little(data_ + at + 32, 8), bytes = little(data_ + at + 40, 8),
+    offset = little(data_ + at + 48, 8);
   }
-  if (count > kMaxZipRecords) throw Error(name_ + ": the archive lists " + std::to_string(count) + " records, more than this reader's limit");
-  if (offset > size_ || bytes > size_ - offset) throw Error(name_ + ": its zip directory lies outside the archive");
+  if (count > kMaxZipRecords)
+    throw Error(name_ + ": the archive lists " + std::to_string(count) +
+                " records, more than this reader's limit");
+  if (offset > size_ || bytes > size_ - offset)
+    throw Error(name_ + ": its zip directory lies outside the archive");
   read_directory(offset, bytes, count);
 }
 
@@ -72,7 +80,8 @@ void ZipRecords::read_directory(uint64_t offset, uint64_t bytes, uint64_t count)
   uint64_t at = offset;
   const uint64_t end = offset + bytes;
   for (uint64_t i = 0; i < count; ++i) {
-    if (end - at < 46 || std::memcmp(data_ + at, "PK\1\2", 4) != 0) throw Error(name_ + ": its zip directory is damaged");
+    if (end - at < 46 || std::memcmp(data_ + at, "PK\1\2", 4) != 0)
+      throw Error(name_ + ": its zip directory is damaged");
     Entry e;
     e.method = uint16_t(little(data_ + at + 10, 2));
     e.crc = uint32_t(little(data_ + at + 16, 4));
@@ -97,12 +106,16 @@ std::vector<char> ZipRecords::read(const std::string& record) const {
   if (it == entries_.end()) throw Error(name_ + ": the archive has no " + record);
   const Entry& e = it->second;
   if (e.method != 0 || e.compressed != e.size)
-    throw Error(name_ + ": record " + record + " is compressed; PyTorch stores its pickles and tensors uncompressed");
+    throw Error(name_ + ": record " + record +
+                " is compressed; PyTorch stores its pickles and tensors uncompressed");
   const uint64_t at = e.local_offset;
-  if (size_ - at < 30 || std::memcmp(data_ + at, "PK\3\4", 4) != 0) throw Error(name_ + ": record " + record + " is damaged");
+  if (size_ - at < 30 || std::memcmp(data_ + at, "PK\3\4", 4) != 0)
+    throw Error(name_ + ": record " + record + " is damaged");
   const uint64_t start = at + 30 + little(data_ + at + 26, 2) + little(data_ + at + 28, 2);
-  if (start > size_ || e.size > size_ - start) throw Error(name_ + ": record " + record + " runs past the archive's end");
-  if (crc32(data_ + start, e.size) != e.crc) throw Error(name_ + ": record " + record + " is damaged (its CRC-32 differs)");
+  if (start > size_ || e.size > size_ - start)
+    throw Error(name_ + ": record " + record + " runs past the archive's end");
+  if (crc32(data_ + start, e.size) != e.crc)
+    throw Error(name_ + ": record " + record + " is damaged (its CRC-32 differs)");
   return std::vector<char>(data_ + start, data_ + start + e.size);
 }
 

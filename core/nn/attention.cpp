@@ -48,12 +48,14 @@ std::shared_ptr<AttentionModule> make_attention(const AttentionSpec& spec, const
                                                 const TokenLayout& layout) {
   if (shape.dim < 1 || shape.heads < 1 || shape.head_dim < 1)
     throw Error("attention needs positive width, heads and head dim (got dim " + std::to_string(shape.dim) +
-                ", heads " + std::to_string(shape.heads) + ", head dim " + std::to_string(shape.head_dim) + ")");
+                ", heads " + std::to_string(shape.heads) + ", head dim " + std::to_string(shape.head_dim) +
+                ")");
   spec.validate();
   switch (spec.method) {
     case AttentionMethod::SelfAttention: return std::make_shared<SelfAttention>(shape, layout);
     case AttentionMethod::Translution: return std::make_shared<TranslutionAttention>(spec, shape, layout);
-    case AttentionMethod::LoRTranslution: return std::make_shared<LoRTranslutionAttention>(spec, shape, layout);
+    case AttentionMethod::LoRTranslution:
+      return std::make_shared<LoRTranslutionAttention>(spec, shape, layout);
     default: return std::make_shared<PositionalAttention>(spec, shape, layout);
   }
   throw Error("unknown attention method");

@@ -13,9 +13,9 @@
 namespace translution {
 
 struct AttentionShape {
-  int64_t dim = 192;       // model width C
+  int64_t dim = 192;  // model width C
   int64_t heads = 3;
-  int64_t head_dim = 64;   // C' per head
+  int64_t head_dim = 64;  // C' per head
   int64_t inner() const { return heads * head_dim; }
 };
 

@@ -41,11 +41,13 @@ at::Tensor heads_from_weight(const at::Tensor& u, const at::Tensor& w) {
   return at::einsum("...hc,hdc->...hd", {u, w.view({H, w.size(0) / H, w.size(1)})});
 }
 
-at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs) {
+at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid,
+                               at::Tensor* probs) {
   if (at::Tensor engine = fused_self_attention(qkv, heads, valid, probs); engine.defined()) return engine;
   const int64_t dh = qkv.size(-1) / 3 / heads;
   const auto qkv3 = qkv.chunk(3, -1);  // q, k, v: [B, N, D] each
-  const at::Tensor alpha = attention_softmax(attention_logits(qkv3[0], qkv3[1], heads), valid, std::sqrt(double(dh)));
+  const at::Tensor alpha =
+      attention_softmax(attention_logits(qkv3[0], qkv3[1], heads), valid, std::sqrt(double(dh)));
   if (probs) *probs = alpha.detach();
   return attend_values(alpha, qkv3[2], heads);
 }

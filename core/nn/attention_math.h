@@ -26,6 +26,7 @@ at::Tensor heads_from_weight(const at::Tensor& u, const at::Tensor& w);
 // The three above for self-attention: q, k and v are the thirds of qkv [B, N, 3D],
 // the logits scaled by 1 / sqrt(D / heads); `*probs`, when asked, gets alpha.
 // On CPU the engine computes it in one piece (cpu/head_attention.h).
-at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid, at::Tensor* probs);
+at::Tensor self_attention_core(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid,
+                               at::Tensor* probs);
 
 }  // namespace translution

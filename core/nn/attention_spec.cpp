@@ -22,7 +22,8 @@ AttentionChoice make_relative(const std::string& prefix, AttentionMethod method,
 std::vector<AttentionChoice> build_choices() {
   std::vector<AttentionChoice> out;
   AttentionSpec plain;
-  out.push_back({"attention", "self-attention with a learned absolute position embedding (ViT)", plain, true});
+  out.push_back(
+      {"attention", "self-attention with a learned absolute position embedding (ViT)", plain, true});
   out.push_back({"attention-nope", "self-attention without any position embedding", plain, false});
   const struct {
     const char* name;
@@ -30,7 +31,8 @@ std::vector<AttentionChoice> build_choices() {
     const char* description;
   } baselines[] = {
       {"rel-key", AttentionMethod::RelativeKeyVector, "relative key vector (Shaw et al.): k_j + r[delta_ij]"},
-      {"rel-value", AttentionMethod::RelativeValueVector, "relative value vector (Shaw et al.): v_j + r[delta_ij]"},
+      {"rel-value", AttentionMethod::RelativeValueVector,
+       "relative value vector (Shaw et al.): v_j + r[delta_ij]"},
       {"rel-bias", AttentionMethod::RelativeBias, "relative scalar bias per head (Swin, CoAtNet)"},
       {"gpsa", AttentionMethod::GatedPositional, "gated positional self-attention (ConViT)"},
       {"rope", AttentionMethod::Rotary, "2-D rotary position embedding (RoFormer)"},
@@ -50,19 +52,21 @@ std::vector<AttentionChoice> build_choices() {
     out.push_back(make_relative("lor", AttentionMethod::LoRTranslution, letters, PairEncoding::Relative,
                                 "LoR-Translution: low-rank relative matrices for " + which + " (Eq. 2)"));
   }
-  AttentionChoice rope = make_relative("rope-translution", AttentionMethod::Translution, "V", PairEncoding::Relative,
-                                       "RoPE-Translution: rotary q and k, offset-indexed value matrices");
+  AttentionChoice rope =
+      make_relative("rope-translution", AttentionMethod::Translution, "V", PairEncoding::Relative,
+                    "RoPE-Translution: rotary q and k, offset-indexed value matrices");
   rope.name = "rope-translution";
   rope.spec.rotary = true;
   out.push_back(rope);
-  AttentionChoice lor_rope = make_relative("lor-rope-translution", AttentionMethod::LoRTranslution, "V",
-                                           PairEncoding::Relative,
-                                           "LoR-RoPE-Translution: rotary q and k, low-rank relative values");
+  AttentionChoice lor_rope =
+      make_relative("lor-rope-translution", AttentionMethod::LoRTranslution, "V", PairEncoding::Relative,
+                    "LoR-RoPE-Translution: rotary q and k, low-rank relative values");
   lor_rope.name = "lor-rope-translution";
   lor_rope.spec.rotary = true;
   out.push_back(lor_rope);
-  out.push_back(make_relative("translution-abs", AttentionMethod::Translution, "QKV", PairEncoding::Absolute,
-                              "Translution with one matrix per (i, j) pair: the absolute ablation of Table 5"));
+  out.push_back(
+      make_relative("translution-abs", AttentionMethod::Translution, "QKV", PairEncoding::Absolute,
+                    "Translution with one matrix per (i, j) pair: the absolute ablation of Table 5"));
   out.push_back(make_relative("lor-abs", AttentionMethod::LoRTranslution, "QKV", PairEncoding::Absolute,
                               "LoR-Translution with one matrix per (i, j) pair (Table 5)"));
   return out;
@@ -105,10 +109,12 @@ void AttentionSpec::validate() const {
       throw Error("LoR-Translution relative dims must be at least 1, got C1=" + std::to_string(lor_c1) +
                   " C2=" + std::to_string(lor_c2));
     if (!lor_shared && !rel_v)
-      throw Error(name() + " without the shared W^q, W^k, W^v terms needs a relative value: nothing would "
-                           "produce values");
+      throw Error(name() +
+                  " without the shared W^q, W^k, W^v terms needs a relative value: nothing would "
+                  "produce values");
     if (!lor_shared && !rel_q && !rel_k)
-      throw Error(name() + " without the shared terms needs a relative query or key: attention would be uniform");
+      throw Error(name() +
+                  " without the shared terms needs a relative query or key: attention would be uniform");
   }
 }
 

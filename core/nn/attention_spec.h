@@ -38,7 +38,9 @@ struct AttentionSpec {
   bool rotary = false;
 
   // Translution or LoR-Translution (the operators with relative matrices).
-  bool relative() const { return method == AttentionMethod::Translution || method == AttentionMethod::LoRTranslution; }
+  bool relative() const {
+    return method == AttentionMethod::Translution || method == AttentionMethod::LoRTranslution;
+  }
   std::string qkv_letters() const;  // "QKV", "V", ...
   std::string name() const;         // the CLI name, e.g. "translution-qk"
   void validate() const;            // throws translution::Error

@@ -1,5 +1,3 @@
-#include "nn/relative_values.h"
-#include "nn/relative_logits.h"
 #include "nn/lor_translution_attention.h"
 
 #include <algorithm>
@@ -11,6 +9,8 @@
 #include "cpu/head_attention.h"
 #include "cpu/linear.h"
 #include "nn/attention_math.h"
+#include "nn/relative_logits.h"
+#include "nn/relative_values.h"
 #include "nn/self_attention.h"
 #include "nn/translution_attention.h"
 
@@ -46,10 +46,11 @@ std::vector<int64_t> used_entries(const PairOrder& order) {
 }
 
 // [M, G, N]: 1 where query i's pair with j is visible and uses entries[g].
-at::Tensor entry_assignment(const RelativeTable& table, int64_t queries, const std::vector<int64_t>& entries) {
+at::Tensor entry_assignment(const RelativeTable& table, int64_t queries,
+                            const std::vector<int64_t>& entries) {
   const int64_t G = int64_t(entries.size());
-  const at::Tensor entry = table.entry.narrow(0, 0, queries).unsqueeze(1);  // [M, 1, N]
-  const at::Tensor valid = table.valid.narrow(0, 0, queries).unsqueeze(1);  // [M, 1, N]
+  const at::Tensor entry = table.entry.narrow(0, 0, queries).unsqueeze(1);   // [M, 1, N]
+  const at::Tensor valid = table.valid.narrow(0, 0, queries).unsqueeze(1);   // [M, 1, N]
   const at::Tensor wanted = at::tensor(entries, at::kLong).view({1, G, 1});  // [1, G, 1]
   return entry.eq(wanted).logical_and(valid).to(at::kFloat);                 // [M, G, N]
 }
@@ -59,7 +60,7 @@ double plain_macs(const AttentionSpec& s, const AttentionShape& shape, double N,
   const double C = double(shape.dim), D = double(shape.inner()), H = double(shape.heads);
   const double c1 = double(s.lor_c1) * H, c2 = double(s.lor_c2) * H;
   double macs = (needs_output_projection(shape) ? M * D * C : 0.0) + 2 * M * N * D;
-  if (!s.lor_shared) macs -= M * N * D;  // no shared values to sum
+  if (!s.lor_shared) macs -= M * N * D;           // no shared values to sum
   if (s.lor_shared) macs += (M + 2 * N) * C * D;  // q projected for the M queries alone
   if (s.rel_q || s.rel_k) {
     macs += s.rel_q ? M * C * c1 + M * N * c1 * c2 : M * C * c2;
@@ -87,15 +88,15 @@ double reassociated_macs(const AttentionSpec& s, const AttentionShape& shape, do
 }
 
 // The entries to group the order's pairs by, where the reassociated path applies; else empty.
-std::vector<int64_t> reassociated_entries(const AttentionSpec& s, const AttentionShape& shape, const PairOrder& order,
-                                          int64_t images) {
+std::vector<int64_t> reassociated_entries(const AttentionSpec& s, const AttentionShape& shape,
+                                          const PairOrder& order, int64_t images) {
   const int64_t N = order.tokens, queries = order.queries;
   // Rotated keys differ per token, so they cannot be folded into the query's side;
   // value slices are taken after the sum over pairs, which that path reorders.
   if (s.rotary || s.lor_value_slices || !reassociation_may_apply(N, queries, images)) return {};
   std::vector<int64_t> entries = used_entries(order);
-  if (entries.empty() ||
-      reassociated_macs(s, shape, double(N), double(queries), double(entries.size())) >= plain_macs(s, shape, double(N), double(queries)))
+  if (entries.empty() || reassociated_macs(s, shape, double(N), double(queries), double(entries.size())) >=
+                             plain_macs(s, shape, double(N), double(queries)))
     return {};
   return entries;
 }
@@ -103,9 +104,11 @@ std::vector<int64_t> reassociated_entries(const AttentionSpec& s, const Attentio
 
 double lor_attention_macs(const AttentionSpec& spec, const AttentionShape& shape, const RelativeTable& table,
                           int64_t queries, int64_t images) {
-  const std::vector<int64_t> entries = reassociated_entries(spec, shape, make_pair_order(table, queries), images);
+  const std::vector<int64_t> entries =
+      reassociated_entries(spec, shape, make_pair_order(table, queries), images);
   const double N = double(table.tokens()), M = double(queries);
-  return entries.empty() ? plain_macs(spec, shape, N, M) : reassociated_macs(spec, shape, N, M, double(entries.size()));
+  return entries.empty() ? plain_macs(spec, shape, N, M)
+                         : reassociated_macs(spec, shape, N, M, double(entries.size()));
 }
 
 LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape,
@@ -134,13 +137,15 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
     const double bound = 1.0 / std::sqrt(double(low_out_));
     up_v_ = register_parameter("v_up", at::empty({low_out_, shape.inner()}).uniform_(-bound, bound));
   }
-  if (needs_output_projection(shape)) to_out_ = register_module("to_out", torch::nn::Linear(shape.inner(), shape.dim));
+  if (needs_output_projection(shape))
+    to_out_ = register_module("to_out", torch::nn::Linear(shape.inner(), shape.dim));
   if (spec.rotary) rotary_ = RotaryPositions(layout, shape.head_dim);
   if (layout.causal) valid_ = table_.valid;
 }
 
 at::Tensor LoRTranslutionAttention::attend_reassociated(const at::Tensor& x, int64_t queries,
-                                                        const std::vector<int64_t>& entries, at::Tensor* probs) {
+                                                        const std::vector<int64_t>& entries,
+                                                        at::Tensor* probs) {
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2), H = shape_.heads, dh = shape_.head_dim;
   const int64_t M = queries, G = int64_t(entries.size()), c1 = low_in_, c2 = low_out_, C2 = spec_.lor_c2;
   const Reassociation& constants = reassociation(M, entries, x);
@@ -176,8 +181,8 @@ at::Tensor LoRTranslutionAttention::attend_reassociated(const at::Tensor& x, int
   at::Tensor out;  // [B, M, H, dh]
   if (spec_.lor_shared) out = heads_from_weight(mixed.sum(2), shared_[2]->weight);
   if (spec_.rel_v) {
-    const at::Tensor low = at::einsum("bmgha,gac->bmghc",
-                                      {at::matmul(mixed, down_[2]->weight.t()), banks_[2].index_select(0, index)});
+    const at::Tensor low = at::einsum(
+        "bmgha,gac->bmghc", {at::matmul(mixed, down_[2]->weight.t()), banks_[2].index_select(0, index)});
     const at::Tensor rel = at::einsum("bmghc,chd->bmhd", {low, up_v_.view({c2, H, dh})});
     out = out.defined() ? out + rel : rel;
   }
@@ -261,7 +266,7 @@ std::vector<OffsetMagnitudes> LoRTranslutionAttention::offset_magnitudes() const
     // Effective matrix per entry: W1 Wd (q, k) or W1 Wd W2 (v), C x C2H or C x C'.
     const at::Tensor w1 = down_[role]->weight.detach().t();  // [C, C1 H]
     at::Tensor eff = at::matmul(w1, banks_[role].detach());  // [E, C, C2 H]
-    if (role == 2) eff = at::matmul(eff, up_v_.detach());      // [E, C, C']
+    if (role == 2) eff = at::matmul(eff, up_v_.detach());    // [E, C, C']
     out.push_back(bank_magnitudes(kRoles[role], eff, table_));
   }
   return out;
@@ -271,7 +276,8 @@ std::vector<OffsetMagnitudes> LoRTranslutionAttention::offset_magnitudes() const
 at::Tensor LoRTranslutionAttention::value_contributions(const at::Tensor& x, const at::Tensor& alpha) const {
   if (!banks_[2].defined()) return {};
   at::NoGradGuard no_grad;
-  const at::Tensor effective = at::matmul(at::matmul(down_[2]->weight.detach().t(), banks_[2].detach()), up_v_.detach());
+  const at::Tensor effective =
+      at::matmul(at::matmul(down_[2]->weight.detach().t(), banks_[2].detach()), up_v_.detach());
   return value_contributions_of(effective, table_, x, alpha);
 }
 

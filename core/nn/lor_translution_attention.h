@@ -63,14 +63,15 @@ class LoRTranslutionAttention : public AttentionModule {
     at::TensorOptions options;
     at::Tensor assign, index;
   };
-  const Reassociation& reassociation(int64_t queries, const std::vector<int64_t>& entries, const at::Tensor& x);
+  const Reassociation& reassociation(int64_t queries, const std::vector<int64_t>& entries,
+                                     const at::Tensor& x);
 
   AttentionSpec spec_;
   AttentionShape shape_;
   RelativeTable table_;
   PairOrders orders_;
-  int64_t low_in_, low_out_;  // C1 and C2 times heads
-  at::Tensor banks_[3];  // [E, C1 H, C2 H] (k stored mirrored)
+  int64_t low_in_, low_out_;                                 // C1 and C2 times heads
+  at::Tensor banks_[3];                                      // [E, C1 H, C2 H] (k stored mirrored)
   torch::nn::Linear down_[3] = {nullptr, nullptr, nullptr};  // C -> C1 H (relative) or C2 H (plain q/k)
   at::Tensor up_v_;                                          // [C2 H, C'] for relative values
   torch::nn::Linear shared_[3] = {nullptr, nullptr, nullptr};

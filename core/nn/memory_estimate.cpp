@@ -8,8 +8,8 @@
 #include "nn/model_size.h"
 #include "nn/self_attention.h"
 #include "nn/vit.h"
-#include "util/engine_options.h"
 #include "util/device.h"
+#include "util/engine_options.h"
 
 namespace translution {
 namespace {
@@ -108,8 +108,9 @@ Floats pair_row_floats(const Dims& d, double width, double in_width, double rela
   Floats f;
   const bool gpu = device == MemoryDevice::Cuda;
   const double rows = d.B * d.R() * width;
-  const double products = !gpu ? 0.0 : all_tokens_on_gpu(d, width) ? d.B * (d.N * d.E * width + 2 * d.R())
-                                                                    : 2 * d.B * d.R() * in_width;
+  const double products = !gpu                          ? 0.0
+                          : all_tokens_on_gpu(d, width) ? d.B * (d.N * d.E * width + 2 * d.R())
+                                                        : 2 * d.B * d.R() * in_width;
   if (!training) {  // the sides' rows of one layer live together while its logits are formed
     f.working = (gpu ? 2 * rows : 0.0) + products;
     return f;
@@ -124,7 +125,8 @@ Floats pair_row_floats(const Dims& d, double width, double in_width, double rela
 // of the input per relative side ([M, C] for q, [N, C] for k and v), a plain
 // side's projection [N, D] (and its input [N, C], once), the attention [H, M, N]
 // and, for relative values, its pair-ordered copy [H, R]; then the pair rows.
-Floats translution_floats(const Dims& d, const AttentionSpec& s, bool training, bool recompute, MemoryDevice device) {
+Floats translution_floats(const Dims& d, const AttentionSpec& s, bool training, bool recompute,
+                          MemoryDevice device) {
   const bool any_plain = !s.rel_q || !s.rel_k || !s.rel_v;
   const double inputs = (s.rel_q ? d.M * d.C : d.M * d.D) + (s.rel_k ? d.N * d.C : d.N * d.D) +
                         (s.rel_v ? d.N * d.C : d.N * d.D) + (any_plain ? d.N * d.C : 0.0);
@@ -148,15 +150,16 @@ Floats translution_floats(const Dims& d, const AttentionSpec& s, bool training, 
 // [N, C] once), a token-major copy of each low-rank input ([., C1 H] relative,
 // [., C2 H] the plain side of the logits), the attention and its pair-ordered
 // copy, the values' low-rank sums [M, H, C2 H]; then pair rows of width C2 H.
-Floats lor_floats(const Dims& d, const AttentionSpec& s, bool training, bool recompute, const MemoryTarget& target) {
+Floats lor_floats(const Dims& d, const AttentionSpec& s, bool training, bool recompute,
+                  const MemoryTarget& target) {
   const double c1 = double(s.lor_c1) * d.H, c2 = double(s.lor_c2) * d.H;
   const bool rel_logits = s.rel_q || s.rel_k;
   // On AVX-512 the pair arithmetic of narrow matrices runs across the lanes,
   // which project the rows again in backward instead of keeping them
   // (cpu/pair_lanes.h): where each share of the batch is a multiple of 16 images.
   const auto narrow = [](double w) { return w <= 32 && std::fmod(w, 8) == 0; };
-  const bool lanes = target.device == MemoryDevice::Cpu && target.avx512 && narrow(c1) && narrow(c2) && d.H <= 32 &&
-                     std::fmod(d.B, 16 * d.shares) == 0;
+  const bool lanes = target.device == MemoryDevice::Cpu && target.avx512 && narrow(c1) && narrow(c2) &&
+                     d.H <= 32 && std::fmod(d.B, 16 * d.shares) == 0;
   recompute = recompute || (training && lanes);
   const MemoryDevice device = target.device;
   double inputs = d.N * d.C + (s.lor_shared ? (d.M + 2 * d.N) * d.D : 0.0);
@@ -164,7 +167,8 @@ Floats lor_floats(const Dims& d, const AttentionSpec& s, bool training, bool rec
   if (s.rel_v) inputs += d.N * c1;
   const double attention = d.H * d.M * d.N + (s.rel_v ? d.H * d.R() + d.M * d.H * c2 : 0.0);
   Floats logits, values;
-  if (rel_logits) logits = pair_row_floats(d, c2, c1, double(s.rel_q) + double(s.rel_k), 2, training, recompute, device);
+  if (rel_logits)
+    logits = pair_row_floats(d, c2, c1, double(s.rel_q) + double(s.rel_k), 2, training, recompute, device);
   if (s.rel_v) values = pair_row_floats(d, c2, c1, 1, 1, training, recompute, device);
   Floats f;
   const double rows = std::max(logits.working, values.working);
@@ -181,16 +185,18 @@ Floats lor_floats(const Dims& d, const AttentionSpec& s, bool training, bool rec
 // keeps and a little more: a [H, M, E] product with the offset vectors (Shaw),
 // a biased copy of the logits (Swin), the positional attention and its mix (ConViT),
 // rotated queries and keys (RoPE).
-Floats attention_floats(const ViTConfig& c, const AttentionSpec& s, const Dims& d, bool training, bool recompute,
-                        const MemoryTarget& target) {
+Floats attention_floats(const ViTConfig& c, const AttentionSpec& s, const Dims& d, bool training,
+                        bool recompute, const MemoryTarget& target) {
   const MemoryDevice device = target.device;
   switch (s.method) {
     case AttentionMethod::SelfAttention: return plain_attention_floats(d, 0, true, training);
     case AttentionMethod::RelativeKeyVector:
     case AttentionMethod::RelativeValueVector:
-      return plain_attention_floats(d, d.H * d.M * double(relative_entries(c, PairEncoding::Relative)), false, training);
+      return plain_attention_floats(d, d.H * d.M * double(relative_entries(c, PairEncoding::Relative)), false,
+                                    training);
     case AttentionMethod::RelativeBias: return plain_attention_floats(d, d.H * d.M * d.N, false, training);
-    case AttentionMethod::GatedPositional: return plain_attention_floats(d, 3 * d.H * d.M * d.N, false, training);
+    case AttentionMethod::GatedPositional:
+      return plain_attention_floats(d, 3 * d.H * d.M * d.N, false, training);
     case AttentionMethod::Rotary: return plain_attention_floats(d, 2 * (d.M + d.N) * d.D, false, training);
     case AttentionMethod::Translution: return translution_floats(d, s, training, recompute, device);
     case AttentionMethod::LoRTranslution: return lor_floats(d, s, training, recompute, target);
@@ -207,16 +213,26 @@ struct Run {
   double gradient_bytes = 0;
 };
 
-std::vector<Run> block_runs(const ViTConfig& c, double batch, bool training, bool recompute, const MemoryTarget& target) {
+std::vector<Run> block_runs(const ViTConfig& c, double batch, bool training, bool recompute,
+                            const MemoryTarget& target) {
   const double N = double(c.tokens()), shares = batch_shares(c, target);
   const int64_t first = std::min(std::max<int64_t>(c.first_blocks, 0), c.depth - 1);
   auto run = [&](int64_t index, double count, double queries) {
     const AttentionSpec s = c.attention_spec(index);
-    const Dims d{N, queries, double(c.dim), double(c.heads) * double(c.head_dim), double(c.heads), double(c.mlp_dim),
-                 s.relative() ? double(relative_entries(c, s.encoding)) : 0.0, batch, shares};
+    const Dims d{N,
+                 queries,
+                 double(c.dim),
+                 double(c.heads) * double(c.head_dim),
+                 double(c.heads),
+                 double(c.mlp_dim),
+                 s.relative() ? double(relative_entries(c, s.encoding)) : 0.0,
+                 batch,
+                 shares};
     const bool out_proj = !(c.heads == 1 && c.head_dim == c.dim);
-    const Floats block = block_floats(d, out_proj, training), attention = attention_floats(c, s, d, training, recompute, target);
-    return Run{count, {block.saved + attention.saved, block.working + attention.working},
+    const Floats block = block_floats(d, out_proj, training),
+                 attention = attention_floats(c, s, d, training, recompute, target);
+    return Run{count,
+               {block.saved + attention.saved, block.working + attention.working},
                kFloat * double(block_parameter_count(c, index))};
   };
   std::vector<Run> runs;
@@ -230,16 +246,21 @@ std::vector<Run> block_runs(const ViTConfig& c, double batch, bool training, boo
 // copy (the Linear's input) and the embedded patches (the second LayerNorm's
 // input); with gradients those are kept, without them they are the working set.
 Floats embedding_floats(const ViTConfig& c, double batch, bool training) {
-  const double patches = double(c.tokens()) - 1, patch = double(c.patch) * double(c.patch) * double(c.channels);
+  const double patches = double(c.tokens()) - 1,
+               patch = double(c.patch) * double(c.patch) * double(c.channels);
   const double pixels = double(c.image_height) * double(c.image_width) * double(c.channels);
   const double kept = pixels + 2 * patches * patch + patches * double(c.dim);
   Floats f;
-  if (training) f.saved = batch * kept, f.working = batch * (patches * patch + 2 * patches * double(c.dim));
-  else f.working = batch * (kept + patches * double(c.dim));
+  if (training)
+    f.saved = batch * kept, f.working = batch * (patches * patch + 2 * patches * double(c.dim));
+  else
+    f.working = batch * (kept + patches * double(c.dim));
   return f;
 }
 
-double baseline_bytes(MemoryDevice device) { return device == MemoryDevice::Cpu ? kCpuProcessBytes : kCudaWorkspaceBytes; }
+double baseline_bytes(MemoryDevice device) {
+  return device == MemoryDevice::Cpu ? kCpuProcessBytes : kCudaWorkspaceBytes;
+}
 
 // The gradients of the head and final LayerNorm, computed first in backward.
 double head_gradient_bytes(const ViTConfig& c) {
@@ -256,11 +277,13 @@ double head_gradient_bytes(const ViTConfig& c) {
 // holds every gradient and nothing else. For Translution at a batch of 32 the
 // peak is the start of backward (activations far above one layer's gradients);
 // at a batch of 1, its end (every gradient).
-std::pair<double, double> training_peak(const ViTConfig& c, const std::vector<Run>& runs, const Floats& embedding) {
+std::pair<double, double> training_peak(const ViTConfig& c, const std::vector<Run>& runs,
+                                        const Floats& embedding) {
   double all_gradients = kFloat * double(parameter_count(c)), best_sum = -1;
   std::pair<double, double> best{0, all_gradients};
   auto consider = [&](double floats, double gradients) {
-    if (kFloat * floats + gradients > best_sum) best_sum = kFloat * floats + gradients, best = {kFloat * floats, gradients};
+    if (kFloat * floats + gradients > best_sum)
+      best_sum = kFloat * floats + gradients, best = {kFloat * floats, gradients};
   };
   double saved_before = embedding.saved, gradients_after = head_gradient_bytes(c);
   for (const Run& r : runs) gradients_after += r.count * r.gradient_bytes;
@@ -278,10 +301,11 @@ std::pair<double, double> training_peak(const ViTConfig& c, const std::vector<Ru
 
 }  // namespace
 
-MemoryEstimate estimate_training(const ViTConfig& c, int64_t batch, bool recompute, const MemoryTarget& target) {
+MemoryEstimate estimate_training(const ViTConfig& c, int64_t batch, bool recompute,
+                                 const MemoryTarget& target) {
   const double weights = kFloat * double(parameter_count(c));
-  const auto [activations, gradients] = training_peak(c, block_runs(c, double(batch), true, recompute, target),
-                                                      embedding_floats(c, double(batch), true));
+  const auto [activations, gradients] = training_peak(
+      c, block_runs(c, double(batch), true, recompute, target), embedding_floats(c, double(batch), true));
   MemoryEstimate e;
   e.weights = weights;
   e.gradients = gradients;
@@ -295,7 +319,8 @@ MemoryEstimate estimate_training(const ViTConfig& c, int64_t batch, bool recompu
 // block (or of the patch embedding) next to the weights.
 MemoryEstimate estimate_inference(const ViTConfig& c, int64_t batch, const MemoryTarget& target) {
   double floats = embedding_floats(c, double(batch), false).working;
-  for (const Run& r : block_runs(c, double(batch), false, false, target)) floats = std::max(floats, r.floats.working);
+  for (const Run& r : block_runs(c, double(batch), false, false, target))
+    floats = std::max(floats, r.floats.working);
   MemoryEstimate e;
   e.weights = kFloat * double(parameter_count(c));
   e.activations = kFloat * floats;

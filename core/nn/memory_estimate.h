@@ -44,13 +44,15 @@ MemoryEstimate estimate_inference(const ViTConfig& config, int64_t batch, const 
 
 // One training step of `batch` images; `recompute`: backward recomputes the pair
 // rows of relative projections instead of keeping them (train --recompute).
-MemoryEstimate estimate_training(const ViTConfig& config, int64_t batch, bool recompute, const MemoryTarget& target);
+MemoryEstimate estimate_training(const ViTConfig& config, int64_t batch, bool recompute,
+                                 const MemoryTarget& target);
 
 // The same on this machine's CPU, or on a CUDA device.
 inline MemoryEstimate estimate_inference(const ViTConfig& config, int64_t batch, MemoryDevice device) {
   return estimate_inference(config, batch, memory_target(device));
 }
-inline MemoryEstimate estimate_training(const ViTConfig& config, int64_t batch, bool recompute, MemoryDevice device) {
+inline MemoryEstimate estimate_training(const ViTConfig& config, int64_t batch, bool recompute,
+                                        MemoryDevice device) {
   return estimate_training(config, batch, recompute, memory_target(device));
 }
 

@@ -28,19 +28,18 @@ double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M
       return self_attention_macs({c.dim, c.heads, c.head_dim}, c.tokens(), int64_t(M), images);
     case AttentionMethod::RelativeBias:
     case AttentionMethod::GatedPositional:
-    case AttentionMethod::Rotary:
-      return macs + plain_qkv;
+    case AttentionMethod::Rotary: return macs + plain_qkv;
     case AttentionMethod::RelativeKeyVector:
     case AttentionMethod::RelativeValueVector:
-      return macs + plain_qkv + M * double(relative_entries(c, PairEncoding::Relative)) * D;  // q r^T or alpha r
+      return macs + plain_qkv +
+             M * double(relative_entries(c, PairEncoding::Relative)) * D;  // q r^T or alpha r
     case AttentionMethod::Translution: {
       const bool rel[3] = {s.rel_q, s.rel_k, s.rel_v};
       for (int role = 0; role < 3; ++role) macs += rel[role] ? M * N * C * D : (role == 0 ? M : N) * C * D;
       return macs;
     }
     case AttentionMethod::LoRTranslution: {
-      const RelativeTable table =
-          make_relative_table(c.token_layout(), s.encoding);
+      const RelativeTable table = make_relative_table(c.token_layout(), s.encoding);
       return lor_attention_macs(s, {c.dim, c.heads, c.head_dim}, table, int64_t(M), images);
     }
   }
@@ -48,7 +47,8 @@ double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M
 }
 
 double block_macs(const ViTConfig& c, int64_t index, double M, int64_t images = 1) {
-  return attention_block_macs(c, c.attention_spec(index), M, images) + 2 * M * double(c.dim) * double(c.mlp_dim);
+  return attention_block_macs(c, c.attention_spec(index), M, images) +
+         2 * M * double(c.dim) * double(c.mlp_dim);
 }
 
 // Offset matrices of a relative block that no pair of query 0 (CLS) selects.
@@ -86,8 +86,7 @@ ModelCost model_cost(const ViTConfig& c) {
   cost.cls_only_batch_macs += body_macs(2) + block_macs(c, c.depth - 1, 1.0, 2);
   const AttentionSpec last = c.attention_spec(c.depth - 1);
   if (last.relative()) {
-    const RelativeTable table =
-        make_relative_table(c.token_layout(), last.encoding);
+    const RelativeTable table = make_relative_table(c.token_layout(), last.encoding);
     cost.relative_entries = relative_entries(c, last.encoding);
     cost.cls_only_unread_weights = unread_by_cls(c, last, table);
   }

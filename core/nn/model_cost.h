@@ -9,7 +9,7 @@
 namespace translution {
 
 struct ModelCost {
-  double exact_macs = 0;         // per image, forward, every token through every block (the papers' count)
+  double exact_macs = 0;  // per image, forward, every token through every block (the papers' count)
   // The same when the last block computes the CLS token's output alone (the
   // default: nn/vit.h), the only one the head reads: M = 1 query there.
   double cls_only_macs = 0;

@@ -30,17 +30,14 @@ int64_t attention_parameters(const ViTConfig& c, const AttentionSpec& s) {
   const bool out_proj = !(H == 1 && c.head_dim == C);
   int64_t n = out_proj ? linear(D, C, true) : 0;
   switch (s.method) {
-    case AttentionMethod::SelfAttention:
-      return add(n, mul(3, mul(C, D)));
-    case AttentionMethod::Rotary:
-      return add(n, mul(3, mul(C, D)));
+    case AttentionMethod::SelfAttention: return add(n, mul(3, mul(C, D)));
+    case AttentionMethod::Rotary: return add(n, mul(3, mul(C, D)));
     case AttentionMethod::RelativeKeyVector:
     case AttentionMethod::RelativeValueVector:
       return add(add(n, mul(3, mul(C, D))), mul(relative_entries(c, PairEncoding::Relative), D));
     case AttentionMethod::RelativeBias:
       return add(add(n, mul(3, mul(C, D))), mul(H, relative_entries(c, PairEncoding::Relative)));
-    case AttentionMethod::GatedPositional:
-      return add(add(n, mul(3, mul(C, D))), mul(4, H));
+    case AttentionMethod::GatedPositional: return add(add(n, mul(3, mul(C, D))), mul(4, H));
     case AttentionMethod::Translution: {
       const int64_t E = relative_entries(c, s.encoding);
       for (const bool rel : {s.rel_q, s.rel_k, s.rel_v}) n = add(n, rel ? mul(E, mul(C, D)) : mul(C, D));
@@ -51,8 +48,10 @@ int64_t attention_parameters(const ViTConfig& c, const AttentionSpec& s) {
       const bool rel[3] = {s.rel_q, s.rel_k, s.rel_v};
       for (int role = 0; role < 3; ++role) {
         if (s.lor_shared) n = add(n, mul(C, D));
-        if (rel[role]) n = add(add(n, mul(C, in)), mul(E, mul(in, low)));
-        else if (role < 2 && (s.rel_q || s.rel_k)) n = add(n, mul(C, low));
+        if (rel[role])
+          n = add(add(n, mul(C, in)), mul(E, mul(in, low)));
+        else if (role < 2 && (s.rel_q || s.rel_k))
+          n = add(n, mul(C, low));
       }
       return s.rel_v ? add(n, mul(low, D)) : n;
     }
@@ -65,22 +64,27 @@ int64_t attention_parameters(const ViTConfig& c, const AttentionSpec& s) {
 int64_t relative_entries(const ViTConfig& c, PairEncoding encoding) {
   if (encoding == PairEncoding::Absolute) return mul(tokens(c), tokens(c));
   const int64_t positions = mul(c.grid_height(), c.grid_width());
-  if (c.layout == "sequence") return add(add(mul(2, positions), -1), 3);   // offsets -(L-1)..L-1, then CLS's three
-  if (c.layout == "causal-sequence") return add(positions, 3);            // offsets 0..L-1, then CLS's three
+  if (c.layout == "sequence")
+    return add(add(mul(2, positions), -1), 3);                  // offsets -(L-1)..L-1, then CLS's three
+  if (c.layout == "causal-sequence") return add(positions, 3);  // offsets 0..L-1, then CLS's three
   return add(mul(add(mul(2, c.grid_height()), -1), add(mul(2, c.grid_width()), -1)), 3);
 }
 
 int64_t block_parameter_count(const ViTConfig& c, int64_t index) {
   const int64_t C = c.dim, mlp = add(linear(C, c.mlp_dim, true), linear(c.mlp_dim, C, true));
-  return add(add(mul(4, C), mlp), attention_parameters(c, c.attention_spec(index)));  // two LayerNorms, MLP, attention
+  return add(add(mul(4, C), mlp),
+             attention_parameters(c, c.attention_spec(index)));  // two LayerNorms, MLP, attention
 }
 
 int64_t parameter_count(const ViTConfig& c) {
   const int64_t C = c.dim, patch_dim = mul(mul(c.patch, c.patch), c.channels);
-  int64_t n = add(add(mul(2, patch_dim), linear(patch_dim, C, true)), mul(2, C));  // LayerNorm, Linear, LayerNorm
-  n = add(n, C);                                                              // the CLS token
-  if (c.position_embedding) n = add(n, mul(tokens(c), C));
-  else tokens(c);  // an image whose token count overflows is refused either way
+  int64_t n =
+      add(add(mul(2, patch_dim), linear(patch_dim, C, true)), mul(2, C));  // LayerNorm, Linear, LayerNorm
+  n = add(n, C);                                                           // the CLS token
+  if (c.position_embedding)
+    n = add(n, mul(tokens(c), C));
+  else
+    tokens(c);  // an image whose token count overflows is refused either way
   // Blocks differ only in their attention operator: the first `first_blocks` may use another one.
   const int64_t first = c.first_blocks > 0 ? std::min(c.first_blocks, c.depth) : 0;
   const int64_t block_first = block_parameter_count(c, 0), block_rest = block_parameter_count(c, c.depth - 1);

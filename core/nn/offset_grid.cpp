@@ -33,10 +33,12 @@ std::vector<OffsetGrid> offset_grids(const std::vector<OffsetMagnitudes>& layer,
   std::vector<OffsetGrid> out;
   for (const OffsetMagnitudes& m : layer) {
     if (m.norms.numel() != table.entries) return {};  // not one matrix per offset
-    const at::Tensor norms = m.norms.detach().to(at::kCPU, at::kFloat).reshape({-1});  // the grid joins no graph
+    const at::Tensor norms =
+        m.norms.detach().to(at::kCPU, at::kFloat).reshape({-1});  // the grid joins no graph
     OffsetGrid g;
     g.projection = m.projection;
-    g.grid = at::full({2 * grid_h - 1, 2 * grid_w - 1}, NAN, at::kFloat);  // NaN: no such offset (a causal sequence's negative ones)
+    g.grid = at::full({2 * grid_h - 1, 2 * grid_w - 1}, NAN,
+                      at::kFloat);  // NaN: no such offset (a causal sequence's negative ones)
     g.grid.index_put_({cells[0], cells[1]}, norms.index_select(0, offset_index));
     if (cls_self >= 0) g.cls_self = norms[cls_self].item<float>();
     if (cls_in >= 0) g.cls_in = norms[cls_in].item<float>();

@@ -19,7 +19,8 @@ PairOrder make_pair_order(const RelativeTable& table, int64_t queries) {
   const int64_t N = table.tokens(), E = table.entries;
   if (queries < 0) queries = N;
   if (queries == 0 || queries > N)
-    throw Error("internal: pair order for " + std::to_string(queries) + " queries of " + std::to_string(N) + " tokens");
+    throw Error("internal: pair order for " + std::to_string(queries) + " queries of " + std::to_string(N) +
+                " tokens");
   order.tokens = N;
   order.queries = queries;
   std::vector<std::vector<int64_t>> pairs_of(static_cast<size_t>(E));  // counting sort by entry

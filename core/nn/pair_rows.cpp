@@ -12,7 +12,9 @@ namespace translution {
 
 using torch::autograd::AutogradContext;
 
-at::Tensor token_major(const at::Tensor& x) { return x.transpose(0, 1).contiguous(); }  // [B, N, ...] -> [N, B, ...]
+at::Tensor token_major(const at::Tensor& x) {
+  return x.transpose(0, 1).contiguous();
+}  // [B, N, ...] -> [N, B, ...]
 
 // Saved pair rows may take their own gradients in place (no new [R, B, D] tensors
 // at the backward peak: docs/performance.md, "Memory and `--recompute`")
@@ -29,7 +31,8 @@ bool rows_are_scratch(AutogradContext* ctx, bool recomputed) {
 // before the autograd function (inside it gradients are off); which banks then
 // take bfloat16 products is bf16_bank's choice.
 bool training_in_bf16(std::initializer_list<const at::Tensor*> inputs) {
-  if (dense_precision() != DensePrecision::Bf16 || !at::GradMode::is_enabled() || !bf16_gemm_available()) return false;
+  if (dense_precision() != DensePrecision::Bf16 || !at::GradMode::is_enabled() || !bf16_gemm_available())
+    return false;
   bool grad = false;
   for (const at::Tensor* t : inputs) {
     if (!t->defined() || t->numel() == 0) continue;  // an empty bank: a plain side
@@ -58,8 +61,9 @@ at::Tensor side_rows(const at::Tensor& xt, const at::Tensor& bank, const at::Ten
 }
 
 // Gradient of one side: into the input and the bank (relative) or just the vectors (plain).
-std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
-                                                const std::vector<int64_t>& offset, const at::Tensor& ds, bool bf16) {
+std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::Tensor& bank,
+                                                const at::Tensor& rows, const std::vector<int64_t>& offset,
+                                                const at::Tensor& ds, bool bf16) {
   if (!has_bank(bank)) return {scatter_rows(ds, rows, xt.size(0)).transpose(0, 1), at::Tensor()};
   auto [dxt, dbank] = project_rows_backward(xt, rows, bank, offset, ds, bf16 && bf16_bank(bank));
   return {dxt.transpose(0, 1), dbank};
@@ -71,8 +75,8 @@ bool blocks_apply(std::initializer_list<const at::Tensor*> tensors, const at::Te
 
 // One side for the blocked path: bf16 products where the bank takes them, and its
 // bfloat16 copy in a forward without gradients (as project_rows reads them).
-PairSide pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16, bool copies,
-                   const at::Tensor& saved) {
+PairSide pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16,
+                   bool copies, const at::Tensor& saved) {
   const bool relative = has_bank(bank), products_in_bf16 = relative && bf16 && bf16_bank(bank);
   const Bf16Bits* w16 = relative ? weight_copy(bank, xt, products_in_bf16, copies) : nullptr;
   return make_pair_side(xt, relative ? bank : at::Tensor(), rows, products_in_bf16, w16, saved);

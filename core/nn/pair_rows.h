@@ -38,13 +38,14 @@ at::Tensor bank_or_empty(const at::Tensor& bank, const at::Tensor& like);
 at::Tensor side_rows(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
                      const std::vector<int64_t>& offset, bool bf16, bool copies);
 // Gradient of one side: into the input and the bank (relative) or just the vectors (plain).
-std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
-                                                const std::vector<int64_t>& offset, const at::Tensor& ds, bool bf16);
+std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::Tensor& bank,
+                                                const at::Tensor& rows, const std::vector<int64_t>& offset,
+                                                const at::Tensor& ds, bool bf16);
 
 bool blocks_apply(std::initializer_list<const at::Tensor*> tensors, const at::Tensor& pair_of_row);
 // One side for the blocked path: bf16 products where the bank takes them, and its
 // bfloat16 copy in a forward without gradients (as project_rows reads them).
-PairSide pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16, bool copies,
-                   const at::Tensor& saved = at::Tensor());
+PairSide pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16,
+                   bool copies, const at::Tensor& saved = at::Tensor());
 
 }  // namespace translution

@@ -5,8 +5,8 @@
 
 #include <ATen/ATen.h>
 
-#include "nn/attention_math.h"
 #include "cpu/linear.h"
+#include "nn/attention_math.h"
 #include "nn/self_attention.h"
 #include "util/error.h"
 
@@ -29,7 +29,8 @@ PositionalAttention::PositionalAttention(const AttentionSpec& spec, const Attent
                                          const TokenLayout& layout)
     : method_(spec.method), shape_(shape), table_(make_relative_table(layout)) {
   const int64_t E = table_.entries, H = shape.heads, D = shape.inner();
-  to_qkv_ = register_module("to_qkv", torch::nn::Linear(torch::nn::LinearOptions(shape.dim, 3 * D).bias(false)));
+  to_qkv_ =
+      register_module("to_qkv", torch::nn::Linear(torch::nn::LinearOptions(shape.dim, 3 * D).bias(false)));
   if (needs_output_projection(shape)) to_out_ = register_module("to_out", torch::nn::Linear(D, shape.dim));
   entry_ = table_.entry;
   if (layout.causal) valid_ = table_.valid;
@@ -38,20 +39,15 @@ PositionalAttention::PositionalAttention(const AttentionSpec& spec, const Attent
     case AttentionMethod::RelativeValueVector:
       rel_ = register_parameter("rel", at::randn({E, D}) * 0.02);
       break;
-    case AttentionMethod::RelativeBias:
-      rel_ = register_parameter("rel", at::randn({H, E}) * 0.02);
-      break;
+    case AttentionMethod::RelativeBias: rel_ = register_parameter("rel", at::randn({H, E}) * 0.02); break;
     case AttentionMethod::GatedPositional:
       // ConViT-style local start: prefer near tokens (weight -1 on the squared distance), gate at sigmoid(1).
       gpsa_w_ = register_parameter("gpsa_w", at::tensor({0.0f, 0.0f, -1.0f}).repeat({H, 1}));
       gpsa_gate_ = register_parameter("gpsa_gate", at::ones({H}));
       features_ = gpsa_features(table_);
       break;
-    case AttentionMethod::Rotary:
-      rotary_ = RotaryPositions(layout, shape.head_dim);
-      break;
-    default:
-      throw Error("positional attention cannot build '" + spec.name() + "'");
+    case AttentionMethod::Rotary: rotary_ = RotaryPositions(layout, shape.head_dim); break;
+    default: throw Error("positional attention cannot build '" + spec.name() + "'");
   }
 }
 
@@ -71,11 +67,13 @@ at::Tensor PositionalAttention::attend(const at::Tensor& x, int64_t M, at::Tenso
     logits = logits + qr.gather(3, entry.view({1, 1, M, N}).expand({B, H, M, N}));
   }
   logits = logits / std::sqrt(double(dh));
-  if (method_ == AttentionMethod::RelativeBias) logits = logits + rel_.index_select(1, entry.reshape({-1})).view({1, H, M, N});
+  if (method_ == AttentionMethod::RelativeBias)
+    logits = logits + rel_.index_select(1, entry.reshape({-1})).view({1, H, M, N});
   at::Tensor alpha = attention_softmax(logits, valid);
   if (method_ == AttentionMethod::GatedPositional) {
     const at::Tensor scores =
-        at::matmul(converted_like(features_, features_like_, x).narrow(0, 0, M), gpsa_w_.t()).permute({2, 0, 1});  // [H, M, N]
+        at::matmul(converted_like(features_, features_like_, x).narrow(0, 0, M), gpsa_w_.t())
+            .permute({2, 0, 1});  // [H, M, N]
     const at::Tensor beta = attention_softmax(scores.unsqueeze(0), valid);
     const at::Tensor gate = at::sigmoid(gpsa_gate_).view({1, H, 1, 1});
     const at::Tensor mixed = (1 - gate) * alpha + gate * beta;

@@ -31,8 +31,8 @@ class PositionalAttention : public AttentionModule {
   AttentionShape shape_;
   RelativeTable table_;
   torch::nn::Linear to_qkv_{nullptr}, to_out_{nullptr};
-  at::Tensor rel_;                  // rel-key/rel-value: [E, C']; rel-bias: [H, E]
-  at::Tensor gpsa_w_, gpsa_gate_;   // [H, 3], [H]
+  at::Tensor rel_;                 // rel-key/rel-value: [E, C']; rel-bias: [H, E]
+  at::Tensor gpsa_w_, gpsa_gate_;  // [H, 3], [H]
   RotaryPositions rotary_;
   at::Tensor entry_, valid_, features_;  // constants, moved to the input's device on use
   at::Tensor features_like_;             // features_ in the input's dtype and device (converted_like)

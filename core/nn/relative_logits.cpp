@@ -32,25 +32,29 @@ at::Tensor pairs_to_grid(const at::Tensor& dots, const at::Tensor& pair_of_row, 
 class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q_input, const at::Tensor& q_bank,
-                            const at::Tensor& k_input, const at::Tensor& k_bank, const at::Tensor& pair_of_row,
-                            const at::Tensor& query_of_row, const at::Tensor& source_of_row,
-                            const std::vector<int64_t>& offset, int64_t heads, int64_t queries, bool bf16,
-                            bool copies) {
+                            const at::Tensor& k_input, const at::Tensor& k_bank,
+                            const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
+                            const at::Tensor& source_of_row, const std::vector<int64_t>& offset,
+                            int64_t heads, int64_t queries, bool bf16, bool copies) {
     const at::Tensor qt = token_major(q_input), kt = token_major(k_input);
     ctx->saved_data["offset"] = offset;
     ctx->saved_data["bf16"] = bf16;
     if (blocks_apply({&qt, &q_bank, &kt, &k_bank}, pair_of_row)) {
-      const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, queries, kt.size(0));
-      PairSide q = pair_side(qt, q_bank, query_of_row, bf16, copies), k = pair_side(kt, k_bank, source_of_row, bf16, copies);
+      const PairTable table =
+          pair_table(offset, pair_of_row, query_of_row, source_of_row, queries, kt.size(0));
+      PairSide q = pair_side(qt, q_bank, query_of_row, bf16, copies),
+               k = pair_side(kt, k_bank, source_of_row, bf16, copies);
       // Copies are read only where no gradient is recorded: then nothing needs the rows.
-      const at::Tensor grid = blocked_logits(table, q, k, heads, !copies && !engine_options().recompute_pair_rows);
-      ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row, q.saved, k.saved});
+      const at::Tensor grid =
+          blocked_logits(table, q, k, heads, !copies && !engine_options().recompute_pair_rows);
+      ctx->save_for_backward(
+          {qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row, q.saved, k.saved});
       ctx->saved_data["blocked"] = true;
       return grid;
     }
     const at::Tensor sq = side_rows(qt, q_bank, query_of_row, offset, bf16, copies);   // [R, B, D]
     const at::Tensor sk = side_rows(kt, k_bank, source_of_row, offset, bf16, copies);  // [R, B, D]
-    const at::Tensor dots = pair_dots(sq, sk, heads);  // [R, B, H]
+    const at::Tensor dots = pair_dots(sq, sk, heads);                                  // [R, B, H]
     const bool keep = !engine_options().recompute_pair_rows;
     ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row,
                             keep ? sq : at::Tensor(), keep ? sk : at::Tensor()});
@@ -64,12 +68,14 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
     const bool bf16 = ctx->saved_data["bf16"].toBool();
     if (ctx->saved_data.count("blocked")) {
-      const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, grads[0].size(2), kt.size(0));
+      const PairTable table =
+          pair_table(offset, pair_of_row, query_of_row, source_of_row, grads[0].size(2), kt.size(0));
       const PairSide q = pair_side(qt, q_bank, query_of_row, bf16, false, s[7]);
       const PairSide k = pair_side(kt, k_bank, source_of_row, bf16, false, s[8]);
       auto [dqt, dq_bank, dkt, dk_bank] = blocked_logits_backward(table, q, k, grads[0]);
-      return {dqt.transpose(0, 1), dq_bank, dkt.transpose(0, 1), dk_bank, at::Tensor(), at::Tensor(), at::Tensor(),
-              at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+      return {dqt.transpose(0, 1), dq_bank,      dkt.transpose(0, 1), dk_bank,
+              at::Tensor(),        at::Tensor(), at::Tensor(),        at::Tensor(),
+              at::Tensor(),        at::Tensor(), at::Tensor(),        at::Tensor()};
     }
     const at::Tensor sq = s[7].defined() ? s[7] : side_rows(qt, q_bank, query_of_row, offset, bf16, false);
     const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset, bf16, false);
@@ -79,8 +85,8 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     auto [dsq, dsk] = pair_dots_backward(sq, sk, gather_rows(dfull, pair_of_row), scratch);
     auto [dq, dq_bank] = side_backward(qt, q_bank, query_of_row, offset, dsq, bf16);
     auto [dk, dk_bank] = side_backward(kt, k_bank, source_of_row, offset, dsk, bf16);
-    return {dq, dq_bank, dk, dk_bank, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor()};
+    return {dq,           dq_bank,      dk,           dk_bank,      at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -88,9 +94,10 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
 
 at::Tensor relative_logits(const PairOrder& o, const at::Tensor& q_input, const at::Tensor& q_bank,
                            const at::Tensor& k_input, const at::Tensor& k_bank, int64_t heads) {
-  return RelativeLogits::apply(q_input, bank_or_empty(q_bank, q_input), k_input, bank_or_empty(k_bank, k_input),
-                               o.pair_of_row, o.query_of_row, o.source_of_row, o.entry_offset, heads, o.queries,
-                               training_in_bf16({&q_input, &q_bank, &k_input, &k_bank}), reads_weight_copies());
+  return RelativeLogits::apply(
+      q_input, bank_or_empty(q_bank, q_input), k_input, bank_or_empty(k_bank, k_input), o.pair_of_row,
+      o.query_of_row, o.source_of_row, o.entry_offset, heads, o.queries,
+      training_in_bf16({&q_input, &q_bank, &k_input, &k_bank}), reads_weight_copies());
 }
 
 }  // namespace translution

@@ -17,7 +17,8 @@ namespace {
 // w16: the bank's bfloat16 copy to read instead of it (project_rows finds it), or null.
 at::Tensor project_sorted(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
                           const std::vector<int64_t>& offset, bool bf16, const Bf16Bits* w16) {
-  if (at::Tensor engine = sorted_projection(xt, rows, bank, offset, bf16, w16); engine.defined()) return engine;
+  if (at::Tensor engine = sorted_projection(xt, rows, bank, offset, bf16, w16); engine.defined())
+    return engine;
   const int64_t R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
   at::Tensor out = at::empty({R, B, D}, xt.options());  // [R, B, D]
   at::Tensor out2 = out.view({R * B, D});
@@ -33,7 +34,8 @@ at::Tensor project_sorted(const at::Tensor& xt, const at::Tensor& rows, const at
 
 // Given dS for sorted rows: the gradients of the bank and of X ([N, B, C]), per matrix.
 std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt, const at::Tensor& rows,
-                                                          const at::Tensor& bank, const std::vector<int64_t>& offset,
+                                                          const at::Tensor& bank,
+                                                          const std::vector<int64_t>& offset,
                                                           const at::Tensor& ds_in, bool bf16) {
   if (auto engine = sorted_projection_backward(xt, rows, bank, offset, ds_in, bf16); engine.first.defined())
     return engine;
@@ -66,7 +68,8 @@ const at::Tensor& entry_of_rows(const std::vector<int64_t>& offset, const c10::D
   at::Tensor& entries = (*cache)[{offset, device.str()}];
   if (!entries.defined()) {
     std::vector<int64_t> entry;
-    for (size_t e = 0; e + 1 < offset.size(); ++e) entry.insert(entry.end(), size_t(offset[e + 1] - offset[e]), int64_t(e));
+    for (size_t e = 0; e + 1 < offset.size(); ++e)
+      entry.insert(entry.end(), size_t(offset[e + 1] - offset[e]), int64_t(e));
     entries = at::tensor(entry, at::kLong).to(device);
   }
   return entries;
@@ -105,7 +108,8 @@ at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::
 }
 
 std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, const at::Tensor& rows,
-                                                        const at::Tensor& bank, const std::vector<int64_t>& offset,
+                                                        const at::Tensor& bank,
+                                                        const std::vector<int64_t>& offset,
                                                         const at::Tensor& ds, bool bf16) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
   if (projects_every_token(bank, N, B)) {

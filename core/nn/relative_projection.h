@@ -27,7 +27,8 @@ at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::
 
 // Gradients of project_rows given ds [R, B, D]: into the input ([N, B, C]) and the bank.
 std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, const at::Tensor& rows,
-                                                        const at::Tensor& bank, const std::vector<int64_t>& offset,
+                                                        const at::Tensor& bank,
+                                                        const std::vector<int64_t>& offset,
                                                         const at::Tensor& ds, bool bf16);
 
 // [N, B, ...] gradient from per-row contributions [R, B, ...].

@@ -27,9 +27,9 @@ at::Tensor grid_to_pairs(const at::Tensor& alpha, const at::Tensor& pair_of_row)
 class RelativeValues : public torch::autograd::Function<RelativeValues> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& alpha, const at::Tensor& input,
-                            const at::Tensor& bank, const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
-                            const at::Tensor& source_of_row, const std::vector<int64_t>& offset, bool head_sliced,
-                            bool bf16, bool copies) {
+                            const at::Tensor& bank, const at::Tensor& pair_of_row,
+                            const at::Tensor& query_of_row, const at::Tensor& source_of_row,
+                            const std::vector<int64_t>& offset, bool head_sliced, bool bf16, bool copies) {
     const int64_t B = alpha.size(0), M = alpha.size(2);  // M queries
     const at::Tensor xt = token_major(input);
     ctx->saved_data["offset"] = offset;
@@ -38,8 +38,9 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
       const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, M, xt.size(0));
       PairSide v = pair_side(xt, bank, source_of_row, bf16, copies);
       at::Tensor alpha_planes;  // for backward, where one may run
-      const at::Tensor out = blocked_values(table, alpha, v, head_sliced, !copies && !engine_options().recompute_pair_rows,
-                                            copies ? nullptr : &alpha_planes);
+      const at::Tensor out =
+          blocked_values(table, alpha, v, head_sliced, !copies && !engine_options().recompute_pair_rows,
+                         copies ? nullptr : &alpha_planes);
       ctx->save_for_backward({xt, bank, v.saved, alpha_planes, pair_of_row, query_of_row, source_of_row});
       ctx->saved_data["bf16"] = v.bf16;
       ctx->saved_data["blocked"] = true;
@@ -48,10 +49,10 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     bf16 = bf16 && bf16_bank(bank);
     const at::Tensor v = project_rows(xt, source_of_row, bank, offset, bf16, copies);  // [R, B, D]
     const int64_t D = v.size(2);
-    const at::Tensor a = grid_to_pairs(alpha, pair_of_row);  // [R, B, H]
+    const at::Tensor a = grid_to_pairs(alpha, pair_of_row);                       // [R, B, H]
     const at::Tensor out = scatter_weighted(a, v, query_of_row, M, head_sliced);  // [M, B, H, *]
-    ctx->save_for_backward({xt, bank, engine_options().recompute_pair_rows ? at::Tensor() : v, a, pair_of_row, query_of_row,
-                            source_of_row});
+    ctx->save_for_backward({xt, bank, engine_options().recompute_pair_rows ? at::Tensor() : v, a, pair_of_row,
+                            query_of_row, source_of_row});
     ctx->saved_data["bf16"] = bf16;
     return head_sliced ? out.view({M, B, D}).transpose(0, 1) : out.transpose(0, 1);
   }
@@ -68,10 +69,11 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
       const int64_t M = grads[0].size(1), B = grads[0].size(0), D = bank.size(2), H = alpha.size(0) / B;
       const PairTable table = pair_table(offset, pair_of_row, query_of_row, source_of_row, M, xt.size(0));
       const PairSide v = pair_side(xt, bank, source_of_row, bf16, false, s[2]);
-      const at::Tensor dout = head_sliced ? grads[0].transpose(0, 1).reshape({M, B, H, D / H}) : grads[0].transpose(0, 1);
+      const at::Tensor dout =
+          head_sliced ? grads[0].transpose(0, 1).reshape({M, B, H, D / H}) : grads[0].transpose(0, 1);
       auto [dalpha, dxt, dbank] = blocked_values_backward(table, alpha, v, dout, head_sliced);
-      return {dalpha, dxt.transpose(0, 1), dbank, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
-              at::Tensor(), at::Tensor()};
+      return {dalpha,       dxt.transpose(0, 1), dbank,        at::Tensor(), at::Tensor(),
+              at::Tensor(), at::Tensor(),        at::Tensor(), at::Tensor(), at::Tensor()};
     }
     const at::Tensor v = s[2].defined() ? s[2] : project_rows(xt, source_of_row, bank, offset, bf16, false);
     const int64_t B = v.size(1), D = v.size(2), H = a.size(2), M = grads[0].size(1), N = xt.size(0);
@@ -79,13 +81,21 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     const at::Tensor dout_t = head_sliced ? grads[0].transpose(0, 1).reshape({M, B, H, D / H})
                                           : grads[0].transpose(0, 1);  // [M, B, H, *]
     auto [da, dv] = scatter_weighted_backward(dout_t, a, v, query_of_row, head_sliced,
-                                                 rows_are_scratch(ctx, !s[2].defined()));
+                                              rows_are_scratch(ctx, !s[2].defined()));
     at::Tensor dalpha_full = at::zeros({M * N, B, H}, da.options());
     dalpha_full.index_copy_(0, pair_of_row, da);
     auto [dxt, dbank] = project_rows_backward(xt, source_of_row, bank, offset, dv, bf16);
     const at::Tensor dinput = dxt.transpose(0, 1);
-    return {dalpha_full.view({M, N, B, H}).permute({2, 3, 0, 1}), dinput, dbank, at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {dalpha_full.view({M, N, B, H}).permute({2, 3, 0, 1}),
+            dinput,
+            dbank,
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -93,8 +103,9 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
 
 at::Tensor relative_values(const PairOrder& o, const at::Tensor& alpha, const at::Tensor& input,
                            const at::Tensor& bank, bool head_sliced) {
-  return RelativeValues::apply(alpha, input, bank, o.pair_of_row, o.query_of_row, o.source_of_row, o.entry_offset,
-                               head_sliced, training_in_bf16({&alpha, &input, &bank}), reads_weight_copies());
+  return RelativeValues::apply(alpha, input, bank, o.pair_of_row, o.query_of_row, o.source_of_row,
+                               o.entry_offset, head_sliced, training_in_bf16({&alpha, &input, &bank}),
+                               reads_weight_copies());
 }
 
 }  // namespace translution

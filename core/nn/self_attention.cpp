@@ -1,13 +1,13 @@
 #include "nn/self_attention.h"
-#include "util/engine_options.h"
 
 #include <atomic>
 #include <cmath>
 
 #include <ATen/ATen.h>
 
-#include "nn/attention_math.h"
 #include "cpu/linear.h"
+#include "nn/attention_math.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -16,16 +16,14 @@ bool needs_output_projection(const AttentionShape& shape) {
 }
 
 SelfAttention::SelfAttention(const AttentionShape& shape, const TokenLayout& layout) : shape_(shape) {
-  to_qkv_ = register_module("to_qkv",
-                            torch::nn::Linear(torch::nn::LinearOptions(shape.dim, 3 * shape.inner()).bias(false)));
+  to_qkv_ = register_module(
+      "to_qkv", torch::nn::Linear(torch::nn::LinearOptions(shape.dim, 3 * shape.inner()).bias(false)));
   if (needs_output_projection(shape))
     to_out_ = register_module("to_out", torch::nn::Linear(shape.inner(), shape.dim));
   if (layout.causal) valid_ = make_relative_table(layout).valid;
 }
 
-namespace {
-}  // namespace
-
+namespace {}  // namespace
 
 bool reassociation_may_apply(int64_t tokens, int64_t queries, int64_t images) {
   return engine_options().query_reassociation && images > 1 && queries < tokens;
@@ -44,16 +42,18 @@ double reassociated_macs(const AttentionShape& shape, double N, double M) {
 }
 }  // namespace
 
-bool self_attention_reassociates(const AttentionShape& shape, int64_t tokens, int64_t queries, int64_t images) {
+bool self_attention_reassociates(const AttentionShape& shape, int64_t tokens, int64_t queries,
+                                 int64_t images) {
   return reassociation_may_apply(tokens, queries, images) &&
-         reassociated_macs(shape, double(tokens), double(queries)) < plain_macs(shape, double(tokens), double(queries));
+         reassociated_macs(shape, double(tokens), double(queries)) <
+             plain_macs(shape, double(tokens), double(queries));
 }
 
 double self_attention_macs(const AttentionShape& shape, int64_t tokens, int64_t queries, int64_t images) {
   const double N = double(tokens), M = double(queries);
   const double out = needs_output_projection(shape) ? M * double(shape.inner()) * double(shape.dim) : 0.0;
   return out + (self_attention_reassociates(shape, tokens, queries, images) ? reassociated_macs(shape, N, M)
-                                                                             : plain_macs(shape, N, M));
+                                                                            : plain_macs(shape, N, M));
 }
 
 at::Tensor SelfAttention::attend_reassociated(const at::Tensor& x, int64_t queries, at::Tensor* probs) {
@@ -62,10 +62,11 @@ at::Tensor SelfAttention::attend_reassociated(const at::Tensor& x, int64_t queri
   const at::Tensor q = at::matmul(query_tokens(x, queries), w.narrow(0, 0, D).t()).view({B, queries, H, d});
   const at::Tensor keys = heads_through_weight(q, w.narrow(0, D, D));  // [B, M, H, C]
   const at::Tensor logits = at::einsum("bmhc,bnc->bhmn", {keys, x});
-  const at::Tensor alpha = attention_softmax(logits, query_rows(on_device(valid_, x.device()), queries),
-                                             std::sqrt(double(d)));
+  const at::Tensor alpha =
+      attention_softmax(logits, query_rows(on_device(valid_, x.device()), queries), std::sqrt(double(d)));
   if (probs) *probs = alpha.detach();
-  const at::Tensor mixed = at::einsum("bhmn,bnc->bmhc", {alpha, x});  // each head's weighted sum of the inputs
+  const at::Tensor mixed =
+      at::einsum("bhmn,bnc->bmhc", {alpha, x});  // each head's weighted sum of the inputs
   return heads_from_weight(mixed, w.narrow(0, 2 * D, D)).reshape({B, queries, D});
 }
 
@@ -81,9 +82,10 @@ at::Tensor SelfAttention::attend(const at::Tensor& x, int64_t queries, at::Tenso
     out = self_attention_core(qkv, shape_.heads, valid, probs);
   } else {  // a few query rows against every key: the separate per-head products
     const int64_t D = shape_.inner();
-    const at::Tensor q = qkv.narrow(2, 0, D).narrow(1, 0, queries), k = qkv.narrow(2, D, D), v = qkv.narrow(2, 2 * D, D);
-    const at::Tensor alpha = attention_softmax(attention_logits(q, k, shape_.heads), query_rows(valid, queries),
-                                               std::sqrt(double(shape_.head_dim)));
+    const at::Tensor q = qkv.narrow(2, 0, D).narrow(1, 0, queries), k = qkv.narrow(2, D, D),
+                     v = qkv.narrow(2, 2 * D, D);
+    const at::Tensor alpha = attention_softmax(
+        attention_logits(q, k, shape_.heads), query_rows(valid, queries), std::sqrt(double(shape_.head_dim)));
     if (probs) *probs = alpha.detach();
     out = attend_values(alpha, v, shape_.heads);
   }

@@ -38,7 +38,8 @@ bool needs_output_projection(const AttentionShape& shape);
 // (ViT-A/12: 1.4-2.9% more time per image, 4.5% less per training step;
 // docs/performance.md). Those small products run in the tensors'
 // own precision, fp32 also under bf16 training (cpu/bf16_gemm.h).
-bool self_attention_reassociates(const AttentionShape& shape, int64_t tokens, int64_t queries, int64_t images);
+bool self_attention_reassociates(const AttentionShape& shape, int64_t tokens, int64_t queries,
+                                 int64_t images);
 // The multiply-adds of one image's attention for the first `queries` of `tokens`
 // tokens, output projection included, as attend() computes them for a batch of
 // `images` (nn/model_cost's count).

@@ -27,9 +27,9 @@ Position position(const TokenLayout& l, int64_t token) {
 int64_t relative_entry(const TokenLayout& l, int64_t i, int64_t j) {
   const Position a = position(l, i), b = position(l, j);
   const int64_t R = (2 * l.height - 1) * (2 * l.width - 1);
-  if (a.cls && b.cls) return R;      // CLS attends to itself
-  if (a.cls) return R + 1;           // image token into CLS ("in")
-  if (b.cls) return R + 2;           // CLS out to an image token ("out")
+  if (a.cls && b.cls) return R;  // CLS attends to itself
+  if (a.cls) return R + 1;       // image token into CLS ("in")
+  if (b.cls) return R + 2;       // CLS out to an image token ("out")
   return offset_entry(l, a.y - b.y, a.x - b.x);
 }
 
@@ -81,8 +81,9 @@ TokenLayout TokenLayout::sequence(int64_t length, bool causal, bool cls) {
 }
 
 std::string TokenLayout::describe() const {
-  std::string s = kind == Kind::Grid2D ? std::to_string(height) + "x" + std::to_string(width) + " grid"
-                                       : std::string(causal ? "causal " : "") + "sequence of " + std::to_string(width);
+  std::string s = kind == Kind::Grid2D
+                      ? std::to_string(height) + "x" + std::to_string(width) + " grid"
+                      : std::string(causal ? "causal " : "") + "sequence of " + std::to_string(width);
   return s + (cls ? " + CLS" : "");
 }
 
@@ -104,9 +105,12 @@ RelativeTable make_relative_table(const TokenLayout& layout, PairEncoding encodi
     for (int64_t j = 0; j < N; ++j) {
       const size_t p = size_t(i * N + j);
       t.visible[p] = pair_visible(layout, i, j) ? 1 : 0;
-      if (encoding == PairEncoding::Absolute) t.entry_of[p] = i * N + j;
-      else if (layout.causal) t.entry_of[p] = causal_entry(layout, i, j);
-      else t.entry_of[p] = relative_entry(layout, i, j);
+      if (encoding == PairEncoding::Absolute)
+        t.entry_of[p] = i * N + j;
+      else if (layout.causal)
+        t.entry_of[p] = causal_entry(layout, i, j);
+      else
+        t.entry_of[p] = relative_entry(layout, i, j);
     }
   t.valid = at::tensor(t.visible, at::kByte).view({N, N}).to(at::kBool);
   t.entry = at::tensor(t.entry_of, at::kLong).view({N, N});

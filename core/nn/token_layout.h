@@ -55,9 +55,9 @@ struct EntryInfo {
 struct RelativeTable {
   TokenLayout layout;
   PairEncoding encoding = PairEncoding::Relative;
-  int64_t entries = 0;   // E: matrices per projection
-  at::Tensor valid;      // bool [N, N]: false where causal masking hides j from i
-  at::Tensor entry;      // int64 [N, N]: bank entry of pair (query i, source j)
+  int64_t entries = 0;  // E: matrices per projection
+  at::Tensor valid;     // bool [N, N]: false where causal masking hides j from i
+  at::Tensor entry;     // int64 [N, N]: bank entry of pair (query i, source j)
   // Host copies of entry and valid for code that walks pairs, row-major by pair
   // i N + j: entry_of[i N + j] == entry[i][j], visible[i N + j] == valid[i][j] (0 or 1).
   // make_relative_table builds these first and the tensors from them.

@@ -1,13 +1,13 @@
-#include "nn/relative_values.h"
-#include "nn/relative_logits.h"
 #include "nn/translution_attention.h"
 
 #include <cmath>
 
 #include <ATen/ATen.h>
 
-#include "nn/attention_math.h"
 #include "cpu/linear.h"
+#include "nn/attention_math.h"
+#include "nn/relative_logits.h"
+#include "nn/relative_values.h"
 #include "nn/self_attention.h"
 
 namespace translution {
@@ -20,7 +20,8 @@ at::Tensor make_relative_bank(int64_t entries, int64_t in, int64_t out) {
   return at::empty({entries, in, out}).uniform_(-bound, bound);
 }
 
-OffsetMagnitudes bank_magnitudes(const std::string& projection, const at::Tensor& effective, const RelativeTable& t) {
+OffsetMagnitudes bank_magnitudes(const std::string& projection, const at::Tensor& effective,
+                                 const RelativeTable& t) {
   at::Tensor norms = effective.pow(2).sum(at::IntArrayRef{1, 2}).sqrt().to(at::kCPU, at::kFloat);
   if (projection == "k") norms = norms.index_select(0, at::tensor(t.mirror, at::kLong));
   return {projection, norms};
@@ -37,8 +38,11 @@ at::Tensor value_contributions_of(const at::Tensor& effective, const RelativeTab
   // Pair (i, j) reads entry e_ij: its norms [N, N, H], weighted by that pair's attention per head.
   const at::Tensor entry = t.entry.to(norms.device());
   const at::Tensor source = at::arange(N, entry.options()).unsqueeze(0).expand({N, N});
-  const at::Tensor weighted = (norms.index({entry, source}) * alpha.detach().to(norms.options()).permute({1, 2, 0})).sum(2);
-  return at::zeros({E}, norms.options()).scatter_add_(0, entry.flatten(), weighted.flatten()).to(at::kCPU, at::kFloat);
+  const at::Tensor weighted =
+      (norms.index({entry, source}) * alpha.detach().to(norms.options()).permute({1, 2, 0})).sum(2);
+  return at::zeros({E}, norms.options())
+      .scatter_add_(0, entry.flatten(), weighted.flatten())
+      .to(at::kCPU, at::kFloat);
 }
 
 TranslutionAttention::TranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape,
@@ -49,12 +53,14 @@ TranslutionAttention::TranslutionAttention(const AttentionSpec& spec, const Atte
   for (int role = 0; role < 3; ++role) {
     const std::string name = kRoles[role];
     if (relative[role])
-      banks_[role] = register_parameter("w" + name, make_relative_bank(table_.entries, shape.dim, shape.inner()));
+      banks_[role] =
+          register_parameter("w" + name, make_relative_bank(table_.entries, shape.dim, shape.inner()));
     else
       plain_[role] = register_module(
           "to_" + name, torch::nn::Linear(torch::nn::LinearOptions(shape.dim, shape.inner()).bias(false)));
   }
-  if (needs_output_projection(shape)) to_out_ = register_module("to_out", torch::nn::Linear(shape.inner(), shape.dim));
+  if (needs_output_projection(shape))
+    to_out_ = register_module("to_out", torch::nn::Linear(shape.inner(), shape.dim));
   if (spec.rotary) rotary_ = RotaryPositions(layout, shape.head_dim);
   if (layout.causal) valid_ = table_.valid;
 }
@@ -77,8 +83,8 @@ at::Tensor TranslutionAttention::attend(const at::Tensor& x, int64_t queries, at
   const at::Tensor alpha = attention_softmax(logits, query_rows(on_device(valid_, x.device()), queries),
                                              std::sqrt(double(shape_.head_dim)));
   if (probs) *probs = alpha.detach();
-  const at::Tensor out = spec_.rel_v ? relative_values(order, alpha, x, banks_[2], true)
-                                     : attend_values(alpha, side(2), H);
+  const at::Tensor out =
+      spec_.rel_v ? relative_values(order, alpha, x, banks_[2], true) : attend_values(alpha, side(2), H);
   return to_out_ ? linear(to_out_, out) : out;
 }
 

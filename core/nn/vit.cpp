@@ -26,7 +26,8 @@ std::recursive_mutex& initialisation_lock() {
 ViTBlockImpl::ViTBlockImpl(const ViTConfig& c, int64_t index) {
   const TokenLayout layout = c.token_layout();
   norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
-  attention_ = register_module("attention", make_attention(c.attention_spec(index), {c.dim, c.heads, c.head_dim}, layout));
+  attention_ = register_module("attention",
+                               make_attention(c.attention_spec(index), {c.dim, c.heads, c.head_dim}, layout));
   norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
   fc1_ = register_module("fc1", torch::nn::Linear(c.dim, c.mlp_dim));
   fc2_ = register_module("fc2", torch::nn::Linear(c.mlp_dim, c.dim));
@@ -53,8 +54,10 @@ ViTImpl::ViTImpl(const ViTConfig& config) : config_(config) {
   patch_embed_ = register_module("patch_embed", torch::nn::Linear(patch_dim, c.dim));
   embed_norm_ = register_module("embed_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
   cls_token_ = register_parameter("cls_token", at::randn({1, 1, c.dim}));
-  if (c.position_embedding) position_embedding_ = register_parameter("position_embedding", at::randn({1, c.tokens(), c.dim}));
-  for (int64_t b = 0; b < c.depth; ++b) blocks_.push_back(register_module("block" + std::to_string(b), ViTBlock(c, b)));
+  if (c.position_embedding)
+    position_embedding_ = register_parameter("position_embedding", at::randn({1, c.tokens(), c.dim}));
+  for (int64_t b = 0; b < c.depth; ++b)
+    blocks_.push_back(register_module("block" + std::to_string(b), ViTBlock(c, b)));
   final_norm_ = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
   head_ = register_module("head", torch::nn::Linear(c.dim, c.classes));
 }
@@ -74,7 +77,9 @@ at::Tensor ViTImpl::patchify(const at::Tensor& images) const {
                 std::string(c10::str(images.sizes())));
   const int64_t B = images.size(0), gh = c.grid_height(), gw = c.grid_width(), p = c.patch;
   // [B, ch, gh, p, gw, p] -> [B, gh, gw, p, p, ch]: each patch's pixels row by row, channels last.
-  return images.reshape({B, c.channels, gh, p, gw, p}).permute({0, 2, 4, 3, 5, 1}).reshape({B, gh * gw, p * p * c.channels});
+  return images.reshape({B, c.channels, gh, p, gw, p})
+      .permute({0, 2, 4, 3, 5, 1})
+      .reshape({B, gh * gw, p * p * c.channels});
 }
 
 at::Tensor ViTImpl::forward(const at::Tensor& images) { return forward(images, nullptr); }
@@ -112,12 +117,14 @@ std::vector<std::vector<OffsetMagnitudes>> ViTImpl::offset_magnitudes() const {
   return out;
 }
 
-std::vector<std::vector<OffsetMagnitudes>> ViTImpl::value_contributions(const ViTInspection& inspection) const {
+std::vector<std::vector<OffsetMagnitudes>> ViTImpl::value_contributions(
+    const ViTInspection& inspection) const {
   if (inspection.inputs.size() != blocks_.size() || inspection.attention.size() != blocks_.size())
     throw Error("value contributions need an inspected forward of every block");
   std::vector<std::vector<OffsetMagnitudes>> out;
   for (size_t b = 0; b < blocks_.size(); ++b) {
-    const at::Tensor c = blocks_[b]->attention().value_contributions(inspection.inputs[b][0], inspection.attention[b][0]);
+    const at::Tensor c =
+        blocks_[b]->attention().value_contributions(inspection.inputs[b][0], inspection.attention[b][0]);
     out.push_back(c.defined() ? std::vector<OffsetMagnitudes>{{"v", c}} : std::vector<OffsetMagnitudes>{});
   }
   return out;

@@ -42,8 +42,10 @@ TORCH_MODULE(ViTBlock);
 // What a forward pass can report besides the logits, when asked.
 struct ViTInspection {
   std::vector<at::Tensor> attention;  // per layer: [B, heads, N, N], CLS at index 0
-  std::vector<at::Tensor> inputs;     // per layer: the attention's input, [B, N, C] (after the block's LayerNorm)
-  std::vector<at::Tensor> tokens;     // the residual stream [B, N, C]: the embedded tokens, then each block's output
+  std::vector<at::Tensor>
+      inputs;  // per layer: the attention's input, [B, N, C] (after the block's LayerNorm)
+  std::vector<at::Tensor>
+      tokens;  // the residual stream [B, N, C]: the embedded tokens, then each block's output
 };
 
 class ViTImpl : public torch::nn::Module {

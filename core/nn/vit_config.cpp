@@ -86,9 +86,11 @@ void ViTConfig::validate() const {
   if (first_blocks < 0 || first_blocks > depth)
     throw Error("config: first_blocks must be between 0 and depth (" + std::to_string(depth) + "), got " +
                 std::to_string(first_blocks));
-  if (first_blocks > 0 && first_model.empty()) throw Error("config: first_blocks is set but first_model is empty");
+  if (first_blocks > 0 && first_model.empty())
+    throw Error("config: first_blocks is set but first_model is empty");
   for (int64_t b = 0; b < depth; ++b) attention_spec(b).validate();  // also checks the model names
-  parameter_count(*this);  // a size beyond 64-bit integers is an error here, never an overflow inside LibTorch
+  parameter_count(
+      *this);  // a size beyond 64-bit integers is an error here, never an overflow inside LibTorch
 }
 
 ViTConfig preset_config(const std::string& preset, const std::string& model) {

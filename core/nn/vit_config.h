@@ -14,7 +14,7 @@ struct ViTConfig {
   int64_t depth = 6, dim = 192, heads = 3, head_dim = 64, mlp_dim = 768;
   int64_t lor_c1 = 8, lor_c2 = 8;
   bool lor_shared = true;
-  bool lor_value_slices = false;  // AttentionSpec::lor_value_slices
+  bool lor_value_slices = false;    // AttentionSpec::lor_value_slices
   bool position_embedding = false;  // learned absolute embedding; on for "attention" by default
   // How attention reads the patches: "grid" (2-D offsets over the patch grid),
   // "sequence" (the patches row by row as one sequence: 1-D offsets) or

@@ -4,9 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <thread>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -77,8 +77,9 @@ Roofline measure_roofline(const c10::Device& device) {
     const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
     float* cp = c.data_ptr<float>();
     if (onednn_sgemm_on_threads(cores, n, n, n, ap, bp, cp)) {  // warm-up
-      const double rate =
-          2.0 * n * n * n / best_time(device, 3, [&] { onednn_sgemm_on_threads(cores, n, n, n, ap, bp, cp); }) / 1e9;
+      const double rate = 2.0 * n * n * n /
+                          best_time(device, 3, [&] { onednn_sgemm_on_threads(cores, n, n, n, ap, bp, cp); }) /
+                          1e9;
       if (rate > r.gemm_gflops) r.gemm_gflops = rate, r.gemm_library = "onednn";
     }
   }
@@ -148,13 +149,16 @@ struct BenchRun {
     labels = at::randint(c.classes, {o.batch}, opts.dtype(at::kLong));
     const auto adamw = torch::optim::AdamWOptions(3e-4).weight_decay(0.05);
     optimizer = make_adamw(model->parameters(), adamw);
-    if (train) model->train(); else model->eval();
+    if (train)
+      model->train();
+    else
+      model->eval();
     if (!train && (dense_precision() == DensePrecision::Bf16 || o.compare == "precision")) {
       bf16_weights.emplace(relative_banks(*model));
       if (bf16_weights->banks() == 0)
         throw Error(std::string(o.compare == "precision" ? "--compare precision" : "--precision bf16") +
-                    " in inference reads offset matrices whose width is a multiple of 32 as bfloat16; " + c.model +
-                    " has none (use --precision fp32)");
+                    " in inference reads offset matrices whose width is a multiple of 32 as bfloat16; " +
+                    c.model + " has none (use --precision fp32)");
     }
   }
   int batch_shares() const { return train ? training_threads->batch_shares() : 1; }
@@ -255,7 +259,8 @@ void count_work(const BenchOptions& options, int batch_shares, BenchResult& resu
   result.step_flops = result.exact_flops_per_image * double(options.batch) * (train ? 3.0 : 1.0);
   // Weights are read once per inference; training reads them forward and backward
   // and AdamW reads and writes weights, gradients and two moments: about 8 passes.
-  const double params = double(result.parameters), unread = cls_only ? double(cost.cls_only_unread_weights) : 0.0;
+  const double params = double(result.parameters),
+               unread = cls_only ? double(cost.cls_only_unread_weights) : 0.0;
   const double weight_bytes = 4.0 * (train ? 8.0 * params - 2.0 * unread : params - unread);
   result.floor_ms = 1e3 * std::max(result.step_flops / (result.roofline.gemm_gflops * 1e9),
                                    weight_bytes / (result.roofline.bandwidth_gbs * 1e9));
@@ -302,31 +307,56 @@ double rounded(double value, int decimals) {
 
 std::string BenchResult::to_json() const {
   const ViTConfig& c = options.config;
-  const nlohmann::ordered_json out = {
-      {"model", c.model}, {"preset", c.preset}, {"image", c.image_height}, {"patch", c.patch},
-      {"mode", options.mode}, {"batch", options.batch}, {"device", device_name}, {"threads", threads},
-      {"parameters", parameters}, {"ms_per_step", rounded(ms_per_step, 3)}, {"ms_min", rounded(ms_min, 3)},
-      {"images_per_second", rounded(images_per_second, 2)}, {"peak_memory_bytes", peak_memory_bytes},
-      {"exact_flops_per_image", std::llround(exact_flops_per_image)},
-      {"achieved_gflops", rounded(achieved_gflops(), 2)}, {"gemm_gflops", rounded(roofline.gemm_gflops, 2)},
-      {"fma_peak_gflops", rounded(roofline.fma_peak_gflops, 2)},
-      {"fraction_of_fma_peak", rounded(fraction_of_fma_peak(), 4)}, {"fma_isa", roofline.fma_isa},
-      {"bandwidth_gbs", rounded(roofline.bandwidth_gbs, 2)}, {"floor_ms", rounded(floor_ms, 3)},
-      {"fraction_of_floor", rounded(fraction_of_floor, 4)}, {"steps", options.steps}, {"algorithm", algorithm},
-      {"recompute", recompute}, {"optimizer", kernels == "reference" ? "adamw" : "fused-adamw"},
-      {"last_block", cls_only_last_block ? "cls" : "all"}, {"split_batch", split_batch ? "on" : "off"},
-      {"forward_ms", rounded(forward_ms, 3)}, {"backward_ms", rounded(backward_ms, 3)},
-      {"optimizer_ms", rounded(optimizer_ms, 3)}, {"gemm", blas_gemm ? "raw" : "aten"},
-      {"row_gemm", avx512_gemm ? "on" : "off"}, {"pair_kernels", pair_kernels},
-      {"inference_kernels", fused_inference ? "fused" : "aten"},
-      {"training_kernels", training_kernels ? "fused" : "aten"},
-      {"projections", grouped_projections ? "grouped" : "separate"}, {"precision", precision},
-      {"matrix_threads", matrix_threads}, {"blas_threads", blas_threads}, {"blas_core", blas_core},
-      {"freed_memory", freed_memory}, {"compare", options.compare},
-      {"ms_per_step_alternative", rounded(ms_per_step_alternative, 3)}, {"cpu_steal", rounded(cpu_steal, 4)},
-      {"bf16_kernel", bf16_kernel}, {"reassociation", reassociation ? "on" : "off"},
-      {"sgemm", onednn_sgemm ? "onednn" : "blas"}, {"gemm_library", roofline.gemm_library},
-      {"kernels", kernels}};
+  const nlohmann::ordered_json out = {{"model", c.model},
+                                      {"preset", c.preset},
+                                      {"image", c.image_height},
+                                      {"patch", c.patch},
+                                      {"mode", options.mode},
+                                      {"batch", options.batch},
+                                      {"device", device_name},
+                                      {"threads", threads},
+                                      {"parameters", parameters},
+                                      {"ms_per_step", rounded(ms_per_step, 3)},
+                                      {"ms_min", rounded(ms_min, 3)},
+                                      {"images_per_second", rounded(images_per_second, 2)},
+                                      {"peak_memory_bytes", peak_memory_bytes},
+                                      {"exact_flops_per_image", std::llround(exact_flops_per_image)},
+                                      {"achieved_gflops", rounded(achieved_gflops(), 2)},
+                                      {"gemm_gflops", rounded(roofline.gemm_gflops, 2)},
+                                      {"fma_peak_gflops", rounded(roofline.fma_peak_gflops, 2)},
+                                      {"fraction_of_fma_peak", rounded(fraction_of_fma_peak(), 4)},
+                                      {"fma_isa", roofline.fma_isa},
+                                      {"bandwidth_gbs", rounded(roofline.bandwidth_gbs, 2)},
+                                      {"floor_ms", rounded(floor_ms, 3)},
+                                      {"fraction_of_floor", rounded(fraction_of_floor, 4)},
+                                      {"steps", options.steps},
+                                      {"algorithm", algorithm},
+                                      {"recompute", recompute},
+                                      {"optimizer", kernels == "reference" ? "adamw" : "fused-adamw"},
+                                      {"last_block", cls_only_last_block ? "cls" : "all"},
+                                      {"split_batch", split_batch ? "on" : "off"},
+                                      {"forward_ms", rounded(forward_ms, 3)},
+                                      {"backward_ms", rounded(backward_ms, 3)},
+                                      {"optimizer_ms", rounded(optimizer_ms, 3)},
+                                      {"gemm", blas_gemm ? "raw" : "aten"},
+                                      {"row_gemm", avx512_gemm ? "on" : "off"},
+                                      {"pair_kernels", pair_kernels},
+                                      {"inference_kernels", fused_inference ? "fused" : "aten"},
+                                      {"training_kernels", training_kernels ? "fused" : "aten"},
+                                      {"projections", grouped_projections ? "grouped" : "separate"},
+                                      {"precision", precision},
+                                      {"matrix_threads", matrix_threads},
+                                      {"blas_threads", blas_threads},
+                                      {"blas_core", blas_core},
+                                      {"freed_memory", freed_memory},
+                                      {"compare", options.compare},
+                                      {"ms_per_step_alternative", rounded(ms_per_step_alternative, 3)},
+                                      {"cpu_steal", rounded(cpu_steal, 4)},
+                                      {"bf16_kernel", bf16_kernel},
+                                      {"reassociation", reassociation ? "on" : "off"},
+                                      {"sgemm", onednn_sgemm ? "onednn" : "blas"},
+                                      {"gemm_library", roofline.gemm_library},
+                                      {"kernels", kernels}};
   return out.dump();
 }
 

@@ -41,42 +41,47 @@ struct BenchOptions {
 struct BenchResult {
   BenchOptions options;
   int64_t parameters = 0;
-  double ms_per_step = 0;  // median over the timed steps
+  double ms_per_step = 0;               // median over the timed steps
   double ms_per_step_alternative = -1;  // with options.compare: median of the alternative's steps
   double ms_min = 0;
   double forward_ms = -1, backward_ms = -1, optimizer_ms = -1;  // training: medians per phase
   double images_per_second = 0;
-  int64_t peak_memory_bytes = -1;   // resident set (CPU) or allocator peak (CUDA) during the run
-  double exact_flops_per_image = 0; // forward, 2 x exact multiply-adds
-  double step_flops = 0;            // counted work of one step (training: 3x forward)
+  int64_t peak_memory_bytes = -1;    // resident set (CPU) or allocator peak (CUDA) during the run
+  double exact_flops_per_image = 0;  // forward, 2 x exact multiply-adds
+  double step_flops = 0;             // counted work of one step (training: 3x forward)
   Roofline roofline;
-  double floor_ms = 0;              // max(work / GEMM rate, weight traffic / bandwidth)
-  double fraction_of_floor = 0;     // floor_ms / ms_per_step
+  double floor_ms = 0;             // max(work / GEMM rate, weight traffic / bandwidth)
+  double fraction_of_floor = 0;    // floor_ms / ms_per_step
   double achieved_gflops() const;  // the step's counted work per second
   // achieved_gflops over the cores' FMA peak (-1: no peak measured).
   double fraction_of_fma_peak() const;
-  double cpu_steal = -1;  // share of the machine's CPU time a hypervisor took during the timed steps (util/cpu_steal.h; -1: unknown or too short to count)
+  double cpu_steal = -1;  // share of the machine's CPU time a hypervisor took during the timed steps
+                          // (util/cpu_steal.h; -1: unknown or too short to count)
   int threads = 1;
-  std::string algorithm;  // how relative projections were computed
-  bool recompute = false; // pair rows recomputed in backward
+  std::string algorithm;            // how relative projections were computed
+  bool recompute = false;           // pair rows recomputed in backward
   bool cls_only_last_block = true;  // the last block for the CLS query alone (nn/vit.h)
-  bool reassociation = true;  // self-attention's and LoR's CLS query in a batch meets the unprojected inputs (nn/self_attention.h)
+  bool reassociation = true;  // self-attention's and LoR's CLS query in a batch meets the unprojected inputs
+                              // (nn/self_attention.h)
   bool split_batch = false;   // training: the batch split over the cores (train/forward_backward.h)
   std::string kernels = "engine";  // the engine's kernels, or "reference": LibTorch's ops (EngineOptions)
-  bool blas_gemm = true;       // per-matrix products straight to BLAS (else at::mm)
-  bool avx512_gemm = true;       // small per-matrix products on the engine's kernel (cpu/avx512_gemm.h)
-  bool onednn_sgemm = false;  // float products of one thread each on oneDNN where large enough (cpu/blas_gemm.h)
+  bool blas_gemm = true;           // per-matrix products straight to BLAS (else at::mm)
+  bool avx512_gemm = true;         // small per-matrix products on the engine's kernel (cpu/avx512_gemm.h)
+  bool onednn_sgemm =
+      false;  // float products of one thread each on oneDNN where large enough (cpu/blas_gemm.h)
   std::string pair_kernels = "blocked";  // where the per-pair arithmetic ran (cpu/pair_kernels.h)
   bool fused_inference = true;  // a forward without gradients in the engine's passes (cpu/inference_passes.h)
   bool grouped_projections = true;  // linear_each with gradients as one node (cpu/linear.h)
-  bool training_kernels = true;  // GELU, LayerNorm, softmax, self-attention with gradients in the engine's passes
+  bool training_kernels =
+      true;  // GELU, LayerNorm, softmax, self-attention with gradients in the engine's passes
   std::string precision = "fp32";  // training: the dense layers' products (cpu/bf16_gemm.h); inference: the
                                    // offset matrices read as bfloat16 (cpu/bf16_weights.h)
-  int matrix_threads = 0;     // threads sharing the per-matrix GEMMs (0: by shape)
-  int blas_threads = 0;       // OpenBLAS threads per GEMM (0: not OpenBLAS)
-  std::string blas_core;      // OpenBLAS's kernels (cpu/blas_kernels.h; empty: not OpenBLAS)
-  std::string bf16_kernel;    // training in (or compared with) bf16: cpu/bf16_gemm's kernel, amx | avx512-bf16; else ""
-  std::string freed_memory;   // cpu/allocator.h's policy
+  int matrix_threads = 0;          // threads sharing the per-matrix GEMMs (0: by shape)
+  int blas_threads = 0;            // OpenBLAS threads per GEMM (0: not OpenBLAS)
+  std::string blas_core;           // OpenBLAS's kernels (cpu/blas_kernels.h; empty: not OpenBLAS)
+  std::string
+      bf16_kernel;  // training in (or compared with) bf16: cpu/bf16_gemm's kernel, amx | avx512-bf16; else ""
+  std::string freed_memory;  // cpu/allocator.h's policy
   std::string device_name;
   std::string to_json() const;
 };

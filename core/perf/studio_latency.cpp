@@ -18,9 +18,11 @@ double percentile(std::vector<double> v, double q) {
 
 }  // namespace
 
-StudioLatency measure_studio_latency(const std::vector<const Predictor*>& slots, const std::vector<at::Tensor>& canvases,
+StudioLatency measure_studio_latency(const std::vector<const Predictor*>& slots,
+                                     const std::vector<at::Tensor>& canvases,
                                      const std::function<void(int, int)>& progress) {
-  if (slots.empty() || canvases.empty()) throw Error("the studio latency needs at least one slot and one canvas");
+  if (slots.empty() || canvases.empty())
+    throw Error("the studio latency needs at least one slot and one canvas");
   for (const Predictor* slot : slots) slot->predict(canvases.front(), true);  // warm-up: allocations, caches
   std::vector<double> total;
   std::vector<std::vector<double>> per_slot(slots.size());
@@ -32,7 +34,8 @@ StudioLatency measure_studio_latency(const std::vector<const Predictor*>& slots,
     for (size_t s = 0; s < slots.size(); ++s)
       workers.emplace_back([&, s] { ms[s] = slots[s]->predict(canvases[i], true).milliseconds; });
     for (auto& w : workers) w.join();
-    total.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    total.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     for (size_t s = 0; s < slots.size(); ++s) per_slot[s].push_back(ms[s]);
     if (progress) progress(int(i + 1), int(canvases.size()));
   }

@@ -14,11 +14,13 @@ struct StudioLatency {
   int changes = 0;
   double median_ms = 0, p90_ms = 0, max_ms = 0;  // per canvas change, all slots
   std::vector<double> slot_median_ms;            // each slot alone
-  double cpu_steal = -1;  // the hypervisor's share of CPU time over the changes (util/cpu_steal.h; -1: unknown)
+  double cpu_steal =
+      -1;  // the hypervisor's share of CPU time over the changes (util/cpu_steal.h; -1: unknown)
 };
 
 // `canvases`: [S, S] images in [0, 1], e.g. a digit dragged across the canvas.
-StudioLatency measure_studio_latency(const std::vector<const Predictor*>& slots, const std::vector<at::Tensor>& canvases,
+StudioLatency measure_studio_latency(const std::vector<const Predictor*>& slots,
+                                     const std::vector<at::Tensor>& canvases,
                                      const std::function<void(int, int)>& progress = {});
 
 }  // namespace translution

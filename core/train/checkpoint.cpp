@@ -23,7 +23,8 @@ constexpr int64_t kCurveColumns = 7;
 std::string metadata_text(const std::map<std::string, std::string>& metadata) {
   std::string out;
   for (const auto& [k, v] : metadata) {
-    if (k.find('=') != std::string::npos || k.find('\n') != std::string::npos || v.find('\n') != std::string::npos)
+    if (k.find('=') != std::string::npos || k.find('\n') != std::string::npos ||
+        v.find('\n') != std::string::npos)
       throw Error("checkpoint metadata '" + k + "' may not contain '=' in its key or a newline");
     out += k + "=" + v + "\n";
   }
@@ -35,7 +36,8 @@ at::Tensor history_tensor(const std::vector<CurvePoint>& history) {
   auto a = t.accessor<double, 2>();
   for (size_t i = 0; i < history.size(); ++i) {
     const CurvePoint& p = history[i];
-    const double row[kCurveColumns] = {double(p.step), p.epoch, p.loss, p.accuracy, p.lr, p.test_loss, p.test_accuracy};
+    const double row[kCurveColumns] = {double(p.step), p.epoch,     p.loss,         p.accuracy,
+                                       p.lr,           p.test_loss, p.test_accuracy};
     for (int64_t c = 0; c < kCurveColumns; ++c) a[int64_t(i)][c] = row[c];
   }
   return t;
@@ -63,10 +65,12 @@ NamedTensors checkpoint_tensors(const Checkpoint& c) {
     out.emplace_back(kOptimizer + p.key() + ".step", at::scalar_tensor(a.step, at::kLong));
     out.emplace_back(kOptimizer + p.key() + ".exp_avg", a.exp_avg);
     out.emplace_back(kOptimizer + p.key() + ".exp_avg_sq", a.exp_avg_sq);
-    if (a.max_exp_avg_sq.defined()) out.emplace_back(kOptimizer + p.key() + ".max_exp_avg_sq", a.max_exp_avg_sq);
+    if (a.max_exp_avg_sq.defined())
+      out.emplace_back(kOptimizer + p.key() + ".max_exp_avg_sq", a.max_exp_avg_sq);
     ++written;
   }
-  if (written != s.optimizer.size()) throw Error("checkpoint: the optimizer state names a parameter the model lacks");
+  if (written != s.optimizer.size())
+    throw Error("checkpoint: the optimizer state names a parameter the model lacks");
   out.emplace_back(kRng, s.rng.defined() ? s.rng : at::empty({0}, at::kByte));
   out.emplace_back(kCurves, history_tensor(s.history));
   return out;
@@ -92,9 +96,11 @@ int64_t whole_number(const std::string& text, const std::string& key, const std:
   return std::stoll(text);
 }
 
-const std::string& meta_text(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& name) {
+const std::string& meta_text(const std::map<std::string, std::string>& meta, const std::string& key,
+                             const std::string& name) {
   const auto it = meta.find(key);
-  if (it == meta.end()) throw Error("checkpoint " + name + ": the '" + key + "' entry is missing from its metadata");
+  if (it == meta.end())
+    throw Error("checkpoint " + name + ": the '" + key + "' entry is missing from its metadata");
   return it->second;
 }
 
@@ -105,8 +111,11 @@ void refuse_format1(const ByteSource& source) {
   std::string head(magic.size(), '\0');
   source.read(0, head.data(), head.size());
   if (head == magic)
-    throw Error(source.name() + " is a checkpoint of format 1 (a LibTorch archive), which this build opens only to convert it: "
-                "run `translution checkpoint upgrade " + source.name() + " NEW.ckpt`");
+    throw Error(
+        source.name() +
+        " is a checkpoint of format 1 (a LibTorch archive), which this build opens only to convert it: "
+        "run `translution checkpoint upgrade " +
+        source.name() + " NEW.ckpt`");
 }
 
 // Configs and metadata from the header; the model built empty.
@@ -115,13 +124,14 @@ Checkpoint checkpoint_from_metadata(const std::map<std::string, std::string>& me
     throw Error(name + " is not a Translution checkpoint (its metadata has no format '" + kMagic + "')");
   // Every key known: a damaged key name (the digests' own, say) is named, not ignored.
   for (const auto& [key, unused] : meta)
-    if (key != "format" && key != "format_version" && key != "config" && key != "metadata" && key != "train_config" &&
-        key != "train_step" && key != "data_md5" && key != "header_md5")
+    if (key != "format" && key != "format_version" && key != "config" && key != "metadata" &&
+        key != "train_config" && key != "train_step" && key != "data_md5" && key != "header_md5")
       throw Error("checkpoint " + name + ": its metadata has an unknown entry '" + key + "'");
   const int64_t version = whole_number(meta_text(meta, "format_version", name), "format_version", name);
   if (version > kCheckpointFormat)
-    throw Error("checkpoint " + name + " has format " + std::to_string(version) + "; this build reads format " +
-                std::to_string(kCheckpointFormat) + " (update Translution Studio)");
+    throw Error("checkpoint " + name + " has format " + std::to_string(version) +
+                "; this build reads format " + std::to_string(kCheckpointFormat) +
+                " (update Translution Studio)");
   if (version != kCheckpointFormat)
     throw Error("checkpoint " + name + ": unsupported format version " + std::to_string(version));
   Checkpoint c;
@@ -130,7 +140,8 @@ Checkpoint checkpoint_from_metadata(const std::map<std::string, std::string>& me
   } catch (const Error& e) {
     throw Error("checkpoint " + name + ": its model config is invalid: " + e.what());
   }
-  for (const auto& [k, v] : parse_key_values(meta_text(meta, "metadata", name), "checkpoint " + name + " metadata"))
+  for (const auto& [k, v] :
+       parse_key_values(meta_text(meta, "metadata", name), "checkpoint " + name + " metadata"))
     c.metadata[k] = v;
   if (meta.count("train_config")) {
     TrainingState s;
@@ -164,9 +175,11 @@ std::map<std::string, Expected> expected_tensors(const Checkpoint& c) {
     out[p.key()] = weight;
     if (!c.training) continue;
     out[kOptimizer + p.key() + ".step"] = {{}, at::kLong};
-    for (const char* field : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}) out[kOptimizer + p.key() + "." + field] = weight;
+    for (const char* field : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"})
+      out[kOptimizer + p.key() + "." + field] = weight;
   }
-  for (const auto& b : c.model->named_buffers()) out[b.key()] = {b.value().sizes().vec(), b.value().scalar_type()};
+  for (const auto& b : c.model->named_buffers())
+    out[b.key()] = {b.value().sizes().vec(), b.value().scalar_type()};
   if (c.training) {
     out[kRng] = {{}, at::kByte, false, true};
     out[kCurves] = {{0, kCurveColumns}, at::kDouble, true};
@@ -185,14 +198,14 @@ void check_layout(const SafetensorsHeader& header, const Checkpoint& c, const st
                   (c.training ? "" : " (nor of training state, which its metadata does not declare)"));
     const Expected& x = it->second;
     const bool shape_fits = x.any_length ? e.shape.size() == 1
-                            : x.any_rows  ? e.shape.size() == 2 && e.shape[1] == x.shape[1]
-                                          : e.shape == x.shape;
+                            : x.any_rows ? e.shape.size() == 2 && e.shape[1] == x.shape[1]
+                                         : e.shape == x.shape;
     if (!shape_fits)
       throw Error("checkpoint " + name + ": tensor '" + e.name + "' has shape " + shape_text(e.shape) +
                   " but the model config needs " + (x.any_length ? "one dimension" : shape_text(x.shape)));
     if (e.dtype != x.dtype)
-      throw Error("checkpoint " + name + ": tensor '" + e.name + "' has type " + c10::toString(e.dtype) + ", expected " +
-                  c10::toString(x.dtype));
+      throw Error("checkpoint " + name + ": tensor '" + e.name + "' has type " + c10::toString(e.dtype) +
+                  ", expected " + c10::toString(x.dtype));
     expected.erase(it);
   }
   for (const auto& [key, x] : expected) {
@@ -204,19 +217,22 @@ void check_layout(const SafetensorsHeader& header, const Checkpoint& c, const st
 std::string shape_text(const std::vector<int64_t>& sizes) { return shape_text(at::IntArrayRef(sizes)); }
 
 // Floating-point tensors holding NaN or infinity: refused, or listed where `non_finite` is given.
-void check_finite(const NamedTensors& tensors, const std::string& name, std::vector<std::string>* non_finite) {
+void check_finite(const NamedTensors& tensors, const std::string& name,
+                  std::vector<std::string>* non_finite) {
   for (const auto& [key, t] : tensors) {
     if (key == kCurves) continue;  // NaN there marks a step without evaluation
     const std::string what = non_finite_value(t);
     if (what.empty()) continue;
     if (!non_finite)
       throw Error("checkpoint " + name + ": tensor '" + key + "' holds " + what +
-                  " (a damaged file or a diverged run): refused; `translution checkpoint info` lists every such tensor");
+                  " (a damaged file or a diverged run): refused; `translution checkpoint info` lists every "
+                  "such tensor");
     non_finite->push_back("'" + key + "' holds " + what);
   }
 }
 
-void fill_optimizer(TrainingState& s, const ViT& model, std::map<std::string, at::Tensor>& tensors, const std::string& name) {
+void fill_optimizer(TrainingState& s, const ViT& model, std::map<std::string, at::Tensor>& tensors,
+                    const std::string& name) {
   for (const auto& p : model->named_parameters()) {
     std::map<std::string, at::Tensor> fields;
     for (const char* field : kAdamWFields) {
@@ -225,18 +241,20 @@ void fill_optimizer(TrainingState& s, const ViT& model, std::map<std::string, at
     }
     if (fields.empty()) continue;
     if (!fields.count("step") || !fields.count("exp_avg") || !fields.count("exp_avg_sq"))
-      throw Error("checkpoint " + name + ": the optimizer state of '" + p.key() + "' lacks its step or a moment");
+      throw Error("checkpoint " + name + ": the optimizer state of '" + p.key() +
+                  "' lacks its step or a moment");
     AdamWState a;
     a.step = fields["step"].item<int64_t>();
-    if (a.step < 0) throw Error("checkpoint " + name + ": the optimizer step of '" + p.key() + "' is negative");
+    if (a.step < 0)
+      throw Error("checkpoint " + name + ": the optimizer step of '" + p.key() + "' is negative");
     a.exp_avg = fields["exp_avg"], a.exp_avg_sq = fields["exp_avg_sq"];
     if (fields.count("max_exp_avg_sq")) a.max_exp_avg_sq = fields["max_exp_avg_sq"];
     s.optimizer[p.key()] = std::move(a);
   }
 }
 
-Checkpoint read_checkpoint(const ByteSource& source, const c10::Device& device, std::vector<std::string>* non_finite,
-                           bool check_values = true) {
+Checkpoint read_checkpoint(const ByteSource& source, const c10::Device& device,
+                           std::vector<std::string>* non_finite, bool check_values = true) {
   const std::string& name = source.name();
   refuse_format1(source);
   const SafetensorsHeader header = read_safetensors_header(source);
@@ -273,8 +291,9 @@ std::string checkpoint_bytes(const Checkpoint& checkpoint) {
 
 // An in-memory copy keeps what the original holds, finite or not.
 Checkpoint copy_checkpoint(const Checkpoint& checkpoint) {
-  const c10::Device device = checkpoint.model->parameters().empty() ? c10::Device(c10::kCPU)
-                                                                    : checkpoint.model->parameters().front().device();
+  const c10::Device device = checkpoint.model->parameters().empty()
+                                 ? c10::Device(c10::kCPU)
+                                 : checkpoint.model->parameters().front().device();
   const std::string bytes = checkpoint_bytes(checkpoint);
   return read_checkpoint(MemoryBytes(bytes.data(), bytes.size(), "(copy)"), device, nullptr, false);
 }

@@ -54,7 +54,7 @@ struct Checkpoint {
   ViTConfig config;
   ViT model{nullptr};
   std::map<std::string, std::string> metadata;  // dataset, test_accuracy, created, ...
-  std::optional<TrainingState> training;         // absent in weights-only files
+  std::optional<TrainingState> training;        // absent in weights-only files
 };
 
 // Writes atomically: a reader sees the old file or the complete new one.

@@ -13,7 +13,8 @@ std::optional<CheckpointPeek> peek_checkpoint(const std::string& path) {
     const SafetensorsHeader header = read_safetensors_header(file);
     const auto& meta = header.metadata;
     const auto format = meta.find("format"), config = meta.find("config");
-    if (format == meta.end() || format->second != "translution-checkpoint" || config == meta.end()) return std::nullopt;
+    if (format == meta.end() || format->second != "translution-checkpoint" || config == meta.end())
+      return std::nullopt;
     CheckpointPeek peek;
     peek.config = ViTConfig::from_text(config->second);
     if (const auto train = meta.find("train_config"); train != meta.end())

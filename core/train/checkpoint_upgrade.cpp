@@ -25,7 +25,8 @@ constexpr int64_t kCurveColumns = 7;
 std::string whole_file(const std::string& path) {
   const FileBytes file(path);
   if (file.size() > kMaxFormat1Bytes)
-    throw Error(path + " has " + std::to_string(file.size()) + " bytes, more than a format-1 checkpoint can have");
+    throw Error(path + " has " + std::to_string(file.size()) +
+                " bytes, more than a format-1 checkpoint can have");
   std::string bytes(size_t(file.size()), '\0');
   file.read(0, bytes.data(), bytes.size());
   return bytes;
@@ -34,18 +35,23 @@ std::string whole_file(const std::string& path) {
 // Where the archive starts, after checking the header line's size and checksum.
 size_t verified_payload(const std::string& bytes, const std::string& name) {
   if (bytes.compare(0, std::strlen(kMagic), kMagic) != 0)
-    throw Error(name + " is not a format-1 checkpoint (it does not start with '" + kMagic + "'): nothing to upgrade");
+    throw Error(name + " is not a format-1 checkpoint (it does not start with '" + kMagic +
+                "'): nothing to upgrade");
   const size_t newline = bytes.find('\n');
   const std::string header = bytes.substr(0, std::min(newline, size_t(200)));
   long long size = -1;
   char digest[33] = {0};
   if (newline == std::string::npos || newline > 200 ||
-      std::sscanf(header.c_str(), "translution-checkpoint 1 bytes=%lld md5=%32s", &size, digest) != 2 || size < 0)
+      std::sscanf(header.c_str(), "translution-checkpoint 1 bytes=%lld md5=%32s", &size, digest) != 2 ||
+      size < 0)
     throw Error(name + ": the header line of this format-1 checkpoint is damaged");
   const uint64_t present = bytes.size() - newline - 1;
   if (present < uint64_t(size))
-    throw Error(name + " is truncated: " + std::to_string(present) + " of " + std::to_string(size) + " bytes present");
-  if (present > uint64_t(size)) throw Error(name + " has " + std::to_string(present - uint64_t(size)) + " unexpected bytes after its end");
+    throw Error(name + " is truncated: " + std::to_string(present) + " of " + std::to_string(size) +
+                " bytes present");
+  if (present > uint64_t(size))
+    throw Error(name + " has " + std::to_string(present - uint64_t(size)) +
+                " unexpected bytes after its end");
   if (md5_hex(bytes.data() + newline + 1, present) != digest)
     throw Error(name + " is corrupt: its contents do not match the checksum in its header");
   return newline + 1;
@@ -56,14 +62,16 @@ Leaves archive_leaves(const char* data, size_t size, const std::string& name) {
   const ZipRecords zip(data, size, name);
   std::vector<std::pair<std::string, PickledLeaf>> leaves;
   try {
-    leaves = unpickle_module(zip.read("data.pkl"), [&](const std::string& key) { return zip.read("data/" + key); });
+    leaves = unpickle_module(zip.read("data.pkl"),
+                             [&](const std::string& key) { return zip.read("data/" + key); });
   } catch (const Error& e) {
     const std::string what = e.what();
     throw Error(what.compare(0, name.size(), name) == 0 ? what : name + ": " + what);
   }
   Leaves out;
   for (auto& [path, leaf] : leaves)
-    if (!out.emplace(path, std::move(leaf)).second) throw Error(name + ": the archive names '" + path + "' twice");
+    if (!out.emplace(path, std::move(leaf)).second)
+      throw Error(name + ": the archive names '" + path + "' twice");
   return out;
 }
 
@@ -77,16 +85,19 @@ const PickledLeaf& leaf(const Leaves& leaves, const std::string& path, Kind kind
 
 int64_t scalar(const Leaves& leaves, const std::string& path, const std::string& name) {
   const at::Tensor& t = leaf(leaves, path, Kind::Tensor, name).tensor;
-  if (t.numel() != 1 || t.scalar_type() != at::kLong) throw Error(name + ": the '" + path + "' entry is not one integer");
+  if (t.numel() != 1 || t.scalar_type() != at::kLong)
+    throw Error(name + ": the '" + path + "' entry is not one integer");
   return t.item<int64_t>();
 }
 
 // A tensor that must be like `like` (shape and type) and finite.
-at::Tensor fitting(const Leaves& leaves, const std::string& path, const at::Tensor& like, const std::string& name) {
+at::Tensor fitting(const Leaves& leaves, const std::string& path, const at::Tensor& like,
+                   const std::string& name) {
   const at::Tensor t = leaf(leaves, path, Kind::Tensor, name).tensor;
   if (t.sizes() != like.sizes() || t.scalar_type() != like.scalar_type())
     throw Error(name + ": '" + path + "' is " + c10::toString(t.scalar_type()) + " " + c10::str(t.sizes()) +
-                " but the model config needs " + c10::toString(like.scalar_type()) + " " + c10::str(like.sizes()));
+                " but the model config needs " + c10::toString(like.scalar_type()) + " " +
+                c10::str(like.sizes()));
   if (const std::string what = non_finite_value(t); !what.empty())
     throw Error(name + ": '" + path + "' holds " + what + " (a damaged file or a diverged run): refused");
   return t;
@@ -102,17 +113,20 @@ void read_weights(const Leaves& leaves, ViT& model, const std::string& name) {
   size_t present = 0;
   for (const auto& [path, unused] : leaves) present += path.compare(0, 8, "weights.") == 0;
   if (present != expected)
-    throw Error(name + ": its archive holds " + std::to_string(present) + " weights where the model config has " +
-                std::to_string(expected));
+    throw Error(name + ": its archive holds " + std::to_string(present) +
+                " weights where the model config has " + std::to_string(expected));
 }
 
 // LibTorch's optimizer.save: "param_groups/0" lists the parameters' state keys in
 // the order of model->parameters(), "state.<key>" holds each one's AdamWParamState.
-std::map<std::string, AdamWState> adamw_state(const at::Tensor& blob, const ViT& model, const std::string& path) {
+std::map<std::string, AdamWState> adamw_state(const at::Tensor& blob, const ViT& model,
+                                              const std::string& path) {
   const std::string name = path + " (its AdamW state)";
-  if (blob.scalar_type() != at::kByte || blob.dim() != 1) throw Error(name + ": the 'optimizer' entry is not bytes");
+  if (blob.scalar_type() != at::kByte || blob.dim() != 1)
+    throw Error(name + ": the 'optimizer' entry is not bytes");
   const at::Tensor bytes = blob.contiguous();
-  const Leaves leaves = archive_leaves(static_cast<const char*>(bytes.data_ptr()), size_t(bytes.numel()), name);
+  const Leaves leaves =
+      archive_leaves(static_cast<const char*>(bytes.data_ptr()), size_t(bytes.numel()), name);
   if (const int64_t groups = scalar(leaves, "param_groups.param_groups/size", name); groups != 1)
     throw Error(name + ": it has " + std::to_string(groups) + " parameter groups; a training run has one");
   const std::string group = "param_groups.param_groups/0.";
@@ -121,7 +135,8 @@ std::map<std::string, AdamWState> adamw_state(const at::Tensor& blob, const ViT&
     throw Error(name + ": it is for a model of another number of parameters");
   std::map<std::string, AdamWState> out;
   for (size_t i = 0; i < params.size(); ++i) {
-    const std::string prefix = "state." + leaf(leaves, group + "params/" + std::to_string(i), Kind::String, name).text + ".";
+    const std::string prefix =
+        "state." + leaf(leaves, group + "params/" + std::to_string(i), Kind::String, name).text + ".";
     if (!leaves.count(prefix + "step")) continue;  // a parameter not stepped yet
     const at::Tensor& p = params[i].value();
     AdamWState a;
@@ -129,7 +144,8 @@ std::map<std::string, AdamWState> adamw_state(const at::Tensor& blob, const ViT&
     if (a.step < 0) throw Error(name + ": the step of '" + params[i].key() + "' is negative");
     a.exp_avg = fitting(leaves, prefix + "exp_avg", p, name);
     a.exp_avg_sq = fitting(leaves, prefix + "exp_avg_sq", p, name);
-    if (const auto max = leaves.find(prefix + "max_exp_avg_sq"); max != leaves.end() && max->second.kind == Kind::Tensor)
+    if (const auto max = leaves.find(prefix + "max_exp_avg_sq");
+        max != leaves.end() && max->second.kind == Kind::Tensor)
       a.max_exp_avg_sq = fitting(leaves, prefix + "max_exp_avg_sq", p, name);
     out[params[i].key()] = std::move(a);
   }
@@ -145,13 +161,16 @@ TrainingState training_state(const Leaves& leaves, const ViT& model, const std::
   }
   s.step = leaf(leaves, "train_step", Kind::Int, name).integer;
   if (s.step < 0 || s.step > s.config.total_steps())
-    throw Error(name + ": step " + std::to_string(s.step) + " is outside the run's " + std::to_string(s.config.total_steps()) + " steps");
+    throw Error(name + ": step " + std::to_string(s.step) + " is outside the run's " +
+                std::to_string(s.config.total_steps()) + " steps");
   s.optimizer = adamw_state(leaf(leaves, "optimizer", Kind::Tensor, name).tensor, model, name);
   s.rng = leaf(leaves, "rng", Kind::Tensor, name).tensor;
-  if (s.rng.scalar_type() != at::kByte || s.rng.dim() != 1) throw Error(name + ": the 'rng' entry is not bytes");
+  if (s.rng.scalar_type() != at::kByte || s.rng.dim() != 1)
+    throw Error(name + ": the 'rng' entry is not bytes");
   const at::Tensor h = leaf(leaves, "history", Kind::Tensor, name).tensor;
   if (h.scalar_type() != at::kDouble || h.dim() != 2 || h.size(1) != kCurveColumns)
-    throw Error(name + ": the 'history' entry is not a table of " + std::to_string(kCurveColumns) + " columns");
+    throw Error(name + ": the 'history' entry is not a table of " + std::to_string(kCurveColumns) +
+                " columns");
   auto a = h.accessor<double, 2>();
   for (int64_t i = 0; i < h.size(0); ++i)
     s.history.push_back({int64_t(a[i][0]), a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], a[i][6]});
@@ -160,7 +179,9 @@ TrainingState training_state(const Leaves& leaves, const ViT& model, const std::
 
 }  // namespace
 
-Checkpoint read_format1_checkpoint(const std::string& path) { return parse_format1_checkpoint(whole_file(path), path); }
+Checkpoint read_format1_checkpoint(const std::string& path) {
+  return parse_format1_checkpoint(whole_file(path), path);
+}
 
 Checkpoint parse_format1_checkpoint(const std::string& bytes, const std::string& path) {
   const size_t start = verified_payload(bytes, path);
@@ -173,7 +194,8 @@ Checkpoint parse_format1_checkpoint(const std::string& bytes, const std::string&
   } catch (const Error& e) {
     throw Error(path + ": its model config is invalid: " + e.what());
   }
-  for (const auto& [k, v] : parse_key_values(leaf(leaves, "metadata", Kind::String, path).text, path + " metadata"))
+  for (const auto& [k, v] :
+       parse_key_values(leaf(leaves, "metadata", Kind::String, path).text, path + " metadata"))
     c.metadata[k] = v;
   c.model = ViT(c.config);
   read_weights(leaves, c.model, path);

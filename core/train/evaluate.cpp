@@ -11,9 +11,10 @@
 
 namespace translution {
 
-EvalResult evaluate(ViT model, CanvasDataset& dataset, int64_t limit, int64_t batch, const c10::Device& device,
-                    const EvalProgress& progress) {
-  return evaluate_range(std::move(model), dataset, 0, evaluation_size(dataset, limit), batch, device, progress);
+EvalResult evaluate(ViT model, CanvasDataset& dataset, int64_t limit, int64_t batch,
+                    const c10::Device& device, const EvalProgress& progress) {
+  return evaluate_range(std::move(model), dataset, 0, evaluation_size(dataset, limit), batch, device,
+                        progress);
 }
 
 int64_t evaluation_size(CanvasDataset& dataset, int64_t limit) {
@@ -33,7 +34,9 @@ EvalResult evaluate_range(ViT model, CanvasDataset& dataset, int64_t first, int6
     const int64_t end = std::min(total, begin + batch);
     const Batch b = make_range_batch(dataset, first + begin, first + end, device);
     const at::Tensor logits = model->forward(b.images);
-    loss_sum += torch::nn::functional::cross_entropy(logits, b.labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)).item<double>();
+    loss_sum += torch::nn::functional::cross_entropy(
+                    logits, b.labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    .item<double>();
     const at::Tensor cell = (b.labels * classes + logits.argmax(1)).cpu();
     confusion.view(-1).index_add_(0, cell, at::ones({cell.size(0)}, at::kLong));
     if (progress) progress(end, total);
@@ -56,8 +59,8 @@ EvalResult evaluate_range(ViT model, CanvasDataset& dataset, int64_t first, int6
 CanvasDataset dataset_for_model(const ViTConfig& config, const std::string& kind, Split split,
                                 const std::string& data_dir, uint64_t seed) {
   if (config.image_height != config.image_width)
-    throw Error("the digit datasets are square; this model reads " + std::to_string(config.image_height) + "x" +
-                std::to_string(config.image_width) + " images");
+    throw Error("the digit datasets are square; this model reads " + std::to_string(config.image_height) +
+                "x" + std::to_string(config.image_width) + " images");
   if (config.channels != 1)
     throw Error("the digit datasets have one channel; this model expects " + std::to_string(config.channels));
   CanvasSpec spec;

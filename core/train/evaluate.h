@@ -14,8 +14,8 @@ namespace translution {
 
 struct EvalResult {
   int64_t count = 0;
-  double loss = 0;      // mean cross-entropy
-  double accuracy = 0;  // fraction correct
+  double loss = 0;                     // mean cross-entropy
+  double accuracy = 0;                 // fraction correct
   std::vector<double> class_accuracy;  // per true class (NaN for a class with no samples)
   at::Tensor confusion;                // int64 [classes, classes]: rows true, columns predicted
 };
@@ -23,8 +23,8 @@ struct EvalResult {
 using EvalProgress = std::function<void(int64_t done, int64_t total)>;
 
 // The first `limit` samples of `dataset` (0: all), in order, without gradients.
-EvalResult evaluate(ViT model, CanvasDataset& dataset, int64_t limit, int64_t batch, const c10::Device& device,
-                    const EvalProgress& progress = {});
+EvalResult evaluate(ViT model, CanvasDataset& dataset, int64_t limit, int64_t batch,
+                    const c10::Device& device, const EvalProgress& progress = {});
 
 // Samples [first, last) of `dataset`, in order (a rank's share of a data-parallel evaluation).
 EvalResult evaluate_range(ViT model, CanvasDataset& dataset, int64_t first, int64_t last, int64_t batch,

@@ -35,9 +35,9 @@ ForwardBackward forward_backward(ViT& model, const at::Tensor& images, const at:
     const ScopedDensePrecision share_precision(precision);
     const int64_t begin = batch * s / shares, end = batch * (s + 1) / shares;
     const at::Tensor share_logits = model->forward(images.slice(0, begin, end));
-    const at::Tensor loss =
-        F::cross_entropy(share_logits, labels.slice(0, begin, end), F::CrossEntropyFuncOptions().reduction(torch::kSum)) /
-        double(batch);
+    const at::Tensor loss = F::cross_entropy(share_logits, labels.slice(0, begin, end),
+                                             F::CrossEntropyFuncOptions().reduction(torch::kSum)) /
+                            double(batch);
     if (s == 0 && after_forward) after_forward();
     losses[size_t(s)] = loss.item<double>();
     if (std::isfinite(losses[size_t(s)])) loss.backward();  // a diverged step leaves no NaN gradients behind

@@ -109,14 +109,18 @@ std::string what_fits(const MemoryPlan& p, MemoryDevice device, double available
   std::vector<std::string> options;
   if (const std::string s = fewer_ranks(p, device, available); !s.empty()) options.push_back(s);
   const int64_t batch = largest_batch(p, device, available);
-  if (batch > 0 && !p.batch_option.empty()) options.push_back(p.batch_option + " " + std::to_string(batch) + " fits");
-  if (p.training && !p.recompute && !p.recompute_option.empty() && p.config.attention_spec(p.config.depth - 1).relative()) {
+  if (batch > 0 && !p.batch_option.empty())
+    options.push_back(p.batch_option + " " + std::to_string(batch) + " fits");
+  if (p.training && !p.recompute && !p.recompute_option.empty() &&
+      p.config.attention_spec(p.config.depth - 1).relative()) {
     MemoryPlan recompute = p;
     recompute.recompute = true;
-    if (const std::string s = fitting(p.recompute_option, recompute, device, available); !s.empty()) options.push_back(s);
+    if (const std::string s = fitting(p.recompute_option, recompute, device, available); !s.empty())
+      options.push_back(s);
   }
   if (MemoryPlan lor = p; !p.model_option.empty() && with_lor(lor))
-    if (const std::string s = fitting(p.model_option + " " + lor.config.model, lor, device, available); !s.empty())
+    if (const std::string s = fitting(p.model_option + " " + lor.config.model, lor, device, available);
+        !s.empty())
       options.push_back(s);
   std::string text;
   for (const std::string& o : options) text += (text.empty() ? "" : ", ") + o;
@@ -134,11 +138,14 @@ std::string what_fits(const MemoryPlan& p, MemoryDevice device, double available
 std::string describe(const MemoryPlan& p, const c10::Device& device) {
   const ViTConfig& c = p.config;
   return std::string(p.training ? "training " : "running ") + c.model + " ViT-" + c.preset + "/" +
-         std::to_string(c.patch) + " (" + std::to_string(c.image_height) + "x" + std::to_string(c.image_width) +
-         ") at batch " + std::to_string(p.batch) + (p.recompute ? " with --recompute" : "") + " on " + device.str() +
-         (p.ranks > 1 ? " in " + std::to_string(p.ranks) + " ranks" +
-                            (p.ranks_option.empty() ? "" : " (" + p.ranks_option + " " + std::to_string(p.ranks) + ")")
-                      : "");
+         std::to_string(c.patch) + " (" + std::to_string(c.image_height) + "x" +
+         std::to_string(c.image_width) + ") at batch " + std::to_string(p.batch) +
+         (p.recompute ? " with --recompute" : "") + " on " + device.str() +
+         (p.ranks > 1
+              ? " in " + std::to_string(p.ranks) + " ranks" +
+                    (p.ranks_option.empty() ? ""
+                                            : " (" + p.ranks_option + " " + std::to_string(p.ranks) + ")")
+              : "");
 }
 
 std::string parts(const MemoryEstimate& e, const MemoryPlan& p, double saving) {
@@ -147,10 +154,13 @@ std::string parts(const MemoryEstimate& e, const MemoryPlan& p, double saving) {
   if (e.gradients > 0) text += ", gradients " + format_bytes(e.gradients);
   if (e.optimizer > 0) text += ", AdamW " + format_bytes(e.optimizer);
   text += ", activations " + format_bytes(e.activations);
-  if (p.loading_bytes > 0) text += "; reading the checkpoint " + format_bytes(p.loading_bytes) + " beside the weights";
-  if (p.extra_bytes > 0) text += "; " + (p.extra_what.empty() ? "besides" : p.extra_what) + " " + format_bytes(p.extra_bytes);
-  if (saving > 0) text += std::string(p.ranks > 1 ? "; rank 0 " : "; ") + "writing a checkpoint " + format_bytes(saving) +
-                          " beside the run";
+  if (p.loading_bytes > 0)
+    text += "; reading the checkpoint " + format_bytes(p.loading_bytes) + " beside the weights";
+  if (p.extra_bytes > 0)
+    text += "; " + (p.extra_what.empty() ? "besides" : p.extra_what) + " " + format_bytes(p.extra_bytes);
+  if (saving > 0)
+    text += std::string(p.ranks > 1 ? "; rank 0 " : "; ") + "writing a checkpoint " + format_bytes(saving) +
+            " beside the run";
   return text;
 }
 
@@ -162,9 +172,12 @@ MemoryDevice memory_device(const c10::Device& device) {
 
 std::string format_bytes(double bytes) {
   char text[32];
-  if (bytes >= 1e12) std::snprintf(text, sizeof text, "%.3g TB", bytes / 1e12);
-  else if (bytes >= 1e9) std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
-  else std::snprintf(text, sizeof text, "%.0f MB", bytes / 1e6);
+  if (bytes >= 1e12)
+    std::snprintf(text, sizeof text, "%.3g TB", bytes / 1e12);
+  else if (bytes >= 1e9)
+    std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
+  else
+    std::snprintf(text, sizeof text, "%.0f MB", bytes / 1e6);
   return text;
 }
 
@@ -181,8 +194,8 @@ MemoryCheck check_memory(const MemoryPlan& p, const c10::Device& device) {
   check.fits = check.needed <= check.available.bytes;
   if (check.fits) return check;
   check.refusal = describe(p, device) + " needs ~" + format_bytes(check.needed) + " (" +
-                  parts(check.estimate, p, check.saving) +
-                  ") but " + format_bytes(check.available.bytes) + " is available (" + check.available.source +
+                  parts(check.estimate, p, check.saving) + ") but " + format_bytes(check.available.bytes) +
+                  " is available (" + check.available.source +
                   "): " + what_fits(p, where, check.available.bytes) +
                   (p.override_hint.empty() ? "" : "; " + p.override_hint);
   return check;

@@ -27,8 +27,8 @@ struct MemoryPlan {
   // without gradients of this many images next to the weights, gradients and
   // AdamW state (Trainer: max(batch, 64)); 0: none.
   int64_t eval_batch = 0;
-  double extra_bytes = 0;    // held besides: the digits, models already loaded
-  std::string extra_what;    // what extra_bytes are, for messages ("the digits")
+  double extra_bytes = 0;  // held besides: the digits, models already loaded
+  std::string extra_what;  // what extra_bytes are, for messages ("the digits")
   // Reading a checkpoint first: what loading holds beside the model's weights
   // (the file's bytes and their copies), freed before the model runs.
   double loading_bytes = 0;
@@ -40,21 +40,21 @@ struct MemoryPlan {
   int ranks = 1;
   std::string ranks_option;  // "--nproc"
   // How the front end names what a refusal suggests ("" where it offers no such choice).
-  std::string batch_option;                  // "--batch", "--digits", "batch"
-  std::string recompute_option;              // "--recompute"
-  std::string model_option;                  // "--model", "method"
-  std::string override_hint;                 // "--force runs it anyway"
+  std::string batch_option;      // "--batch", "--digits", "batch"
+  std::string recompute_option;  // "--recompute"
+  std::string model_option;      // "--model", "method"
+  std::string override_hint;     // "--force runs it anyway"
 };
 
 struct MemoryCheck {
-  MemoryEstimate estimate;    // the plan's peak, by part, for one rank
-  double saving = 0;          // what writing a checkpoint holds beside that peak (0: none, or not on this device)
-  double needed = 0;          // what the run takes beyond this process as it is (on CPU less the process
-                              // baseline), every rank and the checkpoint's writing included
+  MemoryEstimate estimate;  // the plan's peak, by part, for one rank
+  double saving = 0;  // what writing a checkpoint holds beside that peak (0: none, or not on this device)
+  double needed = 0;  // what the run takes beyond this process as it is (on CPU less the process
+                      // baseline), every rank and the checkpoint's writing included
   AvailableMemory available;  // bytes < 0: unknown, and the run fits
   bool fits = true;
-  std::string summary;        // "needs ~2.9 GB of 21.3 GB available"
-  std::string refusal;        // where it does not fit: one line, what would fit included
+  std::string summary;  // "needs ~2.9 GB of 21.3 GB available"
+  std::string refusal;  // where it does not fit: one line, what would fit included
 };
 
 MemoryCheck check_memory(const MemoryPlan& plan, const c10::Device& device);

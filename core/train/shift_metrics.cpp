@@ -19,22 +19,23 @@ constexpr int64_t kBatchImages = 128;  // canvases per forward pass, at most
 
 void check_digits(const MnistDigits& test, int64_t count, const char* what) {
   if (count < 1 || count > test.size())
-    throw Error(std::string(what) + " digits must be between 1 and " + std::to_string(test.size()) + ", got " +
-                std::to_string(count));
+    throw Error(std::string(what) + " digits must be between 1 and " + std::to_string(test.size()) +
+                ", got " + std::to_string(count));
 }
 
 // Canvases [n, 1, S, S]: test digit index[k] placed at where[k].
 at::Tensor place_digits(const MnistDigits& test, const std::vector<int64_t>& index,
                         const std::vector<Placement>& where, int64_t canvas) {
   at::Tensor out = at::empty({int64_t(index.size()), 1, canvas, canvas}, at::kFloat);
-  for (size_t k = 0; k < index.size(); ++k) out[int64_t(k)][0].copy_(compose_canvas(test.images[index[k]], canvas, where[k]));
+  for (size_t k = 0; k < index.size(); ++k)
+    out[int64_t(k)][0].copy_(compose_canvas(test.images[index[k]], canvas, where[k]));
   return out;
 }
 
 // Canvases [2n, 1, S, S] for pairs [first, first + n): rows [0, n) hold test digits first.. at the
 // pairs' first positions, rows [n, 2n) the same digits moved by the pairs' steps.
-at::Tensor pair_canvases(const MnistDigits& test, const std::vector<ShiftPair>& pairs, int64_t first, int64_t n,
-                         int64_t canvas) {
+at::Tensor pair_canvases(const MnistDigits& test, const std::vector<ShiftPair>& pairs, int64_t first,
+                         int64_t n, int64_t canvas) {
   std::vector<int64_t> index;
   std::vector<Placement> where;
   for (int64_t copy = 0; copy < 2; ++copy)
@@ -55,10 +56,12 @@ CanvasClassifier classifier_of(ViT model, const c10::Device& device) {
   };
 }
 
-std::vector<ShiftPair> shift_pairs(int64_t count, int64_t canvas, int64_t digit, int64_t shift, uint64_t seed) {
+std::vector<ShiftPair> shift_pairs(int64_t count, int64_t canvas, int64_t digit, int64_t shift,
+                                   uint64_t seed) {
   if (shift < 1 || canvas - digit < shift)
     throw Error("a shift of " + std::to_string(shift) + " px does not fit a " + std::to_string(digit) +
-                " px digit on a " + std::to_string(canvas) + " px canvas (at most " + std::to_string(canvas - digit) + ")");
+                " px digit on a " + std::to_string(canvas) + " px canvas (at most " +
+                std::to_string(canvas - digit) + ")");
   std::mt19937_64 random(seed);
   const int64_t last = canvas - digit;  // the largest top-left coordinate
   const int64_t steps[4][2] = {{shift, 0}, {-shift, 0}, {0, shift}, {0, -shift}};
@@ -68,14 +71,17 @@ std::vector<ShiftPair> shift_pairs(int64_t count, int64_t canvas, int64_t digit,
     p.dx = step[0];
     p.dy = step[1];
     // Both copies on the canvas: x0 and x0 + dx in [0, last].
-    p.x0 = std::uniform_int_distribution<int64_t>(std::max<int64_t>(0, -p.dx), last - std::max<int64_t>(0, p.dx))(random);
-    p.y0 = std::uniform_int_distribution<int64_t>(std::max<int64_t>(0, -p.dy), last - std::max<int64_t>(0, p.dy))(random);
+    p.x0 = std::uniform_int_distribution<int64_t>(std::max<int64_t>(0, -p.dx),
+                                                  last - std::max<int64_t>(0, p.dx))(random);
+    p.y0 = std::uniform_int_distribution<int64_t>(std::max<int64_t>(0, -p.dy),
+                                                  last - std::max<int64_t>(0, p.dy))(random);
   }
   return pairs;
 }
 
 ShiftConsistency shift_consistency(const CanvasClassifier& classify, const MnistDigits& test, int64_t canvas,
-                                   int64_t count, int64_t shift, uint64_t seed, const ShiftProgress& progress) {
+                                   int64_t count, int64_t shift, uint64_t seed,
+                                   const ShiftProgress& progress) {
   check_digits(test, count, "consistency");
   const int64_t digit = test.images.size(1);
   const std::vector<ShiftPair> pairs = shift_pairs(count, canvas, digit, shift, seed);
@@ -92,8 +98,9 @@ ShiftConsistency shift_consistency(const CanvasClassifier& classify, const Mnist
   return {shift, count, double(same) / double(count), double(right) / double(2 * count)};
 }
 
-WorstCaseAccuracy worst_case_accuracy(const CanvasClassifier& classify, const MnistDigits& test, int64_t canvas,
-                                      int64_t count, int64_t stride, const ShiftProgress& progress) {
+WorstCaseAccuracy worst_case_accuracy(const CanvasClassifier& classify, const MnistDigits& test,
+                                      int64_t canvas, int64_t count, int64_t stride,
+                                      const ShiftProgress& progress) {
   check_digits(test, count, "worst-case");
   const std::vector<int64_t> positions = sweep_positions(canvas, test.images.size(1), stride);
   const int64_t P = int64_t(positions.size());
@@ -105,9 +112,10 @@ WorstCaseAccuracy worst_case_accuracy(const CanvasClassifier& classify, const Mn
       const int64_t n = std::min(kBatchImages, count - first);
       std::vector<int64_t> index(static_cast<size_t>(n));
       for (int64_t k = 0; k < n; ++k) index[size_t(k)] = first + k;
-      const at::Tensor probs = classify(place_digits(test, index, std::vector<Placement>(size_t(n), where), canvas))
-                                   .to(at::kDouble)
-                                   .softmax(1);  // [n, classes]
+      const at::Tensor probs =
+          classify(place_digits(test, index, std::vector<Placement>(size_t(n), where), canvas))
+              .to(at::kDouble)
+              .softmax(1);  // [n, classes]
       const at::Tensor truth = test.labels.narrow(0, first, n);
       const at::Tensor correct = probs.argmax(1).eq(truth);
       always.narrow(0, first, n).logical_and_(correct);
@@ -117,8 +125,9 @@ WorstCaseAccuracy worst_case_accuracy(const CanvasClassifier& classify, const Mn
     if (progress) progress((cell + 1) * count, P * P * count);
   }
   const double images = double(P * P * count);
-  return {count, stride, P * P, double(always.sum().item<int64_t>()) / double(count), right / images,
-          probability / images};
+  return {count,          stride,
+          P * P,          double(always.sum().item<int64_t>()) / double(count),
+          right / images, probability / images};
 }
 
 namespace {
@@ -141,8 +150,9 @@ SquaredSums layer_sums(const at::Tensor& tokens, const std::vector<ShiftPair>& p
     // Rows r of x's grid with r and r + dy both in [border, H - 1 - border]; columns alike.
     const int64_t r0 = std::max(border, border - p.dy), r1 = std::min(H - 1 - border, H - 1 - border - p.dy);
     const int64_t c0 = std::max(border, border - p.dx), c1 = std::min(W - 1 - border, W - 1 - border - p.dx);
-    const at::Tensor moved = grid[k].narrow(0, r0, r1 - r0 + 1).narrow(1, c0, c1 - c0 + 1);          // T F(x)
-    const at::Tensor direct = grid[n + k].narrow(0, r0 + p.dy, r1 - r0 + 1).narrow(1, c0 + p.dx, c1 - c0 + 1);  // F(T x)
+    const at::Tensor moved = grid[k].narrow(0, r0, r1 - r0 + 1).narrow(1, c0, c1 - c0 + 1);  // T F(x)
+    const at::Tensor direct =
+        grid[n + k].narrow(0, r0 + p.dy, r1 - r0 + 1).narrow(1, c0 + p.dx, c1 - c0 + 1);  // F(T x)
     s.token_error += (moved - direct).pow(2).sum().item<double>();
     s.token_norm += direct.pow(2).sum().item<double>();
     s.cls_error += (t[k][0] - t[n + k][0]).pow(2).sum().item<double>();
@@ -153,15 +163,17 @@ SquaredSums layer_sums(const at::Tensor& tokens, const std::vector<ShiftPair>& p
 
 }  // namespace
 
-std::vector<LayerEquivariance> token_equivariance(ViT model, const MnistDigits& test, const EquivarianceOptions& o,
-                                                  const c10::Device& device) {
+std::vector<LayerEquivariance> token_equivariance(ViT model, const MnistDigits& test,
+                                                  const EquivarianceOptions& o, const c10::Device& device) {
   const ViTConfig& c = model->config();
   check_digits(test, o.digits, "equivariance");
   const int64_t H = c.grid_height(), W = c.grid_width();
   if (o.border < 0 || H - 2 * o.border < 2 || W - 2 * o.border < 2)
-    throw Error("equivariance border " + std::to_string(o.border) + " leaves no token of a " + std::to_string(H) +
-                " x " + std::to_string(W) + " grid that a one-patch shift keeps inside it");
-  const std::vector<ShiftPair> pairs = shift_pairs(o.digits, c.image_width, test.images.size(1), c.patch, o.seed);
+    throw Error("equivariance border " + std::to_string(o.border) + " leaves no token of a " +
+                std::to_string(H) + " x " + std::to_string(W) +
+                " grid that a one-patch shift keeps inside it");
+  const std::vector<ShiftPair> pairs =
+      shift_pairs(o.digits, c.image_width, test.images.size(1), c.patch, o.seed);
   std::vector<SquaredSums> sums(size_t(c.depth + 1));
   model->eval();
   at::NoGradGuard no_grad;
@@ -173,7 +185,8 @@ std::vector<LayerEquivariance> token_equivariance(ViT model, const MnistDigits& 
       steps.push_back({p.x0, p.y0, p.dx / c.patch, p.dy / c.patch});
     }
     ViTInspection inspection;
-    model->forward(normalize_pixels(pair_canvases(test, pairs, first, n, c.image_width)).to(device), &inspection);
+    model->forward(normalize_pixels(pair_canvases(test, pairs, first, n, c.image_width)).to(device),
+                   &inspection);
     for (size_t l = 0; l < sums.size(); ++l) {
       const SquaredSums s = layer_sums(inspection.tokens[l], steps, H, W, o.border);
       sums[l].token_error += s.token_error;
@@ -185,12 +198,13 @@ std::vector<LayerEquivariance> token_equivariance(ViT model, const MnistDigits& 
   std::vector<LayerEquivariance> out;
   for (size_t l = 0; l < sums.size(); ++l)
     out.push_back({l == 0 ? std::string("embedding") : "block " + std::to_string(l),
-                   std::sqrt(sums[l].token_error / sums[l].token_norm), std::sqrt(sums[l].cls_error / sums[l].cls_norm)});
+                   std::sqrt(sums[l].token_error / sums[l].token_norm),
+                   std::sqrt(sums[l].cls_error / sums[l].cls_norm)});
   return out;
 }
 
-ShiftMetrics shift_metrics(ViT model, const MnistDigits& test, const ShiftMetricsOptions& o, const c10::Device& device,
-                           const ShiftProgress& progress) {
+ShiftMetrics shift_metrics(ViT model, const MnistDigits& test, const ShiftMetricsOptions& o,
+                           const c10::Device& device, const ShiftProgress& progress) {
   const ViTConfig& c = model->config();
   if (c.image_height != c.image_width || c.channels != 1)
     throw Error("shift metrics need a model of square one-channel images");
@@ -203,15 +217,19 @@ ShiftMetrics shift_metrics(ViT model, const MnistDigits& test, const ShiftMetric
     };
   };
   using Clock = std::chrono::steady_clock;
-  auto seconds_since = [](Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto seconds_since = [](Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
   const CanvasClassifier classify = classifier_of(model, device);
   ShiftMetrics m;
   Clock::time_point start = Clock::now();
   m.one_pixel = shift_consistency(classify, test, canvas, o.consistency_digits, 1, o.seed, part(0));
-  m.whole_patch = shift_consistency(classify, test, canvas, o.consistency_digits, c.patch, o.seed, part(consistency));
+  m.whole_patch =
+      shift_consistency(classify, test, canvas, o.consistency_digits, c.patch, o.seed, part(consistency));
   m.consistency_seconds = seconds_since(start);
   start = Clock::now();
-  m.worst_case = worst_case_accuracy(classify, test, canvas, o.worst_case_digits, o.stride, part(2 * consistency));
+  m.worst_case =
+      worst_case_accuracy(classify, test, canvas, o.worst_case_digits, o.stride, part(2 * consistency));
   m.worst_case_seconds = seconds_since(start);
   start = Clock::now();
   m.equivariance = token_equivariance(model, test, o.equivariance, device);

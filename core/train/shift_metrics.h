@@ -40,7 +40,8 @@ struct ShiftPair {
 
 // For each of `count` digits a pair: a direction among right, left, down, up, then a first
 // position uniformly among those where both copies fit on the canvas. Deterministic for `seed`.
-std::vector<ShiftPair> shift_pairs(int64_t count, int64_t canvas, int64_t digit, int64_t shift, uint64_t seed);
+std::vector<ShiftPair> shift_pairs(int64_t count, int64_t canvas, int64_t digit, int64_t shift,
+                                   uint64_t seed);
 
 struct ShiftConsistency {
   int64_t shift = 0, digits = 0;
@@ -50,17 +51,17 @@ struct ShiftConsistency {
 
 struct WorstCaseAccuracy {
   int64_t digits = 0, stride = 0, positions = 0;  // positions: per digit, the whole grid
-  double worst_case = 0;        // share of digits correct at every position
-  double mean_accuracy = 0;     // over digits and positions
+  double worst_case = 0;                          // share of digits correct at every position
+  double mean_accuracy = 0;                       // over digits and positions
   double true_probability = 0;  // mean softmax probability of the true class, over digits and positions
 };
 
 // One layer's equivariance error: relative L2 norms, sqrt(sum |T F(x) - F(T x)|^2 / sum |F(T x)|^2)
 // over the digits (and the compared tokens).
 struct LayerEquivariance {
-  std::string layer;   // "embedding", then "block 1" ... "block L"
-  double tokens = 0;   // image tokens present in both grids, `border` patches in from every border
-  double cls = 0;      // the CLS token
+  std::string layer;  // "embedding", then "block 1" ... "block L"
+  double tokens = 0;  // image tokens present in both grids, `border` patches in from every border
+  double cls = 0;     // the CLS token
 };
 
 struct EquivarianceOptions {
@@ -89,15 +90,18 @@ using ShiftProgress = std::function<void(int64_t done, int64_t total)>;
 
 // The first `count` test digits, each at the positions of its pair (shift_pairs).
 ShiftConsistency shift_consistency(const CanvasClassifier& classify, const MnistDigits& test, int64_t canvas,
-                                   int64_t count, int64_t shift, uint64_t seed, const ShiftProgress& progress = {});
+                                   int64_t count, int64_t shift, uint64_t seed,
+                                   const ShiftProgress& progress = {});
 
 // The first `count` test digits at every position of sweep_positions(canvas, 28, stride).
-WorstCaseAccuracy worst_case_accuracy(const CanvasClassifier& classify, const MnistDigits& test, int64_t canvas,
-                                      int64_t count, int64_t stride, const ShiftProgress& progress = {});
+WorstCaseAccuracy worst_case_accuracy(const CanvasClassifier& classify, const MnistDigits& test,
+                                      int64_t canvas, int64_t count, int64_t stride,
+                                      const ShiftProgress& progress = {});
 
 // Per layer of a grid model with a CLS token, for whole-patch shifts (pairs as shift_pairs draws
 // them with shift = the model's patch).
-std::vector<LayerEquivariance> token_equivariance(ViT model, const MnistDigits& test, const EquivarianceOptions& options,
+std::vector<LayerEquivariance> token_equivariance(ViT model, const MnistDigits& test,
+                                                  const EquivarianceOptions& options,
                                                   const c10::Device& device);
 
 // All of the above for one model; progress counts images over the three measurements.

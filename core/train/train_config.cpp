@@ -3,8 +3,8 @@
 #include <cmath>
 #include <utility>
 
-#include "data/canvas_dataset.h"
 #include "cpu/bf16_gemm.h"
+#include "data/canvas_dataset.h"
 #include "util/error.h"
 #include "util/key_value.h"
 
@@ -67,8 +67,9 @@ TrainConfig TrainConfig::from_text(const std::string& text) {
 void TrainConfig::validate() const {
   parse_canvas_kind(dataset);  // names the bad dataset
   auto at_least = [](const char* what, double v, double low) {
-    if (!(v >= low)) throw Error(std::string("training: ") + what + " must be at least " + format_double(low) +
-                                 ", got " + format_double(v));
+    if (!(v >= low))
+      throw Error(std::string("training: ") + what + " must be at least " + format_double(low) + ", got " +
+                  format_double(v));
   };
   at_least("batch", double(batch), 1);
   at_least("epochs", double(epochs), steps > 0 ? 0 : 1);
@@ -79,8 +80,8 @@ void TrainConfig::validate() const {
   at_least("eval_samples", double(eval_samples), 0);
   at_least("checkpoint_every", double(checkpoint_every), 0);
   // A learning rate or decay that is not finite poisons the first step; NaN already fails the bounds.
-  for (const auto& [what, v] : {std::pair{"lr", lr}, {"weight_decay", weight_decay}, {"min_lr", min_lr},
-                                {"clip_norm", clip_norm}})
+  for (const auto& [what, v] :
+       {std::pair{"lr", lr}, {"weight_decay", weight_decay}, {"min_lr", min_lr}, {"clip_norm", clip_norm}})
     if (!std::isfinite(v))
       throw Error(std::string("training: ") + what + " must be a finite number, got " + format_double(v));
   at_least("weight_decay", weight_decay, 0);
@@ -89,7 +90,8 @@ void TrainConfig::validate() const {
   if (!valid_dense_precision_name(precision) && precision != "tf32")
     throw Error("training: precision must be fp32, bf16 or tf32, got '" + precision + "'");
   if (!(lr > 0)) throw Error("training: lr must be positive, got " + format_double(lr));
-  if (min_lr > lr) throw Error("training: min_lr (" + format_double(min_lr) + ") exceeds lr (" + format_double(lr) + ")");
+  if (min_lr > lr)
+    throw Error("training: min_lr (" + format_double(min_lr) + ") exceeds lr (" + format_double(lr) + ")");
   if (warmup_steps > total_steps())
     throw Error("training: warmup_steps (" + std::to_string(warmup_steps) + ") exceeds the run's " +
                 std::to_string(total_steps()) + " steps");

@@ -14,16 +14,17 @@ struct TrainConfig {
   int64_t epochs = 1;               // used when steps == 0
   int64_t steps = 0;                // total optimisation steps; 0: epochs x steps per epoch
   int64_t batch = 64;
-  double lr = 3e-4;                 // AdamW peak learning rate (the public code's default)
+  double lr = 3e-4;  // AdamW peak learning rate (the public code's default)
   double weight_decay = 0.05;
-  int64_t warmup_steps = 0;         // linear warm-up, then cosine decay to min_lr
+  int64_t warmup_steps = 0;  // linear warm-up, then cosine decay to min_lr
   double min_lr = 0;
-  double clip_norm = 1.0;           // global gradient-norm clip; 0 disables
-  int64_t seed = 0;                 // initialisation and batch order
-  int64_t eval_every = 0;           // steps between held-out evaluations; 0: once per epoch
-  int64_t eval_samples = 2000;      // test digits used by those evaluations (0: all)
-  int64_t checkpoint_every = 0;     // steps between checkpoint writes; 0: only at the end
-  std::string precision = "fp32";   // the dense layers' products: fp32 | bf16 (CPU, cpu/bf16_gemm.h) | tf32 (CUDA)
+  double clip_norm = 1.0;        // global gradient-norm clip; 0 disables
+  int64_t seed = 0;              // initialisation and batch order
+  int64_t eval_every = 0;        // steps between held-out evaluations; 0: once per epoch
+  int64_t eval_samples = 2000;   // test digits used by those evaluations (0: all)
+  int64_t checkpoint_every = 0;  // steps between checkpoint writes; 0: only at the end
+  std::string precision =
+      "fp32";  // the dense layers' products: fp32 | bf16 (CPU, cpu/bf16_gemm.h) | tf32 (CUDA)
 
   int64_t steps_per_epoch() const;  // ceil(train digits / batch)
   int64_t total_steps() const;

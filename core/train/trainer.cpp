@@ -11,12 +11,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/utils/clip_grad.h>
 
+#include "cpu/bf16_gemm.h"
+#include "cpu/fused_adamw.h"
 #include "data/batches.h"
 #include "dist/data_parallel.h"
-#include "cpu/bf16_gemm.h"
-#include "train/forward_backward.h"
 #include "train/evaluate.h"
-#include "cpu/fused_adamw.h"
+#include "train/forward_backward.h"
 #include "train/lr_schedule.h"
 #include "train/release_gradients.h"
 #include "util/device.h"
@@ -36,7 +36,6 @@ std::string utc_now() {
   return buffer;
 }
 
-
 // The optimizer's state as plain tensors by parameter path; shared, not copied: a
 // checkpoint is written (or copied) before the next step changes them.
 std::map<std::string, AdamWState> optimizer_state(torch::optim::AdamW& optimizer, const ViT& model) {
@@ -51,8 +50,8 @@ std::map<std::string, AdamWState> optimizer_state(torch::optim::AdamW& optimizer
   return out;
 }
 
-void load_optimizer(torch::optim::AdamW& optimizer, const ViT& model, const std::map<std::string, AdamWState>& saved,
-                    const c10::Device& device) {
+void load_optimizer(torch::optim::AdamW& optimizer, const ViT& model,
+                    const std::map<std::string, AdamWState>& saved, const c10::Device& device) {
   auto& state = optimizer.state();
   for (const auto& p : model->named_parameters()) {
     const auto it = saved.find(p.key());
@@ -61,23 +60,28 @@ void load_optimizer(torch::optim::AdamW& optimizer, const ViT& model, const std:
     s->step(it->second.step);
     s->exp_avg(it->second.exp_avg.to(device).contiguous());
     s->exp_avg_sq(it->second.exp_avg_sq.to(device).contiguous());
-    if (it->second.max_exp_avg_sq.defined()) s->max_exp_avg_sq(it->second.max_exp_avg_sq.to(device).contiguous());
+    if (it->second.max_exp_avg_sq.defined())
+      s->max_exp_avg_sq(it->second.max_exp_avg_sq.to(device).contiguous());
     state[optimizer_state_key<std::decay_t<decltype(state)>>(p.value())] = std::move(s);
   }
 }
 
-// The first parameter or optimizer tensor holding NaN or infinity, as "'name' holds NaN"; "" where all are finite.
+// The first parameter or optimizer tensor holding NaN or infinity, as "'name' holds NaN"; "" where all are
+// finite.
 std::string non_finite_state(const ViT& model, const std::map<std::string, AdamWState>& optimizer) {
   for (const auto& p : model->named_parameters())
-    if (const std::string what = non_finite_value(p.value()); !what.empty()) return "'" + p.key() + "' holds " + what;
+    if (const std::string what = non_finite_value(p.value()); !what.empty())
+      return "'" + p.key() + "' holds " + what;
   for (const auto& [key, s] : optimizer)
     for (const at::Tensor& t : {s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq})
-      if (const std::string what = non_finite_value(t); !what.empty()) return "the optimizer state of '" + key + "' holds " + what;
+      if (const std::string what = non_finite_value(t); !what.empty())
+        return "the optimizer state of '" + key + "' holds " + what;
   return "";
 }
 
 void set_lr(torch::optim::AdamW& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  for (auto& group : optimizer.param_groups())
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
 // bf16 runs on the CPU (cpu/bf16_gemm.h: AMX tiles or AVX512-BF16), tf32 on CUDA's
@@ -88,7 +92,8 @@ DensePrecision run_precision(const TrainConfig& config, const c10::Device& devic
     throw Error("training: precision bf16 runs on the CPU's bfloat16 units; on " + device.str() +
                 " use precision fp32 or tf32");
   if (config.precision == "tf32") {
-    if (!device.is_cuda()) throw Error("training: precision tf32 runs on CUDA's tensor cores; on the CPU use fp32 or bf16");
+    if (!device.is_cuda())
+      throw Error("training: precision tf32 runs on CUDA's tensor cores; on the CPU use fp32 or bf16");
     return DensePrecision::Fp32;
   }
   return parse_dense_precision(config.precision);  // says why where no bfloat16 kernel runs
@@ -104,8 +109,8 @@ Trainer::Trainer(const ViTConfig& model, const TrainConfig& train, std::string d
   load_data();
   model_ = seeded_vit(model_config_, uint64_t(config_.seed));
   model_->to(device_);
-  optimizer_ = make_adamw(
-      model_->parameters(), torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
+  optimizer_ = make_adamw(model_->parameters(),
+                          torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
 }
 
 Trainer::Trainer(Checkpoint checkpoint, std::string data_dir, c10::Device device)
@@ -118,8 +123,8 @@ Trainer::Trainer(Checkpoint checkpoint, std::string data_dir, c10::Device device
   load_data();
   model_ = checkpoint.model;
   model_->to(device_);
-  optimizer_ = make_adamw(
-      model_->parameters(), torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
+  optimizer_ = make_adamw(model_->parameters(),
+                          torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
   load_optimizer(*optimizer_, model_, s.optimizer, device_);
   if (s.rng.defined() && s.rng.numel() > 0) {
     at::Generator generator = at::detail::getDefaultCPUGenerator();
@@ -127,7 +132,8 @@ Trainer::Trainer(Checkpoint checkpoint, std::string data_dir, c10::Device device
     try {
       generator.set_state(s.rng);
     } catch (const c10::Error& e) {
-      throw Error(std::string("the checkpoint's random-number state does not fit this LibTorch: ") + e.what_without_backtrace());
+      throw Error(std::string("the checkpoint's random-number state does not fit this LibTorch: ") +
+                  e.what_without_backtrace());
     }
   }
   step_ = saved_step_ = s.step;
@@ -138,8 +144,8 @@ Trainer::Trainer(Checkpoint checkpoint, std::string data_dir, c10::Device device
 Trainer::~Trainer() = default;
 
 void Trainer::load_data() {
-  train_set_ = std::make_unique<CanvasDataset>(
-      dataset_for_model(model_config_, config_.dataset, Split::Train, data_dir_, uint64_t(config_.data_seed)));
+  train_set_ = std::make_unique<CanvasDataset>(dataset_for_model(model_config_, config_.dataset, Split::Train,
+                                                                 data_dir_, uint64_t(config_.data_seed)));
   test_set_ = std::make_unique<CanvasDataset>(
       dataset_for_model(model_config_, config_.dataset, Split::Test, data_dir_, uint64_t(config_.data_seed)));
 }
@@ -240,7 +246,8 @@ void Trainer::add_other_shares(TrainProgress& p, double images, int64_t batch_im
   const DataParallel::StepTotals all = parallel_->sum({p.loss * images, p.accuracy * images, images});
   p.loss = all.loss_sum / all.images;
   p.accuracy = all.correct / all.images;
-  if (std::isfinite(p.loss)) parallel_->average_gradients(model_->parameters(), images / double(batch_images));
+  if (std::isfinite(p.loss))
+    parallel_->average_gradients(model_->parameters(), images / double(batch_images));
 }
 
 bool Trainer::stop_agreed() { return parallel_ ? parallel_->any(stop_) : bool(stop_); }
@@ -260,7 +267,8 @@ void Trainer::fail_after_peer(const std::exception& failure, const TrainCallback
   std::string message = failure.what();
   if (!checkpoint_path_.empty()) {
     if (saved_step_ != step_) save(callback);
-    message += "; " + checkpoint_path_ + " holds step " + std::to_string(saved_step_) + ", the last complete step";
+    message +=
+        "; " + checkpoint_path_ + " holds step " + std::to_string(saved_step_) + ", the last complete step";
   }
   const auto* peer = dynamic_cast<const PeerFailure*>(&failure);
   throw PeerFailure(message, peer ? peer->ranks() : std::vector<int>{});
@@ -269,7 +277,8 @@ void Trainer::fail_after_peer(const std::exception& failure, const TrainCallback
 // In a data-parallel run every rank evaluates its share of the held-out digits and the
 // ranks sum the results: no rank waits out another's evaluation against the collectives' timeout.
 void Trainer::evaluate_held_out(TrainProgress& p) {
-  const int64_t batch = std::max<int64_t>(config_.batch, 64), total = evaluation_size(*test_set_, config_.eval_samples);
+  const int64_t batch = std::max<int64_t>(config_.batch, 64),
+                total = evaluation_size(*test_set_, config_.eval_samples);
   const auto [first, last] = parallel_ ? batch_share(total, parallel_->rank(), parallel_->world_size())
                                        : std::pair<int64_t, int64_t>{0, total};
   const EvalResult r = evaluate_range(model_, *test_set_, first, last, batch, device_);
@@ -291,7 +300,8 @@ namespace {
 // on the CPU, "out of memory" on CUDA), the standard library as std::bad_alloc.
 bool out_of_memory(const c10::Error& e) {
   const std::string what = e.what_without_backtrace();
-  return what.find("you tried to allocate") != std::string::npos || what.find("out of memory") != std::string::npos ||
+  return what.find("you tried to allocate") != std::string::npos ||
+         what.find("out of memory") != std::string::npos ||
          what.find("not enough memory") != std::string::npos;
 }
 
@@ -303,10 +313,11 @@ bool out_of_memory(const c10::Error& e) {
 void Trainer::write_checkpoint() {
   if (checkpoint_path_.empty()) throw Error("no checkpoint path was set for this run");
   const auto no_memory = [this] {
-    return Error("out of memory while saving step " + std::to_string(step_) + " to " + checkpoint_path_ +
-                 " (writing it holds a copy of the weights and AdamW's state beside the run): " + checkpoint_path_ +
-                 " was not written over" +
-                 (saved_step_ >= 0 ? " and holds step " + std::to_string(saved_step_) + ", the last saved" : ""));
+    return Error(
+        "out of memory while saving step " + std::to_string(step_) + " to " + checkpoint_path_ +
+        " (writing it holds a copy of the weights and AdamW's state beside the run): " + checkpoint_path_ +
+        " was not written over" +
+        (saved_step_ >= 0 ? " and holds step " + std::to_string(saved_step_) + ", the last saved" : ""));
   };
   try {
     const Checkpoint c = checkpoint();
@@ -351,15 +362,18 @@ TrainProgress::Event Trainer::run(const TrainCallback& callback) {
       const std::string bad = non_finite_state(model_, optimizer_state(*optimizer_, model_));
       if (!checkpoint_path_.empty() && saved_step_ != step_ && bad.empty()) save(callback);
       if (!bad.empty())
-        p.message += "; training stopped; the state in memory is not finite (" + bad + "), so it was not saved" +
+        p.message += "; training stopped; the state in memory is not finite (" + bad +
+                     "), so it was not saved" +
                      (checkpoint_path_.empty() || saved_step_ < 0
                           ? std::string()
-                          : "; " + checkpoint_path_ + " holds step " + std::to_string(saved_step_) + ", the last state saved");
+                          : "; " + checkpoint_path_ + " holds step " + std::to_string(saved_step_) +
+                                ", the last state saved");
       else
-        p.message += checkpoint_path_.empty()
-                         ? "; training stopped before applying it, and no checkpoint was written (no output file)"
-                         : "; training stopped before applying it; " + checkpoint_path_ + " holds step " +
-                               std::to_string(saved_step_) + ", the last good state";
+        p.message +=
+            checkpoint_path_.empty()
+                ? "; training stopped before applying it, and no checkpoint was written (no output file)"
+                : "; training stopped before applying it; " + checkpoint_path_ + " holds step " +
+                      std::to_string(saved_step_) + ", the last good state";
       callback(p);
       return p.event;
     }
@@ -371,8 +385,13 @@ TrainProgress::Event Trainer::run(const TrainCallback& callback) {
     ++window_steps_;
     const bool evaluate_now = step_ % config_.eval_interval() == 0 || step_ == total_steps();
     if (step_ % kCurveStride == 0 || evaluate_now) {
-      CurvePoint point{step_, p.epoch, window_.loss / double(window_steps_), window_.accuracy / double(window_steps_),
-                       window_.lr / double(window_steps_), kNaN, kNaN};
+      CurvePoint point{step_,
+                       p.epoch,
+                       window_.loss / double(window_steps_),
+                       window_.accuracy / double(window_steps_),
+                       window_.lr / double(window_steps_),
+                       kNaN,
+                       kNaN};
       window_ = {};
       window_steps_ = 0;
       history_.push_back(point);
@@ -394,7 +413,8 @@ TrainProgress::Event Trainer::run(const TrainCallback& callback) {
   TrainProgress done;
   done.step = step_, done.total_steps = total_steps();
   done.event = step_ >= total_steps() ? TrainProgress::Event::Finished : TrainProgress::Event::Stopped;
-  done.message = done.event == TrainProgress::Event::Finished ? "finished" : "stopped at step " + std::to_string(step_);
+  done.message =
+      done.event == TrainProgress::Event::Finished ? "finished" : "stopped at step " + std::to_string(step_);
   callback(done);
   return done.event;
 }

@@ -23,8 +23,8 @@
 #include <c10/core/Device.h>
 #include <torch/optim/adamw.h>
 
-#include "data/canvas_dataset.h"
 #include "cpu/bf16_gemm.h"
+#include "data/canvas_dataset.h"
 #include "train/checkpoint.h"
 
 namespace translution {
@@ -115,7 +115,7 @@ class Trainer {
   int64_t order_epoch_ = -1;
   std::vector<int64_t> order_;
   std::vector<CurvePoint> history_;
-  CurvePoint window_;        // sums over the steps since the last curve point
+  CurvePoint window_;  // sums over the steps since the last curve point
   int64_t window_steps_ = 0;
   double seconds_per_step_ = 0;  // smoothed, excludes pauses and evaluations
   std::map<std::string, std::string> metadata_;

@@ -56,7 +56,7 @@ class TrainingThreads {
   void apply();
 
   bool engine_rule_ = false;  // one BLAS thread for the engine's splits, without a batch split
-  int cores_ = 1;  // the shares a split would use; 1 where none is possible
+  int cores_ = 1;             // the shares a split would use; 1 where none is possible
   bool split_ = false;
   std::optional<ScopedBlasThreads> blas_;
 };

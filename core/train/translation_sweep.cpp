@@ -10,9 +10,9 @@
 #include <ATen/ATen.h>
 
 #include "data/canvas_dataset.h"
-#include "infer/inference_batches.h"
 #include "image/heat_map.h"
 #include "image/png_io.h"
+#include "infer/inference_batches.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -32,13 +32,15 @@ std::vector<int64_t> sweep_positions(int64_t canvas, int64_t digit, int64_t stri
   return out;
 }
 
-SweepResult translation_sweep(ViT model, const MnistDigits& test, const SweepOptions& options, const c10::Device& device,
+SweepResult translation_sweep(ViT model, const MnistDigits& test, const SweepOptions& options,
+                              const c10::Device& device,
                               const std::function<void(int64_t, int64_t)>& progress) {
   const ViTConfig& c = model->config();
   if (c.image_height != c.image_width || c.channels != 1)
     throw Error("the translation sweep needs a model of square one-channel images");
   if (options.digits < 1 || options.digits > test.size())
-    throw Error("sweep digits must be between 1 and " + std::to_string(test.size()) + ", got " + std::to_string(options.digits));
+    throw Error("sweep digits must be between 1 and " + std::to_string(test.size()) + ", got " +
+                std::to_string(options.digits));
   SweepResult r;
   r.canvas = c.image_height;
   r.digit_size = test.images.size(1);
@@ -67,10 +69,12 @@ SweepResult translation_sweep(ViT model, const MnistDigits& test, const SweepOpt
           .narrow(2, r.positions[xi], r.digit_size)
           .copy_(digits);
     }
-    const at::Tensor probs = logits_without_gradients(model, normalize_pixels(canvases), device).softmax(1);  // [n, classes]
+    const at::Tensor probs =
+        logits_without_gradients(model, normalize_pixels(canvases), device).softmax(1);  // [n, classes]
     const at::Tensor truth = call_labels.narrow(0, 0, n);
     const at::Tensor right = probs.argmax(1).eq(truth).to(at::kDouble).view({count, options.digits}).mean(1);
-    const at::Tensor sure = probs.gather(1, truth.unsqueeze(1)).to(at::kDouble).view({count, options.digits}).mean(1);
+    const at::Tensor sure =
+        probs.gather(1, truth.unsqueeze(1)).to(at::kDouble).view({count, options.digits}).mean(1);
     r.accuracy.view(-1).narrow(0, first, count).copy_(right);  // positions in row-major order: [y][x]
     r.true_probability.view(-1).narrow(0, first, count).copy_(sure);
     if (progress) progress(first + count, P * P);
@@ -109,7 +113,8 @@ std::vector<SweepResult> sweep_models(const std::vector<SweepModel>& models, con
 }
 
 std::vector<SweepOptions> progressive_passes(const SweepOptions& requested, const SweepOptions& coarse) {
-  const SweepOptions first{std::min(coarse.digits, requested.digits), std::max(coarse.stride, requested.stride)};
+  const SweepOptions first{std::min(coarse.digits, requested.digits),
+                           std::max(coarse.stride, requested.stride)};
   if (first.digits == requested.digits && first.stride == requested.stride) return {requested};
   return {first, requested};
 }
@@ -136,8 +141,8 @@ void write_sweep_csv(const std::string& path, const SweepResult& r) {
     char line[96];
     for (size_t yi = 0; yi < r.positions.size(); ++yi)
       for (size_t xi = 0; xi < r.positions.size(); ++xi) {
-        std::snprintf(line, sizeof line, "%lld,%lld,%.6f,%.6f\n", (long long)r.positions[xi], (long long)r.positions[yi],
-                      r.accuracy[int64_t(yi)][int64_t(xi)].item<double>(),
+        std::snprintf(line, sizeof line, "%lld,%lld,%.6f,%.6f\n", (long long)r.positions[xi],
+                      (long long)r.positions[yi], r.accuracy[int64_t(yi)][int64_t(xi)].item<double>(),
                       r.true_probability[int64_t(yi)][int64_t(xi)].item<double>());
         out << line;
       }

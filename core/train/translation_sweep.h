@@ -31,7 +31,8 @@ struct SweepResult {
 // Positions 0, stride, 2 stride, ... and canvas - digit.
 std::vector<int64_t> sweep_positions(int64_t canvas, int64_t digit, int64_t stride);
 
-SweepResult translation_sweep(ViT model, const MnistDigits& test, const SweepOptions& options, const c10::Device& device,
+SweepResult translation_sweep(ViT model, const MnistDigits& test, const SweepOptions& options,
+                              const c10::Device& device,
                               const std::function<void(int64_t done, int64_t total)>& progress = {});
 
 // One model to sweep, on its device.
@@ -50,7 +51,8 @@ std::vector<SweepResult> sweep_models(const std::vector<SweepModel>& models, con
 // A progressive sweep's passes: a coarse one first (at most `coarse.digits` digits, positions at least
 // `coarse.stride` pixels apart: never finer than the request), then the request itself. A single pass
 // when the coarse one would be the request.
-std::vector<SweepOptions> progressive_passes(const SweepOptions& requested, const SweepOptions& coarse = {20, 6});
+std::vector<SweepOptions> progressive_passes(const SweepOptions& requested,
+                                             const SweepOptions& coarse = {20, 6});
 
 // Runs `passes` in order, every model in each pass (sweep_models), and hands each pass's results to
 // `shown(pass, results)` before the next starts. Returns the last pass's results, which are what

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <fcntl.h>
-#include <unistd.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/error.h"
 #include "util/output_path.h"
@@ -55,7 +55,8 @@ void remove_stale_temporaries(const std::string& path) {
     const std::string name = entry.path().filename().string();
     if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
     std::error_code entry_ec;
-    if (entry.is_regular_file(entry_ec) && !entry.is_symlink(entry_ec) && entry.last_write_time(entry_ec) < cutoff)
+    if (entry.is_regular_file(entry_ec) && !entry.is_symlink(entry_ec) &&
+        entry.last_write_time(entry_ec) < cutoff)
       fs::remove(entry.path(), entry_ec);
   }
 }

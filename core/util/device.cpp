@@ -28,7 +28,8 @@ c10::Device parse_device(const std::string& name) {
   if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
     if (!cuda_available())
       throw Error("device '" + name + "' requested, but " +
-                  std::string(torch::cuda::device_count() == 0 ? "no CUDA device is visible" : "CUDA is unavailable") +
+                  std::string(torch::cuda::device_count() == 0 ? "no CUDA device is visible"
+                                                               : "CUDA is unavailable") +
                   " (this LibTorch build " +
 #ifdef TRANSLUTION_WITH_CUDA
                   "has CUDA)"
@@ -38,7 +39,8 @@ c10::Device parse_device(const std::string& name) {
       );
     const int index = name == "cuda" ? 0 : std::stoi(name.substr(5));
     if (index < 0 || index >= int(torch::cuda::device_count()))
-      throw Error("device '" + name + "': only " + std::to_string(torch::cuda::device_count()) + " CUDA device(s)");
+      throw Error("device '" + name + "': only " + std::to_string(torch::cuda::device_count()) +
+                  " CUDA device(s)");
     return c10::Device(c10::kCUDA, c10::DeviceIndex(index));
   }
   throw Error("unknown device '" + name + "' (expected auto, cpu, cuda or cuda:N)");

@@ -67,7 +67,8 @@ struct Loop {
 Loop pick_loop() {
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512f")) return {chains512, 2.0 * 16 * kChains512, "avx512"};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {chains256, 2.0 * 8 * kChains256, "avx2"};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return {chains256, 2.0 * 8 * kChains256, "avx2"};
 #endif
   return {};
 }

@@ -19,7 +19,8 @@ int64_t parse_int_value(const std::string& what, const std::string& value) {
 double parse_double_value(const std::string& what, const std::string& value) {
   char* end = nullptr;
   const double v = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end != '\0' || !std::isfinite(v)) throw Error(what + " must be a number, got '" + value + "'");
+  if (value.empty() || *end != '\0' || !std::isfinite(v))
+    throw Error(what + " must be a number, got '" + value + "'");
   return v;
 }
 
@@ -38,7 +39,8 @@ std::string format_double(double value) {
   return buffer;
 }
 
-std::vector<std::pair<std::string, std::string>> parse_key_values(const std::string& text, const std::string& what) {
+std::vector<std::pair<std::string, std::string>> parse_key_values(const std::string& text,
+                                                                  const std::string& what) {
   std::vector<std::pair<std::string, std::string>> out;
   std::istringstream in(text);
   std::string line;

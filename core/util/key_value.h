@@ -18,7 +18,8 @@ bool parse_bool_value(const std::string& what, const std::string& value);
 std::string format_double(double value);  // shortest text that reads back exactly
 
 // Splits "key=value" lines (blank lines and # comments skipped); `what` prefixes errors.
-std::vector<std::pair<std::string, std::string>> parse_key_values(const std::string& text, const std::string& what);
+std::vector<std::pair<std::string, std::string>> parse_key_values(const std::string& text,
+                                                                  const std::string& what);
 
 template <typename T>
 struct KeyValueField {
@@ -50,7 +51,8 @@ KeyValueField<T> bool_field(std::string key, bool T::*member) {
 
 template <typename T>
 KeyValueField<T> string_field(std::string key, std::string T::*member) {
-  return {key, [member](const T& t) { return t.*member; }, [member](T& t, const std::string& v) { t.*member = v; }};
+  return {key, [member](const T& t) { return t.*member; },
+          [member](T& t, const std::string& v) { t.*member = v; }};
 }
 
 template <typename T>

@@ -35,8 +35,8 @@ Md5::Md5() : state_{0x67452301u, 0xefcdab89u, 0x98badcfeu, 0x10325476u} {}
 void Md5::process_block(const uint8_t* block) {
   uint32_t m[16];
   for (int i = 0; i < 16; ++i)
-    m[i] = uint32_t(block[4 * i]) | uint32_t(block[4 * i + 1]) << 8 |
-           uint32_t(block[4 * i + 2]) << 16 | uint32_t(block[4 * i + 3]) << 24;
+    m[i] = uint32_t(block[4 * i]) | uint32_t(block[4 * i + 1]) << 8 | uint32_t(block[4 * i + 2]) << 16 |
+           uint32_t(block[4 * i + 3]) << 24;
   const auto& k = sine_table();
   uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];
   for (int i = 0; i < 64; ++i) {

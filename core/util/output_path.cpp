@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <unistd.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/error.h"
 

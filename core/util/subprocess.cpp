@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -3,14 +3,14 @@
 // comes from the pool and its memory, freed, serves the next large tensors of
 // any size without growing the resident set; small tensors and keep-all stay in
 // glibc's heap.
-#include <gtest/gtest.h>
+#include "cpu/allocator.h"
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
-#include "cpu/allocator.h"
+#include "cpu/large_block_pool.h"
 #include "util/device.h"
 #include "util/error.h"
-#include "cpu/large_block_pool.h"
 
 using namespace translution;
 
@@ -76,7 +76,8 @@ TEST_F(FreedMemoryTest, PoolServesLargeTensorsAndReusesTheirMemoryAcrossSizes) {
     EXPECT_TRUE(in_large_block_pool(first));
   }
   const int64_t before = resident_memory_bytes();
-  at::Tensor g1 = at::empty({int64_t(30 * kMB / 4)}, at::kFloat), g2 = at::empty({int64_t(30 * kMB / 4)}, at::kFloat);
+  at::Tensor g1 = at::empty({int64_t(30 * kMB / 4)}, at::kFloat),
+             g2 = at::empty({int64_t(30 * kMB / 4)}, at::kFloat);
   g1.fill_(2.0f);
   g2.fill_(3.0f);
   EXPECT_TRUE(in_large_block_pool(g1.data_ptr()) && in_large_block_pool(g2.data_ptr()));

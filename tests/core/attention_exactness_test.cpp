@@ -1,21 +1,20 @@
 // Every attention operator against the per-pair reference written from the
 // papers' equations, in double precision: outputs and the gradients of the input
 // and of every parameter must agree to 1e-9 relative.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 #include <torch/autograd.h>
 
-#include "naive_attention.h"
-#include "tensor_checks.h"
-#include "nn/attention.h"
-#include "cpu/pair_kernels.h"
 #include "cpu/blas_gemm.h"
+#include "cpu/helper_threads.h"
+#include "cpu/pair_kernels.h"
+#include "naive_attention.h"
+#include "nn/attention.h"
 #include "nn/relative_projection.h"
 #include "nn/self_attention.h"
+#include "tensor_checks.h"
 #include "test_switches.h"
 #include "util/device.h"
-#include "cpu/helper_threads.h"
 
 using namespace translution;
 
@@ -42,9 +41,10 @@ std::string layout_tag(const TokenLayout& l) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  const std::vector<TokenLayout> layouts = {TokenLayout::grid(2, 3, true),  TokenLayout::grid(3, 2, false),
-                                            TokenLayout::grid(1, 4, true),  TokenLayout::sequence(5, true),
-                                            TokenLayout::sequence(4, false, true), TokenLayout::sequence(4, true, true)};
+  const std::vector<TokenLayout> layouts = {
+      TokenLayout::grid(2, 3, true),         TokenLayout::grid(3, 2, false),
+      TokenLayout::grid(1, 4, true),         TokenLayout::sequence(5, true),
+      TokenLayout::sequence(4, false, true), TokenLayout::sequence(4, true, true)};
   // two heads; one head spanning the width (head dims divisible by 4 for 2-D RoPE)
   const std::vector<AttentionShape> shapes = {{5, 2, 4}, {4, 1, 4}};
   int n = 0;
@@ -52,13 +52,14 @@ std::vector<Case> all_cases() {
     if (choice.spec.encoding == PairEncoding::Absolute) continue;
     for (const auto& layout : layouts) {
       const AttentionShape shape = shapes[size_t(n++ % 2)];
-      cases.push_back({choice.name + "_" + layout_tag(layout) + "_h" + std::to_string(shape.heads), choice.name,
-                       layout, shape});
+      cases.push_back({choice.name + "_" + layout_tag(layout) + "_h" + std::to_string(shape.heads),
+                       choice.name, layout, shape});
     }
   }
   // LoR without the shared terms (Appendix G), for every combination that defines values and logits.
   for (const std::string model : {"lor", "lor-qv", "lor-kv", "lor-v"}) {
-    if (model == "lor-v") continue;  // without shared terms attention would be uniform: rejected by validate()
+    if (model == "lor-v")
+      continue;  // without shared terms attention would be uniform: rejected by validate()
     cases.push_back({model + "_noshared_2x3cls", model, TokenLayout::grid(2, 3, true), {5, 2, 3}, false});
     cases.push_back({model + "_noshared_causal5", model, TokenLayout::sequence(5, true), {5, 2, 3}, false});
   }
@@ -69,10 +70,13 @@ std::vector<Case> all_cases() {
   }
   // LoR's values sliced per head (the public code's arrangement), with and without shared terms.
   for (const std::string model : {"lor", "lor-v", "lor-kv", "lor-rope-translution"}) {
-    cases.push_back({model + "_slices_2x3cls_h3", model, TokenLayout::grid(2, 3, true), {6, 3, 4}, true, 2, 3, true});
-    cases.push_back({model + "_slices_causal5", model, TokenLayout::sequence(5, true), {5, 2, 4}, true, 3, 2, true});
+    cases.push_back(
+        {model + "_slices_2x3cls_h3", model, TokenLayout::grid(2, 3, true), {6, 3, 4}, true, 2, 3, true});
+    cases.push_back(
+        {model + "_slices_causal5", model, TokenLayout::sequence(5, true), {5, 2, 4}, true, 3, 2, true});
   }
-  cases.push_back({"lor_slices_noshared_3x2", "lor", TokenLayout::grid(3, 2, false), {5, 2, 4}, false, 2, 3, true});
+  cases.push_back(
+      {"lor_slices_noshared_3x2", "lor", TokenLayout::grid(3, 2, false), {5, 2, 4}, false, 2, 3, true});
   // Larger non-square grid with several heads and distinct LoR dims.
   cases.push_back({"translution_3x4cls_h3", "translution", TokenLayout::grid(3, 4, true), {6, 3, 2}});
   cases.push_back({"lor_3x4cls_h3", "lor", TokenLayout::grid(3, 4, true), {6, 3, 2}, true, 3, 2});
@@ -95,9 +99,7 @@ void expect_same_gradients(const std::vector<at::Tensor>& fast, const std::vecto
 
 class AttentionExactness : public ::testing::TestWithParam<Case> {
  protected:
-  void TearDown() override {
-    test_support::restore_default_options();
-  }
+  void TearDown() override { test_support::restore_default_options(); }
   void check(const Case& c, bool retain_graph = false, bool create_graph = false);
   void check_queries(const Case& c, int64_t queries);
   void check_on_cuda(const Case& c, int64_t queries);
@@ -148,7 +150,8 @@ TEST_P(AttentionExactness, FirstQueriesMatchNaiveReference) {
       // it is less work (nn/self_attention.h); one image, and this switch, the
       // plain one.
       SCOPED_TRACE("keys and values projected (reassociation off)");
-      test_support::with_option(&EngineOptions::query_reassociation, false, [&] { check_queries(GetParam(), queries); });
+      test_support::with_option(&EngineOptions::query_reassociation, false,
+                                [&] { check_queries(GetParam(), queries); });
     }
     SCOPED_TRACE("all-token projection");
     test_support::use_projection(ProjectionAlgorithm::AllTokens);
@@ -162,7 +165,8 @@ TEST_P(AttentionExactness, FirstQueriesMatchNaiveReference) {
 TEST_P(AttentionExactness, OnCudaMatchesNaiveReference) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: this LibTorch is CPU-only or no GPU is visible";
   for (const auto algorithm : {ProjectionAlgorithm::PerMatrix, ProjectionAlgorithm::AllTokens}) {
-    SCOPED_TRACE(algorithm == ProjectionAlgorithm::PerMatrix ? "per-matrix projections" : "all-token projections");
+    SCOPED_TRACE(algorithm == ProjectionAlgorithm::PerMatrix ? "per-matrix projections"
+                                                             : "all-token projections");
     test_support::use_projection(algorithm);
     check_on_cuda(GetParam(), GetParam().layout.tokens());
     check_on_cuda(GetParam(), 1);
@@ -187,7 +191,8 @@ TEST_P(SavedRowsExactness, RecomputedOrReusedRowsMatchNaiveReference) {
       test_support::use_recompute(false);
     }
     for (const bool create_graph : {false, true}) {
-      SCOPED_TRACE(kernels + (create_graph ? ", first backward with create_graph" : ", first with retain_graph"));
+      SCOPED_TRACE(kernels +
+                   (create_graph ? ", first backward with create_graph" : ", first with retain_graph"));
       check(GetParam(), true, create_graph);
     }
   }
@@ -227,7 +232,12 @@ void AttentionExactness::check(const Case& c, bool retain_graph, bool create_gra
   // Attention rows are distributions; causal ones put no mass where the mask hides.
   EXPECT_LT((probs.sum(-1) - 1).abs().max().item<double>(), 1e-12);
   if (c.layout.causal) {  // none on pairs the mask hides (the future; CLS, for positions)
-    EXPECT_EQ(probs.cpu().masked_select(make_relative_table(c.layout).valid.logical_not()).abs().sum().item<double>(), 0.0);
+    EXPECT_EQ(probs.cpu()
+                  .masked_select(make_relative_table(c.layout).valid.logical_not())
+                  .abs()
+                  .sum()
+                  .item<double>(),
+              0.0);
   }
 
   std::vector<at::Tensor> inputs{x};
@@ -251,7 +261,8 @@ void AttentionExactness::check_queries(const Case& c, int64_t queries) {
   const at::Tensor probe = at::randn({B, queries, c.shape.dim}, at::kDouble);
 
   const at::Tensor fast = module->forward_queries(x, queries);
-  const at::Tensor naive = test_support::naive_attention(*module, spec, c.shape, c.layout, x).narrow(1, 0, queries);
+  const at::Tensor naive =
+      test_support::naive_attention(*module, spec, c.shape, c.layout, x).narrow(1, 0, queries);
   ASSERT_EQ(fast.sizes(), naive.sizes());
   EXPECT_LT(max_relative_error(fast, naive), 1e-9) << "forward";
   {
@@ -280,16 +291,23 @@ void AttentionExactness::check_on_cuda(const Case& c, int64_t queries) {
   const at::Tensor probe = at::randn({B, queries, c.shape.dim}, at::kDouble);
   const at::Tensor x_gpu = x.detach().to(gpu).requires_grad_(true);
 
-  const at::Tensor naive = test_support::naive_attention(*reference, spec, c.shape, c.layout, x).narrow(1, 0, queries);
+  const at::Tensor naive =
+      test_support::naive_attention(*reference, spec, c.shape, c.layout, x).narrow(1, 0, queries);
   at::Tensor probs;
-  const at::Tensor fast = queries == N ? module->forward(x_gpu, &probs) : module->forward_queries(x_gpu, queries);
+  const at::Tensor fast =
+      queries == N ? module->forward(x_gpu, &probs) : module->forward_queries(x_gpu, queries);
   ASSERT_TRUE(fast.is_cuda());
   ASSERT_EQ(fast.sizes(), naive.sizes());
   EXPECT_LT(max_relative_error(fast.cpu(), naive), 1e-9) << "forward";
   if (probs.defined()) {  // distributions, with no mass on the future where causal
     EXPECT_LT((probs.sum(-1) - 1).abs().max().item<double>(), 1e-12);
     if (c.layout.causal) {
-      EXPECT_EQ(probs.cpu().masked_select(make_relative_table(c.layout).valid.logical_not()).abs().sum().item<double>(), 0.0);
+      EXPECT_EQ(probs.cpu()
+                    .masked_select(make_relative_table(c.layout).valid.logical_not())
+                    .abs()
+                    .sum()
+                    .item<double>(),
+                0.0);
     }
   }
   {
@@ -302,7 +320,8 @@ void AttentionExactness::check_on_cuda(const Case& c, int64_t queries) {
   for (const auto& p : reference->parameters()) inputs.push_back(p);
   for (const auto& p : module->parameters()) inputs_gpu.push_back(p);
   const auto grad_naive = torch::autograd::grad({(naive * probe).sum()}, inputs, {}, false, false, true);
-  const auto grad_fast = torch::autograd::grad({(fast * probe.to(gpu)).sum()}, inputs_gpu, {}, false, false, true);
+  const auto grad_fast =
+      torch::autograd::grad({(fast * probe.to(gpu)).sum()}, inputs_gpu, {}, false, false, true);
   const auto names = module->named_parameters();
   expect_same_gradients(grad_fast, grad_naive, names);
 }
@@ -322,6 +341,7 @@ std::vector<Case> relative_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOperators, AttentionExactness, ::testing::ValuesIn(all_cases()), case_name);
-INSTANTIATE_TEST_SUITE_P(RelativeOperators, SavedRowsExactness, ::testing::ValuesIn(relative_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(RelativeOperators, SavedRowsExactness, ::testing::ValuesIn(relative_cases()),
+                         case_name);
 
 }  // namespace

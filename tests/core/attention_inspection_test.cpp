@@ -1,11 +1,12 @@
 // Attention rollout and mean attention distance against their definitions,
 // computed here by explicit loops in double precision.
-#include <gtest/gtest.h>
+#include "infer/attention_inspection.h"
 
-#include <ATen/ATen.h>
 #include <cmath>
 
-#include "infer/attention_inspection.h"
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
 #include "util/error.h"
 
 namespace translution {
@@ -19,7 +20,8 @@ at::Tensor random_attention(int64_t heads, int64_t n, int seed) {
 
 TEST(AttentionRollout, IsTheProductOfHeadAveragedLayersWithTheResidual) {
   const int64_t n = 5;
-  std::vector<at::Tensor> layers = {random_attention(3, n, 1), random_attention(3, n, 2), random_attention(3, n, 3)};
+  std::vector<at::Tensor> layers = {random_attention(3, n, 1), random_attention(3, n, 2),
+                                    random_attention(3, n, 3)};
   // R = A'_3 A'_2 A'_1 with A'_l[i][j] = (mean_h A_l[h][i][j] + [i == j]) / 2, by explicit sums.
   std::vector<std::vector<double>> r(n, std::vector<double>(n, 0));
   for (int64_t i = 0; i < n; ++i) r[i][i] = 1;
@@ -77,7 +79,7 @@ TEST(MeanAttentionDistance, IsZeroForSelfAttentionAndOneForTheRightNeighbour) {
     self[0][i][i] = 1;
     const int64_t col = (i - 1) % gw;
     right[0][i][col + 1 < gw ? i + 1 : i - 1] = 0.5;  // a neighbour one patch away...
-    right[0][i][0] = 0.5;                              // ...and CLS, which does not count
+    right[0][i][0] = 0.5;                             // ...and CLS, which does not count
   }
   EXPECT_NEAR(mean_attention_distance(self, gh, gw)[0].item<double>(), 0.0, 1e-12);
   EXPECT_NEAR(mean_attention_distance(right, gh, gw)[0].item<double>(), 1.0, 1e-12);

@@ -1,19 +1,20 @@
 // Integrated Gradients and occlusion: exact on logits linear in the pixels, and
 // complete (the map sums to the logit difference) on a bundled model as the
 // path's points grow.
-#include <ATen/ATen.h>
-#include <gtest/gtest.h>
+#include "infer/attribution.h"
 
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
 
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
 #include "data/canvas_dataset.h"
 #include "data/mnist.h"
 #include "data/mnist_provision.h"
 #include "image/attribution_picture.h"
-#include "infer/attribution.h"
 #include "temp_dir.h"
 #include "train/checkpoint.h"
 #include "util/engine_options.h"
@@ -76,7 +77,8 @@ TEST(Attribution, OcclusionOfALinearLogitIsTheTilesWeightedInk) {
         const int64_t h = std::min<int64_t>(size, 10 - y), w = std::min<int64_t>(size, 10 - xx);
         const double expected = contributions.narrow(0, y, h).narrow(1, xx, w).sum().item<double>();
         const at::Tensor tile = a.map.narrow(0, y, h).narrow(1, xx, w).to(at::kDouble);
-        EXPECT_TRUE(at::allclose(tile, at::full_like(tile, expected), 1e-5, 1e-4)) << size << " at " << y << "," << xx;
+        EXPECT_TRUE(at::allclose(tile, at::full_like(tile, expected), 1e-5, 1e-4))
+            << size << " at " << y << "," << xx;
       }
   }
 }
@@ -157,7 +159,8 @@ TEST(Attribution, TheDivergingScaleIsWhiteAtZeroAndSymmetric) {
   EXPECT_TRUE(at::equal(rgb[2], rgb[3]));                   // clamped
   EXPECT_EQ(symmetric_limit(at::tensor({-3.0f, 0.0f, 2.0f}), 1.0), 3.0);
   EXPECT_NEAR(symmetric_limit(at::tensor({-3.0f, 0.0f, 2.0f}), 0.5), 2.5, 1e-12);  // zeros are not counted
-  EXPECT_NEAR(symmetric_limit(at::arange(1, 102, at::kFloat)), 100.0, 1e-9);         // 101 values: the 99th percentile
+  EXPECT_NEAR(symmetric_limit(at::arange(1, 102, at::kFloat)), 100.0,
+              1e-9);  // 101 values: the 99th percentile
   EXPECT_EQ(symmetric_limit(at::zeros({4})), 1.0);
   const at::Tensor picture = attribution_picture(at::zeros({5, 5}), at::zeros({5, 5}), 1, 2, 6);
   EXPECT_EQ(picture.sizes(), (at::IntArrayRef{10, 10 + 4 + 10 + 3 + 6, 3}));

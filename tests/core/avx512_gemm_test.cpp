@@ -2,19 +2,19 @@
 // against a double-precision product, inside wider rows; where its prefetches
 // go; then a float Translution layer whose relative products run on it (or, on a
 // CPU without AVX-512, on the BLAS), against the per-pair reference.
-#include <gtest/gtest.h>
+#include "cpu/avx512_gemm.h"
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 #include <torch/autograd.h>
 
+#include "cpu/helper_threads.h"
 #include "naive_attention.h"
 #include "nn/attention.h"
 #include "nn/relative_projection.h"
-#include "cpu/avx512_gemm.h"
 #include "tensor_checks.h"
-#include "util/error.h"
-#include "cpu/helper_threads.h"
 #include "test_switches.h"
+#include "util/error.h"
 
 namespace translution {
 namespace {
@@ -23,9 +23,7 @@ using test_support::max_relative_error;
 
 class Avx512Gemm : public ::testing::Test {
  protected:
-  void SetUp() override {
-    SKIP_WITHOUT_AVX512_KERNEL(avx512_gemm_available());
-  }
+  void SetUp() override { SKIP_WITHOUT_AVX512_KERNEL(avx512_gemm_available()); }
   void TearDown() override { test_support::restore_default_options(); }
 };
 
@@ -41,10 +39,10 @@ double worst_error(int64_t m, int64_t n, int64_t k, bool transposed_a = false) {
   at::Tensor wide_c = at::full({m, n + 5}, 42.0f);
   if (transposed_a)
     avx512_gemm_at(m, n, k, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(), b.stride(0),
-                wide_c.data_ptr<float>() + 3, wide_c.stride(0));
+                   wide_c.data_ptr<float>() + 3, wide_c.stride(0));
   else
     avx512_gemm(m, n, k, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(), b.stride(0),
-             wide_c.data_ptr<float>() + 3, wide_c.stride(0));
+                wide_c.data_ptr<float>() + 3, wide_c.stride(0));
   EXPECT_TRUE(wide_c.narrow(1, 0, 3).eq(42.0f).all().item<bool>()) << "columns left of c were written";
   EXPECT_TRUE(wide_c.narrow(1, 3 + n, 2).eq(42.0f).all().item<bool>()) << "columns right of c were written";
   const at::Tensor ad = transposed_a ? a.to(at::kDouble).t() : a.to(at::kDouble), bd = b.to(at::kDouble);
@@ -83,8 +81,8 @@ TEST(Avx512GemmPrefetch, StaysInsideTheRangeAndCoversIt) {
           for (const int64_t extra : {-1, 0, 1}) {
             const int64_t bytes = std::max<int64_t>(0, matrices * k * n * 4 + extra * 97);
             const Avx512GemmPrefetch plan = avx512_gemm_prefetch(m, n, k, bytes);
-            SCOPED_TRACE("m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k) + ", " +
-                         std::to_string(bytes) + " bytes");
+            SCOPED_TRACE("m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k) +
+                         ", " + std::to_string(bytes) + " bytes");
             ASSERT_EQ(plan.blocks, (m + 11) / 12 * ((n + 31) / 32));
             ASSERT_GE(plan.per_step, 0);
             ASSERT_LE(plan.per_step, 2);
@@ -117,7 +115,7 @@ TEST_F(Avx512Gemm, PrefetchingAnyRangeChangesNothing) {
     // none; fewer lines than steps; between one and two per step; one matrix; four
     for (const int64_t bytes : {int64_t(1), int64_t(64 * 5), 64 * k * 3 / 2, 4 * k * n, 16 * k * n}) {
       avx512_gemm(m, n, k, a.data_ptr<float>(), k, b.data_ptr<float>(), n, with_next.data_ptr<float>(), n,
-               next.data_ptr<float>(), std::min<int64_t>(bytes, next.numel() * 4));
+                  next.data_ptr<float>(), std::min<int64_t>(bytes, next.numel() * 4));
       EXPECT_TRUE(with_next.equal(plain)) << m << " x " << n << ", " << bytes << " bytes prefetched";
     }
     EXPECT_LT((plain - at::mm(a, b)).abs().max().item<double>(), 1e-3);
@@ -146,7 +144,8 @@ TEST_F(Avx512Gemm, RefusesAProductWithoutColumnsAndCanBeSwitchedOff) {
   EXPECT_TRUE(avx512_gemm_width_ok(24));
   const at::Tensor a = at::randn({3, 4}), b = at::randn({4, 1});
   at::Tensor c = at::empty({3, 1});
-  EXPECT_THROW(avx512_gemm(3, 0, 4, a.data_ptr<float>(), 4, b.data_ptr<float>(), 1, c.data_ptr<float>(), 1), Error);
+  EXPECT_THROW(avx512_gemm(3, 0, 4, a.data_ptr<float>(), 4, b.data_ptr<float>(), 1, c.data_ptr<float>(), 1),
+               Error);
   test_support::use_reference(true);
   EXPECT_FALSE(avx512_gemm_available());
 }
@@ -201,10 +200,12 @@ TEST_P(Avx512GemmLayer, FloatLayerMatchesTheReference) {
         EXPECT_LT(max_relative_error(fast, naive), 1e-5) << "forward";
         std::vector<at::Tensor> inputs{xf};
         for (const auto& p : module->parameters()) inputs.push_back(p);
-        const int64_t forward_calls = avx512_gemm_calls_on_this_thread(), at_calls = avx512_gemm_at_calls_on_this_thread();
+        const int64_t forward_calls = avx512_gemm_calls_on_this_thread(),
+                      at_calls = avx512_gemm_at_calls_on_this_thread();
         const auto grad_fast = torch::autograd::grad({(fast * probe).sum()}, inputs);
         if (threads == 1 || !kernel) {
-          EXPECT_EQ(avx512_gemm_calls_on_this_thread() > forward_calls, kernel && narrow) << "dG on the kernel";
+          EXPECT_EQ(avx512_gemm_calls_on_this_thread() > forward_calls, kernel && narrow)
+              << "dG on the kernel";
           EXPECT_EQ(avx512_gemm_at_calls_on_this_thread() > at_calls, kernel && narrow) << "dW on the kernel";
         }
         for (size_t i = 0; i < inputs.size(); ++i)

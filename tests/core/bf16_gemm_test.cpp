@@ -8,6 +8,8 @@
 // operands; a small ViT trains in bf16 mode. The products run on both kernels
 // where the CPU has AMX tiles (tiles, and AVX512-BF16 with them switched off), on
 // AVX512-BF16 where it has only that. Skipped where it has neither.
+#include "cpu/bf16_gemm.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -21,15 +23,14 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adamw.h>
 
-#include "nn/attention.h"
-#include "cpu/bf16_gemm.h"
-#include "cpu/linear.h"
 #include "cpu/blas_gemm.h"
-#include "nn/vit.h"
-#include "util/error.h"
 #include "cpu/helper_threads.h"
+#include "cpu/linear.h"
 #include "naive_attention.h"
+#include "nn/attention.h"
+#include "nn/vit.h"
 #include "test_switches.h"
+#include "util/error.h"
 
 namespace translution {
 namespace {
@@ -88,7 +89,8 @@ TEST(Bf16Gemm, RoundingFollowsItsDefinition) {
   EXPECT_EQ(bits(round_to_bf16(from(0x00000001u))), 0u);      // subnormals flush to zero
   EXPECT_EQ(bits(round_to_bf16(from(0x80400000u))), 0x80000000u);
   // Relative error at most half a unit in the 8-bit significand.
-  for (float x = 1e-30f; x < 1e30f; x *= 1.37f) EXPECT_LE(std::abs(round_to_bf16(x) - x), x * std::ldexp(1.0, -8));
+  for (float x = 1e-30f; x < 1e30f; x *= 1.37f)
+    EXPECT_LE(std::abs(round_to_bf16(x) - x), x * std::ldexp(1.0, -8));
 }
 
 // c = op(a) op(b) (+ a bias row where `bias`) through bf16_gemm, in a wider c whose
@@ -99,15 +101,16 @@ void check_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int parts,
   const at::Tensor b = tb ? at::randn({n, k + pad}) : at::randn({k, n + pad});
   const at::Tensor row = at::randn({n});
   at::Tensor c = at::full({m, n + pad}, 7.0f);
-  bf16_gemm(ta, tb, m, n, k, a.data_ptr<float>(), a.size(1), b.data_ptr<float>(), b.size(1), c.data_ptr<float>(),
-            n + pad, parts, bias ? row.data_ptr<float>() : nullptr);
+  bf16_gemm(ta, tb, m, n, k, a.data_ptr<float>(), a.size(1), b.data_ptr<float>(), b.size(1),
+            c.data_ptr<float>(), n + pad, parts, bias ? row.data_ptr<float>() : nullptr);
   const at::Tensor opa = ta ? a.narrow(1, 0, m).t() : a.narrow(1, 0, k);
   const at::Tensor opb = tb ? b.narrow(1, 0, k).t() : b.narrow(1, 0, n);
-  const at::Tensor added = bias ? row.to(at::kDouble) : at::zeros({n}, at::kDouble);  // the bias is not rounded
+  const at::Tensor added =
+      bias ? row.to(at::kDouble) : at::zeros({n}, at::kDouble);  // the bias is not rounded
   const at::Tensor want = at::mm(rounded(opa), rounded(opb)) + added;
   const at::Tensor exact_fp32 = at::mm(opa.to(at::kDouble), opb.to(at::kDouble)) + added;
-  SCOPED_TRACE(testing::Message() << "trans " << ta << tb << " m " << m << " n " << n << " k " << k << " parts "
-                                  << parts << " bias " << bias);
+  SCOPED_TRACE(testing::Message() << "trans " << ta << tb << " m " << m << " n " << n << " k " << k
+                                  << " parts " << parts << " bias " << bias);
   // Against the rounded operands only the fp32 sums differ; against the unrounded ones bf16's rounding shows.
   EXPECT_LT(relative_error(c.narrow(1, 0, n), want), 2e-6);
   EXPECT_LT(relative_error(c.narrow(1, 0, n), exact_fp32), 3e-2);
@@ -119,8 +122,13 @@ TEST(Bf16Gemm, MatchesTheRoundedProductInEveryLayout) {
   at::manual_seed(3);
   for (const bool ta : {false, true})
     for (const bool tb : {false, true})
-      for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-               {1, 1, 1}, {32, 32, 32}, {17, 40, 33}, {50, 24, 192}, {64, 96, 70}, {100, 10, 31}, {33, 65, 160}})
+      for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 1},
+                                                                                      {32, 32, 32},
+                                                                                      {17, 40, 33},
+                                                                                      {50, 24, 192},
+                                                                                      {64, 96, 70},
+                                                                                      {100, 10, 31},
+                                                                                      {33, 65, 160}})
         for (const int parts : {1, 2, 3})
           on_each_kernel([&] { check_product(ta, tb, m, n, k, parts, (m + parts) % 2 == 1); });
 }
@@ -155,7 +163,8 @@ TEST(Bf16Gemm, NonFiniteInputsReachTheOutput) {
   a[3][5] = std::numeric_limits<float>::quiet_NaN();
   a[7][1] = std::numeric_limits<float>::infinity();
   on_each_kernel([&] {
-    bf16_gemm(false, false, 32, 32, 32, a.data_ptr<float>(), 32, b.data_ptr<float>(), 32, c.data_ptr<float>(), 32, 2);
+    bf16_gemm(false, false, 32, 32, 32, a.data_ptr<float>(), 32, b.data_ptr<float>(), 32, c.data_ptr<float>(),
+              32, 2);
     EXPECT_TRUE(at::all(at::isnan(c[3])).item<bool>());
     EXPECT_TRUE(at::all(at::isinf(c[7])).item<bool>());
     EXPECT_TRUE(at::all(c[0] == 32.0f).item<bool>());
@@ -174,7 +183,8 @@ TEST(Bf16Gemm, ConcurrentCallersKeepTheirOwnScratch) {  // the studio's two runs
       const at::Tensor want = at::mm(rounded(a), rounded(b));
       for (int round = 0; round < 50; ++round) {
         at::Tensor c = at::empty({m, n});
-        bf16_gemm(false, false, m, n, k, a.data_ptr<float>(), k, b.data_ptr<float>(), n, c.data_ptr<float>(), n, 2);
+        bf16_gemm(false, false, m, n, k, a.data_ptr<float>(), k, b.data_ptr<float>(), n, c.data_ptr<float>(),
+                  n, 2);
         if (relative_error(c, want) > 2e-6) ++failures[size_t(t)];
       }
     });
@@ -273,7 +283,8 @@ TEST(Bf16Relative, TranslutionProductsAreTheRoundedOnes) {
   at::Tensor out;
   {
     ScopedDensePrecision bf16(DensePrecision::Bf16);
-    test_support::ScopedMatrixThreads threads(2);  // the matrices split over two parts, each with its own scratch
+    test_support::ScopedMatrixThreads threads(
+        2);  // the matrices split over two parts, each with its own scratch
     out = module->forward(x, nullptr);
     (out * probe).sum().backward();
   }
@@ -293,7 +304,8 @@ TEST(Bf16Relative, TranslutionProductsAreTheRoundedOnes) {
   for (const auto& p : reference->named_parameters())
     EXPECT_LT(relative_error(fast[p.key()].grad(), p.value().grad()), 3e-2) << p.key();
   // And the mode took effect: against the unrounded operands the forward differs.
-  const at::Tensor fp32 = test_support::naive_attention(*module, spec, shape, layout, x.detach()).to(at::kDouble);
+  const at::Tensor fp32 =
+      test_support::naive_attention(*module, spec, shape, layout, x.detach()).to(at::kDouble);
   EXPECT_GT(relative_error(out.detach(), fp32.detach()), 1e-4);
 }
 

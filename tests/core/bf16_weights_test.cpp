@@ -5,17 +5,18 @@
 // being read where it must not be: changed weights, gradients on, another
 // thread, no snapshot in force, banks it cannot multiply (LoR's 24 wide).
 // Skipped where the CPU has no AVX-512.
+#include "cpu/bf16_weights.h"
+
 #include <thread>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "cpu/avx512_gemm.h"
+#include "cpu/pair_kernels.h"
 #include "naive_attention.h"
 #include "nn/attention.h"
-#include "cpu/bf16_weights.h"
 #include "nn/relative_projection.h"
-#include "cpu/pair_kernels.h"
-#include "cpu/avx512_gemm.h"
 #include "nn/vit.h"
 #include "tensor_checks.h"
 #include "test_switches.h"
@@ -42,11 +43,12 @@ double worst_error(int64_t m, int64_t n, int64_t k) {
   const at::Tensor b16 = rounded(wide_b).narrow(1, 32, n);
   at::Tensor wide_c = at::full({m, n + 5}, 42.0f);
   avx512_gemm_bf16(m, n, k, a.data_ptr<float>(), a.stride(0),
-                reinterpret_cast<const Bf16Bits*>(strips.data_ptr<at::BFloat16>()) + 32, strips.stride(0),
-                wide_c.data_ptr<float>() + 3, wide_c.stride(0));
+                   reinterpret_cast<const Bf16Bits*>(strips.data_ptr<at::BFloat16>()) + 32, strips.stride(0),
+                   wide_c.data_ptr<float>() + 3, wide_c.stride(0));
   EXPECT_TRUE(wide_c.narrow(1, 0, 3).eq(42.0f).all().item<bool>()) << "columns left of c were written";
   EXPECT_TRUE(wide_c.narrow(1, 3 + n, 2).eq(42.0f).all().item<bool>()) << "columns right of c were written";
-  const at::Tensor ad = a.to(at::kDouble), bd = b16.to(at::kDouble);  // exact: a rounded float widens without loss
+  const at::Tensor ad = a.to(at::kDouble),
+                   bd = b16.to(at::kDouble);  // exact: a rounded float widens without loss
   const at::Tensor error = (wide_c.narrow(1, 3, n).to(at::kDouble) - at::mm(ad, bd)).abs();
   return (error / (at::mm(ad.abs(), bd.abs()) + 1e-30)).max().item<double>();
 }
@@ -86,8 +88,8 @@ TEST(Avx512GemmBf16, RefusesWidthsItCannotLoad) {
   EXPECT_FALSE(avx512_gemm_bf16_width_ok(24));
   EXPECT_FALSE(avx512_gemm_bf16_width_ok(16)) << "half a strip";
   EXPECT_TRUE(avx512_gemm_bf16_width_ok(32));
-  EXPECT_THROW(avx512_gemm_bf16(2, 24, 4, a.data_ptr<float>(), 4, reinterpret_cast<const Bf16Bits*>(b.data_ptr()), 24,
-                             c.data_ptr<float>(), 24),
+  EXPECT_THROW(avx512_gemm_bf16(2, 24, 4, a.data_ptr<float>(), 4,
+                                reinterpret_cast<const Bf16Bits*>(b.data_ptr()), 24, c.data_ptr<float>(), 24),
                Error);
 }
 
@@ -214,7 +216,8 @@ TEST(Bf16Weights, CopiesOnlyBanksItCanMultiply) {
   lor.patch = 7;
   lor.depth = 2, lor.dim = 64, lor.heads = 3, lor.head_dim = 32, lor.mlp_dim = 128;
   ViT lor_model(lor);
-  EXPECT_EQ(Bf16Weights(relative_banks(*lor_model)).banks(), 0) << "LoR's matrices are 8 x 3 heads = 24 wide: no whole strips of 32";
+  EXPECT_EQ(Bf16Weights(relative_banks(*lor_model)).banks(), 0)
+      << "LoR's matrices are 8 x 3 heads = 24 wide: no whole strips of 32";
   ViTConfig translution = lor;
   translution.model = "translution";
   ViT model(translution);

@@ -12,8 +12,8 @@
 #endif
 
 #include "cpu/blas_gemm.h"
-#include "util/device.h"
 #include "test_switches.h"
+#include "util/device.h"
 
 namespace translution {
 namespace {
@@ -30,7 +30,8 @@ void check(at::ScalarType dtype, double tolerance) {
       at::Tensor c = at::full({m, n}, 42.0, dtype);  // beta = 0: old contents must not leak in
       blas_gemm<T>(ta, tb, m, n, k, a.data_ptr<T>(), b.data_ptr<T>(), c.data_ptr<T>());
       const at::Tensor expected = at::mm(ta ? a.t() : a, tb ? b.t() : b);
-      EXPECT_LT((c - expected).abs().max().item<double>(), tolerance) << "trans_a " << ta << ", trans_b " << tb;
+      EXPECT_LT((c - expected).abs().max().item<double>(), tolerance)
+          << "trans_a " << ta << ", trans_b " << tb;
     }
 }
 
@@ -50,13 +51,14 @@ TEST(BlasGemm, StridedMatchesATenOnColumnSlices) {
       const at::Tensor a = wide_a.narrow(1, 1, ta ? m : k), b = wide_b.narrow(1, 2, tb ? k : n);
       ASSERT_TRUE(blas_gemm_rows_usable(a) && blas_gemm_rows_usable(b));
       at::Tensor wide_c = at::full({m, n + 4}, 42.0, at::kDouble);
-      blas_gemm_strided<double>(ta, tb, m, n, k, a.data_ptr<double>(), a.stride(0), b.data_ptr<double>(), b.stride(0),
-                               wide_c.data_ptr<double>() + 3, wide_c.stride(0));
+      blas_gemm_strided<double>(ta, tb, m, n, k, a.data_ptr<double>(), a.stride(0), b.data_ptr<double>(),
+                                b.stride(0), wide_c.data_ptr<double>() + 3, wide_c.stride(0));
       const at::Tensor expected = at::mm(ta ? a.t() : a, tb ? b.t() : b);
       EXPECT_LT((wide_c.narrow(1, 3, n) - expected).abs().max().item<double>(), 1e-12)
           << "trans_a " << ta << ", trans_b " << tb;
       EXPECT_EQ(wide_c.narrow(1, 0, 3).eq(42.0).all().item<bool>(), true) << "columns left of c were written";
-      EXPECT_EQ(wide_c.narrow(1, 3 + n, 1).eq(42.0).all().item<bool>(), true) << "columns right of c were written";
+      EXPECT_EQ(wide_c.narrow(1, 3 + n, 1).eq(42.0).all().item<bool>(), true)
+          << "columns right of c were written";
     }
 }
 
@@ -69,7 +71,7 @@ TEST(BlasGemm, AccumulateAddsTheProductToC) {
     at::Tensor c = c0.clone();
     AT_DISPATCH_FLOATING_TYPES(type, "accumulate", [&] {
       blas_gemm_strided<scalar_t>(false, true, m, n, k, a.data_ptr<scalar_t>(), k, b.data_ptr<scalar_t>(), k,
-                                 c.data_ptr<scalar_t>(), n, true);
+                                  c.data_ptr<scalar_t>(), n, true);
     });
     const at::Tensor expected = c0.to(at::kDouble) + at::mm(a.to(at::kDouble), b.to(at::kDouble).t());
     EXPECT_LT((c.to(at::kDouble) - expected).abs().max().item<double>(), type == at::kDouble ? 1e-12 : 1e-4);
@@ -123,12 +125,14 @@ TEST_F(OneDnnSgemm, LargeFloatProductsMatchDoubleProducts) {
           const at::Tensor a = wide_a.narrow(1, 1, ta ? m : k), b = wide_b.narrow(1, 2, tb ? k : n);
           at::Tensor wide_c = at::randn({m, n + 4});
           const at::Tensor c0 = wide_c.narrow(1, 3, n).to(at::kDouble);
-          blas_gemm_strided<float>(ta, tb, m, n, k, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(), b.stride(0),
-                                  wide_c.data_ptr<float>() + 3, wide_c.stride(0), accumulate);
-          const at::Tensor product = at::mm((ta ? a.t() : a).to(at::kDouble), (tb ? b.t() : b).to(at::kDouble));
+          blas_gemm_strided<float>(ta, tb, m, n, k, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(),
+                                   b.stride(0), wide_c.data_ptr<float>() + 3, wide_c.stride(0), accumulate);
+          const at::Tensor product =
+              at::mm((ta ? a.t() : a).to(at::kDouble), (tb ? b.t() : b).to(at::kDouble));
           const at::Tensor expected = accumulate ? c0 + product : product;
           EXPECT_LT((wide_c.narrow(1, 3, n).to(at::kDouble) - expected).abs().max().item<double>(), 1e-3)
-              << "oneDNN " << library << ", trans_a " << ta << ", trans_b " << tb << ", accumulate " << accumulate;
+              << "oneDNN " << library << ", trans_a " << ta << ", trans_b " << tb << ", accumulate "
+              << accumulate;
           EXPECT_EQ(onednn_sgemm_products() - products, library ? 1 : 0)
               << "trans_a " << ta << ", trans_b " << tb << ", accumulate " << accumulate;
         }
@@ -171,7 +175,8 @@ TEST_F(OneDnnSgemm, RunsOnTheCallingThreadAndRestoresItsOpenMpCount) {
     set_omp_threads(3);
     before = omp_threads();
     threads_before = process_threads();
-    blas_gemm<float>(false, false, 128, 80, 96, a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>());
+    blas_gemm<float>(false, false, 128, 80, 96, a.data_ptr<float>(), b.data_ptr<float>(),
+                     c.data_ptr<float>());
     threads_after = process_threads();
     after = omp_threads();
   });
@@ -191,10 +196,12 @@ TEST_F(OneDnnSgemm, OnThreadsMultipliesAndKeepsTheCallersCount) {
   const at::Tensor a = at::randn({67, 45}), b = at::randn({45, 38});
   at::Tensor c = at::full({67, 38}, 42.0f);
   const int64_t products = onednn_sgemm_products();
-  ASSERT_TRUE(onednn_sgemm_on_threads(2, 67, 38, 45, a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>()));
+  ASSERT_TRUE(
+      onednn_sgemm_on_threads(2, 67, 38, 45, a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>()));
   EXPECT_EQ(onednn_sgemm_products() - products, 1);
   EXPECT_EQ(omp_threads(), before);
-  EXPECT_LT((c.to(at::kDouble) - at::mm(a.to(at::kDouble), b.to(at::kDouble))).abs().max().item<double>(), 1e-3);
+  EXPECT_LT((c.to(at::kDouble) - at::mm(a.to(at::kDouble), b.to(at::kDouble))).abs().max().item<double>(),
+            1e-3);
 }
 
 }  // namespace

@@ -7,17 +7,16 @@
 
 #include <gtest/gtest.h>
 
-#include "nn/vit.h"
-#include "train/training_threads.h"
 #include "cpu/blas_kernels.h"
+#include "cpu/helper_threads.h"
+#include "nn/vit.h"
+#include "test_switches.h"
+#include "train/training_threads.h"
 #include "util/device.h"
 #include "util/error.h"
-#include "cpu/helper_threads.h"
-#include "test_switches.h"
 
 namespace translution {
 namespace {
-
 
 TEST(BlasKernels, HintsOnlyAtAvx2KernelsOnAnAvx512Cpu) {
   const std::string set = avx2_blas_hint(true, "Haswell", "Haswell");
@@ -29,7 +28,8 @@ TEST(BlasKernels, HintsOnlyAtAvx2KernelsOnAnAvx512Cpu) {
   EXPECT_EQ(avx2_blas_hint(true, "Cooperlake", nullptr), "");
   EXPECT_EQ(avx2_blas_hint(true, "SkylakeX", "SkylakeX"), "");
   const std::string fell_back = avx2_blas_hint(true, "Haswell", "NoSuchCore");
-  EXPECT_NE(fell_back.find("with OPENBLAS_CORETYPE=NoSuchCore, OpenBLAS runs its AVX2"), std::string::npos) << fell_back;
+  EXPECT_NE(fell_back.find("with OPENBLAS_CORETYPE=NoSuchCore, OpenBLAS runs its AVX2"), std::string::npos)
+      << fell_back;
   EXPECT_EQ(avx2_blas_hint(true, "", nullptr), "") << "not OpenBLAS";
 }
 

@@ -1,8 +1,8 @@
-#include <gtest/gtest.h>
+#include "data/canvas_dataset.h"
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
-#include "data/canvas_dataset.h"
 #include "temp_dir.h"
 #include "util/error.h"
 

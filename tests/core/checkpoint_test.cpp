@@ -2,23 +2,24 @@
 // every kind of damage or hostile header a translution::Error in one line (never a
 // crash, never a silently wrong model); format-1 files converted without LibTorch's
 // deserializer, to exactly what LibTorch itself reads from them.
+#include "train/checkpoint.h"
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/optim/adamw.h>
 #include <torch/serialize/input-archive.h>
 
-#include <chrono>
-#include <fstream>
-#include <sstream>
-
-#include "util/optimizer_state_key.h"
 #include "temp_dir.h"
-#include "train/checkpoint.h"
 #include "train/checkpoint_upgrade.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/md5.h"
+#include "util/optimizer_state_key.h"
 
 namespace translution {
 namespace {
@@ -73,7 +74,8 @@ std::string parse_error(const std::string& bytes) {
   return message_of([&] { parse_checkpoint(bytes, "x.ckpt", c10::kCPU); });
 }
 
-// A checkpoint's header and buffer, as a forger would edit them: then the digests recomputed, as a forger would.
+// A checkpoint's header and buffer, as a forger would edit them: then the digests recomputed, as a forger
+// would.
 struct Parts {
   json header;
   std::string buffer;
@@ -168,7 +170,10 @@ TEST(Checkpoint, AnIndependentSafetensorsReaderFindsEveryTensor) {
     const at::Tensor& t = expected.at(key);
     const std::vector<int64_t> shape = value["shape"];
     EXPECT_EQ(shape, t.sizes().vec()) << key;
-    EXPECT_EQ(value["dtype"], t.scalar_type() == at::kFloat ? "F32" : t.scalar_type() == at::kLong ? "I64" : "U8") << key;
+    EXPECT_EQ(value["dtype"], t.scalar_type() == at::kFloat  ? "F32"
+                              : t.scalar_type() == at::kLong ? "I64"
+                                                             : "U8")
+        << key;
     const uint64_t begin = value["data_offsets"][0], end = value["data_offsets"][1];
     ASSERT_EQ(end - begin, t.nbytes()) << key;
     EXPECT_EQ(std::memcmp(buffer.data() + begin, t.contiguous().data_ptr(), t.nbytes()), 0) << key;
@@ -193,7 +198,8 @@ TEST(Checkpoint, EveryFlippedByteIsAnError) {
 TEST(Checkpoint, EveryTruncationIsAnError) {
   const std::string good = checkpoint_bytes(small_checkpoint(true));
   for (size_t n = 0; n < good.size(); n += (n + 64 < good.size() ? 13 : 1))
-    EXPECT_THROW(parse_checkpoint(good.substr(0, n), "x.ckpt", c10::kCPU), Error) << "first " << n << " bytes";
+    EXPECT_THROW(parse_checkpoint(good.substr(0, n), "x.ckpt", c10::kCPU), Error)
+        << "first " << n << " bytes";
   EXPECT_THROW(parse_checkpoint(good + '\0', "x.ckpt", c10::kCPU), Error) << "one byte appended";
 }
 
@@ -244,21 +250,33 @@ TEST(Checkpoint, HostileHeadersAreRefusedBeforeAnythingIsRead) {
       {bomb(~uint64_t(0)), "more than the 16 MB a header may have"},
       {bomb(uint64_t(16) << 20 | 1), "more than the 16 MB"},
       {bomb(good.size()), "is truncated: its header length says"},
-      {parse_error(with_header_text("{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}")), "nests deeper than 64"},
-      {parse_error(with_header_text(std::string(1000000, '[') + std::string(1000000, ']'))), "is not a JSON object"},
+      {parse_error(with_header_text("{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}")),
+       "nests deeper than 64"},
+      {parse_error(with_header_text(std::string(1000000, '[') + std::string(1000000, ']'))),
+       "is not a JSON object"},
       {parse_error(with_header_text("{\"a\":" + std::string(1000000, '{'))), "nests deeper than 64"},
       {parse_error(with_header_text("{\"a\": [1, 2")), "not valid JSON"},
       {edited([&](json& h) { h[first]["dtype"] = "F8_E4M3"; }), "which this engine does not read"},
       {edited([&](json& h) { h[first]["dtype"] = 7; }), "which this engine does not read"},
-      {edited([&](json& h) { h[first]["shape"] = {uint64_t(1) << 62, uint64_t(1) << 62}; }), "overflows a 64-bit size"},
-      {edited([&](json& h) { h[first]["shape"] = {-1, 4}; }), "is not a non-negative integer"},
+      {edited([&](json& h) {
+         h[first]["shape"] = {uint64_t(1) << 62, uint64_t(1) << 62};
+       }),
+       "overflows a 64-bit size"},
+      {edited([&](json& h) {
+         h[first]["shape"] = {-1, 4};
+       }),
+       "is not a non-negative integer"},
       {edited([&](json& h) { h[first]["shape"] = std::vector<int>(40, 1); }), "at most 32 sizes"},
       {edited([&](json& h) { h[first]["extra"] = 1; }), "unknown field 'extra'"},
-      {edited([&](json& h) { h[first]["data_offsets"] = {4, 0}; }), "ends before it begins"},
+      {edited([&](json& h) {
+         h[first]["data_offsets"] = {4, 0};
+       }),
+       "ends before it begins"},
       {edited([&](json& h) { h["copy"] = h[first]; }), "overlaps"},
       {edited([&](json& h) { h.erase(first); }), "belong to no tensor"},
       {edited([&](json& h) { h["__metadata__"]["config"] = 5; }), "metadata 'config' is not a string"},
-      {edited([&](json& h) { h["__metadata__"]["train_config"] = "steps=10\n"; }), "'train_step' entry is missing"},
+      {edited([&](json& h) { h["__metadata__"]["train_config"] = "steps=10\n"; }),
+       "'train_step' entry is missing"},
       {edited([&](json& h) { h["__metadata__"]["format_version"] = "2x"; }), "is not a whole number"},
   };
   for (const auto& [message, says] : cases) {
@@ -290,7 +308,7 @@ TEST(Checkpoint, NonFiniteTensorsAreRefusedByNameAndListedForInspection) {
   for (const std::string& poison : {"head.weight", "optimizer.head.weight.exp_avg_sq"}) {
     Checkpoint c = small_checkpoint(true);
     at::Tensor target = poison == "head.weight" ? c.model->named_parameters()["head.weight"]
-                                                 : c.training->optimizer.at("head.weight").exp_avg_sq;
+                                                : c.training->optimizer.at("head.weight").exp_avg_sq;
     {
       at::NoGradGuard no_grad;
       target.view(-1)[0] = NAN;
@@ -311,8 +329,8 @@ TEST(Checkpoint, NonFiniteTensorsAreRefusedByNameAndListedForInspection) {
   EXPECT_NE(parse_error(checkpoint_bytes(c)).find("'head.bias' holds infinity"), std::string::npos);
 }
 
-// A run whose weights turn non-finite without its loss doing so first (here: poisoned by hand) is never saved,
-// and a run that stops on them never calls them "the last good state".
+// A run whose weights turn non-finite without its loss doing so first (here: poisoned by hand) is never
+// saved, and a run that stops on them never calls them "the last good state".
 TEST(Checkpoint, ATrainingStateThatIsNotFiniteIsNeverSaved) {
   ASSERT_FALSE(test_support::mnist_dir().empty()) << "TRANSLUTION_DATA is not set";
   TempDir dir;
@@ -331,7 +349,8 @@ TEST(Checkpoint, ATrainingStateThatIsNotFiniteIsNeverSaved) {
   std::string message;
   EXPECT_EQ(trainer.run([&](const TrainProgress& p) {
     if (p.event == TrainProgress::Event::Diverged) message = p.message;
-  }), TrainProgress::Event::Diverged);
+  }),
+            TrainProgress::Event::Diverged);
   EXPECT_NE(message.find("not finite"), std::string::npos) << message;
   EXPECT_EQ(message.find("last good state"), std::string::npos) << message;
   EXPECT_FALSE(std::filesystem::exists(dir.file("run.ckpt")));
@@ -353,10 +372,12 @@ TEST(CheckpointUpgrade, FormatOneIsOpenedOnlyToConvertIt) {
   EXPECT_NE(message.find("run `translution checkpoint upgrade " + path), std::string::npos) << message;
   TempDir dir;
   save_checkpoint(dir.file("new.ckpt"), small_checkpoint(false));
-  EXPECT_NE(message_of([&] { read_format1_checkpoint(dir.file("new.ckpt")); }).find("nothing to upgrade"), std::string::npos);
+  EXPECT_NE(message_of([&] { read_format1_checkpoint(dir.file("new.ckpt")); }).find("nothing to upgrade"),
+            std::string::npos);
 }
 
-// The path's tensor from a LibTorch archive of modules, read by LibTorch itself (a trusted fixture, never a user's file).
+// The path's tensor from a LibTorch archive of modules, read by LibTorch itself (a trusted fixture, never a
+// user's file).
 at::Tensor libtorch_weight(torch::serialize::InputArchive& weights, const std::string& path) {
   std::vector<std::string> parts;
   std::stringstream ss(path);
@@ -371,7 +392,6 @@ at::Tensor libtorch_weight(torch::serialize::InputArchive& weights, const std::s
   EXPECT_TRUE(current->try_read(parts.back(), value)) << path;
   return value;
 }
-
 
 TEST(CheckpointUpgrade, ReadsExactlyWhatLibTorchReadsFromTheArchive) {
   const std::string path = kFormat1 + "lor-with-training-state.ckpt";

@@ -1,6 +1,7 @@
+#include "util/cpu_steal.h"
+
 #include <gtest/gtest.h>
 
-#include "util/cpu_steal.h"
 #include "util/error.h"
 
 namespace translution {

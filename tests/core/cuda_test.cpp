@@ -3,9 +3,8 @@
 // magnitudes), and a training run with its checkpoint. Skipped (and saying so) where
 // LibTorch has no CUDA or no GPU is visible; the operators alone are checked on the
 // GPU against the per-pair reference in attention_exactness_test.cpp.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 #include <torch/autograd.h>
 
 #include "nn/attention_spec.h"
@@ -13,10 +12,10 @@
 #include "nn/vit.h"
 #include "temp_dir.h"
 #include "tensor_checks.h"
+#include "test_switches.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 #include "util/device.h"
-#include "test_switches.h"
 
 using namespace translution;
 using test_support::max_relative_error;
@@ -69,7 +68,8 @@ void expect_same_on_cuda(const std::string& model) {
           << "forward without gradients";
     }
     const auto pc = cpu_model->parameters(), pg = gpu_model->parameters();
-    const auto gc = torch::autograd::grad({out_cpu.sum()}, pc), gg = torch::autograd::grad({out_gpu.sum()}, pg);
+    const auto gc = torch::autograd::grad({out_cpu.sum()}, pc),
+               gg = torch::autograd::grad({out_gpu.sum()}, pg);
     const auto names = cpu_model->named_parameters();
     for (size_t i = 0; i < gc.size(); ++i)
       EXPECT_LT(max_relative_error(gg[i].cpu(), gc[i]), 1e-9) << "gradient of " << names[i].key();
@@ -104,7 +104,8 @@ TEST(Cuda, InspectionMatchesCpu) {
     at::NoGradGuard no_grad;
     const at::Tensor x = at::randn({2, 1, 28, 28}, at::kDouble);
     ViTInspection on_cpu, on_gpu;
-    const at::Tensor out_cpu = cpu_model->forward(x, &on_cpu), out_gpu = gpu_model->forward(x.to(kGpu), &on_gpu);
+    const at::Tensor out_cpu = cpu_model->forward(x, &on_cpu),
+                     out_gpu = gpu_model->forward(x.to(kGpu), &on_gpu);
     EXPECT_LT(max_relative_error(out_gpu.cpu(), out_cpu), 1e-9);
     ASSERT_EQ(on_gpu.attention.size(), on_cpu.attention.size());
     for (size_t l = 0; l < on_cpu.attention.size(); ++l)

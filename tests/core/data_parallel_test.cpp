@@ -3,19 +3,19 @@
 // bytes and refusing mismatched partners; the rendezvous handshake across machines against
 // rank 0, other ranks and what is neither (junk, HTTP, silence, a length bomb).
 // Multi-process runs are tests/e2e/distributed_test.sh and tests/e2e/rendezvous_test.sh.
-#include <gtest/gtest.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include "dist/data_parallel.h"
 
 #include <future>
 #include <thread>
 #include <tuple>
 
 #include <ATen/ATen.h>
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include "dist/data_parallel.h"
 #include "dist/process_group.h"
 #include "dist/rendezvous_handshake.h"
 #include "temp_dir.h"
@@ -27,8 +27,8 @@ namespace {
 bool has_gloo() { return ProcessGroup::backends().find("gloo") != std::string::npos; }
 
 TEST(DataParallel, BucketsKeepOrderAndSize) {
-  const std::vector<at::Tensor> p = {at::zeros({10}), at::zeros({10}), at::zeros({30}), at::zeros({5}, at::kDouble),
-                                     at::zeros({5}, at::kDouble)};
+  const std::vector<at::Tensor> p = {at::zeros({10}), at::zeros({10}), at::zeros({30}),
+                                     at::zeros({5}, at::kDouble), at::zeros({5}, at::kDouble)};
   // 80 bytes a bucket: 40 + 40 fit, 120 alone (larger than a bucket), then the doubles apart.
   const auto buckets = plan_buckets(p, 80);
   ASSERT_EQ(buckets.size(), 3u);
@@ -128,7 +128,8 @@ TEST(DataParallel, TwoRanksSumWeightedGradients) {
               std::string("from rank 0\0!", 13));
   });
   ASSERT_EQ(errors, (std::vector<std::string>{"", ""}));
-  const at::Tensor expected = at::cat({at::arange(1, 7, at::kDouble) * (0.75 + 2.5), at::full({4}, 0.75, at::kDouble)});
+  const at::Tensor expected =
+      at::cat({at::arange(1, 7, at::kDouble) * (0.75 + 2.5), at::full({4}, 0.75, at::kDouble)});
   EXPECT_TRUE(at::allclose(results[0], expected, 1e-6, 1e-6)) << results[0];
   EXPECT_TRUE(at::equal(results[0], results[1]));  // the same bits on every rank
 }
@@ -142,7 +143,8 @@ TEST(DataParallel, RankZeroWeightsWinAndDifferencesAreNamed) {
     parallel.start_from_rank0({weights[size_t(rank)]});
   });
   EXPECT_TRUE(at::equal(weights[1], at::full({3}, 1.0f)));
-  for (const std::string& e : errors) EXPECT_NE(e.find("rank 1 built other initial weights"), std::string::npos) << e;
+  for (const std::string& e : errors)
+    EXPECT_NE(e.find("rank 1 built other initial weights"), std::string::npos) << e;
 }
 
 TEST(DataParallel, MismatchedConfigsAreRefusedOnBothSides) {
@@ -163,16 +165,18 @@ TEST(DataParallel, AMissingRankIsNamedAfterTheTimeout) {
     ProcessGroup::join(o, "x");
     FAIL() << "joined without ranks 1 and 2";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("ranks 1, 2 did not join within 1 s"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ranks 1, 2 did not join within 1 s"), std::string::npos)
+        << e.what();
   }
 }
-
 
 // ---- the rendezvous handshake across machines (dist/rendezvous_handshake.h) ----
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 Hello hello_of(int rank, int world, const std::string& run_id) {
   return {kRendezvousVersion, uint32_t(rank), uint32_t(world), run_digest(run_id)};
@@ -219,7 +223,8 @@ class Impostor {
 };
 
 // What introduce() threw at `master` (failing the test where it returned), and within what time.
-std::string refusal(const std::string& master, const Hello& hello, int timeout_seconds, double* seconds = nullptr) {
+std::string refusal(const std::string& master, const Hello& hello, int timeout_seconds,
+                    double* seconds = nullptr) {
   const Clock::time_point start = Clock::now();
   try {
     const uint16_t port = introduce(master, hello, std::chrono::seconds(timeout_seconds));
@@ -267,13 +272,16 @@ TEST(DataParallelRendezvous, AnotherRunIdIsTurnedAwayOnBothSides) {
     ADD_FAILURE() << "rank 0 admitted a rank of another run";
   } catch (const Error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("rank 1 did not join within 1 s (2 ranks expected at " + master + "); turned away: 127.0.0.1:"),
-              std::string::npos) << what;
+    EXPECT_NE(what.find("rank 1 did not join within 1 s (2 ranks expected at " + master +
+                        "); turned away: 127.0.0.1:"),
+              std::string::npos)
+        << what;
     EXPECT_NE(what.find(" gave another run id"), std::string::npos) << what;
   }
   const std::string e = peer.get();
-  EXPECT_EQ(e, "--master " + master + ": rank 0 there runs with another run id: give every rank the same --run-id (or "
-               "TRANSLUTION_RUN_ID)");
+  EXPECT_EQ(e, "--master " + master +
+                   ": rank 0 there runs with another run id: give every rank the same --run-id (or "
+                   "TRANSLUTION_RUN_ID)");
 }
 
 TEST(DataParallelRendezvous, AnotherProtocolVersionIsNamedOnBothSides) {
@@ -286,16 +294,20 @@ TEST(DataParallelRendezvous, AnotherProtocolVersionIsNamedOnBothSides) {
     listener.admit(2, "secret", 4321, std::chrono::seconds(1));
     ADD_FAILURE() << "rank 0 admitted a rank of another protocol version";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("speaks rendezvous protocol " + std::to_string(kRendezvousVersion + 1)),
-              std::string::npos) << e.what();
+    EXPECT_NE(
+        std::string(e.what()).find("speaks rendezvous protocol " + std::to_string(kRendezvousVersion + 1)),
+        std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(peer.get(), "--master " + master + ": rank 0 there speaks rendezvous protocol " +
                             std::to_string(kRendezvousVersion) + " and this rank " +
-                            std::to_string(kRendezvousVersion + 1) + ": run the same Translution release on every machine");
+                            std::to_string(kRendezvousVersion + 1) +
+                            ": run the same Translution release on every machine");
   // And a rank 0 of another version, as this rank reads its reply.
   Reply other;
   other.version = 7;
-  expect_one_line_refusal(text_of(encode_reply(other)), false, "rank 0 there speaks rendezvous protocol 7 and this rank 1");
+  expect_one_line_refusal(text_of(encode_reply(other)), false,
+                          "rank 0 there speaks rendezvous protocol 7 and this rank 1");
 }
 
 TEST(DataParallelRendezvous, JunkBytesAreNotARankZero) {
@@ -342,7 +354,8 @@ TEST(DataParallelRendezvous, NothingListeningIsUnreachableWithinTheTimeout) {
   double seconds = 0;
   const std::string master = "127.0.0.1:" + std::to_string(port);
   const std::string e = refusal(master, hello_of(1, 2, "secret"), 1, &seconds);
-  EXPECT_EQ(e, "--master " + master + ": cannot reach rank 0 there within 1 s (is rank 0 started, and the port open?)");
+  EXPECT_EQ(e, "--master " + master +
+                   ": cannot reach rank 0 there within 1 s (is rank 0 started, and the port open?)");
   EXPECT_GE(seconds, 0.9);
   EXPECT_LE(seconds, 3.0);
 }
@@ -353,7 +366,8 @@ TEST(DataParallelRendezvous, NonPeersAtRankZeroHoldUpNoRank) {
   RendezvousListener listener("127.0.0.1:0");
   const std::string master = "127.0.0.1:" + std::to_string(listener.port());
   auto others = std::async(std::launch::async, [&] {
-    const int silent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), junk = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int silent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0),
+              junk = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET, a.sin_addr.s_addr = htonl(INADDR_LOOPBACK), a.sin_port = htons(listener.port());
     ::connect(silent, reinterpret_cast<sockaddr*>(&a), sizeof a);
@@ -380,9 +394,11 @@ TEST(DataParallelRendezvous, AnotherWorldSizeStopsBothSides) {
     listener.admit(2, "secret", 4321, std::chrono::seconds(5));
     ADD_FAILURE() << "rank 0 admitted a rank of another world size";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "rank 1 was started with --world-size 3 and rank 0 with 2: every rank needs the same");
+    EXPECT_STREQ(e.what(),
+                 "rank 1 was started with --world-size 3 and rank 0 with 2: every rank needs the same");
   }
-  EXPECT_EQ(peer.get(), "rank 0 was started with --world-size 2 and rank 1 with 3: every rank needs the same");
+  EXPECT_EQ(peer.get(),
+            "rank 0 was started with --world-size 2 and rank 1 with 3: every rank needs the same");
 }
 
 TEST(DataParallelRendezvous, ARankClaimedTwiceIsTurnedAway) {
@@ -398,7 +414,8 @@ TEST(DataParallelRendezvous, ARankClaimedTwiceIsTurnedAway) {
   EXPECT_NO_THROW(listener.admit(3, "secret", 4321, std::chrono::seconds(5)));
   const auto [first, second, zero] = peers.get();
   EXPECT_EQ(first, 4321);
-  EXPECT_EQ(second, "another process already joined this run as rank 1 (--rank must differ on every process)");
+  EXPECT_EQ(second,
+            "another process already joined this run as rank 1 (--rank must differ on every process)");
   EXPECT_NE(zero.find("rank 0 there does not take rank 0"), std::string::npos) << zero;
 }
 
@@ -409,8 +426,9 @@ TEST(DataParallelRendezvous, APortInUseIsOneLine) {
     RendezvousListener second(master);
     ADD_FAILURE() << "bound a port in use";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "--master " + master + ": port " + std::to_string(first.port()) +
-                                         " is in use on this machine (another run's rank 0?): choose another port");
+    EXPECT_EQ(std::string(e.what()),
+              "--master " + master + ": port " + std::to_string(first.port()) +
+                  " is in use on this machine (another run's rank 0?): choose another port");
   }
 }
 

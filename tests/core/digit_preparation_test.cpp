@@ -1,17 +1,18 @@
 // Reading pictures (PNG, JPEG) and preparing a digit the way MNIST did.
-#include <ATen/ATen.h>
-#include <gtest/gtest.h>
-#include <jpeglib.h>
-#include <zlib.h>
+#include "image/digit_preparation.h"
 
 #include <cstdio>
 #include <cstring>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <jpeglib.h>
 #include <png.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "data/mnist.h"
-#include "image/digit_preparation.h"
 #include "image/image_file.h"
 #include "image/png_io.h"
 #include "temp_dir.h"
@@ -152,7 +153,8 @@ TEST(ImageFile, NonImagesAndDamagedFilesAreErrorsNamingTheFile) {
     read_image_gray(dir.file("notes.txt"));
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("notes.txt is not a PNG or JPEG image"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("notes.txt is not a PNG or JPEG image"), std::string::npos)
+        << e.what();
   }
   write_png_gray(dir.file("a.png"), at::rand({50, 50}));
   std::vector<uint8_t> bytes = test_support::read_bytes(dir.file("a.png"));
@@ -234,7 +236,8 @@ TEST(ImageFile, OnlyRegularFilesUnderTheSizeLimitAreRead) {
     read_image_gray(dir.file("padded.png"));
     FAIL() << "an oversized file was read";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("padded.png is 64000001 bytes; pictures of up to 64 MB"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("padded.png is 64000001 bytes; pictures of up to 64 MB"),
+              std::string::npos)
         << e.what();
   }
   ASSERT_EQ(::mkfifo(dir.file("pipe.png").c_str(), 0600), 0);

@@ -1,8 +1,8 @@
-#include <gtest/gtest.h>
+#include "util/fma_peak.h"
 
 #include <cmath>
 
-#include "util/fma_peak.h"
+#include <gtest/gtest.h>
 
 namespace translution {
 namespace {

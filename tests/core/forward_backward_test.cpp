@@ -1,21 +1,21 @@
 // A training step's forward and backward split by images over the cores
 // (train/forward_backward.h) against the whole batch in one forward.
+#include "train/forward_backward.h"
+
 #include <cmath>
 #include <limits>
 #include <string>
 #include <thread>
 #include <utility>
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include <ATen/ATen.h>
-
 #include "cpu/bf16_gemm.h"
+#include "cpu/helper_threads.h"
 #include "nn/vit.h"
 #include "tensor_checks.h"
 #include "test_switches.h"
-#include "train/forward_backward.h"
-#include "cpu/helper_threads.h"
 
 namespace translution {
 namespace {
@@ -29,7 +29,8 @@ Pass run(ViT& vit, const at::Tensor& images, const at::Tensor& labels, int share
   for (at::Tensor& p : vit->parameters()) p.mutable_grad() = at::Tensor();
   Pass pass;
   pass.result = forward_backward(vit, images, labels, shares);
-  for (const at::Tensor& p : vit->parameters()) pass.grads.push_back(p.grad().defined() ? p.grad().clone() : p.grad());
+  for (const at::Tensor& p : vit->parameters())
+    pass.grads.push_back(p.grad().defined() ? p.grad().clone() : p.grad());
   return pass;
 }
 
@@ -45,13 +46,15 @@ std::pair<at::Tensor, at::Tensor> random_batch(int64_t n) {
 
 void expect_same(const Pass& tested, const Pass& whole, ViT& vit, double tolerance) {
   EXPECT_NEAR(tested.result.loss, whole.result.loss, tolerance * std::abs(whole.result.loss)) << "loss";
-  EXPECT_LT(test_support::max_relative_error(tested.result.logits, whole.result.logits), tolerance) << "logits";
+  EXPECT_LT(test_support::max_relative_error(tested.result.logits, whole.result.logits), tolerance)
+      << "logits";
   const auto names = vit->named_parameters();
   ASSERT_EQ(tested.grads.size(), whole.grads.size());
   for (size_t n = 0; n < whole.grads.size(); ++n) {
     ASSERT_EQ(tested.grads[n].defined(), whole.grads[n].defined()) << names[n].key();
     if (whole.grads[n].defined()) {
-      EXPECT_LT(test_support::max_relative_error(tested.grads[n], whole.grads[n]), tolerance) << names[n].key();
+      EXPECT_LT(test_support::max_relative_error(tested.grads[n], whole.grads[n]), tolerance)
+          << names[n].key();
     }
   }
 }

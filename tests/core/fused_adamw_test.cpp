@@ -1,4 +1,6 @@
 // FusedAdamW must be LibTorch's AdamW, only faster: same updates, same state.
+#include "cpu/fused_adamw.h"
+
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -6,10 +8,9 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
-#include "cpu/fused_adamw.h"
-#include "train/release_gradients.h"
 #include "cpu/helper_threads.h"
 #include "test_switches.h"
+#include "train/release_gradients.h"
 
 namespace translution {
 namespace {
@@ -32,11 +33,13 @@ std::vector<at::Tensor> clone_parameters(const std::vector<at::Tensor>& params) 
 // The same pseudo-random gradients for step `step` in both runs.
 void set_gradients(std::vector<at::Tensor>& params, int step) {
   at::manual_seed(100 + step);
-  for (size_t i = 0; i + 1 < params.size(); ++i) params[i].mutable_grad() = at::randn_like(params[i]) * (1 + step);
+  for (size_t i = 0; i + 1 < params.size(); ++i)
+    params[i].mutable_grad() = at::randn_like(params[i]) * (1 + step);
 }
 
 void set_lr(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  for (auto& group : optimizer.param_groups())
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
 double max_relative_difference(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
@@ -49,7 +52,8 @@ double max_relative_difference(const std::vector<at::Tensor>& a, const std::vect
 }
 
 double run_both(at::ScalarType dtype, int steps) {
-  std::vector<at::Tensor> fused_params = make_parameters(dtype), plain_params = clone_parameters(fused_params);
+  std::vector<at::Tensor> fused_params = make_parameters(dtype),
+                          plain_params = clone_parameters(fused_params);
   const auto options = torch::optim::AdamWOptions(3e-2).weight_decay(0.05);
   FusedAdamW fused(fused_params, options);
   torch::optim::AdamW plain(plain_params, options);
@@ -120,7 +124,8 @@ TEST(ReleaseGradients, TrainsExactlyLikeZeroedGradientsAndLeavesNoneBehind) {
   FusedAdamW released(a, options), zeroed(b, options);
   auto backward = [](std::vector<at::Tensor>& params, int step) {  // the last parameter stays out of the loss
     at::Tensor loss = at::zeros({}, params[0].options());
-    for (size_t i = 0; i + 1 < params.size(); ++i) loss = loss + (params[i] * params[i] * double(step + 1 + i)).sum();
+    for (size_t i = 0; i + 1 < params.size(); ++i)
+      loss = loss + (params[i] * params[i] * double(step + 1 + i)).sum();
     loss.backward();
   };
   for (int s = 0; s < 4; ++s) {

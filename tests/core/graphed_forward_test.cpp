@@ -3,11 +3,11 @@
 // its forward), and each replay reads the canvas it is given. Skipped, saying so,
 // where LibTorch has no CUDA or no GPU is visible; the CPU's side (no graph, and a
 // clear refusal where the build cannot capture) runs everywhere.
-#include <gtest/gtest.h>
+#include "infer/graphed_forward.h"
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
-#include "infer/graphed_forward.h"
 #include "infer/predictor.h"
 #include "nn/attention_spec.h"
 #include "tensor_checks.h"
@@ -42,8 +42,10 @@ void expect_same_prediction(const Prediction& graphed, const Prediction& eager, 
   ASSERT_EQ(graphed.attention.size(), eager.attention.size());
   ASSERT_EQ(graphed.attention_inputs.size(), eager.attention_inputs.size());
   for (size_t l = 0; l < eager.attention.size(); ++l) {
-    EXPECT_LT(max_relative_error(graphed.attention[l], eager.attention[l]), tolerance) << "attention of layer " << l;
-    EXPECT_LT(max_relative_error(graphed.attention_inputs[l].cpu(), eager.attention_inputs[l].cpu()), tolerance)
+    EXPECT_LT(max_relative_error(graphed.attention[l], eager.attention[l]), tolerance)
+        << "attention of layer " << l;
+    EXPECT_LT(max_relative_error(graphed.attention_inputs[l].cpu(), eager.attention_inputs[l].cpu()),
+              tolerance)
         << "attention input of layer " << l;
   }
 }
@@ -77,14 +79,16 @@ TEST(Cuda, GraphedPredictionsMatchEagerForEveryOperator) {
     std::vector<double> previous;
     for (const at::Tensor& canvas : canvases()) {
       for (const bool with_attention : {true, false}) {
-        const Prediction g = graphed.predict(canvas, with_attention), e = eager.predict(canvas, with_attention);
+        const Prediction g = graphed.predict(canvas, with_attention),
+                         e = eager.predict(canvas, with_attention);
         expect_same_prediction(g, e, 1e-5);
         if (with_attention) {
           const auto cg = graphed.value_contributions(g), ce = eager.value_contributions(e);
           ASSERT_EQ(cg.size(), ce.size());
           for (size_t l = 0; l < ce.size(); ++l)
             for (size_t p = 0; p < ce[l].size(); ++p)
-              EXPECT_LT(max_relative_error(cg[l][p].norms, ce[l][p].norms), 1e-5) << "value contributions " << l;
+              EXPECT_LT(max_relative_error(cg[l][p].norms, ce[l][p].norms), 1e-5)
+                  << "value contributions " << l;
         }
       }
       // Each replay read its own canvas: the next one's answer differs.

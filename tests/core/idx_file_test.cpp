@@ -1,6 +1,7 @@
+#include "data/idx_file.h"
+
 #include <gtest/gtest.h>
 
-#include "data/idx_file.h"
 #include "data/mnist.h"
 #include "temp_dir.h"
 #include "util/error.h"

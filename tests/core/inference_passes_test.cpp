@@ -3,6 +3,8 @@
 // against the ops it replaces (double to rounding, float to the kernels'
 // accuracy), whole models with the passes on and off, and the passes never
 // taken where a gradient is wanted.
+#include "cpu/inference_passes.h"
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -11,13 +13,12 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "nn/attention_math.h"
-#include "cpu/linear.h"
-#include "cpu/inference_passes.h"
 #include "cpu/blas_gemm.h"
-#include "cpu/vector_math.h"
-#include "nn/vit.h"
 #include "cpu/helper_threads.h"
+#include "cpu/linear.h"
+#include "cpu/vector_math.h"
+#include "nn/attention_math.h"
+#include "nn/vit.h"
 #include "tensor_checks.h"
 #include "test_switches.h"
 
@@ -71,7 +72,8 @@ TEST(VectorMath, ScaledSoftmaxMatchesItsDefinition) {
   for (const int64_t n : {1, 5, 16, 17, 50, 70})
     for (const bool masked : {false, true})
       for (const double scale : {0.125, 1.0}) {
-        SCOPED_TRACE("n = " + std::to_string(n) + (masked ? ", masked" : "") + ", scale " + std::to_string(scale));
+        SCOPED_TRACE("n = " + std::to_string(n) + (masked ? ", masked" : "") + ", scale " +
+                     std::to_string(scale));
         const at::Tensor r = at::rand({n}, at::kDouble) * 80 - 40;
         std::vector<double> row(static_cast<size_t>(n));
         for (int64_t j = 0; j < n; ++j) row[size_t(j)] = double(float(r[j].item<double>()));
@@ -107,7 +109,8 @@ TEST(FusedInference, NormalizeMatchesLayerNorm) {
   at::manual_seed(13);
   const at::NoGradGuard no_grad;
   for (const auto type : {at::kDouble, at::kFloat})
-    for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{2, 5, 7}, {1, 50, 192}, {3, 144}}) {
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{2, 5, 7}, {1, 50, 192}, {3, 144}}) {
       torch::nn::LayerNorm layer(torch::nn::LayerNormOptions({shape.back()}));
       layer->to(type);
       layer->weight.uniform_(-2, 2), layer->bias.uniform_(-1, 1);
@@ -126,18 +129,20 @@ TEST(FusedInference, DenseEpiloguesMatchTheOps) {
   for (const int threads : {1, 2, 3})
     for (const int64_t out : {40, 17, 768, 200})
       for (const auto type : {at::kDouble, at::kFloat})
-        for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{2, 9, 24}, {1, 50, 192}}) {
-        SCOPED_TRACE(std::to_string(threads) + " thread(s), width " + std::to_string(out) + ", k " +
-                     std::to_string(shape.back()));
-        test_support::use_matrix_threads(threads);
-        torch::nn::Linear layer(torch::nn::LinearOptions(shape.back(), out));
-        layer->to(type);
-        const at::Tensor x = at::randn(shape, type), residual = at::randn({shape[0], shape[1], out}, type);
-        const double tolerance = type == at::kDouble ? 1e-12 : 2e-6;
-        EXPECT_LT(max_relative_error(linear_gelu(layer, x), at::gelu(layer->forward(x))), tolerance);
-        EXPECT_LT(max_relative_error(linear_add(layer, x, residual), residual + layer->forward(x)), tolerance);
-        EXPECT_LT(max_relative_error(linear(layer, x), layer->forward(x)), tolerance);
-      }
+        for (const std::vector<int64_t>& shape :
+             std::vector<std::vector<int64_t>>{{2, 9, 24}, {1, 50, 192}}) {
+          SCOPED_TRACE(std::to_string(threads) + " thread(s), width " + std::to_string(out) + ", k " +
+                       std::to_string(shape.back()));
+          test_support::use_matrix_threads(threads);
+          torch::nn::Linear layer(torch::nn::LinearOptions(shape.back(), out));
+          layer->to(type);
+          const at::Tensor x = at::randn(shape, type), residual = at::randn({shape[0], shape[1], out}, type);
+          const double tolerance = type == at::kDouble ? 1e-12 : 2e-6;
+          EXPECT_LT(max_relative_error(linear_gelu(layer, x), at::gelu(layer->forward(x))), tolerance);
+          EXPECT_LT(max_relative_error(linear_add(layer, x, residual), residual + layer->forward(x)),
+                    tolerance);
+          EXPECT_LT(max_relative_error(linear(layer, x), layer->forward(x)), tolerance);
+        }
   test_support::use_matrix_threads(0);
 }
 
@@ -184,15 +189,16 @@ TEST(FusedInference, SelfAttentionCoreMatchesTheOps) {
     for (const int threads : {1, 2, 3})
       for (const auto type : {at::kDouble, at::kFloat})
         for (const bool with_probs : {true, false}) {
-          SCOPED_TRACE(std::to_string(c.batch) + " x " + std::to_string(c.tokens) + ", " + std::to_string(c.heads) +
-                       " heads, " + std::to_string(threads) + " thread(s)" + (c.causal ? ", causal" : ""));
+          SCOPED_TRACE(std::to_string(c.batch) + " x " + std::to_string(c.tokens) + ", " +
+                       std::to_string(c.heads) + " heads, " + std::to_string(threads) + " thread(s)" +
+                       (c.causal ? ", causal" : ""));
           test_support::use_matrix_threads(threads);
           const at::Tensor qkv = at::randn({c.batch, c.tokens, 3 * c.heads * c.head_dim}, type) * 2;
-          const at::Tensor valid =
-              c.causal ? at::ones({c.tokens, c.tokens}, at::kBool).tril() : at::Tensor();
+          const at::Tensor valid = c.causal ? at::ones({c.tokens, c.tokens}, at::kBool).tril() : at::Tensor();
           at::Tensor probs, probs_ops;
           const at::Tensor fused = self_attention_core(qkv, c.heads, valid, with_probs ? &probs : nullptr);
-          const at::Tensor ops = test_support::on_reference([&] { return self_attention_core(qkv, c.heads, valid, &probs_ops); });
+          const at::Tensor ops = test_support::on_reference(
+              [&] { return self_attention_core(qkv, c.heads, valid, &probs_ops); });
           const double tolerance = type == at::kDouble ? 1e-12 : 5e-6;
           EXPECT_LT(max_relative_error(fused, ops), tolerance);
           if (with_probs) {
@@ -214,7 +220,8 @@ TEST(FusedInference, AttentionSoftmaxMatchesTheOps) {
         const at::Tensor logits = at::randn({2, 3, 9, 9}, type) * 10;
         const at::Tensor valid = causal ? at::ones({9, 9}, at::kBool).tril() : at::Tensor();
         const at::Tensor fused = attention_softmax(logits, valid, divisor);
-        const at::Tensor ops = test_support::on_reference([&] { return attention_softmax(logits, valid, divisor); });
+        const at::Tensor ops =
+            test_support::on_reference([&] { return attention_softmax(logits, valid, divisor); });
         EXPECT_LT(max_relative_error(fused, ops), type == at::kDouble ? 1e-13 : 2e-6);
         EXPECT_EQ(fused.sizes(), logits.sizes());
       }
@@ -226,7 +233,8 @@ TEST(FusedInference, WholeModelsMatchTheOpsAndTheirAttentionMaps) {
   for (const std::string model : {"attention", "attention-nope", "rope", "lor", "translution"})
     for (const int64_t batch : {1, 2})
       for (const auto type : {at::kDouble, at::kFloat}) {
-        SCOPED_TRACE(model + ", batch " + std::to_string(batch) + (type == at::kFloat ? ", float" : ", double"));
+        SCOPED_TRACE(model + ", batch " + std::to_string(batch) +
+                     (type == at::kFloat ? ", float" : ", double"));
         ViT vit(test_support::small_vit_config(model));
         vit->to(type);
         const at::Tensor images = at::randn({batch, 1, 28, 21}, type);

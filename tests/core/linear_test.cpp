@@ -1,5 +1,7 @@
 // linear() is the linear layer with its products split over threads, and
 // run_parts runs every part exactly once, from any number of callers.
+#include "cpu/linear.h"
+
 #include <atomic>
 #include <stdexcept>
 #include <thread>
@@ -7,17 +9,15 @@
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
-
 #include <torch/autograd.h>
 
 #include "cpu/bf16_gemm.h"
-#include "cpu/linear.h"
 #include "cpu/blas_gemm.h"
-#include "util/engine_options.h"
-#include "util/device.h"
 #include "cpu/helper_threads.h"
 #include "tensor_checks.h"
 #include "test_switches.h"
+#include "util/device.h"
+#include "util/engine_options.h"
 
 namespace translution {
 namespace {
@@ -34,8 +34,8 @@ template <typename Check>
 void for_each_split(const std::vector<LayerCase>& cases, Check check) {
   for (const LayerCase& c : cases)
     for (const int threads : {1, 2, 3}) {
-      SCOPED_TRACE(std::to_string(c.rows) + " x " + std::to_string(c.in) + " -> " + std::to_string(c.out) + ", " +
-                   std::to_string(threads) + " thread(s)");
+      SCOPED_TRACE(std::to_string(c.rows) + " x " + std::to_string(c.in) + " -> " + std::to_string(c.out) +
+                   ", " + std::to_string(threads) + " thread(s)");
       test_support::use_matrix_threads(threads);
       torch::nn::Linear layer(torch::nn::LinearOptions(c.in, c.out).bias(c.bias));
       layer->to(at::kDouble);
@@ -49,17 +49,18 @@ TEST(Dense, SplitColumnsGiveTheLinearLayersOutputInDouble) {
   const at::NoGradGuard no_grad;
   // Widths that split evenly, unevenly and into parts narrower than the 16-column
   // alignment; with and without bias; one image's tokens and a batch.
-  for_each_split({{19, 96, 50, true}, {33, 200, 7, false}, {8, 40, 50, true}, {24, 17, 3, true}, {16, 64, 130, true}},
-                 [](const LayerCase& c, torch::nn::Linear& layer) {
-                   const at::Tensor x = at::randn({1, c.rows, c.in}, at::kDouble);
-                   const at::Tensor out = linear(layer, x);
-                   EXPECT_EQ(out.sizes(), (std::vector<int64_t>{1, c.rows, c.out}));
-                   EXPECT_LT(max_relative_error(out, layer->forward(x)), 1e-12);
-                   // A strided input (not contiguous) goes through the module's own forward.
-                   const at::Tensor wide = at::randn({1, c.rows, 2 * c.in}, at::kDouble);
-                   const at::Tensor strided = wide.narrow(2, 0, c.in);
-                   EXPECT_LT(max_relative_error(linear(layer, strided), layer->forward(strided)), 1e-12);
-                 });
+  for_each_split(
+      {{19, 96, 50, true}, {33, 200, 7, false}, {8, 40, 50, true}, {24, 17, 3, true}, {16, 64, 130, true}},
+      [](const LayerCase& c, torch::nn::Linear& layer) {
+        const at::Tensor x = at::randn({1, c.rows, c.in}, at::kDouble);
+        const at::Tensor out = linear(layer, x);
+        EXPECT_EQ(out.sizes(), (std::vector<int64_t>{1, c.rows, c.out}));
+        EXPECT_LT(max_relative_error(out, layer->forward(x)), 1e-12);
+        // A strided input (not contiguous) goes through the module's own forward.
+        const at::Tensor wide = at::randn({1, c.rows, 2 * c.in}, at::kDouble);
+        const at::Tensor strided = wide.narrow(2, 0, c.in);
+        EXPECT_LT(max_relative_error(linear(layer, strided), layer->forward(strided)), 1e-12);
+      });
   test_support::use_matrix_threads(3);
   EXPECT_EQ(linear_parts(50, 8, 192), 1) << "narrower than one aligned part";
   EXPECT_EQ(linear_parts(50, 40, 192), 2) << "two aligned parts at most";
@@ -87,39 +88,43 @@ TEST(Dense, SplitsProductsOnlyWhereTheBlasThreadsNone) {
 // with and without bias, an input that needs no gradient and a frozen weight.
 TEST(Dense, SplitGradientsMatchTheLinearLayerInDouble) {
   at::manual_seed(6);
-  for_each_split({{32, 64, 50, true}, {19, 96, 130, false}, {24, 17, 7, true}, {40, 200, 33, true, false},
-                  {48, 80, 20, false, true, false}},
-                 [](const LayerCase& c, torch::nn::Linear& layer) {
-                   layer->weight.requires_grad_(c.weight_grad);
-                   const at::Tensor x0 = at::randn({2, c.rows, c.in}, at::kDouble);
-                   const at::Tensor dy = at::randn({2, c.rows, c.out}, at::kDouble);
-                   const at::Tensor x = x0.clone().requires_grad_(c.input_grad);
-                   const at::Tensor y = linear(layer, x);
-                   if (blas_gemm_usable(x0)) {  // the engine's node at any split, one part included
-                     ASSERT_TRUE(y.grad_fn());
-                     EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
-                   }
-                   (y * dy).sum().backward();
-                   const at::Tensor w = layer->weight.detach().clone().requires_grad_(c.weight_grad);
-                   const at::Tensor b = c.bias ? layer->bias.detach().clone().requires_grad_(true) : at::Tensor();
-                   const at::Tensor xr = x0.clone().requires_grad_(c.input_grad);
-                   const at::Tensor yr = at::linear(xr, w, b);
-                   EXPECT_LT(max_relative_error(y.detach(), yr.detach()), 1e-12);
-                   (yr * dy).sum().backward();
-                   if (c.weight_grad) {
-                     EXPECT_LT(max_relative_error(layer->weight.grad(), w.grad()), 1e-12);
-                   } else {
-                     EXPECT_FALSE(layer->weight.grad().defined());
-                   }
-                   if (c.bias) {
-                     EXPECT_LT(max_relative_error(layer->bias.grad(), b.grad()), 1e-12);
-                   }
-                   if (c.input_grad) {
-                     EXPECT_LT(max_relative_error(x.grad(), xr.grad()), 1e-12);
-                   } else {
-                     EXPECT_FALSE(x.grad().defined());
-                   }
-                 });
+  for_each_split(
+      {{32, 64, 50, true},
+       {19, 96, 130, false},
+       {24, 17, 7, true},
+       {40, 200, 33, true, false},
+       {48, 80, 20, false, true, false}},
+      [](const LayerCase& c, torch::nn::Linear& layer) {
+        layer->weight.requires_grad_(c.weight_grad);
+        const at::Tensor x0 = at::randn({2, c.rows, c.in}, at::kDouble);
+        const at::Tensor dy = at::randn({2, c.rows, c.out}, at::kDouble);
+        const at::Tensor x = x0.clone().requires_grad_(c.input_grad);
+        const at::Tensor y = linear(layer, x);
+        if (blas_gemm_usable(x0)) {  // the engine's node at any split, one part included
+          ASSERT_TRUE(y.grad_fn());
+          EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
+        }
+        (y * dy).sum().backward();
+        const at::Tensor w = layer->weight.detach().clone().requires_grad_(c.weight_grad);
+        const at::Tensor b = c.bias ? layer->bias.detach().clone().requires_grad_(true) : at::Tensor();
+        const at::Tensor xr = x0.clone().requires_grad_(c.input_grad);
+        const at::Tensor yr = at::linear(xr, w, b);
+        EXPECT_LT(max_relative_error(y.detach(), yr.detach()), 1e-12);
+        (yr * dy).sum().backward();
+        if (c.weight_grad) {
+          EXPECT_LT(max_relative_error(layer->weight.grad(), w.grad()), 1e-12);
+        } else {
+          EXPECT_FALSE(layer->weight.grad().defined());
+        }
+        if (c.bias) {
+          EXPECT_LT(max_relative_error(layer->bias.grad(), b.grad()), 1e-12);
+        }
+        if (c.input_grad) {
+          EXPECT_LT(max_relative_error(x.grad(), xr.grad()), 1e-12);
+        } else {
+          EXPECT_FALSE(x.grad().defined());
+        }
+      });
 }
 
 // linear_add with gradients adds the residual inside the product (the columns hold
@@ -128,29 +133,29 @@ TEST(Dense, SplitGradientsMatchTheLinearLayerInDouble) {
 // double, with 1-3 parts; and a residual of another shape is added after it.
 TEST(Dense, ResidualInsideTheProductMatchesTheLinearLayerPlusTheResidualInDouble) {
   at::manual_seed(8);
-  for_each_split({{32, 64, 50, true}, {19, 96, 130, false}, {24, 17, 7, true}},
-                 [](const LayerCase& c, torch::nn::Linear& layer) {
-                   const at::Tensor x0 = at::randn({2, c.rows, c.in}, at::kDouble);
-                   const at::Tensor r0 = at::randn({2, c.rows, c.out}, at::kDouble);
-                   const at::Tensor dy = at::randn({2, c.rows, c.out}, at::kDouble);
-                   const at::Tensor x = x0.clone().requires_grad_(true), r = r0.clone().requires_grad_(true);
-                   const at::Tensor y = linear_add(layer, x, r);
-                   ASSERT_TRUE(y.grad_fn());
-                   EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
-                   (y * dy).sum().backward();
-                   const at::Tensor w = layer->weight.detach().clone().requires_grad_(true);
-                   const at::Tensor b = c.bias ? layer->bias.detach().clone().requires_grad_(true) : at::Tensor();
-                   const at::Tensor xr = x0.clone().requires_grad_(true), rr = r0.clone().requires_grad_(true);
-                   const at::Tensor yr = rr + at::linear(xr, w, b);
-                   EXPECT_LT(max_relative_error(y.detach(), yr.detach()), 1e-12);
-                   (yr * dy).sum().backward();
-                   EXPECT_LT(max_relative_error(layer->weight.grad(), w.grad()), 1e-12);
-                   if (c.bias) {
-                     EXPECT_LT(max_relative_error(layer->bias.grad(), b.grad()), 1e-12);
-                   }
-                   EXPECT_LT(max_relative_error(x.grad(), xr.grad()), 1e-12);
-                   EXPECT_LT(max_relative_error(r.grad(), rr.grad()), 1e-12);
-                 });
+  for_each_split({{32, 64, 50, true}, {19, 96, 130, false}, {24, 17, 7, true}}, [](const LayerCase& c,
+                                                                                   torch::nn::Linear& layer) {
+    const at::Tensor x0 = at::randn({2, c.rows, c.in}, at::kDouble);
+    const at::Tensor r0 = at::randn({2, c.rows, c.out}, at::kDouble);
+    const at::Tensor dy = at::randn({2, c.rows, c.out}, at::kDouble);
+    const at::Tensor x = x0.clone().requires_grad_(true), r = r0.clone().requires_grad_(true);
+    const at::Tensor y = linear_add(layer, x, r);
+    ASSERT_TRUE(y.grad_fn());
+    EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
+    (y * dy).sum().backward();
+    const at::Tensor w = layer->weight.detach().clone().requires_grad_(true);
+    const at::Tensor b = c.bias ? layer->bias.detach().clone().requires_grad_(true) : at::Tensor();
+    const at::Tensor xr = x0.clone().requires_grad_(true), rr = r0.clone().requires_grad_(true);
+    const at::Tensor yr = rr + at::linear(xr, w, b);
+    EXPECT_LT(max_relative_error(y.detach(), yr.detach()), 1e-12);
+    (yr * dy).sum().backward();
+    EXPECT_LT(max_relative_error(layer->weight.grad(), w.grad()), 1e-12);
+    if (c.bias) {
+      EXPECT_LT(max_relative_error(layer->bias.grad(), b.grad()), 1e-12);
+    }
+    EXPECT_LT(max_relative_error(x.grad(), xr.grad()), 1e-12);
+    EXPECT_LT(max_relative_error(r.grad(), rr.grad()), 1e-12);
+  });
   // A residual broadcast along the rows is not the output's shape: added after the product.
   torch::nn::Linear layer(16, 24);
   layer->to(at::kDouble);
@@ -213,13 +218,15 @@ struct GroupedLayers {
     std::vector<at::Tensor> ws, ys;
     for (auto& layer : layers)
       ws.push_back(grouped ? layer->weight : layer->weight.detach().clone().requires_grad_(true));
-    if (grouped) ys = linear_each(pointers, x);
+    if (grouped)
+      ys = linear_each(pointers, x);
     else
       for (const at::Tensor& w : ws) ys.push_back(at::linear(x, w));
     std::vector<at::Tensor> wrt{x}, out;
     wrt.insert(wrt.end(), ws.begin(), ws.end());
     for (const at::Tensor& y : ys) out.push_back(y.detach());
-    const std::vector<at::Tensor> grads = torch::autograd::grad({loss(ys)}, wrt, {}, true, second_order, true);
+    const std::vector<at::Tensor> grads =
+        torch::autograd::grad({loss(ys)}, wrt, {}, true, second_order, true);
     for (size_t i = 0; i < grads.size(); ++i)  // the third weight's: zeros, or none
       out.push_back(grads[i].defined() ? grads[i].detach() : at::zeros_like(wrt[i]));
     if (second_order) out.push_back(torch::autograd::grad({(grads[0] * v).sum()}, {ws[0]})[0]);
@@ -240,7 +247,8 @@ TEST(Dense, GroupedProjectionsMatchTheLinearLayersInDouble) {
     for (const int threads : {1, 2}) {
       SCOPED_TRACE(std::to_string(threads) + " thread(s)" + (second_order ? ", second order" : ""));
       test_support::use_matrix_threads(threads);
-      const std::vector<at::Tensor> grouped = g.run(true, second_order), reference = g.run(false, second_order);
+      const std::vector<at::Tensor> grouped = g.run(true, second_order),
+                                    reference = g.run(false, second_order);
       EXPECT_NE(g.grad_fn.find("DenseEach"), std::string::npos) << g.grad_fn;
       ASSERT_EQ(grouped.size(), reference.size());
       for (size_t i = 0; i < grouped.size(); ++i)
@@ -278,12 +286,15 @@ TEST(HelperThreads, EveryPartRunsOnceFromConcurrentCallersAndErrorsComeBack) {
   caller();
   other.join();
   EXPECT_EQ(total.load(), 2 * 500 * 3);
-  EXPECT_THROW(run_parts(2, [](int p) {
-                 if (p == 1) throw std::runtime_error("part 1 failed");
-               }),
+  EXPECT_THROW(run_parts(2,
+                         [](int p) {
+                           if (p == 1) throw std::runtime_error("part 1 failed");
+                         }),
                std::runtime_error);
   int after = 0;
-  run_parts(2, [&](int p) { if (p == 1) after = 1; });  // the helper survives a failed part
+  run_parts(2, [&](int p) {
+    if (p == 1) after = 1;
+  });  // the helper survives a failed part
   EXPECT_EQ(after, 1);
   std::atomic<int> nested{0};  // parts that split again run their own parts in turn
   run_parts(2, [&](int) { run_parts(3, [&](int) { ++nested; }); });
@@ -305,7 +316,8 @@ TEST(HelperThreads, ClaimedChunksRunEveryItemOnceAndNameEachPartsNextItem) {
       for (size_t i = 0; i < n; ++i) EXPECT_EQ(runs[i].load(), 1) << "item " << i;
       for (const auto& list : taken)
         for (size_t t = 0; t < list.size(); ++t)
-          EXPECT_EQ(list[t].second, t + 1 < list.size() ? list[t + 1].first : n) << "next of item " << list[t].first;
+          EXPECT_EQ(list[t].second, t + 1 < list.size() ? list[t + 1].first : n)
+              << "next of item " << list[t].first;
     }
 }
 

@@ -1,8 +1,8 @@
-#include <gtest/gtest.h>
+#include "util/md5.h"
 
 #include <string>
 
-#include "util/md5.h"
+#include <gtest/gtest.h>
 
 using translution::Md5;
 using translution::md5_hex;
@@ -25,6 +25,7 @@ TEST(Md5, ChunkedUpdatesEqualOneShot) {
   std::string text;
   for (int i = 0; i < 1000; ++i) text += char('a' + i % 26);
   Md5 chunked;
-  for (size_t pos = 0; pos < text.size(); pos += 37) chunked.update(text.data() + pos, std::min<size_t>(37, text.size() - pos));
+  for (size_t pos = 0; pos < text.size(); pos += 37)
+    chunked.update(text.data() + pos, std::min<size_t>(37, text.size() - pos));
   EXPECT_EQ(chunked.hex_digest(), md5_hex(text.data(), text.size()));
 }

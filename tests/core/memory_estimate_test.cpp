@@ -1,21 +1,21 @@
 // The memory estimate (nn/memory_estimate.h) against peaks measured on real
 // runs: the presets' training and inference peaks below, on the CPU and on a GPU,
 // and a training step run here on the CPU.
-#include <gtest/gtest.h>
+#include "nn/memory_estimate.h"
 
 #include <chrono>
 #include <cmath>
 #include <string>
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
-#include "nn/memory_estimate.h"
+#include "cpu/allocator.h"
+#include "cpu/fused_adamw.h"
 #include "nn/model_size.h"
 #include "nn/vit.h"
 #include "train/forward_backward.h"
-#include "cpu/fused_adamw.h"
 #include "train/release_gradients.h"
-#include "cpu/allocator.h"
 #include "util/device.h"
 
 namespace translution {
@@ -54,18 +54,30 @@ const Measured kCpuAvx512Peaks[] = {
 // On a 2-core AMD EPYC machine without AVX-512 (LoR keeps its pair rows there), at
 // commit 8ac3912 of the engine, the same commands (--preset as listed) with --steps 2 --warmup 1:
 const Measured kCpuPeaks[] = {
-    {"attention", "A", 12, true, 32, false, 349.7},    {"attention", "A", 12, true, 128, false, 755.7},
-    {"lor", "A", 12, true, 16, false, 377.2},          {"lor", "A", 12, true, 32, false, 515.2},
-    {"lor", "A", 12, true, 128, false, 1308.4},        {"lor", "A", 12, true, 32, true, 404.2},
-    {"translution", "A", 12, true, 1, false, 2067.7},  {"translution", "A", 12, true, 8, false, 2303.5},
-    {"translution", "A", 12, true, 32, false, 2826.8}, {"translution", "A", 12, true, 64, false, 3902.2},
-    {"translution", "A", 12, true, 32, true, 2205.4},  {"lor", "A", 7, true, 32, false, 1793.4},
-    {"attention", "A", 7, true, 32, false, 627.3},     {"attention", "A", 12, false, 1, false, 185.0},
-    {"lor", "A", 12, false, 1, false, 193.8},          {"translution", "A", 12, false, 1, false, 641.5},
-    {"translution", "A", 12, false, 64, false, 714.7}, {"lor", "A", 12, true, 64, false, 797.1},
-    {"translution", "tiny", 12, true, 32, false, 728.1}, {"translution-v", "A", 12, true, 32, false, 1224.3},
-    {"rel-key", "A", 12, true, 32, false, 378.1},      {"gpsa", "A", 12, true, 32, false, 376.1},
-    {"rope", "A", 12, true, 32, false, 378.7},         {"attention", "C", 12, true, 32, false, 972.9},
+    {"attention", "A", 12, true, 32, false, 349.7},
+    {"attention", "A", 12, true, 128, false, 755.7},
+    {"lor", "A", 12, true, 16, false, 377.2},
+    {"lor", "A", 12, true, 32, false, 515.2},
+    {"lor", "A", 12, true, 128, false, 1308.4},
+    {"lor", "A", 12, true, 32, true, 404.2},
+    {"translution", "A", 12, true, 1, false, 2067.7},
+    {"translution", "A", 12, true, 8, false, 2303.5},
+    {"translution", "A", 12, true, 32, false, 2826.8},
+    {"translution", "A", 12, true, 64, false, 3902.2},
+    {"translution", "A", 12, true, 32, true, 2205.4},
+    {"lor", "A", 7, true, 32, false, 1793.4},
+    {"attention", "A", 7, true, 32, false, 627.3},
+    {"attention", "A", 12, false, 1, false, 185.0},
+    {"lor", "A", 12, false, 1, false, 193.8},
+    {"translution", "A", 12, false, 1, false, 641.5},
+    {"translution", "A", 12, false, 64, false, 714.7},
+    {"lor", "A", 12, true, 64, false, 797.1},
+    {"translution", "tiny", 12, true, 32, false, 728.1},
+    {"translution-v", "A", 12, true, 32, false, 1224.3},
+    {"rel-key", "A", 12, true, 32, false, 378.1},
+    {"gpsa", "A", 12, true, 32, false, 376.1},
+    {"rope", "A", 12, true, 32, false, 378.7},
+    {"attention", "C", 12, true, 32, false, 972.9},
 };
 
 // The caching allocator's peak (peak_memory_bytes) of the same commands with
@@ -74,18 +86,28 @@ const Measured kCpuPeaks[] = {
 // ends are listed), and on an NVIDIA H200 at commit 8ac3912 with --steps 1 --warmup 1.
 const Measured kCudaPeaks[] = {
     // H100
-    {"attention", "A", 12, false, 1, false, 45.9},     {"lor", "A", 12, false, 1, false, 55.0},
-    {"translution", "A", 12, false, 1, false, 505},    {"translution", "A", 12, false, 1, false, 534},
-    {"attention", "A", 12, true, 32, false, 222},      {"lor", "A", 12, true, 32, false, 408},
-    {"translution", "A", 12, true, 32, false, 2788},   {"translution", "A", 12, true, 32, false, 2900},
-    {"attention", "A", 12, true, 256, false, 1063},    {"lor", "A", 12, true, 256, false, 2343},
+    {"attention", "A", 12, false, 1, false, 45.9},
+    {"lor", "A", 12, false, 1, false, 55.0},
+    {"translution", "A", 12, false, 1, false, 505},
+    {"translution", "A", 12, false, 1, false, 534},
+    {"attention", "A", 12, true, 32, false, 222},
+    {"lor", "A", 12, true, 32, false, 408},
+    {"translution", "A", 12, true, 32, false, 2788},
+    {"translution", "A", 12, true, 32, false, 2900},
+    {"attention", "A", 12, true, 256, false, 1063},
+    {"lor", "A", 12, true, 256, false, 2343},
     {"translution", "A", 12, true, 256, false, 11198},
     // H200
-    {"attention", "A", 12, true, 32, false, 216.8},    {"translution", "A", 12, true, 32, false, 2900.8},
-    {"translution", "A", 12, true, 32, true, 2306.0},  {"lor", "A", 12, true, 32, true, 296.9},
-    {"translution", "A", 12, true, 128, false, 6764.3}, {"translution", "A", 7, true, 8, false, 7362.5},
-    {"attention", "A", 7, true, 64, false, 812.8},     {"lor", "A", 7, true, 64, false, 3759.1},
-    {"translution", "A", 12, false, 64, false, 1184.6}, {"translution", "tiny", 12, true, 64, false, 1098.7},
+    {"attention", "A", 12, true, 32, false, 216.8},
+    {"translution", "A", 12, true, 32, false, 2900.8},
+    {"translution", "A", 12, true, 32, true, 2306.0},
+    {"lor", "A", 12, true, 32, true, 296.9},
+    {"translution", "A", 12, true, 128, false, 6764.3},
+    {"translution", "A", 7, true, 8, false, 7362.5},
+    {"attention", "A", 7, true, 64, false, 812.8},
+    {"lor", "A", 7, true, 64, false, 3759.1},
+    {"translution", "A", 12, false, 64, false, 1184.6},
+    {"translution", "tiny", 12, true, 64, false, 1098.7},
 };
 
 void expect_within_a_quarter(const Measured& m, const MemoryTarget& target) {
@@ -95,8 +117,9 @@ void expect_within_a_quarter(const Measured& m, const MemoryTarget& target) {
   const double estimate = e.total() / 1e6;
   EXPECT_NEAR(estimate / m.megabytes, 1.0, 0.25)
       << memory_device_name(target.device) << " " << m.model << " " << m.preset << "/" << m.patch
-      << (m.training ? " training" : " inference") << " batch " << m.batch << (m.recompute ? " --recompute" : "")
-      << ": estimated " << estimate << " MB, measured " << m.megabytes << " MB";
+      << (m.training ? " training" : " inference") << " batch " << m.batch
+      << (m.recompute ? " --recompute" : "") << ": estimated " << estimate << " MB, measured " << m.megabytes
+      << " MB";
 }
 
 MemoryTarget two_core_cpu(bool avx512) {
@@ -127,7 +150,8 @@ TEST(MemoryEstimate, PartsAddUpAndFollowTheRun) {
   EXPECT_DOUBLE_EQ(train.optimizer, 2 * train.weights);
   EXPECT_GT(train.gradients, 0);
   EXPECT_LE(train.gradients, train.weights);
-  EXPECT_DOUBLE_EQ(train.total(), train.weights + train.gradients + train.optimizer + train.activations + train.baseline);
+  EXPECT_DOUBLE_EQ(train.total(),
+                   train.weights + train.gradients + train.optimizer + train.activations + train.baseline);
   // Recomputing drops the pair rows, most of Translution's activations; more images need more.
   EXPECT_LT(estimate_training(c, 32, true, MemoryDevice::Cpu).activations, 0.25 * train.activations);
   EXPECT_GT(estimate_training(c, 64, false, MemoryDevice::Cpu).total(), train.total());

@@ -1,17 +1,18 @@
 // Refusing what will not fit (train/memory_guard.h), with the available memory
 // set by $TRANSLUTION_AVAILABLE_MEMORY, and reading a checkpoint's configs
 // without loading it (train/checkpoint_peek.h).
-#include <gtest/gtest.h>
+#include "train/memory_guard.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "temp_dir.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_peek.h"
-#include "train/memory_guard.h"
 #include "util/error.h"
 
 namespace translution {
@@ -20,7 +21,9 @@ namespace {
 // Sets the override for one test.
 class AvailableBytes {
  public:
-  explicit AvailableBytes(const std::string& bytes) { ::setenv("TRANSLUTION_AVAILABLE_MEMORY", bytes.c_str(), 1); }
+  explicit AvailableBytes(const std::string& bytes) {
+    ::setenv("TRANSLUTION_AVAILABLE_MEMORY", bytes.c_str(), 1);
+  }
   ~AvailableBytes() { ::unsetenv("TRANSLUTION_AVAILABLE_MEMORY"); }
 };
 
@@ -48,7 +51,8 @@ TEST(MemoryGuard, RefusesWhatWillNotFitInOneLineWithWhatWould) {
   for (const char* part : {"weights 1.4 GB", "gradients", "AdamW 2.8 GB", "activations"})
     EXPECT_NE(why.find(part), std::string::npos) << part << ": " << why;
   // What fits: a smaller batch, --recompute, LoR, in that order, then how to insist.
-  const size_t batch = why.find(": --batch "), recompute = why.find("--recompute"), lor = why.find("--model lor");
+  const size_t batch = why.find(": --batch "), recompute = why.find("--recompute"),
+               lor = why.find("--model lor");
   EXPECT_NE(batch, std::string::npos) << why;
   EXPECT_LT(batch, recompute) << why;
   EXPECT_LT(recompute, lor) << why;
@@ -96,7 +100,8 @@ TEST(MemoryGuard, ReadingACheckpointCountsItsCopies) {
   const MemoryCheck check = check_memory(checkpoint_plan(peek, 1), c10::kCPU);
   EXPECT_FALSE(check.fits);
   EXPECT_NEAR(check.needed / 1e6, 2960 - 180, 0.25 * 2960);
-  EXPECT_NE(check.refusal.find("reading the checkpoint alone needs ~3.0 GB"), std::string::npos) << check.refusal;
+  EXPECT_NE(check.refusal.find("reading the checkpoint alone needs ~3.0 GB"), std::string::npos)
+      << check.refusal;
 }
 
 MemoryPlan translution_a12_run(int64_t batch) {
@@ -112,7 +117,8 @@ MemoryPlan translution_a12_run(int64_t batch) {
 // its step); at batch 2, 3.57 GB (2.15 GB).
 TEST(MemoryGuard, SavingACheckpointIsCounted) {
   const AvailableBytes available("24000000000");
-  for (const auto& [batch, measured_peak] : {std::pair<int64_t, double>{32, 3675376 * 1024.0}, {2, 3485964 * 1024.0}}) {
+  for (const auto& [batch, measured_peak] :
+       {std::pair<int64_t, double>{32, 3675376 * 1024.0}, {2, 3485964 * 1024.0}}) {
     MemoryPlan plan = translution_a12_run(batch);
     const MemoryCheck saving = check_memory(plan, c10::kCPU);
     plan.saves_checkpoint = false;
@@ -138,7 +144,8 @@ TEST(MemoryGuard, ARunThatFitsOnlyWithoutItsSaveIsRefused) {
   plan.saves_checkpoint = true;
   const MemoryCheck check = check_memory(plan, c10::kCPU);
   EXPECT_FALSE(check.fits);
-  EXPECT_NE(check.refusal.find("; writing a checkpoint 1.4 GB beside the run"), std::string::npos) << check.refusal;
+  EXPECT_NE(check.refusal.find("; writing a checkpoint 1.4 GB beside the run"), std::string::npos)
+      << check.refusal;
 }
 
 // `train --nproc N`: N processes on one machine, each with the run; rank 0 alone writes the checkpoint.
@@ -158,8 +165,10 @@ TEST(MemoryGuard, EveryRankOfNprocIsCounted) {
   EXPECT_DOUBLE_EQ(check.needed, single + 2 * (unsaved + baseline));
   ASSERT_FALSE(check.fits);
   EXPECT_EQ(check.refusal.find('\n'), std::string::npos);
-  EXPECT_EQ(check.refusal.rfind("training translution ViT-A/12 (84x84) at batch 8 on cpu in 3 ranks (--nproc 3) needs ~", 0),
-            0u) << check.refusal;
+  EXPECT_EQ(check.refusal.rfind(
+                "training translution ViT-A/12 (84x84) at batch 8 on cpu in 3 ranks (--nproc 3) needs ~", 0),
+            0u)
+      << check.refusal;
   EXPECT_NE(check.refusal.find("(each rank: weights 465 MB"), std::string::npos) << check.refusal;
   EXPECT_NE(check.refusal.find(": --nproc 2 fits, "), std::string::npos) << check.refusal;
   MemoryPlan two = three;
@@ -209,7 +218,8 @@ TEST(CheckpointPeek, ReadsTheConfigsWithoutLoadingTheWeights) {
 
 TEST(CheckpointPeek, ReadsTheBundledModels) {
   for (const char* name : {"translution", "lor", "attention"}) {
-    const auto peek = peek_checkpoint(std::string(TRANSLUTION_SOURCE_ROOT "/resources/models/") + name + ".ckpt");
+    const auto peek =
+        peek_checkpoint(std::string(TRANSLUTION_SOURCE_ROOT "/resources/models/") + name + ".ckpt");
     ASSERT_TRUE(peek.has_value()) << name;
     EXPECT_EQ(peek->config.model, name);
   }

@@ -1,8 +1,9 @@
-#include <gtest/gtest.h>
+#include "data/mnist_provision.h"
 
 #include <filesystem>
 
-#include "data/mnist_provision.h"
+#include <gtest/gtest.h>
+
 #include "temp_dir.h"
 #include "util/error.h"
 #include "util/subprocess.h"

@@ -1,8 +1,8 @@
-#include <gtest/gtest.h>
+#include "data/mnist.h"
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
-#include "data/mnist.h"
 #include "data/mnist_provision.h"
 #include "temp_dir.h"
 #include "util/error.h"
@@ -14,7 +14,8 @@ using namespace translution;
 TEST(MnistReal, FilesVerifyAndLoadWithExpectedCounts) {
   const std::string dir = test_support::mnist_dir();
   ASSERT_FALSE(dir.empty()) << "TRANSLUTION_DATA is not set";
-  for (const auto& status : check_mnist_dir(dir)) EXPECT_TRUE(status.ok()) << status.path << ": " << status.problem();
+  for (const auto& status : check_mnist_dir(dir))
+    EXPECT_TRUE(status.ok()) << status.path << ": " << status.problem();
   const MnistDigits train = load_mnist(dir, Split::Train);
   const MnistDigits test = load_mnist(dir, Split::Test);
   EXPECT_EQ(train.size(), 60000);

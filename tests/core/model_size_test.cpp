@@ -1,9 +1,10 @@
 // The parameter count from a config alone against the models the engine builds,
 // for every operator and the shapes that change which parts exist.
+#include "nn/model_size.h"
+
 #include <gtest/gtest.h>
 
 #include "nn/attention_spec.h"
-#include "nn/model_size.h"
 #include "nn/vit.h"
 #include "util/error.h"
 

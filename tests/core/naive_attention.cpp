@@ -81,7 +81,8 @@ at::Tensor rotate_naive(const at::Tensor& vec, const TokenLayout& l, int64_t tok
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t k = 0; k < pairs; ++k) {
       const int64_t axis_k = k % per_axis;
-      const double angle = double(two_d && k >= per_axis ? p.y : p.x) * std::pow(10000.0, -double(axis_k) / double(per_axis));
+      const double angle =
+          double(two_d && k >= per_axis ? p.y : p.x) * std::pow(10000.0, -double(axis_k) / double(per_axis));
       const at::Tensor a = vec[h * dh + 2 * k], b = vec[h * dh + 2 * k + 1];
       out.push_back(a * std::cos(angle) - b * std::sin(angle));
       out.push_back(a * std::sin(angle) + b * std::cos(angle));
@@ -101,8 +102,9 @@ at::Tensor row_times(const at::Tensor& f_row, const at::Tensor& matrix) { return
 
 namespace {
 
-at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spec, const AttentionShape& shape,
-                         const TokenLayout& layout, const at::Tensor& x, const NaiveKnockout* knockout) {
+at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spec,
+                         const AttentionShape& shape, const TokenLayout& layout, const at::Tensor& x,
+                         const NaiveKnockout* knockout) {
   const int64_t B = x.size(0), N = x.size(1), H = shape.heads, dh = shape.head_dim;
   const double scale = 1.0 / std::sqrt(double(dh));
   const bool translution = spec.method == AttentionMethod::Translution;
@@ -110,7 +112,8 @@ at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spe
   const AttentionMethod m = spec.method;
   const bool positional = !translution && !lor && m != AttentionMethod::SelfAttention;
   const char* names[3] = {"q", "k", "v"};
-  const bool rel[3] = {spec.relative() && spec.rel_q, spec.relative() && spec.rel_k, spec.relative() && spec.rel_v};
+  const bool rel[3] = {spec.relative() && spec.rel_q, spec.relative() && spec.rel_k,
+                       spec.relative() && spec.rel_v};
 
   // Shared (position-free) projections as C x C' matrices, where the operator has them.
   at::Tensor shared[3];
@@ -119,7 +122,8 @@ at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spe
     for (int r = 0; r < 3; ++r) shared[r] = w[r];
   } else {
     for (int r = 0; r < 3; ++r)
-      if ((translution && !rel[r]) || (lor && spec.lor_shared)) shared[r] = param(module, std::string("to_") + names[r] + ".weight").t();
+      if ((translution && !rel[r]) || (lor && spec.lor_shared))
+        shared[r] = param(module, std::string("to_") + names[r] + ".weight").t();
   }
 
   std::vector<at::Tensor> outputs;
@@ -137,7 +141,8 @@ at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spe
         // replacement where the pair's matrix is knocked out. q and v read the
         // paper's W[delta_ij]; k reads Wk[-delta_ij], the paper's entry of (j, i).
         const auto bank_matrix = [&](int role, int64_t stored) {
-          if (knockout && knockout->knocked(role, role == 1 ? paper_entry(layout, j, i) : paper_entry(layout, i, j)))
+          if (knockout &&
+              knockout->knocked(role, role == 1 ? paper_entry(layout, j, i) : paper_entry(layout, i, j)))
             return knockout->replacement[role];
           return param(module, std::string("w") + names[role]).select(0, stored);
         };
@@ -146,28 +151,33 @@ at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spe
         if (translution) {
           at::Tensor q = rel[0] ? row_times(f[i], bank_matrix(0, e.q)) : row_times(f[i], shared[0]);
           at::Tensor k = rel[1] ? row_times(f[j], bank_matrix(1, e.k)) : row_times(f[j], shared[1]);
-          if (spec.rotary) q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);  // RoPE-Translution
+          if (spec.rotary)
+            q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);  // RoPE-Translution
           a = (q.view({H, dh}) * k.view({H, dh})).sum(-1);
           v = rel[2] ? row_times(f[j], bank_matrix(2, e.v)) : row_times(f[j], shared[2]);
         } else if (lor) {
           const int64_t c2 = spec.lor_c2;
           if (spec.lor_shared) {
             at::Tensor q = row_times(f[i], shared[0]), k = row_times(f[j], shared[1]);
-            if (spec.rotary) q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);  // LoR-RoPE
+            if (spec.rotary)
+              q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);  // LoR-RoPE
             a = a + (q.view({H, dh}) * k.view({H, dh})).sum(-1);
           }
           if (rel[0] || rel[1]) {
-            const at::Tensor q2 = rel[0] ? row_times(row_times(f[i], param(module, "q_down.weight").t()), bank_matrix(0, e.q))
-                                         : row_times(f[i], param(module, "q_low.weight").t());
-            const at::Tensor k2 = rel[1] ? row_times(row_times(f[j], param(module, "k_down.weight").t()), bank_matrix(1, e.k))
-                                         : row_times(f[j], param(module, "k_low.weight").t());
+            const at::Tensor q2 =
+                rel[0] ? row_times(row_times(f[i], param(module, "q_down.weight").t()), bank_matrix(0, e.q))
+                       : row_times(f[i], param(module, "q_low.weight").t());
+            const at::Tensor k2 =
+                rel[1] ? row_times(row_times(f[j], param(module, "k_down.weight").t()), bank_matrix(1, e.k))
+                       : row_times(f[j], param(module, "k_low.weight").t());
             a = a + (q2.view({H, c2}) * k2.view({H, c2})).sum(-1);
           }
           // v_ij = f_j (W1v Wv[d] W2v + Wv), formed per pair as the equation reads.
           // With value slices the relative part stays low-rank until the heads are summed (below).
           at::Tensor w = at::zeros({shape.dim, shape.inner()}, x.options());
           if (rel[2] && spec.lor_value_slices)
-            low_values[size_t(j)] = at::matmul(row_times(f[j], param(module, "v_down.weight").t()), bank_matrix(2, e.v));
+            low_values[size_t(j)] =
+                at::matmul(row_times(f[j], param(module, "v_down.weight").t()), bank_matrix(2, e.v));
           else if (rel[2])
             w = w + at::matmul(at::matmul(param(module, "v_down.weight").t(), bank_matrix(2, e.v)),
                                param(module, "v_up"));
@@ -177,15 +187,18 @@ at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spe
           at::Tensor q = row_times(f[i], shared[0]), k = row_times(f[j], shared[1]);
           v = row_times(f[j], shared[2]);
           const int64_t e_ij = layout.causal ? causal_entry(layout, i, j) : paper_entry(layout, i, j);
-          if (m == AttentionMethod::Rotary) q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);
+          if (m == AttentionMethod::Rotary)
+            q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);
           if (m == AttentionMethod::RelativeKeyVector) k = k + param(module, "rel")[e_ij];
           if (m == AttentionMethod::RelativeValueVector) v = v + param(module, "rel")[e_ij];
           a = (q.view({H, dh}) * k.view({H, dh})).sum(-1);
-          if (m == AttentionMethod::RelativeBias) a = a + param(module, "rel").select(1, e_ij) / scale;  // bias is not scaled
+          if (m == AttentionMethod::RelativeBias)
+            a = a + param(module, "rel").select(1, e_ij) / scale;  // bias is not scaled
           if (m == AttentionMethod::GatedPositional) {
             const Pos pi = pos(layout, i), pj = pos(layout, j);
             double dx = 0, dy = 0, d2 = 0;
-            if (!pi.cls && !pj.cls) dx = double(pi.x - pj.x), dy = double(pi.y - pj.y), d2 = dx * dx + dy * dy;
+            if (!pi.cls && !pj.cls)
+              dx = double(pi.x - pj.x), dy = double(pi.y - pj.y), d2 = dx * dx + dy * dy;
             const at::Tensor r = at::tensor({dx, dy, d2}, x.options());
             const at::Tensor w = param(module, "gpsa_w");
             for (int64_t h = 0; h < H; ++h) position_logits[size_t(j * H + h)] = (w[h] * r).sum();
@@ -196,8 +209,8 @@ at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spe
         }
         const bool masked = hidden(layout, i, j);
         for (int64_t h = 0; h < H; ++h)
-          logits[size_t(j * H + h)] = masked ? at::full({}, -std::numeric_limits<double>::infinity(), x.options())
-                                             : a[h] * scale;
+          logits[size_t(j * H + h)] =
+              masked ? at::full({}, -std::numeric_limits<double>::infinity(), x.options()) : a[h] * scale;
         values[size_t(j)] = v;
       }
       std::vector<at::Tensor> head_outputs;
@@ -209,8 +222,9 @@ at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spe
         if (m == AttentionMethod::GatedPositional) {
           std::vector<at::Tensor> prow;
           for (int64_t j = 0; j < N; ++j)
-            prow.push_back(hidden(layout, i, j) ? at::full({}, -std::numeric_limits<double>::infinity(), x.options())
-                                                 : position_logits[size_t(j * H + h)]);
+            prow.push_back(hidden(layout, i, j)
+                               ? at::full({}, -std::numeric_limits<double>::infinity(), x.options())
+                               : position_logits[size_t(j * H + h)]);
           const at::Tensor beta = at::softmax(at::stack(prow), 0);
           const at::Tensor gate = at::sigmoid(param(module, "gpsa_gate")[h]);
           const at::Tensor mixed = (1 - gate) * alpha + gate * beta;
@@ -221,7 +235,8 @@ at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spe
         head_outputs.push_back(acc);
         const int64_t c2 = spec.lor_c2;
         for (int64_t j = 0; j < N; ++j)
-          if (low_values[size_t(j)].defined())  // head h's slice of the low-rank value, through W2v's rows for it
+          if (low_values[size_t(j)]
+                  .defined())  // head h's slice of the low-rank value, through W2v's rows for it
             sliced = sliced + alpha[j] * at::matmul(low_values[size_t(j)].narrow(0, h * c2, c2),
                                                     param(module, "v_up").narrow(0, h * c2, c2));
       }
@@ -237,13 +252,14 @@ at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spe
 
 }  // namespace
 
-at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& spec, const AttentionShape& shape,
-                           const TokenLayout& layout, const at::Tensor& x) {
+at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& spec,
+                           const AttentionShape& shape, const TokenLayout& layout, const at::Tensor& x) {
   return naive_forward(module, spec, shape, layout, x, nullptr);
 }
 
-at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& spec, const AttentionShape& shape,
-                           const TokenLayout& layout, const at::Tensor& x, const NaiveKnockout& knockout) {
+at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& spec,
+                           const AttentionShape& shape, const TokenLayout& layout, const at::Tensor& x,
+                           const NaiveKnockout& knockout) {
   if (layout.causal || spec.encoding != PairEncoding::Relative)
     throw std::invalid_argument("the knockout reference reads offsets of a grid or a non-causal sequence");
   return naive_forward(module, spec, shape, layout, x, &knockout);

@@ -11,8 +11,8 @@
 namespace translution::test_support {
 
 // Reads the module's parameters by name and recomputes its forward pass.
-at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& spec, const AttentionShape& shape,
-                           const TokenLayout& layout, const at::Tensor& x);
+at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& spec,
+                           const AttentionShape& shape, const TokenLayout& layout, const at::Tensor& x);
 
 // Knocked-out matrices, said from the equation: knocked(role, entry) for role 0 (q),
 // 1 (k), 2 (v) and an entry in the paper's indexing (offsets (dy, dx) row-major over
@@ -24,7 +24,8 @@ struct NaiveKnockout {
 };
 
 // The same forward with the knockout's matrices replaced (grids and non-causal sequences).
-at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& spec, const AttentionShape& shape,
-                           const TokenLayout& layout, const at::Tensor& x, const NaiveKnockout& knockout);
+at::Tensor naive_attention(const AttentionModule& module, const AttentionSpec& spec,
+                           const AttentionShape& shape, const TokenLayout& layout, const at::Tensor& x,
+                           const NaiveKnockout& knockout);
 
 }  // namespace translution::test_support

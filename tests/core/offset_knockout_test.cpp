@@ -2,15 +2,15 @@
 // must equal, in double precision, the paper's equations with the knocked-out
 // W_delta replaced pair by pair (naive_attention's NaiveKnockout, which says which
 // matrix each pair reads from the offsets alone, never through core's tables).
-#include <gtest/gtest.h>
+#include "infer/offset_knockout.h"
 
 #include <set>
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 #include <torch/autograd.h>
 
 #include "infer/offset_importance.h"
-#include "infer/offset_knockout.h"
 #include "naive_attention.h"
 #include "tensor_checks.h"
 #include "util/error.h"
@@ -57,7 +57,9 @@ test_support::NaiveKnockout naive_knockout(const ViT& model, int64_t layer, cons
   const bool layer_chosen = k.layers.empty() || std::count(k.layers.begin(), k.layers.end(), layer) > 0;
   const bool role_chosen[3] = {k.q, k.k, k.v};
   test_support::NaiveKnockout naive;
-  naive.knocked = [=](int role, int64_t entry) { return layer_chosen && role_chosen[role] && entries.count(entry) > 0; };
+  naive.knocked = [=](int role, int64_t entry) {
+    return layer_chosen && role_chosen[role] && entries.count(entry) > 0;
+  };
   const auto parameters = attention_of(model, layer)->named_parameters();
   for (int role = 0; role < 3; ++role) {
     const at::Tensor* bank = parameters.find(std::string("w") + "qkv"[role]);
@@ -93,13 +95,16 @@ void expect_matches_reference(const KnockoutCase& c) {
     const at::Tensor fast = attention_of(knocked, layer)->forward(x);
     const auto original = attention_of(model, layer);
     const test_support::NaiveKnockout rule = naive_knockout(model, layer, c.knockout);
-    const at::Tensor naive = test_support::naive_attention(*original, spec, shape, config.token_layout(), x, rule);
+    const at::Tensor naive =
+        test_support::naive_attention(*original, spec, shape, config.token_layout(), x, rule);
     EXPECT_LT(max_relative_error(fast, naive), 1e-9) << "forward";
     const bool touched = c.knockout.layers.empty() ||
                          std::count(c.knockout.layers.begin(), c.knockout.layers.end(), layer) > 0;
     const at::Tensor plain = test_support::naive_attention(*original, spec, shape, config.token_layout(), x);
-    if (touched) EXPECT_GT(max_relative_error(fast, plain), 1e-6) << "the knockout changed nothing";
-    else EXPECT_LT(max_relative_error(fast, plain), 1e-12) << "a layer not chosen changed";
+    if (touched)
+      EXPECT_GT(max_relative_error(fast, plain), 1e-6) << "the knockout changed nothing";
+    else
+      EXPECT_LT(max_relative_error(fast, plain), 1e-12) << "a layer not chosen changed";
     const auto grad_fast = torch::autograd::grad({(fast * probe).sum()}, {x});
     const auto grad_naive = torch::autograd::grad({(naive * probe).sum()}, {x});
     EXPECT_LT(max_relative_error(grad_fast[0], grad_naive[0]), 1e-9) << "input gradient";
@@ -135,15 +140,18 @@ TEST(OffsetKnockout, AsymmetricOffsetMatchesReferenceThroughTheKeyMirror) {
 TEST(OffsetKnockout, RectangleWithClsMatchesReferenceAcrossOperators) {
   const TokenLayout layout = small_config("translution").token_layout();
   const std::vector<Offset> rectangle = offsets_in_rectangle(layout, {1, 2}, {-1, 0});
-  for (const std::string model : {"translution", "translution-v", "translution-kv", "lor", "rope-translution"})
-    for (const auto r : {kZero, kMean}) expect_matches_reference({model, knockout_of(rectangle, true, true, true, r, true)});
+  for (const std::string model :
+       {"translution", "translution-v", "translution-kv", "lor", "rope-translution"})
+    for (const auto r : {kZero, kMean})
+      expect_matches_reference({model, knockout_of(rectangle, true, true, true, r, true)});
 }
 
 TEST(OffsetKnockout, OffsetsBeyondADistanceInOneLayerMatchReference) {
   const TokenLayout layout = small_config("translution").token_layout();
   const std::vector<Offset> far = offsets_beyond(layout, 2.0);
   for (const std::string model : {"translution", "lor", "translution-qk"})
-    for (const auto r : {kZero, kMean}) expect_matches_reference({model, knockout_of(far, true, true, true, r, false, {1})});
+    for (const auto r : {kZero, kMean})
+      expect_matches_reference({model, knockout_of(far, true, true, true, r, false, {1})});
   // q and v alone, only the CLS matrices: Appendix H's three, with "in" and "out" swapped for keys.
   expect_matches_reference({"translution", knockout_of({}, true, false, true, kMean, true)});
   expect_matches_reference({"lor-kv", knockout_of({}, false, true, false, kZero, true)});
@@ -155,8 +163,8 @@ TEST(OffsetKnockout, CopyLeavesTheOriginalUntouched) {
   for (const auto& p : model->parameters()) before.push_back(p.detach().clone());
   const at::Tensor images = at::randn({3, 1, 9, 12});
   const at::Tensor logits = model->forward(images);
-  ViT knocked = knocked_out_copy(model, knockout_of(offsets_beyond(model->config().token_layout(), 1.0), true,
-                                                          true, true, kMean, true));
+  ViT knocked = knocked_out_copy(
+      model, knockout_of(offsets_beyond(model->config().token_layout(), 1.0), true, true, true, kMean, true));
   const auto after = model->parameters();
   ASSERT_EQ(after.size(), before.size());
   for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(at::equal(after[i], before[i])) << "parameter " << i;
@@ -223,7 +231,8 @@ TEST(OffsetKnockout, RefusesWhatItCannotKnockOut) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message(model, knockout_of({{3, 0}}, true, true, true, kZero)).find("offset (3, 0) is not on"), std::string::npos);
+  EXPECT_NE(message(model, knockout_of({{3, 0}}, true, true, true, kZero)).find("offset (3, 0) is not on"),
+            std::string::npos);
   EXPECT_NE(message(model, knockout_of({{0, 0}}, true, true, true, kZero, false, {2})).find("layer 2 is not"),
             std::string::npos);
   EXPECT_NE(message(small_model("translution-v", at::kFloat), knockout_of({{0, 1}}, true, true, false, kZero))
@@ -232,9 +241,10 @@ TEST(OffsetKnockout, RefusesWhatItCannotKnockOut) {
   EXPECT_NE(message(small_model("attention", at::kFloat), knockout_of({{0, 1}}, true, true, true, kZero))
                 .find("replaces no matrix"),
             std::string::npos);
-  EXPECT_NE(message(small_model("translution-abs", at::kFloat), knockout_of({{0, 1}}, true, true, true, kZero))
-                .find("one matrix per token pair"),
-            std::string::npos);
+  EXPECT_NE(
+      message(small_model("translution-abs", at::kFloat), knockout_of({{0, 1}}, true, true, true, kZero))
+          .find("one matrix per token pair"),
+      std::string::npos);
   EXPECT_THROW(parse_replacement("half"), Error);
 }
 
@@ -251,7 +261,9 @@ TEST(OffsetImportance, EachOffsetAloneAsACopyWouldScoreIt) {
   ASSERT_EQ(r.offsets.size(), 35u);
   ASSERT_EQ(r.logit_drop.size(), 35u);
   at::NoGradGuard no_grad;
-  const auto true_logit = [&](ViT& m) { return m->forward(images).gather(1, labels.unsqueeze(1)).mean().item<double>(); };
+  const auto true_logit = [&](ViT& m) {
+    return m->forward(images).gather(1, labels.unsqueeze(1)).mean().item<double>();
+  };
   EXPECT_NEAR(r.baseline_logit, true_logit(model), 1e-5);
   for (const size_t i : {size_t(0), size_t(17), size_t(34)}) {
     ViT copy = knocked_out_copy(model, knockout_of({r.offsets[i]}, true, true, true, kMean));
@@ -261,8 +273,8 @@ TEST(OffsetImportance, EachOffsetAloneAsACopyWouldScoreIt) {
   const at::Tensor grid = r.grid(r.logit_drop);
   EXPECT_EQ(grid.sizes(), (std::vector<int64_t>{5, 7}));
   EXPECT_FLOAT_EQ(grid[0][0].item<float>(), float(r.logit_drop[0]));  // offset (-2, -3)
-  const OffsetImportance stopped =
-      offset_importance(model, images, labels, kZero, 4, false, [](int64_t done, int64_t) { return done < 3; });
+  const OffsetImportance stopped = offset_importance(model, images, labels, kZero, 4, false,
+                                                     [](int64_t done, int64_t) { return done < 3; });
   EXPECT_FALSE(stopped.complete);
   EXPECT_EQ(stopped.accuracy.size(), 3u);
   EXPECT_TRUE(std::isnan(stopped.grid(stopped.accuracy)[4][6].item<float>()));  // not measured

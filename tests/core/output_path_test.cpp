@@ -1,17 +1,18 @@
 // Output paths: a writer replaces a regular file or creates one, and refuses
 // everything else in one line naming the path; a symlink writes to its target.
-#include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "util/output_path.h"
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "temp_dir.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
-#include "util/output_path.h"
 
 namespace translution {
 namespace {
@@ -32,8 +33,9 @@ TEST(OutputPath, NewAndRegularFilesAreWrittenWhereNamed) {
   EXPECT_EQ(checked_output_path(dir.file("new.ckpt")), dir.file("new.ckpt"));
   std::ofstream(dir.file("old.ckpt")) << "old";
   EXPECT_EQ(checked_output_path(dir.file("old.ckpt")), dir.file("old.ckpt"));
-  EXPECT_NE(refusal(dir.file("sub/deeper/x.png")).find("the folder " + dir.file("sub/deeper") + " does not exist"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(dir.file("sub/deeper/x.png")).find("the folder " + dir.file("sub/deeper") + " does not exist"),
+      std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir.file("sub")));
   // The probe file is gone again.
   for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
@@ -52,7 +54,8 @@ TEST(OutputPath, DevicesFifosAndFoldersAreNeverReplaced) {
   EXPECT_NE(refusal(dir.file("sink")).find("is a character device"), std::string::npos);
   EXPECT_TRUE(std::filesystem::is_symlink(dir.file("sink")));
   EXPECT_NE(refusal("").find("empty"), std::string::npos);
-  EXPECT_NE(refusal("/proc/self/x.ckpt").find("/proc/self/x.ckpt: cannot write in /proc/self"), std::string::npos);
+  EXPECT_NE(refusal("/proc/self/x.ckpt").find("/proc/self/x.ckpt: cannot write in /proc/self"),
+            std::string::npos);
   // The atomic writer, used by every command, refuses the same before writing anything.
   EXPECT_THROW(write_file_atomically(dir.file("pipe"), [](const std::string&) { FAIL() << "wrote"; }), Error);
   struct stat st {};
@@ -65,7 +68,8 @@ TEST(OutputPath, ALinkWritesToItsTargetAndStaysALink) {
   std::ofstream(dir.file("target.ckpt")) << "old";
   std::filesystem::create_symlink("target.ckpt", dir.file("latest.ckpt"));  // relative, as `ln -s` makes them
   EXPECT_EQ(checked_output_path(dir.file("latest.ckpt")), dir.file("target.ckpt"));
-  write_file_atomically(dir.file("latest.ckpt"), [](const std::string& temp) { std::ofstream(temp) << "new"; });
+  write_file_atomically(dir.file("latest.ckpt"),
+                        [](const std::string& temp) { std::ofstream(temp) << "new"; });
   EXPECT_TRUE(std::filesystem::is_symlink(dir.file("latest.ckpt")));
   std::string text;
   std::ifstream(dir.file("target.ckpt")) >> text;
@@ -76,7 +80,8 @@ TEST(OutputPath, ALinkWritesToItsTargetAndStaysALink) {
 // hour old; a young one (perhaps a write in progress) and other files' stay.
 TEST(OutputPath, StaleTemporariesOfTheSameFileAreRemoved) {
   TempDir dir;
-  for (const char* name : {"x.ckpt.tmp-AAAAAA", "x.ckpt.tmp-BBBBBB", "y.ckpt.tmp-CCCCCC", "x.ckpt.tmp-toolong1"})
+  for (const char* name :
+       {"x.ckpt.tmp-AAAAAA", "x.ckpt.tmp-BBBBBB", "y.ckpt.tmp-CCCCCC", "x.ckpt.tmp-toolong1"})
     std::ofstream(dir.file(name)) << "partial";
   const auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
   for (const char* name : {"x.ckpt.tmp-AAAAAA", "y.ckpt.tmp-CCCCCC", "x.ckpt.tmp-toolong1"})

@@ -5,24 +5,24 @@
 // value by value; both sides relative, or one plain; every query or the first
 // few; batches of one and three; matrices split over parts. The double-precision proof against the
 // paper's equations is attention_exactness_test.cpp.
+#include "cpu/pair_blocks.h"
+
 #include <string>
 #include <vector>
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include <ATen/ATen.h>
-
 #include "cpu/bf16_gemm.h"
-#include "cpu/pair_blocks.h"
+#include "cpu/helper_threads.h"
 #include "cpu/pair_kernels.h"
 #include "nn/pair_order.h"
 #include "nn/relative_logits.h"
 #include "nn/relative_values.h"
 #include "nn/token_layout.h"
 #include "tensor_checks.h"
-#include "util/device.h"
-#include "cpu/helper_threads.h"
 #include "test_switches.h"
+#include "util/device.h"
 
 namespace translution {
 namespace {
@@ -37,8 +37,9 @@ struct Shape {
 };
 
 std::string describe(const Shape& s) {
-  return std::to_string(s.heads) + " heads of " + std::to_string(s.width) + (s.head_sliced ? ", sliced" : "") +
-         (s.plain_key ? ", plain keys" : "") + (s.plain_query ? ", plain queries" : "");
+  return std::to_string(s.heads) + " heads of " + std::to_string(s.width) +
+         (s.head_sliced ? ", sliced" : "") + (s.plain_key ? ", plain keys" : "") +
+         (s.plain_query ? ", plain queries" : "");
 }
 
 // Forward outputs and every input's gradient of both operators under one setting.
@@ -46,7 +47,8 @@ std::vector<at::Tensor> run(bool reference, const PairOrder& order, const std::v
                             const Shape& s) {
   const ScopedEngineOptions scope(engine_options_with(&EngineOptions::reference, reference));
   std::vector<at::Tensor> leaves;
-  for (const at::Tensor& t : inputs) leaves.push_back(t.defined() ? t.detach().clone().requires_grad_(true) : t);
+  for (const at::Tensor& t : inputs)
+    leaves.push_back(t.defined() ? t.detach().clone().requires_grad_(true) : t);
   const at::Tensor &xq = leaves[0], &wq = leaves[1], &xk = leaves[2], &wk = leaves[3];
   const at::Tensor &alpha = leaves[4], &xv = leaves[5], &wv = leaves[6];
   const at::Tensor logits = relative_logits(order, xq, wq, xk, wk, s.heads);
@@ -67,13 +69,14 @@ void compare(const PairOrder& order, const Shape& s, at::ScalarType type, double
   at::manual_seed(11);
   const auto options = at::TensorOptions().dtype(type);
   std::vector<at::Tensor> inputs{
-      s.plain_query ? at::randn({B, M, D}, options) : at::randn({B, M, C}, options),  // xq (the queries' rows)
-      s.plain_query ? at::Tensor() : at::randn({E, C, D}, options),                   // wq
-      s.plain_key ? at::randn({B, N, D}, options) : at::randn({B, N, C}, options),      // xk
-      s.plain_key ? at::Tensor() : at::randn({E, C, D}, options),                      // wk
-      at::softmax(at::randn({B, s.heads, M, N}, options), -1),                          // alpha
-      at::randn({B, N, C}, options),                                                   // xv
-      at::randn({E, C, D}, options)};                                                  // wv
+      s.plain_query ? at::randn({B, M, D}, options)
+                    : at::randn({B, M, C}, options),                                // xq (the queries' rows)
+      s.plain_query ? at::Tensor() : at::randn({E, C, D}, options),                 // wq
+      s.plain_key ? at::randn({B, N, D}, options) : at::randn({B, N, C}, options),  // xk
+      s.plain_key ? at::Tensor() : at::randn({E, C, D}, options),                   // wk
+      at::softmax(at::randn({B, s.heads, M, N}, options), -1),                      // alpha
+      at::randn({B, N, C}, options),                                                // xv
+      at::randn({E, C, D}, options)};                                               // wv
   const std::vector<at::Tensor> reference = run(true, order, inputs, s);
   const int64_t calls = pair_block_calls();
   const std::vector<at::Tensor> tested = run(false, order, inputs, s);
@@ -98,8 +101,7 @@ const std::vector<Shape> kShapes = {
     {2, 5, true, false},    // tails value by value
     {1, 20, false, false},  // 16 + 4
     {2, 9, false, true},    // values 16 + 2
-    {4, 13, true, true},
-    {3, 8, false, false, true},  // a plain query side
+    {4, 13, true, true},   {3, 8, false, false, true},  // a plain query side
 };
 
 TEST_F(PairBlocks, FloatMatchesAtenExpressions) {
@@ -111,8 +113,8 @@ TEST_F(PairBlocks, FloatMatchesAtenExpressions) {
       test_support::use_matrix_threads(threads);
       for (const Shape& s : kShapes)
         for (const int64_t batch : {int64_t(1), int64_t(3)}) {
-          SCOPED_TRACE(std::to_string(queries) + " queries, " + std::to_string(threads) + " thread(s), batch " +
-                       std::to_string(batch));
+          SCOPED_TRACE(std::to_string(queries) + " queries, " + std::to_string(threads) +
+                       " thread(s), batch " + std::to_string(batch));
           compare(order, s, at::kFloat, 2e-5, batch);
         }
     }
@@ -128,16 +130,21 @@ TEST_F(PairBlocks, Bf16PrecisionRoundsTheBlockProducts) {
   const PairOrder order = make_pair_order(table);
   const int64_t B = 2, N = table.tokens(), C = 64, H = 2, E = table.entries;
   at::manual_seed(5);
-  std::vector<at::Tensor> inputs{at::randn({B, N, C}), at::randn({E, C, C}) * 0.1, at::randn({B, N, C}),
-                                 at::randn({E, C, C}) * 0.1, at::softmax(at::randn({B, H, N, N}), -1),
-                                 at::randn({B, N, C}), at::randn({E, C, C}) * 0.1};
+  std::vector<at::Tensor> inputs{at::randn({B, N, C}),
+                                 at::randn({E, C, C}) * 0.1,
+                                 at::randn({B, N, C}),
+                                 at::randn({E, C, C}) * 0.1,
+                                 at::softmax(at::randn({B, H, N, N}), -1),
+                                 at::randn({B, N, C}),
+                                 at::randn({E, C, C}) * 0.1};
   const Shape s{H, C / H, true, false};
   const std::vector<at::Tensor> fp32 = run(false, order, inputs, s);
   ScopedDensePrecision bf16(DensePrecision::Bf16);
   const int64_t calls = pair_block_calls();
   const std::vector<at::Tensor> blocked = run(false, order, inputs, s);
   EXPECT_EQ(pair_block_calls() - calls, 4);
-  for (size_t i = 0; i < blocked.size(); ++i) EXPECT_LT(max_relative_error(blocked[i], fp32[i]), 5e-2) << "output " << i;
+  for (size_t i = 0; i < blocked.size(); ++i)
+    EXPECT_LT(max_relative_error(blocked[i], fp32[i]), 5e-2) << "output " << i;
   EXPECT_GT(max_relative_error(blocked[0], fp32[0]), 1e-4) << "the products were rounded to bfloat16";
 }
 

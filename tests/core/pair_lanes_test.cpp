@@ -5,24 +5,24 @@
 // every head weighing all 24 of v), sliced values, plain query or key sides, one
 // and two groups of images, the CLS query alone, matrices split over parts, and
 // the kernels switched between a forward and its backward.
+#include "cpu/pair_lanes.h"
+
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include <ATen/ATen.h>
-
+#include "cpu/helper_threads.h"
 #include "cpu/pair_kernels.h"
-#include "cpu/pair_lanes.h"
 #include "nn/pair_order.h"
 #include "nn/relative_logits.h"
 #include "nn/relative_values.h"
 #include "nn/token_layout.h"
 #include "tensor_checks.h"
-#include "util/device.h"
-#include "cpu/helper_threads.h"
 #include "test_switches.h"
+#include "util/device.h"
 
 namespace translution {
 namespace {
@@ -36,9 +36,9 @@ struct Shape {
 };
 
 std::string describe(const Shape& s) {
-  return std::to_string(s.heads) + " heads of " + std::to_string(s.width) + ", " + std::to_string(s.channels) +
-         " channels" + (s.head_sliced ? ", sliced" : "") + (s.plain_key ? ", plain keys" : "") +
-         (s.plain_query ? ", plain queries" : "");
+  return std::to_string(s.heads) + " heads of " + std::to_string(s.width) + ", " +
+         std::to_string(s.channels) + " channels" + (s.head_sliced ? ", sliced" : "") +
+         (s.plain_key ? ", plain keys" : "") + (s.plain_query ? ", plain queries" : "");
 }
 
 // Both operators' outputs and every input's gradient, in the inputs' type, on the
@@ -47,7 +47,8 @@ std::vector<at::Tensor> run(bool reference, const PairOrder& order, const std::v
                             const Shape& s) {
   const ScopedEngineOptions scope(engine_options_with(&EngineOptions::reference, reference));
   std::vector<at::Tensor> leaves;
-  for (const at::Tensor& t : inputs) leaves.push_back(t.defined() ? t.detach().clone().requires_grad_(true) : t);
+  for (const at::Tensor& t : inputs)
+    leaves.push_back(t.defined() ? t.detach().clone().requires_grad_(true) : t);
   const at::Tensor logits = relative_logits(order, leaves[0], leaves[1], leaves[2], leaves[3], s.heads);
   const at::Tensor values = relative_values(order, leaves[4], leaves[5], leaves[6], s.head_sliced);
   at::manual_seed(7);  // fixed random probes: every output entry's gradient distinct
@@ -114,8 +115,8 @@ TEST_F(PairLanes, FloatMatchesExactReference) {
       test_support::use_matrix_threads(threads);
       for (const Shape& s : kShapes)
         for (const int64_t batch : {int64_t(16), int64_t(32)}) {
-          SCOPED_TRACE(std::to_string(queries) + " queries, " + std::to_string(threads) + " thread(s), batch " +
-                       std::to_string(batch));
+          SCOPED_TRACE(std::to_string(queries) + " queries, " + std::to_string(threads) +
+                       " thread(s), batch " + std::to_string(batch));
           check(order, s, batch);
         }
     }

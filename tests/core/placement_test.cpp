@@ -1,8 +1,8 @@
-#include <gtest/gtest.h>
+#include "data/placement.h"
 
 #include <set>
 
-#include "data/placement.h"
+#include <gtest/gtest.h>
 
 using namespace translution;
 

@@ -1,9 +1,9 @@
-#include <gtest/gtest.h>
+#include "image/png_io.h"
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include "image/contact_sheet.h"
-#include "image/png_io.h"
 #include "temp_dir.h"
 #include "util/error.h"
 

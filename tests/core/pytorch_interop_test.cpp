@@ -2,16 +2,16 @@
 // tests/fixtures/pytorch/data were made by running the public code itself
 // (tests/fixtures/pytorch/README.md): small ViTs with random weights and their
 // logits for one input. Imported, our models must give the same logits.
-#include <gtest/gtest.h>
+#include "io/pytorch_interop.h"
 
 #include <chrono>
 #include <fstream>
 #include <set>
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include "io/public_vit_layout.h"
-#include "io/pytorch_interop.h"
 #include "io/state_dict_file.h"
 #include "io/state_dict_pickle.h"
 #include "nn/vit.h"
@@ -92,9 +92,11 @@ TEST_P(PublicStateDict, ImportedModelGivesThePublicModelsLogits) {
   ViT model = imported(f);
   const at::Tensor input = expected_tensor(f.mnist ? "input28" : "input");
   at::NoGradGuard no_grad;
-  EXPECT_LT(test_support::max_relative_error(model->forward(input), expected_tensor(f.file + ".logits")), 1e-5);
+  EXPECT_LT(test_support::max_relative_error(model->forward(input), expected_tensor(f.file + ".logits")),
+            1e-5);
   model->to(at::kDouble);
-  EXPECT_LT(test_support::max_relative_error(model->forward(input.to(at::kDouble)), expected_tensor(f.file + ".logits64")),
+  EXPECT_LT(test_support::max_relative_error(model->forward(input.to(at::kDouble)),
+                                             expected_tensor(f.file + ".logits64")),
             f.rotary ? 1e-6 : 1e-10);
 }
 
@@ -117,7 +119,8 @@ TEST_P(PublicStateDict, ExportGivesBackTheFileAndReimportTheWeights) {
   }
   std::set<std::string> in_file;
   for (const auto& entry : file) in_file.insert(entry.first);
-  for (const auto& entry : exported) EXPECT_TRUE(in_file.count(entry.first)) << "exported, not in the public file: " << entry.first;
+  for (const auto& entry : exported)
+    EXPECT_TRUE(in_file.count(entry.first)) << "exported, not in the public file: " << entry.first;
   ViT again(model->config());  // fresh random weights, then the exported file
   import_public_state_dict(again, exported, path);
   const auto ours = model->named_parameters(), theirs = again->named_parameters();
@@ -162,19 +165,23 @@ TEST(PublicStateDictErrors, AnotherArchitectureOrSizeNamesTheKeyAndChangesNothin
     ViT model(config);
     const at::Tensor before = model->named_parameters()["head.weight"].clone();
     const std::string message = error_of([&] { import_public_state_dict(model, tensors, "f.pt"); });
-    EXPECT_TRUE(at::equal(before, model->named_parameters()["head.weight"])) << "written despite: " << message;
+    EXPECT_TRUE(at::equal(before, model->named_parameters()["head.weight"]))
+        << "written despite: " << message;
     return message;
   };
   ViTConfig other = fixture_config(kv);
   other.model = "translution";  // the file's q is plain
-  EXPECT_NE(attempt(other, good).find("'translution.layers.0.0.to_q.unique_params' is missing"), std::string::npos);
+  EXPECT_NE(attempt(other, good).find("'translution.layers.0.0.to_q.unique_params' is missing"),
+            std::string::npos);
   other = fixture_config(kv);
   other.mlp_dim = 24;
-  EXPECT_NE(attempt(other, good).find("'translution.layers.0.1.net.1.weight' has shape [32, 16], expected [24, 16]"),
+  EXPECT_NE(attempt(other, good)
+                .find("'translution.layers.0.1.net.1.weight' has shape [32, 16], expected [24, 16]"),
             std::string::npos);
   StateDict extra = good;
   extra.emplace_back("translution.layers.2.0.norm.weight", at::ones({16}));
-  EXPECT_NE(attempt(fixture_config(kv), extra).find("'translution.layers.2.0.norm.weight' is not part of"), std::string::npos);
+  EXPECT_NE(attempt(fixture_config(kv), extra).find("'translution.layers.2.0.norm.weight' is not part of"),
+            std::string::npos);
   StateDict missing(good.begin() + 1, good.end());
   EXPECT_NE(attempt(fixture_config(kv), missing).find("is missing"), std::string::npos);
   StateDict poisoned = good;
@@ -191,7 +198,8 @@ TEST(PublicStateDictErrors, AnotherArchitectureOrSizeNamesTheKeyAndChangesNothin
 
 TEST(PublicStateDictErrors, ModelsWithoutAPublicCounterpartAreRefusedByName) {
   ViTConfig c = fixture_config({"x", "rope-translution"});
-  EXPECT_NE(error_of([&] { public_vit_layout(c); }).find("rope_translution builds rotary tables"), std::string::npos);
+  EXPECT_NE(error_of([&] { public_vit_layout(c); }).find("rope_translution builds rotary tables"),
+            std::string::npos);
   c = fixture_config({"x", "lor"});
   c.lor_c2 = 6;
   EXPECT_NE(error_of([&] { public_vit_layout(c); }).find("one width"), std::string::npos);
@@ -228,17 +236,22 @@ std::string repeat(const std::string& s, size_t n) {
   return out;
 }
 
-std::string u32(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }  // little-endian, as pickles
+std::string u32(uint32_t v) {
+  return std::string(reinterpret_cast<const char*>(&v), 4);
+}  // little-endian, as pickles
 
 std::vector<char> no_storage(const std::string&) { return std::vector<char>(4096, 0); }
 
-// The limit named, in one line, within seconds: no recursion that the depth could overflow, nothing quadratic.
+// The limit named, in one line, within seconds: no recursion that the depth could overflow, nothing
+// quadratic.
 void expect_limit(const std::string& ops, const std::string& says, bool module = false) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<char> pickle = pickle_of(ops);
   const std::string message = error_of([&] {
-    if (module) unpickle_module(pickle, no_storage);
-    else unpickle_state_dict(pickle, no_storage);
+    if (module)
+      unpickle_module(pickle, no_storage);
+    else
+      unpickle_state_dict(pickle, no_storage);
   });
   EXPECT_NE(message.find(says), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
@@ -273,31 +286,38 @@ TEST(PickleLimits, SizeBombsAreRefusedByTheLimitTheyPass) {
   for (uint32_t i = 0; i <= 1000000; ++i) memo += "r" + u32(i);
   expect_limit(memo, "memoizes more values than 1,000,000");
   expect_limit("}" + repeat(")b", 2000001), "makes more values than 2,000,000");
-  expect_limit("Nq\0"s + repeat("]" + repeat("h\0a"s, 999999), 3), "puts in its containers more entries than 2,000,000");
+  expect_limit("Nq\0"s + repeat("]" + repeat("h\0a"s, 999999), 3),
+               "puts in its containers more entries than 2,000,000");
 }
 
 TEST(PickleLimits, SharedAndCyclicContainersAreRefusedWhereTheyWouldMultiply) {
   // A list that holds itself: walking it would never end.
   const std::vector<char> cyclic = pickle_of(module_with("]q\1h\1a"s));
-  EXPECT_NE(error_of([&] { unpickle_module(cyclic, no_storage); }).find("puts one container in two places"), std::string::npos);
-  // State dicts take no LibTorch module classes at all.
-  EXPECT_NE(error_of([&] { unpickle_state_dict(cyclic, no_storage); }).find("asks for Python's __torch__.Module"),
+  EXPECT_NE(error_of([&] { unpickle_module(cyclic, no_storage); }).find("puts one container in two places"),
             std::string::npos);
+  // State dicts take no LibTorch module classes at all.
+  EXPECT_NE(
+      error_of([&] { unpickle_state_dict(cyclic, no_storage); }).find("asks for Python's __torch__.Module"),
+      std::string::npos);
 }
 
 TEST(PickleLimits, TensorsReachingPastTheirStorageAreRefused) {
   // {'w': _rebuild_tensor_v2(('storage', FloatStorage, '0', 'cpu', 4), 0, size, stride, False, ())}
   auto tensor = [](const std::string& size_stride) {
-    return pickle_of("}X\1\0\0\0wctorch._utils\n_rebuild_tensor_v2\n((X\7\0\0\0storagectorch\nFloatStorage\nX\1\0\0\0"s
-                     "0X\3\0\0\0cpuK\4tQK\0"s + size_stride + "\x89)tRs");
+    return pickle_of(
+        "}X\1\0\0\0wctorch._utils\n_rebuild_tensor_v2\n((X\7\0\0\0storagectorch\nFloatStorage\nX\1\0\0\0"s
+        "0X\3\0\0\0cpuK\4tQK\0"s +
+        size_stride + "\x89)tRs");
   };
   ASSERT_EQ(error_of([&] { unpickle_state_dict(tensor("(K\2tK\1\x85"), no_storage); }), "");
   const std::string huge = "\x8a\x08\0\0\0\0\0\0\0\x40"s;  // 2^62: the product and the reach overflow 64 bits
-  EXPECT_NE(error_of([&] { unpickle_state_dict(tensor("(" + huge + huge + "t(K\1K\1t"), no_storage); })
-                .find("more elements than storage"),
+  EXPECT_NE(error_of([&] {
+              unpickle_state_dict(tensor("(" + huge + huge + "t(K\1K\1t"), no_storage);
+            }).find("more elements than storage"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { unpickle_state_dict(tensor("(K\2tK\4\x85"), no_storage); }).find("reaches past the end"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { unpickle_state_dict(tensor("(K\2tK\4\x85"), no_storage); }).find("reaches past the end"),
+      std::string::npos);
   const std::string message = error_of([&] {
     unpickle_state_dict(tensor("(K\1tK\1\x85"), [](const std::string&) { return std::vector<char>(2, 0); });
   });

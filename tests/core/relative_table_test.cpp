@@ -1,14 +1,13 @@
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include "cpu/blas_gemm.h"
 #include "nn/pair_order.h"
 #include "nn/relative_projection.h"
 #include "nn/token_layout.h"
 #include "nn/translution_attention.h"
-#include "util/error.h"
 #include "test_switches.h"
+#include "util/error.h"
 
 using namespace translution;
 
@@ -36,7 +35,8 @@ TEST(RelativeTable, MirrorMapsEachPairToItsTranspose) {
     const auto t = make_relative_table(layout);
     auto e = t.entry.accessor<int64_t, 2>();
     for (int64_t i = 0; i < t.tokens(); ++i)
-      for (int64_t j = 0; j < t.tokens(); ++j) ASSERT_EQ(t.mirror[size_t(e[i][j])], e[j][i]) << layout.describe();
+      for (int64_t j = 0; j < t.tokens(); ++j)
+        ASSERT_EQ(t.mirror[size_t(e[i][j])], e[j][i]) << layout.describe();
   }
   const auto abs = make_relative_table(TokenLayout::grid(2, 2, true), PairEncoding::Absolute);
   auto e = abs.entry.accessor<int64_t, 2>();

@@ -1,16 +1,17 @@
 // The shift measures measure what they say: pairs where they should be, consistency and worst
 // case against classifiers whose answers are known, and an equivariance error that is zero where
 // tokens cannot mix and not zero once an absolute position is added.
-#include <ATen/ATen.h>
-#include <gtest/gtest.h>
+#include "train/shift_metrics.h"
 
 #include <map>
 #include <set>
 
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
 #include "data/canvas_dataset.h"
 #include "image/ink.h"
 #include "temp_dir.h"
-#include "train/shift_metrics.h"
 #include "train/translation_sweep.h"
 #include "util/error.h"
 
@@ -38,7 +39,8 @@ TEST(ShiftMetrics, PairsAreOneShiftApartOnTheCanvasInEveryDirection) {
     EXPECT_GT(firsts.size(), 40u);  // spread over the canvas, not a few fixed places
   }
   const std::vector<ShiftPair> a = shift_pairs(50, 84, 28, 1, 3), b = shift_pairs(50, 84, 28, 1, 3);
-  for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(a[k].x0 == b[k].x0 && a[k].y0 == b[k].y0 && a[k].dx == b[k].dx);
+  for (size_t k = 0; k < a.size(); ++k)
+    EXPECT_TRUE(a[k].x0 == b[k].x0 && a[k].y0 == b[k].y0 && a[k].dx == b[k].dx);
   EXPECT_THROW(shift_pairs(10, 84, 28, 57, 0), Error);
 }
 
@@ -85,7 +87,8 @@ TEST(ShiftMetrics, WorstCaseIsTheShareRightEverywhereAndTheMeansAreTheSweeps) {
   int64_t ones = 0;
   for (int64_t i = 0; i < count; ++i) {
     const int64_t ink = test.images[i].to(at::kLong).sum().item<int64_t>();
-    ASSERT_TRUE(classifier.label_of_ink.emplace(ink, test.labels[i].item<int64_t>()).second) << "two digits share their ink";
+    ASSERT_TRUE(classifier.label_of_ink.emplace(ink, test.labels[i].item<int64_t>()).second)
+        << "two digits share their ink";
     ones += test.labels[i].item<int64_t>() == 1;
   }
   ASSERT_GT(ones, 0);
@@ -137,7 +140,8 @@ ViT unmixed_model(bool position_embedding) {
 TEST(ShiftMetrics, TokensThatNeverMixAreEquivariantAndAnAbsolutePositionBreaksIt) {
   ASSERT_FALSE(mnist_dir().empty());
   const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
-  const std::vector<LayerEquivariance> unmixed = token_equivariance(unmixed_model(false), test, {24, 1, 2}, c10::kCPU);
+  const std::vector<LayerEquivariance> unmixed =
+      token_equivariance(unmixed_model(false), test, {24, 1, 2}, c10::kCPU);
   ASSERT_EQ(unmixed.size(), 3u);
   EXPECT_EQ(unmixed[0].layer, "embedding");
   EXPECT_EQ(unmixed[2].layer, "block 2");
@@ -145,12 +149,14 @@ TEST(ShiftMetrics, TokensThatNeverMixAreEquivariantAndAnAbsolutePositionBreaksIt
     EXPECT_LT(l.tokens, 1e-5) << l.layer;
     EXPECT_LT(l.cls, 1e-5) << l.layer;
   }
-  const std::vector<LayerEquivariance> absolute = token_equivariance(unmixed_model(true), test, {24, 1, 2}, c10::kCPU);
+  const std::vector<LayerEquivariance> absolute =
+      token_equivariance(unmixed_model(true), test, {24, 1, 2}, c10::kCPU);
   for (const LayerEquivariance& l : absolute) {
     EXPECT_GT(l.tokens, 0.05) << l.layer;
     EXPECT_LT(l.cls, 1e-5) << l.layer;  // the CLS token still reads only itself
   }
-  EXPECT_THROW(token_equivariance(unmixed_model(false), test, {24, 2, 2}, c10::kCPU), Error);  // 5 x 5 grid, r = 2
+  EXPECT_THROW(token_equivariance(unmixed_model(false), test, {24, 2, 2}, c10::kCPU),
+               Error);  // 5 x 5 grid, r = 2
 }
 
 }  // namespace

@@ -17,7 +17,8 @@ class TempDir {
     std::string pattern = (std::filesystem::temp_directory_path() / "translution-test-XXXXXX").string();
     const char* made = ::mkdtemp(pattern.data());
     const int error = errno;
-    if (!made) throw std::runtime_error("cannot create a directory from " + pattern + ": " + std::strerror(error));
+    if (!made)
+      throw std::runtime_error("cannot create a directory from " + pattern + ": " + std::strerror(error));
     path_ = made;
   }
   ~TempDir() {

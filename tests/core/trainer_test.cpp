@@ -1,18 +1,19 @@
 // The trainer on real MNIST (small subsets): exact resume, pause/stop, divergence,
 // schedule and evaluation bookkeeping.
-#include <ATen/ATen.h>
-#include <gtest/gtest.h>
+#include "train/trainer.h"
 
 #include <cmath>
 #include <thread>
 
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
 #include "cpu/bf16_gemm.h"
 #include "temp_dir.h"
 #include "tensor_checks.h"
+#include "test_switches.h"
 #include "train/evaluate.h"
 #include "train/lr_schedule.h"
-#include "test_switches.h"
-#include "train/trainer.h"
 #include "util/error.h"
 
 namespace translution {
@@ -96,7 +97,8 @@ TEST(Trainer, SameSeedSameRunDifferentSeedDifferentRun) {
   t.seed = 8;
   Trainer c(small_model(), t, mnist_dir(), c10::kCPU);
   c.run([](const TrainProgress&) {});
-  EXPECT_FALSE(at::equal(a.model()->named_parameters()["head.weight"], c.model()->named_parameters()["head.weight"]));
+  EXPECT_FALSE(
+      at::equal(a.model()->named_parameters()["head.weight"], c.model()->named_parameters()["head.weight"]));
 }
 
 // Two runs at once in one process (the studio's experiments), each built and trained
@@ -148,7 +150,8 @@ TEST(Trainer, Bf16PrecisionTrainsInItAndIsStored) {
   Trainer fp32(small_model("attention"), t, mnist_dir(), c10::kCPU);
   fp32.run([](const TrainProgress&) {});
   // The same run but for the dense products' rounding: close, not equal.
-  const at::Tensor a = bf16.model()->named_parameters()["head.weight"], b = fp32.model()->named_parameters()["head.weight"];
+  const at::Tensor a = bf16.model()->named_parameters()["head.weight"],
+                   b = fp32.model()->named_parameters()["head.weight"];
   EXPECT_FALSE(at::equal(a, b));
   EXPECT_LT((a - b).abs().max().item<double>(), 0.05 * b.abs().max().item<double>());
 }
@@ -162,13 +165,14 @@ TEST(Trainer, FreshPositionsGiveEveryEpochItsOwnCanvases) {
   EXPECT_NE(training_placement_seed(fresh, 0), uint64_t(fresh.data_seed));
   // Both runs see the same digits in the same order; with fresh positions the
   // canvases differ from the first epoch on, so the weights do too.
-  fixed.steps = fresh.steps = 3;  // one epoch
+  fixed.steps = fresh.steps = 3;               // one epoch
   ViTConfig roomy = small_model("attention");  // a 42x42 canvas leaves the digit room to move
   roomy.image_height = roomy.image_width = 42, roomy.patch = 14;
   Trainer a(roomy, fixed, mnist_dir(), c10::kCPU), b(roomy, fresh, mnist_dir(), c10::kCPU);
   a.run([](const TrainProgress&) {});
   b.run([](const TrainProgress&) {});
-  EXPECT_FALSE(at::equal(a.model()->named_parameters()["head.weight"], b.model()->named_parameters()["head.weight"]));
+  EXPECT_FALSE(
+      at::equal(a.model()->named_parameters()["head.weight"], b.model()->named_parameters()["head.weight"]));
   // And the option survives the checkpoint's text form.
   EXPECT_TRUE(TrainConfig::from_text(fresh.to_text()).fresh_positions);
   EXPECT_FALSE(TrainConfig::from_text(fixed.to_text()).fresh_positions);
@@ -214,8 +218,8 @@ TEST(Trainer, SplitBatchTrainsTheSameRun) {
   t.steps = 4;
   for (const std::string model : {"translution", "lor", "attention"}) {
     SCOPED_TRACE(model);
-    Trainer whole(small_model(model), t, mnist_dir(), c10::kCPU), a(small_model(model), t, mnist_dir(), c10::kCPU),
-        b(small_model(model), t, mnist_dir(), c10::kCPU);
+    Trainer whole(small_model(model), t, mnist_dir(), c10::kCPU),
+        a(small_model(model), t, mnist_dir(), c10::kCPU), b(small_model(model), t, mnist_dir(), c10::kCPU);
     a.set_batch_shares(2), b.set_batch_shares(2);
     std::vector<double> whole_losses, split_losses;
     whole.run([&](const TrainProgress& p) {
@@ -229,7 +233,8 @@ TEST(Trainer, SplitBatchTrainsTheSameRun) {
     ASSERT_EQ(split_losses.size(), whole_losses.size());
     for (size_t i = 0; i < whole_losses.size(); ++i) EXPECT_NEAR(split_losses[i], whole_losses[i], 1e-5) << i;
     for (const auto& p : whole.model()->named_parameters())
-      EXPECT_LT(test_support::max_relative_error(a.model()->named_parameters()[p.key()], p.value()), 1e-4) << p.key();
+      EXPECT_LT(test_support::max_relative_error(a.model()->named_parameters()[p.key()], p.value()), 1e-4)
+          << p.key();
   }
 }
 
@@ -254,7 +259,8 @@ TEST(Trainer, DivergenceStopsBeforeTheBadStepAndKeepsTheLastGoodCheckpoint) {
     ASSERT_EQ(e, Event::Diverged);
     EXPECT_LT(trainer.step(), 30);
     EXPECT_NE(message.find("step " + std::to_string(trainer.step() + 1)), std::string::npos) << message;
-    EXPECT_NE(message.find("run.ckpt holds step " + std::to_string(trainer.step())), std::string::npos) << message;
+    EXPECT_NE(message.find("run.ckpt holds step " + std::to_string(trainer.step())), std::string::npos)
+        << message;
     const Checkpoint last = load_checkpoint(dir.file("run.ckpt"));
     EXPECT_EQ(last.training->step, trainer.step());
     expect_same_weights(last.model, trainer.model());
@@ -276,9 +282,11 @@ TEST(Trainer, ADivergedRunWritesItsLastGoodStateOrSaysNothingWasWritten) {
     std::string message;
     ASSERT_EQ(trainer.run([&](const TrainProgress& p) {
       if (p.event == Event::Diverged) message = p.message;
-    }), Event::Diverged);
+    }),
+              Event::Diverged);
     if (with_path) {
-      EXPECT_NE(message.find("diverged.ckpt holds step " + std::to_string(trainer.step())), std::string::npos) << message;
+      EXPECT_NE(message.find("diverged.ckpt holds step " + std::to_string(trainer.step())), std::string::npos)
+          << message;
       const Checkpoint last = load_checkpoint(dir.file("diverged.ckpt"));
       EXPECT_EQ(last.training->step, trainer.step());
       expect_same_weights(last.model, trainer.model());
@@ -323,7 +331,8 @@ TEST(LrSchedule, WarmsUpLinearlyThenFollowsACosineToTheMinimum) {
   EXPECT_DOUBLE_EQ(scheduled_lr(10, 100, 10, 1.0, 0.0), 1.0);
   EXPECT_NEAR(scheduled_lr(55, 100, 10, 1.0, 0.0), 0.5, 1e-12);
   EXPECT_NEAR(scheduled_lr(100, 100, 10, 1.0, 0.1), 0.1, 1e-12);
-  for (int64_t s = 11; s < 100; ++s) EXPECT_LT(scheduled_lr(s, 100, 10, 1.0, 0.0), scheduled_lr(s - 1, 100, 10, 1.0, 0.0));
+  for (int64_t s = 11; s < 100; ++s)
+    EXPECT_LT(scheduled_lr(s, 100, 10, 1.0, 0.0), scheduled_lr(s - 1, 100, 10, 1.0, 0.0));
 }
 
 TEST(Evaluate, ConfusionMatrixAccountsForEverySample) {
@@ -337,7 +346,8 @@ TEST(Evaluate, ConfusionMatrixAccountsForEverySample) {
   EXPECT_EQ(r.confusion.sum().item<int64_t>(), 100);
   // Row sums are the true-class counts of the first 100 test digits.
   const at::Tensor labels = test.digits().labels.narrow(0, 0, 100);
-  for (int64_t k = 0; k < 10; ++k) EXPECT_EQ(r.confusion[k].sum().item<int64_t>(), labels.eq(k).sum().item<int64_t>());
+  for (int64_t k = 0; k < 10; ++k)
+    EXPECT_EQ(r.confusion[k].sum().item<int64_t>(), labels.eq(k).sum().item<int64_t>());
   EXPECT_NEAR(r.accuracy, double(r.confusion.diagonal().sum().item<int64_t>()) / 100.0, 1e-12);
   EXPECT_TRUE(std::isfinite(r.loss));
 }

@@ -5,6 +5,8 @@
 // over several threads and not, second derivatives through them, whole models'
 // gradients with the passes on and off, self-attention's maps, and the passes
 // not taken where they must not be.
+#include "cpu/training_passes.h"
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -13,13 +15,12 @@
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 
-#include "nn/attention_math.h"
+#include "cpu/helper_threads.h"
 #include "cpu/inference_passes.h"
 #include "cpu/layer_norm_rows.h"
-#include "cpu/training_passes.h"
 #include "cpu/vector_math.h"
+#include "nn/attention_math.h"
 #include "nn/vit.h"
-#include "cpu/helper_threads.h"
 #include "tensor_checks.h"
 #include "test_switches.h"
 
@@ -44,7 +45,8 @@ TEST(VectorMath, GeluBackwardMatchesItsDefinition) {
   for (const int64_t n : {1, 7, 16, 17, 33, 768}) {
     const at::Tensor r = at::rand({n}, at::kDouble) * 24 - 12;
     std::vector<float> x(static_cast<size_t>(n)), dy(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) x[size_t(i)] = float(r[i].item<double>()), dy[size_t(i)] = float(0.5 + i % 3);
+    for (int64_t i = 0; i < n; ++i)
+      x[size_t(i)] = float(r[i].item<double>()), dy[size_t(i)] = float(0.5 + i % 3);
     if (n > 3) x[0] = 0.0f, x[1] = -0.0f, x[2] = 1e-20f, x[3] = -40.0f;
     gelu_backward(x.data(), dy.data(), dx.data(), n);
     std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end()), dxd(static_cast<size_t>(n));
@@ -69,7 +71,8 @@ TEST(VectorMath, SoftmaxBackwardMatchesItsDefinition) {
   for (const int64_t n : {1, 5, 16, 17, 50, 70})
     for (const double scale : {0.125, 1.0}) {
       SCOPED_TRACE("n = " + std::to_string(n) + ", scale " + std::to_string(scale));
-      const at::Tensor alpha = at::softmax(at::randn({n}, at::kDouble) * 3, 0), g = at::randn({n}, at::kDouble);
+      const at::Tensor alpha = at::softmax(at::randn({n}, at::kDouble) * 3, 0),
+                       g = at::randn({n}, at::kDouble);
       const at::Tensor want = scale * alpha * (g - (g * alpha).sum());
       std::vector<double> a(alpha.data_ptr<double>(), alpha.data_ptr<double>() + n);
       std::vector<double> gd(g.data_ptr<double>(), g.data_ptr<double>() + n), dd(static_cast<size_t>(n));
@@ -92,14 +95,18 @@ TEST(LayerNormRows, BackwardMatchesLibTorch) {
     const at::Tensor beta = at::randn({n}, at::kDouble).requires_grad_();
     const at::Tensor g = at::randn({rows, n}, at::kDouble);
     at::layer_norm(x, {n}, gamma, beta, 1e-5).backward(g);
-    at::Tensor y = at::empty({rows, n}, at::kDouble), mean = at::empty({rows}, at::kDouble), rstd = at::empty_like(mean);
+    at::Tensor y = at::empty({rows, n}, at::kDouble), mean = at::empty({rows}, at::kDouble),
+               rstd = at::empty_like(mean);
     layer_norm_rows<double>(x.data_ptr<double>(), y.data_ptr<double>(), rows, n, gamma.data_ptr<double>(),
                             beta.data_ptr<double>(), 1e-5, mean.data_ptr<double>(), rstd.data_ptr<double>());
-    EXPECT_LT(max_relative_error(y, at::layer_norm(x.detach(), {n}, gamma.detach(), beta.detach(), 1e-5)), 1e-13);
-    at::Tensor dx = at::empty_like(y), dgamma = at::zeros({n}, at::kDouble), dbeta = at::zeros({n}, at::kDouble);
+    EXPECT_LT(max_relative_error(y, at::layer_norm(x.detach(), {n}, gamma.detach(), beta.detach(), 1e-5)),
+              1e-13);
+    at::Tensor dx = at::empty_like(y), dgamma = at::zeros({n}, at::kDouble),
+               dbeta = at::zeros({n}, at::kDouble);
     layer_norm_rows_backward<double>(x.data_ptr<double>(), g.data_ptr<double>(), mean.data_ptr<double>(),
-                                     rstd.data_ptr<double>(), gamma.data_ptr<double>(), rows, n, dx.data_ptr<double>(),
-                                     dgamma.data_ptr<double>(), dbeta.data_ptr<double>());
+                                     rstd.data_ptr<double>(), gamma.data_ptr<double>(), rows, n,
+                                     dx.data_ptr<double>(), dgamma.data_ptr<double>(),
+                                     dbeta.data_ptr<double>());
     SCOPED_TRACE("n = " + std::to_string(n));
     EXPECT_LT(max_relative_error(dx, x.grad()), 1e-12);
     EXPECT_LT(max_relative_error(dgamma, gamma.grad()), 1e-13);
@@ -148,15 +155,16 @@ TEST(TrainingKernels, MatchTheOpsForwardAndBackward) {
               EXPECT_TRUE(training_kernels_apply({&in[0], &in[1], &in[2]}));
               return trained_layer_norm(in[0], in[1], in[2], 1e-5);
             },
-            {at::randn({2, 9, 24}, type) * 2 + 1, at::rand({24}, type) + 0.5, at::randn({24}, type)}, tolerance,
-            "LayerNorm");
+            {at::randn({2, 9, 24}, type) * 2 + 1, at::rand({24}, type) + 0.5, at::randn({24}, type)},
+            tolerance, "LayerNorm");
         const at::Tensor causal = at::ones({7, 7}, at::kBool).tril();
         for (const at::Tensor& mask : {at::Tensor(), causal}) {
           expect_same([&](const std::vector<at::Tensor>& in) { return attention_softmax(in[0], mask, 4.0); },
                       {at::randn({2, 3, 7, 7}, type) * 4}, tolerance, "ScaledSoftmax");
           // Self-attention of two heads of 4 over 7 tokens: q, k and v are the thirds of qkv.
-          expect_same([&](const std::vector<at::Tensor>& in) { return self_attention_core(in[0], 2, mask, nullptr); },
-                      {at::randn({3, 7, 3 * 2 * 4}, type) * 2}, tolerance, "SelfAttentionCore");
+          expect_same(
+              [&](const std::vector<at::Tensor>& in) { return self_attention_core(in[0], 2, mask, nullptr); },
+              {at::randn({3, 7, 3 * 2 * 4}, type) * 2}, tolerance, "SelfAttentionCore");
         }
       });
     }
@@ -217,12 +225,13 @@ TEST(TrainingKernels, SecondDerivativesMatchTheOps) {
   torch::nn::LayerNorm layer(torch::nn::LayerNormOptions({6}));
   layer->to(at::kDouble);
   const at::Tensor causal = at::ones({6, 6}, at::kBool).tril();
-  // Self-attention's other path (per-head functions) has no second derivative: its reference is LibTorch's ops here
-  // (two heads of dimension 1: the logits' scale is 1).
+  // Self-attention's other path (per-head functions) has no second derivative: its reference is LibTorch's
+  // ops here (two heads of dimension 1: the logits' scale is 1).
   const auto attention_ops = [&](const at::Tensor& qkv) {
     const auto p = qkv.chunk(3, -1);
     const auto heads = [](const at::Tensor& t) { return t.reshape({2, 6, 2, 1}).transpose(1, 2); };
-    const at::Tensor logits = at::matmul(heads(p[0]), heads(p[1]).transpose(-1, -2)).masked_fill(causal.logical_not(), -INFINITY);
+    const at::Tensor logits =
+        at::matmul(heads(p[0]), heads(p[1]).transpose(-1, -2)).masked_fill(causal.logical_not(), -INFINITY);
     return at::matmul(at::softmax(logits, -1), heads(p[2])).transpose(1, 2).reshape({2, 6, 2});
   };
   using Function = std::function<at::Tensor(const at::Tensor&)>;
@@ -240,8 +249,9 @@ TEST(TrainingKernels, SecondDerivativesMatchTheOps) {
       const at::Tensor dx = torch::autograd::grad({(f(x) * probe).sum()}, {x}, {}, true, true)[0];
       return torch::autograd::grad({dx.square().sum()}, {x})[0];
     };
-    const at::Tensor reference = functions[i].second ? second(functions[i].second)
-                                                     : test_support::on_reference([&] { return second(functions[i].first); });
+    const at::Tensor reference = functions[i].second
+                                     ? second(functions[i].second)
+                                     : test_support::on_reference([&] { return second(functions[i].first); });
     EXPECT_LT(max_relative_error(second(functions[i].first), reference), 1e-10);
   }
 }
@@ -265,7 +275,8 @@ TEST(TrainingKernels, WholeModelsGradientsMatchTheOps) {
       };
       const std::vector<at::Tensor> kernels = gradients(), ops = test_support::on_reference(gradients);
       for (size_t i = 0; i < ops.size(); ++i)
-        EXPECT_LT(max_relative_error(kernels[i], ops[i]), type == at::kDouble ? 1e-11 : 2e-4) << "tensor " << i;
+        EXPECT_LT(max_relative_error(kernels[i], ops[i]), type == at::kDouble ? 1e-11 : 2e-4)
+            << "tensor " << i;
     }
 }
 

@@ -1,13 +1,14 @@
 // The translation sweep measures what it says, position by position.
-#include <ATen/ATen.h>
-#include <gtest/gtest.h>
+#include "train/translation_sweep.h"
 
 #include <fstream>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include "data/canvas_dataset.h"
 #include "image/heat_map.h"
 #include "temp_dir.h"
-#include "train/translation_sweep.h"
 #include "util/error.h"
 
 namespace translution {
@@ -46,7 +47,8 @@ TEST(TranslationSweep, EachCellIsTheModelsAccuracyAtThatPosition) {
     for (size_t xi = 0; xi < 3; ++xi) {
       std::vector<at::Tensor> images;
       for (int64_t i = 0; i < 12; ++i)
-        images.push_back(normalize_pixels(compose_canvas(test.images[i], 36, {r.positions[xi], r.positions[yi]})));
+        images.push_back(
+            normalize_pixels(compose_canvas(test.images[i], 36, {r.positions[xi], r.positions[yi]})));
       const at::Tensor probs = model->forward(at::stack(images).unsqueeze(1)).softmax(1);
       const at::Tensor labels = test.labels.narrow(0, 0, 12);
       EXPECT_NEAR(r.accuracy[int64_t(yi)][int64_t(xi)].item<double>(),
@@ -64,14 +66,18 @@ TEST(TranslationSweep, EachCellIsTheModelsAccuracyAtThatPosition) {
 }
 
 TEST(TranslationSweep, ProgressivePassesAreNeverFinerThanTheRequest) {
-  auto same = [](const SweepOptions& a, const SweepOptions& b) { return a.digits == b.digits && a.stride == b.stride; };
+  auto same = [](const SweepOptions& a, const SweepOptions& b) {
+    return a.digits == b.digits && a.stride == b.stride;
+  };
   const auto passes = progressive_passes({100, 2});
   ASSERT_EQ(passes.size(), 2u);
   EXPECT_TRUE(same(passes[0], {20, 6}));
   EXPECT_TRUE(same(passes[1], {100, 2}));
-  EXPECT_TRUE(same(progressive_passes({10, 2})[0], {10, 6}));  // fewer digits than the coarse pass: all of them
-  EXPECT_TRUE(same(progressive_passes({100, 8})[0], {20, 8}));  // a coarser stride than the coarse pass: that one
-  const auto one = progressive_passes({5, 14});                 // already coarse: one pass
+  EXPECT_TRUE(
+      same(progressive_passes({10, 2})[0], {10, 6}));  // fewer digits than the coarse pass: all of them
+  EXPECT_TRUE(
+      same(progressive_passes({100, 8})[0], {20, 8}));  // a coarser stride than the coarse pass: that one
+  const auto one = progressive_passes({5, 14});         // already coarse: one pass
   ASSERT_EQ(one.size(), 1u);
   EXPECT_TRUE(same(one[0], {5, 14}));
 }
@@ -110,7 +116,7 @@ TEST(TranslationSweep, AProgressiveSweepEndsWithTheOneShotMaps) {
   ASSERT_EQ(shown[0].size(), 2u);
   EXPECT_EQ(shown[0][0].positions, (std::vector<int64_t>{0, 5, 8}));
   EXPECT_EQ(shown[0][0].digits, 4);
-  EXPECT_EQ(last_progress[0].second, 2 * 9);  // two models, 3 x 3 positions
+  EXPECT_EQ(last_progress[0].second, 2 * 9);   // two models, 3 x 3 positions
   EXPECT_EQ(last_progress[1].second, 2 * 25);  // two models, 5 x 5 positions
   // The last pass is the one-shot sweep, model by model, to the last bit.
   ASSERT_EQ(final_results.size(), 2u);
@@ -134,11 +140,12 @@ TEST(TranslationSweep, AFailingModelStopsTheSweepWithItsError) {
   const std::vector<SweepModel> models{{ViT(c), c10::kCPU}, {ViT(c), c10::kCPU}};
   const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
   int shown = 0;
-  EXPECT_THROW(progressive_sweep(models, test, progressive_passes({12, 2}, {4, 5}),
-                                 [&](size_t, const std::vector<SweepResult>&) { ++shown; },
-                                 [](size_t pass, int64_t, int64_t) {
-                                   if (pass == 1) throw Error("cancelled");
-                                 }),
+  EXPECT_THROW(progressive_sweep(
+                   models, test, progressive_passes({12, 2}, {4, 5}),
+                   [&](size_t, const std::vector<SweepResult>&) { ++shown; },
+                   [](size_t pass, int64_t, int64_t) {
+                     if (pass == 1) throw Error("cancelled");
+                   }),
                Error);
   EXPECT_EQ(shown, 1);  // the coarse pass was shown; the stopped one never is
 }

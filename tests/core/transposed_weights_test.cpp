@@ -2,6 +2,8 @@
 // the strip layout, when a copy is made again and when it is reused, and dense
 // layers (plain, GELU and residual epilogues, several layers at once) against
 // the BLAS path in double and float. Skipped where the row kernel cannot run.
+#include "cpu/transposed_weights.h"
+
 #include <string>
 #include <thread>
 #include <vector>
@@ -10,11 +12,10 @@
 #include <gtest/gtest.h>
 #include <torch/nn/modules/linear.h>
 
-#include "cpu/linear.h"
 #include "cpu/avx512_gemm.h"
-#include "cpu/transposed_weights.h"
-#include "tensor_checks.h"
 #include "cpu/helper_threads.h"
+#include "cpu/linear.h"
+#include "tensor_checks.h"
 #include "test_switches.h"
 
 namespace translution {
@@ -27,8 +28,7 @@ TEST(TransposedWeights, StripsHoldTheTransposedColumns) {
   const at::Tensor t = transposed_weight(w);
   ASSERT_TRUE(t.defined());
   ASSERT_EQ(t.sizes(), (std::vector<int64_t>{3, 40, 32}));
-  for (int64_t s = 0; s < 3; ++s)
-    EXPECT_TRUE(at::equal(t[s], w.narrow(0, 32 * s, 32).t())) << "strip " << s;
+  for (int64_t s = 0; s < 3; ++s) EXPECT_TRUE(at::equal(t[s], w.narrow(0, 32 * s, 32).t())) << "strip " << s;
   EXPECT_FALSE(transposed_weight(at::randn({10, 40})).defined()) << "10 outputs: no whole strip";
   EXPECT_FALSE(transposed_weight(at::randn({64, 40}, at::kDouble)).defined()) << "double stays on the BLAS";
   EXPECT_FALSE(transposed_weight(at::randn({40, 64}).t()).defined()) << "not contiguous";
@@ -75,9 +75,7 @@ TEST(TransposedWeights, ConcurrentCallersGetTheSameCopy) {
 
 class OneImageDense : public ::testing::Test {
  protected:
-  void SetUp() override {
-    SKIP_WITHOUT_AVX512_KERNEL(avx512_gemm_available());
-  }
+  void SetUp() override { SKIP_WITHOUT_AVX512_KERNEL(avx512_gemm_available()); }
   void TearDown() override {
     test_support::use_reference(false);
     test_support::use_matrix_threads(0);
@@ -159,7 +157,8 @@ TEST_F(OneImageDense, SeveralLayersAtOnce) {
   at::NoGradGuard no_grad;
   // LoR's six projections: 192-wide layers beside 24-wide ones, so part boundaries fall inside strips.
   std::vector<torch::nn::Linear> owned;
-  for (const int64_t out : {192, 24, 192, 24, 192, 24}) owned.emplace_back(torch::nn::LinearOptions(64, out).bias(false));
+  for (const int64_t out : {192, 24, 192, 24, 192, 24})
+    owned.emplace_back(torch::nn::LinearOptions(64, out).bias(false));
   std::vector<torch::nn::Linear*> layers;
   for (auto& l : owned) layers.push_back(&l);
   const at::Tensor x = at::randn({1, 50, 64});

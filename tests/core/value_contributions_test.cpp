@@ -2,9 +2,8 @@
 // written as loops over pairs in double precision: for every bank entry e,
 //   sum over pairs (i, j) with e_ij = e, over heads h, of alpha^h_ij |x_j W_v[e]_h|,
 // with W_v[e] = Wv[e] (Translution) or W1v Wv[e] W2v (LoR's relative term).
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 #include <torch/nn/module.h>
 
 #include "nn/attention.h"
@@ -19,9 +18,10 @@ at::Tensor parameter(const AttentionModule& m, const std::string& name) {
   return m.named_parameters()[name].detach();
 }
 
-// The reference: the effective matrix of each pair formed on its own, its head slices' norms summed with alpha.
-at::Tensor reference(const AttentionModule& m, const std::string& model, const RelativeTable& t, const at::Tensor& x,
-                     const at::Tensor& alpha) {
+// The reference: the effective matrix of each pair formed on its own, its head slices' norms summed with
+// alpha.
+at::Tensor reference(const AttentionModule& m, const std::string& model, const RelativeTable& t,
+                     const at::Tensor& x, const at::Tensor& alpha) {
   const int64_t N = x.size(0), H = alpha.size(0);
   at::Tensor out = at::zeros({t.entries}, at::kDouble);
   for (int64_t i = 0; i < N; ++i)
@@ -58,7 +58,8 @@ TEST_P(ValueContributions, AreAttentionWeightedNormsOfEachOffsetsValues) {
   EXPECT_GT(want.sum().item<double>(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(RelativeValues, ValueContributions, ::testing::Values("translution", "lor", "translution-v"));
+INSTANTIATE_TEST_SUITE_P(RelativeValues, ValueContributions,
+                         ::testing::Values("translution", "lor", "translution-v"));
 
 TEST(ValueContributionsOfAViT, OnePerLayerForRelativeValuesAndNoneForSelfAttention) {
   for (const std::string model : {"translution", "translution-qk", "attention"}) {

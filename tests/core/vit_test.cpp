@@ -1,18 +1,17 @@
-#include <gtest/gtest.h>
+#include "nn/vit.h"
 
 #include <atomic>
 #include <cmath>
 #include <thread>
 
 #include <ATen/ATen.h>
-
+#include <gtest/gtest.h>
 #include <torch/autograd.h>
 
+#include "cpu/avx512_gemm.h"
 #include "nn/attention_spec.h"
 #include "nn/model_cost.h"
-#include "cpu/avx512_gemm.h"
 #include "nn/self_attention.h"
-#include "nn/vit.h"
 #include "tensor_checks.h"
 #include "test_switches.h"
 #include "util/error.h"
@@ -150,11 +149,13 @@ TEST(ViT, RejectsWrongImageShape) {
 // the same logits and the same gradient of every parameter, in double precision,
 // for a model of each operator family and a hybrid one.
 TEST(ViT, ClsOnlyLastBlockGivesTheFullModelsLogitsAndGradients) {
-  for (const std::string model : {"attention", "attention-nope", "translution", "translution-v", "translution-abs",
-                                   "lor", "lor-qk", "rel-key", "rel-value", "rel-bias", "gpsa", "rope"}) {
+  for (const std::string model :
+       {"attention", "attention-nope", "translution", "translution-v", "translution-abs", "lor", "lor-qk",
+        "rel-key", "rel-value", "rel-bias", "gpsa", "rope"}) {
     SCOPED_TRACE(model);
     ViTConfig c = test_support::small_vit_config(model);
-    if (model == "rel-value") c.first_blocks = 1, c.first_model = "translution";  // a hybrid: the last block differs
+    if (model == "rel-value")
+      c.first_blocks = 1, c.first_model = "translution";  // a hybrid: the last block differs
     at::manual_seed(7);
     ViT vit(c);
     vit->to(at::kDouble);
@@ -163,7 +164,8 @@ TEST(ViT, ClsOnlyLastBlockGivesTheFullModelsLogitsAndGradients) {
     std::vector<at::Tensor> params = vit->parameters();
     auto run = [&] {
       const at::Tensor logits = vit->forward(images);
-      std::vector<at::Tensor> grads = torch::autograd::grad({(logits * probe).sum()}, params, {}, false, false, true);
+      std::vector<at::Tensor> grads =
+          torch::autograd::grad({(logits * probe).sum()}, params, {}, false, false, true);
       grads.insert(grads.begin(), logits.detach());
       return grads;
     };
@@ -172,11 +174,11 @@ TEST(ViT, ClsOnlyLastBlockGivesTheFullModelsLogitsAndGradients) {
       at::NoGradGuard no_grad;  // prediction's path: the engine's inference passes
       auto logits = [&] { return vit->forward(images); };
       const at::Tensor every = test_support::with_option(&EngineOptions::cls_only_last_block, false, logits);
-      EXPECT_LT(test_support::max_relative_error(logits(), every), 1e-12)
-          << "logits without gradients";
+      EXPECT_LT(test_support::max_relative_error(logits(), every), 1e-12) << "logits without gradients";
     }
     const std::vector<at::Tensor> cls = run();
-    const std::vector<at::Tensor> all = test_support::with_option(&EngineOptions::cls_only_last_block, false, run);
+    const std::vector<at::Tensor> all =
+        test_support::with_option(&EngineOptions::cls_only_last_block, false, run);
     const auto names = vit->named_parameters();
     for (size_t n = 0; n < cls.size(); ++n) {
       const std::string what = n == 0 ? "logits" : "gradient of " + names[n - 1].key();
@@ -240,10 +242,10 @@ TEST(ModelCost, ClsOnlyLastBlockSkipsTheOtherQueriesWork) {
   // projections of every token and 50 pairs.
   const ModelCost lor = model_cost(vit_a("lor", 12));
   const double c = 24, S = 2, dh = 64;
-  const double reassociated = D * C + 3 * C * D + C * c + S * c * c + S * (c * c + H * c * C) + 2 * S * H * N * C +
-                              S * H * (C * c + c * c + c * dh);
-  const double plain = D * C + 2 * N * D + (1 + 2 * N) * C * D + (C * c + N * c * c) + (N * C * c + N * c * c) + N * c +
-                       (N * C * c + N * c * c + N * H * c + H * c * dh);
+  const double reassociated = D * C + 3 * C * D + C * c + S * c * c + S * (c * c + H * c * C) +
+                              2 * S * H * N * C + S * H * (C * c + c * c + c * dh);
+  const double plain = D * C + 2 * N * D + (1 + 2 * N) * C * D + (C * c + N * c * c) +
+                       (N * C * c + N * c * c) + N * c + (N * C * c + N * c * c + N * H * c + H * c * dh);
   EXPECT_DOUBLE_EQ(lor.cls_only_macs - lor.cls_only_batch_macs, plain - reassociated);
 }
 
@@ -251,8 +253,9 @@ TEST(ModelCost, ClsOnlyLastBlockSkipsTheOtherQueriesWork) {
 TEST(SelfAttention, ReassociatesOnlyWhereItSavesWork) {
   const AttentionShape shape{192, 3, 64};
   EXPECT_TRUE(self_attention_reassociates(shape, 50, 1, 32));
-  EXPECT_FALSE(self_attention_reassociates(shape, 50, 1, 1));    // one image: the plain products
-  EXPECT_FALSE(self_attention_reassociates(shape, 50, 50, 32));  // every query: project the keys and values once
+  EXPECT_FALSE(self_attention_reassociates(shape, 50, 1, 1));  // one image: the plain products
+  EXPECT_FALSE(
+      self_attention_reassociates(shape, 50, 50, 32));  // every query: project the keys and values once
   EXPECT_FALSE(self_attention_reassociates(shape, 50, 40, 32));
   EXPECT_FALSE(self_attention_reassociates(shape, 1, 1, 32));
 }
@@ -273,7 +276,8 @@ TEST(SelfAttention, OneImagesFirstQueryMatchesItsFullForwardRow) {
   EXPECT_LT(test_support::max_relative_error(first, full), 1e-12);
   const auto g_first = torch::autograd::grad({(first * probe).sum()}, inputs);
   const auto g_full = torch::autograd::grad({(full * probe).sum()}, inputs);
-  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(test_support::max_relative_error(g_first[i], g_full[i]), 1e-12) << i;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    EXPECT_LT(test_support::max_relative_error(g_first[i], g_full[i]), 1e-12) << i;
 }
 
 TEST(ModelCost, TranslutionDoesNTimesTheProjectionWorkOfSelfAttention) {

@@ -15,8 +15,6 @@
 // would, and reach the parsers behind the check.
 //
 // usage: fuzz_readers SEED_DIR [--inputs N] [--seconds S] [--seed K] [--out DIR]
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -32,6 +30,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <sys/resource.h>
 
 #include "data/idx_file.h"
 #include "image/image_file.h"
@@ -63,7 +62,8 @@ void mutate_once(Bytes& b, std::mt19937_64& rng) {
       if (!b.empty()) b[pick(b.size())] ^= (unsigned char)(1u << (rng() % 8));
       break;
     case 1:  // a boundary byte, often where headers keep sizes
-      if (!b.empty()) b[rng() % 2 ? pick(std::min<size_t>(b.size(), 64)) : pick(b.size())] = boundary[rng() % 6];
+      if (!b.empty())
+        b[rng() % 2 ? pick(std::min<size_t>(b.size(), 64)) : pick(b.size())] = boundary[rng() % 6];
       break;
     case 2:  // truncate
       b.resize(pick(b.size() + 1));
@@ -104,7 +104,8 @@ Bytes with_fresh_digests(const Bytes& file) {
   for (int i = 7; i >= 0; --i) n = n << 8 | file[size_t(i)];
   if (n > file.size() - 8) return file;
   nlohmann::json header = nlohmann::json::parse(file.begin() + 8, file.begin() + 8 + long(n), nullptr, false);
-  if (!header.is_object() || !header.contains("__metadata__") || !header["__metadata__"].is_object()) return file;
+  if (!header.is_object() || !header.contains("__metadata__") || !header["__metadata__"].is_object())
+    return file;
   const std::string buffer(file.begin() + 8 + long(n), file.end());
   auto& meta = header["__metadata__"];
   meta["data_md5"] = translution::md5_hex(buffer.data(), buffer.size());
@@ -134,15 +135,16 @@ std::vector<Bytes> pickle_bombs() {
   return {text_bytes("\x80\x02" + repeat("]", 999000) + repeat("a", 998999) + "."),  // lists 999,000 deep
           text_bytes("\x80\x02" + repeat("(", 1000001) + "."),                       // the stack
           text_bytes("\x80\x02]" + repeat("Na", 1000001) + "."),                     // one container
-          text_bytes(memo + "."),                                                     // the memo
+          text_bytes(memo + "."),                                                    // the memo
           text_bytes("\x80\x02}" + repeat(")b", 2000001) + ".")};                    // the values
 }
 
 // Checkpoints past the reader's limits: a JSON header nested a million deep, a header length past the file.
 std::vector<Bytes> checkpoint_bombs() {
   std::vector<Bytes> out;
-  for (const std::string& header : {"{\"a\":" + repeat("[", 1000000) + repeat("]", 1000000) + "}",
-                                    "{\"a\":" + repeat("{\"b\":", 100000) + "1" + repeat("}", 100000) + "}"}) {
+  for (const std::string& header :
+       {"{\"a\":" + repeat("[", 1000000) + repeat("]", 1000000) + "}",
+        "{\"a\":" + repeat("{\"b\":", 100000) + "1" + repeat("}", 100000) + "}"}) {
     Bytes b(8);
     for (int i = 0; i < 8; ++i) b[size_t(i)] = (unsigned char)((header.size() >> (8 * i)) & 0xff);
     b.insert(b.end(), header.begin(), header.end());
@@ -155,8 +157,8 @@ std::vector<Bytes> checkpoint_bombs() {
 struct Reader {
   std::string name;
   std::function<void(const Bytes&)> parse;
-  std::function<Bytes(const Bytes&)> resign;  // where set, applied to half the inputs
-  int64_t max_inputs = INT64_MAX;  // fewer for a reader whose inputs are slow to reject
+  std::function<Bytes(const Bytes&)> resign;        // where set, applied to half the inputs
+  int64_t max_inputs = INT64_MAX;                   // fewer for a reader whose inputs are slow to reject
   std::function<std::vector<Bytes>()> built_seeds;  // seeds made here instead of read from SEED_DIR/name
 };
 
@@ -191,15 +193,17 @@ Counts fuzz(const Reader& r, const std::vector<Bytes>& seeds, int64_t inputs, do
     } catch (const std::bad_alloc&) {
       ++c.failures;
       const fs::path saved = out / (r.name + "-" + std::to_string(c.inputs) + ".bad_alloc");
-      std::ofstream(saved, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+      std::ofstream(saved, std::ios::binary)
+          .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
       std::fprintf(stderr, "%s: input %lld allocated beyond the limit (saved %s)\n", r.name.c_str(),
                    (long long)c.inputs, saved.c_str());
     } catch (const BrokenPromise& e) {
       ++c.failures;
       const fs::path saved = out / (r.name + "-" + std::to_string(c.inputs) + ".broken");
-      std::ofstream(saved, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
-      std::fprintf(stderr, "%s: input %lld was accepted but %s (saved %s)\n", r.name.c_str(), (long long)c.inputs,
-                   e.what(), saved.c_str());
+      std::ofstream(saved, std::ios::binary)
+          .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+      std::fprintf(stderr, "%s: input %lld was accepted but %s (saved %s)\n", r.name.c_str(),
+                   (long long)c.inputs, e.what(), saved.c_str());
     } catch (const std::exception&) {
       ++c.rejected;  // a one-line error for the user: what a reader should do with a bad file
     }
@@ -223,7 +227,8 @@ void accept_module(const std::vector<std::pair<std::string, translution::Pickled
 // Accepted means loadable as a model: every weight finite.
 void accept_checkpoint(const translution::Checkpoint& c) {
   for (const auto& p : c.model->named_parameters())
-    if (!translution::non_finite_value(p.value()).empty()) throw BrokenPromise("'" + p.key() + "' is not finite");
+    if (!translution::non_finite_value(p.value()).empty())
+      throw BrokenPromise("'" + p.key() + "' is not finite");
 }
 
 // The pickle alone (a zip's CRCs would turn most mutations away before it), as a state dict and as a
@@ -244,29 +249,36 @@ std::vector<Reader> readers() {
       {"idx",
        [](const Bytes& b) {
          // Accepted means whole: exactly the elements the header declares (no read past the file's end).
-         const translution::IdxArray a = translution::parse_idx(std::vector<uint8_t>(b.begin(), b.end()), "fuzz.idx");
+         const translution::IdxArray a =
+             translution::parse_idx(std::vector<uint8_t>(b.begin(), b.end()), "fuzz.idx");
          uint64_t count = 1;
          for (int64_t d : a.dims) count *= uint64_t(d);
          if (a.dims.empty() || count != a.data.size())
-           throw BrokenPromise("holds " + std::to_string(a.data.size()) + " elements where its header declares " +
-                               std::to_string(count));
+           throw BrokenPromise("holds " + std::to_string(a.data.size()) +
+                               " elements where its header declares " + std::to_string(count));
        }},
       {"checkpoint",
        [](const Bytes& b) {
-         accept_checkpoint(translution::parse_checkpoint(std::string(b.begin(), b.end()), "fuzz.ckpt", c10::kCPU));
+         accept_checkpoint(
+             translution::parse_checkpoint(std::string(b.begin(), b.end()), "fuzz.ckpt", c10::kCPU));
        },
        with_fresh_digests},
       {"checkpoint_bombs",
-       [](const Bytes& b) { translution::parse_checkpoint(std::string(b.begin(), b.end()), "fuzz.ckpt", c10::kCPU); },
+       [](const Bytes& b) {
+         translution::parse_checkpoint(std::string(b.begin(), b.end()), "fuzz.ckpt", c10::kCPU);
+       },
        nullptr, 400, checkpoint_bombs},
       {"format1",
        [](const Bytes& b) {
-         accept_checkpoint(translution::parse_format1_checkpoint(std::string(b.begin(), b.end()), "fuzz.ckpt"));
+         accept_checkpoint(
+             translution::parse_format1_checkpoint(std::string(b.begin(), b.end()), "fuzz.ckpt"));
        },
        with_fresh_format1_header, 5000},
       {"image", [](const Bytes& b) { translution::decode_image_gray(b, "fuzz.png"); }},
       {"state_dict",
-       [](const Bytes& b) { accept_state_dict(translution::parse_state_dict(std::vector<char>(b.begin(), b.end()), "fuzz.pt")); },
+       [](const Bytes& b) {
+         accept_state_dict(translution::parse_state_dict(std::vector<char>(b.begin(), b.end()), "fuzz.pt"));
+       },
        nullptr, 5000},
       {"pickle", parse_pickle},
       // A few hundred milliseconds each: a few dozen inputs.
@@ -299,10 +311,14 @@ int main(int argc, char** argv) {
   fs::path out = fs::temp_directory_path();
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string key = argv[i], value = argv[i + 1];
-    if (key == "--inputs") inputs = std::stoll(value);
-    else if (key == "--seconds") seconds = std::stod(value);
-    else if (key == "--seed") seed = std::stoull(value);
-    else if (key == "--out") out = value;
+    if (key == "--inputs")
+      inputs = std::stoll(value);
+    else if (key == "--seconds")
+      seconds = std::stod(value);
+    else if (key == "--seed")
+      seed = std::stoull(value);
+    else if (key == "--out")
+      out = value;
   }
   // Allocation beyond 4 GiB of address space fails with std::bad_alloc instead of taking the machine.
   const rlimit limit{rlim_t(4) << 30, rlim_t(4) << 30};
@@ -310,9 +326,11 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (const Reader& r : readers()) {
     std::vector<Bytes> seeds;
-    if (r.built_seeds) seeds = r.built_seeds();
+    if (r.built_seeds)
+      seeds = r.built_seeds();
     else
-      for (const auto& entry : fs::directory_iterator(seeds_dir / r.name)) seeds.push_back(read_file(entry.path()));
+      for (const auto& entry : fs::directory_iterator(seeds_dir / r.name))
+        seeds.push_back(read_file(entry.path()));
     if (seeds.empty()) {
       std::fprintf(stderr, "%s: no seeds in %s\n", r.name.c_str(), (seeds_dir / r.name).c_str());
       return 2;
@@ -320,8 +338,9 @@ int main(int argc, char** argv) {
     const int64_t wanted = std::min(inputs, r.max_inputs);
     const Counts c = fuzz(r, seeds, wanted, seconds, seed, out);
     std::fflush(stdout);
-    std::printf("%-10s %lld inputs: %lld accepted, %lld rejected with an error, %lld failures\n", r.name.c_str(),
-                (long long)c.inputs, (long long)c.accepted, (long long)c.rejected, (long long)c.failures);
+    std::printf("%-10s %lld inputs: %lld accepted, %lld rejected with an error, %lld failures\n",
+                r.name.c_str(), (long long)c.inputs, (long long)c.accepted, (long long)c.rejected,
+                (long long)c.failures);
     if (c.inputs < wanted) {
       std::printf("%-10s only %lld of %lld inputs ran within %.0f s\n", r.name.c_str(), (long long)c.inputs,
                   (long long)wanted, seconds);

@@ -1,6 +1,8 @@
 // The Attribution tab driven like a user: a slot and a class chosen, the map
 // arrives off the GUI thread, the overlay goes on and off the canvas, and a
 // newer canvas replaces work still running for an older one.
+#include "attribution_panel.h"
+
 #include <ATen/ATen.h>
 #include <QAbstractButton>
 #include <QAbstractSpinBox>
@@ -11,7 +13,6 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "attribution_panel.h"
 #include "digit_canvas.h"
 #include "model_slot.h"
 #include "train/checkpoint.h"
@@ -79,7 +80,8 @@ class AttributionPanelTest : public QObject {
   void everyControlHasATooltip() {
     int controls = 0;
     for (QWidget* w : panel->findChildren<QWidget*>())
-      if (qobject_cast<QAbstractButton*>(w) || qobject_cast<QComboBox*>(w) || qobject_cast<QAbstractSpinBox*>(w)) {
+      if (qobject_cast<QAbstractButton*>(w) || qobject_cast<QComboBox*>(w) ||
+          qobject_cast<QAbstractSpinBox*>(w)) {
         ++controls;
         QVERIFY2(!w->toolTip().isEmpty(), qPrintable(w->objectName()));
       }

@@ -1,4 +1,6 @@
 // The canvas driven the way a user drives it: synthetic mouse and key events.
+#include "digit_canvas.h"
+
 #include <cmath>
 
 #include <ATen/ATen.h>
@@ -6,7 +8,6 @@
 #include <QSignalSpy>
 #include <QtTest>
 
-#include "digit_canvas.h"
 #include "ui_test_support.h"
 
 using translution::ui::DigitCanvas;

@@ -2,7 +2,7 @@
 // status bar that says what the canvas shows through every edit, the menu bar's
 // commands, pictures of a view, and the layout audit that keeps every widget
 // readable (proven to catch a layout broken on purpose).
-#include <sys/stat.h>
+#include "main_window.h"
 
 #include <ATen/ATen.h>
 #include <QAction>
@@ -14,11 +14,11 @@
 #include <QTemporaryDir>
 #include <QVBoxLayout>
 #include <QtTest>
+#include <sys/stat.h>
 
 #include "compare_panel.h"
 #include "digit_canvas.h"
 #include "layout_audit.h"
-#include "main_window.h"
 #include "model_slot.h"
 #include "robustness_panel.h"
 #include "test_digit_source.h"
@@ -104,11 +104,14 @@ class MainWindowTest : public QObject {
     // Every canvas pixel the pointer passed over is inked, after the layout had its chance to move.
     const QPointF next_from = widget_pos(*canvas, 42, 10), next_to = widget_pos(*canvas, 42, 74);
     for (int i = 0; i <= 16; ++i)
-      send_mouse(canvas, QEvent::MouseMove, next_from + (next_to - next_from) * (i / 16.0), Qt::NoButton, Qt::LeftButton);
+      send_mouse(canvas, QEvent::MouseMove, next_from + (next_to - next_from) * (i / 16.0), Qt::NoButton,
+                 Qt::LeftButton);
     send_mouse(canvas, QEvent::MouseButtonRelease, next_to, Qt::LeftButton, Qt::NoButton);
     const at::Tensor ink = canvas->pixels();
-    for (int x = 10; x <= 74; x += 4) QVERIFY2(ink[42][x].item<float>() > 0.9f, qPrintable(QString::number(x)));
-    for (int y = 10; y <= 74; y += 4) QVERIFY2(ink[y][42].item<float>() > 0.9f, qPrintable(QString::number(y)));
+    for (int x = 10; x <= 74; x += 4)
+      QVERIFY2(ink[42][x].item<float>() > 0.9f, qPrintable(QString::number(x)));
+    for (int y = 10; y <= 74; y += 4)
+      QVERIFY2(ink[y][42].item<float>() > 0.9f, qPrintable(QString::number(y)));
     QCOMPARE(ink[20][20].item<float>(), 0.0f);
     QCOMPARE(canvas->geometry(), before);
   }
@@ -213,7 +216,6 @@ class MainWindowTest : public QObject {
     QVERIFY2(mentions(broken, "strayOnPurpose"), qPrintable(found));  // over its siblings
     QVERIFY2(found.contains("the window needs at least") || found.contains("larger than the screen"),
              qPrintable(found));  // 3000 px cannot fit
-
   }
 };
 

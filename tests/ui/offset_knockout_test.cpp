@@ -2,6 +2,8 @@
 // over on the Offset weights tab, "every offset beyond r", Knock out; the slot
 // then predicts with a knocked-out copy (its label says so, its probabilities
 // change), and Restore gives it back its own model and exactly its old answer.
+#include "infer/offset_knockout.h"
+
 #include <ATen/ATen.h>
 #include <QCheckBox>
 #include <QComboBox>
@@ -14,7 +16,6 @@
 
 #include "compare_panel.h"
 #include "digit_canvas.h"
-#include "infer/offset_knockout.h"
 #include "knockout_bar.h"
 #include "main_window.h"
 #include "model_slot.h"
@@ -45,7 +46,8 @@ QString save_model(const QTemporaryDir& dir, const std::string& model) {
 // The centre of offset (dy, dx)'s cell in heat map `index`, in the plot's pixels.
 QPoint cell_centre(OffsetPanel* panel, int index, int dy, int dx) {
   const QCPColorMap* map = panel->heatMap(index);
-  return QPoint(int(std::lround(map->keyAxis()->coordToPixel(dx))), int(std::lround(map->valueAxis()->coordToPixel(dy))));
+  return QPoint(int(std::lround(map->keyAxis()->coordToPixel(dx))),
+                int(std::lround(map->valueAxis()->coordToPixel(dy))));
 }
 
 void click(QWidget* w, QPoint at) {
@@ -93,7 +95,7 @@ class OffsetKnockoutTest : public QObject {
     QCOMPARE(panel->heatMapCount(), 2 * 3);
     click(panel->plot(), cell_centre(panel, 0, 0, 1));
     QVERIFY(bar->selection() == (std::set<Offset>{{0, 1}}));
-    QCOMPARE(panel->selectionMarks(), 6);  // the cell on every map: 2 layers x q, k, v
+    QCOMPARE(panel->selectionMarks(), 6);               // the cell on every map: 2 layers x q, k, v
     click(panel->plot(), cell_centre(panel, 3, 0, 1));  // a second click deselects, on any map
     QVERIFY(bar->selection().empty());
     QCOMPARE(panel->selectionMarks(), 0);
@@ -111,7 +113,8 @@ class OffsetKnockoutTest : public QObject {
     QVERIFY(bar->selection().empty());
     QVERIFY(!bar->findChild<QPushButton*>("knockoutApply")->isEnabled());  // nothing to knock out
     for (QWidget* w : bar->findChildren<QWidget*>())
-      if (qobject_cast<QAbstractButton*>(w) || qobject_cast<QComboBox*>(w) || qobject_cast<QAbstractSpinBox*>(w))
+      if (qobject_cast<QAbstractButton*>(w) || qobject_cast<QComboBox*>(w) ||
+          qobject_cast<QAbstractSpinBox*>(w))
         QVERIFY2(!w->toolTip().isEmpty(), qPrintable(w->objectName() + " has no tooltip"));
   }
 
@@ -146,7 +149,8 @@ class OffsetKnockoutTest : public QObject {
     double change = 0;
     for (size_t c = 0; c < before.size(); ++c) change = std::max(change, std::abs(knocked[c] - before[c]));
     QVERIFY2(change > 1e-4, qPrintable(QString("largest change %1").arg(change)));
-    // The maps show the copy's weights: a knocked-out cell holds the bank's mean, the same in every such cell.
+    // The maps show the copy's weights: a knocked-out cell holds the bank's mean, the same in every such
+    // cell.
     QCOMPARE(panel->heatMap(0)->data()->cell(0, 0), panel->heatMap(0)->data()->cell(12, 12));
     // The slot's own model is untouched.
     QVERIFY(original->offset_magnitudes()[0][0].norms[0].item<float>() !=

@@ -14,6 +14,7 @@
 #include "bundled_models.h"
 #include "compare_panel.h"
 #include "digit_canvas.h"
+#include "infer/attention_inspection.h"
 #include "main_window.h"
 #include "model_picker.h"
 #include "model_slot.h"
@@ -25,10 +26,9 @@
 #include "slot_view.h"
 #include "sweep_panel.h"
 #include "test_digit_source.h"
-#include "training_panel.h"
-#include "infer/attention_inspection.h"
 #include "train/checkpoint.h"
 #include "train/translation_sweep.h"
+#include "training_panel.h"
 #include "ui_test_support.h"
 
 using namespace translution;
@@ -69,15 +69,18 @@ class StudioStoryTest : public QObject {
     QVERIFY(!window->canvas()->inkBox().isEmpty());
     QCOMPARE(window->robustness()->trueClass(), 7);  // test digit 0 is a 7
     QCOMPARE(window->compare()->slots().size(), 2);
-    QCOMPARE(QString::fromStdString(window->compare()->slots()[0]->predictor()->config().model), QString("translution"));
-    QCOMPARE(QString::fromStdString(window->compare()->slots()[1]->predictor()->config().model), QString("attention"));
+    QCOMPARE(QString::fromStdString(window->compare()->slots()[0]->predictor()->config().model),
+             QString("translution"));
+    QCOMPARE(QString::fromStdString(window->compare()->slots()[1]->predictor()->config().model),
+             QString("attention"));
   }
 
   void thePickerListsTheSixBundledModelsAndLoadsOne() {
     QCOMPARE(bundled_model_list().size(), 6);
     ModelPicker* picker = window->compare()->views()[1]->picker();
     const QStringList sources = picker->sources();
-    for (const char* name : {"translution", "lor", "attention", "translution-static", "lor-static", "attention-static"})
+    for (const char* name :
+         {"translution", "lor", "attention", "translution-static", "lor-static", "attention-static"})
       QVERIFY2(sources.contains(bundled_model(name)), name);
     QCOMPARE(picker->currentText(), QString("Self-attention, trained on digits anywhere"));
     ModelSlot* slot = window->compare()->slots()[1];
@@ -119,7 +122,8 @@ class StudioStoryTest : public QObject {
     QVERIFY(failed.last().at(0).toString().contains("28x28"));
     QCOMPARE(slot->source(), before);
     QVERIFY(slot->predictor() != nullptr);
-    QCOMPARE(window->compare()->views()[0]->picker()->currentText(), QString("Translution, trained on digits anywhere"));
+    QCOMPARE(window->compare()->views()[0]->picker()->currentText(),
+             QString("Translution, trained on digits anywhere"));
   }
 
   void theOneClickDemoShowsTheCentredTrainedGap() {
@@ -144,8 +148,10 @@ class StudioStoryTest : public QObject {
     QVERIFY(panel->movePlot()->graph(0)->name().contains("Translution, trained on centred digits"));
     // The protocol table filled from the bundled pairs: the relative encodings ahead on S->D.
     ProtocolTable* table = panel->protocolTable();
-    const double translution = table->accuracy(ProtocolBox::pairName("translution", true), ProtocolTable::kStaticToDynamic);
-    const double attention = table->accuracy(ProtocolBox::pairName("attention", true), ProtocolTable::kStaticToDynamic);
+    const double translution =
+        table->accuracy(ProtocolBox::pairName("translution", true), ProtocolTable::kStaticToDynamic);
+    const double attention =
+        table->accuracy(ProtocolBox::pairName("attention", true), ProtocolTable::kStaticToDynamic);
     const double lor = table->accuracy(ProtocolBox::pairName("lor", true), ProtocolTable::kStaticToDynamic);
     QVERIFY(translution > 0 && attention > 0 && lor > 0);
     QVERIFY(translution > attention && lor > attention);
@@ -158,22 +164,27 @@ class StudioStoryTest : public QObject {
     // The canvas says what it holds, as the main window words a placed test digit.
     QCOMPARE(window->canvas()->origin().label, 7);
     QCOMPARE(window->canvas()->origin().description, QString("test #0 (label 7, static)"));
-    // What the story beside the plot says: Translution comes back up at the whole-patch shifts and dips between.
+    // What the story beside the plot says: Translution comes back up at the whole-patch shifts and dips
+    // between.
     const SlidePath& path = panel->movePanel()->path();
     QVERIFY(path.whole_patch.size() >= 4);
     QVERIFY(path.whole_patch.contains(path.anchor));
-    QVERIFY(std::abs(path.along(path.anchor) - 42) <= 0.5);  // training's place: the centre of mass at the centre
+    QVERIFY(std::abs(path.along(path.anchor) - 42) <=
+            0.5);                   // training's place: the centre of mass at the centre
     for (int i : path.whole_patch)  // the frames a whole patch apart from it, exactly
       QCOMPARE(int(std::lround(path.along(i) - path.along(path.anchor))) % 12, 0);
     const QCPGraph* curve = panel->movePlot()->graph(0);
     double on = 0, between = 0;
-    for (int i = 0; i < path.size(); ++i) (path.whole_patch.contains(i) ? on : between) += curve->data()->at(i)->value;
+    for (int i = 0; i < path.size(); ++i)
+      (path.whole_patch.contains(i) ? on : between) += curve->data()->at(i)->value;
     on /= path.whole_patch.size();
     between /= path.size() - path.whole_patch.size();
-    QVERIFY2(on > 0.8 && on > between + 0.3, qPrintable(QString("on the lines %1, between %2").arg(on).arg(between)));
+    QVERIFY2(on > 0.8 && on > between + 0.3,
+             qPrintable(QString("on the lines %1, between %2").arg(on).arg(between)));
     const QString story = panel->movePanel()->story();
     const QString on_lines = QString("A %1").arg(on, 0, 'f', 2);  // the plot's own number, in the story
-    QVERIFY2(story.contains("whole patches") && story.contains("S→D") && story.contains(on_lines), qPrintable(story));
+    QVERIFY2(story.contains("whole patches") && story.contains("S→D") && story.contains(on_lines),
+             qPrintable(story));
   }
 
   void theDemoGoesBackToTheUsersModels() {
@@ -233,9 +244,11 @@ class StudioStoryTest : public QObject {
     disconnect(frames);
     QVERIFY2(centres.size() >= path.size() - 1,
              qPrintable(QString("%1 frames of %2").arg(centres.size()).arg(path.size())));
-    QVERIFY(*std::max_element(centres.begin(), centres.end()) - *std::min_element(centres.begin(), centres.end()) > 40);
+    QVERIFY(*std::max_element(centres.begin(), centres.end()) -
+                *std::min_element(centres.begin(), centres.end()) >
+            40);
     QCOMPARE(marker_off, 0);
-    qInfo("%d frames in %.2f s", int(centres.size()), seconds);  // the timer asks for one every 60 ms
+    qInfo("%d frames in %.2f s", int(centres.size()), seconds);     // the timer asks for one every 60 ms
     QVERIFY(std::abs(canvas->massCentre().x() - (42 - 12)) < 2.0);  // back where the slide found it
     // The filled ring is the current whole-patch position; the slider puts the digit on each.
     auto* slider = panel->movePanel()->findChild<QSlider*>();
@@ -304,7 +317,8 @@ class StudioStoryTest : public QObject {
     // The refined map is the one-shot sweep of the chosen settings, cell by cell.
     const auto predictor = window->compare()->slots()[0]->predictor();
     const MnistDigits test = load_mnist(window->digits()->dataDir().toStdString(), Split::Test);
-    const SweepResult one_shot = translation_sweep(predictor->model(), test, SweepOptions{10, 4}, predictor->device());
+    const SweepResult one_shot =
+        translation_sweep(predictor->model(), test, SweepOptions{10, 4}, predictor->device());
     QCPColorMapData* map = sweep->sweepMaps()->map(0)->data();
     for (int yi = 0; yi < 15; ++yi)
       for (int xi = 0; xi < 15; ++xi) QCOMPARE(map->cell(xi, yi), one_shot.accuracy[yi][xi].item<double>());
@@ -338,7 +352,7 @@ class StudioStoryTest : public QObject {
     QCOMPARE(window->offsets()->findChild<QComboBox*>("offsetSlot")->count(), 3);
     QVERIFY(compare->removeSlot(compare->slots()[2]));
     QVERIFY(!compare->removeSlot(compare->slots()[1]));  // two at least
-    QCOMPARE(compare->addSlot()->name(), QString("B"));    // the first free letter
+    QCOMPARE(compare->addSlot()->name(), QString("B"));  // the first free letter
   }
 
   void aDrawingFarLargerThanMnistIsFlaggedAndFitted() {
@@ -354,7 +368,8 @@ class StudioStoryTest : public QObject {
     QVERIFY(window->fitToMnist());
     QVERIFY(!window->scaleWarningVisible());
     const QRect ink = canvas->inkBox();
-    QVERIFY2(ink.height() <= 21 && ink.width() <= 21, qPrintable(QString("%1x%2").arg(ink.width()).arg(ink.height())));
+    QVERIFY2(ink.height() <= 21 && ink.width() <= 21,
+             qPrintable(QString("%1x%2").arg(ink.width()).arg(ink.height())));
     const QPointF centre = canvas->massCentre();
     QVERIFY(std::abs(centre.x() - 42) < 1.5 && std::abs(centre.y() - 42) < 1.5);
   }
@@ -367,7 +382,8 @@ class StudioStoryTest : public QObject {
     QVERIFY(weights.defined());
     const auto& prediction = view->slot()->lastPrediction();
     const at::Tensor rollout = attention_rollout(prediction->attention);
-    for (int64_t i = 0; i < rollout.size(0); ++i) QVERIFY(std::abs(rollout[i].sum().item<double>() - 1) < 1e-6);
+    for (int64_t i = 0; i < rollout.size(0); ++i)
+      QVERIFY(std::abs(rollout[i].sum().item<double>() - 1) < 1e-6);
     QVERIFY(at::allclose(weights.flatten().to(at::kDouble), rollout[0].narrow(0, 1, 49), 1e-5, 1e-6));
     // One curve per head, one point per layer.
     QCOMPARE(view->distancePlot()->graphCount(), int(prediction->attention.front().size(0)));
@@ -385,7 +401,7 @@ class StudioStoryTest : public QObject {
     QVERIFY(before.contains("offset (dx 0, dy 0)"));
     QVERIFY(window->showTestDigit(CanvasKind::Dynamic, 5));
     waitIdle();
-    QVERIFY(panel->describeCell(0, 6, 6) != before);  // recomputed for the new digit
+    QVERIFY(panel->describeCell(0, 6, 6) != before);                 // recomputed for the new digit
     panel->findChild<QComboBox*>("offsetSlot")->setCurrentIndex(1);  // self-attention: nothing offset-indexed
     waitIdle();
     QCOMPARE(panel->heatMapCount(), 0);
@@ -427,7 +443,8 @@ class StudioStoryTest : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 600000);
     QVERIFY2(box->status().startsWith("Experiment done"), qPrintable(box->status()));
     for (const char* m : {"lor", "attention"})
-      for (auto column : {ProtocolTable::kStaticToStatic, ProtocolTable::kDynamicToDynamic, ProtocolTable::kStaticToDynamic})
+      for (auto column : {ProtocolTable::kStaticToStatic, ProtocolTable::kDynamicToDynamic,
+                          ProtocolTable::kStaticToDynamic})
         QVERIFY(box->table()->accuracy(ProtocolBox::pairName(m, false), column) >= 0);
     QCOMPARE(swept.count(), 2);
     QCOMPARE(window->robustness()->sweepMaps()->mapCount(), 2);

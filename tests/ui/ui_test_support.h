@@ -7,13 +7,15 @@
 
 namespace translution::ui::test {
 
-inline void send_mouse(QWidget* w, QEvent::Type type, QPointF pos, Qt::MouseButton button, Qt::MouseButtons held) {
+inline void send_mouse(QWidget* w, QEvent::Type type, QPointF pos, Qt::MouseButton button,
+                       Qt::MouseButtons held) {
   QMouseEvent event(type, pos, w->mapToGlobal(pos), button, held, Qt::NoModifier);
   QApplication::sendEvent(w, &event);
 }
 
 // A drag from `from` to `to` (widget coordinates) in `steps` moves.
-inline void drag(QWidget* w, QPointF from, QPointF to, Qt::MouseButton button = Qt::LeftButton, int steps = 10) {
+inline void drag(QWidget* w, QPointF from, QPointF to, Qt::MouseButton button = Qt::LeftButton,
+                 int steps = 10) {
   send_mouse(w, QEvent::MouseButtonPress, from, button, button);
   for (int i = 1; i <= steps; ++i)
     send_mouse(w, QEvent::MouseMove, from + (to - from) * (double(i) / steps), Qt::NoButton, button);
