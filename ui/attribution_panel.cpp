@@ -200,7 +200,10 @@ void AttributionPanel::setSlots(const QList<ModelSlot*>& slots) {
     for (ModelSlot* s : slots_) {
       slot_box_->addItem(tr("Slot %1").arg(s->name()));
       connect(s, &ModelSlot::loaded, this, [this, s] {
-        if (shownSlot() == s) updateClasses(), restart();
+        if (shownSlot() == s) {
+          updateClasses();
+          restart();
+        }
       });
     }
     slot_box_->setCurrentIndex(std::max<int>(0, int(slots_.indexOf(shown))));
@@ -281,11 +284,14 @@ void AttributionPanel::startNext() {
     try {
       if (r.method == kIntegratedGradients) {
         IntegratedGradientsOptions o;
-        o.target = r.target, o.steps = r.steps, o.progress = still_newest;
+        o.target = r.target;
+        o.steps = r.steps;
+        o.progress = still_newest;
         out.attribution = integrated_gradients(r.predictor->model(), r.predictor->device(), r.canvas, o);
       } else {
         OcclusionOptions o;
-        o.target = r.target, o.progress = still_newest;
+        o.target = r.target;
+        o.progress = still_newest;
         o.occluder = r.method == kOcclusionFour ? 4 : r.predictor->config().patch;
         out.attribution = occlusion(r.predictor->model(), r.predictor->device(), r.canvas, o);
       }

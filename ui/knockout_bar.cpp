@@ -140,7 +140,9 @@ OffsetKnockout KnockoutBar::knockout() const {
   OffsetKnockout k;
   k.offsets.assign(selection_.begin(), selection_.end());
   k.cls_self = k.cls_in = k.cls_out = cls_->isChecked();
-  k.q = q_->isChecked(), k.k = k_->isChecked(), k.v = v_->isChecked();
+  k.q = q_->isChecked();
+  k.k = k_->isChecked();
+  k.v = v_->isChecked();
   k.replacement = parse_replacement(replacement_->currentData().toString().toStdString());
   return k;
 }

@@ -434,7 +434,9 @@ void OffsetPanel::pressCell(QMouseEvent* event) {
   if (event->button() != Qt::LeftButton || !cellAt(event->pos(), &map, &row, &column)) return;
   if (row < 0 || column < 0 || row >= 2 * grid_h_ - 1 || column >= 2 * grid_w_ - 1) return;
   if (std::isnan(grids_[size_t(map)].grid[row][column].item<double>())) return;  // no matrix there
-  press_map_ = map, press_row_ = row, press_column_ = column;
+  press_map_ = map;
+  press_row_ = row;
+  press_column_ = column;
 }
 
 void OffsetPanel::releaseCell(QMouseEvent* event) {

@@ -129,11 +129,13 @@ int attribute(const AttributeOptions& o) {
   std::optional<Attribution> a;
   if (o.method == "ig") {
     IntegratedGradientsOptions options;
-    options.target = o.target, options.steps = o.steps;
+    options.target = o.target;
+    options.steps = o.steps;
     a = integrated_gradients(c.model, device, canvas, options);
   } else {
     OcclusionOptions options;
-    options.target = o.target, options.occluder = occluder;
+    options.target = o.target;
+    options.occluder = occluder;
     a = occlusion(c.model, device, canvas, options);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

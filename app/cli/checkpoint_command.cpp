@@ -29,7 +29,10 @@ int info(const std::string& path, bool json) {
                                   {"preset", c.config.preset},
                                   {"parameters", c.model->parameter_count()}};
     for (const auto& [k, v] : c.metadata) out["meta_" + k] = v;
-    if (c.training) out["step"] = c.training->step, out["total_steps"] = c.training->config.total_steps();
+    if (c.training) {
+      out["step"] = c.training->step;
+      out["total_steps"] = c.training->config.total_steps();
+    }
     out["non_finite"] = non_finite;
     std::cout << out.dump() << std::endl;
     return 0;
@@ -83,8 +86,11 @@ int diff(const std::string& a_path, const std::string& b_path, bool json) {
     if (std::isnan(largest)) continue;  // the first tensor with NaN keeps the answer
     const bool finite = non_finite_value(x).empty() && non_finite_value(y).empty();
     const double d = finite ? (x - y).abs().max().item<double>() : std::nan("");
-    if (std::isnan(d) || d > largest || where == "(none)")
-      largest = d, where = item.key(), scale = x.abs().max().item<double>();
+    if (std::isnan(d) || d > largest || where == "(none)") {
+      largest = d;
+      where = item.key();
+      scale = x.abs().max().item<double>();
+    }
   }
   if (json) {
     // JSON has no NaN: null stands for it.

@@ -108,7 +108,10 @@ int protocol(const std::vector<std::string>& paths, const std::vector<Checkpoint
       const double a = run_eval(checkpoints[i], test, o, device, weights).accuracy;
       cell[train + "->" + test] = a;
       row[test] = a;
-      if (!json) std::printf(" %8.2f%%", 100 * a), std::fflush(stdout);
+      if (!json) {
+        std::printf(" %8.2f%%", 100 * a);
+        std::fflush(stdout);
+      }
     }
     if (json)
       std::cout << row.dump() << std::endl;

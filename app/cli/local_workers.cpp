@@ -155,7 +155,10 @@ void LocalWorkers::reap(Worker& w, bool block) {
   if (w.exited) return;
   int status = 0;
   const pid_t r = waitpid(w.pid, &status, block ? 0 : WNOHANG);
-  if (r == w.pid) w.exited = true, w.status = status;
+  if (r == w.pid) {
+    w.exited = true;
+    w.status = status;
+  }
 }
 
 std::string LocalWorkers::describe(const Worker& w) {

@@ -240,9 +240,14 @@ void start_local_ranks(TrainOptions& o, Parallel& parallel) {
   const std::vector<int> cores = rank_cores(0, o.nproc);
   std::vector<std::string> extra;
   if (cores.size() == 1) {
-    if (!o.given("--matrix-threads"))
-      o.matrix_threads = 1, extra.insert(extra.end(), {"--matrix-threads", "1"});
-    if (!o.given("--split-batch")) o.split_batch = "off", extra.insert(extra.end(), {"--split-batch", "off"});
+    if (!o.given("--matrix-threads")) {
+      o.matrix_threads = 1;
+      extra.insert(extra.end(), {"--matrix-threads", "1"});
+    }
+    if (!o.given("--split-batch")) {
+      o.split_batch = "off";
+      extra.insert(extra.end(), {"--split-batch", "off"});
+    }
   }
   parallel.workers = std::make_unique<LocalWorkers>(o.nproc, extra);
   o.group.rank = 0;

@@ -78,23 +78,22 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
                                                  : int(tabs.indexOf(panel)));
     target = &window;
   }
-  if (panel ==
-      "knockout") {  // slot A with every offset beyond 2 patches knocked out, on the Offset weights tab
+  // Knockout: slot A with every offset beyond 2 patches knocked out, on the Offset weights tab, by the
+  // button a user would click.
+  if (panel == "knockout") {
     window.tabs()->setCurrentIndex(int(tabs.indexOf("offsets")));
     target = &window;
     wait_until_idle(window);
-    window.offsets()->knockoutBar()->selectBeyond(2);
-    window.offsets()
-        ->knockoutBar()
-        ->findChild<QPushButton*>("knockoutApply")
-        ->click();  // as a user's click would
+    translution::ui::KnockoutBar* bar = window.offsets()->knockoutBar();
+    bar->selectBeyond(2);
+    bar->findChild<QPushButton*>("knockoutApply")->click();
   }
   if (panel == "attribution")  // the map on the canvas too, as the tab's checkbox puts it
     window.attribution()->findChild<QCheckBox*>("attributionOverlay")->setChecked(true);
-  if (panel == "robustness" || panel == "sweep" ||
-      panel == "shift") {  // the one-click demo: the centred-trained pair, slid and evaluated
+  // The one-click demo, by its button: the centred-trained pair, slid and evaluated.
+  if (panel == "robustness" || panel == "sweep" || panel == "shift") {
     wait_until_idle(window);
-    window.robustness()->findChild<QPushButton*>("centredPairDemo")->click();  // as a user's click would
+    window.robustness()->findChild<QPushButton*>("centredPairDemo")->click();
   }
   if (panel == "sweep") {  // then the slots' translation sweeps at the panel's defaults
     wait_until_idle(window);
@@ -190,6 +189,51 @@ int check_layout(translution::ui::MainWindow& window, const QSize& screen, int s
   return result.offenders.isEmpty() ? 0 : 1;
 }
 
+// The studio's command line.
+void add_options(QCommandLineParser& parser) {
+  parser.setApplicationDescription(
+      "Translution Studio: draw a digit and watch Translution and self-attention.");
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addOptions({
+      {"data-dir", "MNIST directory (default: $TRANSLUTION_DATA or data/mnist).", "DIR"},
+      {"screenshot", "Render offscreen to FILE (a PNG image) and exit.", "FILE"},
+      {"panel",
+       "Panel to screenshot: window (default), canvas, compare, attention, offsets, knockout (offsets, "
+       "slot A with the offsets beyond 2 patches knocked out), training, robustness (after the one-click "
+       "demo), sweep (the demo, then the slots' sweeps), shift (the demo, then the slots' shift metrics) "
+       "or experiment (the protocol experiment at its default budget).",
+       "NAME", "window"},
+      {"checkpoint", "Load FILE into the next comparison slot (repeat for slot B).", "FILE"},
+      {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},
+      {"index", "Index of that test digit (default 0).", "I", "0"},
+      {"check-layout",
+       "Lay the window out offscreen on a screen of --size, walk every tab and widget, print each "
+       "clipped, overlapping or squeezed widget, and exit 1 if there is any."},
+      {"size", "The screen for --check-layout in device pixels (QT_SCALE_FACTOR divides it).", "WxH",
+       "1280x800"},
+      {"slots", "Comparison slots for --check-layout and --screenshot (2 to 4).", "N", "2"},
+  });
+}
+
+// --dataset KIND --index I: that test digit on the canvas, once the digits are read; 0 where it is shown.
+int show_test_digit(translution::ui::MainWindow& window, const QCommandLineParser& parser) {
+  std::optional<translution::CanvasKind> kind;
+  try {
+    kind = translution::parse_canvas_kind(parser.value("dataset").toStdString());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  wait_for_digits(window.digits());
+  if (!window.showTestDigit(*kind, parser.value("index").toLongLong())) {
+    std::fprintf(stderr, "error: cannot show test digit %s: %s\n", qPrintable(parser.value("index")),
+                 window.digits()->ready() ? "index out of range" : qPrintable(window.digits()->error()));
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -218,31 +262,7 @@ int main(int argc, char** argv) {
   QApplication::setApplicationVersion("0.1.0");
 
   QCommandLineParser parser;
-  parser.setApplicationDescription(
-      "Translution Studio: draw a digit and watch Translution and self-attention.");
-  parser.addHelpOption();
-  parser.addVersionOption();
-  parser.addOptions({
-      {"data-dir", "MNIST directory (default: $TRANSLUTION_DATA or data/mnist).", "DIR"},
-      {"screenshot", "Render offscreen to FILE (a PNG image) and exit.", "FILE"},
-      {"panel",
-       "Panel to screenshot: window (default), canvas, compare, attention, offsets, knockout (offsets, slot "
-       "A "
-       "with the offsets beyond 2 patches knocked out), training, robustness (after the "
-       "one-click demo), sweep (the demo, then the slots' sweeps), shift (the demo, then the slots' shift "
-       "metrics) or experiment (the protocol experiment at its default "
-       "budget).",
-       "NAME", "window"},
-      {"checkpoint", "Load FILE into the next comparison slot (repeat for slot B).", "FILE"},
-      {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},
-      {"index", "Index of that test digit (default 0).", "I", "0"},
-      {"check-layout",
-       "Lay the window out offscreen on a screen of --size, walk every tab and widget, print each "
-       "clipped, overlapping or squeezed widget, and exit 1 if there is any."},
-      {"size", "The screen for --check-layout in device pixels (QT_SCALE_FACTOR divides it).", "WxH",
-       "1280x800"},
-      {"slots", "Comparison slots for --check-layout and --screenshot (2 to 4).", "N", "2"},
-  });
+  add_options(parser);
   parser.process(app);
 
   // Screenshots and audits must not depend on (or change) the user's remembered layout, nor each other's.
@@ -262,21 +282,8 @@ int main(int argc, char** argv) {
     window.compare()->slots()[i]->load(checkpoints[i]);
   window.show();
 
-  if (parser.isSet("dataset")) {
-    std::optional<translution::CanvasKind> kind;
-    try {
-      kind = translution::parse_canvas_kind(parser.value("dataset").toStdString());
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
-      return 2;
-    }
-    wait_for_digits(window.digits());
-    if (!window.showTestDigit(*kind, parser.value("index").toLongLong())) {
-      std::fprintf(stderr, "error: cannot show test digit %s: %s\n", qPrintable(parser.value("index")),
-                   window.digits()->ready() ? "index out of range" : qPrintable(window.digits()->error()));
-      return 1;
-    }
-  }
+  if (parser.isSet("dataset"))
+    if (const int failed = show_test_digit(window, parser)) return failed;
   if (parser.isSet("check-layout")) {
     const QSize size = parse_size(parser.value("size"));
     bool ok = false;

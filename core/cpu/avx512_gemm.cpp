@@ -6,19 +6,18 @@
 #include <type_traits>
 #include <utility>
 
-#include "util/engine_options.h"
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
+#include "cpu/kernel_observer.h"
 #include "util/device.h"
+#include "util/engine_options.h"
 #include "util/error.h"
+#include "util/unused.h"
 
 namespace translution {
 namespace {
-
-thread_local int64_t t_calls = 0, t_at_calls = 0;
 
 constexpr int kMaxRows = 12;  // rows of a register block (below)
 constexpr int kStrip = 32;    // columns one block sweeps: 2 vectors, 24 KB of b at k = 192 (L1)
@@ -268,9 +267,6 @@ bool avx512_gemm_available() {
 #endif
 }
 
-int64_t avx512_gemm_calls_on_this_thread() { return t_calls; }
-int64_t avx512_gemm_at_calls_on_this_thread() { return t_at_calls; }
-
 Avx512GemmPrefetch avx512_gemm_prefetch(int64_t m, int64_t n, int64_t k, int64_t next_bytes) {
   Avx512GemmPrefetch plan;
   plan.blocks =
@@ -278,8 +274,8 @@ Avx512GemmPrefetch avx512_gemm_prefetch(int64_t m, int64_t n, int64_t k, int64_t
   plan.lines = (std::max<int64_t>(next_bytes, 0) + 63) / 64;
   if (plan.blocks == 0 || k <= 0 || plan.lines < k)
     return Avx512GemmPrefetch{plan.blocks, 0, 0, 0};  // too few lines
-  // Every block takes the same share (one division per product: per block, the
-  // divisions cost 3% of one image's forward); the last blocks' ranges are moved
+  // Every block takes the same share (one division per product, not one per
+  // block, which one image's forward would notice); the last blocks' ranges are moved
   // back to end at the range's end, overlapping their neighbours'.
   plan.share = (plan.lines + plan.blocks - 1) / plan.blocks;
   plan.per_step = plan.share <= k || plan.lines < 2 * k ? 1 : 2;
@@ -287,18 +283,22 @@ Avx512GemmPrefetch avx512_gemm_prefetch(int64_t m, int64_t n, int64_t k, int64_t
 }
 
 namespace {
-// Runs body() where this CPU can (width_ok: the widths the kernel loads), counting
-// the call on `calls`; an empty product (no rows or columns) writes nothing.
+// Runs body() where this CPU can (width_ok: the widths the kernel loads), reporting
+// the call as `kernel` (cpu/kernel_observer.h); an empty product (no rows or
+// columns) writes nothing.
 template <typename Body>
-void checked(bool width_ok, bool empty, int64_t& calls, const char* what, Body&& body) {
+void checked(bool width_ok, bool empty, Kernel kernel, const char* what, Body&& body) {
 #if defined(__x86_64__)
   if (cpu_has_avx512() && width_ok) {
-    ++calls;
+    report_kernel(kernel);
     if (!empty) body();
     return;
   }
 #else
-  (void)width_ok, (void)empty, (void)calls, (void)body;
+  (void)width_ok;
+  (void)empty;
+  (void)kernel;
+  (void)body;
 #endif
   throw Error(std::string("internal: ") + what +
               " called where it cannot run (no AVX-512, or a width it cannot load)");
@@ -311,21 +311,20 @@ void run_planned(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
   const Avx512GemmPrefetch plan = avx512_gemm_prefetch(m, n, k, next ? next_bytes : 0);
   run(m, n, k, a, lda, b, ldb, c, ldc, static_cast<const char*>(next), plan);
 #else
-  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)next,
-      (void)next_bytes;
+  unused(m, n, k, a, lda, b, ldb, c, ldc, next, next_bytes);
 #endif
 }
 }  // namespace
 
 void avx512_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
                  float* c, int64_t ldc, const void* next, int64_t next_bytes) {
-  checked(avx512_gemm_width_ok(n), m <= 0, t_calls, "avx512_gemm",
+  checked(avx512_gemm_width_ok(n), m <= 0, Kernel::Avx512Gemm, "avx512_gemm",
           [&] { run_planned(m, n, k, a, lda, b, ldb, c, ldc, next, next_bytes); });
 }
 
 void avx512_gemm_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
                     float* c, int64_t ldc) {
-  checked(true, m <= 0 || n <= 0, t_at_calls, "avx512_gemm_at", [&] {
+  checked(true, m <= 0 || n <= 0, Kernel::Avx512GemmAt, "avx512_gemm_at", [&] {
 #if defined(__x86_64__)
     run_at(m, n, k, a, lda, b, ldb, c, ldc);
 #endif
@@ -334,7 +333,7 @@ void avx512_gemm_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda
 
 void avx512_gemm_bf16(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const Bf16Bits* b,
                       int64_t ldb, float* c, int64_t ldc, const void* next, int64_t next_bytes) {
-  checked(avx512_gemm_bf16_width_ok(n), m <= 0, t_calls, "avx512_gemm_bf16",
+  checked(avx512_gemm_bf16_width_ok(n), m <= 0, Kernel::Avx512Gemm, "avx512_gemm_bf16",
           [&] { run_planned(m, n, k, a, lda, b, ldb, c, ldc, next, next_bytes); });
 }
 

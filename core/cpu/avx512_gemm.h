@@ -16,12 +16,6 @@ namespace translution {
 // True when this CPU can run avx512_gemm and engine_options().reference is off.
 bool avx512_gemm_available();
 
-// How many products avx512_gemm (and avx512_gemm_bf16) and avx512_gemm_at have run on the
-// calling thread (tests check the path ran; per thread, so that counting costs the
-// hot path no shared cache line).
-int64_t avx512_gemm_calls_on_this_thread();
-int64_t avx512_gemm_at_calls_on_this_thread();
-
 // Products of at most this many rows go to avx512_gemm; taller ones go to the BLAS,
 // whose packed kernels are as fast there (docs/performance.md, "Few-row products:
 // the engine's row kernel"). A matrix of at most 32 x 32 (LoR's)

@@ -8,6 +8,7 @@
 #include "cpu/helper_threads.h"
 #include "util/engine_options.h"
 #include "util/error.h"
+#include "util/unused.h"
 
 // AMX intrinsics need GCC 11 or Clang 12; the tile permission is Linux's.
 #if defined(__x86_64__) && defined(__linux__) &&      \
@@ -182,7 +183,10 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_blocks(const uint16_t
                                                                   float* c, int64_t ldc, int64_t m, int64_t n,
                                                                   int64_t i0, int64_t i1) {
   TileConfig config;
-  for (int t = 0; t < 8; ++t) config.rows[t] = 16, config.column_bytes[t] = 64;
+  for (int t = 0; t < 8; ++t) {
+    config.rows[t] = 16;
+    config.column_bytes[t] = 64;
+  }
   _tile_loadconfig(&config);
   const int64_t kb = kp / 32, a_stride = kp * 2;
   alignas(64) float edge[32 * 32];
@@ -350,8 +354,6 @@ int tile_refusal() {
 
 }  // namespace
 
-namespace {}  // namespace
-
 // Tiles where the CPU has them, Linux grants them and they are on, else AVX512-BF16 dot products.
 static bool use_tiles() {
 #ifdef TRANSLUTION_AMX
@@ -425,8 +427,7 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
       multiply_rows_dot(ap, bp, padded_bias, kp, np, c, ldc, m, n, 32 * i0, 32 * i1);
   });
 #else
-  (void)trans_a, (void)trans_b, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc,
-      (void)parts, (void)bias;
+  unused(trans_a, trans_b, k, a, lda, b, ldb, c, ldc, parts, bias);
 #endif
 }
 

@@ -15,6 +15,7 @@
 
 #include "util/device.h"
 #include "util/error.h"
+#include "util/unused.h"
 
 namespace translution {
 namespace {
@@ -37,8 +38,7 @@ bool onednn_gemm(int threads, char ta, char tb, int64_t m, int64_t n, int64_t k,
   g_onednn_products.fetch_add(1, std::memory_order_relaxed);
   return true;
 #else
-  (void)threads, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb,
-      (void)c, (void)ldc, (void)accumulate;
+  unused(threads, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
   return false;
 #endif
 }
@@ -98,8 +98,7 @@ void blas_gemm_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
     cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), beta, c,
                 int(ldc));
 #else
-  (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c,
-      (void)ldc, (void)accumulate;
+  unused(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
   throw Error("internal: blas_gemm called in a build without cblas.h");
 #endif
 }

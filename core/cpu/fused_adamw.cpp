@@ -93,8 +93,10 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
           1 - o.lr() * o.weight_decay(), beta1, beta2, o.lr() / bc1, std::sqrt(bc2), o.eps()};
       at::Tensor m = s.exp_avg(), v = s.exp_avg_sq();
       if (!m.is_contiguous() || !v.is_contiguous()) {  // e.g. loaded from an archive that kept strides
-        m = m.contiguous(), v = v.contiguous();
-        s.exp_avg(m), s.exp_avg_sq(v);
+        m = m.contiguous();
+        v = v.contiguous();
+        s.exp_avg(m);
+        s.exp_avg_sq(v);
       }
       const at::Tensor g = p.grad();
       if (p.scalar_type() == at::kFloat)

@@ -19,7 +19,6 @@ namespace translution {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-std::atomic<int> g_matrix_threads{0};
 thread_local bool t_one_core = false;
 constexpr auto kSpin = std::chrono::microseconds(300);  // how long an idle helper waits awake
 
@@ -43,7 +42,9 @@ class Helper {
   }
 
   void start(const std::function<void(int)>* body, int part, std::exception_ptr* error) {
-    body_ = body, part_ = part, error_ = error;
+    body_ = body;
+    part_ = part;
+    error_ = error;
     generation_.fetch_add(1);
     if (sleeping_.load()) {
       std::lock_guard<std::mutex> lock(mutex_);

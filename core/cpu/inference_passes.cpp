@@ -13,7 +13,6 @@
 #include "util/engine_options.h"
 
 namespace translution {
-namespace {}  // namespace
 
 bool engine_pass_tensors(std::initializer_list<const at::Tensor*> tensors, bool& recorded) {
   // With LibTorch's intra-op threads asked for ($TRANSLUTION_THREADS), its ops use them; these passes would
@@ -24,7 +23,10 @@ bool engine_pass_tensors(std::initializer_list<const at::Tensor*> tensors, bool&
   recorded = false;
   for (const at::Tensor* t : tensors) {
     if (!t->defined()) continue;
-    if (first) type = t->scalar_type(), first = false;
+    if (first) {
+      type = t->scalar_type();
+      first = false;
+    }
     if (!t->is_cpu() || !t->is_contiguous() || t->scalar_type() != type) return false;
     recorded = recorded || t->requires_grad();
   }

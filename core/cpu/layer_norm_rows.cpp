@@ -35,7 +35,10 @@ void layer_norm_rows(const T* x, T* y, int64_t rows, int64_t n, const T* gamma, 
     T mu, variance;
     moments(x, n, mu, variance);
     const T scale = T(1) / std::sqrt(variance + T(eps));
-    if (mean) mean[r] = mu, rstd[r] = scale;
+    if (mean) {
+      mean[r] = mu;
+      rstd[r] = scale;
+    }
     if (gamma && beta)
       for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mu) * scale * gamma[i] + beta[i];
     else

@@ -429,8 +429,10 @@ std::vector<at::Tensor> linear_each(const std::vector<torch::nn::Linear*>& layer
   if (linear_each_node_applies(layers, x, &bf16)) {
     std::vector<at::Tensor> weights;
     int64_t total = 0;
-    for (torch::nn::Linear* layer : layers)
-      weights.push_back((*layer)->weight), total += (*layer)->weight.size(0);
+    for (torch::nn::Linear* layer : layers) {
+      weights.push_back((*layer)->weight);
+      total += (*layer)->weight.size(0);
+    }
     const int64_t K = x.size(-1), M = x.numel() / K;
     return DenseEach::apply(x, at::TensorList(weights), int64_t(linear_parts(M, total, K)), bf16);
   }

@@ -14,6 +14,7 @@
 #include "cpu/bf16_gemm.h"
 #include "cpu/blas_gemm.h"
 #include "cpu/helper_threads.h"
+#include "cpu/kernel_observer.h"
 #include "cpu/pair_kernels.h"
 #include "cpu/pair_lanes.h"
 #include "cpu/pair_matrices.h"
@@ -111,7 +112,6 @@ inline void weighted_sum(float* y, const float* a, const float* x, int64_t heads
 }
 
 #include "cpu/pair_block_loops.inc"
-#include "util/engine_options.h"
 }  // namespace avx512
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
@@ -139,8 +139,6 @@ TRANSLUTION_PAIR_LOOP(block_weighted_sum)
 TRANSLUTION_PAIR_LOOP(block_weighted_sum_backward)
 TRANSLUTION_PAIR_LOOP(block_scatter_add)
 #undef TRANSLUTION_PAIR_LOOP
-
-thread_local int64_t t_calls = 0;
 
 int64_t rows_of(const PairTable& t, size_t e) { return (*t.offset)[e + 1] - (*t.offset)[e]; }
 size_t matrices(const PairTable& t) { return t.offset->size() - 1; }
@@ -216,8 +214,6 @@ PairSide make_pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::
   return s;
 }
 
-int64_t pair_block_calls() { return t_calls; }
-
 int block_parts(const PairTable& t, std::initializer_list<const PairSide*> sides) {
   bool bf16 = false;
   int64_t most = 0;
@@ -275,7 +271,7 @@ bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors) {
 }
 
 at::Tensor blocked_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H, bool keep) {
-  ++t_calls;
+  report_kernel(Kernel::PairBlocks);
   if (q.width() != k.width() || q.width() % H != 0)
     throw Error("internal: relative logits of " + std::to_string(q.width()) + "- and " +
                 std::to_string(k.width()) + "-wide rows over " + std::to_string(H) + " heads");
@@ -305,7 +301,7 @@ at::Tensor blocked_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t 
 
 std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const PairSide& q, const PairSide& k,
                                                   const at::Tensor& grad_in) {
-  ++t_calls;
+  report_kernel(Kernel::PairBlocks);
   if (pair_lanes_backward(t, grad_in.size(1), {&q, &k})) return lanes_logits_backward(t, q, k, grad_in);
   const int64_t B = q.xt.size(1), D = q.width(), H = grad_in.size(1), R = t.offset->back(), w = D / H;
   const at::Tensor grad = grid_to_planes(t, grad_in);
@@ -347,7 +343,7 @@ std::array<at::Tensor, 4> blocked_logits_backward(const PairTable& t, const Pair
 
 at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSide& v, bool head_sliced,
                           bool keep, at::Tensor* alpha_planes) {
-  ++t_calls;
+  report_kernel(Kernel::PairBlocks);
   if (pair_lanes_apply(t, alpha_in.size(1), {&v}))
     return lanes_values(t, alpha_in, v, head_sliced, alpha_planes);
   const int64_t B = alpha_in.size(0), H = alpha_in.size(1), M = t.queries, D = v.width(),
@@ -382,7 +378,7 @@ at::Tensor blocked_values(const PairTable& t, const at::Tensor& alpha_in, PairSi
 std::array<at::Tensor, 3> blocked_values_backward(const PairTable& t, const at::Tensor& alpha,
                                                   const PairSide& v, const at::Tensor& dout_in,
                                                   bool head_sliced) {
-  ++t_calls;
+  report_kernel(Kernel::PairBlocks);
   if (pair_lanes_backward(t, dout_in.size(2), {&v}))
     return lanes_values_backward(t, alpha, v, dout_in, head_sliced);
   const at::Tensor dout = dout_in.contiguous();  // [M, B, H, w]; alpha: [B H, R]

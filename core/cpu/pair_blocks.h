@@ -92,9 +92,6 @@ bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors);
 at::Tensor grid_to_planes(const PairTable& table, const at::Tensor& grid);
 at::Tensor planes_to_grid(const PairTable& table, const at::Tensor& planes, int64_t batch, int64_t heads);
 
-// How many blocked forwards and backwards the calling thread has run (tests prove the path ran).
-int64_t pair_block_calls();
-
 // logits [B, H, M, N] (0 at pairs without a row); keep: each relative side's rows
 // are written to its `saved`.
 at::Tensor blocked_logits(const PairTable& table, PairSide& q, PairSide& k, int64_t heads, bool keep);

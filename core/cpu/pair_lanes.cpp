@@ -12,17 +12,18 @@
 #include <ATen/ATen.h>
 
 #include "cpu/helper_threads.h"
+#include "cpu/kernel_observer.h"
 #include "cpu/pair_kernels.h"
 #include "cpu/pair_matrices.h"
 #include "util/device.h"
 #include "util/engine_options.h"
 #include "util/error.h"
+#include "util/unused.h"
 
 namespace translution {
 namespace {
 
 constexpr int64_t kLanes = 16;  // floats in a 512-bit vector: the images of one group
-thread_local int64_t t_calls = 0;
 
 // One side's raw view for the kernels.
 struct LaneSide {
@@ -323,7 +324,6 @@ void values_block_backward(const LaneSide& v, const Block& b, const int64_t* que
 }  // namespace kernels
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
-#endif
 
 Block block(const PairTable& t, size_t e, int64_t G) {
   const int64_t o = (*t.offset)[e];
@@ -378,10 +378,9 @@ LaneSide lane_side(const PairSide& s, const at::Tensor& x) {
 }
 
 float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+#endif  // TRANSLUTION_PAIR_LANES
 
 }  // namespace
-
-int64_t pair_lanes_calls() { return t_calls; }
 
 bool pair_lanes_apply(const PairTable& table, int64_t heads, std::initializer_list<const PairSide*> sides) {
 #ifdef TRANSLUTION_PAIR_LANES
@@ -397,7 +396,7 @@ bool pair_lanes_apply(const PairTable& table, int64_t heads, std::initializer_li
   }
   return true;
 #else
-  (void)table, (void)heads, (void)sides;
+  unused(table, heads, sides);
   return false;
 #endif
 }
@@ -411,7 +410,7 @@ bool pair_lanes_backward(const PairTable& table, int64_t heads,
 
 #ifdef TRANSLUTION_PAIR_LANES
 at::Tensor lanes_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H) {
-  ++t_calls;
+  report_kernel(Kernel::PairLanes);
   const int64_t B = q.xt.size(1), G = B / kLanes, D = q.width(), R = t.offset->back();
   const at::Tensor xq = to_lanes(q.xt), xk = to_lanes(k.xt);
   for (PairSide* s : {&q, &k}) s->saved = at::Tensor();       // nothing kept: backward projects again
@@ -432,7 +431,7 @@ at::Tensor lanes_logits(const PairTable& t, PairSide& q, PairSide& k, int64_t H)
 
 std::array<at::Tensor, 4> lanes_logits_backward(const PairTable& t, const PairSide& q, const PairSide& k,
                                                 const at::Tensor& grad) {
-  ++t_calls;
+  report_kernel(Kernel::PairLanes);
   const int64_t B = q.xt.size(1), G = B / kLanes, D = q.width(), H = grad.size(1);
   const at::Tensor g = grid_to_planes(t, grad), xq = to_lanes(q.xt), xk = to_lanes(k.xt);
   const LaneSide lq = lane_side(q, xq), lk = lane_side(k, xk);
@@ -460,7 +459,7 @@ std::array<at::Tensor, 4> lanes_logits_backward(const PairTable& t, const PairSi
 
 at::Tensor lanes_values(const PairTable& t, const at::Tensor& alpha, PairSide& v, bool head_sliced,
                         at::Tensor* alpha_planes) {
-  ++t_calls;
+  report_kernel(Kernel::PairLanes);
   const int64_t B = alpha.size(0), H = alpha.size(1), M = t.queries, G = B / kLanes, D = v.width();
   const int64_t w = head_sliced ? D / H : D;
   const at::Tensor a = grid_to_planes(t, alpha), xv = to_lanes(v.xt);
@@ -485,7 +484,7 @@ at::Tensor lanes_values(const PairTable& t, const at::Tensor& alpha, PairSide& v
 
 std::array<at::Tensor, 3> lanes_values_backward(const PairTable& t, const at::Tensor& alpha,
                                                 const PairSide& v, const at::Tensor& dout, bool head_sliced) {
-  ++t_calls;
+  report_kernel(Kernel::PairLanes);
   const int64_t B = dout.size(1), H = dout.size(2), M = t.queries, G = B / kLanes, D = v.width();
   const int64_t R = t.offset->back();
   const at::Tensor go = to_lanes(dout), xv = to_lanes(v.xt);

@@ -40,9 +40,6 @@ bool pair_lanes_apply(const PairTable& table, int64_t heads, std::initializer_li
 // forward did) and pair_lanes_apply holds.
 bool pair_lanes_backward(const PairTable& table, int64_t heads, std::initializer_list<const PairSide*> sides);
 
-// How many lanes forwards and backwards the calling thread has run (tests prove the path ran).
-int64_t pair_lanes_calls();
-
 at::Tensor lanes_logits(const PairTable& table, PairSide& q, PairSide& k, int64_t heads);
 std::array<at::Tensor, 4> lanes_logits_backward(const PairTable& table, const PairSide& q, const PairSide& k,
                                                 const at::Tensor& grad);

@@ -442,7 +442,10 @@ void ProcessGroup::fail(const std::string& what) {
   try {
     blamed = silent_ranks();
   } catch (const std::exception&) {
-    if (rank() != 0) blamed = {0}, where = " (the rendezvous it served is gone too)";
+    if (rank() != 0) {
+      blamed = {0};
+      where = " (the rendezvous it served is gone too)";
+    }
   }
   const std::string who = blamed.empty() ? "a rank" : join_ranks(blamed);
   throw PeerFailure(who + " stopped answering" + where + " (collective " + std::to_string(collectives_) +

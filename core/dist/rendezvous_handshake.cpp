@@ -189,11 +189,15 @@ int bind_listener(const std::string& master, uint16_t port) {
   if (v6) {
     ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
     auto& a = reinterpret_cast<sockaddr_in6&>(address);
-    a.sin6_family = AF_INET6, a.sin6_addr = in6addr_any, a.sin6_port = htons(port);
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_any;
+    a.sin6_port = htons(port);
     length = sizeof a;
   } else {
     auto& a = reinterpret_cast<sockaddr_in&>(address);
-    a.sin_family = AF_INET, a.sin_addr.s_addr = htonl(INADDR_ANY), a.sin_port = htons(port);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(port);
     length = sizeof a;
   }
   if (::bind(fd, reinterpret_cast<sockaddr*>(&address), length) != 0 || ::listen(fd, 64) != 0) {
@@ -296,7 +300,8 @@ class Doorkeeper {
       reply.verdict = Verdict::OtherRunId;
       turned_away(p.peer, "gave another run id");
     } else if (h.world_size != world_) {
-      reply.verdict = Verdict::OtherWorldSize, reply.value = world_;
+      reply.verdict = Verdict::OtherWorldSize;
+      reply.value = world_;
       answer(p, reply);
       throw Error("rank " + std::to_string(h.rank) + " was started with --world-size " +
                   std::to_string(h.world_size) + " and rank 0 with " + std::to_string(world_) +
@@ -308,7 +313,8 @@ class Doorkeeper {
       reply.verdict = Verdict::RankTaken;
       turned_away(p.peer, "claimed rank " + std::to_string(h.rank) + ", which had joined");
     } else {
-      reply.verdict = Verdict::Admitted, reply.value = store_port_;
+      reply.verdict = Verdict::Admitted;
+      reply.value = store_port_;
       admitted_[h.rank] = true;
     }
     answer(p, reply);
@@ -399,7 +405,8 @@ Socket try_connect(const addrinfo& a, Clock::time_point deadline, int& error) {
 Socket connect_before(const std::string& master, Clock::time_point deadline, std::chrono::seconds timeout) {
   const HostPort hp = split(master);
   addrinfo hints{};
-  hints.ai_family = AF_UNSPEC, hints.ai_socktype = SOCK_STREAM;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (const int r = ::getaddrinfo(hp.host.c_str(), hp.port.c_str(), &hints, &found); r != 0)
     throw Error("--master " + master + ": cannot resolve " + hp.host + ": " + ::gai_strerror(r));

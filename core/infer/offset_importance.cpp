@@ -64,7 +64,8 @@ OffsetImportance offset_importance(ViT model, const at::Tensor& images, const at
   r.digits = images.size(0);
   r.offsets = layout_offsets(r.layout);
   const Score base = score(model, images, labels, batch, bf16_weights);
-  r.baseline_accuracy = base.accuracy, r.baseline_logit = base.logit;
+  r.baseline_accuracy = base.accuracy;
+  r.baseline_logit = base.logit;
   const int64_t total = int64_t(r.offsets.size());
   bool go_on = !progress || progress(0, total);
   for (int64_t i = 0; i < total && go_on; ++i) {

@@ -40,7 +40,9 @@ void FileBytes::read(uint64_t offset, void* out, size_t n) const {
     if (got <= 0)
       throw Error("cannot read " + path_ +
                   (got < 0 ? std::string(": ") + std::strerror(errno) : " (it shrank while being read)"));
-    p += got, n -= size_t(got), offset += uint64_t(got);
+    p += got;
+    n -= size_t(got);
+    offset += uint64_t(got);
   }
 }
 

@@ -506,11 +506,26 @@ PickledLeaf leaf(const Value& v, const std::string& path) {
   PickledLeaf out;
   switch (v.kind) {
     case Kind::None: out.kind = PickledLeaf::Kind::None; break;
-    case Kind::Bool: out.kind = PickledLeaf::Kind::Bool, out.integer = v.integer; break;
-    case Kind::Int: out.kind = PickledLeaf::Kind::Int, out.integer = v.integer; break;
-    case Kind::Float: out.kind = PickledLeaf::Kind::Float, out.real = v.real; break;
-    case Kind::String: out.kind = PickledLeaf::Kind::String, out.text = v.text; break;
-    case Kind::Tensor: out.kind = PickledLeaf::Kind::Tensor, out.tensor = v.tensor; break;
+    case Kind::Bool:
+      out.kind = PickledLeaf::Kind::Bool;
+      out.integer = v.integer;
+      break;
+    case Kind::Int:
+      out.kind = PickledLeaf::Kind::Int;
+      out.integer = v.integer;
+      break;
+    case Kind::Float:
+      out.kind = PickledLeaf::Kind::Float;
+      out.real = v.real;
+      break;
+    case Kind::String:
+      out.kind = PickledLeaf::Kind::String;
+      out.text = v.text;
+      break;
+    case Kind::Tensor:
+      out.kind = PickledLeaf::Kind::Tensor;
+      out.tensor = v.tensor;
+      break;
     default: throw Error(std::string("the pickle holds a ") + kind_name(v.kind) + " at '" + path + "'");
   }
   return out;

@@ -38,8 +38,10 @@ void apply_zip64(const char* extra, uint64_t bytes, uint64_t* fields[3]) {
     if (id == 1) {
       uint64_t used = 0;
       for (int i = 0; i < 3; ++i)
-        if (*fields[i] == 0xFFFFFFFFu && used + 8 <= length)
-          *fields[i] = little(extra + at + 4 + used, 8), used += 8;
+        if (*fields[i] == 0xFFFFFFFFu && used + 8 <= length) {
+          *fields[i] = little(extra + at + 4 + used, 8);
+          used += 8;
+        }
       return;
     }
     at += 4 + length;
@@ -65,7 +67,8 @@ ZipRecords::ZipRecords(const char* data, size_t size, std::string name)
     const uint64_t at = little(data_ + end - 20 + 8, 8);
     if (at > size_ || size_ - at < 56 || std::memcmp(data_ + at, "PK\6\6", 4) != 0)
       throw Error(name_ + ": its zip64 directory record is damaged");
-    count = little(data_ + at + 32, 8), bytes = little(data_ + at + 40, 8),
+    count = little(data_ + at + 32, 8);
+    bytes = little(data_ + at + 40, 8);
     offset = little(data_ + at + 48, 8);
   }
   if (count > kMaxZipRecords)
@@ -85,7 +88,8 @@ void ZipRecords::read_directory(uint64_t offset, uint64_t bytes, uint64_t count)
     Entry e;
     e.method = uint16_t(little(data_ + at + 10, 2));
     e.crc = uint32_t(little(data_ + at + 16, 4));
-    e.compressed = little(data_ + at + 20, 4), e.size = little(data_ + at + 24, 4);
+    e.compressed = little(data_ + at + 20, 4);
+    e.size = little(data_ + at + 24, 4);
     e.local_offset = little(data_ + at + 42, 4);
     const uint64_t name_bytes = little(data_ + at + 28, 2), extra = little(data_ + at + 30, 2),
                    comment = little(data_ + at + 32, 2);

@@ -9,6 +9,7 @@
 
 #include "nn/attention_spec.h"
 #include "nn/token_layout.h"
+#include "util/unused.h"
 
 namespace translution {
 
@@ -42,7 +43,7 @@ class AttentionModule : public torch::nn::Module {
   //   sum over pairs (i, j) that use W_v[e], sum over heads h, of alpha^h_ij |x_j W_v[e]_h|
   // (W_v[e]_h: head h's columns). Undefined where the values are not offset-indexed.
   virtual at::Tensor value_contributions(const at::Tensor& x, const at::Tensor& alpha) const {
-    (void)x, (void)alpha;
+    unused(x, alpha);
     return {};
   }
   // Whether forward runs nn/relative_projection's per-matrix products (offset-indexed banks).

@@ -9,6 +9,7 @@
 #include "cpu/head_attention.h"
 #include "cpu/linear.h"
 #include "nn/attention_math.h"
+#include "nn/lor_work.h"
 #include "nn/relative_logits.h"
 #include "nn/relative_values.h"
 #include "nn/self_attention.h"
@@ -37,14 +38,6 @@ at::Tensor up_project_slices(const at::Tensor& s, const at::Tensor& up) {
   return at::matmul(slices.transpose(2, 3).reshape({B, M, H * c2}), up);
 }
 
-// The bank entries the order's visible pairs use, ascending: those with rows.
-std::vector<int64_t> used_entries(const PairOrder& order) {
-  std::vector<int64_t> used;
-  for (size_t e = 0; e + 1 < order.entry_offset.size(); ++e)
-    if (order.entry_offset[e + 1] > order.entry_offset[e]) used.push_back(int64_t(e));
-  return used;
-}
-
 // [M, G, N]: 1 where query i's pair with j is visible and uses entries[g].
 at::Tensor entry_assignment(const RelativeTable& table, int64_t queries,
                             const std::vector<int64_t>& entries) {
@@ -55,61 +48,7 @@ at::Tensor entry_assignment(const RelativeTable& table, int64_t queries,
   return entry.eq(wanted).logical_and(valid).to(at::kFloat);                 // [M, G, N]
 }
 
-// attend()'s multiply-adds per image: every token projected, pair by pair.
-double plain_macs(const AttentionSpec& s, const AttentionShape& shape, double N, double M) {
-  const double C = double(shape.dim), D = double(shape.inner()), H = double(shape.heads);
-  const double c1 = double(s.lor_c1) * H, c2 = double(s.lor_c2) * H;
-  double macs = (needs_output_projection(shape) ? M * D * C : 0.0) + 2 * M * N * D;
-  if (!s.lor_shared) macs -= M * N * D;           // no shared values to sum
-  if (s.lor_shared) macs += (M + 2 * N) * C * D;  // q projected for the M queries alone
-  if (s.rel_q || s.rel_k) {
-    macs += s.rel_q ? M * C * c1 + M * N * c1 * c2 : M * C * c2;
-    macs += s.rel_k ? N * C * c1 + M * N * c1 * c2 : N * C * c2;
-    macs += M * N * c2;  // low-rank logits
-    if (!s.lor_shared) macs -= M * N * D;
-  }
-  if (s.rel_v) macs += N * C * c1 + M * N * c1 * c2 + M * N * H * c2 + M * H * c2 * double(shape.head_dim);
-  return macs;
-}
-
-// attend_reassociated()'s, for M queries and G entries (every pair of (query, entry) computed).
-double reassociated_macs(const AttentionSpec& s, const AttentionShape& shape, double N, double M, double G) {
-  const double C = double(shape.dim), D = double(shape.inner()), H = double(shape.heads);
-  const double c1 = double(s.lor_c1) * H, c2 = double(s.lor_c2) * H, S = M * G;
-  double macs = needs_output_projection(shape) ? M * D * C : 0.0;
-  if (s.lor_shared) macs += 3 * M * C * D;  // q, and the query through W^k; the summed inputs through W^v
-  if (s.rel_q || s.rel_k) {
-    macs += M * C * (s.rel_q ? c1 : c2) + (s.rel_q ? S * c1 * c2 : 0.0);
-    macs += s.rel_k ? S * (c1 * c2 + H * c1 * C) : S * c2 * C;
-  }
-  macs += 2 * S * H * N * C;  // each entry's logits and weighted inputs
-  if (s.rel_v) macs += S * H * (C * c1 + c1 * c2 + c2 * double(shape.head_dim));
-  return macs;
-}
-
-// The entries to group the order's pairs by, where the reassociated path applies; else empty.
-std::vector<int64_t> reassociated_entries(const AttentionSpec& s, const AttentionShape& shape,
-                                          const PairOrder& order, int64_t images) {
-  const int64_t N = order.tokens, queries = order.queries;
-  // Rotated keys differ per token, so they cannot be folded into the query's side;
-  // value slices are taken after the sum over pairs, which that path reorders.
-  if (s.rotary || s.lor_value_slices || !reassociation_may_apply(N, queries, images)) return {};
-  std::vector<int64_t> entries = used_entries(order);
-  if (entries.empty() || reassociated_macs(s, shape, double(N), double(queries), double(entries.size())) >=
-                             plain_macs(s, shape, double(N), double(queries)))
-    return {};
-  return entries;
-}
 }  // namespace
-
-double lor_attention_macs(const AttentionSpec& spec, const AttentionShape& shape, const RelativeTable& table,
-                          int64_t queries, int64_t images) {
-  const std::vector<int64_t> entries =
-      reassociated_entries(spec, shape, make_pair_order(table, queries), images);
-  const double N = double(table.tokens()), M = double(queries);
-  return entries.empty() ? plain_macs(spec, shape, N, M)
-                         : reassociated_macs(spec, shape, N, M, double(entries.size()));
-}
 
 LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape,
                                                  const TokenLayout& layout)
@@ -222,8 +161,14 @@ at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries,
     std::vector<torch::nn::Linear*> layers;
     std::vector<at::Tensor*> targets;
     for (int role = first_role; role < end_role; ++role) {
-      if (spec_.lor_shared) layers.push_back(&shared_[role]), targets.push_back(&shared[role]);
-      if (down_[role]) layers.push_back(&down_[role]), targets.push_back(&low[role]);
+      if (spec_.lor_shared) {
+        layers.push_back(&shared_[role]);
+        targets.push_back(&shared[role]);
+      }
+      if (down_[role]) {
+        layers.push_back(&down_[role]);
+        targets.push_back(&low[role]);
+      }
     }
     if (layers.empty()) return;
     std::vector<at::Tensor> projected = linear_each(layers, input);
@@ -236,7 +181,10 @@ at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries,
     project(1, 3, x);
   }
 
-  if (spec_.rotary) shared[0] = rotary_.rotate(shared[0], H), shared[1] = rotary_.rotate(shared[1], H);
+  if (spec_.rotary) {
+    shared[0] = rotary_.rotate(shared[0], H);
+    shared[1] = rotary_.rotate(shared[1], H);
+  }
   at::Tensor logits;
   if (spec_.lor_shared) logits = attention_logits(shared[0], shared[1], H);
   if (spec_.rel_q || spec_.rel_k) {

@@ -23,12 +23,6 @@
 
 namespace translution {
 
-// Multiply-adds of one image's attention for the outputs of its first `queries`
-// of the table's tokens (output projection included): as attend() computes them
-// for a batch of `images`, with the reassociated path where it applies (below).
-double lor_attention_macs(const AttentionSpec& spec, const AttentionShape& shape, const RelativeTable& table,
-                          int64_t queries, int64_t images);
-
 class LoRTranslutionAttention : public AttentionModule {
  public:
   LoRTranslutionAttention(const AttentionSpec& spec, const AttentionShape& shape, const TokenLayout& layout);

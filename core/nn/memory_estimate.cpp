@@ -251,9 +251,10 @@ Floats embedding_floats(const ViTConfig& c, double batch, bool training) {
   const double pixels = double(c.image_height) * double(c.image_width) * double(c.channels);
   const double kept = pixels + 2 * patches * patch + patches * double(c.dim);
   Floats f;
-  if (training)
-    f.saved = batch * kept, f.working = batch * (patches * patch + 2 * patches * double(c.dim));
-  else
+  if (training) {
+    f.saved = batch * kept;
+    f.working = batch * (patches * patch + 2 * patches * double(c.dim));
+  } else
     f.working = batch * (kept + patches * double(c.dim));
   return f;
 }
@@ -282,8 +283,10 @@ std::pair<double, double> training_peak(const ViTConfig& c, const std::vector<Ru
   double all_gradients = kFloat * double(parameter_count(c)), best_sum = -1;
   std::pair<double, double> best{0, all_gradients};
   auto consider = [&](double floats, double gradients) {
-    if (kFloat * floats + gradients > best_sum)
-      best_sum = kFloat * floats + gradients, best = {kFloat * floats, gradients};
+    if (kFloat * floats + gradients > best_sum) {
+      best_sum = kFloat * floats + gradients;
+      best = {kFloat * floats, gradients};
+    }
   };
   double saved_before = embedding.saved, gradients_after = head_gradient_bytes(c);
   for (const Run& r : runs) gradients_after += r.count * r.gradient_bytes;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "nn/lor_translution_attention.h"
+#include "nn/lor_work.h"
 #include "nn/model_size.h"
 #include "nn/self_attention.h"
 #include "nn/token_layout.h"

@@ -56,7 +56,10 @@ at::Tensor PositionalAttention::attend(const at::Tensor& x, int64_t M, at::Tenso
   const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim, E = table_.entries;
   const auto qkv = linear(to_qkv_, x).chunk(3, -1);
   at::Tensor q = qkv[0].narrow(1, 0, M), k = qkv[1];
-  if (method_ == AttentionMethod::Rotary) q = rotary_.rotate(q, H), k = rotary_.rotate(k, H);
+  if (method_ == AttentionMethod::Rotary) {
+    q = rotary_.rotate(q, H);
+    k = rotary_.rotate(k, H);
+  }
   const at::Tensor entry = query_rows(on_device(entry_, x.device()), M);
   const at::Tensor valid = query_rows(on_device(valid_, x.device()), M);
 

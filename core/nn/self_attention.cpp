@@ -23,8 +23,6 @@ SelfAttention::SelfAttention(const AttentionShape& shape, const TokenLayout& lay
   if (layout.causal) valid_ = make_relative_table(layout).valid;
 }
 
-namespace {}  // namespace
-
 bool reassociation_may_apply(int64_t tokens, int64_t queries, int64_t images) {
   return engine_options().query_reassociation && images > 1 && queries < tokens;
 }

@@ -35,8 +35,7 @@ bool needs_output_projection(const AttentionShape& shape);
 // 3 N C D of projecting every token. Only where that is less work, and not for a
 // single image: its plain products run on the engine's one-image kernels, and
 // the reassociated path's small LibTorch ops cost more than they save there
-// (ViT-A/12: 1.4-2.9% more time per image, 4.5% less per training step;
-// docs/performance.md). Those small products run in the tensors'
+// (docs/performance.md measures both). Those small products run in the tensors'
 // own precision, fp32 also under bf16 training (cpu/bf16_gemm.h).
 bool self_attention_reassociates(const AttentionShape& shape, int64_t tokens, int64_t queries,
                                  int64_t images);

@@ -98,13 +98,29 @@ ViTConfig preset_config(const std::string& preset, const std::string& model) {
   c.model = model;
   c.preset = preset;
   if (preset == "A") {
-    c.depth = 6, c.dim = 192, c.heads = 3, c.head_dim = 64, c.mlp_dim = 768;
+    c.depth = 6;
+    c.dim = 192;
+    c.heads = 3;
+    c.head_dim = 64;
+    c.mlp_dim = 768;
   } else if (preset == "B") {
-    c.depth = 12, c.dim = 192, c.heads = 3, c.head_dim = 64, c.mlp_dim = 768;
+    c.depth = 12;
+    c.dim = 192;
+    c.heads = 3;
+    c.head_dim = 64;
+    c.mlp_dim = 768;
   } else if (preset == "C") {
-    c.depth = 12, c.dim = 384, c.heads = 6, c.head_dim = 64, c.mlp_dim = 1536;
+    c.depth = 12;
+    c.dim = 384;
+    c.heads = 6;
+    c.head_dim = 64;
+    c.mlp_dim = 1536;
   } else if (preset == "tiny") {
-    c.depth = 6, c.dim = 64, c.heads = 1, c.head_dim = 64, c.mlp_dim = 128;
+    c.depth = 6;
+    c.dim = 64;
+    c.heads = 1;
+    c.head_dim = 64;
+    c.mlp_dim = 128;
   } else {
     throw Error("unknown preset '" + preset + "' (expected A, B, C or tiny)");
   }

@@ -80,7 +80,10 @@ Roofline measure_roofline(const c10::Device& device) {
       const double rate = 2.0 * n * n * n /
                           best_time(device, 3, [&] { onednn_sgemm_on_threads(cores, n, n, n, ap, bp, cp); }) /
                           1e9;
-      if (rate > r.gemm_gflops) r.gemm_gflops = rate, r.gemm_library = "onednn";
+      if (rate > r.gemm_gflops) {
+        r.gemm_gflops = rate;
+        r.gemm_library = "onednn";
+      }
     }
   }
   const int64_t floats = 64 << 20;  // 256 MB

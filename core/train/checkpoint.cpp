@@ -214,8 +214,6 @@ void check_layout(const SafetensorsHeader& header, const Checkpoint& c, const st
   }
 }
 
-std::string shape_text(const std::vector<int64_t>& sizes) { return shape_text(at::IntArrayRef(sizes)); }
-
 // Floating-point tensors holding NaN or infinity: refused, or listed where `non_finite` is given.
 void check_finite(const NamedTensors& tensors, const std::string& name,
                   std::vector<std::string>* non_finite) {
@@ -247,7 +245,8 @@ void fill_optimizer(TrainingState& s, const ViT& model, std::map<std::string, at
     a.step = fields["step"].item<int64_t>();
     if (a.step < 0)
       throw Error("checkpoint " + name + ": the optimizer step of '" + p.key() + "' is negative");
-    a.exp_avg = fields["exp_avg"], a.exp_avg_sq = fields["exp_avg_sq"];
+    a.exp_avg = fields["exp_avg"];
+    a.exp_avg_sq = fields["exp_avg_sq"];
     if (fields.count("max_exp_avg_sq")) a.max_exp_avg_sq = fields["max_exp_avg_sq"];
     s.optimizer[p.key()] = std::move(a);
   }

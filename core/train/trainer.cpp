@@ -186,7 +186,8 @@ bool Trainer::wait_while_paused(const TrainCallback& callback) {
   if (!paused_ || stop_) return !stop_;
   TrainProgress p;
   p.event = TrainProgress::Event::Paused;
-  p.step = step_, p.total_steps = total_steps();
+  p.step = step_;
+  p.total_steps = total_steps();
   callback(p);
   std::unique_lock<std::mutex> lock(mutex_);
   wake_.wait(lock, [this] { return !paused_ || stop_; });
@@ -200,7 +201,8 @@ bool Trainer::wait_while_paused(const TrainCallback& callback) {
 
 TrainProgress Trainer::train_step() {
   TrainProgress p;
-  p.step = step_, p.total_steps = total_steps();
+  p.step = step_;
+  p.total_steps = total_steps();
   p.epoch = double(step_) / double(config_.steps_per_epoch());
   p.lr = scheduled_lr(step_, total_steps(), config_.warmup_steps, config_.lr, config_.min_lr);
   std::vector<int64_t> indices = batch_indices(step_);
@@ -339,7 +341,8 @@ void Trainer::save(const TrainCallback& callback) {
   write_checkpoint();
   TrainProgress p;
   p.event = TrainProgress::Event::Checkpointed;
-  p.step = step_, p.total_steps = total_steps();
+  p.step = step_;
+  p.total_steps = total_steps();
   p.message = "saved " + checkpoint_path_ + " at step " + std::to_string(step_);
   callback(p);
 }
@@ -381,7 +384,9 @@ TrainProgress::Event Trainer::run(const TrainCallback& callback) {
     seconds_per_step_ = seconds_per_step_ == 0 ? seconds : 0.9 * seconds_per_step_ + 0.1 * seconds;
     p.images_per_second = double(config_.batch) / seconds_per_step_;
     p.eta_seconds = double(total_steps() - step_) * seconds_per_step_;
-    window_.loss += p.loss, window_.accuracy += p.accuracy, window_.lr += p.lr;
+    window_.loss += p.loss;
+    window_.accuracy += p.accuracy;
+    window_.lr += p.lr;
     ++window_steps_;
     const bool evaluate_now = step_ % config_.eval_interval() == 0 || step_ == total_steps();
     if (step_ % kCurveStride == 0 || evaluate_now) {
@@ -411,7 +416,8 @@ TrainProgress::Event Trainer::run(const TrainCallback& callback) {
   }
   save(callback);
   TrainProgress done;
-  done.step = step_, done.total_steps = total_steps();
+  done.step = step_;
+  done.total_steps = total_steps();
   done.event = step_ >= total_steps() ? TrainProgress::Event::Finished : TrainProgress::Event::Stopped;
   done.message =
       done.event == TrainProgress::Event::Finished ? "finished" : "stopped at step " + std::to_string(step_);

@@ -51,7 +51,9 @@ TEST(Attribution, IntegratedGradientsOfALinearLogitIsWeightTimesInput) {
   const at::Tensor x = linear_canvas();
   for (const int64_t steps : {1, 3, 32}) {
     IntegratedGradientsOptions o;
-    o.target = 1, o.steps = steps, o.batch = 5;
+    o.target = 1;
+    o.steps = steps;
+    o.batch = 5;
     const Attribution a = *integrated_gradients(m.logits(), x, o);
     EXPECT_EQ(a.target, 1);
     EXPECT_EQ(a.steps, steps);
@@ -69,7 +71,9 @@ TEST(Attribution, OcclusionOfALinearLogitIsTheTilesWeightedInk) {
   const at::Tensor contributions = m.weights(2) * x.to(at::kDouble);  // [10, 10]
   for (const int64_t size : {1, 4, 10}) {
     OcclusionOptions o;
-    o.target = 2, o.occluder = size, o.batch = 3;
+    o.target = 2;
+    o.occluder = size;
+    o.batch = 3;
     const Attribution a = *occlusion(m.logits(), x, o);
     EXPECT_EQ(a.occluder, size);
     for (int64_t y = 0; y < 10; y += size)
@@ -114,7 +118,8 @@ TEST(Attribution, BadValuesAreRefusedByName) {
   IntegratedGradientsOptions ig;
   ig.steps = 0;
   EXPECT_THROW(integrated_gradients(m.logits(), x, ig), Error);
-  ig.steps = 4, ig.target = 3;
+  ig.steps = 4;
+  ig.target = 3;
   try {
     integrated_gradients(m.logits(), x, ig);
     ADD_FAILURE() << "class 3 of 3 accepted";
@@ -134,18 +139,30 @@ TEST(Attribution, ProgressCountsTheWorkAndCanStopIt) {
   const at::Tensor x = linear_canvas();
   std::vector<std::pair<int64_t, int64_t>> calls;
   IntegratedGradientsOptions o;
-  o.steps = 10, o.batch = 4;
-  o.progress = [&](int64_t done, int64_t total) { return calls.emplace_back(done, total), true; };
+  o.steps = 10;
+  o.batch = 4;
+  o.progress = [&](int64_t done, int64_t total) {
+    calls.emplace_back(done, total);
+    return true;
+  };
   ASSERT_TRUE(integrated_gradients(m.logits(), x, o));
   EXPECT_EQ(calls, (std::vector<std::pair<int64_t, int64_t>>{{4, 10}, {8, 10}, {10, 10}}));
   calls.clear();
-  o.progress = [&](int64_t done, int64_t total) { return calls.emplace_back(done, total), false; };
+  o.progress = [&](int64_t done, int64_t total) {
+    calls.emplace_back(done, total);
+    return false;
+  };
   EXPECT_FALSE(integrated_gradients(m.logits(), x, o));
   EXPECT_EQ(calls.size(), 1u);
   OcclusionOptions oc;
-  oc.occluder = 4, oc.batch = 2;
+  oc.occluder = 4;
+  oc.batch = 2;
   int occluded = 0, total = 0;
-  oc.progress = [&](int64_t done, int64_t all) { return occluded = int(done), total = int(all), true; };
+  oc.progress = [&](int64_t done, int64_t all) {
+    occluded = int(done);
+    total = int(all);
+    return true;
+  };
   ASSERT_TRUE(occlusion(m.logits(), x, oc));
   EXPECT_EQ(total, 8);  // nine tiles, the top-left one without ink
   EXPECT_EQ(occluded, 8);
@@ -230,7 +247,8 @@ TEST(AttributionModel, AnOccludedTileIsWorthTheLogitItTakesAway) {
   if (digits_dir().empty()) GTEST_SKIP() << "no MNIST digits (TRANSLUTION_DATA, data/mnist)";
   const BundledModel m;
   OcclusionOptions o;
-  o.target = m.label, o.occluder = 12;
+  o.target = m.label;
+  o.occluder = 12;
   const Attribution a = *occlusion(m.checkpoint.model, c10::kCPU, m.canvas, o);
   EXPECT_EQ(a.map.sizes(), m.canvas.sizes());
   at::Tensor occluded = m.canvas.clone();

@@ -9,6 +9,7 @@
 #include <torch/autograd.h>
 
 #include "cpu/helper_threads.h"
+#include "cpu/kernel_observer.h"
 #include "naive_attention.h"
 #include "nn/attention.h"
 #include "nn/relative_projection.h"
@@ -166,6 +167,7 @@ struct LayerCase {
 };
 class Avx512GemmLayer : public ::testing::TestWithParam<LayerCase> {};
 TEST_P(Avx512GemmLayer, FloatLayerMatchesTheReference) {
+  const KernelCounts kernels;  // the kernels this test enters
   const AttentionSpec spec = attention_choice(GetParam().model).spec;
   const AttentionShape shape = GetParam().shape;
   const bool narrow = GetParam().narrow;
@@ -191,22 +193,20 @@ TEST_P(Avx512GemmLayer, FloatLayerMatchesTheReference) {
                      std::to_string(threads) + " thread(s)");
         test_support::use_reference(!kernel);
         test_support::use_matrix_threads(threads);
-        const int64_t calls = avx512_gemm_calls_on_this_thread();
+        const int64_t calls = kernels[Kernel::Avx512Gemm];
         const at::Tensor xf = x.clone().requires_grad_(true);
         const at::Tensor fast = module->forward(xf);
         if (threads == 1 || !kernel) {
-          EXPECT_EQ(avx512_gemm_calls_on_this_thread() > calls, kernel) << "kernel ran";
+          EXPECT_EQ(kernels[Kernel::Avx512Gemm] > calls, kernel) << "kernel ran";
         }
         EXPECT_LT(max_relative_error(fast, naive), 1e-5) << "forward";
         std::vector<at::Tensor> inputs{xf};
         for (const auto& p : module->parameters()) inputs.push_back(p);
-        const int64_t forward_calls = avx512_gemm_calls_on_this_thread(),
-                      at_calls = avx512_gemm_at_calls_on_this_thread();
+        const int64_t forward_calls = kernels[Kernel::Avx512Gemm], at_calls = kernels[Kernel::Avx512GemmAt];
         const auto grad_fast = torch::autograd::grad({(fast * probe).sum()}, inputs);
         if (threads == 1 || !kernel) {
-          EXPECT_EQ(avx512_gemm_calls_on_this_thread() > forward_calls, kernel && narrow)
-              << "dG on the kernel";
-          EXPECT_EQ(avx512_gemm_at_calls_on_this_thread() > at_calls, kernel && narrow) << "dW on the kernel";
+          EXPECT_EQ(kernels[Kernel::Avx512Gemm] > forward_calls, kernel && narrow) << "dG on the kernel";
+          EXPECT_EQ(kernels[Kernel::Avx512GemmAt] > at_calls, kernel && narrow) << "dW on the kernel";
         }
         for (size_t i = 0; i < inputs.size(); ++i)
           EXPECT_LT(max_relative_error(grad_fast[i], grad_naive[i]), 1e-4) << "gradient " << i;

@@ -130,7 +130,8 @@ TEST(Bf16Gemm, MatchesTheRoundedProductInEveryLayout) {
                                                                                       {100, 10, 31},
                                                                                       {33, 65, 160}})
         for (const int parts : {1, 2, 3})
-          on_each_kernel([&] { check_product(ta, tb, m, n, k, parts, (m + parts) % 2 == 1); });
+          on_each_kernel(
+              [&, m = m, n = n, k = k] { check_product(ta, tb, m, n, k, parts, (m + parts) % 2 == 1); });
 }
 
 TEST(Bf16Gemm, ShapesOfATrainingStep) {

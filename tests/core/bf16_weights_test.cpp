@@ -214,7 +214,11 @@ TEST(Bf16Weights, CopiesOnlyBanksItCanMultiply) {
   lor.model = "lor";
   lor.image_height = lor.image_width = 28;
   lor.patch = 7;
-  lor.depth = 2, lor.dim = 64, lor.heads = 3, lor.head_dim = 32, lor.mlp_dim = 128;
+  lor.depth = 2;
+  lor.dim = 64;
+  lor.heads = 3;
+  lor.head_dim = 32;
+  lor.mlp_dim = 128;
   ViT lor_model(lor);
   EXPECT_EQ(Bf16Weights(relative_banks(*lor_model)).banks(), 0)
       << "LoR's matrices are 8 x 3 heads = 24 wide: no whole strips of 32";

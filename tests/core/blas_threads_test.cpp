@@ -53,7 +53,9 @@ TEST(TrainingThreads, OneBlasThreadWhileAModelWithPerMatrixProductsTrains) {
   ASSERT_EQ(blas_threads(), 2);
   auto model = [](const char* name) {
     ViTConfig c = preset_config("tiny", name);
-    c.depth = 1, c.image_height = c.image_width = 28, c.patch = 7;
+    c.depth = 1;
+    c.image_height = c.image_width = 28;
+    c.patch = 7;
     return ViT(c);
   };
   {
@@ -92,10 +94,12 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
   test_support::use_matrix_threads(0);
   const ScopedBlasThreads two(2);
   ViTConfig c = preset_config("tiny", "attention");
-  c.depth = 1, c.image_height = c.image_width = 28, c.patch = 7;
+  c.depth = 1;
+  c.image_height = c.image_width = 28;
+  c.patch = 7;
   ASSERT_EQ(engine_options().batch_split, BatchSplit::Auto);
   {
-    TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
+    TrainingThreads threads{ViT(c), c10::Device(c10::kCPU)};
     EXPECT_EQ(threads.batch_shares(), 2);
     EXPECT_FALSE(threads.engine_splits());
     EXPECT_EQ(blas_threads(), 1) << "two shares' GEMMs side by side";
@@ -108,7 +112,9 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
   EXPECT_EQ(blas_threads(), 2) << "restored when the run ends";
   // Weights of hundreds of MB (each half would read them all): not split unless asked.
   ViTConfig heavy = preset_config("A", "translution");
-  heavy.depth = 2, heavy.image_height = heavy.image_width = 84, heavy.patch = 12;
+  heavy.depth = 2;
+  heavy.image_height = heavy.image_width = 84;
+  heavy.patch = 12;
   const ViT heavy_model(heavy);
   ASSERT_GT(heavy_model->parameter_count() * 4, kSplitWeightLimitBytes);
   {
@@ -124,14 +130,14 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
   }
   test_support::use_batch_split(BatchSplit::Off);
   {
-    TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
+    TrainingThreads threads{ViT(c), c10::Device(c10::kCPU)};
     EXPECT_EQ(threads.batch_shares(), 1);
     EXPECT_TRUE(threads.split_possible());
   }
   test_support::use_batch_split(BatchSplit::Auto);
   test_support::use_matrix_threads(1);  // the studio: its slots already share the cores
   {
-    TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
+    TrainingThreads threads{ViT(c), c10::Device(c10::kCPU)};
     EXPECT_EQ(threads.batch_shares(), 1);
     EXPECT_FALSE(threads.split_possible());
     EXPECT_THROW(threads.set_split(true), Error);
@@ -139,9 +145,11 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
   test_support::use_matrix_threads(0);
   // LoR without the split keeps the engine's split: one BLAS thread still.
   ViTConfig lor = preset_config("tiny", "lor");
-  lor.depth = 1, lor.image_height = lor.image_width = 28, lor.patch = 7;
+  lor.depth = 1;
+  lor.image_height = lor.image_width = 28;
+  lor.patch = 7;
   {
-    TrainingThreads threads(ViT(lor), c10::Device(c10::kCPU));
+    TrainingThreads threads{ViT(lor), c10::Device(c10::kCPU)};
     EXPECT_EQ(threads.batch_shares(), 2);
     threads.set_split(false);
     EXPECT_TRUE(threads.engine_splits());
@@ -152,11 +160,13 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
 
 TEST(TrainingThreads, AskedSplitWhereNoneIsPossibleIsAnError) {
   ViTConfig c = preset_config("tiny", "attention");
-  c.depth = 1, c.image_height = c.image_width = 28, c.patch = 7;
+  c.depth = 1;
+  c.image_height = c.image_width = 28;
+  c.patch = 7;
   test_support::use_matrix_threads(1);  // as the studio: the cores are already shared out
   test_support::use_batch_split(BatchSplit::On);
   try {
-    TrainingThreads threads(ViT(c), c10::Device(c10::kCPU));
+    TrainingThreads threads{ViT(c), c10::Device(c10::kCPU)};
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--split-batch on needs"), std::string::npos) << e.what();

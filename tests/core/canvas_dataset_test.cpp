@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <torch/data.h>
 
 #include "temp_dir.h"
 #include "util/error.h"

@@ -36,7 +36,10 @@ ViTConfig small_config(int64_t dim = 8) {
   c.image_height = c.image_width = 24;
   c.patch = 12;
   c.depth = 1;
-  c.dim = dim, c.heads = 1, c.head_dim = 8, c.mlp_dim = 8;
+  c.dim = dim;
+  c.heads = 1;
+  c.head_dim = 8;
+  c.mlp_dim = 8;
   return c;
 }
 
@@ -125,13 +128,17 @@ void expect_same(const Checkpoint& a, const Checkpoint& b) {
     EXPECT_TRUE(at::equal(x.exp_avg, y.exp_avg)) << key;
     EXPECT_TRUE(at::equal(x.exp_avg_sq, y.exp_avg_sq)) << key;
     ASSERT_EQ(x.max_exp_avg_sq.defined(), y.max_exp_avg_sq.defined()) << key;
-    if (x.max_exp_avg_sq.defined()) EXPECT_TRUE(at::equal(x.max_exp_avg_sq, y.max_exp_avg_sq)) << key;
+    if (x.max_exp_avg_sq.defined()) {
+      EXPECT_TRUE(at::equal(x.max_exp_avg_sq, y.max_exp_avg_sq)) << key;
+    }
   }
   ASSERT_EQ(s.history.size(), t.history.size());
   for (size_t i = 0; i < s.history.size(); ++i) {
     EXPECT_EQ(s.history[i].step, t.history[i].step);
     EXPECT_EQ(std::isnan(s.history[i].test_loss), std::isnan(t.history[i].test_loss));
-    if (!std::isnan(s.history[i].test_loss)) EXPECT_EQ(s.history[i].test_loss, t.history[i].test_loss);
+    if (!std::isnan(s.history[i].test_loss)) {
+      EXPECT_EQ(s.history[i].test_loss, t.history[i].test_loss);
+    }
   }
 }
 
@@ -305,7 +312,8 @@ TEST(Checkpoint, TensorsThatDoNotFitTheModelAreNamed) {
 
 TEST(Checkpoint, NonFiniteTensorsAreRefusedByNameAndListedForInspection) {
   TempDir dir;
-  for (const std::string& poison : {"head.weight", "optimizer.head.weight.exp_avg_sq"}) {
+  for (const std::string& poison :
+       std::vector<std::string>{"head.weight", "optimizer.head.weight.exp_avg_sq"}) {
     Checkpoint c = small_checkpoint(true);
     at::Tensor target = poison == "head.weight" ? c.model->named_parameters()["head.weight"]
                                                 : c.training->optimizer.at("head.weight").exp_avg_sq;
@@ -335,9 +343,14 @@ TEST(Checkpoint, ATrainingStateThatIsNotFiniteIsNeverSaved) {
   ASSERT_FALSE(test_support::mnist_dir().empty()) << "TRANSLUTION_DATA is not set";
   TempDir dir;
   TrainConfig run;
-  run.dataset = "dynamic", run.train_samples = 32, run.batch = 16, run.steps = 4, run.eval_samples = 16;
+  run.dataset = "dynamic";
+  run.train_samples = 32;
+  run.batch = 16;
+  run.steps = 4;
+  run.eval_samples = 16;
   ViTConfig model = small_config();
-  model.image_height = model.image_width = 28, model.patch = 14;
+  model.image_height = model.image_width = 28;
+  model.patch = 14;
   Trainer trainer(model, run, test_support::mnist_dir(), c10::kCPU);
   trainer.set_checkpoint_path(dir.file("run.ckpt"));
   {
@@ -440,7 +453,7 @@ TEST(CheckpointUpgrade, DamagedOrHostileArchivesAreRefusedInOneLine) {
   write_bytes(dir.file("short.ckpt"), std::vector<uint8_t>(good.begin(), good.end() - 5));
   for (const auto& [file, says] : std::vector<std::pair<std::string, std::string>>{
            {"flipped.ckpt", "do not match the checksum"}, {"short.ckpt", "is truncated"}}) {
-    const std::string message = message_of([&] { read_format1_checkpoint(dir.file(file)); });
+    const std::string message = message_of([&, file = file] { read_format1_checkpoint(dir.file(file)); });
     EXPECT_NE(message.find(says), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }

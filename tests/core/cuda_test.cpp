@@ -29,7 +29,9 @@ const c10::Device kGpu(c10::kCUDA, 0);
 
 ViTConfig small_vit(const std::string& model) {
   ViTConfig c = preset_config("tiny", model);
-  c.image_height = c.image_width = 28, c.patch = 7, c.depth = 2;
+  c.image_height = c.image_width = 28;
+  c.patch = 7;
+  c.depth = 2;
   return c;
 }
 

@@ -61,9 +61,12 @@ TEST(DataParallel, FingerprintsNameTheFirstDifference) {
 
 TEST(DataParallel, OptionsAreCheckedWithOneLine) {
   GroupOptions o;
-  o.world_size = 2, o.rank = 2, o.master = "host:1";
+  o.world_size = 2;
+  o.rank = 2;
+  o.master = "host:1";
   EXPECT_THROW(o.validate(), Error);
-  o.rank = 1, o.master = "host";
+  o.rank = 1;
+  o.master = "host";
   EXPECT_THROW(o.validate(), Error);
   o.master = "host:70000";
   EXPECT_THROW(o.validate(), Error);
@@ -73,9 +76,12 @@ TEST(DataParallel, OptionsAreCheckedWithOneLine) {
   EXPECT_THROW(o.validate(), Error);  // across machines a run id is required
   o.run_id = "a secret";
   EXPECT_NO_THROW(o.validate());
-  o.master = "file:/shared/run", o.run_id = "";
+  o.master = "file:/shared/run";
+  o.run_id = "";
   EXPECT_NO_THROW(o.validate());  // a FileStore needs none
-  o.master = "10.0.0.1:29500", o.world_size = 1, o.rank = 0;
+  o.master = "10.0.0.1:29500";
+  o.world_size = 1;
+  o.rank = 0;
   EXPECT_NO_THROW(o.validate());  // nor a world of one rank
   o.backend = "mpi";
   EXPECT_THROW(o.validate(), Error);
@@ -101,7 +107,10 @@ std::vector<std::string> two_ranks(const std::function<void(int, const std::stri
 
 GroupOptions options(int rank, const std::string& master, int world = 2) {
   GroupOptions o;
-  o.rank = rank, o.world_size = world, o.master = master, o.timeout = std::chrono::seconds(20);
+  o.rank = rank;
+  o.world_size = world;
+  o.master = master;
+  o.timeout = std::chrono::seconds(20);
   return o;
 }
 
@@ -189,7 +198,9 @@ class Impostor {
   Impostor(std::string answer, bool close_after) : answer_(std::move(answer)), close_after_(close_after) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
-    a.sin_family = AF_INET, a.sin_addr.s_addr = htonl(INADDR_LOOPBACK), a.sin_port = 0;
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
     socklen_t length = sizeof a;
     if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), length) != 0 || ::listen(fd_, 4) != 0 ||
         ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &length) != 0)
@@ -369,13 +380,16 @@ TEST(DataParallelRendezvous, NonPeersAtRankZeroHoldUpNoRank) {
     const int silent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0),
               junk = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
-    a.sin_family = AF_INET, a.sin_addr.s_addr = htonl(INADDR_LOOPBACK), a.sin_port = htons(listener.port());
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(listener.port());
     ::connect(silent, reinterpret_cast<sockaddr*>(&a), sizeof a);
     ::connect(junk, reinterpret_cast<sockaddr*>(&a), sizeof a);
     [[maybe_unused]] ssize_t n = ::send(junk, "GET / HTTP/1.0\r\n\r\n", 18, MSG_NOSIGNAL);
     const std::string wrong = refusal(master, hello_of(1, 2, "guess"), 5);
     const uint16_t port = introduce(master, hello_of(1, 2, "secret"), std::chrono::seconds(5));
-    ::close(silent), ::close(junk);
+    ::close(silent);
+    ::close(junk);
     return std::make_pair(wrong, port);
   });
   const Clock::time_point start = Clock::now();

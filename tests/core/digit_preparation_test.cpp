@@ -130,7 +130,10 @@ TEST(ImageFile, PicturesOverThePixelBudgetAreRefusedFromTheirHeader) {
   for (size_t i = 0; i + 1 < jpeg.size() && !sof; ++i)
     if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) sof = i;
   ASSERT_GT(sof, 0u);
-  for (size_t k : {sof + 5, sof + 7}) jpeg[k] = 30000 >> 8, jpeg[k + 1] = 30000 & 0xFF;
+  for (size_t k : {sof + 5, sof + 7}) {
+    jpeg[k] = 30000 >> 8;
+    jpeg[k + 1] = 30000 & 0xFF;
+  }
   write_bytes(dir.file("huge.jpg"), jpeg);
   for (const char* name : {"huge.png", "huge.jpg"}) {
     try {

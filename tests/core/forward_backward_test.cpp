@@ -66,7 +66,10 @@ TEST(BatchSplit, SharesGiveTheWholeBatchsLossLogitsAndGradients) {
   for (const std::string model : {"attention", "translution", "lor", "rel-bias", "rope", "gpsa"}) {
     SCOPED_TRACE(model);
     ViTConfig c = test_support::small_vit_config(model);
-    if (model == "rope") c.first_blocks = 1, c.first_model = "translution";  // a hybrid
+    if (model == "rope") {  // a hybrid
+      c.first_blocks = 1;
+      c.first_model = "translution";
+    }
     at::manual_seed(3);
     ViT vit(c);
     vit->to(at::kDouble);

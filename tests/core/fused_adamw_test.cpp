@@ -58,9 +58,12 @@ double run_both(at::ScalarType dtype, int steps) {
   FusedAdamW fused(fused_params, options);
   torch::optim::AdamW plain(plain_params, options);
   for (int s = 0; s < steps; ++s) {
-    set_lr(fused, 3e-2 / (1 + s)), set_lr(plain, 3e-2 / (1 + s));  // a schedule changes lr between steps
-    set_gradients(fused_params, s), set_gradients(plain_params, s);
-    fused.step(), plain.step();
+    set_lr(fused, 3e-2 / (1 + s));  // a schedule changes lr between steps
+    set_lr(plain, 3e-2 / (1 + s));
+    set_gradients(fused_params, s);
+    set_gradients(plain_params, s);
+    fused.step();
+    plain.step();
   }
   EXPECT_FALSE(fused_params[0].detach().equal(make_parameters(dtype)[0].detach())) << "the step did nothing";
   EXPECT_TRUE(fused_params.back().detach().equal(plain_params.back().detach()));  // no gradient: untouched
@@ -81,7 +84,12 @@ TEST(FusedAdamW, StateIsInterchangeableWithLibTorchsAdamW) {
   const auto options = torch::optim::AdamWOptions(1e-2).weight_decay(0.05);
   FusedAdamW fused(a, options);
   torch::optim::AdamW plain(b, options);
-  for (int s = 0; s < 3; ++s) set_gradients(a, s), set_gradients(b, s), fused.step(), plain.step();
+  for (int s = 0; s < 3; ++s) {
+    set_gradients(a, s);
+    set_gradients(b, s);
+    fused.step();
+    plain.step();
+  }
   // Swap: the fused optimizer's state continues in LibTorch's AdamW and vice versa.
   auto roundtrip = [](torch::optim::Optimizer& from, torch::optim::Optimizer& to) {
     torch::serialize::OutputArchive out;
@@ -99,9 +107,12 @@ TEST(FusedAdamW, StateIsInterchangeableWithLibTorchsAdamW) {
   roundtrip(fused, plain_from_fused);
   roundtrip(plain, fused_from_plain);
   for (int s = 3; s < 6; ++s) {
-    set_gradients(b2, s), plain_from_fused.step();
-    set_gradients(a2, s), fused_from_plain.step();
-    set_gradients(a, s), fused.step();
+    set_gradients(b2, s);
+    plain_from_fused.step();
+    set_gradients(a2, s);
+    fused_from_plain.step();
+    set_gradients(a, s);
+    fused.step();
   }
   EXPECT_LT(max_relative_difference(b2, a), 1e-12);
   EXPECT_LT(max_relative_difference(a2, a), 1e-12);
@@ -112,7 +123,12 @@ TEST(FusedAdamW, AmsgradFallsBackToLibTorchsStepExactly) {
   const auto options = torch::optim::AdamWOptions(1e-2).weight_decay(0.05).amsgrad(true);
   FusedAdamW fused(a, options);
   torch::optim::AdamW plain(b, options);
-  for (int s = 0; s < 3; ++s) set_gradients(a, s), set_gradients(b, s), fused.step(), plain.step();
+  for (int s = 0; s < 3; ++s) {
+    set_gradients(a, s);
+    set_gradients(b, s);
+    fused.step();
+    plain.step();
+  }
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].detach().equal(b[i].detach()));
 }
 
@@ -132,8 +148,10 @@ TEST(ReleaseGradients, TrainsExactlyLikeZeroedGradientsAndLeavesNoneBehind) {
     release_gradients(released);
     for (const auto& p : a) EXPECT_FALSE(p.grad().defined());
     zeroed.zero_grad();
-    backward(a, s), backward(b, s);
-    released.step(), zeroed.step();
+    backward(a, s);
+    backward(b, s);
+    released.step();
+    zeroed.step();
   }
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].detach().equal(b[i].detach())) << "parameter " << i;
   EXPECT_FALSE(a[0].detach().equal(make_parameters(at::kDouble)[0].detach())) << "the steps did nothing";

@@ -22,7 +22,9 @@ namespace {
 Checkpoint fresh_checkpoint(const std::string& model) {
   Checkpoint c;
   c.config = preset_config("tiny", model);
-  c.config.image_height = c.config.image_width = 28, c.config.patch = 7, c.config.depth = 2;
+  c.config.image_height = c.config.image_width = 28;
+  c.config.patch = 7;
+  c.config.depth = 2;
   at::manual_seed(11);
   c.model = ViT(c.config);
   return c;

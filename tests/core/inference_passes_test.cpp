@@ -36,7 +36,12 @@ TEST(VectorMath, GeluMatchesItsDefinition) {
     std::vector<float> x(static_cast<size_t>(n));
     const at::Tensor r = at::rand({n}, at::kDouble) * 24 - 12;
     for (int64_t i = 0; i < n; ++i) x[size_t(i)] = float(r[i].item<double>());
-    if (n > 3) x[0] = 0.0f, x[1] = -0.0f, x[2] = 1e-20f, x[3] = -40.0f;
+    if (n > 3) {
+      x[0] = 0.0f;
+      x[1] = -0.0f;
+      x[2] = 1e-20f;
+      x[3] = -40.0f;
+    }
     std::vector<float> y = x;
     gelu_in_place(y.data(), n);
     for (int64_t i = 0; i < n; ++i) {
@@ -113,7 +118,8 @@ TEST(FusedInference, NormalizeMatchesLayerNorm) {
          std::vector<std::vector<int64_t>>{{2, 5, 7}, {1, 50, 192}, {3, 144}}) {
       torch::nn::LayerNorm layer(torch::nn::LayerNormOptions({shape.back()}));
       layer->to(type);
-      layer->weight.uniform_(-2, 2), layer->bias.uniform_(-1, 1);
+      layer->weight.uniform_(-2, 2);
+      layer->bias.uniform_(-1, 1);
       const at::Tensor x = (at::randn(shape, type) * 3 + 1).contiguous();
       const at::Tensor fused = normalize(layer, x);
       EXPECT_LT(max_relative_error(fused, layer->forward(x)), type == at::kDouble ? 1e-13 : 2e-6);

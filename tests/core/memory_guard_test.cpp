@@ -155,10 +155,13 @@ TEST(MemoryGuard, EveryRankOfNprocIsCounted) {
   {
     const AvailableBytes any("24000000000");
     const MemoryCheck c = check_memory(one, c10::kCPU);
-    single = c.needed, baseline = c.estimate.baseline, unsaved = c.needed - c.saving;
+    single = c.needed;
+    baseline = c.estimate.baseline;
+    unsaved = c.needed - c.saving;
   }
   MemoryPlan three = one;
-  three.ranks = 3, three.ranks_option = "--nproc";
+  three.ranks = 3;
+  three.ranks_option = "--nproc";
   // Room for two ranks, not three.
   const AvailableBytes available(std::to_string(int64_t(single + unsaved + baseline + 1e8)));
   const MemoryCheck check = check_memory(three, c10::kCPU);

@@ -15,19 +15,30 @@ std::vector<ViTConfig> variants(const std::string& model) {
   ViTConfig base = preset_config("tiny", model);
   base.image_height = base.image_width = 28;
   base.patch = 7;
-  base.depth = 2, base.dim = 8, base.heads = 2, base.head_dim = 4, base.mlp_dim = 12;
+  base.depth = 2;
+  base.dim = 8;
+  base.heads = 2;
+  base.head_dim = 4;
+  base.mlp_dim = 12;
   std::vector<ViTConfig> out = {base};
   ViTConfig one_head = base;  // one head as wide as the model: no output projection
-  one_head.heads = 1, one_head.head_dim = 8;
+  one_head.heads = 1;
+  one_head.head_dim = 8;
   out.push_back(one_head);
   ViTConfig lor = base;
-  lor.lor_c1 = 3, lor.lor_c2 = 2, lor.lor_shared = false;
+  lor.lor_c1 = 3;
+  lor.lor_c2 = 2;
+  lor.lor_shared = false;
   out.push_back(lor);
   ViTConfig wide = base;  // a 4 x 2 grid of 7 x 7 patches, 3 channels, 5 classes
-  wide.image_height = 28, wide.image_width = 14, wide.channels = 3, wide.classes = 5;
+  wide.image_height = 28;
+  wide.image_width = 14;
+  wide.channels = 3;
+  wide.classes = 5;
   out.push_back(wide);
   ViTConfig hybrid = base;
-  hybrid.first_model = "translution", hybrid.first_blocks = 1;
+  hybrid.first_model = "translution";
+  hybrid.first_blocks = 1;
   out.push_back(hybrid);
   return out;
 }
@@ -51,7 +62,10 @@ TEST(ModelSize, CountsTheParametersEveryBuiltModelHas) {
 
 TEST(ModelSize, ThePapersViTA12CountsWithoutBuildingAnything) {
   ViTConfig c = preset_config("A", "translution");
-  c.image_height = c.image_width = 84, c.patch = 12, c.channels = 1, c.classes = 10;
+  c.image_height = c.image_width = 84;
+  c.patch = 12;
+  c.channels = 1;
+  c.classes = 10;
   EXPECT_NEAR(double(parameter_count(c)) / 1e6, 116.2, 0.05);  // Table 2
   c.patch = 7;
   EXPECT_NEAR(double(parameter_count(c)) / 1e6, 355.0, 0.05);
@@ -59,7 +73,8 @@ TEST(ModelSize, ThePapersViTA12CountsWithoutBuildingAnything) {
 
 TEST(ModelSize, AModelTooLargeToCountIsAnErrorNotAnOverflow) {
   ViTConfig c = preset_config("tiny", "translution-abs");
-  c.image_height = c.image_width = 100000, c.patch = 1;  // N^2 entries overflow 64 bits
+  c.image_height = c.image_width = 100000;  // N^2 entries overflow 64 bits
+  c.patch = 1;
   EXPECT_THROW(parameter_count(c), Error);
   ViTConfig deep = preset_config("tiny", "attention");
   deep.depth = 100000;

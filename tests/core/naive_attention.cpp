@@ -151,16 +151,20 @@ at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spe
         if (translution) {
           at::Tensor q = rel[0] ? row_times(f[i], bank_matrix(0, e.q)) : row_times(f[i], shared[0]);
           at::Tensor k = rel[1] ? row_times(f[j], bank_matrix(1, e.k)) : row_times(f[j], shared[1]);
-          if (spec.rotary)
-            q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);  // RoPE-Translution
+          if (spec.rotary) {  // RoPE-Translution
+            q = rotate_naive(q, layout, i, H);
+            k = rotate_naive(k, layout, j, H);
+          }
           a = (q.view({H, dh}) * k.view({H, dh})).sum(-1);
           v = rel[2] ? row_times(f[j], bank_matrix(2, e.v)) : row_times(f[j], shared[2]);
         } else if (lor) {
           const int64_t c2 = spec.lor_c2;
           if (spec.lor_shared) {
             at::Tensor q = row_times(f[i], shared[0]), k = row_times(f[j], shared[1]);
-            if (spec.rotary)
-              q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);  // LoR-RoPE
+            if (spec.rotary) {  // LoR-RoPE
+              q = rotate_naive(q, layout, i, H);
+              k = rotate_naive(k, layout, j, H);
+            }
             a = a + (q.view({H, dh}) * k.view({H, dh})).sum(-1);
           }
           if (rel[0] || rel[1]) {
@@ -187,8 +191,10 @@ at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spe
           at::Tensor q = row_times(f[i], shared[0]), k = row_times(f[j], shared[1]);
           v = row_times(f[j], shared[2]);
           const int64_t e_ij = layout.causal ? causal_entry(layout, i, j) : paper_entry(layout, i, j);
-          if (m == AttentionMethod::Rotary)
-            q = rotate_naive(q, layout, i, H), k = rotate_naive(k, layout, j, H);
+          if (m == AttentionMethod::Rotary) {
+            q = rotate_naive(q, layout, i, H);
+            k = rotate_naive(k, layout, j, H);
+          }
           if (m == AttentionMethod::RelativeKeyVector) k = k + param(module, "rel")[e_ij];
           if (m == AttentionMethod::RelativeValueVector) v = v + param(module, "rel")[e_ij];
           a = (q.view({H, dh}) * k.view({H, dh})).sum(-1);
@@ -197,8 +203,11 @@ at::Tensor naive_forward(const AttentionModule& module, const AttentionSpec& spe
           if (m == AttentionMethod::GatedPositional) {
             const Pos pi = pos(layout, i), pj = pos(layout, j);
             double dx = 0, dy = 0, d2 = 0;
-            if (!pi.cls && !pj.cls)
-              dx = double(pi.x - pj.x), dy = double(pi.y - pj.y), d2 = dx * dx + dy * dy;
+            if (!pi.cls && !pj.cls) {
+              dx = double(pi.x - pj.x);
+              dy = double(pi.y - pj.y);
+              d2 = dx * dx + dy * dy;
+            }
             const at::Tensor r = at::tensor({dx, dy, d2}, x.options());
             const at::Tensor w = param(module, "gpsa_w");
             for (int64_t h = 0; h < H; ++h) position_logits[size_t(j * H + h)] = (w[h] * r).sum();

@@ -23,8 +23,16 @@ namespace {
 // A 3 x 4 patch grid (offsets dy in [-2, 2], dx in [-3, 3]) plus CLS, two layers.
 ViTConfig small_config(const std::string& model) {
   ViTConfig c = preset_config("tiny", model);
-  c.image_height = 9, c.image_width = 12, c.patch = 3, c.depth = 2;
-  c.dim = 6, c.heads = 2, c.head_dim = 4, c.mlp_dim = 8, c.lor_c1 = 2, c.lor_c2 = 3;
+  c.image_height = 9;
+  c.image_width = 12;
+  c.patch = 3;
+  c.depth = 2;
+  c.dim = 6;
+  c.heads = 2;
+  c.head_dim = 4;
+  c.mlp_dim = 8;
+  c.lor_c1 = 2;
+  c.lor_c2 = 3;
   return c;
 }
 
@@ -115,7 +123,9 @@ OffsetKnockout knockout_of(std::vector<Offset> offsets, bool q, bool k, bool v, 
                            bool cls = false, std::vector<int64_t> layers = {}) {
   OffsetKnockout out;
   out.offsets = std::move(offsets);
-  out.q = q, out.k = k, out.v = v;
+  out.q = q;
+  out.k = k;
+  out.v = v;
   out.replacement = r;
   out.cls_self = out.cls_in = out.cls_out = cls;
   out.layers = std::move(layers);

@@ -15,6 +15,7 @@
 
 #include "cpu/bf16_gemm.h"
 #include "cpu/helper_threads.h"
+#include "cpu/kernel_observer.h"
 #include "cpu/pair_kernels.h"
 #include "nn/pair_order.h"
 #include "nn/relative_logits.h"
@@ -64,6 +65,7 @@ std::vector<at::Tensor> run(bool reference, const PairOrder& order, const std::v
 }
 
 void compare(const PairOrder& order, const Shape& s, at::ScalarType type, double tolerance, int64_t B = 3) {
+  const KernelCounts kernels;  // the kernels this comparison enters
   const int64_t N = order.tokens, M = order.queries, C = 7, D = s.heads * s.width;
   const int64_t E = int64_t(order.entry_offset.size()) - 1;
   at::manual_seed(11);
@@ -78,10 +80,10 @@ void compare(const PairOrder& order, const Shape& s, at::ScalarType type, double
       at::randn({B, N, C}, options),                                                // xv
       at::randn({E, C, D}, options)};                                               // wv
   const std::vector<at::Tensor> reference = run(true, order, inputs, s);
-  const int64_t calls = pair_block_calls();
+  const int64_t calls = kernels[Kernel::PairBlocks];
   const std::vector<at::Tensor> tested = run(false, order, inputs, s);
   // Both operators forward and backward inside the blocks (no batch here fills the vector lanes).
-  EXPECT_EQ(pair_block_calls() - calls, 4) << describe(s);
+  EXPECT_EQ(kernels[Kernel::PairBlocks] - calls, 4) << describe(s);
   ASSERT_EQ(tested.size(), reference.size());
   for (size_t i = 0; i < tested.size(); ++i)
     EXPECT_LT(max_relative_error(tested[i], reference[i]), tolerance)
@@ -125,6 +127,7 @@ TEST_F(PairBlocks, FloatMatchesAtenExpressions) {
 // (cpu/bf16_gemm.h), inside the blocks: rounded products, within bfloat16's
 // accuracy of the fp32 ones.
 TEST_F(PairBlocks, Bf16PrecisionRoundsTheBlockProducts) {
+  const KernelCounts kernels;  // the kernels this test enters
   SKIP_WITHOUT_BF16_PRODUCTS();
   const RelativeTable table = make_relative_table(TokenLayout::grid(3, 4, true));
   const PairOrder order = make_pair_order(table);
@@ -140,9 +143,9 @@ TEST_F(PairBlocks, Bf16PrecisionRoundsTheBlockProducts) {
   const Shape s{H, C / H, true, false};
   const std::vector<at::Tensor> fp32 = run(false, order, inputs, s);
   ScopedDensePrecision bf16(DensePrecision::Bf16);
-  const int64_t calls = pair_block_calls();
+  const int64_t calls = kernels[Kernel::PairBlocks];
   const std::vector<at::Tensor> blocked = run(false, order, inputs, s);
-  EXPECT_EQ(pair_block_calls() - calls, 4);
+  EXPECT_EQ(kernels[Kernel::PairBlocks] - calls, 4);
   for (size_t i = 0; i < blocked.size(); ++i)
     EXPECT_LT(max_relative_error(blocked[i], fp32[i]), 5e-2) << "output " << i;
   EXPECT_GT(max_relative_error(blocked[0], fp32[0]), 1e-4) << "the products were rounded to bfloat16";

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "cpu/helper_threads.h"
+#include "cpu/kernel_observer.h"
 #include "cpu/pair_kernels.h"
 #include "nn/pair_order.h"
 #include "nn/relative_logits.h"
@@ -77,13 +78,15 @@ std::vector<at::Tensor> random_inputs(const PairOrder& order, const Shape& s, in
 
 // The lanes in float against the ATen expressions in double on the same values.
 void check(const PairOrder& order, const Shape& s, int64_t B, int64_t lanes_calls = 4) {
+  const KernelCounts kernels;  // the kernels this check enters
   const std::vector<at::Tensor> inputs = random_inputs(order, s, B);
   std::vector<at::Tensor> exact_inputs;
   for (const at::Tensor& t : inputs) exact_inputs.push_back(t.defined() ? t.to(at::kDouble) : t);
   const std::vector<at::Tensor> reference = run(true, order, exact_inputs, s);
-  const int64_t calls = pair_lanes_calls();
+  const int64_t calls = kernels[Kernel::PairLanes];
   const std::vector<at::Tensor> lanes = run(false, order, inputs, s);
-  EXPECT_EQ(pair_lanes_calls() - calls, lanes_calls) << "operators' forwards and backwards on the lanes";
+  EXPECT_EQ(kernels[Kernel::PairLanes] - calls, lanes_calls)
+      << "operators' forwards and backwards on the lanes";
   ASSERT_EQ(lanes.size(), reference.size());
   for (size_t i = 0; i < lanes.size(); ++i)
     EXPECT_LT(max_relative_error(lanes[i], reference[i]), 2e-5)
@@ -138,9 +141,10 @@ TEST_F(PairLanes, CausalSequenceMatches) {
 // Where the lanes do not fit (a batch not a multiple of 16, double, rows wider
 // than 32 or not a multiple of 8, more than 32 heads), the blocked path runs: no lanes call.
 TEST_F(PairLanes, OtherShapesTakeTheBlockedPath) {
+  const KernelCounts kernels;  // the kernels this test enters
   const RelativeTable table = make_relative_table(TokenLayout::grid(2, 2, true));
   const PairOrder order = make_pair_order(table);
-  const int64_t calls = pair_lanes_calls();
+  const int64_t calls = kernels[Kernel::PairLanes];
   auto logits = [&](const Shape& s, int64_t B, at::ScalarType type) {
     const std::vector<at::Tensor> in = random_inputs(order, s, B);
     relative_logits(order, in[0].to(type), in[1].to(type), in[2].to(type), in[3].to(type), s.heads);
@@ -157,10 +161,10 @@ TEST_F(PairLanes, OtherShapesTakeTheBlockedPath) {
   };
   values(3, 8);
   values(40, 16);
-  EXPECT_EQ(pair_lanes_calls(), calls);
+  EXPECT_EQ(kernels[Kernel::PairLanes], calls);
   logits(kShapes[0], 16, at::kFloat);
   values(3, 16);
-  EXPECT_EQ(pair_lanes_calls(), calls + 2);
+  EXPECT_EQ(kernels[Kernel::PairLanes], calls + 2);
 }
 
 }  // namespace

@@ -59,11 +59,21 @@ std::vector<Fixture> fixtures() {
 ViTConfig fixture_config(const Fixture& f) {
   ViTConfig c;
   c.model = f.model;
-  c.image_height = f.mnist ? 28 : 12, c.image_width = f.mnist ? 28 : 8, c.patch = f.mnist ? 7 : 4;
-  c.channels = 1, c.classes = 10;
-  c.depth = 2, c.dim = 16, c.heads = f.heads, c.head_dim = f.heads == 1 ? 16 : 8, c.mlp_dim = 32;
+  c.image_height = f.mnist ? 28 : 12;
+  c.image_width = f.mnist ? 28 : 8;
+  c.patch = f.mnist ? 7 : 4;
+  c.channels = 1;
+  c.classes = 10;
+  c.depth = 2;
+  c.dim = 16;
+  c.heads = f.heads;
+  c.head_dim = f.heads == 1 ? 16 : 8;
+  c.mlp_dim = 32;
   c.lor_c1 = c.lor_c2 = 4;
-  if (!f.first_model.empty()) c.first_model = f.first_model, c.first_blocks = 1;
+  if (!f.first_model.empty()) {
+    c.first_model = f.first_model;
+    c.first_blocks = 1;
+  }
   return c;
 }
 
@@ -151,7 +161,7 @@ TEST(PublicStateDictErrors, RefusedFilesAreNamedInOneLine) {
            {text, "not a PyTorch archive"},
            {kFixtures + "refused_global.pt", "asks for Python's posix.getcwd"},
            {kFixtures + "refused_nested.pt", "'nested' is a"}}) {
-    const std::string message = error_of([&] { read_state_dict(path); });
+    const std::string message = error_of([&, path = path] { read_state_dict(path); });
     EXPECT_NE(message.find(path), std::string::npos) << message;
     EXPECT_NE(message.find(says), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;

@@ -68,7 +68,9 @@ TEST(RelativeTable, CausalSequenceWithClsReadsForwardOnly) {
     EXPECT_FALSE(t.valid[i][0].item<bool>()) << i;
     for (int64_t j = 1; j < 5; ++j) {
       EXPECT_EQ(t.valid[i][j].item<bool>(), j <= i) << i << "," << j;
-      if (j <= i) EXPECT_EQ(t.entry[i][j].item<int64_t>(), i - j);
+      if (j <= i) {
+        EXPECT_EQ(t.entry[i][j].item<int64_t>(), i - j);
+      }
     }
   }
   EXPECT_EQ(t.entry[0][0].item<int64_t>(), 4);  // CLS itself

@@ -112,8 +112,13 @@ TEST(ShiftMetrics, WorstCaseIsTheShareRightEverywhereAndTheMeansAreTheSweeps) {
 TEST(ShiftMetrics, WorstCaseMeansAgreeWithTheTranslationSweep) {
   ASSERT_FALSE(mnist_dir().empty());
   ViTConfig c = preset_config("tiny", "attention");
-  c.image_height = c.image_width = 48, c.patch = 8, c.depth = 1;
-  c.dim = 16, c.heads = 2, c.head_dim = 8, c.mlp_dim = 16;
+  c.image_height = c.image_width = 48;
+  c.patch = 8;
+  c.depth = 1;
+  c.dim = 16;
+  c.heads = 2;
+  c.head_dim = 8;
+  c.mlp_dim = 16;
   at::manual_seed(11);
   ViT model(c);
   const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
@@ -126,8 +131,13 @@ TEST(ShiftMetrics, WorstCaseMeansAgreeWithTheTranslationSweep) {
 
 ViT unmixed_model(bool position_embedding) {
   ViTConfig c = preset_config("tiny", "attention");
-  c.image_height = c.image_width = 60, c.patch = 12, c.depth = 2;
-  c.dim = 32, c.heads = 2, c.head_dim = 16, c.mlp_dim = 32;
+  c.image_height = c.image_width = 60;
+  c.patch = 12;
+  c.depth = 2;
+  c.dim = 32;
+  c.heads = 2;
+  c.head_dim = 16;
+  c.mlp_dim = 32;
   c.position_embedding = position_embedding;
   at::manual_seed(5);
   ViT model(c);

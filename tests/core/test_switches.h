@@ -73,7 +73,13 @@ struct ScopedMatrixThreads {
 // 28 x 21 images in 7 x 7 patches (a non-square 4 x 3 grid).
 inline ViTConfig small_vit_config(const std::string& model) {
   ViTConfig c = preset_config("tiny", model);
-  c.image_height = 28, c.image_width = 21, c.patch = 7, c.depth = 2, c.heads = 2, c.head_dim = 16, c.dim = 24;
+  c.image_height = 28;
+  c.image_width = 21;
+  c.patch = 7;
+  c.depth = 2;
+  c.heads = 2;
+  c.head_dim = 16;
+  c.dim = 24;
   return c;
 }
 

@@ -28,7 +28,10 @@ ViTConfig small_model(const std::string& model = "translution") {
   c.image_height = c.image_width = 28;
   c.patch = 7;
   c.depth = 1;
-  c.dim = 16, c.heads = 2, c.head_dim = 8, c.mlp_dim = 16;
+  c.dim = 16;
+  c.heads = 2;
+  c.head_dim = 8;
+  c.mlp_dim = 16;
   return c;
 }
 
@@ -63,7 +66,10 @@ TEST(Trainer, StoppedAndResumedRunEndsAtTheSameWeights) {
     TrainConfig run = small_run();
     run.fresh_positions = fresh;
     ViTConfig model = small_model(name);
-    if (fresh) model.image_height = model.image_width = 42, model.patch = 14;
+    if (fresh) {
+      model.image_height = model.image_width = 42;
+      model.patch = 14;
+    }
     Trainer straight(model, run, mnist_dir(), c10::kCPU);
     EXPECT_EQ(straight.run([](const TrainProgress&) {}), Event::Finished);
 
@@ -167,7 +173,8 @@ TEST(Trainer, FreshPositionsGiveEveryEpochItsOwnCanvases) {
   // canvases differ from the first epoch on, so the weights do too.
   fixed.steps = fresh.steps = 3;               // one epoch
   ViTConfig roomy = small_model("attention");  // a 42x42 canvas leaves the digit room to move
-  roomy.image_height = roomy.image_width = 42, roomy.patch = 14;
+  roomy.image_height = roomy.image_width = 42;
+  roomy.patch = 14;
   Trainer a(roomy, fixed, mnist_dir(), c10::kCPU), b(roomy, fresh, mnist_dir(), c10::kCPU);
   a.run([](const TrainProgress&) {});
   b.run([](const TrainProgress&) {});
@@ -220,7 +227,8 @@ TEST(Trainer, SplitBatchTrainsTheSameRun) {
     SCOPED_TRACE(model);
     Trainer whole(small_model(model), t, mnist_dir(), c10::kCPU),
         a(small_model(model), t, mnist_dir(), c10::kCPU), b(small_model(model), t, mnist_dir(), c10::kCPU);
-    a.set_batch_shares(2), b.set_batch_shares(2);
+    a.set_batch_shares(2);
+    b.set_batch_shares(2);
     std::vector<double> whole_losses, split_losses;
     whole.run([&](const TrainProgress& p) {
       if (p.event == Event::Step) whole_losses.push_back(p.loss);
@@ -305,7 +313,8 @@ TEST(Trainer, ImpossibleConfigurationsAreErrors) {
   t.dataset = "cifar";
   EXPECT_THROW(Trainer(small_model(), t, mnist_dir(), c10::kCPU), Error);
   ViTConfig wrong_size = small_model();
-  wrong_size.image_height = 14, wrong_size.image_width = 14;  // smaller than a digit
+  wrong_size.image_height = 14;  // smaller than a digit
+  wrong_size.image_width = 14;
   EXPECT_THROW(Trainer(wrong_size, small_run(), mnist_dir(), c10::kCPU), Error);
   EXPECT_THROW(TrainConfig::from_text("lr=fast\n"), Error);
   EXPECT_THROW(TrainConfig::from_text("learning_rate=0.1\n"), Error);

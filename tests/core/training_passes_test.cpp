@@ -45,9 +45,16 @@ TEST(VectorMath, GeluBackwardMatchesItsDefinition) {
   for (const int64_t n : {1, 7, 16, 17, 33, 768}) {
     const at::Tensor r = at::rand({n}, at::kDouble) * 24 - 12;
     std::vector<float> x(static_cast<size_t>(n)), dy(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-      x[size_t(i)] = float(r[i].item<double>()), dy[size_t(i)] = float(0.5 + i % 3);
-    if (n > 3) x[0] = 0.0f, x[1] = -0.0f, x[2] = 1e-20f, x[3] = -40.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      x[size_t(i)] = float(r[i].item<double>());
+      dy[size_t(i)] = float(0.5 + i % 3);
+    }
+    if (n > 3) {
+      x[0] = 0.0f;
+      x[1] = -0.0f;
+      x[2] = 1e-20f;
+      x[3] = -40.0f;
+    }
     gelu_backward(x.data(), dy.data(), dx.data(), n);
     std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end()), dxd(static_cast<size_t>(n));
     gelu_backward(xd.data(), dyd.data(), dxd.data(), n);
@@ -186,7 +193,8 @@ torch::nn::LayerNorm double_layer_norm(int64_t n) {
   torch::nn::LayerNorm layer(torch::nn::LayerNormOptions({n}));
   layer->to(at::kDouble);
   const at::NoGradGuard no_grad;
-  layer->weight.uniform_(0.5, 1.5), layer->bias.uniform_(-1, 1);
+  layer->weight.uniform_(0.5, 1.5);
+  layer->bias.uniform_(-1, 1);
   return layer;
 }
 
@@ -197,7 +205,9 @@ TEST(TrainingKernels, LayerNormTakesItsParametersGradients) {
   const at::Tensor x = at::randn({4, 16}, at::kDouble).requires_grad_();
   normalize(layer, x).square().sum().backward();
   const at::Tensor gx = x.grad().clone(), gw = layer->weight.grad().clone(), gb = layer->bias.grad().clone();
-  x.mutable_grad().zero_(), layer->weight.mutable_grad().zero_(), layer->bias.mutable_grad().zero_();
+  x.mutable_grad().zero_();
+  layer->weight.mutable_grad().zero_();
+  layer->bias.mutable_grad().zero_();
   layer->forward(x).square().sum().backward();
   EXPECT_LT(max_relative_error(gx, x.grad()), 1e-12);
   EXPECT_LT(max_relative_error(gw, layer->weight.grad()), 1e-12);
@@ -207,7 +217,8 @@ TEST(TrainingKernels, LayerNormTakesItsParametersGradients) {
 TEST(TrainingKernels, LayerNormWithFrozenParametersGivesTheInputGradientOnly) {
   at::manual_seed(39);
   torch::nn::LayerNorm layer = double_layer_norm(12);
-  layer->weight.requires_grad_(false), layer->bias.requires_grad_(false);
+  layer->weight.requires_grad_(false);
+  layer->bias.requires_grad_(false);
   const at::Tensor x = at::randn({5, 12}, at::kDouble).requires_grad_();
   const at::Tensor y = normalize(layer, x);
   EXPECT_NE(std::string(y.grad_fn()->name()).find("LayerNorm>"), std::string::npos);

@@ -32,7 +32,10 @@ TEST(TranslationSweep, EachCellIsTheModelsAccuracyAtThatPosition) {
   c.image_height = c.image_width = 36;
   c.patch = 6;
   c.depth = 1;
-  c.dim = 16, c.heads = 2, c.head_dim = 8, c.mlp_dim = 16;
+  c.dim = 16;
+  c.heads = 2;
+  c.head_dim = 8;
+  c.mlp_dim = 16;
   at::manual_seed(3);
   ViT model(c);
   const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
@@ -91,7 +94,10 @@ TEST(TranslationSweep, AProgressiveSweepEndsWithTheOneShotMaps) {
     c.image_height = c.image_width = 36;
     c.patch = 6;
     c.depth = 1;
-    c.dim = 16, c.heads = 2, c.head_dim = 8, c.mlp_dim = 16;
+    c.dim = 16;
+    c.heads = 2;
+    c.head_dim = 8;
+    c.mlp_dim = 16;
     models.push_back({ViT(c), c10::kCPU});
   }
   const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
@@ -136,7 +142,10 @@ TEST(TranslationSweep, AFailingModelStopsTheSweepWithItsError) {
   c.image_height = c.image_width = 36;
   c.patch = 6;
   c.depth = 1;
-  c.dim = 16, c.heads = 2, c.head_dim = 8, c.mlp_dim = 16;
+  c.dim = 16;
+  c.heads = 2;
+  c.head_dim = 8;
+  c.mlp_dim = 16;
   const std::vector<SweepModel> models{{ViT(c), c10::kCPU}, {ViT(c), c10::kCPU}};
   const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
   int shown = 0;

@@ -14,6 +14,7 @@
 
 #include "cpu/avx512_gemm.h"
 #include "cpu/helper_threads.h"
+#include "cpu/kernel_observer.h"
 #include "cpu/linear.h"
 #include "tensor_checks.h"
 #include "test_switches.h"
@@ -96,6 +97,7 @@ class OneImageDense : public ::testing::Test {
 // copy, the BLAS both ways); 1-3 matrix threads. On one thread the row kernel
 // must have run (and not with it off).
 TEST_F(OneImageDense, MatchesTheBlasPathForEveryEpilogue) {
+  const KernelCounts kernels;  // the kernels this test enters
   at::manual_seed(12);
   at::NoGradGuard no_grad;
   for (const int threads : {1, 2, 3})
@@ -106,13 +108,13 @@ TEST_F(OneImageDense, MatchesTheBlasPathForEveryEpilogue) {
       const at::Tensor x = at::randn({1, 50, 64});
       const at::Tensor residual = at::randn({1, 50, out});
       if (threads == 1 && out % 32 == 0) {
-        const int64_t calls = avx512_gemm_calls_on_this_thread();
+        const int64_t calls = kernels[Kernel::Avx512Gemm];
         linear(layer, x);
-        EXPECT_GT(avx512_gemm_calls_on_this_thread(), calls) << "the row kernel ran";
+        EXPECT_GT(kernels[Kernel::Avx512Gemm], calls) << "the row kernel ran";
         test_support::use_reference(true);
-        const int64_t off = avx512_gemm_calls_on_this_thread();
+        const int64_t off = kernels[Kernel::Avx512Gemm];
         linear(layer, x);
-        EXPECT_EQ(avx512_gemm_calls_on_this_thread(), off) << "not with it off";
+        EXPECT_EQ(kernels[Kernel::Avx512Gemm], off) << "not with it off";
         test_support::use_reference(false);
       }
       expect_same([&] { return linear(layer, x); }, 1e-5);

@@ -64,7 +64,11 @@ INSTANTIATE_TEST_SUITE_P(RelativeValues, ValueContributions,
 TEST(ValueContributionsOfAViT, OnePerLayerForRelativeValuesAndNoneForSelfAttention) {
   for (const std::string model : {"translution", "translution-qk", "attention"}) {
     ViTConfig c = preset_config("tiny", model);
-    c.depth = 2, c.dim = 16, c.heads = 2, c.head_dim = 8, c.mlp_dim = 16;
+    c.depth = 2;
+    c.dim = 16;
+    c.heads = 2;
+    c.head_dim = 8;
+    c.mlp_dim = 16;
     ViT vit(c);
     vit->eval();
     ViTInspection inspection;

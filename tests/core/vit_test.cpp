@@ -9,6 +9,7 @@
 #include <torch/autograd.h>
 
 #include "cpu/avx512_gemm.h"
+#include "cpu/kernel_observer.h"
 #include "nn/attention_spec.h"
 #include "nn/model_cost.h"
 #include "nn/self_attention.h"
@@ -46,7 +47,10 @@ TEST(ViT, ParameterCountsMatchThePaper) {
 
 TEST(ViT, ForwardShapesAndInspection) {
   ViTConfig c = preset_config("tiny", "translution");
-  c.image_height = 28, c.image_width = 21, c.patch = 7, c.depth = 2;  // non-square 4x3 grid
+  c.image_height = 28;  // non-square 4x3 grid
+  c.image_width = 21;
+  c.patch = 7;
+  c.depth = 2;
   ViT model(c);
   ViTInspection inspection;
   const at::Tensor logits = model->forward(at::randn({3, 1, 28, 21}), &inspection);
@@ -63,7 +67,9 @@ TEST(ViT, ForwardShapesAndInspection) {
 
 TEST(ViT, PlainForwardEqualsInspectedForward) {
   ViTConfig c = preset_config("tiny", "lor");
-  c.image_height = c.image_width = 28, c.patch = 7, c.depth = 2;
+  c.image_height = c.image_width = 28;
+  c.patch = 7;
+  c.depth = 2;
   ViT model(c);
   const at::Tensor x = at::randn({2, 1, 28, 28});
   ViTInspection inspection;
@@ -76,7 +82,9 @@ TEST(ViT, PlainForwardEqualsInspectedForward) {
 
 TEST(ViT, HybridUsesTheFirstModelForTheFirstBlocks) {
   ViTConfig c = preset_config("tiny", "attention");
-  c.image_height = c.image_width = 28, c.patch = 7, c.depth = 3;
+  c.image_height = c.image_width = 28;
+  c.patch = 7;
+  c.depth = 3;
   c.first_model = "translution";
   c.first_blocks = 2;
   ViT model(c);
@@ -112,9 +120,14 @@ TEST(ViT, SeededWeightsDependOnTheSeedAloneWhileAnotherModelIsBuilt) {
 
 TEST(ViTConfig, RoundTripsThroughText) {
   ViTConfig c = preset_config("C", "lor-qk");
-  c.image_height = 64, c.image_width = 48, c.patch = 8, c.lor_c1 = c.lor_c2 = 4, c.lor_shared = false;
+  c.image_height = 64;
+  c.image_width = 48;
+  c.patch = 8;
+  c.lor_c1 = c.lor_c2 = 4;
+  c.lor_shared = false;
   c.model = "lor";
-  c.first_model = "attention", c.first_blocks = 3;
+  c.first_model = "attention";
+  c.first_blocks = 3;
   const ViTConfig back = ViTConfig::from_text(c.to_text());
   EXPECT_EQ(back, c);
   EXPECT_EQ(back.to_text(), c.to_text());
@@ -140,7 +153,9 @@ TEST(ViTConfig, RejectsImpossibleConfigurationsWithClearMessages) {
 
 TEST(ViT, RejectsWrongImageShape) {
   ViTConfig c = preset_config("tiny", "attention");
-  c.image_height = c.image_width = 28, c.patch = 7, c.depth = 1;
+  c.image_height = c.image_width = 28;
+  c.patch = 7;
+  c.depth = 1;
   ViT model(c);
   EXPECT_THROW(model->forward(at::randn({1, 1, 84, 84})), Error);
 }
@@ -154,8 +169,10 @@ TEST(ViT, ClsOnlyLastBlockGivesTheFullModelsLogitsAndGradients) {
         "rel-key", "rel-value", "rel-bias", "gpsa", "rope"}) {
     SCOPED_TRACE(model);
     ViTConfig c = test_support::small_vit_config(model);
-    if (model == "rel-value")
-      c.first_blocks = 1, c.first_model = "translution";  // a hybrid: the last block differs
+    if (model == "rel-value") {  // a hybrid: the last block differs
+      c.first_blocks = 1;
+      c.first_model = "translution";
+    }
     at::manual_seed(7);
     ViT vit(c);
     vit->to(at::kDouble);
@@ -203,9 +220,9 @@ TEST(ViT, ClsOnlyLastBlockMultipliesOnlyTheMatricesItsPairsUse) {
   const test_support::ScopedMatrixThreads one(1);  // every product on this thread, where the counter counts
   const at::Tensor image = at::randn({1, 1, 28, 21});
   auto calls = [&] {
-    const int64_t before = avx512_gemm_calls_on_this_thread();
+    const KernelCounts kernels;
     vit->forward(image);
-    return avx512_gemm_calls_on_this_thread() - before;
+    return kernels[Kernel::Avx512Gemm];
   };
   const int64_t cls = calls();
   const int64_t every = test_support::with_option(&EngineOptions::cls_only_last_block, false, calls);

@@ -157,9 +157,9 @@ std::vector<Bytes> checkpoint_bombs() {
 struct Reader {
   std::string name;
   std::function<void(const Bytes&)> parse;
-  std::function<Bytes(const Bytes&)> resign;        // where set, applied to half the inputs
-  int64_t max_inputs = INT64_MAX;                   // fewer for a reader whose inputs are slow to reject
-  std::function<std::vector<Bytes>()> built_seeds;  // seeds made here instead of read from SEED_DIR/name
+  std::function<Bytes(const Bytes&)> resign = {};        // where set, applied to half the inputs
+  int64_t max_inputs = INT64_MAX;                        // fewer for a reader whose inputs are slow to reject
+  std::function<std::vector<Bytes>()> built_seeds = {};  // seeds made here instead of SEED_DIR/name's
 };
 
 struct Counts {

@@ -26,7 +26,10 @@ QString save_model(const QTemporaryDir& dir, const std::string& model) {
   Checkpoint c;
   c.config = preset_config("tiny", model);
   c.config.depth = 2;
-  c.config.dim = 16, c.config.heads = 2, c.config.head_dim = 8, c.config.mlp_dim = 16;  // 84x84, patch 12
+  c.config.dim = 16;  // 84x84, patch 12
+  c.config.heads = 2;
+  c.config.head_dim = 8;
+  c.config.mlp_dim = 16;
   at::manual_seed(5);
   c.model = ViT(c.config);
   const QString path = dir.filePath(QString::fromStdString(model) + ".ckpt");

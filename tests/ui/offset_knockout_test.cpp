@@ -33,7 +33,11 @@ namespace {
 QString save_model(const QTemporaryDir& dir, const std::string& model) {
   Checkpoint c;
   c.config = preset_config("tiny", model);
-  c.config.depth = 2, c.config.dim = 16, c.config.heads = 2, c.config.head_dim = 8, c.config.mlp_dim = 16;
+  c.config.depth = 2;
+  c.config.dim = 16;
+  c.config.heads = 2;
+  c.config.head_dim = 8;
+  c.config.mlp_dim = 16;
   at::manual_seed(5);
   c.model = ViT(c.config);
   c.metadata["dataset"] = "dynamic";

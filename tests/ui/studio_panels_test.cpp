@@ -54,7 +54,10 @@ namespace {
 ViTConfig small(const std::string& model, int64_t depth) {
   ViTConfig c = preset_config("tiny", model);
   c.depth = depth;
-  c.dim = 16, c.heads = 2, c.head_dim = 8, c.mlp_dim = 16;
+  c.dim = 16;
+  c.heads = 2;
+  c.head_dim = 8;
+  c.mlp_dim = 16;
   return c;  // 84x84, patch 12: a 7x7 grid
 }
 

@@ -1,0 +1,31 @@
+#pragma once
+// Which of the engine's kernels ran, for the tests that prove a path was taken. The
+// kernels report each entry; nothing listens outside the tests, and there a report
+// costs a thread-local load and a branch (per thread, so that it touches no shared
+// cache line).
+#include <cstdint>
+
+namespace translution {
+
+enum class Kernel { Avx512Gemm, Avx512GemmAt, PairBlocks, PairLanes, Count };
+
+// Counts the kernels entered on the thread that made it, for its lifetime; counters
+// nest (an outer one does not see what an inner one counts).
+class KernelCounts {
+ public:
+  KernelCounts();
+  ~KernelCounts();
+  KernelCounts(const KernelCounts&) = delete;
+  KernelCounts& operator=(const KernelCounts&) = delete;
+  int64_t operator[](Kernel kernel) const { return counts_[int(kernel)]; }
+
+ private:
+  friend void report_kernel(Kernel kernel);
+  int64_t counts_[int(Kernel::Count)] = {};
+  KernelCounts* before_;
+};
+
+// Called by a kernel as it starts.
+void report_kernel(Kernel kernel);
+
+}  // namespace translution
