@@ -287,13 +287,15 @@ void AttributionPanel::startNext() {
         o.target = r.target;
         o.steps = r.steps;
         o.progress = still_newest;
-        out.attribution = integrated_gradients(r.predictor->model(), r.predictor->device(), r.canvas, o);
+        out.attribution = integrated_gradients(r.predictor->engine(), r.predictor->model(),
+                                               r.predictor->device(), r.canvas, o);
       } else {
         OcclusionOptions o;
         o.target = r.target;
         o.progress = still_newest;
         o.occluder = r.method == kOcclusionFour ? 4 : r.predictor->config().patch;
-        out.attribution = occlusion(r.predictor->model(), r.predictor->device(), r.canvas, o);
+        out.attribution =
+            occlusion(r.predictor->engine(), r.predictor->model(), r.predictor->device(), r.canvas, o);
       }
     } catch (const std::exception& e) {
       out.error = QString::fromStdString(e.what());

@@ -13,8 +13,8 @@
 
 namespace translution::ui {
 
-ComparePanel::ComparePanel(QWidget* parent)
-    : QWidget(parent), row_(new QHBoxLayout), add_(new QPushButton(this)) {
+ComparePanel::ComparePanel(const EngineOptions& engine, QWidget* parent)
+    : QWidget(parent), engine_(engine), row_(new QHBoxLayout), add_(new QPushButton(this)) {
   add_->setText(tr("+ Add slot"));
   add_->setToolTip(tr("Compare up to %1 models side by side").arg(kMaxSlots));
   add_->setObjectName("addSlot");
@@ -38,7 +38,7 @@ ModelSlot* ComparePanel::addSlot() {
   int position = 0;  // slots stay in letter order
   for (; position < slots_.size() && slots_[position]->name() == QString(letter); ++position)
     letter = QChar(letter.unicode() + 1);
-  auto* slot = new ModelSlot(QString(letter), this);
+  auto* slot = new ModelSlot(engine_, QString(letter), this);
   auto* view = new SlotView(slot, this);
   slots_.insert(position, slot);
   views_.insert(position, view);

@@ -7,6 +7,7 @@
 #include <QWidget>
 
 #include "tensor_metatype.h"
+#include "util/engine_options.h"
 
 class QHBoxLayout;
 class QPushButton;
@@ -21,7 +22,8 @@ class ComparePanel : public QWidget {
  public:
   static constexpr int kMinSlots = 2, kMaxSlots = 4;
 
-  explicit ComparePanel(QWidget* parent = nullptr);
+  // Its slots' models predict under `engine`.
+  explicit ComparePanel(const EngineOptions& engine, QWidget* parent = nullptr);
   const QList<ModelSlot*>& slots() const { return slots_; }
   const QList<SlotView*>& views() const { return views_; }
   SlotView* viewOf(const ModelSlot* slot) const;
@@ -44,6 +46,7 @@ class ComparePanel : public QWidget {
  private:
   void updateControls();
 
+  EngineOptions engine_;
   QList<ModelSlot*> slots_;
   QList<SlotView*> views_;
   QHBoxLayout* row_;

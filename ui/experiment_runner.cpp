@@ -28,8 +28,8 @@ ViTConfig experiment_model(const QString& method, const ExperimentBudget& budget
   return c;
 }
 
-ExperimentRunner::ExperimentRunner(QString data_dir, QObject* parent)
-    : QObject(parent), data_dir_(std::move(data_dir)) {
+ExperimentRunner::ExperimentRunner(const EngineOptions& engine, QString data_dir, QObject* parent)
+    : QObject(parent), engine_(engine), data_dir_(std::move(data_dir)) {
   qRegisterMetaType<translution::SweepResult>();
 }
 
@@ -41,10 +41,12 @@ ExperimentRunner::~ExperimentRunner() {
 namespace {
 // Both models of a method train at once, each with its own copy of the digits:
 // a method fits when twice what one of its runs takes is available.
-void require_experiment_memory(const QStringList& methods, const ExperimentBudget& budget) {
+void require_experiment_memory(const EngineOptions& engine, const QStringList& methods,
+                               const ExperimentBudget& budget) {
   for (const QString& m : methods) {
     MemoryPlan plan;
     plan.config = experiment_model(m, budget);
+    plan.engine = engine;
     plan.training = true;
     plan.batch = plan.eval_batch = kExperimentBatch;
     plan.extra_bytes = kMnistBytes;
@@ -58,8 +60,8 @@ void require_experiment_memory(const QStringList& methods, const ExperimentBudge
 void ExperimentRunner::start(const QStringList& methods, const ExperimentBudget& budget) {
   if (running()) return;
   for (const QString& m : methods)
-    experiment_model(m, budget);               // an impossible config throws here, not later
-  require_experiment_memory(methods, budget);  // so does one that would not fit
+    experiment_model(m, budget);                        // an impossible config throws here, not later
+  require_experiment_memory(engine_, methods, budget);  // so does one that would not fit
   delete thread_;
   methods_ = methods;
   budget_ = budget;
@@ -126,22 +128,24 @@ void ExperimentRunner::runMethod(const QString& method, int index) {
     Q_EMIT trained(method, datasets[which]);
     CanvasDataset test =
         dataset_for_model(pair[which].config, datasets[which].toStdString(), Split::Test, dir);
-    const double same = evaluate(pair[which].model, test, budget_.test_digits, 256, c10::kCPU).accuracy;
+    const double same =
+        evaluate(engine_, pair[which].model, test, budget_.test_digits, 256, c10::kCPU).accuracy;
     Q_EMIT accuracy(method, which == 0 ? ProtocolTable::kStaticToStatic : ProtocolTable::kDynamicToDynamic,
                     same);
   }
   CanvasDataset moved = dataset_for_model(pair[0].config, "dynamic", Split::Test, dir);
   Q_EMIT accuracy(method, ProtocolTable::kStaticToDynamic,
-                  evaluate(pair[0].model, moved, budget_.test_digits, 256, c10::kCPU).accuracy);
+                  evaluate(engine_, pair[0].model, moved, budget_.test_digits, 256, c10::kCPU).accuracy);
   if (stop_) return;
   Q_EMIT progress(fraction(3 * index + 2, 0), tr("Sweeping %1 (trained on centred digits)").arg(method));
   const MnistDigits digits = load_mnist(dir, Split::Test);
   SweepOptions sweep;
   sweep.digits = budget_.sweep_digits;
   sweep.stride = budget_.sweep_stride;
-  Q_EMIT swept(method, translation_sweep(pair[0].model, digits, sweep, c10::kCPU, [this](int64_t, int64_t) {
-                 if (stop_) throw Error("stopped");  // stop() ends a sweep between positions too
-               }));
+  const auto stopped = [this](int64_t, int64_t) {
+    if (stop_) throw Error("stopped");  // stop() ends a sweep between positions too
+  };
+  Q_EMIT swept(method, translation_sweep(engine_, pair[0].model, digits, sweep, c10::kCPU, stopped));
 }
 
 Checkpoint ExperimentRunner::train(const QString& method, const QString& dataset, int index,
@@ -156,7 +160,7 @@ Checkpoint ExperimentRunner::train(const QString& method, const QString& dataset
   t.seed = budget_.seed;
   t.eval_samples = 500;
   t.validate();
-  Trainer trainer(experiment_model(method, budget_), t, data_dir_.toStdString(), c10::kCPU);
+  Trainer trainer(engine_, experiment_model(method, budget_), t, data_dir_.toStdString(), c10::kCPU);
   {
     std::lock_guard<std::mutex> lock(trainers_mutex_);
     trainers_.push_back(&trainer);

@@ -18,6 +18,7 @@
 
 #include "train/checkpoint.h"
 #include "train/translation_sweep.h"
+#include "util/engine_options.h"
 
 Q_DECLARE_METATYPE(translution::SweepResult)
 
@@ -41,7 +42,8 @@ struct ExperimentBudget {
 class ExperimentRunner : public QObject {
   Q_OBJECT
  public:
-  ExperimentRunner(QString data_dir, QObject* parent = nullptr);
+  // Its models train, evaluate and sweep under `engine`.
+  ExperimentRunner(const EngineOptions& engine, QString data_dir, QObject* parent = nullptr);
   ~ExperimentRunner() override;  // stops the run and waits for its thread
 
   // Trains and evaluates `methods` (model names: translution, lor, attention, ...).
@@ -66,6 +68,7 @@ class ExperimentRunner : public QObject {
   // Each method: two trainings (side by side) and a sweep, counted as three equal parts of the bar.
   double fraction(int part, double within) const { return (part + within) / (3.0 * methods_.size()); }
 
+  EngineOptions engine_;
   QString data_dir_;
   ExperimentBudget budget_;
   QStringList methods_;

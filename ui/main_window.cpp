@@ -49,9 +49,10 @@ const int kPatchSizes[] = {4, 6, 7, 12, 14, 21, 28};
 constexpr int kLargeInk = 30;
 }  // namespace
 
-MainWindow::MainWindow(const QString& data_dir, QWidget* parent) : QMainWindow(parent) {
+MainWindow::MainWindow(const EngineOptions& engine, const QString& data_dir, QWidget* parent)
+    : QMainWindow(parent) {
   setWindowTitle(tr("Translution Studio"));
-  buildPanels(data_dir);
+  buildPanels(engine, data_dir);
   connectPanels();
   buildToolBar();
   buildMenus();
@@ -68,17 +69,17 @@ MainWindow::MainWindow(const QString& data_dir, QWidget* parent) : QMainWindow(p
 MainWindow::~MainWindow() = default;
 
 // The canvas pane beside the tabs; every panel shares the comparison's slots.
-void MainWindow::buildPanels(const QString& data_dir) {
+void MainWindow::buildPanels(const EngineOptions& engine, const QString& data_dir) {
   canvas_ = new DigitCanvas(kStudioCanvas, this);
   digits_ = new TestDigitSource(data_dir, this);
-  compare_ = new ComparePanel(this);
+  compare_ = new ComparePanel(engine, this);
   const int slot_count = std::clamp(QSettings().value("compare/slotCount", 2).toInt(),
                                     int(ComparePanel::kMinSlots), int(ComparePanel::kMaxSlots));
   for (int i = 0; i < slot_count; ++i) compare_->addSlot();
   attention_ = new AttentionPanel(compare_->slots(), this);
   offsets_ = new OffsetPanel(compare_->slots(), this);
-  training_ = new TrainingPanel(data_dir, compare_->slots(), this);
-  robustness_ = new RobustnessPanel(data_dir, compare_->slots(), canvas_, digits_, this);
+  training_ = new TrainingPanel(engine, data_dir, compare_->slots(), this);
+  robustness_ = new RobustnessPanel(engine, data_dir, compare_->slots(), canvas_, digits_, this);
   attribution_ = new AttributionPanel(compare_->slots(), canvas_, this);
   tabs_ = new QTabWidget(this);
   tabs_->addTab(compare_, tr("Compare"));

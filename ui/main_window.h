@@ -6,6 +6,7 @@
 #include <QMainWindow>
 
 #include "data/canvas_dataset.h"
+#include "util/engine_options.h"
 
 class QAction;
 class QComboBox;
@@ -30,7 +31,8 @@ class TrainingPanel;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  explicit MainWindow(const QString& data_dir, QWidget* parent = nullptr);
+  // Every model the window runs (its slots, training runs and experiments) computes under `engine`.
+  MainWindow(const EngineOptions& engine, const QString& data_dir, QWidget* parent = nullptr);
   ~MainWindow() override;
 
   DigitCanvas* canvas() const { return canvas_; }
@@ -68,7 +70,7 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* event) override;
 
  private:
-  void buildPanels(const QString& data_dir);
+  void buildPanels(const EngineOptions& engine, const QString& data_dir);
   void connectPanels();
   void connectDigits();
   void buildStatusBar();

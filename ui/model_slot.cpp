@@ -21,12 +21,16 @@ struct Outcome {
 
 }  // namespace
 
-std::shared_ptr<const Predictor> load_predictor(const QString& source, const QString& device) {
+std::shared_ptr<const Predictor> load_predictor(const EngineOptions& engine, const QString& source,
+                                                const QString& device) {
   const c10::Device where = parse_device(device.toStdString());
   // A file is checked before it is read (a bundled model, a Qt resource, is known to fit).
   if (!source.startsWith(':'))
-    if (const std::optional<CheckpointPeek> peek = peek_checkpoint(source.toStdString()))
-      require_memory(checkpoint_plan(*peek, 1), where);
+    if (const std::optional<CheckpointPeek> peek = peek_checkpoint(source.toStdString())) {
+      MemoryPlan plan = checkpoint_plan(*peek, 1);
+      plan.engine = engine;
+      require_memory(plan, where);
+    }
   // A user's file goes through core's bounded reader (a regular file, every read checked); a
   // bundled model is a Qt resource, read from memory with the same checks.
   Checkpoint c;
@@ -41,7 +45,7 @@ std::shared_ptr<const Predictor> load_predictor(const QString& source, const QSt
   }
   if (const QString why = canvas_mismatch(c.config, source, kStudioCanvas); !why.isEmpty())
     throw Error(why.toStdString());
-  return std::make_shared<const Predictor>(std::move(c), source.toStdString(), where);
+  return std::make_shared<const Predictor>(engine, std::move(c), source.toStdString(), where);
 }
 
 QString canvas_mismatch(const ViTConfig& config, const QString& source, int size) {
@@ -57,7 +61,8 @@ QString canvas_mismatch(const ViTConfig& config, const QString& source, int size
 
 bool blank_canvas(const at::Tensor& canvas) { return canvas.defined() && !canvas.gt(0).any().item<bool>(); }
 
-ModelSlot::ModelSlot(QString name, QObject* parent) : QObject(parent), name_(std::move(name)) {}
+ModelSlot::ModelSlot(const EngineOptions& engine, QString name, QObject* parent)
+    : QObject(parent), engine_(engine), name_(std::move(name)) {}
 
 ModelSlot::~ModelSlot() = default;
 
@@ -84,10 +89,10 @@ void ModelSlot::load(const QString& source, const QString& device) {
     Q_EMIT loaded();
     startNext();
   });
-  watcher->setFuture(QtConcurrent::run([source, device] {
+  watcher->setFuture(QtConcurrent::run([engine = engine_, source, device] {
     Outcome out;
     try {
-      out.predictor = load_predictor(source, device);
+      out.predictor = load_predictor(engine, source, device);
     } catch (const std::exception& e) {
       out.error = QString::fromStdString(e.what());
     }

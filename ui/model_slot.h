@@ -17,7 +17,8 @@ namespace translution::ui {
 class ModelSlot : public QObject {
   Q_OBJECT
  public:
-  explicit ModelSlot(QString name, QObject* parent = nullptr);
+  // The models this slot loads predict under `engine`.
+  ModelSlot(const EngineOptions& engine, QString name, QObject* parent = nullptr);
   ~ModelSlot() override;
 
   // A checkpoint file, or a bundled model (":/models/NAME.ckpt"); device "cpu" or "cuda".
@@ -29,6 +30,8 @@ class ModelSlot : public QObject {
   void request(const at::Tensor& canvas);
 
   const QString& name() const { return name_; }
+  // The options the models this slot loads run under (a model handed to setPredictor keeps its own).
+  const EngineOptions& engine() const { return engine_; }
   QString source() const { return source_; }
   QString device() const { return device_; }
   std::shared_ptr<const Predictor> predictor() const { return predictor_; }
@@ -45,6 +48,7 @@ class ModelSlot : public QObject {
  private:
   void startNext();
 
+  EngineOptions engine_;
   QString name_, source_, device_ = "cpu", error_;
   std::shared_ptr<const Predictor> predictor_;
   std::optional<Prediction> last_;
@@ -53,8 +57,10 @@ class ModelSlot : public QObject {
   int generation_ = 0;  // a newer load() makes results of older work stale
 };
 
-// Reads a checkpoint from a file or a Qt resource and builds a Predictor (any thread).
-std::shared_ptr<const Predictor> load_predictor(const QString& source, const QString& device);
+// Reads a checkpoint from a file or a Qt resource and builds a Predictor that runs
+// under `engine` (any thread).
+std::shared_ptr<const Predictor> load_predictor(const EngineOptions& engine, const QString& source,
+                                                const QString& device);
 // Why a model cannot predict the studio's canvas ([size, size] pixels), or an empty
 // string when it can: a model made for other images would see the digit resampled
 // to a size it never met in training.

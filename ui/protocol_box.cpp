@@ -52,12 +52,13 @@ struct PairAccuracy {
 };
 
 // One bundled pair: the static model on static and dynamic test digits, the dynamic one on dynamic digits.
-PairAccuracy evaluate_pair(const QString& method, const std::string& dir, int64_t samples) try {
-  const auto static_model = load_predictor(bundled_model(method + "-static"), "cpu");
-  const auto dynamic_model = load_predictor(bundled_model(method), "cpu");
+PairAccuracy evaluate_pair(const EngineOptions& engine, const QString& method, const std::string& dir,
+                           int64_t samples) try {
+  const auto static_model = load_predictor(engine, bundled_model(method + "-static"), "cpu");
+  const auto dynamic_model = load_predictor(engine, bundled_model(method), "cpu");
   auto accuracy = [&](const std::shared_ptr<const Predictor>& p, const char* kind) {
     CanvasDataset test = dataset_for_model(p->config(), kind, Split::Test, dir);
-    return evaluate(p->model(), test, samples, 256, c10::kCPU).accuracy;
+    return evaluate(p->engine(), p->model(), test, samples, 256, c10::kCPU).accuracy;
   };
   return {method,
           accuracy(static_model, "static"),
@@ -74,13 +75,14 @@ QString ProtocolBox::pairName(const QString& method, bool bundled) {
   return tr("%1 (%2)").arg(method_title(method), bundled ? tr("bundled") : tr("trained here"));
 }
 
-ProtocolBox::ProtocolBox(QString data_dir, QWidget* parent)
+ProtocolBox::ProtocolBox(const EngineOptions& engine, QString data_dir, QWidget* parent)
     : QGroupBox(
           tr("The papers' protocol: train on centred digits (S) or digits anywhere (D), test on either"),
           parent),
+      engine_(engine),
       data_dir_(std::move(data_dir)),
       table_(new ProtocolTable(this)),
-      runner_(new ExperimentRunner(data_dir_, this)) {
+      runner_(new ExperimentRunner(engine_, data_dir_, this)) {
   auto* layout = new QVBoxLayout(this);
   table_->setMaximumHeight(190);  // six rows: the rest of the height is the controls'
   layout->addWidget(table_, 1);
@@ -264,8 +266,9 @@ void ProtocolBox::evaluateBundledPairs() {
                          : tr("Evaluation failed: %1").arg(error));
     Q_EMIT finished();
   });
-  watcher->setFuture(QtConcurrent::mapped(
-      methods, [dir, samples](const QString& m) { return evaluate_pair(m, dir, samples); }));
+  watcher->setFuture(QtConcurrent::mapped(methods, [engine = engine_, dir, samples](const QString& m) {
+    return evaluate_pair(engine, m, dir, samples);
+  }));
 }
 
 void ProtocolBox::runExperiment() {
@@ -318,7 +321,7 @@ QString ProtocolBox::sendToSlot(const QString& key, ModelSlot* slot) {
   const auto checkpoint = parts.size() == 2 ? runner_->model(parts[0], parts[1]) : nullptr;
   if (!checkpoint) return tr("No trained model %1").arg(key);
   auto predictor =
-      std::make_shared<const Predictor>(copy_checkpoint(*checkpoint), key.toStdString(), c10::kCPU);
+      std::make_shared<const Predictor>(engine_, copy_checkpoint(*checkpoint), key.toStdString(), c10::kCPU);
   return slot->setPredictor(predictor,
                             tr("%1 (experiment)").arg(trained_->itemText(trained_->findData(key))));
 }

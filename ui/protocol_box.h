@@ -25,7 +25,8 @@ class ProtocolTable;
 class ProtocolBox : public QGroupBox {
   Q_OBJECT
  public:
-  ProtocolBox(QString data_dir, QWidget* parent = nullptr);
+  // Its bundled pairs, experiments and the models it sends to slots compute under `engine`.
+  ProtocolBox(const EngineOptions& engine, QString data_dir, QWidget* parent = nullptr);
   ProtocolTable* table() const { return table_; }
   ExperimentRunner* runner() const { return runner_; }
   bool busy() const { return evaluating_ || runner_->running(); }
@@ -56,6 +57,7 @@ class ProtocolBox : public QGroupBox {
   void saveTrainedModel();
   void updateSendMenu();
 
+  EngineOptions engine_;
   QString data_dir_;
   QList<ModelSlot*> slots_;
   ProtocolTable* table_;

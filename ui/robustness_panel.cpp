@@ -25,11 +25,12 @@ QScrollArea* scrolling(QWidget* page, QWidget* parent) {
 
 }  // namespace
 
-RobustnessPanel::RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slots, DigitCanvas* canvas,
-                                 TestDigitSource* digits, QWidget* parent)
+RobustnessPanel::RobustnessPanel(const EngineOptions& engine, QString data_dir,
+                                 const QList<ModelSlot*>& slots, DigitCanvas* canvas, TestDigitSource* digits,
+                                 QWidget* parent)
     : QWidget(parent),
       move_(new MovePanel(slots, canvas, digits, this)),
-      protocol_(new ProtocolBox(data_dir, this)),
+      protocol_(new ProtocolBox(engine, data_dir, this)),
       sweep_(new SweepPanel(data_dir, slots, this)),
       shift_(new ShiftMetricsPanel(data_dir, slots, this)),
       beneath_(new QTabWidget(this)) {

@@ -18,6 +18,7 @@
 #include "qcustomplot_include.h"
 #include "sweep_maps.h"
 #include "tensor_metatype.h"
+#include "util/engine_options.h"
 
 class QTabWidget;
 
@@ -34,8 +35,9 @@ class TestDigitSource;
 class RobustnessPanel : public QWidget {
   Q_OBJECT
  public:
-  RobustnessPanel(QString data_dir, const QList<ModelSlot*>& slots, DigitCanvas* canvas,
-                  TestDigitSource* digits, QWidget* parent = nullptr);
+  // Its protocol experiments compute under `engine` (the slots' models under their own).
+  RobustnessPanel(const EngineOptions& engine, QString data_dir, const QList<ModelSlot*>& slots,
+                  DigitCanvas* canvas, TestDigitSource* digits, QWidget* parent = nullptr);
 
   MovePanel* movePanel() const { return move_; }
   SweepPanel* sweepPanel() const { return sweep_; }

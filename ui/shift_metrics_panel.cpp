@@ -151,7 +151,7 @@ void ShiftMetricsPanel::measure() {
               });
             };
             const Predictor& p = *work[s].predictor;
-            out.rows << Row{work[s], shift_metrics(p.model(), test, o, p.device(), progress)};
+            out.rows << Row{work[s], shift_metrics(p.engine(), p.model(), test, o, p.device(), progress)};
           }
         } catch (const std::exception& e) {
           out.error = QString::fromStdString(e.what()).section('\n', 0, 0);

@@ -30,7 +30,8 @@ SlotKnockout::Built SlotKnockout::build(const std::shared_ptr<const Predictor>& 
     for (const char* stale : {"test_accuracy", "test_accuracy_subset", "test_samples"})
       c.metadata.erase(stale);
     c.metadata["knockout"] = knockout.describe();
-    out.predictor = std::make_shared<const Predictor>(std::move(c), base->source(), base->device());
+    out.predictor =
+        std::make_shared<const Predictor>(base->engine(), std::move(c), base->source(), base->device());
     return out;
   } catch (const std::exception& e) {
     return {nullptr, 0, QString::fromStdString(e.what())};

@@ -108,7 +108,8 @@ void SweepPanel::runSweep() {
   const NewestRun::Ticket run = run_.start();  // a run still going is superseded
   const int generation = run.generation;
   std::vector<SweepModel> models;
-  for (const SlotWork& s : work) models.push_back({s.predictor->model(), s.predictor->device()});
+  for (const SlotWork& s : work)
+    models.push_back({s.predictor->model(), s.predictor->device(), s.predictor->engine()});
   const auto planned = progressive_passes({digits_->value(), stride_->value()});
   const QList<SweepOptions> passes(planned.begin(), planned.end());
   ++busy_;

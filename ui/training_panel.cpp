@@ -65,8 +65,9 @@ void style_plot(QCustomPlot* plot, const QString& y_label) {
 
 }  // namespace
 
-TrainingPanel::TrainingPanel(QString data_dir, const QList<ModelSlot*>& slots, QWidget* parent)
-    : QWidget(parent), data_dir_(std::move(data_dir)), slots_(slots) {
+TrainingPanel::TrainingPanel(const EngineOptions& engine, QString data_dir, const QList<ModelSlot*>& slots,
+                             QWidget* parent)
+    : QWidget(parent), engine_(engine), data_dir_(std::move(data_dir)), slots_(slots) {
   buildForm();
   watchMemory();
   loss_plot_ = new QCustomPlot(this);
@@ -302,7 +303,8 @@ QFormLayout* TrainingPanel::buildRunFields() {
         tr("Multiply the dense layers and Translution's offset matrices in bfloat16 on this CPU's "
            "%1, summing in fp32 (mixed precision): self-attention and Translution train 1.5-2.5x as "
            "fast; weights, optimizer and the rest stay fp32. CPU only")
-            .arg(std::string(bf16_gemm_kernel()) == "amx" ? tr("AMX tiles") : tr("AVX512-BF16 units")));
+            .arg(std::string(bf16_gemm_kernel(engine_.bf16_tiles)) == "amx" ? tr("AMX tiles")
+                                                                            : tr("AVX512-BF16 units")));
   } else {
     bf16_->setEnabled(false);
     bf16_->setToolTip(tr("Not here: %1").arg(QString::fromStdString(bf16_gemm_unavailable_reason())));
@@ -455,6 +457,7 @@ void TrainingPanel::setQuickRun(int64_t steps, int64_t train_samples) {
 MemoryCheck TrainingPanel::memoryCheck() const {
   MemoryPlan plan;
   plan.config = modelConfig();
+  plan.engine = engine_;
   plan.training = true;
   plan.batch = batch_->value();
   plan.eval_batch = std::max<int64_t>(plan.batch, 64);  // the trainer's held-out evaluation
@@ -521,7 +524,7 @@ void TrainingPanel::startRun() {
     const MemoryCheck check = memoryCheck();  // what is available changes between choices
     showMemory(check);
     if (!confirmMemory(check)) return;
-    addRun(new TrainingRun(model, train, data_dir_, device_->currentData().toString(), this));
+    addRun(new TrainingRun(engine_, model, train, data_dir_, device_->currentData().toString(), this));
   } catch (const std::exception& e) {
     showError(tr("Cannot start the run"), QString::fromStdString(e.what()));
   }
@@ -536,6 +539,7 @@ void TrainingPanel::resumeFromFile() {
     if (const std::optional<CheckpointPeek> peek = peek_checkpoint(path.toStdString());
         peek && peek->training) {
       MemoryPlan plan = checkpoint_plan(*peek, peek->training->batch);
+      plan.engine = engine_;
       plan.training = true;
       plan.eval_batch = std::max<int64_t>(plan.batch, 64);
       plan.extra_bytes = kMnistBytes;
@@ -557,7 +561,8 @@ void TrainingPanel::resumeFromFile() {
                                           : QString::fromStdString(bf16_gemm_unavailable_reason());
       note = tr("%1 trained in bf16; it continues in fp32 here (%2).").arg(QFileInfo(path).fileName(), why);
     }
-    addRun(new TrainingRun(std::move(checkpoint), data_dir_, device_->currentData().toString(), this));
+    addRun(
+        new TrainingRun(engine_, std::move(checkpoint), data_dir_, device_->currentData().toString(), this));
     if (!note.isEmpty()) status_->setText(note);
   } catch (const std::exception& e) {
     showError(tr("Cannot resume %1").arg(path), QString::fromStdString(e.what()));
@@ -694,8 +699,9 @@ void TrainingPanel::sendToSlot(ModelSlot* slot) {
   TrainingRun* run = current();
   if (!run) return;
   try {
-    auto predictor = std::make_shared<const Predictor>(run->snapshot(), run->label().toStdString(),
-                                                       parse_device(slot->device().toStdString()));
+    auto predictor =
+        std::make_shared<const Predictor>(slot->engine(), run->snapshot(), run->label().toStdString(),
+                                          parse_device(slot->device().toStdString()));
     if (const QString why = slot->setPredictor(predictor, run->label()); !why.isEmpty())
       showError(tr("Cannot send the model"), why);
   } catch (const std::exception& e) {

@@ -33,7 +33,9 @@ class ModelSlot;
 class TrainingPanel : public QWidget {
   Q_OBJECT
  public:
-  TrainingPanel(QString data_dir, const QList<ModelSlot*>& slots, QWidget* parent = nullptr);
+  // Its runs compute under `engine` (each with the precision its form asks for).
+  TrainingPanel(const EngineOptions& engine, QString data_dir, const QList<ModelSlot*>& slots,
+                QWidget* parent = nullptr);
   ~TrainingPanel() override;
 
   // The run the buttons act on (the latest one), or nullptr.
@@ -98,6 +100,7 @@ class TrainingPanel : public QWidget {
   // offers "Run anyway"; without dialogs (TRANSLUTION_NO_DIALOGS) it never does.
   bool confirmMemory(const MemoryCheck& check);
 
+  EngineOptions engine_;
   QString data_dir_;
   QList<ModelSlot*> slots_;
   QList<Series> runs_;

@@ -23,10 +23,10 @@ QString short_name(const ViTConfig& model, const std::string& dataset) {
 
 }  // namespace
 
-TrainingRun::TrainingRun(const ViTConfig& model, const TrainConfig& train, const QString& data_dir,
-                         const QString& device, QObject* parent)
+TrainingRun::TrainingRun(const EngineOptions& engine, const ViTConfig& model, const TrainConfig& train,
+                         const QString& data_dir, const QString& device, QObject* parent)
     : QObject(parent),
-      trainer_(std::make_unique<Trainer>(model, train, data_dir.toStdString(),
+      trainer_(std::make_unique<Trainer>(engine, model, train, data_dir.toStdString(),
                                          parse_device(device.toStdString()))),
       label_(QString("%1 %2/%3 on %4, seed %5%6")
                  .arg(QString::fromStdString(model.model), QString::fromStdString(model.preset))
@@ -38,12 +38,12 @@ TrainingRun::TrainingRun(const ViTConfig& model, const TrainConfig& train, const
   qRegisterMetaType<translution::TrainProgress>();
 }
 
-TrainingRun::TrainingRun(Checkpoint checkpoint, const QString& data_dir, const QString& device,
-                         QObject* parent)
+TrainingRun::TrainingRun(const EngineOptions& engine, Checkpoint checkpoint, const QString& data_dir,
+                         const QString& device, QObject* parent)
     : QObject(parent) {
   qRegisterMetaType<translution::TrainProgress>();
   const ViTConfig model = checkpoint.config;
-  trainer_ = std::make_unique<Trainer>(std::move(checkpoint), data_dir.toStdString(),
+  trainer_ = std::make_unique<Trainer>(engine, std::move(checkpoint), data_dir.toStdString(),
                                        parse_device(device.toStdString()));
   label_ = QString("%1 %2/%3 on %4%5 (resumed)")
                .arg(QString::fromStdString(model.model), QString::fromStdString(model.preset))

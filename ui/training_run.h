@@ -18,12 +18,12 @@ namespace translution::ui {
 class TrainingRun : public QObject {
   Q_OBJECT
  public:
-  // Builds the trainer here (loads MNIST: may throw translution::Error).
-  TrainingRun(const ViTConfig& model, const TrainConfig& train, const QString& data_dir,
-              const QString& device, QObject* parent = nullptr);
+  // Builds the trainer here (loads MNIST: may throw translution::Error); it computes under `engine`.
+  TrainingRun(const EngineOptions& engine, const ViTConfig& model, const TrainConfig& train,
+              const QString& data_dir, const QString& device, QObject* parent = nullptr);
   // Continues a saved run.
-  TrainingRun(Checkpoint checkpoint, const QString& data_dir, const QString& device,
-              QObject* parent = nullptr);
+  TrainingRun(const EngineOptions& engine, Checkpoint checkpoint, const QString& data_dir,
+              const QString& device, QObject* parent = nullptr);
   ~TrainingRun() override;  // stops the run and waits for its thread
 
   void start();

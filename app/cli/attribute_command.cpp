@@ -62,10 +62,12 @@ std::string output_stem(const AttributeOptions& o, int64_t occluder) {
 
 // The memory of a forward with gradients over `batch` canvases: a training step's plan (it also
 // counts weight gradients and AdamW, which attribution does not hold: an upper bound).
-void check_attribution_memory(const AttributeOptions& o, int64_t batch, const c10::Device& device) {
+void check_attribution_memory(const EngineOptions& engine, const AttributeOptions& o, int64_t batch,
+                              const c10::Device& device) {
   const std::optional<CheckpointPeek> peek = peek_checkpoint(o.checkpoint);
   if (!peek) return;  // the loader names what is wrong with the file
   MemoryPlan plan = checkpoint_plan(*peek, batch);
+  plan.engine = engine;
   plan.training = o.method == "ig";
   check_plan(o.force, plan, device);
 }
@@ -111,9 +113,10 @@ void report(const AttributeOptions& o, const Attribution& a, int64_t predicted, 
 
 int attribute(const AttributeOptions& o) {
   const c10::Device device = parse_device(o.device);
+  const EngineOptions engine;  // attribute has no flags for them: the defaults
   prepare_out_dir(o.out);
   check_attribution_memory(
-      o, o.method == "ig" ? IntegratedGradientsOptions{}.batch : OcclusionOptions{}.batch, device);
+      engine, o, o.method == "ig" ? IntegratedGradientsOptions{}.batch : OcclusionOptions{}.batch, device);
   Checkpoint c = load_checkpoint(o.checkpoint, device);
   if (c.config.image_height != c.config.image_width || c.config.channels != 1)
     throw Error(o.checkpoint + ": attribute needs a model of square one-channel images");
@@ -131,12 +134,12 @@ int attribute(const AttributeOptions& o) {
     IntegratedGradientsOptions options;
     options.target = o.target;
     options.steps = o.steps;
-    a = integrated_gradients(c.model, device, canvas, options);
+    a = integrated_gradients(engine, c.model, device, canvas, options);
   } else {
     OcclusionOptions options;
     options.target = o.target;
     options.occluder = occluder;
-    a = occlusion(c.model, device, canvas, options);
+    a = occlusion(engine, c.model, device, canvas, options);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double limit = symmetric_limit(a->map);

@@ -61,17 +61,6 @@ EngineOptions bench_engine_options(const BenchArgs& a) {
   return engine;
 }
 
-// A --compare switch that holds `other` for the alternative's steps and drops it for
-// the run's own (a scope of its own, held between calls).
-template <typename Scope, typename Setting>
-std::function<void(bool)> hold_for_alternative(Setting other) {
-  auto scope = std::make_shared<std::optional<Scope>>();
-  return [scope, other](bool alternative) {
-    scope->reset();
-    if (alternative) scope->emplace(other);
-  };
-}
-
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -87,7 +76,8 @@ std::vector<std::string> split_commas(const std::string& text) {
 // The studio bench's models: the checkpoints named, or with --model one model of
 // that config with fresh weights (e.g. ViT-A/12, which no bundled file holds).
 // Each is checked to fit on `device` before it is built or loaded.
-std::vector<std::pair<std::string, Checkpoint>> studio_models(const BenchArgs& a, const c10::Device& device) {
+std::vector<std::pair<std::string, Checkpoint>> studio_models(const BenchArgs& a, const EngineOptions& engine,
+                                                              const c10::Device& device) {
   std::vector<std::pair<std::string, Checkpoint>> out;
   if (a.model.given("--model")) {
     if (a.given("--checkpoints"))
@@ -96,21 +86,23 @@ std::vector<std::pair<std::string, Checkpoint>> studio_models(const BenchArgs& a
     fresh.config = a.model.config();
     MemoryPlan plan;
     plan.config = fresh.config;
+    plan.engine = engine;
     check_plan(a.force, plan, device);
     fresh.model = ViT(fresh.config);
     out.emplace_back(fresh.config.model + " (fresh weights)", std::move(fresh));
     return out;
   }
   const auto paths = split_commas(a.checkpoints);
-  check_checkpoints(a.force, paths, 1, "", device);
+  check_checkpoints(engine, a.force, paths, 1, "", device);
   for (const auto& path : paths) out.emplace_back(path, load_checkpoint(path));
   return out;
 }
 
-void print_studio(const BenchArgs& a, const std::vector<std::string>& paths,
+void print_studio(const BenchArgs& a, const EngineOptions& engine, const std::vector<std::string>& paths,
                   const std::vector<std::unique_ptr<Predictor>>& slots, const c10::Device& device,
                   const StudioLatency& r) {
   if (a.json) {
+    const bool onednn = !engine.reference && onednn_sgemm_applies();  // the reference keeps to LibTorch's ops
     std::string graph_states;
     for (const auto& slot : slots) graph_states += (graph_states.empty() ? "" : ",") + slot->graph_state();
     const nlohmann::ordered_json out = {{"mode", "studio"},
@@ -123,9 +115,9 @@ void print_studio(const BenchArgs& a, const std::vector<std::string>& paths,
                                         {"max_ms", r.max_ms},
                                         {"slot_median_ms", r.slot_median_ms},
                                         {"threads", at::get_num_threads()},
-                                        {"matrix_threads", matrix_threads()},
+                                        {"matrix_threads", matrix_threads(engine)},
                                         {"blas_threads", blas_threads()},
-                                        {"sgemm", onednn_sgemm_applies() ? "onednn" : "blas"},
+                                        {"sgemm", onednn ? "onednn" : "blas"},
                                         {"blas_core", blas_core()},
                                         {"cpu_steal", r.cpu_steal}};
     std::cout << out.dump() << std::endl;
@@ -143,16 +135,16 @@ void print_studio(const BenchArgs& a, const std::vector<std::string>& paths,
                 100 * r.cpu_steal);
 }
 
-int studio_bench(const BenchArgs& a) {
+int studio_bench(const BenchArgs& a, const EngineOptions& engine) {
   configure_concurrent_blas();  // as the studio does
   const c10::Device device = parse_device(a.device);
   const bool graphs = a.cuda_graph == "on";
   std::vector<std::string> paths;
   std::vector<std::unique_ptr<Predictor>> slots;
   std::vector<const Predictor*> views;
-  for (auto& [name, checkpoint] : studio_models(a, device)) {
+  for (auto& [name, checkpoint] : studio_models(a, engine, device)) {
     paths.push_back(name);
-    slots.push_back(std::make_unique<Predictor>(std::move(checkpoint), name, device, graphs));
+    slots.push_back(std::make_unique<Predictor>(engine, std::move(checkpoint), name, device, graphs));
     views.push_back(slots.back().get());
   }
   const MnistDigits test = load_mnist(a.data_dir, Split::Test);
@@ -165,7 +157,7 @@ int studio_bench(const BenchArgs& a) {
   ProgressBar bar("studio latency", !a.json);
   const StudioLatency r = measure_studio_latency(views, canvases, [&](int d, int t) { bar.update(d, t); });
   bar.finish();
-  print_studio(a, paths, slots, device, r);
+  print_studio(a, engine, paths, slots, device, r);
   return 0;
 }
 
@@ -187,10 +179,12 @@ DensePrecision bench_precision(const BenchArgs& a) {
   return precision;
 }
 
-// The run's options for an infer or train run.
-BenchOptions bench_options(const BenchArgs& a, DensePrecision precision) {
+// The run's options for an infer or train run, computing under `engine`.
+BenchOptions bench_options(const BenchArgs& a, const EngineOptions& engine) {
+  const DensePrecision precision = engine.precision;
   BenchOptions options;
   options.config = a.model.config();
+  options.engine = engine;
   options.mode = a.mode;
   options.batch = a.batch;
   options.device = parse_device(a.device);
@@ -214,24 +208,23 @@ BenchOptions bench_options(const BenchArgs& a, DensePrecision precision) {
   return options;
 }
 
-// --compare X: the switch between the run's own setting of X and the other one.
+// --compare X: the run's own setting of X against the other one, as the alternative's
+// options, or a switch for a setting outside them (blas-threads).
 // The optimizer is built once per run, so --compare kernels alternates everything else.
-void set_compare(const BenchArgs& a, BenchOptions& options, DensePrecision precision,
-                 const EngineOptions& engine) {
+void set_compare(const BenchArgs& a, BenchOptions& options) {
   options.compare = a.compare;
   const std::string& x = a.compare;
+  const EngineOptions& engine = options.engine;
   EngineOptions other = engine;
   if (x == "kernels") {
     other.reference = !engine.reference;
   } else if (x == "precision") {
     if (!options.device.is_cpu()) throw Error("--compare precision runs bf16 on the CPU; use --device cpu");
-    const DensePrecision other =
-        precision == DensePrecision::Bf16 ? DensePrecision::Fp32 : DensePrecision::Bf16;
-    if (other == DensePrecision::Bf16 && a.train()) parse_dense_precision("bf16");  // names why not, if not
-    if (other == DensePrecision::Bf16 && !a.train() && !bf16_weights_available())
+    other.precision = engine.precision == DensePrecision::Bf16 ? DensePrecision::Fp32 : DensePrecision::Bf16;
+    const bool bf16 = other.precision == DensePrecision::Bf16;
+    if (bf16 && a.train()) parse_dense_precision("bf16");  // names why not, if not
+    if (bf16 && !a.train() && !bf16_weights_available())
       throw Error("--compare precision: bfloat16 weights need AVX-512, which this CPU lacks");
-    options.switch_path = hold_for_alternative<ScopedDensePrecision>(other);
-    return;
   } else if (x == "last-block") {
     other.cls_only_last_block = !engine.cls_only_last_block;
   } else if (x == "reassociation") {
@@ -259,12 +252,13 @@ void set_compare(const BenchArgs& a, BenchOptions& options, DensePrecision preci
   } else {
     return;  // split-batch: run_benchmark switches its own training threads (and says where it cannot)
   }
-  options.switch_path = hold_for_alternative<ScopedEngineOptions>(other);
+  options.alternative = other;
 }
 
 void check_bench_memory(const BenchArgs& a, const BenchOptions& options) {
   MemoryPlan plan;
   plan.config = options.config;
+  plan.engine = options.engine;
   plan.training = a.train();
   plan.batch = options.batch;
   plan.recompute = a.recompute && options.compare != "recompute";  // --compare runs both: the larger
@@ -276,10 +270,9 @@ void check_bench_memory(const BenchArgs& a, const BenchOptions& options) {
 
 void print_bench(const BenchResult& r, const BenchOptions& options) {
   const ViTConfig& c = options.config;
-  const std::string bf16_note = r.precision != "bf16" ? ""
-                                : options.mode == "train"
-                                    ? std::string(", bf16 products (") + bf16_gemm_kernel() + ")"
-                                    : ", bf16 offset matrices";
+  const std::string bf16_note = r.precision != "bf16"     ? ""
+                                : options.mode == "train" ? ", bf16 products (" + r.bf16_kernel + ")"
+                                                          : ", bf16 offset matrices";
   std::printf("%s ViT-%s/%lld %lldx%lld, %s, batch %lld on %s (%d threads)%s\n", c.model.c_str(),
               c.preset.c_str(), (long long)c.patch, (long long)c.image_height, (long long)c.image_width,
               options.mode.c_str(), (long long)options.batch, r.device_name.c_str(), r.threads,
@@ -316,13 +309,11 @@ void print_bench(const BenchResult& r, const BenchOptions& options) {
 }
 
 int bench(const BenchArgs& a) {
-  const EngineOptions engine = bench_engine_options(a);
-  const ScopedEngineOptions engine_scope(engine);
-  const DensePrecision precision = bench_precision(a);
-  const ScopedDensePrecision precision_scope(precision);
-  if (a.mode == "studio") return studio_bench(a);
-  BenchOptions options = bench_options(a, precision);
-  if (!a.compare.empty()) set_compare(a, options, precision, engine);
+  EngineOptions engine = bench_engine_options(a);
+  engine.precision = bench_precision(a);
+  if (a.mode == "studio") return studio_bench(a, engine);
+  BenchOptions options = bench_options(a, engine);
+  if (!a.compare.empty()) set_compare(a, options);
   // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second
   // thread gives batch-1 products next to nothing; the engine splits them over the
   // cores itself (cpu/linear.h, --matrix-threads; docs/performance.md).

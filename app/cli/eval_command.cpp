@@ -53,12 +53,14 @@ std::optional<Bf16Weights> weights_for(const Checkpoint& c, const std::string& p
   return weights;
 }
 
-EvalResult run_eval(const Checkpoint& c, const std::string& dataset, const EvalOptions& o,
-                    const c10::Device& device, const std::optional<Bf16Weights>& weights) {
+EvalResult run_eval(const EngineOptions& engine, const Checkpoint& c, const std::string& dataset,
+                    const EvalOptions& o, const c10::Device& device,
+                    const std::optional<Bf16Weights>& weights) {
   CanvasDataset test = dataset_for_model(c.config, dataset, Split::Test, o.data_dir);
-  const ScopedBf16Weights scope(weights ? &*weights : nullptr);
+  EngineOptions options = engine;
+  options.bf16_weights = weights ? &*weights : nullptr;
   ProgressBar bar("eval " + dataset, !o.json);
-  const EvalResult r = evaluate(c.model, test, o.samples, kEvalBatch, device,
+  const EvalResult r = evaluate(options, c.model, test, o.samples, kEvalBatch, device,
                                 [&](int64_t done, int64_t total) { bar.update(done, total); });
   bar.finish();
   return r;
@@ -90,8 +92,9 @@ void print_result(const std::string& name, const std::string& dataset, const std
   }
 }
 
-int protocol(const std::vector<std::string>& paths, const std::vector<Checkpoint>& checkpoints,
-             const EvalOptions& o, const c10::Device& device, bool bf16) {
+int protocol(const EngineOptions& engine, const std::vector<std::string>& paths,
+             const std::vector<Checkpoint>& checkpoints, const EvalOptions& o, const c10::Device& device,
+             bool bf16) {
   const bool json = o.json;
   std::map<std::string, double> cell;  // "train->test" -> accuracy
   if (!json)
@@ -105,7 +108,7 @@ int protocol(const std::vector<std::string>& paths, const std::vector<Checkpoint
     if (!json) std::printf("%-28s %-10s", paths[i].c_str(), train.c_str());
     const std::optional<Bf16Weights> weights = weights_for(checkpoints[i], paths[i], bf16);
     for (const char* test : {"static", "dynamic", "moving"}) {
-      const double a = run_eval(checkpoints[i], test, o, device, weights).accuracy;
+      const double a = run_eval(engine, checkpoints[i], test, o, device, weights).accuracy;
       cell[train + "->" + test] = a;
       row[test] = a;
       if (!json) {
@@ -148,19 +151,21 @@ int evaluate_checkpoints(const EvalOptions& o) {
     throw Error("--shift-metrics runs the models in fp32; leave out --precision bf16");
   std::vector<std::string> paths{o.checkpoint};
   paths.insert(paths.end(), o.more.begin(), o.more.end());
-  check_checkpoints(o.force, paths, kEvalBatch, "", device);
+  const EngineOptions engine;  // eval has no flags for them but --precision: the defaults
+  check_checkpoints(engine, o.force, paths, kEvalBatch, "", device);
   std::vector<Checkpoint> checkpoints;
   for (const auto& p : paths) checkpoints.push_back(load_checkpoint(p, device));
   if (o.knockout.enabled)
-    return knockout_report(paths, checkpoints, o.knockout,
+    return knockout_report(engine, paths, checkpoints, o.knockout,
                            {o.dataset, o.samples, o.data_dir, o.json, device, bf16});
-  if (o.protocol) return protocol(paths, checkpoints, o, device, bf16);
-  if (o.shift_metrics) return report_shift_metrics(paths, checkpoints, o.shift, o.data_dir, device, o.json);
+  if (o.protocol) return protocol(engine, paths, checkpoints, o, device, bf16);
+  if (o.shift_metrics)
+    return report_shift_metrics(engine, paths, checkpoints, o.shift, o.data_dir, device, o.json);
   for (size_t i = 0; i < checkpoints.size(); ++i) {
     const std::string trained = trained_on(checkpoints[i]);
     const std::string dataset = !o.dataset.empty() ? o.dataset : trained == "unknown" ? "dynamic" : trained;
     const EvalResult r =
-        run_eval(checkpoints[i], dataset, o, device, weights_for(checkpoints[i], paths[i], bf16));
+        run_eval(engine, checkpoints[i], dataset, o, device, weights_for(checkpoints[i], paths[i], bf16));
     if (!o.json) {
       print_result(paths[i], dataset, o.precision, r);
       continue;

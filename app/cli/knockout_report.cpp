@@ -160,7 +160,8 @@ void print_json(const Report& k) {
 }
 
 // One checkpoint's map; false when Ctrl-C stopped it (nothing written then).
-bool run_one(Report& k, Checkpoint& c, const KnockoutOptions& o, const KnockoutRun& run) {
+bool run_one(const EngineOptions& engine, Report& k, Checkpoint& c, const KnockoutOptions& o,
+             const KnockoutRun& run) {
   const auto start = std::chrono::steady_clock::now();
   CanvasDataset test = dataset_for_model(c.config, k.dataset, Split::Test, run.data_dir);
   const int64_t digits = evaluation_size(test, run.samples > 0 ? run.samples : kKnockoutDigits);
@@ -171,8 +172,8 @@ bool run_one(Report& k, Checkpoint& c, const KnockoutOptions& o, const KnockoutR
     bar.update(done, total);
     return stop_requested == 0;
   };
-  k.importance = offset_importance(c.model, b.images, b.labels, parse_replacement(o.replacement), batch,
-                                   run.bf16, progress);
+  k.importance = offset_importance(engine, c.model, b.images, b.labels, parse_replacement(o.replacement),
+                                   batch, run.bf16, progress);
   bar.finish();
   if (!k.importance.complete) return false;
   write_csv(k.files.csv, k.importance);
@@ -208,8 +209,8 @@ void add_knockout_options(CLI::App& eval, KnockoutOptions& o) {
       ->needs(flag);
 }
 
-int knockout_report(const std::vector<std::string>& paths, std::vector<Checkpoint>& checkpoints,
-                    const KnockoutOptions& o, const KnockoutRun& run) {
+int knockout_report(const EngineOptions& engine, const std::vector<std::string>& paths,
+                    std::vector<Checkpoint>& checkpoints, const KnockoutOptions& o, const KnockoutRun& run) {
   const std::vector<Outputs> files = outputs_for(paths, o.out);
   const InterruptScope interrupt;
   for (size_t i = 0; i < checkpoints.size(); ++i) {
@@ -222,7 +223,7 @@ int knockout_report(const std::vector<std::string>& paths, std::vector<Checkpoin
              files[i],
              {},
              0};
-    if (!run_one(k, checkpoints[i], o, run)) {
+    if (!run_one(engine, k, checkpoints[i], o, run)) {
       std::fprintf(stderr, "stopped (Ctrl-C) at %zu of %zu offsets of %s: no file written for it\n",
                    k.importance.accuracy.size(), k.importance.offsets.size(), paths[i].c_str());
       return 130;

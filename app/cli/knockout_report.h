@@ -9,6 +9,7 @@
 #include <c10/core/Device.h>
 
 #include "train/checkpoint.h"
+#include "util/engine_options.h"
 
 namespace translution::cli {
 
@@ -33,9 +34,10 @@ struct KnockoutRun {
 
 constexpr int64_t kKnockoutDigits = 500;
 
-// Writes each checkpoint's map and prints its summary; the models are restored as
-// loaded. Ctrl-C stops between forwards: nothing is written then, and it returns 130.
-int knockout_report(const std::vector<std::string>& paths, std::vector<Checkpoint>& checkpoints,
-                    const KnockoutOptions& options, const KnockoutRun& run);
+// Writes each checkpoint's map and prints its summary, the forwards under `engine`; the models
+// are restored as loaded. Ctrl-C stops between forwards: nothing is written then, and it returns 130.
+int knockout_report(const EngineOptions& engine, const std::vector<std::string>& paths,
+                    std::vector<Checkpoint>& checkpoints, const KnockoutOptions& options,
+                    const KnockoutRun& run);
 
 }  // namespace translution::cli

@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
     std::reverse(words.begin(), words.end());  // CLI11 takes the words last first
     app.parse(words);
     translution::keep_freed_memory();
-    translution::configure_threads();
+    // Each command builds its own options from its flags and hands them to its runs.
+    translution::start_process(translution::ProcessModels::OneAtATime);
     return runners.at(chosen(app))();
   } catch (const CLI::ParseError& e) {  // a bad command line: what CLI11 found, one line
     std::cerr << "error: " << translution::cli::one_line(e, false) << "\n";

@@ -27,18 +27,19 @@ void check_local_ranks(bool force, MemoryPlan plan, const std::string& device_op
   check_plan(force, plan, device);
 }
 
-void check_checkpoints(bool force, const std::vector<std::string>& paths, int64_t batch,
-                       const std::string& batch_option, const c10::Device& device) {
+void check_checkpoints(const EngineOptions& engine, bool force, const std::vector<std::string>& paths,
+                       int64_t batch, const std::string& batch_option, const c10::Device& device) {
   double loaded = 0;  // the weights of the checkpoints before this one
   for (const std::string& path : paths) {
     const std::optional<CheckpointPeek> peek = peek_checkpoint(path);
     if (!peek) continue;
     MemoryPlan plan = checkpoint_plan(*peek, batch);
+    plan.engine = engine;
     plan.extra_bytes = loaded;
     plan.extra_what = "the checkpoints before it";
     plan.batch_option = batch_option;
     check_plan(force, plan, device);
-    loaded += estimate_inference(plan.config, 1, memory_device(device)).weights;
+    loaded += estimate_inference(engine, plan.config, 1, memory_device(device)).weights;
   }
 }
 

@@ -22,10 +22,10 @@ void check_plan(bool force, MemoryPlan plan, const c10::Device& device);
 // Refused in one line naming --nproc (and how many ranks would fit), unless `force`.
 void check_local_ranks(bool force, MemoryPlan plan, const std::string& device_option, int nproc);
 
-// Loading each checkpoint and running it on `batch` images, the models held
-// together (eval keeps every one it loads); a file whose configs cannot be read
+// Loading each checkpoint and running it under `engine` on `batch` images, the models
+// held together (eval keeps every one it loads); a file whose configs cannot be read
 // without loading it is left to the loader's own errors.
-void check_checkpoints(bool force, const std::vector<std::string>& paths, int64_t batch,
-                       const std::string& batch_option, const c10::Device& device);
+void check_checkpoints(const EngineOptions& engine, bool force, const std::vector<std::string>& paths,
+                       int64_t batch, const std::string& batch_option, const c10::Device& device);
 
 }  // namespace translution::cli

@@ -29,13 +29,15 @@ struct MemoryRow {
   MemoryEstimate estimate;
 };
 
-// Inference at batch 1 and training at `batch`, with and without --recompute, on both devices.
+// Inference at batch 1 and training at `batch`, with and without --recompute, on both devices,
+// as the engine runs them by default (what `train` and `predict` run without flags).
 std::vector<MemoryRow> memory_rows(const ViTConfig& config, int64_t batch) {
+  const EngineOptions engine;
   std::vector<MemoryRow> rows;
   for (const MemoryDevice d : {MemoryDevice::Cpu, MemoryDevice::Cuda}) {
-    rows.push_back({"infer", 1, d, false, estimate_inference(config, 1, d)});
+    rows.push_back({"infer", 1, d, false, estimate_inference(engine, config, 1, d)});
     for (const bool recompute : {false, true})
-      rows.push_back({"train", batch, d, recompute, estimate_training(config, batch, recompute, d)});
+      rows.push_back({"train", batch, d, recompute, estimate_training(engine, config, batch, recompute, d)});
   }
   return rows;
 }
@@ -137,7 +139,7 @@ int info(const ModelOptions& options, int64_t batch, bool json) {
   const bool counted = config.tokens() <= kCountedTokens;
   ModelCost cost;
   if (counted)
-    cost = model_cost(config);
+    cost = model_cost(EngineOptions{}, config);  // the work of the engine's defaults
   else if (config.attention_spec(config.depth - 1).relative())
     cost.relative_entries = relative_entries(config, config.attention_spec(config.depth - 1).encoding);
   const std::vector<MemoryRow> rows = memory_rows(config, batch);

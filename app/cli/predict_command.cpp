@@ -41,8 +41,8 @@ Placement parse_at(const std::string& text, int64_t canvas) {
 }
 
 // One picture's classes, printed; a picture that cannot be read is an error of its own.
-void predict_one(const PredictOptions& o, Checkpoint& c, const Placement& at, const c10::Device& device,
-                 const std::string& path) {
+void predict_one(const EngineOptions& engine, const PredictOptions& o, Checkpoint& c, const Placement& at,
+                 const c10::Device& device, const std::string& path) {
   const int64_t canvas = c.config.image_height;
   at::Tensor digit;
   try {
@@ -56,10 +56,11 @@ void predict_one(const PredictOptions& o, Checkpoint& c, const Placement& at, co
     const std::string name = path.substr(path.find_last_of('/') + 1);
     write_png_gray(o.save_canvas + "/" + name + ".canvas.png", image);
   }
-  const at::Tensor probs = c.model->forward(normalize_pixels(image).view({1, 1, canvas, canvas}).to(device))
-                               .softmax(1)
-                               .squeeze(0)
-                               .to(at::kCPU, at::kDouble);
+  const at::Tensor probs =
+      c.model->forward(engine, normalize_pixels(image).view({1, 1, canvas, canvas}).to(device))
+          .softmax(1)
+          .squeeze(0)
+          .to(at::kCPU, at::kDouble);
   const int64_t best = probs.argmax().item<int64_t>();
   std::vector<double> p(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
   if (o.json) {
@@ -83,7 +84,8 @@ int predict(const PredictOptions& o) {
   if (!o.save_canvas.empty())
     for (const std::string& path : o.images)
       checked_output_path(o.save_canvas + "/" + path.substr(path.find_last_of('/') + 1) + ".canvas.png");
-  check_checkpoints(o.force, {o.checkpoint}, 1, "", device);
+  const EngineOptions engine;  // predict has no flags for them: the defaults
+  check_checkpoints(engine, o.force, {o.checkpoint}, 1, "", device);
   Checkpoint c = load_checkpoint(o.checkpoint, device);
   if (c.config.image_height != c.config.image_width || c.config.channels != 1)
     throw Error("predict needs a model of square one-channel images");
@@ -95,7 +97,7 @@ int predict(const PredictOptions& o) {
   int failures = 0;
   for (const std::string& path : o.images) {
     try {
-      predict_one(o, c, at, device, path);
+      predict_one(engine, o, c, at, device, path);
     } catch (const Error& e) {
       std::cerr << "error: " << e.what() << "\n";
       ++failures;

@@ -96,15 +96,15 @@ void add_shift_metrics_options(CLI::App& app, bool& enabled, ShiftMetricsOptions
   app.add_option("--seed", o.seed, "shift metrics: seed of the shifted pairs")->needs(flag);
 }
 
-int report_shift_metrics(const std::vector<std::string>& paths, const std::vector<Checkpoint>& checkpoints,
-                         const ShiftMetricsOptions& options, const std::string& data_dir,
-                         const c10::Device& device, bool json) {
+int report_shift_metrics(const EngineOptions& engine, const std::vector<std::string>& paths,
+                         const std::vector<Checkpoint>& checkpoints, const ShiftMetricsOptions& options,
+                         const std::string& data_dir, const c10::Device& device, bool json) {
   ShiftMetricsOptions o = options;
   o.equivariance.seed = o.seed;
   const MnistDigits test = load_mnist(data_dir, Split::Test);
   for (size_t i = 0; i < checkpoints.size(); ++i) {
     ProgressBar bar("shift metrics " + paths[i], !json);
-    const ShiftMetrics m = shift_metrics(checkpoints[i].model, test, o, device,
+    const ShiftMetrics m = shift_metrics(engine, checkpoints[i].model, test, o, device,
                                          [&](int64_t done, int64_t total) { bar.update(done, total); });
     bar.finish();
     if (json)

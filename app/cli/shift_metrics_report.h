@@ -16,8 +16,9 @@ namespace translution::cli {
 // --shift-metrics and the options that size it.
 void add_shift_metrics_options(CLI::App& app, bool& enabled, ShiftMetricsOptions& options);
 
-int report_shift_metrics(const std::vector<std::string>& paths, const std::vector<Checkpoint>& checkpoints,
-                         const ShiftMetricsOptions& options, const std::string& data_dir,
-                         const c10::Device& device, bool json);
+// The models' forwards run under `engine`.
+int report_shift_metrics(const EngineOptions& engine, const std::vector<std::string>& paths,
+                         const std::vector<Checkpoint>& checkpoints, const ShiftMetricsOptions& options,
+                         const std::string& data_dir, const c10::Device& device, bool json);
 
 }  // namespace translution::cli

@@ -30,12 +30,14 @@ int sweep(const SweepArgs& a) {
   const SweepOptions& options = a.sweep;
   for (const char* suffix : {".csv", "-accuracy.png", "-probability.png"})
     checked_output_path(prefix + suffix);
-  check_checkpoints(a.force, {a.checkpoint}, std::max<int64_t>(options.digits, 1), "--digits", device);
+  const EngineOptions engine;  // sweep has no flags for them: the defaults
+  check_checkpoints(engine, a.force, {a.checkpoint}, std::max<int64_t>(options.digits, 1), "--digits",
+                    device);
   const Checkpoint c = load_checkpoint(a.checkpoint, device);
   const MnistDigits test = load_mnist(a.data_dir, Split::Test);
   ProgressBar bar("sweep", true);
-  const SweepResult r =
-      translation_sweep(c.model, test, options, device, [&](int64_t d, int64_t t) { bar.update(d, t); });
+  const SweepResult r = translation_sweep(engine, c.model, test, options, device,
+                                          [&](int64_t d, int64_t t) { bar.update(d, t); });
   bar.finish();
   write_sweep_csv(prefix + ".csv", r);
   write_sweep_png(prefix + "-accuracy.png", r.accuracy);

@@ -96,7 +96,17 @@ Checkpoint resumed_checkpoint(const TrainOptions& o, const c10::Device& device, 
   return parse_checkpoint(bytes, o.resume, device);
 }
 
-std::unique_ptr<Trainer> make_trainer(const TrainOptions& o, const c10::Device& device, Parallel& parallel) {
+// The options the run computes under, from its flags (the trainer sets their precision).
+EngineOptions train_engine_options(const TrainOptions& o) {
+  EngineOptions engine;
+  engine.recompute_pair_rows = o.recompute;
+  engine.matrix_threads = o.matrix_threads;
+  engine.batch_split = parse_batch_split(o.split_batch);
+  return engine;
+}
+
+std::unique_ptr<Trainer> make_trainer(const EngineOptions& engine, const TrainOptions& o,
+                                      const c10::Device& device, Parallel& parallel) {
   // Only rank 0 writes checkpoints.
   const std::string path = parallel.rank() == 0 ? checkpoint_path(o) : std::string();
   if (!o.resume.empty()) {
@@ -109,11 +119,11 @@ std::unique_ptr<Trainer> make_trainer(const TrainOptions& o, const c10::Device& 
     }
     if (c.training && o.train.fresh_positions) c.training->config.fresh_positions = true;
     if (c.training && o.given("--precision")) c.training->config.precision = o.train.precision;
-    auto trainer = std::make_unique<Trainer>(std::move(c), o.data_dir, device);
+    auto trainer = std::make_unique<Trainer>(engine, std::move(c), o.data_dir, device);
     trainer->set_checkpoint_path(path);
     return trainer;
   }
-  auto trainer = std::make_unique<Trainer>(o.model.config(), train_config(o), o.data_dir, device);
+  auto trainer = std::make_unique<Trainer>(engine, o.model.config(), train_config(o), o.data_dir, device);
   trainer->set_checkpoint_path(path);
   return trainer;
 }
@@ -132,6 +142,7 @@ std::optional<MemoryPlan> training_plan(const TrainOptions& o) {
     plan.batch_option = "--batch";
     plan.model_option = "--model";
   }
+  plan.engine = train_engine_options(o);
   plan.recompute_option = "--recompute";
   plan.training = true;
   plan.recompute = o.recompute;
@@ -144,14 +155,13 @@ std::optional<MemoryPlan> training_plan(const TrainOptions& o) {
 
 void print_start(const Trainer& trainer, const c10::Device& device) {
   const ViTConfig& model = trainer.model()->config();
+  const std::string bf16_kernel = bf16_gemm_kernel(trainer.engine().bf16_tiles);
   std::fprintf(stderr, "training %s ViT-%s/%lld (%.2f M parameters) on %s, %lld steps of %lld, %s%s\n",
                model.model.c_str(), model.preset.c_str(), (long long)model.patch,
                trainer.model()->parameter_count() / 1e6, trainer.config().dataset.c_str(),
                (long long)trainer.total_steps(), (long long)trainer.config().batch,
                device_description(device).c_str(),
-               trainer.config().precision == "bf16"
-                   ? (std::string(", bf16 products (") + bf16_gemm_kernel() + ")").c_str()
-                   : "");
+               trainer.config().precision == "bf16" ? (", bf16 products (" + bf16_kernel + ")").c_str() : "");
   if (const std::string hint = avx2_blas_hint(); !hint.empty() && device.is_cpu())
     std::fprintf(stderr, "note: %s\n", hint.c_str());
 }
@@ -203,7 +213,7 @@ double final_evaluation(Trainer& trainer, const TrainOptions& o, const c10::Devi
   CanvasDataset test = dataset_for_model(trainer.model()->config(), trainer.config().dataset, Split::Test,
                                          o.data_dir, uint64_t(trainer.config().data_seed));
   ProgressBar eval_bar("test set", true);
-  const EvalResult r = evaluate(trainer.model(), test, 0, 256, device,
+  const EvalResult r = evaluate(trainer.engine(), trainer.model(), test, 0, 256, device,
                                 [&](int64_t done, int64_t total) { eval_bar.update(done, total); });
   eval_bar.finish();
   trainer.set_metadata("test_accuracy", format_double(r.accuracy));
@@ -318,20 +328,17 @@ int train(TrainOptions& o, Parallel& parallel) {
     throw Error("--nproc " + std::to_string(o.nproc) + " is more ranks than this machine's " +
                 std::to_string(std::thread::hardware_concurrency()) + " cores (--force starts them anyway)");
   if (o.distributed()) prepare_parallel(o, parallel);
-  EngineOptions engine;
-  engine.recompute_pair_rows = o.recompute;
-  engine.matrix_threads = o.matrix_threads;
-  engine.batch_split = parse_batch_split(o.split_batch);
-  const ScopedEngineOptions engine_scope(engine);
+  const EngineOptions engine = train_engine_options(o);
   c10::Device device = parse_device(o.device);
   if (const std::optional<MemoryPlan> plan = training_plan(o)) check_plan(o.force, *plan, device);
   if (o.distributed()) join_group(o, device, parallel);
-  std::unique_ptr<Trainer> trainer = make_trainer(o, device, parallel);
+  std::unique_ptr<Trainer> trainer = make_trainer(engine, o, device, parallel);
   if (parallel.data) trainer->set_data_parallel(parallel.data);
   const bool speaks = parallel.rank() == 0;  // rank 0 reports the run
   if (speaks) print_start(*trainer, device);
   if (speaks && parallel.data) print_parallel(*trainer, *parallel.data);
-  const TrainingThreads threads(trainer->model(), device);  // here, on the thread that owns BLAS's setting
+  // Here, on the thread that owns BLAS's setting.
+  const TrainingThreads threads(trainer->engine(), trainer->model(), device);
   trainer->set_batch_shares(threads.batch_shares());
   if (speaks && threads.batch_shares() > 1)
     std::fprintf(stderr,

@@ -238,16 +238,12 @@ int show_test_digit(translution::ui::MainWindow& window, const QCommandLineParse
 
 int main(int argc, char** argv) {
   translution::keep_freed_memory();
-  translution::configure_threads();
-  translution::configure_concurrent_blas();
+  // The model slots predict at the same time: every slot, training run and panel
+  // computes under these options (one thread per model), handed down.
+  const translution::EngineOptions engine =
+      translution::start_process(translution::ProcessModels::SideBySide);
   if (const std::string hint = translution::avx2_blas_hint(); !hint.empty())
     std::fprintf(stderr, "note: %s\n", hint.c_str());
-  // The model slots predict at the same time and already keep the cores busy:
-  // splitting one model's products over them as well only adds contention
-  // (canvas change, median of 60: 8.0 and 7.8 ms against 8.5 and 11.0 ms split).
-  translution::EngineOptions engine;
-  engine.matrix_threads = 1;
-  const translution::ScopedEngineOptions engine_scope(engine);
   // Decided before QApplication exists: screenshots and --help never need a display.
   const bool screenshot =
       has_argument(argc, argv, "--screenshot") || has_argument(argc, argv, "--check-layout");
@@ -275,7 +271,7 @@ int main(int argc, char** argv) {
   const QString data_dir = parser.isSet("data-dir")
                                ? parser.value("data-dir")
                                : QString::fromStdString(translution::default_mnist_dir());
-  translution::ui::MainWindow window(data_dir);
+  translution::ui::MainWindow window(engine, data_dir);
   if (screenshot) window.resize(1280, 800);
   const QStringList checkpoints = parser.values("checkpoint");
   for (int i = 0; i < checkpoints.size() && i < window.compare()->slots().size(); ++i)

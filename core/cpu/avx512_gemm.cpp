@@ -261,7 +261,7 @@ void run_at(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const 
 
 bool avx512_gemm_available() {
 #if defined(__x86_64__)
-  return !engine_options().reference && cpu_has_avx512();
+  return cpu_has_avx512();
 #else
   return false;
 #endif

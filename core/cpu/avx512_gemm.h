@@ -13,7 +13,8 @@
 
 namespace translution {
 
-// True when this CPU can run avx512_gemm and engine_options().reference is off.
+// True when this CPU can run avx512_gemm (the reference options never ask: their
+// callers check them first).
 bool avx512_gemm_available();
 
 // Products of at most this many rows go to avx512_gemm; taller ones go to the BLAS,

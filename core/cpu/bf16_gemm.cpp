@@ -26,8 +26,6 @@
 namespace translution {
 namespace {
 
-thread_local DensePrecision t_precision = DensePrecision::Fp32;
-
 #ifdef TRANSLUTION_AMX
 int64_t round_up(int64_t x, int64_t step) { return (x + step - 1) / step * step; }
 
@@ -354,10 +352,10 @@ int tile_refusal() {
 
 }  // namespace
 
-// Tiles where the CPU has them, Linux grants them and they are on, else AVX512-BF16 dot products.
-static bool use_tiles() {
+// Whether the CPU has tiles and Linux grants them.
+static bool tiles_usable() {
 #ifdef TRANSLUTION_AMX
-  return engine_options().bf16_tiles && tile_refusal() == 0;
+  return tile_refusal() == 0;
 #else
   return false;
 #endif
@@ -365,14 +363,14 @@ static bool use_tiles() {
 
 bool bf16_gemm_available() {
 #ifdef TRANSLUTION_AMX
-  return use_tiles() || cpu_has_bf16_dots();
+  return tiles_usable() || cpu_has_bf16_dots();
 #else
   return false;
 #endif
 }
 
-const char* bf16_gemm_kernel() {
-  if (use_tiles()) return "amx";
+const char* bf16_gemm_kernel(bool tiles) {
+  if (tiles && tiles_usable()) return "amx";
   return bf16_gemm_available() ? "avx512-bf16" : "none";
 }
 
@@ -388,7 +386,7 @@ std::string bf16_gemm_unavailable_reason() {
 }
 
 void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float* c, int64_t ldc, int parts, const float* bias) {
+               const float* b, int64_t ldb, float* c, int64_t ldc, Bf16Run run, const float* bias) {
   if (m <= 0 || n <= 0) return;
   if (!bf16_gemm_available()) throw Error("bfloat16 products: " + bf16_gemm_unavailable_reason());
 #ifdef TRANSLUTION_AMX
@@ -404,7 +402,7 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
     std::fill(padded_bias + n, padded_bias + np, 0.0f);
   }
   const int64_t row_blocks = mp / 32;
-  parts = int(std::max<int64_t>(1, std::min<int64_t>(parts, row_blocks)));
+  const int parts = int(std::max<int64_t>(1, std::min<int64_t>(run.parts, row_blocks)));
   // Each part packs a share of both operands, then (all packed) multiplies a share of C's row blocks.
   run_parts(parts, [&](int p) {
     const int64_t g0 = mp / 16 * p / parts * 16, g1 = mp / 16 * (p + 1) / parts * 16;
@@ -418,7 +416,7 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
     else
       pack_b_rows(b, ldb, n, k, bp, kp, j0, j1);
   });
-  const bool tiles = use_tiles();
+  const bool tiles = run.tiles && tiles_usable();
   run_parts(parts, [&](int p) {
     const int64_t i0 = row_blocks * p / parts, i1 = row_blocks * (p + 1) / parts;
     if (tiles)
@@ -427,11 +425,13 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
       multiply_rows_dot(ap, bp, padded_bias, kp, np, c, ldc, m, n, 32 * i0, 32 * i1);
   });
 #else
-  unused(trans_a, trans_b, k, a, lda, b, ldb, c, ldc, parts, bias);
+  unused(trans_a, trans_b, k, a, lda, b, ldb, c, ldc, run, bias);
 #endif
 }
 
-int bf16_gemm_parts() { return matrix_threads() > 0 ? matrix_threads() : free_cores(); }
+Bf16Run bf16_run(const EngineOptions& engine) {
+  return {matrix_threads(engine) > 0 ? matrix_threads(engine) : free_cores(), engine.bf16_tiles};
+}
 
 float round_to_bf16(float x) {
   uint32_t u;
@@ -449,11 +449,6 @@ float round_to_bf16(float x) {
   return y;
 }
 
-ScopedDensePrecision::ScopedDensePrecision(DensePrecision precision) : before_(t_precision) {
-  t_precision = precision;
-}
-ScopedDensePrecision::~ScopedDensePrecision() { t_precision = before_; }
-DensePrecision dense_precision() { return t_precision; }
 bool valid_dense_precision_name(const std::string& name) { return name == "fp32" || name == "bf16"; }
 
 DensePrecision parse_dense_precision(const std::string& name) {

@@ -10,10 +10,6 @@
 #include "util/error.h"
 
 namespace translution {
-namespace {
-thread_local const Bf16Weights* t_weights = nullptr;
-
-}  // namespace
 
 at::Tensor bf16_strip_layout(const at::Tensor& bank) {
   const int64_t n = bank.size(-1);
@@ -57,12 +53,10 @@ int64_t Bf16Weights::bytes() const {
   return n;
 }
 
-ScopedBf16Weights::ScopedBf16Weights(const Bf16Weights* weights) : before_(t_weights) { t_weights = weights; }
-ScopedBf16Weights::~ScopedBf16Weights() { t_weights = before_; }
-
-const Bf16Bits* bf16_weights_for(const at::Tensor& bank) {
-  if (!t_weights || c10::GradMode::is_enabled() || !bank.defined() || !bank.is_cpu()) return nullptr;
-  return t_weights->find(bank);
+const Bf16Bits* bf16_weights_for(const EngineOptions& engine, const at::Tensor& bank) {
+  if (!engine.bf16_weights || c10::GradMode::is_enabled() || !bank.defined() || !bank.is_cpu())
+    return nullptr;
+  return engine.bf16_weights->find(bank);
 }
 
 }  // namespace translution

@@ -12,7 +12,7 @@
 // --precision bf16`), never the default.
 //
 // A Bf16Weights is a snapshot: made from a model's current weights, put in
-// force on a thread by ScopedBf16Weights. A bank whose weights changed since
+// force for a run by EngineOptions::bf16_weights. A bank whose weights changed since
 // (its version counter moved: an optimizer step, a checkpoint loaded into it;
 // or its memory was replaced) is read in fp32 again, never from a stale copy.
 // The snapshot does not keep the fp32 banks or their memory alive (cpu/weight_stamp.h).
@@ -23,6 +23,7 @@
 
 #include "cpu/avx512_gemm.h"
 #include "cpu/weight_stamp.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -54,21 +55,8 @@ class Bf16Weights {
   std::vector<Copy> copies_;
 };
 
-// Puts a snapshot in force for the calling thread's forwards without gradients
-// for one scope (null: none), restoring the one before.
-class ScopedBf16Weights {
- public:
-  explicit ScopedBf16Weights(const Bf16Weights* weights);
-  ~ScopedBf16Weights();
-  ScopedBf16Weights(const ScopedBf16Weights&) = delete;
-  ScopedBf16Weights& operator=(const ScopedBf16Weights&) = delete;
-
- private:
-  const Bf16Weights* before_;
-};
-
-// The bfloat16 copy a product with this bank reads on the calling thread: null
-// unless a snapshot is in force, gradients are off and the bank is in it, unchanged.
-const Bf16Bits* bf16_weights_for(const at::Tensor& bank);
+// The bfloat16 copy a product with this bank reads: null unless the options name
+// a snapshot, gradients are off and the bank is in it, unchanged.
+const Bf16Bits* bf16_weights_for(const EngineOptions& engine, const at::Tensor& bank);
 
 }  // namespace translution

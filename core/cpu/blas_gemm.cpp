@@ -51,9 +51,7 @@ bool onednn_sgemm_available() { return true; }
 bool onednn_sgemm_available() { return false; }
 #endif
 
-bool onednn_sgemm_applies() {
-  return !engine_options().reference && onednn_sgemm_available() && blas_threads() == 1;
-}
+bool onednn_sgemm_applies() { return onednn_sgemm_available() && blas_threads() == 1; }
 
 bool onednn_sgemm_takes(int64_t m, int64_t n, int64_t k) {
   return m * n * k >= kOneDnnLeastWork && onednn_sgemm_applies();
@@ -71,8 +69,7 @@ bool blas_gemm_usable(const at::Tensor& t) {
 }
 
 bool blas_gemm_rows_usable(const at::Tensor& t) {
-  if (engine_options().reference || !t.defined() || !t.is_cpu() || t.dim() < 1 || t.stride(-1) != 1)
-    return false;
+  if (!t.defined() || !t.is_cpu() || t.dim() < 1 || t.stride(-1) != 1) return false;
 #ifdef TRANSLUTION_HAVE_CBLAS
   return t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble;
 #else

@@ -11,7 +11,8 @@
 namespace translution {
 
 // True when blas_gemm can run on this tensor's memory: CPU, contiguous, float or
-// double, a BLAS found, and not engine_options().reference.
+// double, a BLAS found (the reference options never ask: their callers check them
+// first).
 bool blas_gemm_usable(const at::Tensor& t);
 // The same for blas_gemm_strided: rows need not be packed, only their elements.
 bool blas_gemm_rows_usable(const at::Tensor& t);
@@ -27,8 +28,8 @@ bool blas_gemm_rows_usable(const at::Tensor& t);
 // the BLAS.
 constexpr int64_t kOneDnnLeastWork = int64_t(1) << 19;
 bool onednn_sgemm_available();
-// Whether products run on oneDNN now, from the bound up: available, not the
-// reference, and OpenBLAS at one thread per product.
+// Whether products run on oneDNN now, from the bound up: available, and OpenBLAS
+// at one thread per product.
 bool onednn_sgemm_applies();
 // Whether a float product of m x n x k called now would run on oneDNN.
 bool onednn_sgemm_takes(int64_t m, int64_t n, int64_t k);

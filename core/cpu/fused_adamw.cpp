@@ -39,8 +39,8 @@ void update_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __
 }
 
 template <typename T>
-void update(T* p, const T* g, T* m, T* v, int64_t n, const Coefficients& c) {
-  run_chunks(n, element_grain(1 << 16), element_parts(), [&](int64_t begin, int64_t end) {
+void update(const EngineOptions& engine, T* p, const T* g, T* m, T* v, int64_t n, const Coefficients& c) {
+  run_chunks(n, element_grain(engine, 1 << 16), element_parts(engine), [&](int64_t begin, int64_t end) {
     update_range<T>(p, g, m, v, begin, end, T(c.decay), T(c.beta1), T(c.beta2), T(1 - c.beta1),
                     T(1 - c.beta2), T(-c.step_size), T(c.sqrt_bc2), T(c.eps));
   });
@@ -100,21 +100,21 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
       }
       const at::Tensor g = p.grad();
       if (p.scalar_type() == at::kFloat)
-        update(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(), p.numel(),
-               c);
-      else
-        update(p.data_ptr<double>(), g.data_ptr<double>(), m.data_ptr<double>(), v.data_ptr<double>(),
+        update(engine_, p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(),
                p.numel(), c);
+      else
+        update(engine_, p.data_ptr<double>(), g.data_ptr<double>(), m.data_ptr<double>(),
+               v.data_ptr<double>(), p.numel(), c);
       torch::autograd::impl::bump_version(p);  // as an in-place op would, for autograd's saved-tensor checks
     }
   }
   return loss;
 }
 
-std::unique_ptr<torch::optim::AdamW> make_adamw(std::vector<at::Tensor> params,
+std::unique_ptr<torch::optim::AdamW> make_adamw(const EngineOptions& engine, std::vector<at::Tensor> params,
                                                 const torch::optim::AdamWOptions& options) {
-  if (engine_options().reference) return std::make_unique<torch::optim::AdamW>(std::move(params), options);
-  return std::make_unique<FusedAdamW>(std::move(params), options);
+  if (engine.reference) return std::make_unique<torch::optim::AdamW>(std::move(params), options);
+  return std::make_unique<FusedAdamW>(std::move(params), options, engine);
 }
 
 }  // namespace translution

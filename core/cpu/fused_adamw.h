@@ -12,20 +12,26 @@
 
 #include <torch/optim/adamw.h>
 
+#include "util/engine_options.h"
+
 namespace translution {
 
 class FusedAdamW : public torch::optim::AdamW {
  public:
-  using torch::optim::AdamW::AdamW;
+  // `engine` says how each step's pass splits over the cores.
+  FusedAdamW(std::vector<at::Tensor> params, const torch::optim::AdamWOptions& options,
+             const EngineOptions& engine = {})
+      : torch::optim::AdamW(std::move(params), options), engine_(engine) {}
   at::Tensor step(LossClosure closure = nullptr) override;
 
  private:
   bool can_fuse() const;
+  EngineOptions engine_;
 };
 
 // The optimizer a training run uses: FusedAdamW, or LibTorch's own AdamW under
-// engine_options().reference.
-std::unique_ptr<torch::optim::AdamW> make_adamw(std::vector<at::Tensor> params,
+// the reference options.
+std::unique_ptr<torch::optim::AdamW> make_adamw(const EngineOptions& engine, std::vector<at::Tensor> params,
                                                 const torch::optim::AdamWOptions& options);
 
 }  // namespace translution

@@ -14,6 +14,7 @@
 #include "cpu/inference_passes.h"
 #include "cpu/training_passes.h"
 #include "cpu/vector_math.h"
+#include "util/kept_options.h"
 
 namespace translution {
 namespace {
@@ -188,16 +189,16 @@ struct HeadAttention {
   int64_t N, H, dh, D, ld;  // ld = 3D, the row stride of qkv
   T scale;
   const bool* valid;
+  int parts;  // product_parts for one (image, head)'s products
   const T* q(int64_t b, int64_t h) const { return qkv + b * N * ld + h * dh; }
   const T* k(int64_t b, int64_t h) const { return q(b, h) + D; }
   const T* v(int64_t b, int64_t h) const { return q(b, h) + 2 * D; }
-  int parts() const { return product_parts(N * N * dh); }
 };
 
 template <typename T>
 void head_attention_backward(const HeadAttention<T>& a, int64_t B, const T* alpha, const T* g, T* dqkv) {
   const int64_t N = a.N, dh = a.dh, D = a.D, ld = a.ld, H = a.H;
-  for_each_claimed(size_t(B * H), a.parts(), 1, [&](size_t item, size_t, int) {
+  for_each_claimed(size_t(B * H), a.parts, 1, [&](size_t item, size_t, int) {
     const int64_t b = int64_t(item) / H, h = int64_t(item) % H;
     const T* al = alpha + (b * a.H + h) * N * N;
     const T* gh = g + b * N * D + h * dh;
@@ -214,7 +215,8 @@ void head_attention_backward(const HeadAttention<T>& a, int64_t B, const T* alph
 }
 
 template <typename T>
-HeadAttention<T> head_attention(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid) {
+HeadAttention<T> head_attention(const EngineOptions& engine, const at::Tensor& qkv, int64_t heads,
+                                const at::Tensor& valid) {
   const int64_t N = qkv.size(1), D = qkv.size(2) / 3, dh = D / heads;
   return {qkv.data_ptr<T>(),
           N,
@@ -223,7 +225,8 @@ HeadAttention<T> head_attention(const at::Tensor& qkv, int64_t heads, const at::
           D,
           3 * D,
           T(1.0 / std::sqrt(double(dh))),
-          valid.numel() ? valid.data_ptr<bool>() : nullptr};
+          valid.numel() ? valid.data_ptr<bool>() : nullptr,
+          product_parts(engine, N * N * dh)};
 }
 
 // The same arithmetic as LibTorch's differentiable ops, for create_graph.
@@ -242,13 +245,14 @@ class SelfAttentionCore : public torch::autograd::Function<SelfAttentionCore> {
  public:
   // Returns out [B, N, D] and alpha [B, H, N, N] (not differentiable: for the attention maps).
   static variable_list forward(AutogradContext* ctx, const at::Tensor& qkv, const at::Tensor& valid,
-                               int64_t heads) {
+                               int64_t heads, const EngineOptions& engine) {
+    keep_options(ctx, engine);
     const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(2) / 3;
     at::Tensor out = at::empty({B, N, D}, qkv.options()), alpha = at::empty({B, heads, N, N}, qkv.options());
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_train", [&] {
-      const HeadAttention<scalar_t> a = head_attention<scalar_t>(qkv, heads, valid);
+      const HeadAttention<scalar_t> a = head_attention<scalar_t>(engine, qkv, heads, valid);
       self_attention_rows<scalar_t>(a.qkv, B, N, heads, a.dh, a.scale, a.valid, alpha.data_ptr<scalar_t>(),
-                                    out.data_ptr<scalar_t>(), a.parts());
+                                    out.data_ptr<scalar_t>(), a.parts);
     });
     ctx->save_for_backward({qkv, valid, alpha});
     ctx->saved_data["heads"] = heads;
@@ -263,38 +267,43 @@ class SelfAttentionCore : public torch::autograd::Function<SelfAttentionCore> {
     if (at::GradMode::is_enabled())  // create_graph: a gradient that is differentiable itself
       return {torch::autograd::grad({attention_by_ops(qkv, heads, valid)}, {qkv}, {grads[0]}, true, true)[0],
               {},
+              {},
               {}};
     const at::Tensor g = grads[0].contiguous();
     at::Tensor dqkv = at::empty_like(qkv);
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_train_backward", [&] {
-      head_attention_backward<scalar_t>(head_attention<scalar_t>(qkv, heads, valid), qkv.size(0),
-                                        alpha.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
+      head_attention_backward<scalar_t>(head_attention<scalar_t>(kept_options(ctx), qkv, heads, valid),
+                                        qkv.size(0), alpha.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
                                         dqkv.data_ptr<scalar_t>());
     });
-    return {dqkv, {}, {}};
+    return {dqkv, {}, {}, {}};
   }
 };
 
 }  // namespace
 
-at::Tensor head_logits(const at::Tensor& q, const at::Tensor& k, int64_t heads) {
-  return raw_heads(q, k) ? HeadLogits::apply(q, k, heads) : at::Tensor();
+at::Tensor head_logits(const EngineOptions& engine, const at::Tensor& q, const at::Tensor& k, int64_t heads) {
+  return !engine.reference && raw_heads(q, k) ? HeadLogits::apply(q, k, heads) : at::Tensor();
 }
 
-at::Tensor head_values(const at::Tensor& alpha, const at::Tensor& v, int64_t heads) {
-  return raw_heads(alpha, v) ? HeadValues::apply(alpha, v, heads) : at::Tensor();
+at::Tensor head_values(const EngineOptions& engine, const at::Tensor& alpha, const at::Tensor& v,
+                       int64_t heads) {
+  return !engine.reference && raw_heads(alpha, v) ? HeadValues::apply(alpha, v, heads) : at::Tensor();
 }
 
-at::Tensor head_softmax(const at::Tensor& logits, const at::Tensor& valid, double divisor) {
+at::Tensor head_softmax(const EngineOptions& engine, const at::Tensor& logits, const at::Tensor& valid,
+                        double divisor) {
   if (logits.dim() < 2 || logits.numel() == 0 || !mask_fits(valid, logits.size(-2), logits.size(-1)))
     return {};
-  if (fused_inference_applies({&logits})) return softmax_rows(logits, valid, 1.0 / divisor, 1);
-  if (training_kernels_apply({&logits})) return trained_softmax(logits, valid, 1.0 / divisor);
+  if (fused_inference_applies(engine, {&logits}))
+    return softmax_rows(engine, logits, valid, 1.0 / divisor, 1);
+  if (training_kernels_apply(engine, {&logits})) return trained_softmax(engine, logits, valid, 1.0 / divisor);
   return {};
 }
 
-at::Tensor head_up_projection(const at::Tensor& s, const at::Tensor& up, int64_t heads, int64_t head_dim) {
-  if (!fused_inference_applies({&s, &up}) || !blas_gemm_usable(s) || !blas_gemm_usable(up)) return {};
+at::Tensor head_up_projection(const EngineOptions& engine, const at::Tensor& s, const at::Tensor& up,
+                              int64_t heads, int64_t head_dim) {
+  if (!fused_inference_applies(engine, {&s, &up}) || !blas_gemm_usable(s) || !blas_gemm_usable(up)) return {};
   const int64_t B = s.size(0), N = s.size(1), c = s.size(3), H = heads, dh = head_dim;
   at::Tensor out = at::empty({B, N, H * dh}, s.options());
   AT_DISPATCH_FLOATING_TYPES(s.scalar_type(), "head_up_projection", [&] {
@@ -307,16 +316,17 @@ at::Tensor head_up_projection(const at::Tensor& s, const at::Tensor& up, int64_t
   return out;
 }
 
-at::Tensor fused_self_attention(const at::Tensor& qkv, int64_t heads, const at::Tensor& valid,
-                                at::Tensor* probs) {
+at::Tensor fused_self_attention(const EngineOptions& engine, const at::Tensor& qkv, int64_t heads,
+                                const at::Tensor& valid, at::Tensor* probs) {
+  if (engine.reference) return {};
   const int64_t B = qkv.size(0), N = qkv.size(1), D = qkv.size(-1) / 3, dh = D / heads;
   // Raw memory: q, k and v must split into whole heads (views of a ragged qkv would throw instead).
   const bool raw = qkv.dim() == 3 && N > 0 && D > 0 && qkv.size(2) == 3 * heads * dh &&
                    mask_fits(valid, N, N) && blas_gemm_usable(qkv);
-  if (raw && fused_inference_applies({&qkv})) {
+  if (raw && fused_inference_applies(engine, {&qkv})) {
     at::Tensor out = at::empty({B, N, D}, qkv.options());
     if (probs) *probs = at::empty({B, heads, N, N}, qkv.options());
-    int parts = matrix_threads();  // one image: split where the engine splits products
+    int parts = matrix_threads(engine);  // one image: split where the engine splits products
     if (parts == 0)
       parts = engine_splits_products() && B * heads * N * N * dh >= (int64_t(1) << 18) ? free_cores() : 1;
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "self_attention_core", [&] {
@@ -327,9 +337,9 @@ at::Tensor fused_self_attention(const at::Tensor& qkv, int64_t heads, const at::
     });
     return out;
   }
-  if (raw && training_kernels_apply({&qkv})) {
+  if (raw && training_kernels_apply(engine, {&qkv})) {
     const at::Tensor mask = valid.defined() ? valid : at::empty({0}, qkv.options().dtype(at::kBool));
-    const torch::autograd::variable_list outputs = SelfAttentionCore::apply(qkv, mask, heads);
+    const torch::autograd::variable_list outputs = SelfAttentionCore::apply(qkv, mask, heads, engine);
     if (probs) *probs = outputs[1];
     return outputs[0];
   }

@@ -19,7 +19,6 @@ namespace translution {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-thread_local bool t_one_core = false;
 constexpr auto kSpin = std::chrono::microseconds(300);  // how long an idle helper waits awake
 
 inline void relax() {
@@ -113,40 +112,39 @@ Team& team() {
 
 }  // namespace
 
-int matrix_threads() { return t_one_core ? 1 : std::max(0, engine_options().matrix_threads); }
-
-ScopedOneCore::ScopedOneCore() : before_(t_one_core) { t_one_core = true; }
-ScopedOneCore::~ScopedOneCore() { t_one_core = before_; }
+int matrix_threads(const EngineOptions& engine) { return std::max(0, engine.matrix_threads); }
 
 int free_cores() {
   // Asked once: glibc reads /sys for it on every call, and one image's forward asks dozens of times.
   static const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  return t_one_core || at::get_num_threads() > 1 ? 1 : cores;
+  return at::get_num_threads() > 1 ? 1 : cores;
 }
 
 bool engine_splits_products() { return blas_threads() == 1 && free_cores() >= 2; }
 
-int product_parts(int64_t multiply_adds) {
-  if (const int forced = matrix_threads(); forced > 0) return forced;
+int product_parts(const EngineOptions& engine, int64_t multiply_adds) {
+  if (const int forced = matrix_threads(engine); forced > 0) return forced;
   const bool small_kernel = multiply_adds <= (int64_t(1) << 20) && free_cores() >= 2;
   return engine_splits_products() || small_kernel ? 2 : 1;
 }
 
-int element_parts() {
-  const int forced = matrix_threads();
+int element_parts(const EngineOptions& engine) {
+  const int forced = matrix_threads(engine);
   return forced > 0 ? forced : free_cores();
 }
 
-int64_t element_grain(int64_t grain) { return matrix_threads() > 0 ? 1 : grain; }
+int64_t element_grain(const EngineOptions& engine, int64_t grain) {
+  return matrix_threads(engine) > 0 ? 1 : grain;
+}
 
 void run_parts(int parts, const std::function<void(int)>& body) {
   if (parts <= 1) return body(0);
-  // The parts run in turn on this thread where it keeps to its core (ScopedOneCore), where
-  // it is itself a part (the team is taken), or where another caller holds the helpers.
+  // The parts run in turn on this thread where it is itself a part (the team is taken), or
+  // where another caller holds the helpers.
   thread_local bool inside = false;
   Team& t = team();
   std::unique_lock<std::mutex> lock(t.busy, std::defer_lock);
-  if (t_one_core || inside || !lock.try_lock()) {
+  if (inside || !lock.try_lock()) {
     for (int p = 0; p < parts; ++p) body(p);
     return;
   }

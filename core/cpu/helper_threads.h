@@ -7,32 +7,19 @@
 #include <cstdint>
 #include <functional>
 
+#include "util/engine_options.h"
+
 namespace translution {
 
-// How many threads share one model's work: engine_options().matrix_threads (the
-// --matrix-threads knob), or 1 on a thread inside a ScopedOneCore. 0 (the
-// default) decides by shape: the per-matrix loops and the dense layers split in
-// two where the BLAS would keep each product on one core (every product where
-// OpenBLAS threads no GEMM; per-matrix products under a million multiply-adds),
-// else leave GEMMs to the BLAS's own threads; the per-pair
-// kernels and the optimizer's pass use every core. The studio sets 1: its model
-// slots already keep the cores busy.
-int matrix_threads();
-
-// While it lives, every split the engine makes from the calling thread runs as
-// one part on that thread (matrix_threads() and free_cores() read 1 there): for
-// work that already keeps every core busy with one such thread per core (a
-// training step split by images, train/forward_backward.h). Other threads are unaffected.
-class ScopedOneCore {
- public:
-  ScopedOneCore();
-  ~ScopedOneCore();
-  ScopedOneCore(const ScopedOneCore&) = delete;
-  ScopedOneCore& operator=(const ScopedOneCore&) = delete;
-
- private:
-  bool before_;
-};
+// How many threads share one model's work: the options' matrix_threads (the
+// --matrix-threads knob; 1 for each share of a training step split by images,
+// which already keeps every core busy). 0 (the default) decides by shape: the
+// per-matrix loops and the dense layers split in two where the BLAS would keep
+// each product on one core (every product where OpenBLAS threads no GEMM;
+// per-matrix products under a million multiply-adds), else leave GEMMs to the
+// BLAS's own threads; the per-pair kernels and the optimizer's pass use every
+// core. The studio sets 1: its model slots already keep the cores busy.
+int matrix_threads(const EngineOptions& engine);
 // The cores the helpers may use when nothing is forced: every core, but one where
 // LibTorch's own intra-op threads are on ($TRANSLUTION_THREADS above 1): their
 // spinning OpenMP workers and the helpers would take turns at the same cores
@@ -49,13 +36,13 @@ bool engine_splits_products();
 // products under about a million multiply-adds, which OpenBLAS runs on its
 // single-threaded small-matrix kernel whatever its thread count; else one
 // (larger products are left to the BLAS's threads).
-int product_parts(int64_t multiply_adds);
+int product_parts(const EngineOptions& engine, int64_t multiply_adds);
 // Parts for element-wise work (per-pair kernels, the optimizer): matrix_threads()
 // when set, else free_cores(). element_grain(g): the least items per part,
 // g by default, 1 when the thread count is set (a forced split happens even on
 // the small inputs of the exactness tests).
-int element_parts();
-int64_t element_grain(int64_t grain);
+int element_parts(const EngineOptions& engine);
+int64_t element_grain(const EngineOptions& engine, int64_t grain);
 
 // Runs body(part) for every part in [0, parts): part 0 on the calling thread,
 // the others on helper threads, and returns when all are done. If the helpers

@@ -33,19 +33,19 @@ bool engine_pass_tensors(std::initializer_list<const at::Tensor*> tensors, bool&
   return type == at::kFloat || type == at::kDouble;
 }
 
-bool fused_inference_applies(std::initializer_list<const at::Tensor*> tensors) {
+bool fused_inference_applies(const EngineOptions& engine, std::initializer_list<const at::Tensor*> tensors) {
   bool recorded;
-  return !engine_options().reference && engine_pass_tensors(tensors, recorded) &&
+  return !engine.reference && engine_pass_tensors(tensors, recorded) &&
          !(recorded && at::GradMode::is_enabled());
 }
 
-at::Tensor normalize(torch::nn::LayerNorm& layer, const at::Tensor& x) {
+at::Tensor normalize(const EngineOptions& engine, torch::nn::LayerNorm& layer, const at::Tensor& x) {
   const auto& shape = layer->options.normalized_shape();
   const at::Tensor &gamma = layer->weight, &beta = layer->bias;
   if (shape.size() != 1 || x.dim() < 1 || x.size(-1) != shape[0] || x.numel() == 0) return layer->forward(x);
-  if (gamma.defined() && beta.defined() && training_kernels_apply({&x, &gamma, &beta}))
-    return trained_layer_norm(x, gamma, beta, layer->options.eps());
-  if (!fused_inference_applies({&x, &gamma, &beta})) return layer->forward(x);
+  if (gamma.defined() && beta.defined() && training_kernels_apply(engine, {&x, &gamma, &beta}))
+    return trained_layer_norm(engine, x, gamma, beta, layer->options.eps());
+  if (!fused_inference_applies(engine, {&x, &gamma, &beta})) return layer->forward(x);
   at::Tensor y = at::empty_like(x);
   const int64_t n = shape[0], rows = n ? x.numel() / n : 0;
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "normalize", [&] {

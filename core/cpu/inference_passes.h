@@ -19,6 +19,8 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/modules/normalization.h>
 
+#include "util/engine_options.h"
+
 namespace translution {
 
 // Whether the engine's own passes can work on these tensors' memory (undefined
@@ -29,12 +31,12 @@ namespace translution {
 bool engine_pass_tensors(std::initializer_list<const at::Tensor*> tensors, bool& recorded);
 
 // Whether the fused passes may run on these tensors (undefined ones are skipped):
-// not engine_options().reference, one intra-op thread, no gradient wanted, CPU, contiguous, one
+// not the reference options, one intra-op thread, no gradient wanted, CPU, contiguous, one
 // type, float or double.
-bool fused_inference_applies(std::initializer_list<const at::Tensor*> tensors);
+bool fused_inference_applies(const EngineOptions& engine, std::initializer_list<const at::Tensor*> tensors);
 
 // layer(x): LayerNorm over the last dimension (with gradients recorded, through
 // cpu/training_passes where it applies).
-at::Tensor normalize(torch::nn::LayerNorm& layer, const at::Tensor& x);
+at::Tensor normalize(const EngineOptions& engine, torch::nn::LayerNorm& layer, const at::Tensor& x);
 
 }  // namespace translution

@@ -19,6 +19,7 @@
 #include "cpu/vector_math.h"
 #include "util/engine_options.h"
 #include "util/error.h"
+#include "util/kept_options.h"
 
 namespace translution {
 namespace {
@@ -47,7 +48,7 @@ int64_t part_start(int64_t n, int p, int parts) {
 // outputs, 10^6 multiply-adds and k >= 32. Another version may permit other
 // shapes; with it, or another BLAS, the slices are merely smaller calls.
 int64_t unpacked_slice(int64_t rows, int64_t k) {
-  if (rows > kAvx512GemmMostRows || rows <= 0 || k < 32 || engine_options().reference) return 0;
+  if (rows > kAvx512GemmMostRows || rows <= 0 || k < 32) return 0;
   const int64_t width = std::min<int64_t>(1200 / rows, 1000000 / (rows * k));
   return width >= 16 ? width : 0;
 }
@@ -174,18 +175,19 @@ at::Tensor product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b
 bool bf16_tensor(const at::Tensor& t) {
   return t.is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
 }
-bool bf16_applies(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  return dense_precision() == DensePrecision::Bf16 && x.dim() >= 1 && w.dim() == 2 &&
+bool bf16_applies(const EngineOptions& engine, const at::Tensor& x, const at::Tensor& w,
+                  const at::Tensor& b) {
+  return engine.precision == DensePrecision::Bf16 && x.dim() >= 1 && w.dim() == 2 &&
          x.size(-1) == w.size(1) && x.numel() > 0 && w.size(1) > 0 && bf16_tensor(x) && bf16_tensor(w) &&
          (!b.defined() || bf16_tensor(b)) && bf16_gemm_available();
 }
 
 // out [M x N] = x [M x K] w^T (+ b), the product in bfloat16 with fp32 sums.
-at::Tensor bf16_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+at::Tensor bf16_product(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, Bf16Run run) {
   const int64_t N = w.size(0), K = w.size(1), M = x.numel() / K;
   at::Tensor out = at::empty(output_sizes(x, N), x.options());
   bf16_gemm(false, true, M, N, K, x.data_ptr<float>(), K, w.data_ptr<float>(), K, out.data_ptr<float>(), N,
-            bf16_gemm_parts(), b.numel() ? b.data_ptr<float>() : nullptr);
+            run, b.numel() ? b.data_ptr<float>() : nullptr);
   return out;
 }
 
@@ -194,19 +196,21 @@ at::Tensor bf16_product(const at::Tensor& x, const at::Tensor& w, const at::Tens
 // b and residual are empty when absent (autograd functions take no undefined inputs).
 class SplitLinear : public torch::autograd::Function<SplitLinear> {
  public:
-  // bf16: both directions' products in bfloat16 (cpu/bf16_gemm.h; no residual), else
-  // fp32 split into `parts`; a differentiable backward (create_graph) is LibTorch's
-  // fp32 ops either way.
+  // bf16: both directions' products in bfloat16 (cpu/bf16_gemm.h; no residual) as
+  // bf16_run(engine) says, else fp32 split into `parts`; a differentiable backward
+  // (create_graph) is LibTorch's fp32 ops either way.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
-                            const at::Tensor& b, const at::Tensor& residual, int64_t parts, bool bf16) {
+                            const at::Tensor& b, const at::Tensor& residual, int64_t parts, bool bf16,
+                            const EngineOptions& engine) {
     ctx->save_for_backward({x, w});
+    keep_options(ctx, engine);
     ctx->saved_data["parts"] = parts;
     ctx->saved_data["bias"] = b.numel() > 0;
     ctx->saved_data["residual"] = residual.numel() > 0;
     ctx->saved_data["bf16"] = bf16;
     if (bf16 && residual.numel() > 0)
       throw Error("internal: SplitLinear adds no residual to bfloat16 products");
-    if (bf16) return bf16_product(x, w, b);
+    if (bf16) return bf16_product(x, w, b, bf16_run(engine));
     return residual.numel() > 0 ? product(x, w, b, int(parts), false, Epilogue::kAdd, residual)
                                 : product(x, w, b, int(parts), false);
   }
@@ -224,31 +228,30 @@ class SplitLinear : public torch::autograd::Function<SplitLinear> {
       const at::Tensor dy2 = dy.reshape({-1, N});
       if (ctx->needs_input_grad(0)) dx = dy2.mm(w).view(x.sizes());
       if (ctx->needs_input_grad(1)) dw = dy2.t().mm(x.reshape({-1, K}));
-      return {dx, dw, db, dres, at::Tensor(), at::Tensor()};
+      return {dx, dw, db, dres, at::Tensor(), at::Tensor(), at::Tensor()};
     }
     if (ctx->needs_input_grad(0)) dx = at::empty_like(x, at::MemoryFormat::Contiguous);
     if (ctx->needs_input_grad(1)) dw = at::empty_like(w, at::MemoryFormat::Contiguous);
+    const int parts = int(ctx->saved_data["parts"].toInt());
     if (ctx->saved_data["bf16"].toBool()) {
       const int64_t M = x.numel() / K;
       const float *dyp = dy.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
-      if (dx.defined())
-        bf16_gemm(false, false, M, K, N, dyp, N, wp, K, dx.data_ptr<float>(), K, bf16_gemm_parts());
-      if (dw.defined())
-        bf16_gemm(true, false, N, K, M, dyp, N, xp, K, dw.data_ptr<float>(), K, bf16_gemm_parts());
-      return {dx, dw, db, dres, at::Tensor(), at::Tensor()};
+      const Bf16Run run = bf16_run(kept_options(ctx));
+      if (dx.defined()) bf16_gemm(false, false, M, K, N, dyp, N, wp, K, dx.data_ptr<float>(), K, run);
+      if (dw.defined()) bf16_gemm(true, false, N, K, M, dyp, N, xp, K, dw.data_ptr<float>(), K, run);
+      return {dx, dw, db, dres, at::Tensor(), at::Tensor(), at::Tensor()};
     }
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_backward", [&] {
-      split_gradients<scalar_t>(dy, x, w, dx.defined() ? &dx : nullptr, dw.defined() ? &dw : nullptr,
-                                int(ctx->saved_data["parts"].toInt()));
+      split_gradients<scalar_t>(dy, x, w, dx.defined() ? &dx : nullptr, dw.defined() ? &dw : nullptr, parts);
     });
-    return {dx, dw, db, dres, at::Tensor(), at::Tensor()};
+    return {dx, dw, db, dres, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
-int linear_parts(int64_t rows, int64_t n, int64_t k) {
-  int parts = matrix_threads();
+int linear_parts(const EngineOptions& engine, int64_t rows, int64_t n, int64_t k) {
+  int parts = matrix_threads(engine);
   if (parts == 0) parts = engine_splits_products() && rows * n * k >= (int64_t(1) << 20) ? 2 : 1;
   return int(std::max<int64_t>(1, std::min<int64_t>(parts, n / kColumnAlign)));
 }
@@ -256,29 +259,30 @@ int linear_parts(int64_t rows, int64_t n, int64_t k) {
 namespace {
 
 // The epilogue after the product, where the product did not run it (with gradients: cpu/training_passes).
-at::Tensor finish(at::Tensor y, Epilogue epilogue, const at::Tensor& residual) {
-  if (epilogue == Epilogue::kGelu) return trained_gelu(y);
+at::Tensor finish(const EngineOptions& engine, at::Tensor y, Epilogue epilogue, const at::Tensor& residual) {
+  if (epilogue == Epilogue::kGelu) return trained_gelu(engine, y);
   if (epilogue == Epilogue::kAdd) return residual + y;
   return y;
 }
 
-at::Tensor linear_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue epilogue,
-                       const at::Tensor& residual) {
+at::Tensor linear_with(const EngineOptions& engine, torch::nn::Linear& layer, const at::Tensor& x,
+                       Epilogue epilogue, const at::Tensor& residual) {
+  const auto finish = [&](const at::Tensor& y) { return translution::finish(engine, y, epilogue, residual); };
+  if (engine.reference) return finish(layer->forward(x));
   const at::Tensor &w = layer->weight, &b = layer->bias;
   const bool grad = at::GradMode::is_enabled() && (needs_grad(x) || needs_grad(w) || needs_grad(b));
-  if (grad && bf16_applies(x, w, b)) {
+  if (grad && bf16_applies(engine, x, w, b)) {
     const at::Tensor none = at::empty({0}, w.options());
-    return finish(SplitLinear::apply(x, w, b.defined() ? b : none, none, int64_t(1), true), epilogue,
-                  residual);
+    return finish(SplitLinear::apply(x, w, b.defined() ? b : none, none, int64_t(1), true, engine));
   }
   if (x.dim() < 1 || x.size(-1) != w.size(1) || x.scalar_type() != w.scalar_type() || !blas_gemm_usable(x) ||
       !blas_gemm_usable(w) || (b.defined() && (!blas_gemm_usable(b) || b.scalar_type() != w.scalar_type())))
-    return finish(layer->forward(x), epilogue, residual);
+    return finish(layer->forward(x));
   const int64_t N = w.size(0), K = w.size(1), M = x.numel() / std::max<int64_t>(K, 1);
-  if (M == 0 || K == 0) return finish(layer->forward(x), epilogue, residual);
-  const int parts = linear_parts(M, N, K);
+  if (M == 0 || K == 0) return finish(layer->forward(x));
+  const int parts = linear_parts(engine, M, N, K);
   // Without gradients the epilogue runs inside each part, on its columns, while they are in cache.
-  if (!grad && fused_inference_applies({&x, &w, &b, &residual}) &&
+  if (!grad && fused_inference_applies(engine, {&x, &w, &b, &residual}) &&
       (epilogue != Epilogue::kAdd || residual.sizes() == output_sizes(x, N)))
     return product(x, w, b, parts, true, epilogue, residual);
   if (grad) {
@@ -287,18 +291,18 @@ at::Tensor linear_with(torch::nn::Linear& layer, const at::Tensor& x, Epilogue e
     // included, the residual inside the product where it has the output's shape.
     const bool add = epilogue == Epilogue::kAdd && blas_gemm_usable(residual) &&
                      residual.scalar_type() == x.scalar_type() && residual.sizes() == output_sizes(x, N);
-    const at::Tensor y =
-        SplitLinear::apply(x, w, b.defined() ? b : none, add ? residual : none, int64_t(parts), false);
-    return add ? y : finish(y, epilogue, residual);
+    const at::Tensor y = SplitLinear::apply(x, w, b.defined() ? b : none, add ? residual : none,
+                                            int64_t(parts), false, engine);
+    return add ? y : finish(y);
   }
-  if (parts <= 1) return finish(layer->forward(x), epilogue, residual);
-  return finish(product(x, w, b, parts, true), epilogue, residual);
+  if (parts <= 1) return finish(layer->forward(x));
+  return finish(product(x, w, b, parts, true));
 }
 
 }  // namespace
 
-at::Tensor linear(torch::nn::Linear& layer, const at::Tensor& x) {
-  return linear_with(layer, x, Epilogue::kNone, {});
+at::Tensor linear(const EngineOptions& engine, torch::nn::Linear& layer, const at::Tensor& x) {
+  return linear_with(engine, layer, x, Epilogue::kNone, {});
 }
 
 namespace {
@@ -336,16 +340,18 @@ void split_products(const std::vector<torch::nn::Linear*>& layers, const at::Ten
 class DenseEach : public torch::autograd::Function<DenseEach> {
  public:
   // parts: the backward's split (its products span every layer's columns); each forward
-  // product splits as linear() would split it alone.
+  // product splits as linear() would split it alone (layer_parts; bf16: bf16_run(engine)).
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList weights,
-                               int64_t parts, bool bf16) {
+                               int64_t parts, std::vector<int64_t> layer_parts, bool bf16,
+                               const EngineOptions& engine) {
+    keep_options(ctx, engine);
     const at::Tensor none = at::empty({0}, x.options());
-    const int64_t K = x.size(-1), M = x.numel() / K;
     std::vector<at::Tensor> saved{x};
     variable_list out;
-    for (const at::Tensor& w : weights) {
-      out.push_back(bf16 ? bf16_product(x, w, none)
-                         : product(x, w, none, linear_parts(M, w.size(0), K), false));
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const at::Tensor& w = weights[i];
+      out.push_back(bf16 ? bf16_product(x, w, none, bf16_run(engine))
+                         : product(x, w, none, int(layer_parts.at(i)), false));
       saved.push_back(w);
     }
     ctx->save_for_backward(saved);
@@ -359,6 +365,7 @@ class DenseEach : public torch::autograd::Function<DenseEach> {
     const at::Tensor& x = saved[0];
     const std::vector<at::Tensor> weights(saved.begin() + 1, saved.end());
     const int64_t K = x.size(-1), M = x.numel() / K;
+    const int parts = int(ctx->saved_data["parts"].toInt());
     std::vector<at::Tensor> dys;  // every one defined: autograd gives zeros for unused outputs
     for (size_t i = 0; i < weights.size(); ++i) dys.push_back(grads[i].reshape({M, weights[i].size(0)}));
     const at::Tensor dy = at::cat(dys, 1), w = at::cat(weights, 0);  // [M, total], [total, K]
@@ -374,14 +381,15 @@ class DenseEach : public torch::autograd::Function<DenseEach> {
       if (weight_grad) dw = at::empty({total, K}, x.options());
       if (ctx->saved_data["bf16"].toBool()) {
         const float *dyp = dy.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
+        const Bf16Run run = bf16_run(kept_options(ctx));
         if (dx.defined())
-          bf16_gemm(false, false, M, K, total, dyp, total, wp, K, dx.data_ptr<float>(), K, bf16_gemm_parts());
+          bf16_gemm(false, false, M, K, total, dyp, total, wp, K, dx.data_ptr<float>(), K, run);
         if (dw.defined())
-          bf16_gemm(true, false, total, K, M, dyp, total, xp, K, dw.data_ptr<float>(), K, bf16_gemm_parts());
+          bf16_gemm(true, false, total, K, M, dyp, total, xp, K, dw.data_ptr<float>(), K, run);
       } else {
         AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_each_backward", [&] {
           split_gradients<scalar_t>(dy, x, w, dx.defined() ? &dx : nullptr, dw.defined() ? &dw : nullptr,
-                                    int(ctx->saved_data["parts"].toInt()));
+                                    parts);
         });
       }
     }
@@ -394,7 +402,9 @@ class DenseEach : public torch::autograd::Function<DenseEach> {
       first += N;
     }
     result.push_back(at::Tensor());  // parts
+    result.push_back(at::Tensor());  // layer_parts
     result.push_back(at::Tensor());  // bf16
+    result.push_back(at::Tensor());  // engine
     return result;
   }
 };
@@ -402,10 +412,9 @@ class DenseEach : public torch::autograd::Function<DenseEach> {
 // DenseEach's case: gradients recorded, no bias, and the products linear() would
 // run on raw memory (bf16: every layer's).
 
-bool linear_each_node_applies(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x,
-                              bool* bf16) {
-  if (engine_options().reference || !at::GradMode::is_enabled() || layers.empty() || x.dim() < 1 ||
-      x.numel() == 0 || !x.is_contiguous())
+bool linear_each_node_applies(const EngineOptions& engine, const std::vector<torch::nn::Linear*>& layers,
+                              const at::Tensor& x, bool* bf16) {
+  if (!at::GradMode::is_enabled() || layers.empty() || x.dim() < 1 || x.numel() == 0 || !x.is_contiguous())
     return false;
   bool all_bf16 = true, raw = blas_gemm_usable(x), grad = needs_grad(x);
   for (torch::nn::Linear* layer : layers) {
@@ -413,7 +422,7 @@ bool linear_each_node_applies(const std::vector<torch::nn::Linear*>& layers, con
     if ((b.defined() && b.numel() > 0) || w.dim() != 2 || w.size(1) != x.size(-1) ||
         w.scalar_type() != x.scalar_type())
       return false;
-    all_bf16 = all_bf16 && bf16_applies(x, w, b);
+    all_bf16 = all_bf16 && bf16_applies(engine, x, w, b);
     raw = raw && blas_gemm_usable(w);
     grad = grad || needs_grad(w);
   }
@@ -423,46 +432,56 @@ bool linear_each_node_applies(const std::vector<torch::nn::Linear*>& layers, con
 
 }  // namespace
 
-std::vector<at::Tensor> linear_each(const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x) {
+std::vector<at::Tensor> linear_each(const EngineOptions& engine,
+                                    const std::vector<torch::nn::Linear*>& layers, const at::Tensor& x) {
   std::vector<at::Tensor> out;
+  if (engine.reference) {
+    for (torch::nn::Linear* layer : layers) out.push_back((*layer)->forward(x));
+    return out;
+  }
   bool bf16 = false;
-  if (linear_each_node_applies(layers, x, &bf16)) {
+  if (linear_each_node_applies(engine, layers, x, &bf16)) {
     std::vector<at::Tensor> weights;
+    std::vector<int64_t> layer_parts;
     int64_t total = 0;
+    const int64_t K = x.size(-1), M = x.numel() / K;
     for (torch::nn::Linear* layer : layers) {
       weights.push_back((*layer)->weight);
       total += (*layer)->weight.size(0);
+      layer_parts.push_back(linear_parts(engine, M, (*layer)->weight.size(0), K));
     }
-    const int64_t K = x.size(-1), M = x.numel() / K;
-    return DenseEach::apply(x, at::TensorList(weights), int64_t(linear_parts(M, total, K)), bf16);
+    return DenseEach::apply(x, at::TensorList(weights), int64_t(linear_parts(engine, M, total, K)),
+                            layer_parts, bf16, engine);
   }
   bool fused = x.dim() >= 1 && x.numel() > 0 && blas_gemm_usable(x);
   int64_t total = 0;
   for (torch::nn::Linear* layer : layers) {
     const at::Tensor &w = (*layer)->weight, &b = (*layer)->bias;
-    fused = fused && w.dim() == 2 && w.size(1) == x.size(-1) && fused_inference_applies({&x, &w, &b}) &&
-            blas_gemm_usable(w) && (!b.defined() || blas_gemm_usable(b));
+    fused = fused && w.dim() == 2 && w.size(1) == x.size(-1) &&
+            fused_inference_applies(engine, {&x, &w, &b}) && blas_gemm_usable(w) &&
+            (!b.defined() || blas_gemm_usable(b));
     total += w.size(0);
   }
   if (!fused) {
-    for (torch::nn::Linear* layer : layers) out.push_back(linear(*layer, x));
+    for (torch::nn::Linear* layer : layers) out.push_back(linear(engine, *layer, x));
     return out;
   }
   const int64_t K = x.size(-1), M = x.numel() / K;
   for (torch::nn::Linear* layer : layers)
     out.push_back(at::empty(output_sizes(x, (*layer)->weight.size(0)), x.options()));
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_each", [&] {
-    split_products<scalar_t>(layers, x, out, total, linear_parts(M, total, K));
+    split_products<scalar_t>(layers, x, out, total, linear_parts(engine, M, total, K));
   });
   return out;
 }
 
-at::Tensor linear_gelu(torch::nn::Linear& layer, const at::Tensor& x) {
-  return linear_with(layer, x, Epilogue::kGelu, {});
+at::Tensor linear_gelu(const EngineOptions& engine, torch::nn::Linear& layer, const at::Tensor& x) {
+  return linear_with(engine, layer, x, Epilogue::kGelu, {});
 }
 
-at::Tensor linear_add(torch::nn::Linear& layer, const at::Tensor& x, const at::Tensor& residual) {
-  return linear_with(layer, x, Epilogue::kAdd, residual);
+at::Tensor linear_add(const EngineOptions& engine, torch::nn::Linear& layer, const at::Tensor& x,
+                      const at::Tensor& residual) {
+  return linear_with(engine, layer, x, Epilogue::kAdd, residual);
 }
 
 }  // namespace translution

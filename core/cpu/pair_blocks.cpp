@@ -159,9 +159,11 @@ const T* side_block(const PairSide& s, const PairTable& t, size_t e, size_t next
   const T* w = s.bank.data_ptr<T>();
   const bool more = int64_t(next) < E;
   gather_block(x, s.rows, o, o + n, B * C, gathered);
-  matrix_product<T>(
-      n * B, C, D, gathered, w + int64_t(e) * C * D, out, more ? w + int64_t(next) * C * D : nullptr, s.bf16,
-      s.w16 ? s.w16 + int64_t(e) * C * D : nullptr, s.w16 && more ? s.w16 + int64_t(next) * C * D : nullptr);
+  const Bf16Run run = bf16_run(t.engine);
+  matrix_product<T>(n * B, C, D, gathered, w + int64_t(e) * C * D, out,
+                    more ? w + int64_t(next) * C * D : nullptr, s.bf16 ? &run : nullptr,
+                    s.w16 ? s.w16 + int64_t(e) * C * D : nullptr,
+                    s.w16 && more ? s.w16 + int64_t(next) * C * D : nullptr);
   return out;
 }
 
@@ -181,7 +183,9 @@ void side_block_backward(const PairSide& s, const PairTable& t, size_t e, const 
   if (!s.relative()) return block_scatter_add_on_cpu<T>(n, B * C, ds, s.rows + o, dx);
   const int64_t D = s.bank.size(2), w = int64_t(e) * C * D;
   gather_block(s.xt.data_ptr<T>(), s.rows, o, o + n, B * C, gathered);
-  matrix_gradients<T>(n * B, C, D, gathered, ds, s.bank.data_ptr<T>() + w, dbank + w, dgathered, s.bf16);
+  const Bf16Run run = bf16_run(t.engine);
+  matrix_gradients<T>(n * B, C, D, gathered, ds, s.bank.data_ptr<T>() + w, dbank + w, dgathered,
+                      s.bf16 ? &run : nullptr);
   block_scatter_add_on_cpu<T>(n, B * C, static_cast<const T*>(dgathered), s.rows + o, dx);
 }
 
@@ -189,10 +193,11 @@ at::Tensor sum_parts(const at::Tensor& parts) { return parts.size(0) == 1 ? part
 
 }  // namespace
 
-PairTable pair_table(const std::vector<int64_t>& offset, const at::Tensor& pair_of_row,
-                     const at::Tensor& query_of_row, const at::Tensor& source_of_row, int64_t queries,
-                     int64_t tokens) {
+PairTable pair_table(const EngineOptions& engine, const std::vector<int64_t>& offset,
+                     const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
+                     const at::Tensor& source_of_row, int64_t queries, int64_t tokens) {
   PairTable t;
+  t.engine = engine;
   t.offset = &offset;
   t.pair = pair_of_row.data_ptr<int64_t>();
   t.query = query_of_row.data_ptr<int64_t>();
@@ -221,8 +226,8 @@ int block_parts(const PairTable& t, std::initializer_list<const PairSide*> sides
     bf16 = bf16 || s->bf16;
     most = std::max(most, s->xt.size(2) * s->width());
   }
-  return bf16 ? bf16_gemm_parts()
-              : matrix_parts(most_rows(*t.offset) * sides.begin()[0]->xt.size(1), 1, most);
+  return bf16 ? bf16_run(t.engine).parts
+              : matrix_parts(t.engine, most_rows(*t.offset) * sides.begin()[0]->xt.size(1), 1, most);
 }
 
 // A [B, H, M, N] grid as pair-ordered planes [B H, R] (value of row r at [bh, r]),
@@ -236,7 +241,7 @@ at::Tensor grid_to_planes(const PairTable& t, const at::Tensor& grid_in) {
   AT_DISPATCH_FLOATING_TYPES(grid.scalar_type(), "grid_to_planes", [&] {
     const scalar_t* g = grid.data_ptr<scalar_t>();
     scalar_t* p = planes.data_ptr<scalar_t>();
-    run_chunks(BH, 4, element_parts(), [&](int64_t begin, int64_t end) {
+    run_chunks(BH, 4, element_parts(t.engine), [&](int64_t begin, int64_t end) {
       for (int64_t bh = begin; bh < end; ++bh)
         for (int64_t r = 0; r < R; ++r) p[bh * R + r] = g[bh * MN + t.pair[r]];
     });
@@ -251,7 +256,7 @@ at::Tensor planes_to_grid(const PairTable& t, const at::Tensor& planes, int64_t 
   AT_DISPATCH_FLOATING_TYPES(planes.scalar_type(), "planes_to_grid", [&] {
     const scalar_t* p = planes.data_ptr<scalar_t>();
     scalar_t* g = grid.data_ptr<scalar_t>();
-    run_chunks(B * H, 4, element_parts(), [&](int64_t begin, int64_t end) {
+    run_chunks(B * H, 4, element_parts(t.engine), [&](int64_t begin, int64_t end) {
       for (int64_t bh = begin; bh < end; ++bh)
         for (int64_t r = 0; r < R; ++r) g[bh * M * N + t.pair[r]] = p[bh * R + r];
     });
@@ -259,9 +264,8 @@ at::Tensor planes_to_grid(const PairTable& t, const at::Tensor& planes, int64_t 
   return grid;
 }
 
-bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors) {
-  if (engine_options().reference || engine_options().projection == ProjectionAlgorithm::AllTokens)
-    return false;
+bool pair_blocks_apply(const EngineOptions& engine, std::initializer_list<const at::Tensor*> tensors) {
+  if (engine.reference || engine.projection == ProjectionAlgorithm::AllTokens) return false;
   const at::ScalarType type = (*tensors.begin())->scalar_type();
   for (const at::Tensor* t : tensors) {
     if (!t->defined() || t->numel() == 0) continue;  // a plain side's empty bank

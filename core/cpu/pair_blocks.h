@@ -23,6 +23,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "cpu/bf16_weights.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -34,6 +35,7 @@ struct PairTable {
   const int64_t* source = nullptr;               // j
   int64_t queries = 0;                           // M
   int64_t tokens = 0;                            // N
+  EngineOptions engine;                          // how the work splits over the cores
 };
 
 // One side of the arithmetic: relative (x_t W[entry] for the row's token t) or plain (the token's vector).
@@ -49,9 +51,9 @@ struct PairSide {
 };
 
 // Views of an order's index tensors (int64, CPU, contiguous), which outlive them.
-PairTable pair_table(const std::vector<int64_t>& offset, const at::Tensor& pair_of_row,
-                     const at::Tensor& query_of_row, const at::Tensor& source_of_row, int64_t queries,
-                     int64_t tokens);
+PairTable pair_table(const EngineOptions& engine, const std::vector<int64_t>& offset,
+                     const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
+                     const at::Tensor& source_of_row, int64_t queries, int64_t tokens);
 // bank undefined: a plain side; rows: the token of each sorted row.
 PairSide make_pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16,
                         const Bf16Bits* w16, const at::Tensor& saved);
@@ -84,8 +86,8 @@ struct Scratch {
 };
 
 // CPU, one floating type, contiguous, products straight to the BLAS or the
-// engine's kernels, not engine_options().reference, nor the all-token projection.
-bool pair_blocks_apply(std::initializer_list<const at::Tensor*> tensors);
+// engine's kernels, not the reference options, nor the all-token projection.
+bool pair_blocks_apply(const EngineOptions& engine, std::initializer_list<const at::Tensor*> tensors);
 
 // A [B, H, M, N] grid as pair-ordered planes [B H, R] (value of row r at [bh, r]),
 // and back (0 at pairs without a row).

@@ -15,8 +15,8 @@
 namespace translution {
 namespace {
 
-bool fused_path(std::initializer_list<const at::Tensor*> tensors) {
-  if (engine_options().reference) return false;
+bool fused_path(const EngineOptions& engine, std::initializer_list<const at::Tensor*> tensors) {
+  if (engine.reference) return false;
   const at::ScalarType type = (*tensors.begin())->scalar_type();
   if (type != at::kFloat && type != at::kDouble) return false;
   for (const at::Tensor* t : tensors)
@@ -30,24 +30,25 @@ constexpr int64_t kGrain = 2048;
 
 }  // namespace
 
-at::Tensor pair_dots(const at::Tensor& sq, const at::Tensor& sk, int64_t heads) {
+at::Tensor pair_dots(const EngineOptions& engine, const at::Tensor& sq, const at::Tensor& sk, int64_t heads) {
   const int64_t R = sq.size(0), B = sq.size(1), D = sq.size(2), w = D / heads;
-  if (!fused_path({&sq, &sk})) return (sq * sk).view({R, B, heads, w}).sum(-1);
+  if (!fused_path(engine, {&sq, &sk})) return (sq * sk).view({R, B, heads, w}).sum(-1);
   at::Tensor out = at::empty({R, B, heads}, sq.options());
   AT_DISPATCH_FLOATING_TYPES(sq.scalar_type(), "pair_dots", [&] {
     const scalar_t *q = sq.data_ptr<scalar_t>(), *k = sk.data_ptr<scalar_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
-    run_chunks(R * B * heads, element_grain(kGrain), element_parts(), [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) o[t] = dot(q + t * w, k + t * w, w);
-    });
+    run_chunks(R * B * heads, element_grain(engine, kGrain), element_parts(engine),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t t = begin; t < end; ++t) o[t] = dot(q + t * w, k + t * w, w);
+               });
   });
   return out;
 }
 
-std::pair<at::Tensor, at::Tensor> pair_dots_backward(at::Tensor sq, at::Tensor sk, const at::Tensor& g,
-                                                     bool in_place) {
+std::pair<at::Tensor, at::Tensor> pair_dots_backward(const EngineOptions& engine, at::Tensor sq,
+                                                     at::Tensor sk, const at::Tensor& g, bool in_place) {
   const int64_t R = sq.size(0), B = sq.size(1), D = sq.size(2), H = g.size(2), w = D / H;
-  if (!fused_path({&sq, &sk, &g})) {
+  if (!fused_path(engine, {&sq, &sk, &g})) {
     // The broadcast operand goes second: ATen 1.13 runs that order about twice as fast.
     const at::Tensor gh = g.unsqueeze(-1);
     if (in_place) {
@@ -61,21 +62,22 @@ std::pair<at::Tensor, at::Tensor> pair_dots_backward(at::Tensor sq, at::Tensor s
   AT_DISPATCH_FLOATING_TYPES(sq.scalar_type(), "pair_dots_backward", [&] {
     const scalar_t *q = sq.data_ptr<scalar_t>(), *k = sk.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>();
     scalar_t *dq = dsq.data_ptr<scalar_t>(), *dk = dsk.data_ptr<scalar_t>();
-    run_chunks(R * B * H, element_grain(kGrain), element_parts(), [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        scaled(dq + t * w, gp[t], k + t * w, w);  // in place: dq is k, scaled where it lies
-        scaled(dk + t * w, gp[t], q + t * w, w);
-      }
-    });
+    run_chunks(R * B * H, element_grain(engine, kGrain), element_parts(engine),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t t = begin; t < end; ++t) {
+                   scaled(dq + t * w, gp[t], k + t * w, w);  // in place: dq is k, scaled where it lies
+                   scaled(dk + t * w, gp[t], q + t * w, w);
+                 }
+               });
   });
   return {dsq, dsk};
 }
 
-at::Tensor scatter_weighted(const at::Tensor& a, const at::Tensor& v, const at::Tensor& query_of_row,
-                            int64_t tokens, bool head_sliced) {
+at::Tensor scatter_weighted(const EngineOptions& engine, const at::Tensor& a, const at::Tensor& v,
+                            const at::Tensor& query_of_row, int64_t tokens, bool head_sliced) {
   const int64_t R = v.size(0), B = v.size(1), D = v.size(2), H = a.size(2);
   const int64_t w = head_sliced ? D / H : D;  // width each head adds
-  if (!fused_path({&a, &v}) || !query_of_row.is_cpu()) {
+  if (!fused_path(engine, {&a, &v}) || !query_of_row.is_cpu()) {
     const at::Tensor weighted =
         head_sliced ? v.view({R, B, H, w}) * a.unsqueeze(-1) : a.unsqueeze(-1) * v.unsqueeze(2);
     return at::zeros({tokens, B, H, w}, v.options()).index_add_(0, query_of_row, weighted);
@@ -87,7 +89,7 @@ at::Tensor scatter_weighted(const at::Tensor& a, const at::Tensor& v, const at::
     scalar_t* o = out.data_ptr<scalar_t>();
     const int64_t* query = rows.data_ptr<int64_t>();
     // Rows of different pairs add into the same query: threads split the batch, not the rows.
-    run_chunks(B, 1, element_parts(), [&](int64_t b0, int64_t b1) {
+    run_chunks(B, 1, element_parts(engine), [&](int64_t b0, int64_t b1) {
       for (int64_t r = 0; r < R; ++r)
         for (int64_t b = b0; b < b1; ++b) {
           const scalar_t* vrow = vp + (r * B + b) * D;
@@ -100,13 +102,14 @@ at::Tensor scatter_weighted(const at::Tensor& a, const at::Tensor& v, const at::
   return out;
 }
 
-std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& dout_in, const at::Tensor& a,
+std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const EngineOptions& engine,
+                                                            const at::Tensor& dout_in, const at::Tensor& a,
                                                             at::Tensor v, const at::Tensor& query_of_row,
                                                             bool head_sliced, bool in_place) {
   const int64_t R = v.size(0), B = v.size(1), D = v.size(2), H = a.size(2);
   const int64_t w = head_sliced ? D / H : D;
   const at::Tensor dout = dout_in.contiguous();  // [N, B, H, w]
-  if (!fused_path({&dout, &a, &v}) || !query_of_row.is_cpu()) {
+  if (!fused_path(engine, {&dout, &a, &v}) || !query_of_row.is_cpu()) {
     const at::Tensor dw = gather_rows(dout, query_of_row);  // [R, B, H, w]
     const at::Tensor vh = head_sliced ? v.view({R, B, H, w}) : v.unsqueeze(2);
     const at::Tensor da = (dw * vh).sum(-1);
@@ -121,7 +124,7 @@ std::pair<at::Tensor, at::Tensor> scatter_weighted_backward(const at::Tensor& do
                    *vp = v.data_ptr<scalar_t>();
     scalar_t *dap = da.data_ptr<scalar_t>(), *dvp = dv.data_ptr<scalar_t>();
     const int64_t* query = rows.data_ptr<int64_t>();
-    run_chunks(R * B, element_grain(kGrain), element_parts(), [&](int64_t begin, int64_t end) {
+    run_chunks(R * B, element_grain(engine, kGrain), element_parts(engine), [&](int64_t begin, int64_t end) {
       for (int64_t rb = begin; rb < end; ++rb) {
         const scalar_t* g = dp + (query[rb / B] * B + rb % B) * H * w;  // the query's gradient, read in place
         const scalar_t* vrow = vp + rb * D;

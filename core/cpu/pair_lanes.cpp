@@ -384,7 +384,7 @@ float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float
 
 bool pair_lanes_apply(const PairTable& table, int64_t heads, std::initializer_list<const PairSide*> sides) {
 #ifdef TRANSLUTION_PAIR_LANES
-  if (engine_options().reference || !cpu_has_avx512()) return false;
+  if (table.engine.reference || !cpu_has_avx512()) return false;
   // The gathers' and scatters' 32-bit offsets reach 15 H R values into the planes;
   // the values' backward holds alpha for every head in registers.
   if (heads > 32 || kLanes * heads * table.offset->back() > std::numeric_limits<int32_t>::max()) return false;

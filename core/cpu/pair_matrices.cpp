@@ -21,8 +21,8 @@ int64_t most_rows(const std::vector<int64_t>& offset) {
 // product_parts), each product on one BLAS thread, because two BLAS threads'
 // spinning workers would take the second core's time (docs/performance.md,
 // "Threads on two cores").
-int matrix_parts(int64_t largest_gemm_rows, int64_t k, int64_t n) {
-  return product_parts(largest_gemm_rows * k * n);
+int matrix_parts(const EngineOptions& engine, int64_t largest_gemm_rows, int64_t k, int64_t n) {
+  return product_parts(engine, largest_gemm_rows * k * n);
 }
 
 at::Tensor bank_gradient_buffer(const at::Tensor& bank, const std::vector<int64_t>& offset) {
@@ -56,13 +56,13 @@ bool narrow_bank(int64_t C, int64_t D) { return C <= kNarrowBank && D <= kNarrow
 // With w16 (a bfloat16 copy of the bank, cpu/bf16_weights.h; forwards without
 // gradients) every product reads w16's matrices instead of w's.
 template <typename T>
-void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next, bool bf16,
-                    const Bf16Bits* w16, const Bf16Bits* next16) {
+void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next,
+                    const Bf16Run* bf16, const Bf16Bits* w16, const Bf16Bits* next16) {
   if constexpr (std::is_same_v<T, float>) {
     if (w16)
       return avx512_gemm_bf16(m, D, C, g, C, w16, D, out, D, next16,
                               next16 ? int64_t(sizeof(Bf16Bits)) * C * D : 0);
-    if (bf16) return bf16_gemm(false, false, m, D, C, g, C, w, D, out, D, 1);
+    if (bf16) return bf16_gemm(false, false, m, D, C, g, C, w, D, out, D, {1, bf16->tiles});
     if ((m <= kAvx512GemmMostRows || narrow_bank(C, D)) && avx512_gemm_available() && avx512_gemm_width_ok(D))
       return avx512_gemm(m, D, C, g, C, w, D, out, D, next, next ? int64_t(sizeof(T)) * C * D : 0);
   }
@@ -73,11 +73,11 @@ void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* 
 // precision on cpu/bf16_gemm; a narrow bank's in float on the row kernels; else the BLAS.
 template <typename T>
 void matrix_gradients(int64_t m, int64_t C, int64_t D, const T* g, const T* ds, const T* w, T* dw, T* dg,
-                      bool bf16) {
+                      const Bf16Run* bf16) {
   if constexpr (std::is_same_v<T, float>) {
     if (bf16) {
-      bf16_gemm(true, false, C, D, m, g, C, ds, D, dw, D, 1);
-      bf16_gemm(false, true, m, C, D, ds, D, w, D, dg, C, 1);
+      bf16_gemm(true, false, C, D, m, g, C, ds, D, dw, D, {1, bf16->tiles});
+      bf16_gemm(false, true, m, C, D, ds, D, w, D, dg, C, {1, bf16->tiles});
       return;
     }
     if (narrow_bank(C, D) && avx512_gemm_available()) {
@@ -93,12 +93,12 @@ void matrix_gradients(int64_t m, int64_t C, int64_t D, const T* g, const T* ds, 
 }
 
 template void matrix_product<float>(int64_t, int64_t, int64_t, const float*, const float*, float*,
-                                    const float*, bool, const Bf16Bits*, const Bf16Bits*);
+                                    const float*, const Bf16Run*, const Bf16Bits*, const Bf16Bits*);
 template void matrix_product<double>(int64_t, int64_t, int64_t, const double*, const double*, double*,
-                                     const double*, bool, const Bf16Bits*, const Bf16Bits*);
+                                     const double*, const Bf16Run*, const Bf16Bits*, const Bf16Bits*);
 template void matrix_gradients<float>(int64_t, int64_t, int64_t, const float*, const float*, const float*,
-                                      float*, float*, bool);
+                                      float*, float*, const Bf16Run*);
 template void matrix_gradients<double>(int64_t, int64_t, int64_t, const double*, const double*, const double*,
-                                       double*, double*, bool);
+                                       double*, double*, const Bf16Run*);
 
 }  // namespace translution

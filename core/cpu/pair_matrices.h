@@ -11,6 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "cpu/bf16_gemm.h"
 #include "cpu/bf16_weights.h"
 #include "cpu/helper_threads.h"
 
@@ -20,7 +21,7 @@ namespace translution {
 int64_t most_rows(const std::vector<int64_t>& offset);
 
 // Parts to split E independent products of at most `largest_gemm_rows` x k x n over.
-int matrix_parts(int64_t largest_gemm_rows, int64_t k, int64_t n);
+int matrix_parts(const EngineOptions& engine, int64_t largest_gemm_rows, int64_t k, int64_t n);
 
 // body(first, last, part) over `parts` ranges of matrices with about equal rows,
 // part 0 on the calling thread and the others on the helper threads.
@@ -62,15 +63,16 @@ at::Tensor bank_gradient_buffer(const at::Tensor& bank, const std::vector<int64_
 bool bf16_bank(const at::Tensor& bank);
 
 // out[m x D] = g[m x C] w[C x D]; `next` is the matrix the caller multiplies next
-// (streamed into cache meanwhile) or null. bf16: on cpu/bf16_gemm. w16: read this
+// (streamed into cache meanwhile) or null. bf16: on cpu/bf16_gemm, one part, on the
+// tiles as it says (null: fp32). w16: read this
 // bfloat16 copy of w instead (forwards without gradients).
 template <typename T>
-void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next, bool bf16,
-                    const Bf16Bits* w16 = nullptr, const Bf16Bits* next16 = nullptr);
+void matrix_product(int64_t m, int64_t C, int64_t D, const T* g, const T* w, T* out, const T* next,
+                    const Bf16Run* bf16, const Bf16Bits* w16 = nullptr, const Bf16Bits* next16 = nullptr);
 
 // dW = G^T dS (overwritten) and dG = dS W^T for one matrix's rows ([m x C] and [m x D]).
 template <typename T>
 void matrix_gradients(int64_t m, int64_t C, int64_t D, const T* g, const T* ds, const T* w, T* dw, T* dg,
-                      bool bf16);
+                      const Bf16Run* bf16);
 
 }  // namespace translution

@@ -38,28 +38,31 @@ constexpr int64_t kAllTokenBytesOnGpu = int64_t(1) << 30;
 
 }  // namespace
 
-bool projects_every_token(const at::Tensor& bank, int64_t tokens, int64_t batch) {
-  switch (engine_options().projection) {
+bool projects_every_token(const EngineOptions& engine, const at::Tensor& bank, int64_t tokens,
+                          int64_t batch) {
+  switch (engine.projection) {
     case ProjectionAlgorithm::PerMatrix: return false;
     case ProjectionAlgorithm::AllTokens: return true;
     case ProjectionAlgorithm::Auto: break;
   }
   if (bank.is_cuda())
     return tokens * batch * bank.size(0) * bank.size(2) * int64_t(bank.element_size()) <= kAllTokenBytesOnGpu;
-  if (blas_gemm_usable(bank)) return false;
+  if (!engine.reference && blas_gemm_usable(bank)) return false;
   return bank.size(1) * bank.size(2) <= 64 * 64 && batch <= 8;
 }
 
-at::Tensor sorted_projection(const at::Tensor& xt_in, const at::Tensor& rows, const at::Tensor& bank,
-                             const std::vector<int64_t>& offset, bool bf16, const Bf16Bits* w16) {
+at::Tensor sorted_projection(const EngineOptions& engine, const at::Tensor& xt_in, const at::Tensor& rows,
+                             const at::Tensor& bank, const std::vector<int64_t>& offset, bool bf16,
+                             const Bf16Bits* w16) {
   const at::Tensor xt = xt_in.contiguous();
   // bf16 and w16 stand for float CPU memory.
-  if (!(bf16 || w16 || raw_path({&xt, &bank})) || !rows.is_cpu()) return {};
+  if (!(bf16 || w16 || (!engine.reference && raw_path({&xt, &bank}))) || !rows.is_cpu()) return {};
   const int64_t R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
   at::Tensor out = at::empty({R, B, D}, xt.options());
   at::Tensor out2 = out.view({R * B, D});
   const int64_t block = most_rows(offset) * B;
-  const int parts = bf16 ? bf16_gemm_parts() : matrix_parts(block, C, D);
+  const Bf16Run run = bf16_run(engine);
+  const int parts = bf16 ? run.parts : matrix_parts(engine, block, C, D);
   at::Tensor scratch = at::empty({parts, block, C}, xt.options());
   AT_DISPATCH_FLOATING_TYPES(xt.scalar_type(), "project_sorted", [&] {
     const scalar_t *xp = xt.data_ptr<scalar_t>(), *wp = bank.data_ptr<scalar_t>();
@@ -74,7 +77,7 @@ at::Tensor sorted_projection(const at::Tensor& xt_in, const at::Tensor& rows, co
       scalar_t* gp = scratch.data_ptr<scalar_t>() + part * block * C;
       gather_block(xp, rp, offset[e], offset[e + 1], B * C, gp);
       matrix_product<scalar_t>(n * B, C, D, gp, wp + int64_t(e) * C * D, op + offset[e] * B * D,
-                               next < E ? wp + int64_t(next) * C * D : nullptr, bf16,
+                               next < E ? wp + int64_t(next) * C * D : nullptr, bf16 ? &run : nullptr,
                                w16 ? w16 + int64_t(e) * C * D : nullptr,
                                w16 && next < E ? w16 + int64_t(next) * C * D : nullptr);
     });
@@ -82,18 +85,20 @@ at::Tensor sorted_projection(const at::Tensor& xt_in, const at::Tensor& rows, co
   return out;
 }
 
-std::pair<at::Tensor, at::Tensor> sorted_projection_backward(const at::Tensor& xt_in, const at::Tensor& rows,
+std::pair<at::Tensor, at::Tensor> sorted_projection_backward(const EngineOptions& engine,
+                                                             const at::Tensor& xt_in, const at::Tensor& rows,
                                                              const at::Tensor& bank,
                                                              const std::vector<int64_t>& offset,
                                                              const at::Tensor& ds_in, bool bf16) {
   const at::Tensor xt = xt_in.contiguous();
   const int64_t N = xt.size(0), R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
   const at::Tensor ds2 = ds_in.reshape({R * B, D}).contiguous();
-  if (!(bf16 || raw_path({&xt, &bank, &ds2})) || !rows.is_cpu()) return {};
+  if (!(bf16 || (!engine.reference && raw_path({&xt, &bank, &ds2}))) || !rows.is_cpu()) return {};
   // Every matrix with pairs is overwritten below; only the unused ones need zeros.
   at::Tensor dbank = bank_gradient_buffer(bank, offset);
   const int64_t block = most_rows(offset) * B;
-  const int parts = bf16 ? bf16_gemm_parts() : matrix_parts(block, C, D);
+  const Bf16Run run = bf16_run(engine);
+  const int parts = bf16 ? run.parts : matrix_parts(engine, block, C, D);
   // Each part adds into its own input gradient; they are summed at the end.
   at::Tensor dxt = at::zeros({parts, N, B, C}, xt.options());
   at::Tensor scratch = at::empty({parts, 2, block, C}, xt.options());
@@ -111,7 +116,7 @@ std::pair<at::Tensor, at::Tensor> sorted_projection_backward(const at::Tensor& x
         if (n == 0) continue;
         const scalar_t* ds_e = sp + offset[e] * B * D;
         gather_block(xp, rp, offset[e], offset[e + 1], row_size, gp);
-        matrix_gradients<scalar_t>(n * B, C, D, gp, ds_e, wp + w, dwp + w, dgp, bf16);
+        matrix_gradients<scalar_t>(n * B, C, D, gp, ds_e, wp + w, dwp + w, dgp, bf16 ? &run : nullptr);
         scatter_add_block(dgp, rp, offset[e], offset[e + 1], row_size, dxp);
       }
     });

@@ -11,27 +11,30 @@
 #include <ATen/core/Tensor.h>
 
 #include "cpu/avx512_gemm.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
 // Whether a projection by `bank` ([E, C, D]) of `tokens` tokens at `batch` projects
 // every token by every matrix (then picks the pairs' rows), under
-// engine_options().projection. Auto: per matrix where the products go straight to
+// engine.projection. Auto: per matrix where the products go straight to
 // the BLAS, every token on a GPU while the [N, B, E, D] intermediate is at most
 // 1 GiB (pair_projection.cpp says why), else by the bank's shape.
-bool projects_every_token(const at::Tensor& bank, int64_t tokens, int64_t batch);
+bool projects_every_token(const EngineOptions& engine, const at::Tensor& bank, int64_t tokens, int64_t batch);
 
 // S[rows of e] = X[rows of e] W[e] for every matrix e: xt [N, B, C] (token-major),
 // rows [R] the token of each sorted row, offset the entry offsets -> [R, B, D].
 // bf16: bfloat16 products (cpu/bf16_gemm.h); w16: the bank's bfloat16 copy to read
 // instead of it (cpu/bf16_weights.h), or null. Undefined where the kernels do not
 // apply (another device, a dtype or layout the BLAS cannot read, the reference).
-at::Tensor sorted_projection(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
-                             const std::vector<int64_t>& offset, bool bf16, const Bf16Bits* w16);
+at::Tensor sorted_projection(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& rows,
+                             const at::Tensor& bank, const std::vector<int64_t>& offset, bool bf16,
+                             const Bf16Bits* w16);
 
 // Given dS [R, B, D] for the sorted rows: {dX [N, B, C], dW [E, C, D]}, or two
 // undefined tensors where the kernels do not apply.
-std::pair<at::Tensor, at::Tensor> sorted_projection_backward(const at::Tensor& xt, const at::Tensor& rows,
+std::pair<at::Tensor, at::Tensor> sorted_projection_backward(const EngineOptions& engine,
+                                                             const at::Tensor& xt, const at::Tensor& rows,
                                                              const at::Tensor& bank,
                                                              const std::vector<int64_t>& offset,
                                                              const at::Tensor& ds, bool bf16);

@@ -9,38 +9,42 @@
 // LayerNorm's input and each row's mean and 1 / std; the softmax's output), so
 // memory is unchanged. Where they do not apply (CUDA, non-contiguous tensors,
 // half precision, LibTorch's intra-op threads on, nothing recording gradients,
-// switched off) the same functions are LibTorch's ops. Tests prove both paths
+// the reference options) the same functions are LibTorch's ops. Tests prove both paths
 // equal, forward and backward (double to rounding, float to the kernels'
 // accuracy).
 #include <initializer_list>
 
 #include <ATen/core/Tensor.h>
 
+#include "util/engine_options.h"
+
 namespace translution {
 
 // Whether the passes may run on these tensors (undefined ones are skipped):
-// not engine_options().reference, one intra-op thread, gradients recorded for one of them, CPU,
+// not the reference options, one intra-op thread, gradients recorded for one of them, CPU,
 // contiguous, one type, float or double. (Without gradients cpu/inference_passes
 // runs its own passes.)
-bool training_kernels_apply(std::initializer_list<const at::Tensor*> tensors);
+bool training_kernels_apply(const EngineOptions& engine, std::initializer_list<const at::Tensor*> tensors);
 
 // gelu(x), LibTorch's exact (erf) GELU, with its gradient: the pass where
-// training_kernels_apply({&x}), else at::gelu.
-at::Tensor trained_gelu(const at::Tensor& x);
+// training_kernels_apply(engine, {&x}), else at::gelu. Backward splits as `engine` says.
+at::Tensor trained_gelu(const EngineOptions& engine, const at::Tensor& x);
 
 // LayerNorm of x over its last dimension (of gamma's and beta's length), with
-// its gradients. Needs training_kernels_apply({&x, &gamma, &beta}).
-at::Tensor trained_layer_norm(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta,
-                              double eps);
+// its gradients. Needs training_kernels_apply(engine, {&x, &gamma, &beta}).
+at::Tensor trained_layer_norm(const EngineOptions& engine, const at::Tensor& x, const at::Tensor& gamma,
+                              const at::Tensor& beta, double eps);
 
 // The arithmetic of trained_softmax's forward, without gradients: a copy of
 // logits, each row's scaled, masked softmax in place, the rows over `parts`
 // (nn/attention_math's forward without gradients runs it on one).
-at::Tensor softmax_rows(const at::Tensor& logits, const at::Tensor& valid, double scale, int parts);
+at::Tensor softmax_rows(const EngineOptions& engine, const at::Tensor& logits, const at::Tensor& valid,
+                        double scale, int parts);
 
 // softmax(scale logits) over the last dimension with the entries where `valid`
 // (a [queries x keys] bool matrix, or undefined: none) is false at -infinity,
-// with its gradient. Needs training_kernels_apply({&logits}) and such a mask.
-at::Tensor trained_softmax(const at::Tensor& logits, const at::Tensor& valid, double scale);
+// with its gradient. Needs training_kernels_apply(engine, {&logits}) and such a mask.
+at::Tensor trained_softmax(const EngineOptions& engine, const at::Tensor& logits, const at::Tensor& valid,
+                           double scale);
 
 }  // namespace translution

@@ -173,30 +173,31 @@ std::optional<Attribution> occlusion(const LogitsFunction& logits, const at::Ten
   return a;
 }
 
-LogitsFunction model_logits(ViT model, c10::Device device) {
+LogitsFunction model_logits(const EngineOptions& engine, ViT model, c10::Device device) {
   if (model->config().channels != 1)
     throw Error("attribution: canvases are one-channel; this model reads " +
                 std::to_string(model->config().channels) + " channels");
-  return [model, device](const at::Tensor& canvases) {
+  return [engine, model, device](const at::Tensor& canvases) {
     const ViTConfig& c = model->config();
     if (canvases.dim() != 3) throw Error("attribution: canvases must be [B, H, W]");
     at::Tensor images = canvases.to(at::kFloat).unsqueeze(1);  // [B, 1, H, W]
     if (images.size(2) != c.image_height || images.size(3) != c.image_width)
       images = at::adaptive_avg_pool2d(images, {c.image_height, c.image_width});
     ViT run = model;  // a handle: forward is not const, the weights are not changed
-    return run->forward(normalize_pixels(images).to(device)).to(at::kCPU, at::kFloat);  // [B, classes]
+    return run->forward(engine, normalize_pixels(images).to(device))
+        .to(at::kCPU, at::kFloat);  // [B, classes]
   };
 }
 
-std::optional<Attribution> integrated_gradients(const ViT& model, c10::Device device,
-                                                const at::Tensor& canvas,
+std::optional<Attribution> integrated_gradients(const EngineOptions& engine, const ViT& model,
+                                                c10::Device device, const at::Tensor& canvas,
                                                 const IntegratedGradientsOptions& options) {
-  return integrated_gradients(model_logits(model, device), canvas, options);
+  return integrated_gradients(model_logits(engine, model, device), canvas, options);
 }
 
-std::optional<Attribution> occlusion(const ViT& model, c10::Device device, const at::Tensor& canvas,
-                                     const OcclusionOptions& options) {
-  return occlusion(model_logits(model, device), canvas, options);
+std::optional<Attribution> occlusion(const EngineOptions& engine, const ViT& model, c10::Device device,
+                                     const at::Tensor& canvas, const OcclusionOptions& options) {
+  return occlusion(model_logits(engine, model, device), canvas, options);
 }
 
 void write_attribution_csv(const std::string& path, const at::Tensor& map) {

@@ -30,6 +30,7 @@
 #include <c10/core/Device.h>
 
 #include "nn/vit.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -82,14 +83,14 @@ std::optional<Attribution> occlusion(const LogitsFunction& logits, const at::Ten
 // A one-channel model's logits for canvases as `translution predict` and the studio
 // feed it: resized (area-averaged) to the model's input where the canvas differs,
 // MNIST-normalised, run on `device`; logits back on the CPU as float. The forward is
-// the model's own (ViT::forward), whose autograd is exact, so gradients reach the canvas.
-LogitsFunction model_logits(ViT model, c10::Device device);
+// the model's own (ViT::forward) under `engine`, whose autograd is exact, so gradients reach the canvas.
+LogitsFunction model_logits(const EngineOptions& engine, ViT model, c10::Device device);
 
-std::optional<Attribution> integrated_gradients(const ViT& model, c10::Device device,
-                                                const at::Tensor& canvas,
+std::optional<Attribution> integrated_gradients(const EngineOptions& engine, const ViT& model,
+                                                c10::Device device, const at::Tensor& canvas,
                                                 const IntegratedGradientsOptions& options);
-std::optional<Attribution> occlusion(const ViT& model, c10::Device device, const at::Tensor& canvas,
-                                     const OcclusionOptions& options);
+std::optional<Attribution> occlusion(const EngineOptions& engine, const ViT& model, c10::Device device,
+                                     const at::Tensor& canvas, const OcclusionOptions& options);
 
 // The map as CSV: one line per canvas row, its values comma-separated; written atomically.
 void write_attribution_csv(const std::string& path, const at::Tensor& map);

@@ -42,7 +42,8 @@ void abandon_capture(const c10::cuda::CUDAStream& stream) {
 
 }  // namespace
 
-GraphedForward::GraphedForward(ViT model, const at::Tensor& example, bool with_attention)
+GraphedForward::GraphedForward(const EngineOptions& engine, ViT model, const at::Tensor& example,
+                               bool with_attention)
     : model_(std::move(model)) {
   if (!example.is_cuda() || example.dim() != 4 || example.size(0) != 1)
     throw Error("internal: a graphed forward takes one image [1, channels, H, W] on a CUDA device");
@@ -62,10 +63,10 @@ GraphedForward::GraphedForward(ViT model, const at::Tensor& example, bool with_a
     const c10::cuda::CUDAStreamGuard on_stream(stream);
     // Warm-up on the capture's stream: the operators' device constants, cuBLAS's
     // workspace for this stream and the allocator's blocks exist before capture.
-    for (int i = 0; i < 2; ++i) model_->forward(input_, inspect);
+    for (int i = 0; i < 2; ++i) model_->forward(engine, input_, inspect);
     stream.synchronize();
     capture_->graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
-    outputs_.logits = model_->forward(input_, inspect);
+    outputs_.logits = model_->forward(engine, input_, inspect);
     capture_->graph.capture_end();
   } catch (const std::exception& e) {
     abandon_capture(stream);
@@ -90,7 +91,8 @@ bool cuda_graphs_supported() { return false; }
 
 struct GraphedForward::Capture {};
 
-GraphedForward::GraphedForward(ViT model, const at::Tensor&, bool) : model_(std::move(model)) {
+GraphedForward::GraphedForward(const EngineOptions&, ViT model, const at::Tensor&, bool)
+    : model_(std::move(model)) {
   throw Error("CUDA graphs need a CUDA build of LibTorch 2 or later");
 }
 

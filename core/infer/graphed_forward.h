@@ -18,6 +18,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "nn/vit.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -33,11 +34,11 @@ struct GraphedOutputs {
 
 class GraphedForward {
  public:
-  // Captures model->forward for images like `example` ([1, channels, H, W] on the
-  // model's CUDA device), with every layer's attention when `with_attention`.
+  // Captures model->forward under `engine` for images like `example` ([1, channels, H, W]
+  // on the model's CUDA device), with every layer's attention when `with_attention`.
   // Throws translution::Error when the build cannot capture or the capture fails
   // (the model is then unchanged and can run eagerly).
-  GraphedForward(ViT model, const at::Tensor& example, bool with_attention);
+  GraphedForward(const EngineOptions& engine, ViT model, const at::Tensor& example, bool with_attention);
   ~GraphedForward();
   GraphedForward(const GraphedForward&) = delete;
   GraphedForward& operator=(const GraphedForward&) = delete;

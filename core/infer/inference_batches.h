@@ -12,6 +12,7 @@
 #include <c10/core/Device.h>
 
 #include "nn/vit.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -19,7 +20,8 @@ namespace translution {
 int64_t images_per_forward(const ViT& model, const c10::Device& device, int64_t batch);
 
 // logits [B, classes] on the CPU of normalised images [B, channels, H, W], in forwards of
-// images_per_forward(model, device, B) images; the model must be in eval mode.
-at::Tensor logits_without_gradients(ViT model, const at::Tensor& images, const c10::Device& device);
+// images_per_forward(model, device, B) images under `engine`; the model must be in eval mode.
+at::Tensor logits_without_gradients(const EngineOptions& engine, ViT model, const at::Tensor& images,
+                                    const c10::Device& device);
 
 }  // namespace translution

@@ -17,17 +17,18 @@ struct Score {
 };
 
 // The model's accuracy and mean true-class logit as its weights are now.
-Score score(ViT& model, const at::Tensor& images, const at::Tensor& labels, int64_t batch,
-            bool bf16_weights) {
+Score score(const EngineOptions& engine, ViT& model, const at::Tensor& images, const at::Tensor& labels,
+            int64_t batch, bool bf16_weights) {
   std::optional<Bf16Weights> copies;
   if (bf16_weights) copies.emplace(relative_banks(*model));
-  const ScopedBf16Weights scope(copies ? &*copies : nullptr);
+  EngineOptions options = engine;
+  options.bf16_weights = copies ? &*copies : nullptr;  // copies of the weights as they are now
   int64_t correct = 0;
   double logit_sum = 0;
   const int64_t D = images.size(0);
   for (int64_t begin = 0; begin < D; begin += batch) {
     const int64_t n = std::min(batch, D - begin);
-    const at::Tensor logits = model->forward(images.narrow(0, begin, n));
+    const at::Tensor logits = model->forward(options, images.narrow(0, begin, n));
     const at::Tensor truth = labels.narrow(0, begin, n);
     correct += logits.argmax(1).eq(truth).sum().item<int64_t>();
     logit_sum += logits.gather(1, truth.unsqueeze(1)).sum().item<double>();
@@ -49,9 +50,9 @@ at::Tensor OffsetImportance::grid(const std::vector<double>& values) const {
   return out;
 }
 
-OffsetImportance offset_importance(ViT model, const at::Tensor& images, const at::Tensor& labels,
-                                   OffsetKnockout::Replacement replacement, int64_t batch, bool bf16_weights,
-                                   const ImportanceProgress& progress) {
+OffsetImportance offset_importance(const EngineOptions& engine, ViT model, const at::Tensor& images,
+                                   const at::Tensor& labels, OffsetKnockout::Replacement replacement,
+                                   int64_t batch, bool bf16_weights, const ImportanceProgress& progress) {
   if (images.size(0) == 0 || images.size(0) != labels.size(0))
     throw Error("offset importance needs digits and as many labels; got " + std::to_string(images.size(0)) +
                 " images and " + std::to_string(labels.size(0)) + " labels");
@@ -63,7 +64,7 @@ OffsetImportance offset_importance(ViT model, const at::Tensor& images, const at
   r.layout = model->config().token_layout();
   r.digits = images.size(0);
   r.offsets = layout_offsets(r.layout);
-  const Score base = score(model, images, labels, batch, bf16_weights);
+  const Score base = score(engine, model, images, labels, batch, bf16_weights);
   r.baseline_accuracy = base.accuracy;
   r.baseline_logit = base.logit;
   const int64_t total = int64_t(r.offsets.size());
@@ -76,7 +77,7 @@ OffsetImportance offset_importance(ViT model, const at::Tensor& images, const at
     {
       const AppliedKnockout applied(model,
                                     k);  // restored at the end of this scope, also when a forward throws
-      s = score(model, images, labels, batch, bf16_weights);
+      s = score(engine, model, images, labels, batch, bf16_weights);
     }
     r.accuracy.push_back(s.accuracy);
     r.accuracy_drop.push_back(base.accuracy - s.accuracy);

@@ -11,6 +11,7 @@
 
 #include "infer/offset_knockout.h"
 #include "nn/vit.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -36,11 +37,13 @@ using ImportanceProgress = std::function<bool(int64_t done, int64_t total)>;
 
 // images: [D, channels, H, W] normalised, on the model's device; labels: int64 [D].
 // The model is knocked out and restored offset by offset (AppliedKnockout), and is
-// as it was when this returns or throws. Forwards run without gradients, `batch`
-// images at a time; with `bf16_weights` they read bfloat16 copies of the banks
-// (cpu/bf16_weights.h), made afresh for the intact model and for each knockout.
-OffsetImportance offset_importance(ViT model, const at::Tensor& images, const at::Tensor& labels,
-                                   OffsetKnockout::Replacement replacement, int64_t batch,
-                                   bool bf16_weights = false, const ImportanceProgress& progress = {});
+// as it was when this returns or throws. Forwards run under `engine` without gradients,
+// `batch` images at a time; with `bf16_weights` they read bfloat16 copies of the banks
+// (cpu/bf16_weights.h), made afresh for the intact model and for each knockout (in
+// place of any copies `engine` names, which belong to the intact model alone).
+OffsetImportance offset_importance(const EngineOptions& engine, ViT model, const at::Tensor& images,
+                                   const at::Tensor& labels, OffsetKnockout::Replacement replacement,
+                                   int64_t batch, bool bf16_weights = false,
+                                   const ImportanceProgress& progress = {});
 
 }  // namespace translution

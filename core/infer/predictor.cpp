@@ -12,8 +12,10 @@
 
 namespace translution {
 
-Predictor::Predictor(Checkpoint checkpoint, std::string source, c10::Device device, bool cuda_graphs)
-    : checkpoint_(std::move(checkpoint)),
+Predictor::Predictor(const EngineOptions& engine, Checkpoint checkpoint, std::string source,
+                     c10::Device device, bool cuda_graphs)
+    : engine_(engine),
+      checkpoint_(std::move(checkpoint)),
       source_(std::move(source)),
       device_(device),
       cuda_graphs_(cuda_graphs && device.is_cuda() && cuda_graphs_supported()) {
@@ -47,7 +49,7 @@ bool Predictor::graphed_forward(const at::Tensor& x, bool with_attention, Forwar
   std::unique_ptr<GraphedForward>& graph = graphs_[with_attention ? 1 : 0];
   if (!graph) {
     try {
-      graph = std::make_unique<GraphedForward>(checkpoint_.model, x.to(device_), with_attention);
+      graph = std::make_unique<GraphedForward>(engine_, checkpoint_.model, x.to(device_), with_attention);
     } catch (const Error& e) {
       graph_failure_ = e.what();
       return false;
@@ -65,7 +67,7 @@ Predictor::Forward Predictor::forward(const at::Tensor& x, bool with_attention) 
   if (cuda_graphs_ && graphed_forward(x, with_attention, out)) return out;
   ViTInspection inspection;
   ViT model = checkpoint_.model;  // a handle: forward is not const, the weights are not changed
-  out.logits = model->forward(x.to(device_), with_attention ? &inspection : nullptr);
+  out.logits = model->forward(engine_, x.to(device_), with_attention ? &inspection : nullptr);
   for (const at::Tensor& a : inspection.attention) out.attention.push_back(a.to(at::kCPU, at::kFloat));
   out.inputs = std::move(inspection.inputs);
   return out;

@@ -11,6 +11,7 @@
 #include <c10/core/Device.h>
 
 #include "train/checkpoint.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -31,9 +32,9 @@ class Predictor {
   // On a CUDA device each kind of prediction (with and without attention) is
   // captured as a CUDA graph on first use and replayed after (infer/graphed_forward.h)
   // unless `cuda_graphs` is false; where capture fails the predictor runs eagerly
-  // and graph_state() says why.
-  Predictor(Checkpoint checkpoint, std::string source, c10::Device device = c10::kCPU,
-            bool cuda_graphs = true);
+  // and graph_state() says why. Every forward runs under `engine`, kept here.
+  Predictor(const EngineOptions& engine, Checkpoint checkpoint, std::string source,
+            c10::Device device = c10::kCPU, bool cuda_graphs = true);
   ~Predictor();
 
   // canvas: [S, S] float in [0, 1] (ink 1). A canvas of another size than the
@@ -41,8 +42,10 @@ class Predictor {
   Prediction predict(const at::Tensor& canvas, bool with_attention) const;
 
   const ViTConfig& config() const { return checkpoint_.config; }
-  // The model itself, for whole-dataset work (evaluation, sweeps); forward only.
+  // The model itself, for whole-dataset work (evaluation, sweeps); forward only, under engine().
   ViT model() const { return checkpoint_.model; }
+  // The options the predictions run under, for the model's other forwards too.
+  const EngineOptions& engine() const { return engine_; }
   const std::map<std::string, std::string>& metadata() const { return checkpoint_.metadata; }
   const std::string& source() const { return source_; }  // file or resource it came from
   c10::Device device() const { return device_; }
@@ -72,6 +75,7 @@ class Predictor {
   Forward forward(const at::Tensor& x, bool with_attention) const;
   bool graphed_forward(const at::Tensor& x, bool with_attention, Forward& out) const;  // false: run eagerly
 
+  EngineOptions engine_;
   Checkpoint checkpoint_;
   std::string source_;
   c10::Device device_;

@@ -29,11 +29,12 @@ const at::Tensor& converted_like(const at::Tensor& constant, at::Tensor& cached,
   return cached;
 }
 
-at::Tensor AttentionModule::forward_queries(const at::Tensor& x, int64_t queries) {
+at::Tensor AttentionModule::forward_queries(const EngineOptions& engine, const at::Tensor& x,
+                                            int64_t queries) {
   if (x.dim() != 3 || queries < 1 || queries > x.size(1))
     throw Error("attention: outputs of " + std::to_string(queries) + " queries asked of input " +
                 std::string(c10::str(x.sizes())) + " (expected [B, N, C] and 1 <= queries <= N)");
-  return attend(x, queries, nullptr);
+  return attend(engine, x, queries, nullptr);
 }
 
 at::Tensor query_rows(const at::Tensor& valid, int64_t queries) {

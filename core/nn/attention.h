@@ -9,6 +9,7 @@
 
 #include "nn/attention_spec.h"
 #include "nn/token_layout.h"
+#include "util/engine_options.h"
 #include "util/unused.h"
 
 namespace translution {
@@ -30,12 +31,15 @@ struct OffsetMagnitudes {
 class AttentionModule : public torch::nn::Module {
  public:
   // x: [B, N, C]. When `probs` is given it receives the attention [B, heads, N, N].
-  at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr) { return attend(x, x.size(1), probs); }
+  // `engine`: how to compute it (util/engine_options.h); backward follows it too.
+  at::Tensor forward(const EngineOptions& engine, const at::Tensor& x, at::Tensor* probs = nullptr) {
+    return attend(engine, x, x.size(1), probs);
+  }
   // The outputs of the first `queries` tokens only, [B, queries, C]; every token
   // is still a key and a value. ViT's last block asks for the CLS token's alone
   // (nn/vit.h): nothing reads the others, and their queries, rows of attention
   // and MLP are most of that block's work.
-  at::Tensor forward_queries(const at::Tensor& x, int64_t queries);
+  at::Tensor forward_queries(const EngineOptions& engine, const at::Tensor& x, int64_t queries);
   virtual std::vector<OffsetMagnitudes> offset_magnitudes() const { return {}; }
   // For one image (x: the attention's input [N, C], alpha: its attention [heads, N, N]),
   // what each offset-indexed value matrix carried: per bank entry e, in the paper's
@@ -55,7 +59,8 @@ class AttentionModule : public torch::nn::Module {
  protected:
   // Both of the above: the outputs of tokens [0, queries) (1 <= queries <= N);
   // `probs`, when given, receives [B, heads, queries, N].
-  virtual at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) = 0;
+  virtual at::Tensor attend(const EngineOptions& engine, const at::Tensor& x, int64_t queries,
+                            at::Tensor* probs) = 0;
 };
 
 // Every offset-indexed bank of the module's attention layers (relative_banks), in module order.

@@ -24,8 +24,9 @@ torch::nn::Linear linear(int64_t in, int64_t out) {
 }
 
 // rel[b, i, h] = s[b, i, h] W2v[:, h], s: [B, N, H, C2 H], up: [C2 H, H dh] -> [B, N, H dh].
-at::Tensor up_project(const at::Tensor& s, const at::Tensor& up, int64_t H, int64_t dh) {
-  if (at::Tensor engine = head_up_projection(s, up, H, dh); engine.defined()) return engine;
+at::Tensor up_project(const EngineOptions& engine, const at::Tensor& s, const at::Tensor& up, int64_t H,
+                      int64_t dh) {
+  if (at::Tensor fast = head_up_projection(engine, s, up, H, dh); fast.defined()) return fast;
   const int64_t B = s.size(0), N = s.size(1), c = s.size(3);
   return at::einsum("bihc,chd->bihd", {s, up.view({c, H, dh})}).reshape({B, N, H * dh});
 }
@@ -82,8 +83,8 @@ LoRTranslutionAttention::LoRTranslutionAttention(const AttentionSpec& spec, cons
   if (layout.causal) valid_ = table_.valid;
 }
 
-at::Tensor LoRTranslutionAttention::attend_reassociated(const at::Tensor& x, int64_t queries,
-                                                        const std::vector<int64_t>& entries,
+at::Tensor LoRTranslutionAttention::attend_reassociated(const EngineOptions& engine, const at::Tensor& x,
+                                                        int64_t queries, const std::vector<int64_t>& entries,
                                                         at::Tensor* probs) {
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2), H = shape_.heads, dh = shape_.head_dim;
   const int64_t M = queries, G = int64_t(entries.size()), c1 = low_in_, c2 = low_out_, C2 = spec_.lor_c2;
@@ -113,7 +114,7 @@ at::Tensor LoRTranslutionAttention::attend_reassociated(const at::Tensor& x, int
   const at::Tensor per_entry = at::einsum("bmgha,bna->bhmgn", {kappa, x});
   const at::Tensor logits = (per_entry * assign).sum(3);
   const at::Tensor alpha =
-      attention_softmax(logits, query_rows(on_device(valid_, x.device()), M), std::sqrt(double(dh)));
+      attention_softmax(engine, logits, query_rows(on_device(valid_, x.device()), M), std::sqrt(double(dh)));
   if (probs) *probs = alpha.detach();
   // Each entry's weighted inputs, sum_{j of g} alpha^h_mj x_j: [B, M, G, H, C].
   const at::Tensor mixed = at::einsum("bhmgn,bna->bmgha", {alpha.unsqueeze(3) * assign, x});
@@ -145,12 +146,13 @@ const LoRTranslutionAttention::Reassociation& LoRTranslutionAttention::reassocia
   return *reassociations_.back();
 }
 
-at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) {
+at::Tensor LoRTranslutionAttention::attend(const EngineOptions& engine, const at::Tensor& x, int64_t queries,
+                                           at::Tensor* probs) {
   const PairOrder& order = orders_.get(table_, queries, x.device());
-  const std::vector<int64_t> entries = reassociated_entries(spec_, shape_, order, x.size(0));
+  const std::vector<int64_t> entries = reassociated_entries(engine, spec_, shape_, order, x.size(0));
   if (!entries.empty()) {
-    const at::Tensor out = attend_reassociated(x, queries, entries, probs);
-    return to_out_ ? linear(to_out_, out) : out;
+    const at::Tensor out = attend_reassociated(engine, x, queries, entries, probs);
+    return to_out_ ? linear(engine, to_out_, out) : out;
   }
   const int64_t H = shape_.heads, dh = shape_.head_dim;
   // Every projection of x the layer needs, in one hand-off to the cores (cpu/linear.h):
@@ -171,7 +173,7 @@ at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries,
       }
     }
     if (layers.empty()) return;
-    std::vector<at::Tensor> projected = linear_each(layers, input);
+    std::vector<at::Tensor> projected = linear_each(engine, layers, input);
     for (size_t i = 0; i < targets.size(); ++i) *targets[i] = std::move(projected[i]);
   };
   if (queries == x.size(1)) {
@@ -186,24 +188,25 @@ at::Tensor LoRTranslutionAttention::attend(const at::Tensor& x, int64_t queries,
     shared[1] = rotary_.rotate(shared[1], H);
   }
   at::Tensor logits;
-  if (spec_.lor_shared) logits = attention_logits(shared[0], shared[1], H);
+  if (spec_.lor_shared) logits = attention_logits(engine, shared[0], shared[1], H);
   if (spec_.rel_q || spec_.rel_k) {
-    const at::Tensor rel = relative_logits(order, low[0], banks_[0], low[1], banks_[1], H);
+    const at::Tensor rel = relative_logits(engine, order, low[0], banks_[0], low[1], banks_[1], H);
     logits = logits.defined() ? logits + rel : rel;
   }
-  const at::Tensor alpha =
-      attention_softmax(logits, query_rows(on_device(valid_, x.device()), queries), std::sqrt(double(dh)));
+  const at::Tensor alpha = attention_softmax(
+      engine, logits, query_rows(on_device(valid_, x.device()), queries), std::sqrt(double(dh)));
   if (probs) *probs = alpha.detach();
 
   at::Tensor out;
-  if (spec_.lor_shared) out = attend_values(alpha, shared[2], H);
+  if (spec_.lor_shared) out = attend_values(engine, alpha, shared[2], H);
   if (spec_.rel_v) {
     // s[b, i, h] = sum_j alpha^h_ij (x_j W1v Wv[d_ij]), then W2v per head (Appendix D's order).
-    const at::Tensor s = relative_values(order, alpha, low[2], banks_[2], false);  // [B, M, H, C2 H]
-    const at::Tensor rel = spec_.lor_value_slices ? up_project_slices(s, up_v_) : up_project(s, up_v_, H, dh);
+    const at::Tensor s = relative_values(engine, order, alpha, low[2], banks_[2], false);  // [B, M, H, C2 H]
+    const at::Tensor rel =
+        spec_.lor_value_slices ? up_project_slices(s, up_v_) : up_project(engine, s, up_v_, H, dh);
     out = out.defined() ? out + rel : rel;
   }
-  return to_out_ ? linear(to_out_, out) : out;
+  return to_out_ ? linear(engine, to_out_, out) : out;
 }
 
 std::vector<OffsetMagnitudes> LoRTranslutionAttention::offset_magnitudes() const {

@@ -32,7 +32,8 @@ class LoRTranslutionAttention : public AttentionModule {
   std::vector<at::Tensor> relative_banks() const override;
 
  protected:
-  at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) override;
+  at::Tensor attend(const EngineOptions& engine, const at::Tensor& x, int64_t queries,
+                    at::Tensor* probs) override;
 
  private:
   // A few queries (ViT's last block: the CLS token alone) whose pairs use few bank
@@ -44,8 +45,8 @@ class LoRTranslutionAttention : public AttentionModule {
   // sum_{j of g} alpha_ij x_j, then go through W1v Bv[g] W2v and the shared W^v.
   // Returns the heads' outputs before the output projection, in the tensors' own
   // precision (fp32 also under bf16 training).
-  at::Tensor attend_reassociated(const at::Tensor& x, int64_t queries, const std::vector<int64_t>& entries,
-                                 at::Tensor* probs);
+  at::Tensor attend_reassociated(const EngineOptions& engine, const at::Tensor& x, int64_t queries,
+                                 const std::vector<int64_t>& entries, at::Tensor* probs);
 
   // The reassociated path's constants for (queries, entries) in x's dtype and on
   // its device: which entry each pair uses, [M, G, N], and the entries' indices

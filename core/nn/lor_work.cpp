@@ -48,12 +48,13 @@ double reassociated_macs(const AttentionSpec& s, const AttentionShape& shape, do
 }  // namespace
 
 // The entries to group the order's pairs by, where the reassociated path applies; else empty.
-std::vector<int64_t> reassociated_entries(const AttentionSpec& s, const AttentionShape& shape,
-                                          const PairOrder& order, int64_t images) {
+std::vector<int64_t> reassociated_entries(const EngineOptions& engine, const AttentionSpec& s,
+                                          const AttentionShape& shape, const PairOrder& order,
+                                          int64_t images) {
   const int64_t N = order.tokens, queries = order.queries;
   // Rotated keys differ per token, so they cannot be folded into the query's side;
   // value slices are taken after the sum over pairs, which that path reorders.
-  if (s.rotary || s.lor_value_slices || !reassociation_may_apply(N, queries, images)) return {};
+  if (s.rotary || s.lor_value_slices || !reassociation_may_apply(engine, N, queries, images)) return {};
   std::vector<int64_t> entries = used_entries(order);
   if (entries.empty() || reassociated_macs(s, shape, double(N), double(queries), double(entries.size())) >=
                              plain_macs(s, shape, double(N), double(queries)))
@@ -61,10 +62,10 @@ std::vector<int64_t> reassociated_entries(const AttentionSpec& s, const Attentio
   return entries;
 }
 
-double lor_attention_macs(const AttentionSpec& spec, const AttentionShape& shape, const RelativeTable& table,
-                          int64_t queries, int64_t images) {
+double lor_attention_macs(const EngineOptions& engine, const AttentionSpec& spec, const AttentionShape& shape,
+                          const RelativeTable& table, int64_t queries, int64_t images) {
   const std::vector<int64_t> entries =
-      reassociated_entries(spec, shape, make_pair_order(table, queries), images);
+      reassociated_entries(engine, spec, shape, make_pair_order(table, queries), images);
   const double N = double(table.tokens()), M = double(queries);
   return entries.empty() ? plain_macs(spec, shape, N, M)
                          : reassociated_macs(spec, shape, N, M, double(entries.size()));

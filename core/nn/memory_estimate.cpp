@@ -83,8 +83,9 @@ Floats block_floats(const Dims& d, bool out_proj, bool training) {
 // meets the unprojected inputs instead (nn/self_attention.h): no [N, 3D] then.
 // `extra`: what a baseline keeps besides (its products with offset vectors,
 // biased logits, gates, rotated queries and keys).
-Floats plain_attention_floats(const Dims& d, double extra, bool may_reassociate, bool training) {
-  const bool reassociated = may_reassociate && d.M < d.N && d.B >= 2 && engine_options().query_reassociation;
+Floats plain_attention_floats(const EngineOptions& engine, const Dims& d, double extra, bool may_reassociate,
+                              bool training) {
+  const bool reassociated = may_reassociate && d.M < d.N && d.B >= 2 && engine.query_reassociation;
   const double qkv = reassociated ? 2 * d.M * d.H * d.C : 3 * d.N * d.D;
   Floats f;
   if (training) {
@@ -185,19 +186,21 @@ Floats lor_floats(const Dims& d, const AttentionSpec& s, bool training, bool rec
 // keeps and a little more: a [H, M, E] product with the offset vectors (Shaw),
 // a biased copy of the logits (Swin), the positional attention and its mix (ConViT),
 // rotated queries and keys (RoPE).
-Floats attention_floats(const ViTConfig& c, const AttentionSpec& s, const Dims& d, bool training,
-                        bool recompute, const MemoryTarget& target) {
+Floats attention_floats(const EngineOptions& engine, const ViTConfig& c, const AttentionSpec& s,
+                        const Dims& d, bool training, bool recompute, const MemoryTarget& target) {
   const MemoryDevice device = target.device;
   switch (s.method) {
-    case AttentionMethod::SelfAttention: return plain_attention_floats(d, 0, true, training);
+    case AttentionMethod::SelfAttention: return plain_attention_floats(engine, d, 0, true, training);
     case AttentionMethod::RelativeKeyVector:
     case AttentionMethod::RelativeValueVector:
-      return plain_attention_floats(d, d.H * d.M * double(relative_entries(c, PairEncoding::Relative)), false,
-                                    training);
-    case AttentionMethod::RelativeBias: return plain_attention_floats(d, d.H * d.M * d.N, false, training);
+      return plain_attention_floats(
+          engine, d, d.H * d.M * double(relative_entries(c, PairEncoding::Relative)), false, training);
+    case AttentionMethod::RelativeBias:
+      return plain_attention_floats(engine, d, d.H * d.M * d.N, false, training);
     case AttentionMethod::GatedPositional:
-      return plain_attention_floats(d, 3 * d.H * d.M * d.N, false, training);
-    case AttentionMethod::Rotary: return plain_attention_floats(d, 2 * (d.M + d.N) * d.D, false, training);
+      return plain_attention_floats(engine, d, 3 * d.H * d.M * d.N, false, training);
+    case AttentionMethod::Rotary:
+      return plain_attention_floats(engine, d, 2 * (d.M + d.N) * d.D, false, training);
     case AttentionMethod::Translution: return translution_floats(d, s, training, recompute, device);
     case AttentionMethod::LoRTranslution: return lor_floats(d, s, training, recompute, target);
   }
@@ -213,8 +216,8 @@ struct Run {
   double gradient_bytes = 0;
 };
 
-std::vector<Run> block_runs(const ViTConfig& c, double batch, bool training, bool recompute,
-                            const MemoryTarget& target) {
+std::vector<Run> block_runs(const EngineOptions& engine, const ViTConfig& c, double batch, bool training,
+                            bool recompute, const MemoryTarget& target) {
   const double N = double(c.tokens()), shares = batch_shares(c, target);
   const int64_t first = std::min(std::max<int64_t>(c.first_blocks, 0), c.depth - 1);
   auto run = [&](int64_t index, double count, double queries) {
@@ -230,7 +233,7 @@ std::vector<Run> block_runs(const ViTConfig& c, double batch, bool training, boo
                  shares};
     const bool out_proj = !(c.heads == 1 && c.head_dim == c.dim);
     const Floats block = block_floats(d, out_proj, training),
-                 attention = attention_floats(c, s, d, training, recompute, target);
+                 attention = attention_floats(engine, c, s, d, training, recompute, target);
     return Run{count,
                {block.saved + attention.saved, block.working + attention.working},
                kFloat * double(block_parameter_count(c, index))};
@@ -238,7 +241,7 @@ std::vector<Run> block_runs(const ViTConfig& c, double batch, bool training, boo
   std::vector<Run> runs;
   if (first > 0) runs.push_back(run(0, double(first), N));
   if (c.depth - 1 > first) runs.push_back(run(c.depth - 2, double(c.depth - 1 - first), N));
-  runs.push_back(run(c.depth - 1, 1, engine_options().cls_only_last_block ? 1.0 : N));
+  runs.push_back(run(c.depth - 1, 1, engine.cls_only_last_block ? 1.0 : N));
   return runs;
 }
 
@@ -304,11 +307,12 @@ std::pair<double, double> training_peak(const ViTConfig& c, const std::vector<Ru
 
 }  // namespace
 
-MemoryEstimate estimate_training(const ViTConfig& c, int64_t batch, bool recompute,
-                                 const MemoryTarget& target) {
+MemoryEstimate estimate_training(const EngineOptions& engine, const ViTConfig& c, int64_t batch,
+                                 bool recompute, const MemoryTarget& target) {
   const double weights = kFloat * double(parameter_count(c));
-  const auto [activations, gradients] = training_peak(
-      c, block_runs(c, double(batch), true, recompute, target), embedding_floats(c, double(batch), true));
+  const auto [activations, gradients] =
+      training_peak(c, block_runs(engine, c, double(batch), true, recompute, target),
+                    embedding_floats(c, double(batch), true));
   MemoryEstimate e;
   e.weights = weights;
   e.gradients = gradients;
@@ -320,9 +324,10 @@ MemoryEstimate estimate_training(const ViTConfig& c, int64_t batch, bool recompu
 
 // Without gradients nothing is kept: the peak is the largest working set of one
 // block (or of the patch embedding) next to the weights.
-MemoryEstimate estimate_inference(const ViTConfig& c, int64_t batch, const MemoryTarget& target) {
+MemoryEstimate estimate_inference(const EngineOptions& engine, const ViTConfig& c, int64_t batch,
+                                  const MemoryTarget& target) {
   double floats = embedding_floats(c, double(batch), false).working;
-  for (const Run& r : block_runs(c, double(batch), false, false, target))
+  for (const Run& r : block_runs(engine, c, double(batch), false, false, target))
     floats = std::max(floats, r.floats.working);
   MemoryEstimate e;
   e.weights = kFloat * double(parameter_count(c));

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "nn/vit_config.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -40,20 +41,22 @@ struct MemoryEstimate {
 };
 
 // One forward without gradients of `batch` images (a prediction, evaluation).
-MemoryEstimate estimate_inference(const ViTConfig& config, int64_t batch, const MemoryTarget& target);
+MemoryEstimate estimate_inference(const EngineOptions& engine, const ViTConfig& config, int64_t batch,
+                                  const MemoryTarget& target);
 
 // One training step of `batch` images; `recompute`: backward recomputes the pair
 // rows of relative projections instead of keeping them (train --recompute).
-MemoryEstimate estimate_training(const ViTConfig& config, int64_t batch, bool recompute,
-                                 const MemoryTarget& target);
+MemoryEstimate estimate_training(const EngineOptions& engine, const ViTConfig& config, int64_t batch,
+                                 bool recompute, const MemoryTarget& target);
 
 // The same on this machine's CPU, or on a CUDA device.
-inline MemoryEstimate estimate_inference(const ViTConfig& config, int64_t batch, MemoryDevice device) {
-  return estimate_inference(config, batch, memory_target(device));
+inline MemoryEstimate estimate_inference(const EngineOptions& engine, const ViTConfig& config, int64_t batch,
+                                         MemoryDevice device) {
+  return estimate_inference(engine, config, batch, memory_target(device));
 }
-inline MemoryEstimate estimate_training(const ViTConfig& config, int64_t batch, bool recompute,
-                                        MemoryDevice device) {
-  return estimate_training(config, batch, recompute, memory_target(device));
+inline MemoryEstimate estimate_training(const EngineOptions& engine, const ViTConfig& config, int64_t batch,
+                                        bool recompute, MemoryDevice device) {
+  return estimate_training(engine, config, batch, recompute, memory_target(device));
 }
 
 const char* memory_device_name(MemoryDevice device);  // "CPU", "CUDA"

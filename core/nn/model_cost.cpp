@@ -17,7 +17,8 @@ namespace {
 // product of the baselines and of self-attention's plain path, which projects q
 // for every token too. Self-attention's and LoR's few queries, in a batch, project
 // no key or value (self_attention_macs, lor_attention_macs).
-double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M, int64_t images) {
+double attention_block_macs(const EngineOptions& engine, const ViTConfig& c, const AttentionSpec& s, double M,
+                            int64_t images) {
   const double N = double(c.tokens()), C = double(c.dim), D = double(c.heads * c.head_dim);
   const bool out_proj = !(c.heads == 1 && c.head_dim == c.dim);
   double macs = out_proj ? M * D * C : 0.0;
@@ -25,7 +26,7 @@ double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M
   const double plain_qkv = 3 * N * C * D;
   switch (s.method) {
     case AttentionMethod::SelfAttention:
-      return self_attention_macs({c.dim, c.heads, c.head_dim}, c.tokens(), int64_t(M), images);
+      return self_attention_macs(engine, {c.dim, c.heads, c.head_dim}, c.tokens(), int64_t(M), images);
     case AttentionMethod::RelativeBias:
     case AttentionMethod::GatedPositional:
     case AttentionMethod::Rotary: return macs + plain_qkv;
@@ -40,14 +41,15 @@ double attention_block_macs(const ViTConfig& c, const AttentionSpec& s, double M
     }
     case AttentionMethod::LoRTranslution: {
       const RelativeTable table = make_relative_table(c.token_layout(), s.encoding);
-      return lor_attention_macs(s, {c.dim, c.heads, c.head_dim}, table, int64_t(M), images);
+      return lor_attention_macs(engine, s, {c.dim, c.heads, c.head_dim}, table, int64_t(M), images);
     }
   }
   return macs;
 }
 
-double block_macs(const ViTConfig& c, int64_t index, double M, int64_t images = 1) {
-  return attention_block_macs(c, c.attention_spec(index), M, images) +
+double block_macs(const EngineOptions& engine, const ViTConfig& c, int64_t index, double M,
+                  int64_t images = 1) {
+  return attention_block_macs(engine, c, c.attention_spec(index), M, images) +
          2 * M * double(c.dim) * double(c.mlp_dim);
 }
 
@@ -65,7 +67,7 @@ int64_t unread_by_cls(const ViTConfig& c, const AttentionSpec& s, const Relative
 
 }  // namespace
 
-ModelCost model_cost(const ViTConfig& c) {
+ModelCost model_cost(const EngineOptions& engine, const ViTConfig& c) {
   ModelCost cost;
   const double N = double(c.tokens()), C = double(c.dim);
   const double patches = N - 1, patch_dim = double(c.patch * c.patch * c.channels);
@@ -76,14 +78,14 @@ ModelCost model_cost(const ViTConfig& c) {
   const int64_t body = c.depth - 1, first = std::min(std::max<int64_t>(c.first_blocks, 0), body);
   auto body_macs = [&](int64_t images) {
     double macs = 0;
-    if (first > 0) macs += double(first) * block_macs(c, 0, N, images);
-    if (body > first) macs += double(body - first) * block_macs(c, c.depth - 1, N, images);
+    if (first > 0) macs += double(first) * block_macs(engine, c, 0, N, images);
+    if (body > first) macs += double(body - first) * block_macs(engine, c, c.depth - 1, N, images);
     return macs;
   };
   const double body_one = body_macs(1);
-  cost.exact_macs += body_one + block_macs(c, c.depth - 1, N);
-  cost.cls_only_macs += body_one + block_macs(c, c.depth - 1, 1.0);
-  cost.cls_only_batch_macs += body_macs(2) + block_macs(c, c.depth - 1, 1.0, 2);
+  cost.exact_macs += body_one + block_macs(engine, c, c.depth - 1, N);
+  cost.cls_only_macs += body_one + block_macs(engine, c, c.depth - 1, 1.0);
+  cost.cls_only_batch_macs += body_macs(2) + block_macs(engine, c, c.depth - 1, 1.0, 2);
   const AttentionSpec last = c.attention_spec(c.depth - 1);
   if (last.relative()) {
     const RelativeTable table = make_relative_table(c.token_layout(), last.encoding);

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "nn/vit_config.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -22,6 +23,8 @@ struct ModelCost {
   int64_t relative_entries = 0;  // E: matrices per relative projection (per layer)
 };
 
-ModelCost model_cost(const ViTConfig& config);
+// The batch counts follow `engine`'s query_reassociation (the only option that
+// changes which products run, rather than how).
+ModelCost model_cost(const EngineOptions& engine, const ViTConfig& config);
 
 }  // namespace translution

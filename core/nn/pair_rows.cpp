@@ -30,8 +30,8 @@ bool rows_are_scratch(AutogradContext* ctx, bool recomputed) {
 // Whether this forward records gradients in bf16 precision (cpu/bf16_gemm.h), asked
 // before the autograd function (inside it gradients are off); which banks then
 // take bfloat16 products is bf16_bank's choice.
-bool training_in_bf16(std::initializer_list<const at::Tensor*> inputs) {
-  if (dense_precision() != DensePrecision::Bf16 || !at::GradMode::is_enabled() || !bf16_gemm_available())
+bool training_in_bf16(const EngineOptions& engine, std::initializer_list<const at::Tensor*> inputs) {
+  if (engine.precision != DensePrecision::Bf16 || !at::GradMode::is_enabled() || !bf16_gemm_available())
     return false;
   bool grad = false;
   for (const at::Tensor* t : inputs) {
@@ -54,31 +54,33 @@ at::Tensor bank_or_empty(const at::Tensor& bank, const at::Tensor& like) {
 }
 
 // One side of the dot product for every sorted row: projected (relative) or gathered (plain).
-at::Tensor side_rows(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
-                     const std::vector<int64_t>& offset, bool bf16, bool copies) {
-  return has_bank(bank) ? project_rows(xt, rows, bank, offset, bf16 && bf16_bank(bank), copies)
+at::Tensor side_rows(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& bank,
+                     const at::Tensor& rows, const std::vector<int64_t>& offset, bool bf16, bool copies) {
+  return has_bank(bank) ? project_rows(engine, xt, rows, bank, offset, bf16 && bf16_bank(bank), copies)
                         : gather_rows(xt, rows);
 }
 
 // Gradient of one side: into the input and the bank (relative) or just the vectors (plain).
-std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::Tensor& bank,
-                                                const at::Tensor& rows, const std::vector<int64_t>& offset,
-                                                const at::Tensor& ds, bool bf16) {
+std::pair<at::Tensor, at::Tensor> side_backward(const EngineOptions& engine, const at::Tensor& xt,
+                                                const at::Tensor& bank, const at::Tensor& rows,
+                                                const std::vector<int64_t>& offset, const at::Tensor& ds,
+                                                bool bf16) {
   if (!has_bank(bank)) return {scatter_rows(ds, rows, xt.size(0)).transpose(0, 1), at::Tensor()};
-  auto [dxt, dbank] = project_rows_backward(xt, rows, bank, offset, ds, bf16 && bf16_bank(bank));
+  auto [dxt, dbank] = project_rows_backward(engine, xt, rows, bank, offset, ds, bf16 && bf16_bank(bank));
   return {dxt.transpose(0, 1), dbank};
 }
 
-bool blocks_apply(std::initializer_list<const at::Tensor*> tensors, const at::Tensor& pair_of_row) {
-  return pair_of_row.is_cpu() && pair_blocks_apply(tensors);
+bool blocks_apply(const EngineOptions& engine, std::initializer_list<const at::Tensor*> tensors,
+                  const at::Tensor& pair_of_row) {
+  return pair_of_row.is_cpu() && pair_blocks_apply(engine, tensors);
 }
 
 // One side for the blocked path: bf16 products where the bank takes them, and its
 // bfloat16 copy in a forward without gradients (as project_rows reads them).
-PairSide pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16,
-                   bool copies, const at::Tensor& saved) {
+PairSide pair_side(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& bank,
+                   const at::Tensor& rows, bool bf16, bool copies, const at::Tensor& saved) {
   const bool relative = has_bank(bank), products_in_bf16 = relative && bf16 && bf16_bank(bank);
-  const Bf16Bits* w16 = relative ? weight_copy(bank, xt, products_in_bf16, copies) : nullptr;
+  const Bf16Bits* w16 = relative ? weight_copy(engine, bank, xt, products_in_bf16, copies) : nullptr;
   return make_pair_side(xt, relative ? bank : at::Tensor(), rows, products_in_bf16, w16, saved);
 }
 

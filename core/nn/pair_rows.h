@@ -12,6 +12,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "cpu/pair_blocks.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -24,7 +25,7 @@ bool rows_are_scratch(torch::autograd::AutogradContext* ctx, bool recomputed);
 
 // Whether this forward records gradients in bf16 precision (cpu/bf16_gemm.h),
 // asked before the autograd function (inside it gradients are off).
-bool training_in_bf16(std::initializer_list<const at::Tensor*> inputs);
+bool training_in_bf16(const EngineOptions& engine, std::initializer_list<const at::Tensor*> inputs);
 
 // Whether this forward may read bfloat16 copies of the banks (cpu/bf16_weights.h):
 // one without gradients, asked before the autograd function.
@@ -35,17 +36,19 @@ bool has_bank(const at::Tensor& bank);
 at::Tensor bank_or_empty(const at::Tensor& bank, const at::Tensor& like);
 
 // One side of the dot product for every sorted row: projected (relative) or gathered (plain).
-at::Tensor side_rows(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows,
-                     const std::vector<int64_t>& offset, bool bf16, bool copies);
+at::Tensor side_rows(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& bank,
+                     const at::Tensor& rows, const std::vector<int64_t>& offset, bool bf16, bool copies);
 // Gradient of one side: into the input and the bank (relative) or just the vectors (plain).
-std::pair<at::Tensor, at::Tensor> side_backward(const at::Tensor& xt, const at::Tensor& bank,
-                                                const at::Tensor& rows, const std::vector<int64_t>& offset,
-                                                const at::Tensor& ds, bool bf16);
+std::pair<at::Tensor, at::Tensor> side_backward(const EngineOptions& engine, const at::Tensor& xt,
+                                                const at::Tensor& bank, const at::Tensor& rows,
+                                                const std::vector<int64_t>& offset, const at::Tensor& ds,
+                                                bool bf16);
 
-bool blocks_apply(std::initializer_list<const at::Tensor*> tensors, const at::Tensor& pair_of_row);
+bool blocks_apply(const EngineOptions& engine, std::initializer_list<const at::Tensor*> tensors,
+                  const at::Tensor& pair_of_row);
 // One side for the blocked path: bf16 products where the bank takes them, and its
 // bfloat16 copy in a forward without gradients (as project_rows reads them).
-PairSide pair_side(const at::Tensor& xt, const at::Tensor& bank, const at::Tensor& rows, bool bf16,
-                   bool copies, const at::Tensor& saved = at::Tensor());
+PairSide pair_side(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& bank,
+                   const at::Tensor& rows, bool bf16, bool copies, const at::Tensor& saved = at::Tensor());
 
 }  // namespace translution

@@ -52,9 +52,10 @@ PositionalAttention::PositionalAttention(const AttentionSpec& spec, const Attent
 }
 
 // M = queries rows of every [N, N] pair table below.
-at::Tensor PositionalAttention::attend(const at::Tensor& x, int64_t M, at::Tensor* probs) {
+at::Tensor PositionalAttention::attend(const EngineOptions& engine, const at::Tensor& x, int64_t M,
+                                       at::Tensor* probs) {
   const int64_t B = x.size(0), N = x.size(1), H = shape_.heads, dh = shape_.head_dim, E = table_.entries;
-  const auto qkv = linear(to_qkv_, x).chunk(3, -1);
+  const auto qkv = linear(engine, to_qkv_, x).chunk(3, -1);
   at::Tensor q = qkv[0].narrow(1, 0, M), k = qkv[1];
   if (method_ == AttentionMethod::Rotary) {
     q = rotary_.rotate(q, H);
@@ -63,7 +64,7 @@ at::Tensor PositionalAttention::attend(const at::Tensor& x, int64_t M, at::Tenso
   const at::Tensor entry = query_rows(on_device(entry_, x.device()), M);
   const at::Tensor valid = query_rows(on_device(valid_, x.device()), M);
 
-  at::Tensor logits = attention_logits(q, k, H);  // [B, H, M, N]
+  at::Tensor logits = attention_logits(engine, q, k, H);  // [B, H, M, N]
   if (method_ == AttentionMethod::RelativeKeyVector) {
     // q_i . r[d_ij]: every query against every offset vector, then pick each pair's.
     const at::Tensor qr = at::einsum("bnhd,ehd->bhne", {q.reshape({B, M, H, dh}), rel_.view({E, H, dh})});
@@ -72,25 +73,25 @@ at::Tensor PositionalAttention::attend(const at::Tensor& x, int64_t M, at::Tenso
   logits = logits / std::sqrt(double(dh));
   if (method_ == AttentionMethod::RelativeBias)
     logits = logits + rel_.index_select(1, entry.reshape({-1})).view({1, H, M, N});
-  at::Tensor alpha = attention_softmax(logits, valid);
+  at::Tensor alpha = attention_softmax(engine, logits, valid);
   if (method_ == AttentionMethod::GatedPositional) {
     const at::Tensor scores =
         at::matmul(converted_like(features_, features_like_, x).narrow(0, 0, M), gpsa_w_.t())
             .permute({2, 0, 1});  // [H, M, N]
-    const at::Tensor beta = attention_softmax(scores.unsqueeze(0), valid);
+    const at::Tensor beta = attention_softmax(engine, scores.unsqueeze(0), valid);
     const at::Tensor gate = at::sigmoid(gpsa_gate_).view({1, H, 1, 1});
     const at::Tensor mixed = (1 - gate) * alpha + gate * beta;
     alpha = mixed / mixed.sum(-1, true);
   }
   if (probs) *probs = alpha.detach();
-  at::Tensor out = attend_values(alpha, qkv[2], H);
+  at::Tensor out = attend_values(engine, alpha, qkv[2], H);
   if (method_ == AttentionMethod::RelativeValueVector) {
     // sum_j alpha_ij r[d_ij]: gather attention by offset, then one product with r.
     const at::Tensor by_offset = at::zeros({B, H, M, E}, alpha.options())
                                      .scatter_add_(3, entry.view({1, 1, M, N}).expand({B, H, M, N}), alpha);
     out = out + at::einsum("bhne,ehd->bnhd", {by_offset, rel_.view({E, H, dh})}).reshape({B, M, H * dh});
   }
-  return to_out_ ? linear(to_out_, out) : out;
+  return to_out_ ? linear(engine, to_out_, out) : out;
 }
 
 }  // namespace translution

@@ -24,7 +24,8 @@ class PositionalAttention : public AttentionModule {
   static at::Tensor gpsa_features(const RelativeTable& table);
 
  protected:
-  at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) override;
+  at::Tensor attend(const EngineOptions& engine, const at::Tensor& x, int64_t queries,
+                    at::Tensor* probs) override;
 
  private:
   AttentionMethod method_;

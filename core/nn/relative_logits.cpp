@@ -10,6 +10,7 @@
 #include "nn/pair_rows.h"
 #include "nn/relative_projection.h"
 #include "util/engine_options.h"
+#include "util/kept_options.h"
 
 namespace translution {
 namespace {
@@ -35,27 +36,28 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
                             const at::Tensor& k_input, const at::Tensor& k_bank,
                             const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
                             const at::Tensor& source_of_row, const std::vector<int64_t>& offset,
-                            int64_t heads, int64_t queries, bool bf16, bool copies) {
+                            int64_t heads, int64_t queries, bool bf16, bool copies,
+                            const EngineOptions& engine) {
+    keep_options(ctx, engine);
     const at::Tensor qt = token_major(q_input), kt = token_major(k_input);
     ctx->saved_data["offset"] = offset;
     ctx->saved_data["bf16"] = bf16;
-    if (blocks_apply({&qt, &q_bank, &kt, &k_bank}, pair_of_row)) {
+    if (blocks_apply(engine, {&qt, &q_bank, &kt, &k_bank}, pair_of_row)) {
       const PairTable table =
-          pair_table(offset, pair_of_row, query_of_row, source_of_row, queries, kt.size(0));
-      PairSide q = pair_side(qt, q_bank, query_of_row, bf16, copies),
-               k = pair_side(kt, k_bank, source_of_row, bf16, copies);
+          pair_table(engine, offset, pair_of_row, query_of_row, source_of_row, queries, kt.size(0));
+      PairSide q = pair_side(engine, qt, q_bank, query_of_row, bf16, copies),
+               k = pair_side(engine, kt, k_bank, source_of_row, bf16, copies);
       // Copies are read only where no gradient is recorded: then nothing needs the rows.
-      const at::Tensor grid =
-          blocked_logits(table, q, k, heads, !copies && !engine_options().recompute_pair_rows);
+      const at::Tensor grid = blocked_logits(table, q, k, heads, !copies && !engine.recompute_pair_rows);
       ctx->save_for_backward(
           {qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row, q.saved, k.saved});
       ctx->saved_data["blocked"] = true;
       return grid;
     }
-    const at::Tensor sq = side_rows(qt, q_bank, query_of_row, offset, bf16, copies);   // [R, B, D]
-    const at::Tensor sk = side_rows(kt, k_bank, source_of_row, offset, bf16, copies);  // [R, B, D]
-    const at::Tensor dots = pair_dots(sq, sk, heads);                                  // [R, B, H]
-    const bool keep = !engine_options().recompute_pair_rows;
+    const at::Tensor sq = side_rows(engine, qt, q_bank, query_of_row, offset, bf16, copies);   // [R, B, D]
+    const at::Tensor sk = side_rows(engine, kt, k_bank, source_of_row, offset, bf16, copies);  // [R, B, D]
+    const at::Tensor dots = pair_dots(engine, sq, sk, heads);                                  // [R, B, H]
+    const bool keep = !engine.recompute_pair_rows;
     ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row,
                             keep ? sq : at::Tensor(), keep ? sk : at::Tensor()});
     return pairs_to_grid(dots, pair_of_row, queries, kt.size(0));
@@ -66,38 +68,42 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const at::Tensor &qt = s[0], &q_bank = s[1], &kt = s[2], &k_bank = s[3], &pair_of_row = s[4];
     const at::Tensor &query_of_row = s[5], &source_of_row = s[6];
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
+    const EngineOptions engine = kept_options(ctx);
     const bool bf16 = ctx->saved_data["bf16"].toBool();
     if (ctx->saved_data.count("blocked")) {
       const PairTable table =
-          pair_table(offset, pair_of_row, query_of_row, source_of_row, grads[0].size(2), kt.size(0));
-      const PairSide q = pair_side(qt, q_bank, query_of_row, bf16, false, s[7]);
-      const PairSide k = pair_side(kt, k_bank, source_of_row, bf16, false, s[8]);
+          pair_table(engine, offset, pair_of_row, query_of_row, source_of_row, grads[0].size(2), kt.size(0));
+      const PairSide q = pair_side(engine, qt, q_bank, query_of_row, bf16, false, s[7]);
+      const PairSide k = pair_side(engine, kt, k_bank, source_of_row, bf16, false, s[8]);
       auto [dqt, dq_bank, dkt, dk_bank] = blocked_logits_backward(table, q, k, grads[0]);
-      return {dqt.transpose(0, 1), dq_bank,      dkt.transpose(0, 1), dk_bank,
-              at::Tensor(),        at::Tensor(), at::Tensor(),        at::Tensor(),
-              at::Tensor(),        at::Tensor(), at::Tensor(),        at::Tensor()};
+      return {dqt.transpose(0, 1), dq_bank,      dkt.transpose(0, 1), dk_bank,      at::Tensor(),
+              at::Tensor(),        at::Tensor(), at::Tensor(),        at::Tensor(), at::Tensor(),
+              at::Tensor(),        at::Tensor(), at::Tensor()};
     }
-    const at::Tensor sq = s[7].defined() ? s[7] : side_rows(qt, q_bank, query_of_row, offset, bf16, false);
-    const at::Tensor sk = s[8].defined() ? s[8] : side_rows(kt, k_bank, source_of_row, offset, bf16, false);
+    const at::Tensor sq =
+        s[7].defined() ? s[7] : side_rows(engine, qt, q_bank, query_of_row, offset, bf16, false);
+    const at::Tensor sk =
+        s[8].defined() ? s[8] : side_rows(engine, kt, k_bank, source_of_row, offset, bf16, false);
     const int64_t B = sq.size(1), H = grads[0].size(1), M = grads[0].size(2), N = grads[0].size(3);
     const at::Tensor dfull = grads[0].permute({2, 3, 0, 1}).reshape({M * N, B, H});
     const bool scratch = rows_are_scratch(ctx, !s[7].defined() && !s[8].defined());
-    auto [dsq, dsk] = pair_dots_backward(sq, sk, gather_rows(dfull, pair_of_row), scratch);
-    auto [dq, dq_bank] = side_backward(qt, q_bank, query_of_row, offset, dsq, bf16);
-    auto [dk, dk_bank] = side_backward(kt, k_bank, source_of_row, offset, dsk, bf16);
-    return {dq,           dq_bank,      dk,           dk_bank,      at::Tensor(), at::Tensor(),
+    auto [dsq, dsk] = pair_dots_backward(engine, sq, sk, gather_rows(dfull, pair_of_row), scratch);
+    auto [dq, dq_bank] = side_backward(engine, qt, q_bank, query_of_row, offset, dsq, bf16);
+    auto [dk, dk_bank] = side_backward(engine, kt, k_bank, source_of_row, offset, dsk, bf16);
+    return {dq,           dq_bank,      dk,           dk_bank,      at::Tensor(), at::Tensor(), at::Tensor(),
             at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
-at::Tensor relative_logits(const PairOrder& o, const at::Tensor& q_input, const at::Tensor& q_bank,
-                           const at::Tensor& k_input, const at::Tensor& k_bank, int64_t heads) {
+at::Tensor relative_logits(const EngineOptions& engine, const PairOrder& o, const at::Tensor& q_input,
+                           const at::Tensor& q_bank, const at::Tensor& k_input, const at::Tensor& k_bank,
+                           int64_t heads) {
   return RelativeLogits::apply(
       q_input, bank_or_empty(q_bank, q_input), k_input, bank_or_empty(k_bank, k_input), o.pair_of_row,
       o.query_of_row, o.source_of_row, o.entry_offset, heads, o.queries,
-      training_in_bf16({&q_input, &q_bank, &k_input, &k_bank}), reads_weight_copies());
+      training_in_bf16(engine, {&q_input, &q_bank, &k_input, &k_bank}), reads_weight_copies(), engine);
 }
 
 }  // namespace translution

@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "nn/pair_order.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -13,7 +14,8 @@ namespace translution {
 // pairs). Each side is either relative (input [B, N, C] and bank [E, C, D]) or
 // plain (vectors [B, N, D] and an undefined bank; the query side may pass only
 // its first M rows).
-at::Tensor relative_logits(const PairOrder& order, const at::Tensor& q_input, const at::Tensor& q_bank,
-                           const at::Tensor& k_input, const at::Tensor& k_bank, int64_t heads);
+at::Tensor relative_logits(const EngineOptions& engine, const PairOrder& order, const at::Tensor& q_input,
+                           const at::Tensor& q_bank, const at::Tensor& k_input, const at::Tensor& k_bank,
+                           int64_t heads);
 
 }  // namespace translution

@@ -15,10 +15,11 @@ namespace {
 
 // S[rows of e] = X[rows of e] W[e] for every matrix: one GEMM each, M = B n_e.
 // w16: the bank's bfloat16 copy to read instead of it (project_rows finds it), or null.
-at::Tensor project_sorted(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
-                          const std::vector<int64_t>& offset, bool bf16, const Bf16Bits* w16) {
-  if (at::Tensor engine = sorted_projection(xt, rows, bank, offset, bf16, w16); engine.defined())
-    return engine;
+at::Tensor project_sorted(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& rows,
+                          const at::Tensor& bank, const std::vector<int64_t>& offset, bool bf16,
+                          const Bf16Bits* w16) {
+  if (at::Tensor fast = sorted_projection(engine, xt, rows, bank, offset, bf16, w16); fast.defined())
+    return fast;
   const int64_t R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
   at::Tensor out = at::empty({R, B, D}, xt.options());  // [R, B, D]
   at::Tensor out2 = out.view({R * B, D});
@@ -33,12 +34,13 @@ at::Tensor project_sorted(const at::Tensor& xt, const at::Tensor& rows, const at
 }
 
 // Given dS for sorted rows: the gradients of the bank and of X ([N, B, C]), per matrix.
-std::pair<at::Tensor, at::Tensor> project_sorted_backward(const at::Tensor& xt, const at::Tensor& rows,
-                                                          const at::Tensor& bank,
+std::pair<at::Tensor, at::Tensor> project_sorted_backward(const EngineOptions& engine, const at::Tensor& xt,
+                                                          const at::Tensor& rows, const at::Tensor& bank,
                                                           const std::vector<int64_t>& offset,
                                                           const at::Tensor& ds_in, bool bf16) {
-  if (auto engine = sorted_projection_backward(xt, rows, bank, offset, ds_in, bf16); engine.first.defined())
-    return engine;
+  if (auto fast = sorted_projection_backward(engine, xt, rows, bank, offset, ds_in, bf16);
+      fast.first.defined())
+    return fast;
   const int64_t N = xt.size(0), R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
   const at::Tensor ds2 = ds_in.reshape({R * B, D}).contiguous();
   // Every matrix with pairs is overwritten below; only the unused ones need zeros.
@@ -92,27 +94,28 @@ at::Tensor scatter_rows(const at::Tensor& rows_grad, const at::Tensor& index, in
   return at::zeros(sizes, rows_grad.options()).index_add_(0, index, rows_grad);
 }
 
-const Bf16Bits* weight_copy(const at::Tensor& bank, const at::Tensor& xt, bool bf16, bool copies) {
-  return copies && !bf16 && xt.scalar_type() == at::kFloat ? bf16_weights_for(bank) : nullptr;
+const Bf16Bits* weight_copy(const EngineOptions& engine, const at::Tensor& bank, const at::Tensor& xt,
+                            bool bf16, bool copies) {
+  return copies && !bf16 && xt.scalar_type() == at::kFloat ? bf16_weights_for(engine, bank) : nullptr;
 }
 
-at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
-                        const std::vector<int64_t>& offset, bool bf16, bool copies) {
+at::Tensor project_rows(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& rows,
+                        const at::Tensor& bank, const std::vector<int64_t>& offset, bool bf16, bool copies) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
-  const Bf16Bits* w16 = weight_copy(bank, xt, bf16, copies);
-  if (projects_every_token(bank, N, B) && !w16) {
+  const Bf16Bits* w16 = weight_copy(engine, bank, xt, bf16, copies);
+  if (projects_every_token(engine, bank, N, B) && !w16) {
     const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
     return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
   }
-  return project_sorted(xt, rows, bank, offset, bf16, w16);
+  return project_sorted(engine, xt, rows, bank, offset, bf16, w16);
 }
 
-std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, const at::Tensor& rows,
-                                                        const at::Tensor& bank,
+std::pair<at::Tensor, at::Tensor> project_rows_backward(const EngineOptions& engine, const at::Tensor& xt,
+                                                        const at::Tensor& rows, const at::Tensor& bank,
                                                         const std::vector<int64_t>& offset,
                                                         const at::Tensor& ds, bool bf16) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
-  if (projects_every_token(bank, N, B)) {
+  if (projects_every_token(engine, bank, N, B)) {
     const at::Tensor dall = at::zeros({N * B * E, D}, ds.options())
                                 .index_add_(0, all_token_index(rows, offset, B), ds.reshape({-1, D}))
                                 .view({N * B, E * D});
@@ -121,7 +124,7 @@ std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, co
     const at::Tensor dxt = at::mm(dall, bank.permute({1, 0, 2}).reshape({C, E * D}).t()).view({N, B, C});
     return {dxt, dbank};
   }
-  return project_sorted_backward(xt, rows, bank, offset, ds, bf16);
+  return project_sorted_backward(engine, xt, rows, bank, offset, ds, bf16);
 }
 
 }  // namespace translution

@@ -4,7 +4,7 @@
 // [E, C, C'] bank) one product projects the rows of all pairs that use it, across
 // the batch: M = B n_e, exactly N^2 C C' multiply-adds per projection. On the CPU
 // the products go straight to the engine's kernels (cpu/pair_projection.h);
-// elsewhere, and under engine_options().reference, through at::mm. Where the
+// elsewhere, and under the reference options, through at::mm. Where the
 // matrices are tiny (or on a GPU) every token may instead be projected by every
 // matrix in one product and the pairs' rows picked (projects_every_token).
 #include <utility>
@@ -14,6 +14,7 @@
 
 #include "cpu/avx512_gemm.h"
 #include "cpu/pair_projection.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -22,12 +23,12 @@ namespace translution {
 // bf16: bfloat16 products (cpu/bf16_gemm.h). copies: a forward without gradients,
 // which reads the bank's bfloat16 copy where one is in force (cpu/bf16_weights.h),
 // per matrix whatever the algorithm; never a backward's recomputation.
-at::Tensor project_rows(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
-                        const std::vector<int64_t>& offset, bool bf16, bool copies);
+at::Tensor project_rows(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& rows,
+                        const at::Tensor& bank, const std::vector<int64_t>& offset, bool bf16, bool copies);
 
 // Gradients of project_rows given ds [R, B, D]: into the input ([N, B, C]) and the bank.
-std::pair<at::Tensor, at::Tensor> project_rows_backward(const at::Tensor& xt, const at::Tensor& rows,
-                                                        const at::Tensor& bank,
+std::pair<at::Tensor, at::Tensor> project_rows_backward(const EngineOptions& engine, const at::Tensor& xt,
+                                                        const at::Tensor& rows, const at::Tensor& bank,
                                                         const std::vector<int64_t>& offset,
                                                         const at::Tensor& ds, bool bf16);
 
@@ -36,6 +37,7 @@ at::Tensor scatter_rows(const at::Tensor& rows_grad, const at::Tensor& index, in
 
 // The bank's bfloat16 copy that a forward without gradients (copies) reads instead
 // of it where one is in force (cpu/bf16_weights.h), or null.
-const Bf16Bits* weight_copy(const at::Tensor& bank, const at::Tensor& xt, bool bf16, bool copies);
+const Bf16Bits* weight_copy(const EngineOptions& engine, const at::Tensor& bank, const at::Tensor& xt,
+                            bool bf16, bool copies);
 
 }  // namespace translution

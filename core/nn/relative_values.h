@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "nn/pair_order.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -12,7 +13,7 @@ namespace translution {
 // x: [B, N, C], bank [E, C, D]), for the order's M queries.
 // head_sliced: head h weighs its own slice of v (Translution) -> [B, M, D];
 // otherwise every head weighs all of v (LoR's low-rank values) -> [B, M, H, D].
-at::Tensor relative_values(const PairOrder& order, const at::Tensor& alpha, const at::Tensor& input,
-                           const at::Tensor& bank, bool head_sliced);
+at::Tensor relative_values(const EngineOptions& engine, const PairOrder& order, const at::Tensor& alpha,
+                           const at::Tensor& input, const at::Tensor& bank, bool head_sliced);
 
 }  // namespace translution

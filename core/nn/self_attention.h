@@ -11,12 +11,14 @@ class SelfAttention : public AttentionModule {
   SelfAttention(const AttentionShape& shape, const TokenLayout& layout);
 
  protected:
-  at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) override;
+  at::Tensor attend(const EngineOptions& engine, const at::Tensor& x, int64_t queries,
+                    at::Tensor* probs) override;
 
  private:
   // A few queries' outputs with the keys and values left unprojected
   // (self_attention_reassociates).
-  at::Tensor attend_reassociated(const at::Tensor& x, int64_t queries, at::Tensor* probs);
+  at::Tensor attend_reassociated(const EngineOptions& engine, const at::Tensor& x, int64_t queries,
+                                 at::Tensor* probs);
 
   AttentionShape shape_;
   torch::nn::Linear to_qkv_{nullptr}, to_out_{nullptr};
@@ -37,16 +39,17 @@ bool needs_output_projection(const AttentionShape& shape);
 // the reassociated path's small LibTorch ops cost more than they save there
 // (docs/performance.md measures both). Those small products run in the tensors'
 // own precision, fp32 also under bf16 training (cpu/bf16_gemm.h).
-bool self_attention_reassociates(const AttentionShape& shape, int64_t tokens, int64_t queries,
-                                 int64_t images);
+bool self_attention_reassociates(const EngineOptions& engine, const AttentionShape& shape, int64_t tokens,
+                                 int64_t queries, int64_t images);
 // The multiply-adds of one image's attention for the first `queries` of `tokens`
 // tokens, output projection included, as attend() computes them for a batch of
 // `images` (nn/model_cost's count).
-double self_attention_macs(const AttentionShape& shape, int64_t tokens, int64_t queries, int64_t images);
-// Whether a reassociated path may apply at all: engine_options().query_reassociation
+double self_attention_macs(const EngineOptions& engine, const AttentionShape& shape, int64_t tokens,
+                           int64_t queries, int64_t images);
+// Whether a reassociated path may apply at all: engine.query_reassociation
 // (on by default; off projects every token as the full forward does, here and in
 // LoR-Translution's few queries), a few queries of more tokens, in a batch
 // (self-attention's and LoR's rules both start here).
-bool reassociation_may_apply(int64_t tokens, int64_t queries, int64_t images);
+bool reassociation_may_apply(const EngineOptions& engine, int64_t tokens, int64_t queries, int64_t images);
 
 }  // namespace translution

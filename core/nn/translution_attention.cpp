@@ -65,7 +65,8 @@ TranslutionAttention::TranslutionAttention(const AttentionSpec& spec, const Atte
   if (layout.causal) valid_ = table_.valid;
 }
 
-at::Tensor TranslutionAttention::attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) {
+at::Tensor TranslutionAttention::attend(const EngineOptions& engine, const at::Tensor& x, int64_t queries,
+                                        at::Tensor* probs) {
   const PairOrder& order = orders_.get(table_, queries, x.device());
   const int64_t H = shape_.heads;
   // Each side of the dot product is x with a bank (relative) or the plain projection;
@@ -74,18 +75,18 @@ at::Tensor TranslutionAttention::attend(const at::Tensor& x, int64_t queries, at
   auto side = [&](int role) {
     const at::Tensor& input = role == 0 ? queried : x;
     if (banks_[role].defined()) return input;
-    const at::Tensor projected = linear(plain_[role], input);
+    const at::Tensor projected = linear(engine, plain_[role], input);
     return spec_.rotary && role < 2 ? rotary_.rotate(projected, H) : projected;
   };
   const at::Tensor logits = spec_.rel_q || spec_.rel_k
-                                ? relative_logits(order, side(0), banks_[0], side(1), banks_[1], H)
-                                : attention_logits(side(0), side(1), H);
-  const at::Tensor alpha = attention_softmax(logits, query_rows(on_device(valid_, x.device()), queries),
-                                             std::sqrt(double(shape_.head_dim)));
+                                ? relative_logits(engine, order, side(0), banks_[0], side(1), banks_[1], H)
+                                : attention_logits(engine, side(0), side(1), H);
+  const at::Tensor alpha = attention_softmax(
+      engine, logits, query_rows(on_device(valid_, x.device()), queries), std::sqrt(double(shape_.head_dim)));
   if (probs) *probs = alpha.detach();
-  const at::Tensor out =
-      spec_.rel_v ? relative_values(order, alpha, x, banks_[2], true) : attend_values(alpha, side(2), H);
-  return to_out_ ? linear(to_out_, out) : out;
+  const at::Tensor out = spec_.rel_v ? relative_values(engine, order, alpha, x, banks_[2], true)
+                                     : attend_values(engine, alpha, side(2), H);
+  return to_out_ ? linear(engine, to_out_, out) : out;
 }
 
 std::vector<OffsetMagnitudes> TranslutionAttention::offset_magnitudes() const {

@@ -25,7 +25,8 @@ class TranslutionAttention : public AttentionModule {
   std::vector<at::Tensor> relative_banks() const override;
 
  protected:
-  at::Tensor attend(const at::Tensor& x, int64_t queries, at::Tensor* probs) override;
+  at::Tensor attend(const EngineOptions& engine, const at::Tensor& x, int64_t queries,
+                    at::Tensor* probs) override;
 
  private:
   AttentionSpec spec_;

@@ -33,16 +33,18 @@ ViTBlockImpl::ViTBlockImpl(const ViTConfig& c, int64_t index) {
   fc2_ = register_module("fc2", torch::nn::Linear(c.mlp_dim, c.dim));
 }
 
-at::Tensor ViTBlockImpl::forward(const at::Tensor& x, at::Tensor* probs, at::Tensor* input) {
-  const at::Tensor normed = normalize(norm1_, x);
+at::Tensor ViTBlockImpl::forward(const EngineOptions& engine, const at::Tensor& x, at::Tensor* probs,
+                                 at::Tensor* input) {
+  const at::Tensor normed = normalize(engine, norm1_, x);
   if (input) *input = normed;
-  const at::Tensor h = x + attention_->forward(normed, probs);
-  return linear_add(fc2_, linear_gelu(fc1_, normalize(norm2_, h)), h);
+  const at::Tensor h = x + attention_->forward(engine, normed, probs);
+  return linear_add(engine, fc2_, linear_gelu(engine, fc1_, normalize(engine, norm2_, h)), h);
 }
 
-at::Tensor ViTBlockImpl::forward_queries(const at::Tensor& x, int64_t queries) {
-  const at::Tensor h = x.narrow(1, 0, queries) + attention_->forward_queries(normalize(norm1_, x), queries);
-  return linear_add(fc2_, linear_gelu(fc1_, normalize(norm2_, h)), h);
+at::Tensor ViTBlockImpl::forward_queries(const EngineOptions& engine, const at::Tensor& x, int64_t queries) {
+  const at::Tensor h =
+      x.narrow(1, 0, queries) + attention_->forward_queries(engine, normalize(engine, norm1_, x), queries);
+  return linear_add(engine, fc2_, linear_gelu(engine, fc1_, normalize(engine, norm2_, h)), h);
 }
 
 ViTImpl::ViTImpl(const ViTConfig& config) : config_(config) {
@@ -82,27 +84,27 @@ at::Tensor ViTImpl::patchify(const at::Tensor& images) const {
       .reshape({B, gh * gw, p * p * c.channels});
 }
 
-at::Tensor ViTImpl::forward(const at::Tensor& images) { return forward(images, nullptr); }
-
-at::Tensor ViTImpl::forward(const at::Tensor& images, ViTInspection* inspection) {
-  at::Tensor x = normalize(embed_norm_, linear(patch_embed_, normalize(patch_norm_, patchify(images))));
+at::Tensor ViTImpl::forward(const EngineOptions& engine, const at::Tensor& images,
+                            ViTInspection* inspection) {
+  const at::Tensor patches = normalize(engine, patch_norm_, patchify(images));
+  at::Tensor x = normalize(engine, embed_norm_, linear(engine, patch_embed_, patches));
   x = at::cat({cls_token_.expand({x.size(0), 1, config_.dim}), x}, 1);
   if (position_embedding_.defined()) x = x + position_embedding_;
   if (inspection) *inspection = ViTInspection{{}, {}, {x}};
   const size_t last = blocks_.size() - 1;
   for (size_t b = 0; b <= last; ++b) {
-    if (b == last && !inspection && engine_options().cls_only_last_block) {
-      x = blocks_[b]->forward_queries(x, 1);  // [B, 1, C]: the CLS token's output
+    if (b == last && !inspection && engine.cls_only_last_block) {
+      x = blocks_[b]->forward_queries(engine, x, 1);  // [B, 1, C]: the CLS token's output
       break;
     }
     at::Tensor probs, input;
-    x = blocks_[b]->forward(x, inspection ? &probs : nullptr, inspection ? &input : nullptr);
+    x = blocks_[b]->forward(engine, x, inspection ? &probs : nullptr, inspection ? &input : nullptr);
     if (!inspection) continue;
     inspection->attention.push_back(probs);
     inspection->inputs.push_back(input);
     inspection->tokens.push_back(x);
   }
-  return head_->forward(normalize(final_norm_, x.select(1, 0)));
+  return head_->forward(normalize(engine, final_norm_, x.select(1, 0)));
 }
 
 int64_t ViTImpl::parameter_count() const {

@@ -19,9 +19,10 @@ class ViTBlockImpl : public torch::nn::Module {
  public:
   ViTBlockImpl(const ViTConfig& config, int64_t index);
   // probs: the attention [B, heads, N, N]; input: what the attention read, [B, N, C].
-  at::Tensor forward(const at::Tensor& x, at::Tensor* probs = nullptr, at::Tensor* input = nullptr);
+  at::Tensor forward(const EngineOptions& engine, const at::Tensor& x, at::Tensor* probs = nullptr,
+                     at::Tensor* input = nullptr);
   // The block's outputs for the first `queries` tokens only: [B, N, C] -> [B, queries, C].
-  at::Tensor forward_queries(const at::Tensor& x, int64_t queries);
+  at::Tensor forward_queries(const EngineOptions& engine, const at::Tensor& x, int64_t queries);
   AttentionModule& attention() { return *attention_; }
   const AttentionModule& attention() const { return *attention_; }
 
@@ -36,7 +37,7 @@ TORCH_MODULE(ViTBlock);
 // forward without inspection computes that block for the CLS query alone (every
 // token still a key and a value): the same logits and gradients, without the other
 // tokens' queries, attention rows, output projection and MLP in that block
-// (docs/performance.md). engine_options().cls_only_last_block off: every token's,
+// (docs/performance.md). EngineOptions::cls_only_last_block off: every token's,
 // as the equations are written (`translution bench --last-block all`).
 
 // What a forward pass can report besides the logits, when asked.
@@ -52,10 +53,11 @@ class ViTImpl : public torch::nn::Module {
  public:
   explicit ViTImpl(const ViTConfig& config);
 
-  // images: [B, channels, H, W] (normalised) -> logits [B, classes].
-  at::Tensor forward(const at::Tensor& images);
-  // The same, also filling `inspection` (attention of every layer and head).
-  at::Tensor forward(const at::Tensor& images, ViTInspection* inspection);
+  // images: [B, channels, H, W] (normalised) -> logits [B, classes], computed as
+  // `engine` says (util/engine_options.h; its backward too). With `inspection`,
+  // also the attention of every layer and head.
+  at::Tensor forward(const EngineOptions& engine, const at::Tensor& images,
+                     ViTInspection* inspection = nullptr);
 
   const ViTConfig& config() const { return config_; }
   int64_t parameter_count() const;

@@ -102,7 +102,7 @@ Roofline measure_roofline(const c10::Device& device) {
 
 namespace {
 
-// The run's settings, as the engine's options hold them when it starts.
+// The run's settings, as its own options hold them.
 BenchResult describe_run(const BenchOptions& options) {
   if (options.mode != "infer" && options.mode != "train")
     throw Error("--mode must be infer or train, got '" + options.mode + "'");
@@ -111,7 +111,7 @@ BenchResult describe_run(const BenchOptions& options) {
   BenchResult result;
   result.options = options;
   result.threads = at::get_num_threads();
-  const EngineOptions& engine = engine_options();
+  const EngineOptions& engine = options.engine;
   result.algorithm = projection_algorithm_name(engine.projection);
   result.recompute = engine.recompute_pair_rows;
   result.cls_only_last_block = engine.cls_only_last_block;
@@ -119,13 +119,13 @@ BenchResult describe_run(const BenchOptions& options) {
   // The engine's kernels, or LibTorch's ops for all of these (the reference).
   result.kernels = engine.reference ? "reference" : "engine";
   result.blas_gemm = !engine.reference;
-  result.avx512_gemm = avx512_gemm_available();
+  result.avx512_gemm = !engine.reference && avx512_gemm_available();
   result.pair_kernels = engine.reference ? "aten" : "lanes";
   result.fused_inference = !engine.reference;
   result.training_kernels = !engine.reference;
   result.grouped_projections = !engine.reference;
-  result.precision = dense_precision_name(dense_precision());  // inference: bfloat16 offset matrices (below)
-  result.matrix_threads = matrix_threads();
+  result.precision = dense_precision_name(engine.precision);  // inference: bfloat16 offset matrices (below)
+  result.matrix_threads = matrix_threads(engine);
   result.freed_memory = freed_memory_name(freed_memory());
   result.device_name = device_description(options.device);
   result.blas_core = translution::blas_core();
@@ -142,21 +142,22 @@ struct BenchRun {
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::optional<Bf16Weights> bf16_weights;  // made before the steps, so that no timed step pays for the copy
   std::vector<double> phase_ms[3];          // training steps are timed by phase too
+  bool alternative = false;                 // the next steps run under options.alternative
 
   explicit BenchRun(const BenchOptions& o) : options(o), model(o.config), train(o.mode == "train") {
     model->to(o.device);
-    if (train) training_threads.emplace(model, o.device);
+    if (train) training_threads.emplace(o.engine, model, o.device);
     const ViTConfig& c = o.config;
     const auto opts = at::TensorOptions().device(o.device);
     images = at::randn({o.batch, c.channels, c.image_height, c.image_width}, opts);
     labels = at::randint(c.classes, {o.batch}, opts.dtype(at::kLong));
     const auto adamw = torch::optim::AdamWOptions(3e-4).weight_decay(0.05);
-    optimizer = make_adamw(model->parameters(), adamw);
+    optimizer = make_adamw(o.engine, model->parameters(), adamw);
     if (train)
       model->train();
     else
       model->eval();
-    if (!train && (dense_precision() == DensePrecision::Bf16 || o.compare == "precision")) {
+    if (!train && (o.engine.precision == DensePrecision::Bf16 || o.compare == "precision")) {
       bf16_weights.emplace(relative_banks(*model));
       if (bf16_weights->banks() == 0)
         throw Error(std::string(o.compare == "precision" ? "--compare precision" : "--precision bf16") +
@@ -165,13 +166,18 @@ struct BenchRun {
     }
   }
   int batch_shares() const { return train ? training_threads->batch_shares() : 1; }
+  // The options the next step runs under.
+  EngineOptions engine() const {
+    return alternative && options.alternative ? *options.alternative : options.engine;
+  }
 
   void step(bool timed) {
+    EngineOptions engine = this->engine();
     if (!train) {
       at::NoGradGuard no_grad;
       // bf16 in inference: the offset matrices read from bfloat16 copies.
-      const ScopedBf16Weights scope(dense_precision() == DensePrecision::Bf16 ? &*bf16_weights : nullptr);
-      model->forward(images);
+      engine.bf16_weights = engine.precision == DensePrecision::Bf16 ? &*bf16_weights : nullptr;
+      model->forward(engine, images);
       return;
     }
     auto t = Clock::now();
@@ -181,7 +187,7 @@ struct BenchRun {
       t = Clock::now();
     };
     release_gradients(*optimizer);
-    forward_backward(model, images, labels, training_threads->batch_shares(), [&] { lap(0); });
+    forward_backward(engine, model, images, labels, training_threads->batch_shares(), [&] { lap(0); });
     lap(1);
     optimizer->step();
     lap(2);
@@ -203,6 +209,7 @@ std::function<void(bool)> compare_switch(BenchRun& run) {
   if (run.batch_shares() > 1 && (compare == "matrix-threads" || compare == "blas-threads"))
     throw Error("--compare " + compare + " changes how a step's products split over the cores, but " +
                 options.config.model + "'s batch is split (each half on one core): add --split-batch off");
+  if (options.alternative) return [&run](bool alternative) { run.alternative = alternative; };
   return options.switch_path;
 }
 
@@ -250,7 +257,7 @@ void time_steps(BenchRun& run, const std::function<void(bool)>& switch_path, con
 // last block, its other queries' work is not done and the offset matrices they alone select
 // are not read by forward or backward (AdamW still passes over every weight).
 void count_work(const BenchOptions& options, int batch_shares, BenchResult& result) {
-  const ModelCost cost = model_cost(options.config);
+  const ModelCost cost = model_cost(options.engine, options.config);
   const bool cls_only = result.cls_only_last_block, train = options.mode == "train";
   // Each share of a split batch runs its own forward, and a share of one image
   // keeps the last block's plain products (nn/self_attention.h).
@@ -282,9 +289,9 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   result.blas_threads = blas_threads();
   // Whether this run's larger float products go to oneDNN. The alternative side of a
   // --compare that changes OpenBLAS's threads (blas-threads, split-batch) may differ.
-  result.onednn_sgemm = onednn_sgemm_applies();
-  if (run.train && (dense_precision() == DensePrecision::Bf16 || options.compare == "precision"))
-    result.bf16_kernel = bf16_gemm_kernel();
+  result.onednn_sgemm = !options.engine.reference && onednn_sgemm_applies();
+  if (run.train && (options.engine.precision == DensePrecision::Bf16 || options.compare == "precision"))
+    result.bf16_kernel = bf16_gemm_kernel(options.engine.bf16_tiles);
   time_steps(run, switch_path, progress, result);
   result.roofline = measure_roofline(options.device);  // after the run: its buffers must not count as peak
   count_work(options, result.split_batch ? run.batch_shares() : 1, result);

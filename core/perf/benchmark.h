@@ -2,11 +2,13 @@
 // `translution bench`: time a model's inference or training step and put the
 // result next to what this machine can do at best, measured in the same run.
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <c10/core/Device.h>
 
 #include "nn/vit_config.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -24,17 +26,23 @@ Roofline measure_roofline(const c10::Device& device);
 
 struct BenchOptions {
   ViTConfig config;
+  // How the run computes. Its precision in training: the dense layers' products; in
+  // inference, bf16 reads the offset matrices from bfloat16 copies the run makes
+  // (cpu/bf16_weights.h; bf16_weights here is not read).
+  EngineOptions engine;
   std::string mode = "infer";  // "infer": forward without grad; "train": forward, backward, AdamW step
   int64_t batch = 1;
   c10::Device device{c10::kCPU};
   int warmup = 2;
   int steps = 10;
   // A/B within one process, for a noisy machine: when set, steps alternate between
-  // the path as configured and the alternative, switched by this callback
-  // (true: the alternative). Both medians are reported; `compare` names it.
-  // compare "split-batch" needs no callback: run_benchmark switches its own
-  // training threads (train/training_threads.h).
+  // the path as configured and the alternative: the alternative's steps run under
+  // `alternative` (a setting of the options), or `switch_path` switches a setting
+  // outside them (true: the alternative). Both medians are reported; `compare` names
+  // it. compare "split-batch" needs neither: run_benchmark switches its own training
+  // threads (train/training_threads.h). The optimizer is built once, under `engine`.
   std::string compare;
+  std::optional<EngineOptions> alternative;
   std::function<void(bool alternative)> switch_path;
 };
 

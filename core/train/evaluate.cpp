@@ -11,9 +11,9 @@
 
 namespace translution {
 
-EvalResult evaluate(ViT model, CanvasDataset& dataset, int64_t limit, int64_t batch,
-                    const c10::Device& device, const EvalProgress& progress) {
-  return evaluate_range(std::move(model), dataset, 0, evaluation_size(dataset, limit), batch, device,
+EvalResult evaluate(const EngineOptions& engine, ViT model, CanvasDataset& dataset, int64_t limit,
+                    int64_t batch, const c10::Device& device, const EvalProgress& progress) {
+  return evaluate_range(engine, std::move(model), dataset, 0, evaluation_size(dataset, limit), batch, device,
                         progress);
 }
 
@@ -21,8 +21,9 @@ int64_t evaluation_size(CanvasDataset& dataset, int64_t limit) {
   return limit > 0 ? std::min<int64_t>(limit, int64_t(*dataset.size())) : int64_t(*dataset.size());
 }
 
-EvalResult evaluate_range(ViT model, CanvasDataset& dataset, int64_t first, int64_t last, int64_t batch,
-                          const c10::Device& device, const EvalProgress& progress) {
+EvalResult evaluate_range(const EngineOptions& engine, ViT model, CanvasDataset& dataset, int64_t first,
+                          int64_t last, int64_t batch, const c10::Device& device,
+                          const EvalProgress& progress) {
   const int64_t total = std::max<int64_t>(0, last - first);
   const int64_t classes = model->config().classes;
   at::NoGradGuard no_grad;
@@ -33,7 +34,7 @@ EvalResult evaluate_range(ViT model, CanvasDataset& dataset, int64_t first, int6
   for (int64_t begin = 0; begin < total; begin += batch) {
     const int64_t end = std::min(total, begin + batch);
     const Batch b = make_range_batch(dataset, first + begin, first + end, device);
-    const at::Tensor logits = model->forward(b.images);
+    const at::Tensor logits = model->forward(engine, b.images);
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, b.labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                     .item<double>();

@@ -9,6 +9,7 @@
 
 #include "data/canvas_dataset.h"
 #include "nn/vit.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -22,13 +23,14 @@ struct EvalResult {
 
 using EvalProgress = std::function<void(int64_t done, int64_t total)>;
 
-// The first `limit` samples of `dataset` (0: all), in order, without gradients.
-EvalResult evaluate(ViT model, CanvasDataset& dataset, int64_t limit, int64_t batch,
-                    const c10::Device& device, const EvalProgress& progress = {});
+// The first `limit` samples of `dataset` (0: all), in order, without gradients, the forwards under `engine`.
+EvalResult evaluate(const EngineOptions& engine, ViT model, CanvasDataset& dataset, int64_t limit,
+                    int64_t batch, const c10::Device& device, const EvalProgress& progress = {});
 
 // Samples [first, last) of `dataset`, in order (a rank's share of a data-parallel evaluation).
-EvalResult evaluate_range(ViT model, CanvasDataset& dataset, int64_t first, int64_t last, int64_t batch,
-                          const c10::Device& device, const EvalProgress& progress = {});
+EvalResult evaluate_range(const EngineOptions& engine, ViT model, CanvasDataset& dataset, int64_t first,
+                          int64_t last, int64_t batch, const c10::Device& device,
+                          const EvalProgress& progress = {});
 // How many samples evaluate() reads for `limit` (0: all).
 int64_t evaluation_size(CanvasDataset& dataset, int64_t limit);
 

@@ -8,7 +8,6 @@
 #include <ATen/ATen.h>
 #include <torch/nn/functional/loss.h>
 
-#include "cpu/bf16_gemm.h"
 #include "cpu/helper_threads.h"
 
 namespace translution {
@@ -20,7 +19,8 @@ std::vector<int64_t> batch_share_sizes(int64_t batch, int shares) {
   return sizes;
 }
 
-ForwardBackward forward_backward(ViT& model, const at::Tensor& images, const at::Tensor& labels, int shares,
+ForwardBackward forward_backward(const EngineOptions& engine, ViT& model, const at::Tensor& images,
+                                 const at::Tensor& labels, int shares,
                                  const std::function<void()>& after_forward) {
   namespace F = torch::nn::functional;
   const int64_t batch = images.size(0);
@@ -28,13 +28,13 @@ ForwardBackward forward_backward(ViT& model, const at::Tensor& images, const at:
   std::vector<at::Tensor> logits(static_cast<size_t>(shares));
   std::vector<double> losses(static_cast<size_t>(shares));
   std::vector<std::thread::id> ran_on(static_cast<size_t>(shares));  // each share writes its own entry
-  const DensePrecision precision = dense_precision();  // per thread: the shares run as the caller asked
+  // Each share of a split batch already keeps one core busy: its own products stay on that core.
+  const EngineOptions one_core = with(engine, &EngineOptions::matrix_threads, 1);
   // One share: its images' forward, the sum of their cross-entropies over the whole batch's size (the
   // shares' losses add up to the batch's mean), and backward unless that loss is not finite.
-  auto run_share = [&](int s) {
-    const ScopedDensePrecision share_precision(precision);
+  auto run_share = [&](int s, const EngineOptions& options) {
     const int64_t begin = batch * s / shares, end = batch * (s + 1) / shares;
-    const at::Tensor share_logits = model->forward(images.slice(0, begin, end));
+    const at::Tensor share_logits = model->forward(options, images.slice(0, begin, end));
     const at::Tensor loss = F::cross_entropy(share_logits, labels.slice(0, begin, end),
                                              F::CrossEntropyFuncOptions().reduction(torch::kSum)) /
                             double(batch);
@@ -45,12 +45,9 @@ ForwardBackward forward_backward(ViT& model, const at::Tensor& images, const at:
     ran_on[size_t(s)] = std::this_thread::get_id();
   };
   if (shares == 1) {
-    run_share(0);
+    run_share(0, engine);
   } else {
-    run_parts(shares, [&](int s) {
-      const ScopedOneCore one_core;
-      run_share(s);
-    });
+    run_parts(shares, [&](int s) { run_share(s, one_core); });
   }
   std::sort(ran_on.begin(), ran_on.end());
   const int threads = int(std::unique(ran_on.begin(), ran_on.end()) - ran_on.begin());

@@ -24,6 +24,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "nn/vit.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -37,8 +38,9 @@ struct ForwardBackward {
 // in the parameters' grads (accumulated into what is there). With `shares` > 1
 // (CPU tensors only; a batch smaller than `shares` takes fewer) the images split
 // into that many contiguous shares, each forward and backward on its own core
-// (cpu/helper_threads.h's helpers, each under ScopedOneCore; where the helpers
-// are busy with another caller the shares run one after another on this thread).
+// (cpu/helper_threads.h's helpers, each share under a copy of `engine` with
+// matrix_threads 1; where the helpers are busy with another caller the shares run
+// one after another on this thread). One share runs under `engine` as given.
 // `after_forward`, where given, runs on the calling thread between its share's
 // forward and backward (bench's phase timing). A share whose loss is not finite
 // skips its backward (the batch's loss is then not finite either, and no NaN
@@ -48,7 +50,8 @@ struct ForwardBackward {
 // `shares`, at least one share; contiguous, sizes differing by at most one).
 std::vector<int64_t> batch_share_sizes(int64_t batch, int shares);
 
-ForwardBackward forward_backward(ViT& model, const at::Tensor& images, const at::Tensor& labels, int shares,
+ForwardBackward forward_backward(const EngineOptions& engine, ViT& model, const at::Tensor& images,
+                                 const at::Tensor& labels, int shares,
                                  const std::function<void()>& after_forward = {});
 
 }  // namespace translution

@@ -32,12 +32,12 @@ double saving_bytes(const MemoryPlan& p, MemoryDevice device) {
 // a forward without gradients next to the weights, every gradient (left from
 // the step) and AdamW's moments, which on a GPU can exceed the step itself.
 MemoryEstimate plan_estimate(const MemoryPlan& p, MemoryDevice device) {
-  if (!p.training) return estimate_inference(p.config, p.batch, device);
-  MemoryEstimate step = estimate_training(p.config, p.batch, p.recompute, device);
+  if (!p.training) return estimate_inference(p.engine, p.config, p.batch, device);
+  MemoryEstimate step = estimate_training(p.engine, p.config, p.batch, p.recompute, device);
   if (p.eval_batch <= 0) return step;
   MemoryEstimate evaluation = step;
   evaluation.gradients = step.weights;
-  evaluation.activations = estimate_inference(p.config, p.eval_batch, device).activations;
+  evaluation.activations = estimate_inference(p.engine, p.config, p.eval_batch, device).activations;
   return evaluation.total() > step.total() ? evaluation : step;
 }
 
@@ -203,7 +203,8 @@ MemoryCheck check_memory(const MemoryPlan& p, const c10::Device& device) {
 
 double checkpoint_saving_bytes(const ViTConfig& config, MemoryDevice device) {
   if (device != MemoryDevice::Cpu) return 0;
-  const MemoryEstimate state = estimate_training(config, 1, false, device);
+  // The weights and AdamW's moments are the same under any options.
+  const MemoryEstimate state = estimate_training(EngineOptions{}, config, 1, false, device);
   return kSavingCopies * (state.weights + state.optimizer);
 }
 

@@ -12,6 +12,7 @@
 #include "nn/memory_estimate.h"
 #include "train/checkpoint_peek.h"
 #include "util/available_memory.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -20,6 +21,9 @@ constexpr double kMnistBytes = 70000.0 * (28 * 28 + 8);
 
 struct MemoryPlan {
   ViTConfig config;
+  // How the run computes (its last block, its reassociation change what a forward holds):
+  // the options the run's owner hands its model.
+  EngineOptions engine;
   bool training = false;
   int64_t batch = 1;
   bool recompute = false;

@@ -49,10 +49,10 @@ at::Tensor pair_canvases(const MnistDigits& test, const std::vector<ShiftPair>& 
 
 }  // namespace
 
-CanvasClassifier classifier_of(ViT model, const c10::Device& device) {
+CanvasClassifier classifier_of(const EngineOptions& engine, ViT model, const c10::Device& device) {
   model->eval();
-  return [model, device](const at::Tensor& canvases) {
-    return logits_without_gradients(model, normalize_pixels(canvases), device);
+  return [engine, model, device](const at::Tensor& canvases) {
+    return logits_without_gradients(engine, model, normalize_pixels(canvases), device);
   };
 }
 
@@ -163,8 +163,9 @@ SquaredSums layer_sums(const at::Tensor& tokens, const std::vector<ShiftPair>& p
 
 }  // namespace
 
-std::vector<LayerEquivariance> token_equivariance(ViT model, const MnistDigits& test,
-                                                  const EquivarianceOptions& o, const c10::Device& device) {
+std::vector<LayerEquivariance> token_equivariance(const EngineOptions& engine, ViT model,
+                                                  const MnistDigits& test, const EquivarianceOptions& o,
+                                                  const c10::Device& device) {
   const ViTConfig& c = model->config();
   check_digits(test, o.digits, "equivariance");
   const int64_t H = c.grid_height(), W = c.grid_width();
@@ -185,7 +186,7 @@ std::vector<LayerEquivariance> token_equivariance(ViT model, const MnistDigits& 
       steps.push_back({p.x0, p.y0, p.dx / c.patch, p.dy / c.patch});
     }
     ViTInspection inspection;
-    model->forward(normalize_pixels(pair_canvases(test, pairs, first, n, c.image_width)).to(device),
+    model->forward(engine, normalize_pixels(pair_canvases(test, pairs, first, n, c.image_width)).to(device),
                    &inspection);
     for (size_t l = 0; l < sums.size(); ++l) {
       const SquaredSums s = layer_sums(inspection.tokens[l], steps, H, W, o.border);
@@ -203,8 +204,9 @@ std::vector<LayerEquivariance> token_equivariance(ViT model, const MnistDigits& 
   return out;
 }
 
-ShiftMetrics shift_metrics(ViT model, const MnistDigits& test, const ShiftMetricsOptions& o,
-                           const c10::Device& device, const ShiftProgress& progress) {
+ShiftMetrics shift_metrics(const EngineOptions& engine, ViT model, const MnistDigits& test,
+                           const ShiftMetricsOptions& o, const c10::Device& device,
+                           const ShiftProgress& progress) {
   const ViTConfig& c = model->config();
   if (c.image_height != c.image_width || c.channels != 1)
     throw Error("shift metrics need a model of square one-channel images");
@@ -220,7 +222,7 @@ ShiftMetrics shift_metrics(ViT model, const MnistDigits& test, const ShiftMetric
   auto seconds_since = [](Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
-  const CanvasClassifier classify = classifier_of(model, device);
+  const CanvasClassifier classify = classifier_of(engine, model, device);
   ShiftMetrics m;
   Clock::time_point start = Clock::now();
   m.one_pixel = shift_consistency(classify, test, canvas, o.consistency_digits, 1, o.seed, part(0));
@@ -232,7 +234,7 @@ ShiftMetrics shift_metrics(ViT model, const MnistDigits& test, const ShiftMetric
       worst_case_accuracy(classify, test, canvas, o.worst_case_digits, o.stride, part(2 * consistency));
   m.worst_case_seconds = seconds_since(start);
   start = Clock::now();
-  m.equivariance = token_equivariance(model, test, o.equivariance, device);
+  m.equivariance = token_equivariance(engine, model, test, o.equivariance, device);
   m.equivariance_seconds = seconds_since(start);
   return m;
 }

@@ -23,14 +23,16 @@
 
 #include "data/mnist.h"
 #include "nn/vit.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
 // Canvases [B, 1, S, S] in [0, 1] -> class scores [B, classes] (logits or probabilities).
 using CanvasClassifier = std::function<at::Tensor(const at::Tensor& canvases)>;
 
-// A model read as a classifier: the MNIST normalisation, then its forward without gradients.
-CanvasClassifier classifier_of(ViT model, const c10::Device& device);
+// A model read as a classifier: the MNIST normalisation, then its forward without gradients
+// under `engine` (copied into the classifier).
+CanvasClassifier classifier_of(const EngineOptions& engine, ViT model, const c10::Device& device);
 
 // Two placements of one digit, `shift` pixels apart.
 struct ShiftPair {
@@ -100,12 +102,13 @@ WorstCaseAccuracy worst_case_accuracy(const CanvasClassifier& classify, const Mn
 
 // Per layer of a grid model with a CLS token, for whole-patch shifts (pairs as shift_pairs draws
 // them with shift = the model's patch).
-std::vector<LayerEquivariance> token_equivariance(ViT model, const MnistDigits& test,
-                                                  const EquivarianceOptions& options,
+std::vector<LayerEquivariance> token_equivariance(const EngineOptions& engine, ViT model,
+                                                  const MnistDigits& test, const EquivarianceOptions& options,
                                                   const c10::Device& device);
 
 // All of the above for one model; progress counts images over the three measurements.
-ShiftMetrics shift_metrics(ViT model, const MnistDigits& test, const ShiftMetricsOptions& options,
-                           const c10::Device& device, const ShiftProgress& progress = {});
+ShiftMetrics shift_metrics(const EngineOptions& engine, ViT model, const MnistDigits& test,
+                           const ShiftMetricsOptions& options, const c10::Device& device,
+                           const ShiftProgress& progress = {});
 
 }  // namespace translution

@@ -101,29 +101,30 @@ DensePrecision run_precision(const TrainConfig& config, const c10::Device& devic
 
 }  // namespace
 
-Trainer::Trainer(const ViTConfig& model, const TrainConfig& train, std::string data_dir, c10::Device device)
-    : model_config_(model), config_(train), data_dir_(std::move(data_dir)), device_(device) {
+Trainer::Trainer(const EngineOptions& engine, const ViTConfig& model, const TrainConfig& train,
+                 std::string data_dir, c10::Device device)
+    : model_config_(model), config_(train), engine_(engine), data_dir_(std::move(data_dir)), device_(device) {
   model_config_.validate();
   config_.validate();
-  precision_ = run_precision(config_, device_);
+  engine_.precision = run_precision(config_, device_);
   load_data();
   model_ = seeded_vit(model_config_, uint64_t(config_.seed));
   model_->to(device_);
-  optimizer_ = make_adamw(model_->parameters(),
+  optimizer_ = make_adamw(engine_, model_->parameters(),
                           torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
 }
 
-Trainer::Trainer(Checkpoint checkpoint, std::string data_dir, c10::Device device)
-    : model_config_(checkpoint.config), data_dir_(std::move(data_dir)), device_(device) {
+Trainer::Trainer(const EngineOptions& engine, Checkpoint checkpoint, std::string data_dir, c10::Device device)
+    : model_config_(checkpoint.config), engine_(engine), data_dir_(std::move(data_dir)), device_(device) {
   if (!checkpoint.training)
     throw Error("this checkpoint holds weights only (no training state), so its run cannot be resumed");
   TrainingState& s = *checkpoint.training;
   config_ = s.config;
-  precision_ = run_precision(config_, device_);
+  engine_.precision = run_precision(config_, device_);
   load_data();
   model_ = checkpoint.model;
   model_->to(device_);
-  optimizer_ = make_adamw(model_->parameters(),
+  optimizer_ = make_adamw(engine_, model_->parameters(),
                           torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
   load_optimizer(*optimizer_, model_, s.optimizer, device_);
   if (s.rng.defined() && s.rng.numel() > 0) {
@@ -209,14 +210,13 @@ TrainProgress Trainer::train_step() {
   const int64_t batch_images = int64_t(indices.size());
   if (parallel_) indices = parallel_->share(indices);
   model_->train();
-  const ScopedDensePrecision precision(precision_);
   const ScopedTf32 tf32(config_.precision == "tf32");
   set_lr(*optimizer_, p.lr);
   release_gradients(*optimizer_);
   // A share whose loss is not finite skips its backward (train/forward_backward.h); then no step is taken.
   if (!indices.empty()) {  // a rank's share of a short last batch can be empty
     const Batch batch = make_batch(*train_set_, indices, device_);
-    const ForwardBackward pass = forward_backward(model_, batch.images, batch.labels, batch_shares_);
+    const ForwardBackward pass = forward_backward(engine_, model_, batch.images, batch.labels, batch_shares_);
     p.loss = pass.loss;
     p.accuracy = pass.logits.argmax(1).eq(batch.labels).to(at::kDouble).mean().item<double>();
   }
@@ -283,7 +283,7 @@ void Trainer::evaluate_held_out(TrainProgress& p) {
                 total = evaluation_size(*test_set_, config_.eval_samples);
   const auto [first, last] = parallel_ ? batch_share(total, parallel_->rank(), parallel_->world_size())
                                        : std::pair<int64_t, int64_t>{0, total};
-  const EvalResult r = evaluate_range(model_, *test_set_, first, last, batch, device_);
+  const EvalResult r = evaluate_range(engine_, model_, *test_set_, first, last, batch, device_);
   p.event = TrainProgress::Event::Evaluated;
   p.test_loss = r.loss;
   p.test_accuracy = r.accuracy;

@@ -26,6 +26,7 @@
 #include "cpu/bf16_gemm.h"
 #include "data/canvas_dataset.h"
 #include "train/checkpoint.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -47,10 +48,13 @@ using TrainCallback = std::function<void(const TrainProgress&)>;
 
 class Trainer {
  public:
+  // The run computes under `engine` (its forwards, backwards, evaluations and optimizer)
+  // with its precision field set from train.precision (checked against this machine).
   // A fresh run: the model is initialised from train.seed.
-  Trainer(const ViTConfig& model, const TrainConfig& train, std::string data_dir, c10::Device device);
+  Trainer(const EngineOptions& engine, const ViTConfig& model, const TrainConfig& train, std::string data_dir,
+          c10::Device device);
   // Continues the run saved in `checkpoint` (which must hold training state).
-  Trainer(Checkpoint checkpoint, std::string data_dir, c10::Device device);
+  Trainer(const EngineOptions& engine, Checkpoint checkpoint, std::string data_dir, c10::Device device);
   ~Trainer();
 
   // Where checkpoints go (every checkpoint_every steps, and when the run ends or stops).
@@ -84,6 +88,8 @@ class Trainer {
   int64_t step() const { return step_; }
   int64_t total_steps() const { return config_.total_steps(); }
   const TrainConfig& config() const { return config_; }
+  // The options the run computes under (its precision the config's).
+  const EngineOptions& engine() const { return engine_; }
   const std::vector<CurvePoint>& history() const { return history_; }
   bool saved() const { return saved_step_ == step_; }  // the checkpoint file holds the current step
   // Writes the checkpoint now (e.g. after adding metadata); needs a checkpoint path.
@@ -102,7 +108,7 @@ class Trainer {
 
   ViTConfig model_config_;
   TrainConfig config_;
-  DensePrecision precision_ = DensePrecision::Fp32;  // config_.precision, checked against this machine
+  EngineOptions engine_;  // precision: config_.precision, checked against this machine
   std::string data_dir_;
   c10::Device device_;
   ViT model_{nullptr};

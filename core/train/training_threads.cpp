@@ -6,18 +6,18 @@
 #include "util/error.h"
 
 namespace translution {
-TrainingThreads::TrainingThreads(const ViT& model, const c10::Device& device) {
+TrainingThreads::TrainingThreads(const EngineOptions& engine, const ViT& model, const c10::Device& device) {
   if (!device.is_cpu() || blas_threads_from_environment() || blas_threads() == 0) {
-    if (engine_options().batch_split == BatchSplit::On)
+    if (engine.batch_split == BatchSplit::On)
       throw Error(std::string("--split-batch on needs ") + kBatchSplitNeeds);
     return;
   }
   // One BLAS thread and the engine's own splits, where the products are per matrix (docs/performance.md).
   engine_rule_ =
-      matrix_threads() != 1 && blas_threads() > 1 && free_cores() == 2 && model->per_matrix_products();
+      matrix_threads(engine) != 1 && blas_threads() > 1 && free_cores() == 2 && model->per_matrix_products();
   // The batch split: two free cores, and nothing forcing how products split (the studio forces 1).
-  if (matrix_threads() == 0 && free_cores() == 2) cores_ = 2;
-  const BatchSplit asked = engine_options().batch_split;
+  if (matrix_threads(engine) == 0 && free_cores() == 2) cores_ = 2;
+  const BatchSplit asked = engine.batch_split;
   const bool small_weights = model->parameter_count() * int64_t(sizeof(float)) <= kSplitWeightLimitBytes;
   if (asked == BatchSplit::On && cores_ < 2)
     throw Error(std::string("--split-batch on needs ") + kBatchSplitNeeds);

@@ -17,7 +17,7 @@
 
 namespace translution {
 
-// engine_options().batch_split: whether a training step splits its batch over the cores: auto (a CPU
+// EngineOptions::batch_split: whether a training step splits its batch over the cores: auto (a CPU
 // run on two free cores with OpenBLAS, for a model whose weights take at most
 // kSplitWeightLimitBytes, 64 MiB), on (any model, where a split is possible) or off.
 // Each half of a split batch reads every weight, so the split doubles the weight
@@ -39,8 +39,9 @@ inline constexpr const char* kBatchSplitNeeds =
 // (the CLI's main thread), never beside concurrent GEMMs.
 class TrainingThreads {
  public:
+  // Decides by `engine` (its batch_split and matrix_threads), read here once.
   // Throws an Error where the split is asked for (BatchSplit::On) but not possible here.
-  TrainingThreads(const ViT& model, const c10::Device& device);
+  TrainingThreads(const EngineOptions& engine, const ViT& model, const c10::Device& device);
   // Whether the engine splits each product over the cores with one BLAS thread
   // (per-matrix models, where the batch is not split).
   bool engine_splits() const { return engine_rule_ && !split_; }

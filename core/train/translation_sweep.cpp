@@ -32,8 +32,8 @@ std::vector<int64_t> sweep_positions(int64_t canvas, int64_t digit, int64_t stri
   return out;
 }
 
-SweepResult translation_sweep(ViT model, const MnistDigits& test, const SweepOptions& options,
-                              const c10::Device& device,
+SweepResult translation_sweep(const EngineOptions& engine, ViT model, const MnistDigits& test,
+                              const SweepOptions& options, const c10::Device& device,
                               const std::function<void(int64_t, int64_t)>& progress) {
   const ViTConfig& c = model->config();
   if (c.image_height != c.image_width || c.channels != 1)
@@ -69,8 +69,8 @@ SweepResult translation_sweep(ViT model, const MnistDigits& test, const SweepOpt
           .narrow(2, r.positions[xi], r.digit_size)
           .copy_(digits);
     }
-    const at::Tensor probs =
-        logits_without_gradients(model, normalize_pixels(canvases), device).softmax(1);  // [n, classes]
+    const at::Tensor probs = logits_without_gradients(engine, model, normalize_pixels(canvases), device)
+                                 .softmax(1);  // [n, classes]
     const at::Tensor truth = call_labels.narrow(0, 0, n);
     const at::Tensor right = probs.argmax(1).eq(truth).to(at::kDouble).view({count, options.digits}).mean(1);
     const at::Tensor sure =
@@ -98,7 +98,8 @@ std::vector<SweepResult> sweep_models(const std::vector<SweepModel>& models, con
         for (const auto& v : done) sum += v;
         if (progress) progress(sum, total * int64_t(n));
       };
-      results[i] = translation_sweep(models[i].model, test, options, models[i].device, count);
+      results[i] =
+          translation_sweep(models[i].engine, models[i].model, test, options, models[i].device, count);
     } catch (...) {
       failures[i] = std::current_exception();
     }

@@ -12,6 +12,7 @@
 
 #include "data/mnist.h"
 #include "nn/vit.h"
+#include "util/engine_options.h"
 
 namespace translution {
 
@@ -31,14 +32,16 @@ struct SweepResult {
 // Positions 0, stride, 2 stride, ... and canvas - digit.
 std::vector<int64_t> sweep_positions(int64_t canvas, int64_t digit, int64_t stride);
 
-SweepResult translation_sweep(ViT model, const MnistDigits& test, const SweepOptions& options,
-                              const c10::Device& device,
+// The model's forwards run under `engine`.
+SweepResult translation_sweep(const EngineOptions& engine, ViT model, const MnistDigits& test,
+                              const SweepOptions& options, const c10::Device& device,
                               const std::function<void(int64_t done, int64_t total)>& progress = {});
 
-// One model to sweep, on its device.
+// One model to sweep, on its device, under the options its owner runs it with.
 struct SweepModel {
   ViT model;
   c10::Device device = c10::kCPU;
+  EngineOptions engine;
 };
 
 // Every model swept with `options`, one thread each (each model's products run on one thread, so the

@@ -155,6 +155,16 @@ ScopedBlasThreads::~ScopedBlasThreads() {
   if (restore_ > 0) set_openblas_threads(restore_);
 }
 
+EngineOptions start_process(ProcessModels models) {
+  configure_threads();
+  EngineOptions engine;
+  if (models == ProcessModels::SideBySide) {
+    configure_concurrent_blas();
+    engine.matrix_threads = 1;
+  }
+  return engine;
+}
+
 void configure_threads() {
   const char* t = std::getenv("TRANSLUTION_THREADS");
   at::set_num_threads(t && *t ? std::max(1, std::atoi(t)) : 1);

@@ -5,6 +5,8 @@
 
 #include <c10/core/Device.h>
 
+#include "util/engine_options.h"
+
 namespace translution {
 
 // "auto" (CUDA when available, else CPU), "cpu", "cuda" or "cuda:N".
@@ -49,6 +51,21 @@ void configure_threads();
 // as long as with one BLAS thread (docs/performance.md, "Threads on two cores").
 // $OPENBLAS_NUM_THREADS, when set, wins. Returns false where the BLAS is not OpenBLAS.
 bool configure_concurrent_blas();
+
+// How a process runs its models: one at a time (the command line: a command's run
+// may take every core), or several side by side on threads of their own (the studio:
+// its model slots and training runs compute at the same time).
+enum class ProcessModels { OneAtATime, SideBySide };
+
+// What every process of the engine sets before any model exists, the same for the
+// command line and the studio: LibTorch's intra-op threads (configure_threads) and,
+// for models side by side, one OpenBLAS thread per GEMM (configure_concurrent_blas).
+// Returns the options its models start from: side by side, matrix_threads 1 (the
+// models already keep the cores busy: splitting one model's products over them as
+// well only adds contention); one at a time, the defaults, which a command's flags
+// change. Freed memory's policy (cpu/allocator.h's keep_freed_memory) is the cpu
+// layer's, set by the caller first.
+EngineOptions start_process(ProcessModels models);
 
 // Whether this CPU runs AVX-512F (the engine's own float kernels need it; x86-64 only).
 bool cpu_has_avx512();

@@ -1,17 +1,17 @@
 #pragma once
-// How the engine computes, in one place. Every setting gives the same results
+// How the engine computes, as one value. Every setting gives the same results
 // (to rounding) by different work; none changes what a model is. The defaults
 // are the fast paths; `reference` is the plain one (LibTorch's ops), which the
 // tests use as their oracle and `translution bench --kernels reference` times.
 //
-// The options in force are process-wide (the engine's helper threads and a
-// training step's per-core shares read them too) and are changed only for a
-// scope: ScopedEngineOptions installs a set and restores the one before when it
-// ends. Set them before work starts, on the thread that owns the run (the CLI's
-// command, the studio's main, a test), never while another thread computes.
-// Two settings are per thread and have scopes of their own: the training step's
-// product precision (cpu/bf16_gemm.h, ScopedDensePrecision) and the one-core
-// share of a split batch (cpu/helper_threads.h, ScopedOneCore).
+// Whoever runs a model owns its options (the predictor, the trainer, the bench,
+// a test) and hands them to every forward and to the optimizer: nothing in the
+// engine keeps options of its own, so two models with different options run side
+// by side in one process and each computes what it computes alone. Backward
+// passes compute under the options their forward was given (each autograd node
+// keeps them: util/kept_options.h). Two settings belong to libraries and are
+// process-wide there, not here: OpenBLAS's thread count (util/device.h's
+// ScopedBlasThreads) and LibTorch's TF32 flag for CUDA products (ScopedTf32).
 #include <string>
 
 namespace translution {
@@ -23,6 +23,14 @@ enum class ProjectionAlgorithm { Auto, PerMatrix, AllTokens };
 // Whether a CPU training step splits its batch over the cores (train/training_threads.h).
 enum class BatchSplit { Auto, On, Off };
 
+// Which precision a training step's large products use where gradients are
+// recorded: fp32, or bf16 (cpu/bf16_gemm.h: every dense layer's forward and both
+// gradients, and Translution's offset-matrix products; the rest stays fp32, as
+// does a forward without gradients).
+enum class DensePrecision { Fp32, Bf16 };
+
+class Bf16Weights;  // cpu/bf16_weights.h
+
 struct EngineOptions {
   // LibTorch's ops everywhere instead of the engine's CPU kernels: products through
   // at::mm rather than straight to the BLAS, oneDNN or the AVX-512 row kernels; the
@@ -30,7 +38,8 @@ struct EngineOptions {
   // autograd node per linear layer; LibTorch's AdamW.
   bool reference = false;
   // Threads that share one model's work; 0 decides by shape (cpu/helper_threads.h).
-  // The studio uses 1: its model slots already keep the cores busy.
+  // The studio uses 1: its model slots already keep the cores busy; so does each
+  // share of a training step split by images (train/forward_backward.h).
   int matrix_threads = 0;
   ProjectionAlgorithm projection = ProjectionAlgorithm::Auto;
   // Backward recomputes the pair-sorted q, k and v rows instead of keeping them
@@ -47,32 +56,19 @@ struct EngineOptions {
   // bfloat16 products on AMX tiles where the CPU has them (false: the AVX512-BF16
   // kernel, which the tests prove on such a CPU too).
   bool bf16_tiles = true;
+  DensePrecision precision = DensePrecision::Fp32;
+  // bfloat16 copies of the offset matrices that a forward without gradients reads
+  // instead of the fp32 banks (cpu/bf16_weights.h), or none. Owned by the runner,
+  // which keeps them alive while these options are in use.
+  const Bf16Weights* bf16_weights = nullptr;
 };
 
-// The options in force.
-const EngineOptions& engine_options();
-
-// Installs `options` for its lifetime and then restores the ones before. Scopes
-// nest; end them in the reverse order of their start (as C++ scopes do).
-class ScopedEngineOptions {
- public:
-  explicit ScopedEngineOptions(const EngineOptions& options);
-  ~ScopedEngineOptions();
-  ScopedEngineOptions(const ScopedEngineOptions&) = delete;
-  ScopedEngineOptions& operator=(const ScopedEngineOptions&) = delete;
-
- private:
-  EngineOptions options_;
-  const EngineOptions* before_;
-};
-
-// The options in force with one change, for a scope:
-//   ScopedEngineOptions s(engine_options_with(&EngineOptions::reference, true));
+// The options with one change:
+//   vit->forward(x, with(engine, &EngineOptions::reference, true));
 template <typename T>
-EngineOptions engine_options_with(T EngineOptions::*field, T value) {
-  EngineOptions o = engine_options();
-  o.*field = value;
-  return o;
+EngineOptions with(EngineOptions options, T EngineOptions::*field, T value) {
+  options.*field = value;
+  return options;
 }
 
 ProjectionAlgorithm parse_projection_algorithm(const std::string& name);  // auto|per-matrix|all-tokens

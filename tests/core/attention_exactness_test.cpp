@@ -85,6 +85,11 @@ std::vector<Case> all_cases() {
 
 using test_support::max_relative_error;
 
+// The defaults with the projection forced one way.
+EngineOptions projected(ProjectionAlgorithm algorithm) {
+  return with(EngineOptions{}, &EngineOptions::projection, algorithm);
+}
+
 // The fast path's gradients of the input and of every parameter (in `names`' order)
 // against the reference's, to 1e-9; the fast ones may be on the GPU.
 void expect_same_gradients(const std::vector<at::Tensor>& fast, const std::vector<at::Tensor>& naive,
@@ -99,35 +104,32 @@ void expect_same_gradients(const std::vector<at::Tensor>& fast, const std::vecto
 
 class AttentionExactness : public ::testing::TestWithParam<Case> {
  protected:
-  void TearDown() override { test_support::restore_default_options(); }
-  void check(const Case& c, bool retain_graph = false, bool create_graph = false);
-  void check_queries(const Case& c, int64_t queries);
-  void check_on_cuda(const Case& c, int64_t queries);
+  // Each runs the operator under `engine` (the reference it is checked against
+  // is the naive per-pair computation, whatever the options).
+  void check(const EngineOptions& engine, const Case& c, bool retain_graph = false,
+             bool create_graph = false);
+  void check_queries(const EngineOptions& engine, const Case& c, int64_t queries);
+  void check_on_cuda(const EngineOptions& engine, const Case& c, int64_t queries);
 };
 
 // Both ways of computing relative projections must be exact. Each test runs its
 // variants in one process: a test process's start costs more than a check.
 // The engine's kernels: pair arithmetic inside each matrix's block where it applies.
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrix) {
-  test_support::use_projection(ProjectionAlgorithm::PerMatrix);
   for (const int threads : {1, 3}) {  // all matrices on this thread; three uneven parts, own input gradients
     SCOPED_TRACE("matrices split over " + std::to_string(threads) + " thread(s)");
-    test_support::use_matrix_threads(threads);
-    check(GetParam());
+    check(test_support::threads_options(threads, projected(ProjectionAlgorithm::PerMatrix)), GetParam());
   }
 }
 
 // The plain reference path: per-matrix products through at::mm, and the per-pair
 // dot products and weighted sums as ATen expressions.
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferencePerMatrixThroughATen) {
-  test_support::use_projection(ProjectionAlgorithm::PerMatrix);
-  test_support::use_reference(true);
-  check(GetParam());
+  check(test_support::reference_options(projected(ProjectionAlgorithm::PerMatrix)), GetParam());
 }
 
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceAllTokens) {
-  test_support::use_projection(ProjectionAlgorithm::AllTokens);
-  check(GetParam());
+  check(projected(ProjectionAlgorithm::AllTokens), GetParam());
 }
 
 // The outputs of the first M tokens alone (ViT's last block asks for the CLS
@@ -139,23 +141,21 @@ TEST_P(AttentionExactness, FirstQueriesMatchNaiveReference) {
   const int64_t N = GetParam().layout.tokens();
   for (const int64_t queries : {int64_t(1), (N + 1) / 2}) {
     SCOPED_TRACE(std::to_string(queries) + " of " + std::to_string(N) + " queries");
-    test_support::use_projection(ProjectionAlgorithm::PerMatrix);
-    check_queries(GetParam(), queries);
+    const EngineOptions per_matrix = projected(ProjectionAlgorithm::PerMatrix);
+    check_queries(per_matrix, GetParam(), queries);
     {
       SCOPED_TRACE("products through at::mm, pair arithmetic as ATen expressions");
-      test_support::on_reference([&] { check_queries(GetParam(), queries); });
+      check_queries(test_support::reference_options(per_matrix), GetParam(), queries);
     }
     {
       // Batches of two take the reassociated path for self-attention and LoR where
-      // it is less work (nn/self_attention.h); one image, and this switch, the
+      // it is less work (nn/self_attention.h); one image, and this option, the
       // plain one.
       SCOPED_TRACE("keys and values projected (reassociation off)");
-      test_support::with_option(&EngineOptions::query_reassociation, false,
-                                [&] { check_queries(GetParam(), queries); });
+      check_queries(with(per_matrix, &EngineOptions::query_reassociation, false), GetParam(), queries);
     }
     SCOPED_TRACE("all-token projection");
-    test_support::use_projection(ProjectionAlgorithm::AllTokens);
-    check_queries(GetParam(), queries);
+    check_queries(projected(ProjectionAlgorithm::AllTokens), GetParam(), queries);
   }
 }
 
@@ -167,9 +167,8 @@ TEST_P(AttentionExactness, OnCudaMatchesNaiveReference) {
   for (const auto algorithm : {ProjectionAlgorithm::PerMatrix, ProjectionAlgorithm::AllTokens}) {
     SCOPED_TRACE(algorithm == ProjectionAlgorithm::PerMatrix ? "per-matrix projections"
                                                              : "all-token projections");
-    test_support::use_projection(algorithm);
-    check_on_cuda(GetParam(), GetParam().layout.tokens());
-    check_on_cuda(GetParam(), 1);
+    check_on_cuda(projected(algorithm), GetParam(), GetParam().layout.tokens());
+    check_on_cuda(projected(algorithm), GetParam(), 1);
   }
 }
 
@@ -182,18 +181,16 @@ TEST_P(AttentionExactness, OnCudaMatchesNaiveReference) {
 class SavedRowsExactness : public AttentionExactness {};
 TEST_P(SavedRowsExactness, RecomputedOrReusedRowsMatchNaiveReference) {
   for (const bool reference : {false, true}) {
-    test_support::use_reference(reference);
+    const EngineOptions engine = with(EngineOptions{}, &EngineOptions::reference, reference);
     const std::string kernels = reference ? "ATen expressions" : "the engine's kernels";
     {
       SCOPED_TRACE(kernels + ", rows recomputed in backward");
-      test_support::use_recompute(true);
-      check(GetParam());
-      test_support::use_recompute(false);
+      check(with(engine, &EngineOptions::recompute_pair_rows, true), GetParam());
     }
     for (const bool create_graph : {false, true}) {
       SCOPED_TRACE(kernels +
                    (create_graph ? ", first backward with create_graph" : ", first with retain_graph"));
-      check(GetParam(), true, create_graph);
+      check(engine, GetParam(), true, create_graph);
     }
   }
 }
@@ -216,7 +213,8 @@ std::shared_ptr<AttentionModule> case_module(const Case& c) {
   return module;
 }
 
-void AttentionExactness::check(const Case& c, bool retain_graph, bool create_graph) {
+void AttentionExactness::check(const EngineOptions& engine, const Case& c, bool retain_graph,
+                               bool create_graph) {
   const AttentionSpec spec = case_spec(c);
   auto module = case_module(c);
   const int64_t B = 2, N = c.layout.tokens();
@@ -224,7 +222,7 @@ void AttentionExactness::check(const Case& c, bool retain_graph, bool create_gra
   const at::Tensor probe = at::randn({B, N, c.shape.dim}, at::kDouble);
 
   at::Tensor probs;
-  const at::Tensor fast = module->forward(x, &probs);
+  const at::Tensor fast = module->forward(engine, x, &probs);
   const at::Tensor naive = test_support::naive_attention(*module, spec, c.shape, c.layout, x);
   ASSERT_EQ(fast.sizes(), naive.sizes());
   EXPECT_LT(max_relative_error(fast, naive), 1e-9) << "forward";
@@ -253,21 +251,21 @@ void AttentionExactness::check(const Case& c, bool retain_graph, bool create_gra
   }
 }
 
-void AttentionExactness::check_queries(const Case& c, int64_t queries) {
+void AttentionExactness::check_queries(const EngineOptions& engine, const Case& c, int64_t queries) {
   const AttentionSpec spec = case_spec(c);
   auto module = case_module(c);
   const int64_t B = 2, N = c.layout.tokens();
   const at::Tensor x = at::randn({B, N, c.shape.dim}, at::kDouble).requires_grad_(true);
   const at::Tensor probe = at::randn({B, queries, c.shape.dim}, at::kDouble);
 
-  const at::Tensor fast = module->forward_queries(x, queries);
+  const at::Tensor fast = module->forward_queries(engine, x, queries);
   const at::Tensor naive =
       test_support::naive_attention(*module, spec, c.shape, c.layout, x).narrow(1, 0, queries);
   ASSERT_EQ(fast.sizes(), naive.sizes());
   EXPECT_LT(max_relative_error(fast, naive), 1e-9) << "forward";
   {
     at::NoGradGuard no_grad;  // prediction's path: the engine's inference passes
-    EXPECT_LT(max_relative_error(module->forward_queries(x, queries), naive.detach()), 1e-9)
+    EXPECT_LT(max_relative_error(module->forward_queries(engine, x, queries), naive.detach()), 1e-9)
         << "forward without gradients";
   }
 
@@ -279,7 +277,7 @@ void AttentionExactness::check_queries(const Case& c, int64_t queries) {
   expect_same_gradients(grad_fast, grad_naive, names);
 }
 
-void AttentionExactness::check_on_cuda(const Case& c, int64_t queries) {
+void AttentionExactness::check_on_cuda(const EngineOptions& engine, const Case& c, int64_t queries) {
   SCOPED_TRACE(std::to_string(queries) + " queries");
   const AttentionSpec spec = case_spec(c);
   auto reference = case_module(c);
@@ -295,7 +293,7 @@ void AttentionExactness::check_on_cuda(const Case& c, int64_t queries) {
       test_support::naive_attention(*reference, spec, c.shape, c.layout, x).narrow(1, 0, queries);
   at::Tensor probs;
   const at::Tensor fast =
-      queries == N ? module->forward(x_gpu, &probs) : module->forward_queries(x_gpu, queries);
+      queries == N ? module->forward(engine, x_gpu, &probs) : module->forward_queries(engine, x_gpu, queries);
   ASSERT_TRUE(fast.is_cuda());
   ASSERT_EQ(fast.sizes(), naive.sizes());
   EXPECT_LT(max_relative_error(fast.cpu(), naive), 1e-9) << "forward";
@@ -312,7 +310,7 @@ void AttentionExactness::check_on_cuda(const Case& c, int64_t queries) {
   }
   {
     at::NoGradGuard no_grad;
-    EXPECT_LT(max_relative_error(module->forward_queries(x_gpu, queries).cpu(), naive.detach()), 1e-9)
+    EXPECT_LT(max_relative_error(module->forward_queries(engine, x_gpu, queries).cpu(), naive.detach()), 1e-9)
         << "forward without gradients";
   }
 

@@ -221,7 +221,7 @@ TEST(AttributionModel, IntegratedGradientsBecomeCompleteAsTheStepsGrow) {
   std::vector<double> gaps;
   for (const int64_t steps : {8, 64}) {
     o.steps = steps;
-    const Attribution a = *integrated_gradients(m.checkpoint.model, c10::kCPU, m.canvas, o);
+    const Attribution a = *integrated_gradients(EngineOptions{}, m.checkpoint.model, c10::kCPU, m.canvas, o);
     EXPECT_TRUE(a.map.isfinite().all().item<bool>());
     EXPECT_TRUE(a.map.masked_select(m.canvas.eq(0)).eq(0).all().item<bool>());  // no ink, nothing attributed
     gaps.push_back(a.completeness_gap());
@@ -235,9 +235,10 @@ TEST(AttributionModel, TheEngineGivesThePlainPathsGradients) {
   const BundledModel m;
   IntegratedGradientsOptions o;
   o.steps = 4;
-  const Attribution engine = *integrated_gradients(m.checkpoint.model, c10::kCPU, m.canvas, o);
-  const ScopedEngineOptions plain(engine_options_with(&EngineOptions::reference, true));
-  const Attribution reference = *integrated_gradients(m.checkpoint.model, c10::kCPU, m.canvas, o);
+  const Attribution engine =
+      *integrated_gradients(EngineOptions{}, m.checkpoint.model, c10::kCPU, m.canvas, o);
+  const EngineOptions plain = with(EngineOptions{}, &EngineOptions::reference, true);
+  const Attribution reference = *integrated_gradients(plain, m.checkpoint.model, c10::kCPU, m.canvas, o);
   EXPECT_EQ(engine.target, reference.target);
   const double scale = reference.map.abs().max().item<double>();
   EXPECT_LT((engine.map - reference.map).abs().max().item<double>(), 1e-3 * scale);
@@ -249,12 +250,12 @@ TEST(AttributionModel, AnOccludedTileIsWorthTheLogitItTakesAway) {
   OcclusionOptions o;
   o.target = m.label;
   o.occluder = 12;
-  const Attribution a = *occlusion(m.checkpoint.model, c10::kCPU, m.canvas, o);
+  const Attribution a = *occlusion(EngineOptions{}, m.checkpoint.model, c10::kCPU, m.canvas, o);
   EXPECT_EQ(a.map.sizes(), m.canvas.sizes());
   at::Tensor occluded = m.canvas.clone();
   occluded.narrow(0, 36, 12).narrow(1, 36, 12).zero_();  // the centre tile, which the digit covers
   at::NoGradGuard no_grad;
-  const LogitsFunction logits = model_logits(m.checkpoint.model, c10::kCPU);
+  const LogitsFunction logits = model_logits(EngineOptions{}, m.checkpoint.model, c10::kCPU);
   const double drop = a.logit() - logits(occluded.unsqueeze(0))[0][m.label].item<double>();
   EXPECT_NE(drop, 0);
   EXPECT_NEAR(a.map[40][40].item<double>(), drop, 1e-3 * std::max(1.0, std::abs(drop)));

@@ -10,6 +10,7 @@
 
 #include "cpu/helper_threads.h"
 #include "cpu/kernel_observer.h"
+#include "cpu/pair_projection.h"
 #include "naive_attention.h"
 #include "nn/attention.h"
 #include "nn/relative_projection.h"
@@ -25,7 +26,6 @@ using test_support::max_relative_error;
 class Avx512Gemm : public ::testing::Test {
  protected:
   void SetUp() override { SKIP_WITHOUT_AVX512_KERNEL(avx512_gemm_available()); }
-  void TearDown() override { test_support::restore_default_options(); }
 };
 
 // c = a b (avx512_gemm) for a [m x k] in rows of lda, or c = a^T b (avx512_gemm_at) for
@@ -140,15 +140,22 @@ TEST_F(Avx512Gemm, TransposedProductMatchesTheDoubleProduct) {
   EXPECT_TRUE(c.eq(0.0f).all().item<bool>());
 }
 
-TEST_F(Avx512Gemm, RefusesAProductWithoutColumnsAndCanBeSwitchedOff) {
+TEST_F(Avx512Gemm, RefusesAProductWithoutColumnsAndTheReferenceNeverAsksForIt) {
   EXPECT_FALSE(avx512_gemm_width_ok(0));
   EXPECT_TRUE(avx512_gemm_width_ok(24));
   const at::Tensor a = at::randn({3, 4}), b = at::randn({4, 1});
   at::Tensor c = at::empty({3, 1});
   EXPECT_THROW(avx512_gemm(3, 0, 4, a.data_ptr<float>(), 4, b.data_ptr<float>(), 1, c.data_ptr<float>(), 1),
                Error);
-  test_support::use_reference(true);
-  EXPECT_FALSE(avx512_gemm_available());
+  // The reference options keep the relative products on LibTorch's ops: the
+  // projection's door declines them (FloatLayerMatchesTheReference below sees
+  // that no kernel runs in a whole layer under them).
+  const at::Tensor xt = at::randn({4, 2, 8}), bank = at::randn({2, 8, 8});
+  const at::Tensor rows = at::arange(4, at::kLong);
+  const std::vector<int64_t> offset{0, 2, 4};
+  EXPECT_TRUE(sorted_projection(EngineOptions{}, xt, rows, bank, offset, false, nullptr).defined());
+  EXPECT_FALSE(
+      sorted_projection(test_support::reference_options(), xt, rows, bank, offset, false, nullptr).defined());
 }
 
 // A relative layer in float, with the relative products on the kernels (where the
@@ -174,7 +181,8 @@ TEST_P(Avx512GemmLayer, FloatLayerMatchesTheReference) {
   const TokenLayout layout = TokenLayout::grid(3, 4, true);
   at::manual_seed(9);
   auto module = make_attention(spec, shape, layout);
-  test_support::use_projection(ProjectionAlgorithm::PerMatrix);
+  const EngineOptions per_matrix =
+      with(EngineOptions{}, &EngineOptions::projection, ProjectionAlgorithm::PerMatrix);
   const bool has_kernel = avx512_gemm_available();
   for (const int64_t batch : {1, 2, 8}) {
     const at::Tensor x = at::randn({batch, layout.tokens(), shape.dim});
@@ -191,11 +199,12 @@ TEST_P(Avx512GemmLayer, FloatLayerMatchesTheReference) {
       for (const int threads : {1, 2, 3}) {
         SCOPED_TRACE(std::string(kernel ? "kernel" : "BLAS") + ", batch " + std::to_string(batch) + ", " +
                      std::to_string(threads) + " thread(s)");
-        test_support::use_reference(!kernel);
-        test_support::use_matrix_threads(threads);
+        // Not the kernel: the reference options, whose products are at::mm's.
+        const EngineOptions engine =
+            test_support::threads_options(threads, with(per_matrix, &EngineOptions::reference, !kernel));
         const int64_t calls = kernels[Kernel::Avx512Gemm];
         const at::Tensor xf = x.clone().requires_grad_(true);
-        const at::Tensor fast = module->forward(xf);
+        const at::Tensor fast = module->forward(engine, xf);
         if (threads == 1 || !kernel) {
           EXPECT_EQ(kernels[Kernel::Avx512Gemm] > calls, kernel) << "kernel ran";
         }
@@ -213,9 +222,6 @@ TEST_P(Avx512GemmLayer, FloatLayerMatchesTheReference) {
       }
     }
   }
-  test_support::use_reference(false);
-  test_support::use_matrix_threads(0);
-  test_support::use_projection(ProjectionAlgorithm::Auto);
 }
 
 INSTANTIATE_TEST_SUITE_P(RelativeModels, Avx512GemmLayer,

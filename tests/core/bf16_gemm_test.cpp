@@ -37,18 +37,15 @@ namespace {
 
 #define SKIP_WITHOUT_TILES() SKIP_WITHOUT_BF16_PRODUCTS()
 
-// Runs check() on every bfloat16 kernel this CPU has, naming it on failure.
+// Runs check(tiles) on every bfloat16 kernel this CPU has (tiles: whether the
+// products ask for the AMX tiles), naming it on failure.
 template <typename Check>
 void on_each_kernel(Check check) {
-  struct TilesBackOn {  // also when check() throws: later tests run on the default kernel
-    ~TilesBackOn() { test_support::use_bf16_tiles(true); }
-  } back_on;
-  const bool tiles = std::string(bf16_gemm_kernel()) == "amx";
-  for (const bool on : {true, false}) {
-    if (!on && !tiles) break;
-    test_support::use_bf16_tiles(on);
-    SCOPED_TRACE(bf16_gemm_kernel());
-    check();
+  const bool has_tiles = std::string(bf16_gemm_kernel(true)) == "amx";
+  for (const bool tiles : {true, false}) {
+    if (!tiles && !has_tiles) break;
+    SCOPED_TRACE(bf16_gemm_kernel(tiles));
+    check(tiles);
   }
 }
 
@@ -95,14 +92,14 @@ TEST(Bf16Gemm, RoundingFollowsItsDefinition) {
 
 // c = op(a) op(b) (+ a bias row where `bias`) through bf16_gemm, in a wider c whose
 // extra columns must stay untouched.
-void check_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int parts, bool bias = false) {
+void check_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, Bf16Run run, bool bias = false) {
   const int64_t pad = 3;
   const at::Tensor a = ta ? at::randn({k, m + pad}) : at::randn({m, k + pad});
   const at::Tensor b = tb ? at::randn({n, k + pad}) : at::randn({k, n + pad});
   const at::Tensor row = at::randn({n});
   at::Tensor c = at::full({m, n + pad}, 7.0f);
   bf16_gemm(ta, tb, m, n, k, a.data_ptr<float>(), a.size(1), b.data_ptr<float>(), b.size(1),
-            c.data_ptr<float>(), n + pad, parts, bias ? row.data_ptr<float>() : nullptr);
+            c.data_ptr<float>(), n + pad, run, bias ? row.data_ptr<float>() : nullptr);
   const at::Tensor opa = ta ? a.narrow(1, 0, m).t() : a.narrow(1, 0, k);
   const at::Tensor opb = tb ? b.narrow(1, 0, k).t() : b.narrow(1, 0, n);
   const at::Tensor added =
@@ -110,7 +107,7 @@ void check_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int parts,
   const at::Tensor want = at::mm(rounded(opa), rounded(opb)) + added;
   const at::Tensor exact_fp32 = at::mm(opa.to(at::kDouble), opb.to(at::kDouble)) + added;
   SCOPED_TRACE(testing::Message() << "trans " << ta << tb << " m " << m << " n " << n << " k " << k
-                                  << " parts " << parts << " bias " << bias);
+                                  << " parts " << run.parts << " bias " << bias);
   // Against the rounded operands only the fp32 sums differ; against the unrounded ones bf16's rounding shows.
   EXPECT_LT(relative_error(c.narrow(1, 0, n), want), 2e-6);
   EXPECT_LT(relative_error(c.narrow(1, 0, n), exact_fp32), 3e-2);
@@ -130,21 +127,23 @@ TEST(Bf16Gemm, MatchesTheRoundedProductInEveryLayout) {
                                                                                       {100, 10, 31},
                                                                                       {33, 65, 160}})
         for (const int parts : {1, 2, 3})
-          on_each_kernel(
-              [&, m = m, n = n, k = k] { check_product(ta, tb, m, n, k, parts, (m + parts) % 2 == 1); });
+          on_each_kernel([&, m = m, n = n, k = k](bool tiles) {
+            check_product(ta, tb, m, n, k, {parts, tiles}, (m + parts) % 2 == 1);
+          });
 }
 
 TEST(Bf16Gemm, ShapesOfATrainingStep) {
   SKIP_WITHOUT_TILES();
   at::manual_seed(4);
-  on_each_kernel([] {
-    check_product(false, true, 1600, 576, 192, 2, true);  // forward: x w^T + b
-    check_product(false, false, 1600, 192, 768, 2);       // input gradient: dy w
-    check_product(true, false, 768, 192, 1600, 2);        // weight gradient: dy^T x
+  on_each_kernel([](bool tiles) {
+    check_product(false, true, 1600, 576, 192, {2, tiles}, true);  // forward: x w^T + b
+    check_product(false, false, 1600, 192, 768, {2, tiles});       // input gradient: dy w
+    check_product(true, false, 768, 192, 1600, {2, tiles});        // weight gradient: dy^T x
   });
 }
 
-// Which kernel runs is named, and switching the tiles off leaves the dot products.
+// Which kernel runs is named, and asking for no tiles leaves the dot products;
+// the options say which of the two a run asks for.
 TEST(Bf16Gemm, KernelIsNamed) {
   const std::string kernel = bf16_gemm_kernel();
   if (!bf16_gemm_available()) {
@@ -152,10 +151,11 @@ TEST(Bf16Gemm, KernelIsNamed) {
     return;
   }
   EXPECT_TRUE(kernel == "amx" || kernel == "avx512-bf16") << kernel;
-  test_support::use_bf16_tiles(false);
-  EXPECT_STREQ(bf16_gemm_kernel(), "avx512-bf16");
-  test_support::use_bf16_tiles(true);
-  EXPECT_EQ(std::string(bf16_gemm_kernel()), kernel);
+  EXPECT_STREQ(bf16_gemm_kernel(false), "avx512-bf16");
+  EXPECT_EQ(std::string(bf16_gemm_kernel(true)), kernel);
+  EXPECT_TRUE(bf16_run(EngineOptions{}).tiles);
+  EXPECT_FALSE(bf16_run(with(EngineOptions{}, &EngineOptions::bf16_tiles, false)).tiles);
+  EXPECT_EQ(bf16_run(test_support::threads_options(3)).parts, 3);
 }
 
 TEST(Bf16Gemm, NonFiniteInputsReachTheOutput) {
@@ -163,9 +163,9 @@ TEST(Bf16Gemm, NonFiniteInputsReachTheOutput) {
   at::Tensor a = at::ones({32, 32}), b = at::ones({32, 32}), c = at::zeros({32, 32});
   a[3][5] = std::numeric_limits<float>::quiet_NaN();
   a[7][1] = std::numeric_limits<float>::infinity();
-  on_each_kernel([&] {
+  on_each_kernel([&](bool tiles) {
     bf16_gemm(false, false, 32, 32, 32, a.data_ptr<float>(), 32, b.data_ptr<float>(), 32, c.data_ptr<float>(),
-              32, 2);
+              32, {2, tiles});
     EXPECT_TRUE(at::all(at::isnan(c[3])).item<bool>());
     EXPECT_TRUE(at::all(at::isinf(c[7])).item<bool>());
     EXPECT_TRUE(at::all(c[0] == 32.0f).item<bool>());
@@ -185,7 +185,7 @@ TEST(Bf16Gemm, ConcurrentCallersKeepTheirOwnScratch) {  // the studio's two runs
       for (int round = 0; round < 50; ++round) {
         at::Tensor c = at::empty({m, n});
         bf16_gemm(false, false, m, n, k, a.data_ptr<float>(), k, b.data_ptr<float>(), n, c.data_ptr<float>(),
-                  n, 2);
+                  n, Bf16Run{2});
         if (relative_error(c, want) > 2e-6) ++failures[size_t(t)];
       }
     });
@@ -207,13 +207,17 @@ TEST(Bf16Gemm, PrecisionNamesAndErrors) {
   }
 }
 
+// Options with the training step's products in bfloat16.
+EngineOptions bf16_options(EngineOptions options = {}) {
+  return with(options, &EngineOptions::precision, DensePrecision::Bf16);
+}
+
 // A dense layer's output and gradients in bf16 mode against the rounded double reference.
 void check_dense(int threads) {
-  test_support::ScopedMatrixThreads scope(threads);
-  ScopedDensePrecision bf16(DensePrecision::Bf16);
+  const EngineOptions bf16 = bf16_options(test_support::threads_options(threads));
   torch::nn::Linear layer(torch::nn::LinearOptions(70, 48));
   const at::Tensor x = at::randn({3, 17, 70}).requires_grad_(true);
-  const at::Tensor y = linear(layer, x);
+  const at::Tensor y = linear(bf16, layer, x);
   ASSERT_NE(y.grad_fn(), nullptr);
   EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
   const at::Tensor dy = at::randn(y.sizes());
@@ -244,23 +248,23 @@ TEST(Bf16Dense, StaysFp32WhereItMustNotApply) {
   const at::Tensor exact = at::mm(x.to(at::kDouble), layer->weight.detach().to(at::kDouble).t()) +
                            layer->bias.detach().to(at::kDouble);
   {  // fp32 mode (the default), with gradients: fp32 to rounding
-    const at::Tensor y = linear(layer, x.clone().requires_grad_(true));
+    const at::Tensor y = linear(EngineOptions{}, layer, x.clone().requires_grad_(true));
     EXPECT_LT(relative_error(y.detach(), exact), 1e-6);
   }
-  ScopedDensePrecision bf16(DensePrecision::Bf16);
+  const EngineOptions bf16 = bf16_options();
   {  // no gradients recorded (inference): fp32
     at::NoGradGuard no_grad;
-    EXPECT_LT(relative_error(linear(layer, x), exact), 1e-6);
+    EXPECT_LT(relative_error(linear(bf16, layer, x), exact), 1e-6);
   }
   {  // double: fp64, untouched by the mode
     torch::nn::Linear wide(torch::nn::LinearOptions(40, 24));
     wide->to(at::kDouble);
     const at::Tensor xd = x.to(at::kDouble).requires_grad_(true);
     const at::Tensor want = at::mm(xd.detach(), wide->weight.detach().t()) + wide->bias.detach();
-    EXPECT_LT(relative_error(linear(wide, xd).detach(), want), 1e-14);
+    EXPECT_LT(relative_error(linear(bf16, wide, xd).detach(), want), 1e-14);
   }
   {  // with gradients in bf16 mode the rounding shows (the mode is on)
-    const at::Tensor y = linear(layer, x.clone().requires_grad_(true));
+    const at::Tensor y = linear(bf16, layer, x.clone().requires_grad_(true));
     const double error = relative_error(y.detach(), exact);
     EXPECT_GT(error, 1e-5);
     EXPECT_LT(error, 3e-2);
@@ -283,10 +287,9 @@ TEST(Bf16Relative, TranslutionProductsAreTheRoundedOnes) {
   const at::Tensor probe = at::randn({2, layout.tokens(), 64});
   at::Tensor out;
   {
-    ScopedDensePrecision bf16(DensePrecision::Bf16);
-    test_support::ScopedMatrixThreads threads(
-        2);  // the matrices split over two parts, each with its own scratch
-    out = module->forward(x, nullptr);
+    // The matrices split over two parts, each with its own scratch.
+    const EngineOptions bf16 = bf16_options(test_support::threads_options(2));
+    out = module->forward(bf16, x, nullptr);
     (out * probe).sum().backward();
   }
   auto reference = make_attention(spec, shape, layout);
@@ -313,24 +316,20 @@ TEST(Bf16Relative, TranslutionProductsAreTheRoundedOnes) {
 TEST(Bf16Dense, ASmallViTLearnsABatchInBf16) {
   SKIP_WITHOUT_TILES();
   at::manual_seed(7);
-  ScopedDensePrecision bf16(DensePrecision::Bf16);
+  const EngineOptions bf16 = bf16_options();
   ViT vit(test_support::small_vit_config("attention"));
   torch::optim::AdamW optimizer(vit->parameters(), torch::optim::AdamWOptions(3e-3));
   const at::Tensor images = at::randn({16, 1, 28, 21}), labels = at::randint(0, 10, {16}, at::kLong);
   {  // the mode reaches the model's layers: its logits are not fp32's
-    const at::Tensor bf16_logits = vit->forward(images).detach();
-    at::Tensor fp32_logits;
-    {
-      const ScopedDensePrecision fp32(DensePrecision::Fp32);
-      fp32_logits = vit->forward(images).detach();
-    }
+    const at::Tensor bf16_logits = vit->forward(bf16, images).detach();
+    const at::Tensor fp32_logits = vit->forward(EngineOptions{}, images).detach();
     EXPECT_GT(relative_error(bf16_logits, fp32_logits.to(at::kDouble)), 1e-5);
     EXPECT_LT(relative_error(bf16_logits, fp32_logits.to(at::kDouble)), 5e-2);
   }
   double first = 0, last = 0;
   for (int step = 0; step < 60; ++step) {
     optimizer.zero_grad();
-    const at::Tensor loss = torch::nn::functional::cross_entropy(vit->forward(images), labels);
+    const at::Tensor loss = torch::nn::functional::cross_entropy(vit->forward(bf16, images), labels);
     loss.backward();
     optimizer.step();
     (step == 0 ? first : last) = loss.item<double>();

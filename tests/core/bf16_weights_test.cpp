@@ -2,8 +2,8 @@
 // (cpu/bf16_weights.h): avx512_gemm_bf16 against a double product with b rounded to
 // bfloat16, for every block shape; a Translution layer reading the copies against
 // the per-pair reference on rounded banks; and the rules that keep a copy from
-// being read where it must not be: changed weights, gradients on, another
-// thread, no snapshot in force, banks it cannot multiply (LoR's 24 wide).
+// being read where it must not be: changed weights, gradients on, options that
+// name no snapshot, banks it cannot multiply (LoR's 24 wide).
 // Skipped where the CPU has no AVX-512.
 #include "cpu/bf16_weights.h"
 
@@ -115,10 +115,10 @@ TEST(Bf16Weights, ATranslutionLayerReadsTheRoundedBanks) {
     at::Tensor got, fp32;
     {
       at::NoGradGuard no_grad;
-      test_support::ScopedMatrixThreads threads(2);
-      fp32 = l.module->forward(x, nullptr);
-      const ScopedBf16Weights scope(&weights);
-      got = l.module->forward(x, nullptr);
+      const EngineOptions two = test_support::threads_options(2);
+      fp32 = l.module->forward(two, x, nullptr);
+      got = l.module->forward(with<const Bf16Weights*>(two, &EngineOptions::bf16_weights, &weights), x,
+                              nullptr);
     }
     auto reference = make_attention(l.spec, l.shape, l.layout);
     reference->to(at::kDouble);
@@ -144,45 +144,44 @@ TEST(Bf16Weights, NeverReadWhereTheyMustNotBe) {
   const Bf16Weights weights(relative_banks(*l.module));
   const at::Tensor bank = l.module->relative_banks()[0];
   const at::Tensor x = at::randn({2, l.layout.tokens(), 64});
-  auto forward = [&] {
+  const EngineOptions none;
+  const EngineOptions copies = with<const Bf16Weights*>(none, &EngineOptions::bf16_weights, &weights);
+  auto forward = [&](const EngineOptions& engine) {
     at::NoGradGuard no_grad;
-    return l.module->forward(x, nullptr);
+    return l.module->forward(engine, x, nullptr);
   };
-  const at::Tensor fp32 = forward();
-  const at::Tensor fp32_with_grad = l.module->forward(x, nullptr).detach();
-  EXPECT_EQ(bf16_weights_for(bank), nullptr) << "no snapshot in force";
+  const at::Tensor fp32 = forward(none);
+  const at::Tensor fp32_with_grad = l.module->forward(none, x, nullptr).detach();
   {
-    const ScopedBf16Weights scope(&weights);
-    {
-      at::NoGradGuard no_grad;
-      EXPECT_NE(bf16_weights_for(bank), nullptr);
-      EXPECT_EQ(bf16_weights_for(at::zeros_like(bank)), nullptr) << "a bank it was not made from";
-    }
-    EXPECT_EQ(bf16_weights_for(bank), nullptr) << "gradients on: training reads the fp32 weights";
-    const at::Tensor with_grad = l.module->forward(x, nullptr).detach();
-    EXPECT_TRUE(at::equal(with_grad, fp32_with_grad));
-    std::thread other([&] {
-      at::NoGradGuard no_grad;
-      EXPECT_EQ(bf16_weights_for(bank), nullptr) << "the snapshot is the calling thread's";
-    });
-    other.join();
-    {
-      const ScopedBf16Weights none(nullptr);
-      EXPECT_TRUE(at::equal(forward(), fp32)) << "an inner scope without a snapshot";
-    }
-    EXPECT_FALSE(at::equal(forward(), fp32)) << "the outer snapshot restored";
-    // Weights changed in place after the copy (an optimizer step, a checkpoint
-    // loaded into them): read in fp32 again, never from the stale copy.
-    {
-      at::NoGradGuard no_grad;
-      l.module->relative_banks()[1].mul_(0.5);
-    }
-    const at::Tensor changed = forward();
-    EXPECT_EQ(bf16_weights_for(l.module->relative_banks()[1]), nullptr);
-    ScopedBf16Weights none(nullptr);
-    EXPECT_TRUE(at::allclose(changed.narrow(0, 0, 1), forward().narrow(0, 0, 1), 1e-3, 1e-3))
-        << "the changed bank in fp32, the others from their copies";
+    at::NoGradGuard no_grad;
+    EXPECT_EQ(bf16_weights_for(none, bank), nullptr) << "options naming no snapshot";
+    EXPECT_NE(bf16_weights_for(copies, bank), nullptr);
+    EXPECT_EQ(bf16_weights_for(copies, at::zeros_like(bank)), nullptr) << "a bank it was not made from";
   }
+  EXPECT_EQ(bf16_weights_for(copies, bank), nullptr) << "gradients on: training reads the fp32 weights";
+  const at::Tensor with_grad = l.module->forward(copies, x, nullptr).detach();
+  EXPECT_TRUE(at::equal(with_grad, fp32_with_grad));
+  // The snapshot goes where its options go, whichever thread computes.
+  std::thread other([&] {
+    at::NoGradGuard no_grad;
+    EXPECT_NE(bf16_weights_for(copies, bank), nullptr) << "the same options on another thread";
+  });
+  other.join();
+  EXPECT_TRUE(at::equal(forward(none), fp32)) << "options without the snapshot, after a forward with it";
+  EXPECT_FALSE(at::equal(forward(copies), fp32)) << "the copies read";
+  // Weights changed in place after the copy (an optimizer step, a checkpoint
+  // loaded into them): read in fp32 again, never from the stale copy.
+  {
+    at::NoGradGuard no_grad;
+    l.module->relative_banks()[1].mul_(0.5);
+  }
+  const at::Tensor changed = forward(copies);
+  {
+    at::NoGradGuard no_grad;
+    EXPECT_EQ(bf16_weights_for(copies, l.module->relative_banks()[1]), nullptr);
+  }
+  EXPECT_TRUE(at::allclose(changed.narrow(0, 0, 1), forward(none).narrow(0, 0, 1), 1e-3, 1e-3))
+      << "the changed bank in fp32, the others from their copies";
 }
 
 // Copies are read per matrix whichever algorithm is set (the all-tokens product
@@ -194,18 +193,18 @@ TEST(Bf16Weights, AlgorithmAndReplacedMemory) {
   const Bf16Weights weights(relative_banks(*l.module));
   const at::Tensor x = at::randn({2, l.layout.tokens(), 64});
   at::NoGradGuard no_grad;
-  const ScopedBf16Weights scope(&weights);
+  const EngineOptions copies = with<const Bf16Weights*>({}, &EngineOptions::bf16_weights, &weights);
   // Per matrix (the pair arithmetic inside each matrix's block) and for all tokens
   // at once the copies are read: the same products, the pair arithmetic on other kernels.
-  const at::Tensor per_matrix = l.module->forward(x, nullptr);
-  test_support::use_projection(ProjectionAlgorithm::AllTokens);
-  const at::Tensor all_tokens = l.module->forward(x, nullptr);
-  test_support::use_projection(ProjectionAlgorithm::Auto);
+  const at::Tensor per_matrix = l.module->forward(copies, x, nullptr);
+  const at::Tensor all_tokens =
+      l.module->forward(with(copies, &EngineOptions::projection, ProjectionAlgorithm::AllTokens), x, nullptr);
   EXPECT_LT(max_relative_error(all_tokens, per_matrix), 1e-5) << "blocked pair arithmetic";
   at::Tensor bank = l.module->relative_banks()[2];
   bank.set_data(bank.clone());  // same values, new memory
-  EXPECT_EQ(bf16_weights_for(bank), nullptr);
-  EXPECT_NE(bf16_weights_for(l.module->relative_banks()[0]), nullptr) << "the others still read their copies";
+  EXPECT_EQ(bf16_weights_for(copies, bank), nullptr);
+  EXPECT_NE(bf16_weights_for(copies, l.module->relative_banks()[0]), nullptr)
+      << "the others still read their copies";
 }
 
 TEST(Bf16Weights, CopiesOnlyBanksItCanMultiply) {

@@ -7,11 +7,13 @@
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <gtest/gtest.h>
+#include <torch/autograd.h>
 #ifdef TRANSLUTION_HAVE_DNNL
 #include <omp.h>  // the OpenMP count oneDNN threads by
 #endif
 
 #include "cpu/blas_gemm.h"
+#include "cpu/linear.h"
 #include "test_switches.h"
 #include "util/device.h"
 
@@ -82,10 +84,15 @@ TEST(BlasGemm, OnlyContiguousCpuFloatingMemoryIsUsable) {
   EXPECT_FALSE(blas_gemm_usable(at::randn({4, 6}).t()));
   EXPECT_FALSE(blas_gemm_usable(at::ones({4, 4}, at::kLong)));
   EXPECT_FALSE(blas_gemm_usable(at::Tensor()));
-  test_support::use_reference(true);
-  EXPECT_FALSE(blas_gemm_usable(at::randn({4, 4}))) << "the reference runs its products through at::mm";
-  test_support::use_reference(false);
   EXPECT_TRUE(blas_gemm_usable(at::randn({4, 4})));
+  // The reference runs its products through at::mm: the dense layer's door leaves
+  // them to the module's own forward (no engine node) on memory the BLAS could read.
+  torch::nn::Linear layer(4, 6);
+  const at::Tensor x = at::randn({3, 4}).requires_grad_(true);
+  const std::string engine = linear(EngineOptions{}, layer, x).grad_fn()->name();
+  const std::string reference = linear(test_support::reference_options(), layer, x).grad_fn()->name();
+  EXPECT_NE(engine.find("SplitLinear"), std::string::npos) << engine;
+  EXPECT_EQ(reference.find("SplitLinear"), std::string::npos) << reference;
 }
 
 // The oneDNN tests: they need LibTorch's oneDNN sgemm and OpenBLAS (whose thread
@@ -114,7 +121,9 @@ TEST_F(OneDnnSgemm, LargeFloatProductsMatchDoubleProducts) {
   const int64_t m = 97, n = 83, k = 71;  // 571 k multiply-adds: above the bound, odd sizes
   ASSERT_GE(m * n * k, kOneDnnLeastWork);
   for (bool library : {true, false}) {
-    test_support::use_reference(!library);  // the reference leaves every product to the BLAS
+    // OpenBLAS threading each GEMM over two threads keeps every product.
+    const ScopedBlasThreads blas(library ? 1 : 2);
+    if (!library && blas_threads() != 2) continue;
     EXPECT_EQ(onednn_sgemm_takes(m, n, k), library);
     for (bool ta : {false, true})
       for (bool tb : {false, true})
@@ -137,7 +146,6 @@ TEST_F(OneDnnSgemm, LargeFloatProductsMatchDoubleProducts) {
               << "trans_a " << ta << ", trans_b " << tb << ", accumulate " << accumulate;
         }
   }
-  test_support::use_reference(false);
 }
 
 // What goes to oneDNN: float products from the bound up, while OpenBLAS runs one
@@ -147,9 +155,14 @@ TEST_F(OneDnnSgemm, TakesLargeProductsOfOneThreadEach) {
     const ScopedBlasThreads one_thread(1);
     EXPECT_TRUE(onednn_sgemm_takes(64, 128, 64));   // exactly 2^19
     EXPECT_FALSE(onednn_sgemm_takes(64, 128, 63));  // one head's logits and smaller: the BLAS's small kernels
-    test_support::use_reference(true);
-    EXPECT_FALSE(onednn_sgemm_takes(800, 576, 192));
-    test_support::use_reference(false);
+    // The reference options never reach it: a dense layer's products under them are LibTorch's own.
+    torch::nn::Linear layer(192, 576);
+    const at::Tensor x = at::randn({800, 192});
+    const at::NoGradGuard no_grad;
+    const int64_t products = onednn_sgemm_products();
+    const at::Tensor y = linear(test_support::reference_options(), layer, x);
+    EXPECT_EQ(onednn_sgemm_products(), products);
+    EXPECT_LT((y - layer->forward(x)).abs().max().item<double>(), 1e-4);
   }
   const ScopedBlasThreads two_threads(2);  // a GEMM threaded over the cores stays with OpenBLAS
   EXPECT_FALSE(onednn_sgemm_takes(800, 576, 192));

@@ -47,8 +47,8 @@ TEST(TrainingThreads, OneBlasThreadWhileAModelWithPerMatrixProductsTrains) {
   if (blas_threads() == 0) GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
   if (blas_threads_from_environment()) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core";
-  test_support::use_matrix_threads(0);
-  test_support::use_batch_split(BatchSplit::Off);  // the engine's split, as before the batch split
+  // The engine's split, as before the batch split.
+  const EngineOptions engine = with(EngineOptions{}, &EngineOptions::batch_split, BatchSplit::Off);
   const ScopedBlasThreads two(2);
   ASSERT_EQ(blas_threads(), 2);
   auto model = [](const char* name) {
@@ -59,29 +59,28 @@ TEST(TrainingThreads, OneBlasThreadWhileAModelWithPerMatrixProductsTrains) {
     return ViT(c);
   };
   {
-    const TrainingThreads threads(model("translution"), c10::Device(c10::kCPU));
+    const TrainingThreads threads(engine, model("translution"), c10::Device(c10::kCPU));
     EXPECT_TRUE(threads.engine_splits());
     EXPECT_EQ(blas_threads(), 1);
     EXPECT_TRUE(engine_splits_products());
   }
   EXPECT_EQ(blas_threads(), 2) << "restored when the run ends";
   {
-    const TrainingThreads threads(model("lor"), c10::Device(c10::kCPU));
+    const TrainingThreads threads(engine, model("lor"), c10::Device(c10::kCPU));
     EXPECT_EQ(blas_threads(), 1);
   }
   {
-    const TrainingThreads threads(model("attention"), c10::Device(c10::kCPU));
+    const TrainingThreads threads(engine, model("attention"), c10::Device(c10::kCPU));
     EXPECT_FALSE(threads.engine_splits()) << "plain attention: OpenBLAS's threads were faster";
     EXPECT_EQ(blas_threads(), 2);
   }
-  test_support::use_matrix_threads(1);  // the studio: its slots already share the cores
   {
-    const TrainingThreads threads(model("translution"), c10::Device(c10::kCPU));
+    // The studio: its slots already share the cores.
+    const TrainingThreads threads(test_support::threads_options(1, engine), model("translution"),
+                                  c10::Device(c10::kCPU));
     EXPECT_FALSE(threads.engine_splits());
     EXPECT_EQ(blas_threads(), 2);
   }
-  test_support::use_matrix_threads(0);
-  test_support::use_batch_split(BatchSplit::Auto);
 }
 
 // On two free cores with OpenBLAS a training run splits its batch where the model's
@@ -91,15 +90,15 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
   if (blas_threads() == 0) GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
   if (blas_threads_from_environment()) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set, and it wins";
   if (free_cores() != 2) GTEST_SKIP() << "the split is measured and used on two cores";
-  test_support::use_matrix_threads(0);
+  const EngineOptions engine;  // matrix_threads 0, batch_split Auto
   const ScopedBlasThreads two(2);
   ViTConfig c = preset_config("tiny", "attention");
   c.depth = 1;
   c.image_height = c.image_width = 28;
   c.patch = 7;
-  ASSERT_EQ(engine_options().batch_split, BatchSplit::Auto);
+  ASSERT_EQ(engine.batch_split, BatchSplit::Auto);
   {
-    TrainingThreads threads{ViT(c), c10::Device(c10::kCPU)};
+    TrainingThreads threads{engine, ViT(c), c10::Device(c10::kCPU)};
     EXPECT_EQ(threads.batch_shares(), 2);
     EXPECT_FALSE(threads.engine_splits());
     EXPECT_EQ(blas_threads(), 1) << "two shares' GEMMs side by side";
@@ -118,38 +117,36 @@ TEST(TrainingThreads, TwoCoresSplitTheBatchWithOneBlasThreadEach) {
   const ViT heavy_model(heavy);
   ASSERT_GT(heavy_model->parameter_count() * 4, kSplitWeightLimitBytes);
   {
-    TrainingThreads threads(heavy_model, c10::Device(c10::kCPU));
+    TrainingThreads threads(engine, heavy_model, c10::Device(c10::kCPU));
     EXPECT_EQ(threads.batch_shares(), 1);
     EXPECT_TRUE(threads.engine_splits()) << "Translution: the engine's split with one BLAS thread";
     EXPECT_EQ(blas_threads(), 1);
   }
-  test_support::use_batch_split(BatchSplit::On);
   {
-    TrainingThreads threads(heavy_model, c10::Device(c10::kCPU));
+    TrainingThreads threads(with(engine, &EngineOptions::batch_split, BatchSplit::On), heavy_model,
+                            c10::Device(c10::kCPU));
     EXPECT_EQ(threads.batch_shares(), 2) << "asked for";
   }
-  test_support::use_batch_split(BatchSplit::Off);
   {
-    TrainingThreads threads{ViT(c), c10::Device(c10::kCPU)};
+    TrainingThreads threads{with(engine, &EngineOptions::batch_split, BatchSplit::Off), ViT(c),
+                            c10::Device(c10::kCPU)};
     EXPECT_EQ(threads.batch_shares(), 1);
     EXPECT_TRUE(threads.split_possible());
   }
-  test_support::use_batch_split(BatchSplit::Auto);
-  test_support::use_matrix_threads(1);  // the studio: its slots already share the cores
   {
-    TrainingThreads threads{ViT(c), c10::Device(c10::kCPU)};
+    // The studio: its slots already share the cores.
+    TrainingThreads threads{test_support::threads_options(1, engine), ViT(c), c10::Device(c10::kCPU)};
     EXPECT_EQ(threads.batch_shares(), 1);
     EXPECT_FALSE(threads.split_possible());
     EXPECT_THROW(threads.set_split(true), Error);
   }
-  test_support::use_matrix_threads(0);
   // LoR without the split keeps the engine's split: one BLAS thread still.
   ViTConfig lor = preset_config("tiny", "lor");
   lor.depth = 1;
   lor.image_height = lor.image_width = 28;
   lor.patch = 7;
   {
-    TrainingThreads threads{ViT(lor), c10::Device(c10::kCPU)};
+    TrainingThreads threads{engine, ViT(lor), c10::Device(c10::kCPU)};
     EXPECT_EQ(threads.batch_shares(), 2);
     threads.set_split(false);
     EXPECT_TRUE(threads.engine_splits());
@@ -163,16 +160,15 @@ TEST(TrainingThreads, AskedSplitWhereNoneIsPossibleIsAnError) {
   c.depth = 1;
   c.image_height = c.image_width = 28;
   c.patch = 7;
-  test_support::use_matrix_threads(1);  // as the studio: the cores are already shared out
-  test_support::use_batch_split(BatchSplit::On);
+  // As the studio: the cores are already shared out.
+  const EngineOptions engine =
+      test_support::threads_options(1, with(EngineOptions{}, &EngineOptions::batch_split, BatchSplit::On));
   try {
-    TrainingThreads threads{ViT(c), c10::Device(c10::kCPU)};
+    TrainingThreads threads{engine, ViT(c), c10::Device(c10::kCPU)};
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--split-batch on needs"), std::string::npos) << e.what();
   }
-  test_support::use_batch_split(BatchSplit::Auto);
-  test_support::use_matrix_threads(0);
 }
 
 TEST(TrainingThreads, BatchSplitNames) {

@@ -351,7 +351,7 @@ TEST(Checkpoint, ATrainingStateThatIsNotFiniteIsNeverSaved) {
   ViTConfig model = small_config();
   model.image_height = model.image_width = 28;
   model.patch = 14;
-  Trainer trainer(model, run, test_support::mnist_dir(), c10::kCPU);
+  Trainer trainer(EngineOptions{}, model, run, test_support::mnist_dir(), c10::kCPU);
   trainer.set_checkpoint_path(dir.file("run.ckpt"));
   {
     at::NoGradGuard no_grad;

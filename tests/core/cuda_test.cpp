@@ -59,14 +59,14 @@ void expect_same_on_cuda(const std::string& model) {
   // The last block for the CLS query alone (the default) and for every token.
   for (const bool cls_only : {true, false}) {
     SCOPED_TRACE(cls_only ? "last block: CLS query only" : "last block: every token");
-    test_support::use_cls_only_last_block(cls_only);
-    const at::Tensor out_cpu = cpu_model->forward(x);
-    const at::Tensor out_gpu = gpu_model->forward(x.to(kGpu));
+    const EngineOptions engine = with(EngineOptions{}, &EngineOptions::cls_only_last_block, cls_only);
+    const at::Tensor out_cpu = cpu_model->forward(engine, x);
+    const at::Tensor out_gpu = gpu_model->forward(engine, x.to(kGpu));
     ASSERT_TRUE(out_gpu.is_cuda());
     EXPECT_LT(max_relative_error(out_gpu.cpu(), out_cpu), 1e-9) << "forward";
     {
       at::NoGradGuard no_grad;  // prediction's path
-      EXPECT_LT(max_relative_error(gpu_model->forward(x.to(kGpu)).cpu(), out_cpu.detach()), 1e-9)
+      EXPECT_LT(max_relative_error(gpu_model->forward(engine, x.to(kGpu)).cpu(), out_cpu.detach()), 1e-9)
           << "forward without gradients";
     }
     const auto pc = cpu_model->parameters(), pg = gpu_model->parameters();
@@ -76,7 +76,6 @@ void expect_same_on_cuda(const std::string& model) {
     for (size_t i = 0; i < gc.size(); ++i)
       EXPECT_LT(max_relative_error(gg[i].cpu(), gc[i]), 1e-9) << "gradient of " << names[i].key();
   }
-  test_support::use_cls_only_last_block(true);
 }
 
 }  // namespace
@@ -106,8 +105,9 @@ TEST(Cuda, InspectionMatchesCpu) {
     at::NoGradGuard no_grad;
     const at::Tensor x = at::randn({2, 1, 28, 28}, at::kDouble);
     ViTInspection on_cpu, on_gpu;
-    const at::Tensor out_cpu = cpu_model->forward(x, &on_cpu),
-                     out_gpu = gpu_model->forward(x.to(kGpu), &on_gpu);
+    const EngineOptions engine;
+    const at::Tensor out_cpu = cpu_model->forward(engine, x, &on_cpu),
+                     out_gpu = gpu_model->forward(engine, x.to(kGpu), &on_gpu);
     EXPECT_LT(max_relative_error(out_gpu.cpu(), out_cpu), 1e-9);
     ASSERT_EQ(on_gpu.attention.size(), on_cpu.attention.size());
     for (size_t l = 0; l < on_cpu.attention.size(); ++l)
@@ -143,7 +143,9 @@ TEST(Cuda, TrainingRunMatchesCpuAndItsCheckpointLoadsOnCpu) {
     t.eval_every = 3;
     t.eval_samples = 64;
     t.seed = 5;
-    Trainer on_cpu(c, t, test_support::mnist_dir(), c10::kCPU), on_gpu(c, t, test_support::mnist_dir(), kGpu);
+    const EngineOptions engine;
+    Trainer on_cpu(engine, c, t, test_support::mnist_dir(), c10::kCPU),
+        on_gpu(engine, c, t, test_support::mnist_dir(), kGpu);
     EXPECT_EQ(on_cpu.run([](const TrainProgress&) {}), TrainProgress::Event::Finished);
     EXPECT_EQ(on_gpu.run([](const TrainProgress&) {}), TrainProgress::Event::Finished);
     // All weights as one vector: AdamW's first steps move a weight whose gradient is
@@ -168,7 +170,9 @@ TEST(Cuda, TrainingRunMatchesCpuAndItsCheckpointLoadsOnCpu) {
     ViT trained = on_gpu.model();
     at::NoGradGuard no_grad;
     const at::Tensor x = at::randn({4, 1, 28, 28});
-    EXPECT_LT(max_relative_error(loaded.model->forward(x), trained->forward(x.to(kGpu)).cpu()), 1e-5);
+    EXPECT_LT(
+        max_relative_error(loaded.model->forward(engine, x), trained->forward(engine, x.to(kGpu)).cpu()),
+        1e-5);
   }
 }
 
@@ -178,12 +182,12 @@ TEST(Cuda, AutoProjectsEveryTokenUpToTheBound) {
   SKIP_WITHOUT_CUDA();
   const auto on_gpu = at::TensorOptions().device(kGpu);
   const at::Tensor translution = at::empty({172, 192, 192}, on_gpu), lor = at::empty({172, 24, 24}, on_gpu);
-  EXPECT_TRUE(projects_every_token(translution, 50, 162));  // 1.07e9 bytes
-  EXPECT_FALSE(projects_every_token(translution, 50, 163));
-  EXPECT_TRUE(projects_every_token(lor, 50, 1024));
-  test_support::use_projection(ProjectionAlgorithm::PerMatrix);
-  EXPECT_FALSE(projects_every_token(lor, 50, 1));
-  test_support::use_projection(ProjectionAlgorithm::Auto);
+  const EngineOptions engine;                                       // projection Auto
+  EXPECT_TRUE(projects_every_token(engine, translution, 50, 162));  // 1.07e9 bytes
+  EXPECT_FALSE(projects_every_token(engine, translution, 50, 163));
+  EXPECT_TRUE(projects_every_token(engine, lor, 50, 1024));
+  EXPECT_FALSE(projects_every_token(with(engine, &EngineOptions::projection, ProjectionAlgorithm::PerMatrix),
+                                    lor, 50, 1));
 }
 
 TEST(Device, ParsesNamesAndExplainsMissingCuda) {

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include <ATen/ATen.h>
@@ -13,6 +12,7 @@
 
 #include "cpu/bf16_gemm.h"
 #include "cpu/helper_threads.h"
+#include "cpu/linear.h"
 #include "nn/vit.h"
 #include "tensor_checks.h"
 #include "test_switches.h"
@@ -25,10 +25,12 @@ struct Pass {
   std::vector<at::Tensor> grads;  // every parameter's, in order (undefined: none)
 };
 
-Pass run(ViT& vit, const at::Tensor& images, const at::Tensor& labels, int shares) {
+// One step's forward and backward under `engine` (the defaults where not given).
+Pass run(ViT& vit, const at::Tensor& images, const at::Tensor& labels, int shares,
+         const EngineOptions& engine = {}) {
   for (at::Tensor& p : vit->parameters()) p.mutable_grad() = at::Tensor();
   Pass pass;
-  pass.result = forward_backward(vit, images, labels, shares);
+  pass.result = forward_backward(engine, vit, images, labels, shares);
   for (const at::Tensor& p : vit->parameters())
     pass.grads.push_back(p.grad().defined() ? p.grad().clone() : p.grad());
   return pass;
@@ -102,7 +104,7 @@ TEST(BatchSplit, GradientsAccumulateIntoWhatIsThere) {
   const auto batch = random_batch(4);
   const at::Tensor &images = batch.first, &labels = batch.second;
   const Pass once = run(vit, images, labels, 2);
-  forward_backward(vit, images, labels, 2);  // on top of the gradients `run` left
+  forward_backward(EngineOptions{}, vit, images, labels, 2);  // on top of the gradients `run` left
   const auto params = vit->parameters();
   for (size_t n = 0; n < params.size(); ++n)
     if (once.grads[n].defined()) {
@@ -130,9 +132,10 @@ TEST(BatchSplit, AShareErrorReachesTheCaller) {
   ViT vit(test_support::small_vit_config("attention"));
   const at::Tensor images = at::randn({4, 1, 28, 21});
   const at::Tensor labels = at::tensor({1, 2, 3, 99}, at::kLong);
-  EXPECT_ANY_THROW(forward_backward(vit, images, labels, 2));
+  EXPECT_ANY_THROW(forward_backward(EngineOptions{}, vit, images, labels, 2));
   const at::Tensor fine = at::tensor({1, 2, 3, 4}, at::kLong);
-  EXPECT_NO_THROW(forward_backward(vit, images, fine, 2)) << "the helpers still serve after a failed share";
+  EXPECT_NO_THROW(forward_backward(EngineOptions{}, vit, images, fine, 2))
+      << "the helpers still serve after a failed share";
 }
 
 // A share whose loss is not finite runs no backward: no NaN reaches a gradient,
@@ -162,34 +165,28 @@ TEST(BatchSplit, SharesRunInTheCallersPrecision) {
   ViT vit(test_support::small_vit_config("attention"));
   const at::Tensor images = at::randn({6, 1, 28, 21});
   const at::Tensor labels = at::randint(10, {6}, at::kLong);
+  const EngineOptions bf16 = with(EngineOptions{}, &EngineOptions::precision, DensePrecision::Bf16);
   const Pass fp32 = run(vit, images, labels, 1);
-  const ScopedDensePrecision bf16(DensePrecision::Bf16);
-  const Pass whole = run(vit, images, labels, 1);
-  const Pass split = run(vit, images, labels, 2);
+  const Pass whole = run(vit, images, labels, 1, bf16);
+  const Pass split = run(vit, images, labels, 2, bf16);
   EXPECT_GT(test_support::max_relative_error(whole.result.logits, fp32.result.logits), 1e-5) << "bf16 rounds";
   EXPECT_LT(test_support::max_relative_error(split.result.logits, whole.result.logits), 1e-6);
-  EXPECT_EQ(dense_precision(), DensePrecision::Bf16) << "the caller's own setting is kept";
 }
 
-TEST(ScopedOneCore, EverySplitFromThisThreadIsOnePart) {
-  test_support::use_matrix_threads(0);
-  const int cores = free_cores();
-  {
-    const ScopedOneCore one;
-    EXPECT_EQ(matrix_threads(), 1);
-    EXPECT_EQ(free_cores(), 1);
-    EXPECT_EQ(product_parts(int64_t(1) << 30), 1);
-    EXPECT_EQ(element_parts(), 1);
-    EXPECT_EQ(bf16_gemm_parts(), 1);
-    int other_thread_cores = 0;
-    std::thread([&] { other_thread_cores = free_cores(); }).join();
-    EXPECT_EQ(other_thread_cores, cores) << "other threads keep the machine's cores";
-    std::vector<int> ran;
-    run_parts(3, [&](int part) { ran.push_back(part); });  // forced parts: in turn, here
-    EXPECT_EQ(ran, (std::vector<int>{0, 1, 2}));
-  }
-  EXPECT_EQ(matrix_threads(), 0);
-  EXPECT_EQ(free_cores(), cores);
+// Each share of a split step computes under its caller's options with
+// matrix_threads = 1: every split the engine makes of its work is one part.
+TEST(OneCoreShare, OptionsOfOneThreadMakeEverySplitOnePart) {
+  const EngineOptions one = test_support::threads_options(1);
+  EXPECT_EQ(matrix_threads(one), 1);
+  EXPECT_EQ(product_parts(one, int64_t(1) << 30), 1);
+  EXPECT_EQ(product_parts(one, 1000), 1) << "not even the small products the defaults split in two";
+  EXPECT_EQ(element_parts(one), 1);
+  EXPECT_EQ(element_grain(one, 4096), 1);
+  EXPECT_EQ(bf16_run(one).parts, 1);
+  EXPECT_EQ(linear_parts(one, 1600, 576, 192), 1);
+  // The defaults decide by shape and the machine: the element-wise work takes the free cores.
+  EXPECT_EQ(matrix_threads(EngineOptions{}), 0);
+  EXPECT_EQ(element_parts(EngineOptions{}), free_cores());
 }
 
 }  // namespace

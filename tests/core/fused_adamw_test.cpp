@@ -51,11 +51,12 @@ double max_relative_difference(const std::vector<at::Tensor>& a, const std::vect
   return worst;
 }
 
-double run_both(at::ScalarType dtype, int steps) {
+// The fused optimizer's pass splits as `engine` says.
+double run_both(at::ScalarType dtype, int steps, const EngineOptions& engine = {}) {
   std::vector<at::Tensor> fused_params = make_parameters(dtype),
                           plain_params = clone_parameters(fused_params);
   const auto options = torch::optim::AdamWOptions(3e-2).weight_decay(0.05);
-  FusedAdamW fused(fused_params, options);
+  FusedAdamW fused(fused_params, options, engine);
   torch::optim::AdamW plain(plain_params, options);
   for (int s = 0; s < steps; ++s) {
     set_lr(fused, 3e-2 / (1 + s));  // a schedule changes lr between steps
@@ -72,9 +73,17 @@ double run_both(at::ScalarType dtype, int steps) {
 
 TEST(FusedAdamW, MatchesLibTorchsAdamWInDouble) {
   EXPECT_LT(run_both(at::kDouble, 6), 1e-12);
-  test_support::use_matrix_threads(3);  // the pass split in three uneven parts
-  EXPECT_LT(run_both(at::kDouble, 6), 1e-12);
-  test_support::use_matrix_threads(0);
+  // The pass split in three uneven parts.
+  EXPECT_LT(run_both(at::kDouble, 6, test_support::threads_options(3)), 1e-12);
+}
+
+// A training run's optimizer is the fused one, LibTorch's own under the reference options.
+TEST(FusedAdamW, TheReferenceOptionsMakeLibTorchsAdamW) {
+  const auto options = torch::optim::AdamWOptions(1e-2);
+  const auto fused = make_adamw(EngineOptions{}, make_parameters(at::kFloat), options);
+  const auto plain = make_adamw(test_support::reference_options(), make_parameters(at::kFloat), options);
+  EXPECT_NE(dynamic_cast<FusedAdamW*>(fused.get()), nullptr);
+  EXPECT_EQ(dynamic_cast<FusedAdamW*>(plain.get()), nullptr);
 }
 
 TEST(FusedAdamW, MatchesLibTorchsAdamWInFloatToRounding) { EXPECT_LT(run_both(at::kFloat, 6), 1e-5); }

@@ -55,13 +55,13 @@ void expect_same_prediction(const Prediction& graphed, const Prediction& eager, 
 }  // namespace
 
 TEST(GraphedForward, CpuPredictionsRunEagerly) {
-  const Predictor cpu(fresh_checkpoint("translution"), "fresh", c10::kCPU);
+  const Predictor cpu(EngineOptions{}, fresh_checkpoint("translution"), "fresh", c10::kCPU);
   EXPECT_EQ(cpu.graph_state(), "eager");
   EXPECT_EQ(cpu.predict(canvases()[0], true).attention.size(), 2u);
   if (cuda_graphs_supported()) return;
   // A build that cannot capture says so, whatever it is given.
   try {
-    GraphedForward graph(fresh_checkpoint("lor").model, at::zeros({1, 1, 28, 28}), false);
+    GraphedForward graph(EngineOptions{}, fresh_checkpoint("lor").model, at::zeros({1, 1, 28, 28}), false);
     FAIL() << "a CPU-only build captured a CUDA graph";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("CUDA graphs need"), std::string::npos) << e.what();
@@ -75,7 +75,8 @@ TEST(Cuda, GraphedPredictionsMatchEagerForEveryOperator) {
   for (const AttentionChoice& choice : attention_choices()) {
     SCOPED_TRACE(choice.name);
     const Checkpoint checkpoint = fresh_checkpoint(choice.name);  // both predictors share its weights
-    const Predictor graphed(checkpoint, "fresh", gpu, true), eager(checkpoint, "fresh", gpu, false);
+    const Predictor graphed(EngineOptions{}, checkpoint, "fresh", gpu, true),
+        eager(EngineOptions{}, checkpoint, "fresh", gpu, false);
     EXPECT_EQ(graphed.graph_state(), "CUDA graph (not captured yet)");
     EXPECT_EQ(eager.graph_state(), "eager");
     std::vector<double> previous;

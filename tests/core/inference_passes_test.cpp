@@ -121,7 +121,7 @@ TEST(FusedInference, NormalizeMatchesLayerNorm) {
       layer->weight.uniform_(-2, 2);
       layer->bias.uniform_(-1, 1);
       const at::Tensor x = (at::randn(shape, type) * 3 + 1).contiguous();
-      const at::Tensor fused = normalize(layer, x);
+      const at::Tensor fused = normalize(EngineOptions{}, layer, x);
       EXPECT_LT(max_relative_error(fused, layer->forward(x)), type == at::kDouble ? 1e-13 : 2e-6);
       EXPECT_EQ(fused.sizes(), x.sizes());
     }
@@ -139,17 +139,17 @@ TEST(FusedInference, DenseEpiloguesMatchTheOps) {
              std::vector<std::vector<int64_t>>{{2, 9, 24}, {1, 50, 192}}) {
           SCOPED_TRACE(std::to_string(threads) + " thread(s), width " + std::to_string(out) + ", k " +
                        std::to_string(shape.back()));
-          test_support::use_matrix_threads(threads);
+          const EngineOptions engine = test_support::threads_options(threads);
           torch::nn::Linear layer(torch::nn::LinearOptions(shape.back(), out));
           layer->to(type);
           const at::Tensor x = at::randn(shape, type), residual = at::randn({shape[0], shape[1], out}, type);
           const double tolerance = type == at::kDouble ? 1e-12 : 2e-6;
-          EXPECT_LT(max_relative_error(linear_gelu(layer, x), at::gelu(layer->forward(x))), tolerance);
-          EXPECT_LT(max_relative_error(linear_add(layer, x, residual), residual + layer->forward(x)),
+          EXPECT_LT(max_relative_error(linear_gelu(engine, layer, x), at::gelu(layer->forward(x))),
                     tolerance);
-          EXPECT_LT(max_relative_error(linear(layer, x), layer->forward(x)), tolerance);
+          EXPECT_LT(max_relative_error(linear_add(engine, layer, x, residual), residual + layer->forward(x)),
+                    tolerance);
+          EXPECT_LT(max_relative_error(linear(engine, layer, x), layer->forward(x)), tolerance);
         }
-  test_support::use_matrix_threads(0);
 }
 
 TEST(FusedInference, DenseEachGivesEveryLayersOutput) {
@@ -158,7 +158,7 @@ TEST(FusedInference, DenseEachGivesEveryLayersOutput) {
   for (const int threads : {1, 2, 3})
     for (const auto type : {at::kDouble, at::kFloat}) {
       SCOPED_TRACE(std::to_string(threads) + " thread(s)");
-      test_support::use_matrix_threads(threads);
+      const EngineOptions engine = test_support::threads_options(threads);
       // k = 64: one image's rows go to the BLAS in slices of 24 columns.
       torch::nn::Linear a(torch::nn::LinearOptions(64, 40)), b(torch::nn::LinearOptions(64, 8).bias(false)),
           c(torch::nn::LinearOptions(64, 72));
@@ -167,7 +167,7 @@ TEST(FusedInference, DenseEachGivesEveryLayersOutput) {
       std::vector<at::Tensor> each;
       {
         const at::NoGradGuard no_grad;
-        each = linear_each({&a, &b, &c}, x);
+        each = linear_each(engine, {&a, &b, &c}, x);
       }
       ASSERT_EQ(each.size(), 3u);
       const double tolerance = type == at::kDouble ? 1e-12 : 2e-6;
@@ -177,10 +177,9 @@ TEST(FusedInference, DenseEachGivesEveryLayersOutput) {
         EXPECT_LT(max_relative_error(each[size_t(i++)], (*layer)->forward(x).detach()), tolerance);
       }
       // With gradients wanted it is linear() per layer, and the outputs carry their graphs.
-      const std::vector<at::Tensor> graphs = linear_each({&a, &b, &c}, x);
+      const std::vector<at::Tensor> graphs = linear_each(engine, {&a, &b, &c}, x);
       for (const at::Tensor& t : graphs) EXPECT_TRUE(t.requires_grad());
     }
-  test_support::use_matrix_threads(0);
 }
 
 TEST(FusedInference, SelfAttentionCoreMatchesTheOps) {
@@ -198,13 +197,14 @@ TEST(FusedInference, SelfAttentionCoreMatchesTheOps) {
           SCOPED_TRACE(std::to_string(c.batch) + " x " + std::to_string(c.tokens) + ", " +
                        std::to_string(c.heads) + " heads, " + std::to_string(threads) + " thread(s)" +
                        (c.causal ? ", causal" : ""));
-          test_support::use_matrix_threads(threads);
+          const EngineOptions engine = test_support::threads_options(threads);
           const at::Tensor qkv = at::randn({c.batch, c.tokens, 3 * c.heads * c.head_dim}, type) * 2;
           const at::Tensor valid = c.causal ? at::ones({c.tokens, c.tokens}, at::kBool).tril() : at::Tensor();
           at::Tensor probs, probs_ops;
-          const at::Tensor fused = self_attention_core(qkv, c.heads, valid, with_probs ? &probs : nullptr);
-          const at::Tensor ops = test_support::on_reference(
-              [&] { return self_attention_core(qkv, c.heads, valid, &probs_ops); });
+          const at::Tensor fused =
+              self_attention_core(engine, qkv, c.heads, valid, with_probs ? &probs : nullptr);
+          const at::Tensor ops =
+              self_attention_core(test_support::reference_options(engine), qkv, c.heads, valid, &probs_ops);
           const double tolerance = type == at::kDouble ? 1e-12 : 5e-6;
           EXPECT_LT(max_relative_error(fused, ops), tolerance);
           if (with_probs) {
@@ -214,7 +214,6 @@ TEST(FusedInference, SelfAttentionCoreMatchesTheOps) {
             }
           }
         }
-  test_support::use_matrix_threads(0);
 }
 
 TEST(FusedInference, AttentionSoftmaxMatchesTheOps) {
@@ -225,9 +224,8 @@ TEST(FusedInference, AttentionSoftmaxMatchesTheOps) {
       for (const double divisor : {1.0, 8.0}) {
         const at::Tensor logits = at::randn({2, 3, 9, 9}, type) * 10;
         const at::Tensor valid = causal ? at::ones({9, 9}, at::kBool).tril() : at::Tensor();
-        const at::Tensor fused = attention_softmax(logits, valid, divisor);
-        const at::Tensor ops =
-            test_support::on_reference([&] { return attention_softmax(logits, valid, divisor); });
+        const at::Tensor fused = attention_softmax(EngineOptions{}, logits, valid, divisor);
+        const at::Tensor ops = attention_softmax(test_support::reference_options(), logits, valid, divisor);
         EXPECT_LT(max_relative_error(fused, ops), type == at::kDouble ? 1e-13 : 2e-6);
         EXPECT_EQ(fused.sizes(), logits.sizes());
       }
@@ -246,8 +244,8 @@ TEST(FusedInference, WholeModelsMatchTheOpsAndTheirAttentionMaps) {
         const at::Tensor images = at::randn({batch, 1, 28, 21}, type);
         const at::NoGradGuard no_grad;
         ViTInspection fused_maps, op_maps;
-        const at::Tensor fused = vit->forward(images, &fused_maps);
-        const at::Tensor ops = test_support::on_reference([&] { return vit->forward(images, &op_maps); });
+        const at::Tensor fused = vit->forward(EngineOptions{}, images, &fused_maps);
+        const at::Tensor ops = vit->forward(test_support::reference_options(), images, &op_maps);
         const double tolerance = type == at::kDouble ? 1e-12 : 1e-5;
         EXPECT_LT(max_relative_error(fused, ops), tolerance);
         ASSERT_EQ(fused_maps.attention.size(), op_maps.attention.size());
@@ -260,10 +258,9 @@ TEST(FusedInference, SelfAttentionWithoutTheRawBlasFallsBackToTheOps) {
   at::manual_seed(20);
   const at::NoGradGuard no_grad;
   const at::Tensor qkv = at::randn({1, 9, 3 * 2 * 8}, at::kDouble);
-  const at::Tensor fused = self_attention_core(qkv, 2, at::Tensor(), nullptr);
-  test_support::use_reference(true);
-  const at::Tensor ops = self_attention_core(qkv, 2, at::Tensor(), nullptr);
-  test_support::use_reference(false);
+  const at::Tensor fused = self_attention_core(EngineOptions{}, qkv, 2, at::Tensor(), nullptr);
+  const at::Tensor ops =
+      self_attention_core(test_support::reference_options(), qkv, 2, at::Tensor(), nullptr);
   EXPECT_LT(max_relative_error(fused, ops), 1e-12);
 }
 
@@ -274,7 +271,7 @@ TEST(FusedInference, NeverTakenWhereAGradientIsWanted) {
     ViT vit(test_support::small_vit_config(model));
     vit->to(at::kDouble);
     const at::Tensor images = at::randn({1, 1, 28, 21}, at::kDouble);
-    const at::Tensor loss = vit->forward(images).square().sum();
+    const at::Tensor loss = vit->forward(EngineOptions{}, images).square().sum();
     ASSERT_TRUE(loss.requires_grad());
     loss.backward();
     // Every parameter that reaches the loss gets its gradient, and it is the ops' gradient.
@@ -284,7 +281,7 @@ TEST(FusedInference, NeverTakenWhereAGradientIsWanted) {
       grads.push_back(p.grad().clone());
       p.mutable_grad().zero_();
     }
-    test_support::on_reference([&] { vit->forward(images).square().sum().backward(); });
+    vit->forward(test_support::reference_options(), images).square().sum().backward();
     size_t i = 0;
     for (const auto& p : vit->parameters()) EXPECT_LT(max_relative_error(grads[i++], p.grad()), 1e-12);
   }

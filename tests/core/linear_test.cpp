@@ -29,19 +29,18 @@ struct LayerCase {
   bool bias, input_grad = true, weight_grad = true;
 };
 
-// Runs check(case, layer) for every case on 1, 2 and 3 matrix threads, with a fresh double layer.
+// Runs check(engine, case, layer) for every case under options of 1, 2 and 3
+// matrix threads, with a fresh double layer.
 template <typename Check>
 void for_each_split(const std::vector<LayerCase>& cases, Check check) {
   for (const LayerCase& c : cases)
     for (const int threads : {1, 2, 3}) {
       SCOPED_TRACE(std::to_string(c.rows) + " x " + std::to_string(c.in) + " -> " + std::to_string(c.out) +
                    ", " + std::to_string(threads) + " thread(s)");
-      test_support::use_matrix_threads(threads);
       torch::nn::Linear layer(torch::nn::LinearOptions(c.in, c.out).bias(c.bias));
       layer->to(at::kDouble);
-      check(c, layer);
+      check(test_support::threads_options(threads), c, layer);
     }
-  test_support::use_matrix_threads(0);
 }
 
 TEST(Dense, SplitColumnsGiveTheLinearLayersOutputInDouble) {
@@ -51,34 +50,33 @@ TEST(Dense, SplitColumnsGiveTheLinearLayersOutputInDouble) {
   // alignment; with and without bias; one image's tokens and a batch.
   for_each_split(
       {{19, 96, 50, true}, {33, 200, 7, false}, {8, 40, 50, true}, {24, 17, 3, true}, {16, 64, 130, true}},
-      [](const LayerCase& c, torch::nn::Linear& layer) {
+      [](const EngineOptions& engine, const LayerCase& c, torch::nn::Linear& layer) {
         const at::Tensor x = at::randn({1, c.rows, c.in}, at::kDouble);
-        const at::Tensor out = linear(layer, x);
+        const at::Tensor out = linear(engine, layer, x);
         EXPECT_EQ(out.sizes(), (std::vector<int64_t>{1, c.rows, c.out}));
         EXPECT_LT(max_relative_error(out, layer->forward(x)), 1e-12);
         // A strided input (not contiguous) goes through the module's own forward.
         const at::Tensor wide = at::randn({1, c.rows, 2 * c.in}, at::kDouble);
         const at::Tensor strided = wide.narrow(2, 0, c.in);
-        EXPECT_LT(max_relative_error(linear(layer, strided), layer->forward(strided)), 1e-12);
+        EXPECT_LT(max_relative_error(linear(engine, layer, strided), layer->forward(strided)), 1e-12);
       });
-  test_support::use_matrix_threads(3);
-  EXPECT_EQ(linear_parts(50, 8, 192), 1) << "narrower than one aligned part";
-  EXPECT_EQ(linear_parts(50, 40, 192), 2) << "two aligned parts at most";
-  test_support::use_matrix_threads(0);
+  const EngineOptions three = test_support::threads_options(3);
+  EXPECT_EQ(linear_parts(three, 50, 8, 192), 1) << "narrower than one aligned part";
+  EXPECT_EQ(linear_parts(three, 50, 40, 192), 2) << "two aligned parts at most";
 }
 
 TEST(Dense, SplitsProductsOnlyWhereTheBlasThreadsNone) {
-  test_support::use_matrix_threads(0);
+  const EngineOptions engine;  // matrix_threads 0: decided by shape
   if (!configure_concurrent_blas()) GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS";
   if (blas_threads() != 1) GTEST_SKIP() << "OPENBLAS_NUM_THREADS asks for more than one thread";
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core";
-  EXPECT_EQ(linear_parts(50, 576, 192), 2) << "one image's q, k, v projection";
-  EXPECT_EQ(linear_parts(1, 10, 192), 1) << "the classifier head: too small to share";
-  EXPECT_EQ(linear_parts(1600, 576, 192), 2) << "a batch's rows, with no BLAS threads to take them";
+  EXPECT_EQ(linear_parts(engine, 50, 576, 192), 2) << "one image's q, k, v projection";
+  EXPECT_EQ(linear_parts(engine, 1, 10, 192), 1) << "the classifier head: too small to share";
+  EXPECT_EQ(linear_parts(engine, 1600, 576, 192), 2) << "a batch's rows, with no BLAS threads to take them";
   {
     const ScopedBlasThreads two(2);
     if (blas_threads() == 2) {
-      EXPECT_EQ(linear_parts(1600, 576, 192), 1) << "left to OpenBLAS's own threads";
+      EXPECT_EQ(linear_parts(engine, 1600, 576, 192), 1) << "left to OpenBLAS's own threads";
     }
   }
 }
@@ -94,12 +92,12 @@ TEST(Dense, SplitGradientsMatchTheLinearLayerInDouble) {
        {24, 17, 7, true},
        {40, 200, 33, true, false},
        {48, 80, 20, false, true, false}},
-      [](const LayerCase& c, torch::nn::Linear& layer) {
+      [](const EngineOptions& engine, const LayerCase& c, torch::nn::Linear& layer) {
         layer->weight.requires_grad_(c.weight_grad);
         const at::Tensor x0 = at::randn({2, c.rows, c.in}, at::kDouble);
         const at::Tensor dy = at::randn({2, c.rows, c.out}, at::kDouble);
         const at::Tensor x = x0.clone().requires_grad_(c.input_grad);
-        const at::Tensor y = linear(layer, x);
+        const at::Tensor y = linear(engine, layer, x);
         if (blas_gemm_usable(x0)) {  // the engine's node at any split, one part included
           ASSERT_TRUE(y.grad_fn());
           EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
@@ -133,35 +131,36 @@ TEST(Dense, SplitGradientsMatchTheLinearLayerInDouble) {
 // double, with 1-3 parts; and a residual of another shape is added after it.
 TEST(Dense, ResidualInsideTheProductMatchesTheLinearLayerPlusTheResidualInDouble) {
   at::manual_seed(8);
-  for_each_split({{32, 64, 50, true}, {19, 96, 130, false}, {24, 17, 7, true}}, [](const LayerCase& c,
-                                                                                   torch::nn::Linear& layer) {
-    const at::Tensor x0 = at::randn({2, c.rows, c.in}, at::kDouble);
-    const at::Tensor r0 = at::randn({2, c.rows, c.out}, at::kDouble);
-    const at::Tensor dy = at::randn({2, c.rows, c.out}, at::kDouble);
-    const at::Tensor x = x0.clone().requires_grad_(true), r = r0.clone().requires_grad_(true);
-    const at::Tensor y = linear_add(layer, x, r);
-    ASSERT_TRUE(y.grad_fn());
-    EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
-    (y * dy).sum().backward();
-    const at::Tensor w = layer->weight.detach().clone().requires_grad_(true);
-    const at::Tensor b = c.bias ? layer->bias.detach().clone().requires_grad_(true) : at::Tensor();
-    const at::Tensor xr = x0.clone().requires_grad_(true), rr = r0.clone().requires_grad_(true);
-    const at::Tensor yr = rr + at::linear(xr, w, b);
-    EXPECT_LT(max_relative_error(y.detach(), yr.detach()), 1e-12);
-    (yr * dy).sum().backward();
-    EXPECT_LT(max_relative_error(layer->weight.grad(), w.grad()), 1e-12);
-    if (c.bias) {
-      EXPECT_LT(max_relative_error(layer->bias.grad(), b.grad()), 1e-12);
-    }
-    EXPECT_LT(max_relative_error(x.grad(), xr.grad()), 1e-12);
-    EXPECT_LT(max_relative_error(r.grad(), rr.grad()), 1e-12);
-  });
+  for_each_split(
+      {{32, 64, 50, true}, {19, 96, 130, false}, {24, 17, 7, true}},
+      [](const EngineOptions& engine, const LayerCase& c, torch::nn::Linear& layer) {
+        const at::Tensor x0 = at::randn({2, c.rows, c.in}, at::kDouble);
+        const at::Tensor r0 = at::randn({2, c.rows, c.out}, at::kDouble);
+        const at::Tensor dy = at::randn({2, c.rows, c.out}, at::kDouble);
+        const at::Tensor x = x0.clone().requires_grad_(true), r = r0.clone().requires_grad_(true);
+        const at::Tensor y = linear_add(engine, layer, x, r);
+        ASSERT_TRUE(y.grad_fn());
+        EXPECT_NE(y.grad_fn()->name().find("SplitLinear"), std::string::npos) << y.grad_fn()->name();
+        (y * dy).sum().backward();
+        const at::Tensor w = layer->weight.detach().clone().requires_grad_(true);
+        const at::Tensor b = c.bias ? layer->bias.detach().clone().requires_grad_(true) : at::Tensor();
+        const at::Tensor xr = x0.clone().requires_grad_(true), rr = r0.clone().requires_grad_(true);
+        const at::Tensor yr = rr + at::linear(xr, w, b);
+        EXPECT_LT(max_relative_error(y.detach(), yr.detach()), 1e-12);
+        (yr * dy).sum().backward();
+        EXPECT_LT(max_relative_error(layer->weight.grad(), w.grad()), 1e-12);
+        if (c.bias) {
+          EXPECT_LT(max_relative_error(layer->bias.grad(), b.grad()), 1e-12);
+        }
+        EXPECT_LT(max_relative_error(x.grad(), xr.grad()), 1e-12);
+        EXPECT_LT(max_relative_error(r.grad(), rr.grad()), 1e-12);
+      });
   // A residual broadcast along the rows is not the output's shape: added after the product.
   torch::nn::Linear layer(16, 24);
   layer->to(at::kDouble);
   const at::Tensor x = at::randn({2, 5, 16}, at::kDouble).requires_grad_(true);
   const at::Tensor r = at::randn({24}, at::kDouble).requires_grad_(true);
-  const at::Tensor y = linear_add(layer, x, r);
+  const at::Tensor y = linear_add(EngineOptions{}, layer, x, r);
   EXPECT_LT(max_relative_error(y.detach(), (r + layer->forward(x)).detach()), 1e-12);
   y.sum().backward();
   EXPECT_LT(max_relative_error(r.grad(), at::full({24}, 10.0, at::kDouble)), 1e-12);
@@ -171,7 +170,7 @@ TEST(Dense, ResidualInsideTheProductMatchesTheLinearLayerPlusTheResidualInDouble
 // second-order gradient matches at::linear's.
 TEST(Dense, SecondOrderGradientsMatchTheLinearLayerInDouble) {
   at::manual_seed(7);
-  test_support::use_matrix_threads(2);
+  const EngineOptions engine = test_support::threads_options(2);
   torch::nn::Linear layer(32, 64);
   layer->to(at::kDouble);
   const at::Tensor x0 = at::randn({2, 50, 32}, at::kDouble), dy = at::randn({2, 50, 64}, at::kDouble);
@@ -181,12 +180,11 @@ TEST(Dense, SecondOrderGradientsMatchTheLinearLayerInDouble) {
     return torch::autograd::grad({(dx * v).sum()}, {w})[0];
   };
   const at::Tensor x = x0.clone().requires_grad_(true);
-  const at::Tensor split = second_order(x, linear(layer, x), layer->weight);
+  const at::Tensor split = second_order(x, linear(engine, layer, x), layer->weight);
   const at::Tensor w = layer->weight.detach().clone().requires_grad_(true);
   const at::Tensor xr = x0.clone().requires_grad_(true);
   const at::Tensor reference = second_order(xr, at::linear(xr, w, layer->bias.detach()), w);
   EXPECT_LT(max_relative_error(split, reference), 1e-12);
-  test_support::use_matrix_threads(0);
 }
 
 // linear_each with gradients: bias-free layers of one input as one node (LoR's
@@ -212,14 +210,15 @@ struct GroupedLayers {
       if (i != 2) total = total + (ys[i] * probes[i]).sum();
     return total;
   }
-  // {outputs..., dL/dx, dL/dW_i..., d<dL/dx, v>/dW_0}: grouped (linear_each) or reference (at::linear).
-  std::vector<at::Tensor> run(bool grouped, bool second_order) {
+  // {outputs..., dL/dx, dL/dW_i..., d<dL/dx, v>/dW_0}: grouped (linear_each under
+  // `engine`) or reference (at::linear).
+  std::vector<at::Tensor> run(const EngineOptions& engine, bool grouped, bool second_order) {
     const at::Tensor x = x0.clone().requires_grad_(true);
     std::vector<at::Tensor> ws, ys;
     for (auto& layer : layers)
       ws.push_back(grouped ? layer->weight : layer->weight.detach().clone().requires_grad_(true));
     if (grouped)
-      ys = linear_each(pointers, x);
+      ys = linear_each(engine, pointers, x);
     else
       for (const at::Tensor& w : ws) ys.push_back(at::linear(x, w));
     std::vector<at::Tensor> wrt{x}, out;
@@ -246,27 +245,24 @@ TEST(Dense, GroupedProjectionsMatchTheLinearLayersInDouble) {
   for (const bool second_order : {false, true})
     for (const int threads : {1, 2}) {
       SCOPED_TRACE(std::to_string(threads) + " thread(s)" + (second_order ? ", second order" : ""));
-      test_support::use_matrix_threads(threads);
-      const std::vector<at::Tensor> grouped = g.run(true, second_order),
-                                    reference = g.run(false, second_order);
+      const EngineOptions engine = test_support::threads_options(threads);
+      const std::vector<at::Tensor> grouped = g.run(engine, true, second_order),
+                                    reference = g.run(engine, false, second_order);
       EXPECT_NE(g.grad_fn.find("DenseEach"), std::string::npos) << g.grad_fn;
       ASSERT_EQ(grouped.size(), reference.size());
       for (size_t i = 0; i < grouped.size(); ++i)
         EXPECT_LT(max_relative_error(grouped[i], reference[i]), 1e-12) << "value " << i;
     }
-  test_support::use_matrix_threads(0);
-  test_support::use_reference(true);
-  g.run(true, false);
+  g.run(test_support::reference_options(), true, false);
   EXPECT_EQ(g.grad_fn.find("DenseEach"), std::string::npos) << "separate: " << g.grad_fn;
-  test_support::use_reference(false);
 }
 
 TEST(Dense, GroupedProjectionsInBf16PrecisionStayCloseToFp32) {
   SKIP_WITHOUT_BF16_PRODUCTS();
   GroupedLayers g(at::kFloat);
-  const std::vector<at::Tensor> reference = g.run(false, false);
-  ScopedDensePrecision bf16(DensePrecision::Bf16);
-  const std::vector<at::Tensor> grouped = g.run(true, false);
+  const EngineOptions bf16 = with(EngineOptions{}, &EngineOptions::precision, DensePrecision::Bf16);
+  const std::vector<at::Tensor> reference = g.run(bf16, false, false);
+  const std::vector<at::Tensor> grouped = g.run(bf16, true, false);
   EXPECT_NE(g.grad_fn.find("DenseEach"), std::string::npos) << g.grad_fn;
   for (size_t i = 0; i < grouped.size(); ++i)
     EXPECT_LT(max_relative_error(grouped[i], reference[i]), 2e-2) << "value " << i;

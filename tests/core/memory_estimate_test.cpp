@@ -112,8 +112,8 @@ const Measured kCudaPeaks[] = {
 
 void expect_within_a_quarter(const Measured& m, const MemoryTarget& target) {
   const ViTConfig c = at_84(m.model, m.preset, m.patch);
-  const MemoryEstimate e = m.training ? estimate_training(c, m.batch, m.recompute, target)
-                                      : estimate_inference(c, m.batch, target);
+  const MemoryEstimate e = m.training ? estimate_training(EngineOptions{}, c, m.batch, m.recompute, target)
+                                      : estimate_inference(EngineOptions{}, c, m.batch, target);
   const double estimate = e.total() / 1e6;
   EXPECT_NEAR(estimate / m.megabytes, 1.0, 0.25)
       << memory_device_name(target.device) << " " << m.model << " " << m.preset << "/" << m.patch
@@ -142,21 +142,22 @@ TEST(MemoryEstimate, CudaPeaksWithinAQuarter) {
 
 TEST(MemoryEstimate, PartsAddUpAndFollowTheRun) {
   const ViTConfig c = at_84("translution");
-  const MemoryEstimate infer = estimate_inference(c, 1, MemoryDevice::Cpu);
+  const MemoryEstimate infer = estimate_inference(EngineOptions{}, c, 1, MemoryDevice::Cpu);
   EXPECT_DOUBLE_EQ(infer.weights, 4.0 * double(parameter_count(c)));  // 116.2 M parameters, fp32
   EXPECT_EQ(infer.gradients, 0);
   EXPECT_EQ(infer.optimizer, 0);
-  const MemoryEstimate train = estimate_training(c, 32, false, MemoryDevice::Cpu);
+  const MemoryEstimate train = estimate_training(EngineOptions{}, c, 32, false, MemoryDevice::Cpu);
   EXPECT_DOUBLE_EQ(train.optimizer, 2 * train.weights);
   EXPECT_GT(train.gradients, 0);
   EXPECT_LE(train.gradients, train.weights);
   EXPECT_DOUBLE_EQ(train.total(),
                    train.weights + train.gradients + train.optimizer + train.activations + train.baseline);
   // Recomputing drops the pair rows, most of Translution's activations; more images need more.
-  EXPECT_LT(estimate_training(c, 32, true, MemoryDevice::Cpu).activations, 0.25 * train.activations);
-  EXPECT_GT(estimate_training(c, 64, false, MemoryDevice::Cpu).total(), train.total());
+  EXPECT_LT(estimate_training(EngineOptions{}, c, 32, true, MemoryDevice::Cpu).activations,
+            0.25 * train.activations);
+  EXPECT_GT(estimate_training(EngineOptions{}, c, 64, false, MemoryDevice::Cpu).total(), train.total());
   // A GPU keeps no process baseline in its allocator, only cuBLAS's workspace.
-  EXPECT_LT(estimate_inference(c, 1, MemoryDevice::Cuda).baseline, infer.baseline);
+  EXPECT_LT(estimate_inference(EngineOptions{}, c, 1, MemoryDevice::Cuda).baseline, infer.baseline);
 }
 
 // `translution model info` answers for any config at once: no table of pairs is built.
@@ -165,7 +166,7 @@ TEST(MemoryEstimate, AHugeConfigIsEstimatedAtOnce) {
   ViTConfig c = preset_config("A", "translution");
   c.image_height = c.image_width = 840;
   c.patch = 4;  // 44101 tokens: 1.9e9 pairs per layer
-  const MemoryEstimate e = estimate_training(c, 32, false, MemoryDevice::Cuda);
+  const MemoryEstimate e = estimate_training(EngineOptions{}, c, 32, false, MemoryDevice::Cuda);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 0.1);
   EXPECT_TRUE(std::isfinite(e.total()));
@@ -193,12 +194,12 @@ TEST(MemoryEstimate, ARealTrainingStepOnTheCpuPeaksNearItsEstimate) {
     const at::Tensor labels = at::randint(10, {batch}, at::kLong);
     for (int step = 0; step < 2; ++step) {
       release_gradients(optimizer);
-      forward_backward(model, images, labels, 1);
+      forward_backward(EngineOptions{}, model, images, labels, 1);
       optimizer.step();
     }
   }
   const double grown = double(peak_memory_bytes(cpu) - before);
-  const MemoryEstimate e = estimate_training(c, batch, false, MemoryDevice::Cpu);
+  const MemoryEstimate e = estimate_training(EngineOptions{}, c, batch, false, MemoryDevice::Cpu);
   const double expected = e.total() - e.baseline;
   EXPECT_GT(grown, 0.7 * expected) << "grew " << grown / 1e6 << " MB, estimated " << expected / 1e6 << " MB";
   EXPECT_LT(grown, 1.4 * expected) << "grew " << grown / 1e6 << " MB, estimated " << expected / 1e6 << " MB";

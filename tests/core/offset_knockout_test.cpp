@@ -100,7 +100,7 @@ void expect_matches_reference(const KnockoutCase& c) {
     const AttentionSpec spec = config.attention_spec(layer);
     const at::Tensor x = at::randn({2, config.tokens(), config.dim}, at::kDouble).requires_grad_(true);
     const at::Tensor probe = at::randn({2, config.tokens(), config.dim}, at::kDouble);
-    const at::Tensor fast = attention_of(knocked, layer)->forward(x);
+    const at::Tensor fast = attention_of(knocked, layer)->forward(EngineOptions{}, x);
     const auto original = attention_of(model, layer);
     const test_support::NaiveKnockout rule = naive_knockout(model, layer, c.knockout);
     const at::Tensor naive =
@@ -172,20 +172,21 @@ TEST(OffsetKnockout, CopyLeavesTheOriginalUntouched) {
   std::vector<at::Tensor> before;
   for (const auto& p : model->parameters()) before.push_back(p.detach().clone());
   const at::Tensor images = at::randn({3, 1, 9, 12});
-  const at::Tensor logits = model->forward(images);
+  const at::Tensor logits = model->forward(EngineOptions{}, images);
   ViT knocked = knocked_out_copy(
       model, knockout_of(offsets_beyond(model->config().token_layout(), 1.0), true, true, true, kMean, true));
   const auto after = model->parameters();
   ASSERT_EQ(after.size(), before.size());
   for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(at::equal(after[i], before[i])) << "parameter " << i;
-  EXPECT_TRUE(at::equal(model->forward(images), logits));
-  EXPECT_FALSE(at::allclose(knocked->forward(images), logits)) << "the copy's knockout changed nothing";
+  EXPECT_TRUE(at::equal(model->forward(EngineOptions{}, images), logits));
+  EXPECT_FALSE(at::allclose(knocked->forward(EngineOptions{}, images), logits))
+      << "the copy's knockout changed nothing";
   // The copy shares no storage: changing it leaves the original as it was.
   {
     at::NoGradGuard no_grad;
     for (const auto& p : knocked->parameters()) p.add_(1);
   }
-  EXPECT_TRUE(at::equal(model->forward(images), logits));
+  EXPECT_TRUE(at::equal(model->forward(EngineOptions{}, images), logits));
 }
 
 TEST(OffsetKnockout, KnockingOutNothingChangesNothing) {
@@ -194,7 +195,7 @@ TEST(OffsetKnockout, KnockingOutNothingChangesNothing) {
   int64_t matrices = -1;
   ViT copy = knocked_out_copy(model, OffsetKnockout{}, &matrices);
   EXPECT_EQ(matrices, 0);
-  EXPECT_TRUE(at::equal(copy->forward(images), model->forward(images)));
+  EXPECT_TRUE(at::equal(copy->forward(EngineOptions{}, images), model->forward(EngineOptions{}, images)));
   AppliedKnockout none(model, OffsetKnockout{});
   EXPECT_EQ(none.matrices(), 0);
 }
@@ -204,17 +205,18 @@ TEST(OffsetKnockout, KnockingOutNothingChangesNothing) {
 TEST(OffsetKnockout, AppliedKnockoutRestoresEveryWeight) {
   ViT model = small_model("lor", at::kFloat);
   const at::Tensor images = at::randn({3, 1, 9, 12});
-  const at::Tensor logits = model->forward(images);
+  const at::Tensor logits = model->forward(EngineOptions{}, images);
   const OffsetKnockout k = knockout_of({{0, 0}, {1, -2}}, true, true, true, kMean);
   ViT copy = knocked_out_copy(model, k);
   {
     AppliedKnockout applied(model, k);
     EXPECT_EQ(applied.matrices(), 2 * 3 * 2);  // offsets x projections x layers
-    EXPECT_TRUE(at::allclose(model->forward(images), copy->forward(images), 0, 0));
+    EXPECT_TRUE(
+        at::allclose(model->forward(EngineOptions{}, images), copy->forward(EngineOptions{}, images), 0, 0));
   }
-  EXPECT_TRUE(at::equal(model->forward(images), logits));
+  EXPECT_TRUE(at::equal(model->forward(EngineOptions{}, images), logits));
   EXPECT_EQ(apply_knockout(model, k), 12);  // for good
-  EXPECT_TRUE(at::equal(model->forward(images), copy->forward(images)));
+  EXPECT_TRUE(at::equal(model->forward(EngineOptions{}, images), copy->forward(EngineOptions{}, images)));
 }
 
 TEST(OffsetKnockout, HelpersSelectOffsetsByDistanceAndRectangle) {
@@ -266,13 +268,13 @@ TEST(OffsetImportance, EachOffsetAloneAsACopyWouldScoreIt) {
   for (const auto& p : model->parameters()) before.push_back(p.detach().clone());
   const at::Tensor images = at::randn({6, 1, 9, 12});
   const at::Tensor labels = at::tensor({0, 1, 2, 3, 4, 5}, at::kLong);
-  const OffsetImportance r = offset_importance(model, images, labels, kMean, 4);
+  const OffsetImportance r = offset_importance(EngineOptions{}, model, images, labels, kMean, 4);
   ASSERT_TRUE(r.complete);
   ASSERT_EQ(r.offsets.size(), 35u);
   ASSERT_EQ(r.logit_drop.size(), 35u);
   at::NoGradGuard no_grad;
   const auto true_logit = [&](ViT& m) {
-    return m->forward(images).gather(1, labels.unsqueeze(1)).mean().item<double>();
+    return m->forward(EngineOptions{}, images).gather(1, labels.unsqueeze(1)).mean().item<double>();
   };
   EXPECT_NEAR(r.baseline_logit, true_logit(model), 1e-5);
   for (const size_t i : {size_t(0), size_t(17), size_t(34)}) {
@@ -283,7 +285,7 @@ TEST(OffsetImportance, EachOffsetAloneAsACopyWouldScoreIt) {
   const at::Tensor grid = r.grid(r.logit_drop);
   EXPECT_EQ(grid.sizes(), (std::vector<int64_t>{5, 7}));
   EXPECT_FLOAT_EQ(grid[0][0].item<float>(), float(r.logit_drop[0]));  // offset (-2, -3)
-  const OffsetImportance stopped = offset_importance(model, images, labels, kZero, 4, false,
+  const OffsetImportance stopped = offset_importance(EngineOptions{}, model, images, labels, kZero, 4, false,
                                                      [](int64_t done, int64_t) { return done < 3; });
   EXPECT_FALSE(stopped.complete);
   EXPECT_EQ(stopped.accuracy.size(), 3u);

@@ -43,17 +43,16 @@ std::string describe(const Shape& s) {
          (s.plain_query ? ", plain queries" : "");
 }
 
-// Forward outputs and every input's gradient of both operators under one setting.
-std::vector<at::Tensor> run(bool reference, const PairOrder& order, const std::vector<at::Tensor>& inputs,
-                            const Shape& s) {
-  const ScopedEngineOptions scope(engine_options_with(&EngineOptions::reference, reference));
+// Forward outputs and every input's gradient of both operators under `engine`.
+std::vector<at::Tensor> run(const EngineOptions& engine, const PairOrder& order,
+                            const std::vector<at::Tensor>& inputs, const Shape& s) {
   std::vector<at::Tensor> leaves;
   for (const at::Tensor& t : inputs)
     leaves.push_back(t.defined() ? t.detach().clone().requires_grad_(true) : t);
   const at::Tensor &xq = leaves[0], &wq = leaves[1], &xk = leaves[2], &wk = leaves[3];
   const at::Tensor &alpha = leaves[4], &xv = leaves[5], &wv = leaves[6];
-  const at::Tensor logits = relative_logits(order, xq, wq, xk, wk, s.heads);
-  const at::Tensor values = relative_values(order, alpha, xv, wv, s.head_sliced);
+  const at::Tensor logits = relative_logits(engine, order, xq, wq, xk, wk, s.heads);
+  const at::Tensor values = relative_values(engine, order, alpha, xv, wv, s.head_sliced);
   // Probes of fixed random weights make every output entry's gradient distinct.
   at::manual_seed(7);
   const at::Tensor loss = (logits * at::randn_like(logits)).sum() + (values * at::randn_like(values)).sum();
@@ -64,7 +63,9 @@ std::vector<at::Tensor> run(bool reference, const PairOrder& order, const std::v
   return out;
 }
 
-void compare(const PairOrder& order, const Shape& s, at::ScalarType type, double tolerance, int64_t B = 3) {
+// The engine's kernels under `engine` against the ATen expressions (its reference options).
+void compare(const EngineOptions& engine, const PairOrder& order, const Shape& s, at::ScalarType type,
+             double tolerance, int64_t B = 3) {
   const KernelCounts kernels;  // the kernels this comparison enters
   const int64_t N = order.tokens, M = order.queries, C = 7, D = s.heads * s.width;
   const int64_t E = int64_t(order.entry_offset.size()) - 1;
@@ -79,9 +80,9 @@ void compare(const PairOrder& order, const Shape& s, at::ScalarType type, double
       at::softmax(at::randn({B, s.heads, M, N}, options), -1),                      // alpha
       at::randn({B, N, C}, options),                                                // xv
       at::randn({E, C, D}, options)};                                               // wv
-  const std::vector<at::Tensor> reference = run(true, order, inputs, s);
+  const std::vector<at::Tensor> reference = run(test_support::reference_options(engine), order, inputs, s);
   const int64_t calls = kernels[Kernel::PairBlocks];
-  const std::vector<at::Tensor> tested = run(false, order, inputs, s);
+  const std::vector<at::Tensor> tested = run(engine, order, inputs, s);
   // Both operators forward and backward inside the blocks (no batch here fills the vector lanes).
   EXPECT_EQ(kernels[Kernel::PairBlocks] - calls, 4) << describe(s);
   ASSERT_EQ(tested.size(), reference.size());
@@ -90,10 +91,7 @@ void compare(const PairOrder& order, const Shape& s, at::ScalarType type, double
         << describe(s) << ", output " << i << " (0, 1: logits, values; then the inputs' gradients in order)";
 }
 
-class PairBlocks : public ::testing::Test {
- protected:
-  void TearDown() override { test_support::restore_default_options(); }
-};
+class PairBlocks : public ::testing::Test {};
 
 const std::vector<Shape> kShapes = {
     {3, 8, false, false},   // LoR ViT-A: logits' slices of 8; every head weighs all 24 of v
@@ -112,12 +110,12 @@ TEST_F(PairBlocks, FloatMatchesAtenExpressions) {
   for (const int64_t queries : {table.tokens(), int64_t(1), int64_t(5)}) {
     const PairOrder order = make_pair_order(table, queries);
     for (const int threads : {1, 3}) {
-      test_support::use_matrix_threads(threads);
+      const EngineOptions engine = test_support::threads_options(threads);
       for (const Shape& s : kShapes)
         for (const int64_t batch : {int64_t(1), int64_t(3)}) {
           SCOPED_TRACE(std::to_string(queries) + " queries, " + std::to_string(threads) +
                        " thread(s), batch " + std::to_string(batch));
-          compare(order, s, at::kFloat, 2e-5, batch);
+          compare(engine, order, s, at::kFloat, 2e-5, batch);
         }
     }
   }
@@ -141,10 +139,11 @@ TEST_F(PairBlocks, Bf16PrecisionRoundsTheBlockProducts) {
                                  at::randn({B, N, C}),
                                  at::randn({E, C, C}) * 0.1};
   const Shape s{H, C / H, true, false};
-  const std::vector<at::Tensor> fp32 = run(false, order, inputs, s);
-  ScopedDensePrecision bf16(DensePrecision::Bf16);
+  const EngineOptions fp32_options;
+  const std::vector<at::Tensor> fp32 = run(fp32_options, order, inputs, s);
+  const EngineOptions bf16 = with(fp32_options, &EngineOptions::precision, DensePrecision::Bf16);
   const int64_t calls = kernels[Kernel::PairBlocks];
-  const std::vector<at::Tensor> blocked = run(false, order, inputs, s);
+  const std::vector<at::Tensor> blocked = run(bf16, order, inputs, s);
   EXPECT_EQ(kernels[Kernel::PairBlocks] - calls, 4);
   for (size_t i = 0; i < blocked.size(); ++i)
     EXPECT_LT(max_relative_error(blocked[i], fp32[i]), 5e-2) << "output " << i;
@@ -155,7 +154,7 @@ TEST_F(PairBlocks, Bf16PrecisionRoundsTheBlockProducts) {
 TEST_F(PairBlocks, CausalSequenceInDoubleMatchesAtenExpressions) {
   const RelativeTable table = make_relative_table(TokenLayout::sequence(6, true));
   const PairOrder order = make_pair_order(table);
-  for (const Shape& s : kShapes) compare(order, s, at::kDouble, 1e-12);
+  for (const Shape& s : kShapes) compare(EngineOptions{}, order, s, at::kDouble, 1e-12);
 }
 
 }  // namespace

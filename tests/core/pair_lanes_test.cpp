@@ -42,16 +42,16 @@ std::string describe(const Shape& s) {
          (s.plain_key ? ", plain keys" : "") + (s.plain_query ? ", plain queries" : "");
 }
 
-// Both operators' outputs and every input's gradient, in the inputs' type, on the
-// engine's kernels or the reference (ATen expressions).
-std::vector<at::Tensor> run(bool reference, const PairOrder& order, const std::vector<at::Tensor>& inputs,
-                            const Shape& s) {
-  const ScopedEngineOptions scope(engine_options_with(&EngineOptions::reference, reference));
+// Both operators' outputs and every input's gradient, in the inputs' type, under
+// `engine`: the engine's kernels, or the reference (ATen expressions).
+std::vector<at::Tensor> run(const EngineOptions& engine, const PairOrder& order,
+                            const std::vector<at::Tensor>& inputs, const Shape& s) {
   std::vector<at::Tensor> leaves;
   for (const at::Tensor& t : inputs)
     leaves.push_back(t.defined() ? t.detach().clone().requires_grad_(true) : t);
-  const at::Tensor logits = relative_logits(order, leaves[0], leaves[1], leaves[2], leaves[3], s.heads);
-  const at::Tensor values = relative_values(order, leaves[4], leaves[5], leaves[6], s.head_sliced);
+  const at::Tensor logits =
+      relative_logits(engine, order, leaves[0], leaves[1], leaves[2], leaves[3], s.heads);
+  const at::Tensor values = relative_values(engine, order, leaves[4], leaves[5], leaves[6], s.head_sliced);
   at::manual_seed(7);  // fixed random probes: every output entry's gradient distinct
   const at::Tensor probe_l = at::randn(logits.sizes(), at::kDouble).to(logits.scalar_type());
   const at::Tensor probe_v = at::randn(values.sizes(), at::kDouble).to(values.scalar_type());
@@ -76,15 +76,18 @@ std::vector<at::Tensor> random_inputs(const PairOrder& order, const Shape& s, in
           at::randn({E, C, D}, f) * 0.3};
 }
 
-// The lanes in float against the ATen expressions in double on the same values.
-void check(const PairOrder& order, const Shape& s, int64_t B, int64_t lanes_calls = 4) {
+// The lanes in float under `engine` against the ATen expressions in double on the
+// same values (the reference options with the same other settings).
+void check(const EngineOptions& engine, const PairOrder& order, const Shape& s, int64_t B,
+           int64_t lanes_calls = 4) {
   const KernelCounts kernels;  // the kernels this check enters
   const std::vector<at::Tensor> inputs = random_inputs(order, s, B);
   std::vector<at::Tensor> exact_inputs;
   for (const at::Tensor& t : inputs) exact_inputs.push_back(t.defined() ? t.to(at::kDouble) : t);
-  const std::vector<at::Tensor> reference = run(true, order, exact_inputs, s);
+  const std::vector<at::Tensor> reference =
+      run(test_support::reference_options(engine), order, exact_inputs, s);
   const int64_t calls = kernels[Kernel::PairLanes];
-  const std::vector<at::Tensor> lanes = run(false, order, inputs, s);
+  const std::vector<at::Tensor> lanes = run(engine, order, inputs, s);
   EXPECT_EQ(kernels[Kernel::PairLanes] - calls, lanes_calls)
       << "operators' forwards and backwards on the lanes";
   ASSERT_EQ(lanes.size(), reference.size());
@@ -98,7 +101,6 @@ class PairLanes : public ::testing::Test {
   void SetUp() override {
     if (!cpu_has_avx512()) GTEST_SKIP() << "the lanes run on AVX-512 only; this CPU has none";
   }
-  void TearDown() override { test_support::restore_default_options(); }
 };
 
 const std::vector<Shape> kShapes = {
@@ -115,12 +117,12 @@ TEST_F(PairLanes, FloatMatchesExactReference) {
   for (const int64_t queries : {table.tokens(), int64_t(1)}) {
     const PairOrder order = make_pair_order(table, queries);
     for (const int threads : {1, 3}) {
-      test_support::use_matrix_threads(threads);
+      const EngineOptions engine = test_support::threads_options(threads);
       for (const Shape& s : kShapes)
         for (const int64_t batch : {int64_t(16), int64_t(32)}) {
           SCOPED_TRACE(std::to_string(queries) + " queries, " + std::to_string(threads) +
                        " thread(s), batch " + std::to_string(batch));
-          check(order, s, batch);
+          check(engine, order, s, batch);
         }
     }
   }
@@ -128,14 +130,14 @@ TEST_F(PairLanes, FloatMatchesExactReference) {
 
 // Rows recomputed in backward (nothing kept from forward) give the same results.
 TEST_F(PairLanes, RecomputedRowsStayExact) {
-  test_support::use_recompute(true);
-  check(make_pair_order(make_relative_table(TokenLayout::grid(2, 3, true))), kShapes[0], 16);
+  check(with(EngineOptions{}, &EngineOptions::recompute_pair_rows, true),
+        make_pair_order(make_relative_table(TokenLayout::grid(2, 3, true))), kShapes[0], 16);
 }
 
 // Causal sequences leave pairs without a row: 0 in the logits and their gradients.
 TEST_F(PairLanes, CausalSequenceMatches) {
   const RelativeTable table = make_relative_table(TokenLayout::sequence(6, true));
-  for (const Shape& s : kShapes) check(make_pair_order(table), s, 16);
+  for (const Shape& s : kShapes) check(EngineOptions{}, make_pair_order(table), s, 16);
 }
 
 // Where the lanes do not fit (a batch not a multiple of 16, double, rows wider
@@ -147,7 +149,8 @@ TEST_F(PairLanes, OtherShapesTakeTheBlockedPath) {
   const int64_t calls = kernels[Kernel::PairLanes];
   auto logits = [&](const Shape& s, int64_t B, at::ScalarType type) {
     const std::vector<at::Tensor> in = random_inputs(order, s, B);
-    relative_logits(order, in[0].to(type), in[1].to(type), in[2].to(type), in[3].to(type), s.heads);
+    relative_logits(EngineOptions{}, order, in[0].to(type), in[1].to(type), in[2].to(type), in[3].to(type),
+                    s.heads);
   };
   logits(kShapes[0], 8, at::kFloat);
   logits(kShapes[0], 16, at::kDouble);
@@ -156,8 +159,8 @@ TEST_F(PairLanes, OtherShapesTakeTheBlockedPath) {
   logits({3, 8, 12, false}, 16, at::kFloat);
   auto values = [&](int64_t heads, int64_t B) {  // every head weighs all 8 of v: 8 x 8 matrices
     const int64_t N = order.tokens, E = int64_t(order.entry_offset.size()) - 1;
-    relative_values(order, at::softmax(at::randn({B, heads, order.queries, N}), -1), at::randn({B, N, 8}),
-                    at::randn({E, 8, 8}), false);
+    relative_values(EngineOptions{}, order, at::softmax(at::randn({B, heads, order.queries, N}), -1),
+                    at::randn({B, N, 8}), at::randn({E, 8, 8}), false);
   };
   values(3, 8);
   values(40, 16);

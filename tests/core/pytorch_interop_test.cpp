@@ -102,10 +102,12 @@ TEST_P(PublicStateDict, ImportedModelGivesThePublicModelsLogits) {
   ViT model = imported(f);
   const at::Tensor input = expected_tensor(f.mnist ? "input28" : "input");
   at::NoGradGuard no_grad;
-  EXPECT_LT(test_support::max_relative_error(model->forward(input), expected_tensor(f.file + ".logits")),
-            1e-5);
+  const EngineOptions engine;
+  EXPECT_LT(
+      test_support::max_relative_error(model->forward(engine, input), expected_tensor(f.file + ".logits")),
+      1e-5);
   model->to(at::kDouble);
-  EXPECT_LT(test_support::max_relative_error(model->forward(input.to(at::kDouble)),
+  EXPECT_LT(test_support::max_relative_error(model->forward(engine, input.to(at::kDouble)),
                                              expected_tensor(f.file + ".logits64")),
             f.rotary ? 1e-6 : 1e-10);
 }

@@ -105,15 +105,14 @@ TEST(OffsetMagnitudes, KeyNormsAreReportedInThePapersIndexing) {
 // behind at::mm, every token for small matrices at small batch. Forcing wins.
 TEST(ProjectionAlgorithm, AutoOnTheCpuFollowsTheProductPath) {
   const at::Tensor small = at::empty({172, 24, 24}), large = at::empty({172, 192, 192});
-  EXPECT_EQ(projects_every_token(small, 50, 1), !blas_gemm_usable(small));
-  test_support::use_reference(true);
-  EXPECT_TRUE(projects_every_token(small, 50, 8));
-  EXPECT_FALSE(projects_every_token(small, 50, 9));
-  EXPECT_FALSE(projects_every_token(large, 50, 1));
-  test_support::use_projection(ProjectionAlgorithm::AllTokens);
-  EXPECT_TRUE(projects_every_token(large, 50, 64));
-  test_support::use_reference(false);
-  test_support::use_projection(ProjectionAlgorithm::PerMatrix);
-  EXPECT_FALSE(projects_every_token(small, 50, 1));
-  test_support::use_projection(ProjectionAlgorithm::Auto);
+  const EngineOptions engine, reference = test_support::reference_options();  // projection Auto
+  EXPECT_EQ(projects_every_token(engine, small, 50, 1), !blas_gemm_usable(small));
+  EXPECT_TRUE(projects_every_token(reference, small, 50, 8));
+  EXPECT_FALSE(projects_every_token(reference, small, 50, 9));
+  EXPECT_FALSE(projects_every_token(reference, large, 50, 1));
+  const auto forced = [](EngineOptions o, ProjectionAlgorithm a) {
+    return with(o, &EngineOptions::projection, a);
+  };
+  EXPECT_TRUE(projects_every_token(forced(reference, ProjectionAlgorithm::AllTokens), large, 50, 64));
+  EXPECT_FALSE(projects_every_token(forced(engine, ProjectionAlgorithm::PerMatrix), small, 50, 1));
 }

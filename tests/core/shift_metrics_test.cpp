@@ -122,8 +122,9 @@ TEST(ShiftMetrics, WorstCaseMeansAgreeWithTheTranslationSweep) {
   at::manual_seed(11);
   ViT model(c);
   const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
-  const WorstCaseAccuracy w = worst_case_accuracy(classifier_of(model, c10::kCPU), test, 48, 16, 5);
-  const SweepResult sweep = translation_sweep(model, test, {16, 5}, c10::kCPU);
+  const EngineOptions engine;
+  const WorstCaseAccuracy w = worst_case_accuracy(classifier_of(engine, model, c10::kCPU), test, 48, 16, 5);
+  const SweepResult sweep = translation_sweep(engine, model, test, {16, 5}, c10::kCPU);
   EXPECT_NEAR(w.mean_accuracy, sweep.accuracy.mean().item<double>(), 1e-12);
   EXPECT_NEAR(w.true_probability, sweep.true_probability.mean().item<double>(), 1e-6);
   EXPECT_LE(w.worst_case, sweep.accuracy.min().item<double>());
@@ -151,7 +152,7 @@ TEST(ShiftMetrics, TokensThatNeverMixAreEquivariantAndAnAbsolutePositionBreaksIt
   ASSERT_FALSE(mnist_dir().empty());
   const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
   const std::vector<LayerEquivariance> unmixed =
-      token_equivariance(unmixed_model(false), test, {24, 1, 2}, c10::kCPU);
+      token_equivariance(EngineOptions{}, unmixed_model(false), test, {24, 1, 2}, c10::kCPU);
   ASSERT_EQ(unmixed.size(), 3u);
   EXPECT_EQ(unmixed[0].layer, "embedding");
   EXPECT_EQ(unmixed[2].layer, "block 2");
@@ -160,12 +161,12 @@ TEST(ShiftMetrics, TokensThatNeverMixAreEquivariantAndAnAbsolutePositionBreaksIt
     EXPECT_LT(l.cls, 1e-5) << l.layer;
   }
   const std::vector<LayerEquivariance> absolute =
-      token_equivariance(unmixed_model(true), test, {24, 1, 2}, c10::kCPU);
+      token_equivariance(EngineOptions{}, unmixed_model(true), test, {24, 1, 2}, c10::kCPU);
   for (const LayerEquivariance& l : absolute) {
     EXPECT_GT(l.tokens, 0.05) << l.layer;
     EXPECT_LT(l.cls, 1e-5) << l.layer;  // the CLS token still reads only itself
   }
-  EXPECT_THROW(token_equivariance(unmixed_model(false), test, {24, 2, 2}, c10::kCPU),
+  EXPECT_THROW(token_equivariance(EngineOptions{}, unmixed_model(false), test, {24, 2, 2}, c10::kCPU),
                Error);  // 5 x 5 grid, r = 2
 }
 

@@ -10,20 +10,11 @@
 
 #include <gtest/gtest.h>
 
-#include "test_switches.h"
 #include "util/device.h"
-
-namespace {
-// Every test starts from the default engine options, whatever the one before changed.
-class RestoreOptions : public testing::EmptyTestEventListener {
-  void OnTestEnd(const testing::TestInfo&) override { translution::test_support::restore_default_options(); }
-};
-}  // namespace
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   translution::configure_threads();
-  testing::UnitTest::GetInstance()->listeners().Append(new RestoreOptions);
   const int status = RUN_ALL_TESTS();
 #ifdef GTEST_FLAG_GET
   const bool listing = GTEST_FLAG_GET(list_tests);

@@ -70,10 +70,10 @@ TEST(Trainer, StoppedAndResumedRunEndsAtTheSameWeights) {
       model.image_height = model.image_width = 42;
       model.patch = 14;
     }
-    Trainer straight(model, run, mnist_dir(), c10::kCPU);
+    Trainer straight(EngineOptions{}, model, run, mnist_dir(), c10::kCPU);
     EXPECT_EQ(straight.run([](const TrainProgress&) {}), Event::Finished);
 
-    Trainer first(model, run, mnist_dir(), c10::kCPU);
+    Trainer first(EngineOptions{}, model, run, mnist_dir(), c10::kCPU);
     first.set_checkpoint_path(dir.file("run.ckpt"));
     const Event e = first.run([&](const TrainProgress& p) {
       if (p.event == Event::Step && p.step == 5) first.stop();
@@ -81,7 +81,7 @@ TEST(Trainer, StoppedAndResumedRunEndsAtTheSameWeights) {
     EXPECT_EQ(e, Event::Stopped);
     EXPECT_EQ(first.step(), 5);
 
-    Trainer resumed(load_checkpoint(dir.file("run.ckpt")), mnist_dir(), c10::kCPU);
+    Trainer resumed(EngineOptions{}, load_checkpoint(dir.file("run.ckpt")), mnist_dir(), c10::kCPU);
     EXPECT_EQ(resumed.step(), 5);
     EXPECT_EQ(resumed.run([](const TrainProgress&) {}), Event::Finished);
     EXPECT_EQ(resumed.step(), 10);
@@ -96,12 +96,13 @@ TEST(Trainer, SameSeedSameRunDifferentSeedDifferentRun) {
   ASSERT_FALSE(mnist_dir().empty());
   TrainConfig t = small_run();
   t.steps = 3;
-  Trainer a(small_model(), t, mnist_dir(), c10::kCPU), b(small_model(), t, mnist_dir(), c10::kCPU);
+  Trainer a(EngineOptions{}, small_model(), t, mnist_dir(), c10::kCPU),
+      b(EngineOptions{}, small_model(), t, mnist_dir(), c10::kCPU);
   a.run([](const TrainProgress&) {});
   b.run([](const TrainProgress&) {});
   expect_same_weights(a.model(), b.model());
   t.seed = 8;
-  Trainer c(small_model(), t, mnist_dir(), c10::kCPU);
+  Trainer c(EngineOptions{}, small_model(), t, mnist_dir(), c10::kCPU);
   c.run([](const TrainProgress&) {});
   EXPECT_FALSE(
       at::equal(a.model()->named_parameters()["head.weight"], c.model()->named_parameters()["head.weight"]));
@@ -113,20 +114,20 @@ TEST(Trainer, SameSeedSameRunDifferentSeedDifferentRun) {
 // Each run still ends at the weights it reaches alone.
 TEST(Trainer, TwoRunsSideBySideEachEndWhereTheyEndAlone) {
   ASSERT_FALSE(mnist_dir().empty());
-  test_support::use_matrix_threads(2);
+  const EngineOptions engine = test_support::threads_options(2);
   TrainConfig t = small_run();
   t.steps = 4;
   const std::vector<ViTConfig> models = {small_model("translution"), small_model("lor")};
   std::vector<ViT> alone, beside(models.size(), nullptr);
   for (const ViTConfig& m : models) {
-    Trainer run(m, t, mnist_dir(), c10::kCPU);
+    Trainer run(engine, m, t, mnist_dir(), c10::kCPU);
     run.run([](const TrainProgress&) {});
     alone.push_back(run.model());
   }
   std::vector<std::thread> threads;
   for (size_t i = 0; i < models.size(); ++i)
     threads.emplace_back([&, i] {
-      Trainer run(models[i], t, mnist_dir(), c10::kCPU);
+      Trainer run(engine, models[i], t, mnist_dir(), c10::kCPU);
       run.run([](const TrainProgress&) {});
       beside[i] = run.model();
     });
@@ -141,19 +142,23 @@ TEST(Trainer, Bf16PrecisionTrainsInItAndIsStored) {
   t.precision = "bf16";
   if (!bf16_gemm_available()) {  // a clear error before any work, naming the reason
     try {
-      Trainer(small_model("attention"), t, mnist_dir(), c10::kCPU);
+      Trainer(EngineOptions{}, small_model("attention"), t, mnist_dir(), c10::kCPU);
       ADD_FAILURE() << "a bf16 run started without a bfloat16 kernel";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("AMX"), std::string::npos) << e.what();
     }
     return;
   }
-  Trainer bf16(small_model("attention"), t, mnist_dir(), c10::kCPU);
+  Trainer bf16(EngineOptions{}, small_model("attention"), t, mnist_dir(), c10::kCPU);
   bf16.run([](const TrainProgress&) {});
-  EXPECT_EQ(dense_precision(), DensePrecision::Fp32) << "the step's precision leaked out of it";
+  // The run computes in its configured precision: its own options say so.
+  EXPECT_EQ(bf16.engine().precision, DensePrecision::Bf16);
   EXPECT_EQ(bf16.checkpoint().training->config.precision, "bf16");
   t.precision = "fp32";
-  Trainer fp32(small_model("attention"), t, mnist_dir(), c10::kCPU);
+  // Options asking for bf16 do not override a run configured in fp32.
+  Trainer fp32(with(EngineOptions{}, &EngineOptions::precision, DensePrecision::Bf16),
+               small_model("attention"), t, mnist_dir(), c10::kCPU);
+  EXPECT_EQ(fp32.engine().precision, DensePrecision::Fp32);
   fp32.run([](const TrainProgress&) {});
   // The same run but for the dense products' rounding: close, not equal.
   const at::Tensor a = bf16.model()->named_parameters()["head.weight"],
@@ -175,7 +180,8 @@ TEST(Trainer, FreshPositionsGiveEveryEpochItsOwnCanvases) {
   ViTConfig roomy = small_model("attention");  // a 42x42 canvas leaves the digit room to move
   roomy.image_height = roomy.image_width = 42;
   roomy.patch = 14;
-  Trainer a(roomy, fixed, mnist_dir(), c10::kCPU), b(roomy, fresh, mnist_dir(), c10::kCPU);
+  Trainer a(EngineOptions{}, roomy, fixed, mnist_dir(), c10::kCPU),
+      b(EngineOptions{}, roomy, fresh, mnist_dir(), c10::kCPU);
   a.run([](const TrainProgress&) {});
   b.run([](const TrainProgress&) {});
   EXPECT_FALSE(
@@ -187,7 +193,7 @@ TEST(Trainer, FreshPositionsGiveEveryEpochItsOwnCanvases) {
 
 TEST(Trainer, PauseHoldsUntilResumedAndStopEndsAPausedRun) {
   ASSERT_FALSE(mnist_dir().empty());
-  Trainer trainer(small_model(), small_run(), mnist_dir(), c10::kCPU);
+  Trainer trainer(EngineOptions{}, small_model(), small_run(), mnist_dir(), c10::kCPU);
   std::vector<Event> events;
   std::thread resumer;
   trainer.run([&](const TrainProgress& p) {
@@ -205,7 +211,7 @@ TEST(Trainer, PauseHoldsUntilResumedAndStopEndsAPausedRun) {
   EXPECT_EQ(trainer.step(), 10);
   EXPECT_NE(std::find(events.begin(), events.end(), Event::Resumed), events.end());
 
-  Trainer stopped(small_model(), small_run(), mnist_dir(), c10::kCPU);
+  Trainer stopped(EngineOptions{}, small_model(), small_run(), mnist_dir(), c10::kCPU);
   std::thread stopper;
   const Event e = stopped.run([&](const TrainProgress& p) {
     if (p.event == Event::Step && p.step == 1) stopped.pause();
@@ -225,8 +231,9 @@ TEST(Trainer, SplitBatchTrainsTheSameRun) {
   t.steps = 4;
   for (const std::string model : {"translution", "lor", "attention"}) {
     SCOPED_TRACE(model);
-    Trainer whole(small_model(model), t, mnist_dir(), c10::kCPU),
-        a(small_model(model), t, mnist_dir(), c10::kCPU), b(small_model(model), t, mnist_dir(), c10::kCPU);
+    Trainer whole(EngineOptions{}, small_model(model), t, mnist_dir(), c10::kCPU),
+        a(EngineOptions{}, small_model(model), t, mnist_dir(), c10::kCPU),
+        b(EngineOptions{}, small_model(model), t, mnist_dir(), c10::kCPU);
     a.set_batch_shares(2);
     b.set_batch_shares(2);
     std::vector<double> whole_losses, split_losses;
@@ -257,7 +264,7 @@ TEST(Trainer, DivergenceStopsBeforeTheBadStepAndKeepsTheLastGoodCheckpoint) {
     t.clip_norm = 0;
     t.checkpoint_every = 1;
     t.steps = 30;
-    Trainer trainer(small_model("attention"), t, mnist_dir(), c10::kCPU);
+    Trainer trainer(EngineOptions{}, small_model("attention"), t, mnist_dir(), c10::kCPU);
     trainer.set_batch_shares(shares);
     trainer.set_checkpoint_path(dir.file("run.ckpt"));
     std::string message;
@@ -285,7 +292,7 @@ TEST(Trainer, ADivergedRunWritesItsLastGoodStateOrSaysNothingWasWritten) {
   t.steps = 30;  // no checkpoints on the way: only the end of the run writes one
   for (const bool with_path : {true, false}) {
     SCOPED_TRACE(with_path);
-    Trainer trainer(small_model("attention"), t, mnist_dir(), c10::kCPU);
+    Trainer trainer(EngineOptions{}, small_model("attention"), t, mnist_dir(), c10::kCPU);
     if (with_path) trainer.set_checkpoint_path(dir.file("diverged.ckpt"));
     std::string message;
     ASSERT_EQ(trainer.run([&](const TrainProgress& p) {
@@ -308,20 +315,21 @@ TEST(Trainer, ImpossibleConfigurationsAreErrors) {
   ASSERT_FALSE(mnist_dir().empty());
   TrainConfig t = small_run();
   t.batch = 0;
-  EXPECT_THROW(Trainer(small_model(), t, mnist_dir(), c10::kCPU), Error);
+  EXPECT_THROW(Trainer(EngineOptions{}, small_model(), t, mnist_dir(), c10::kCPU), Error);
   t = small_run();
   t.dataset = "cifar";
-  EXPECT_THROW(Trainer(small_model(), t, mnist_dir(), c10::kCPU), Error);
+  EXPECT_THROW(Trainer(EngineOptions{}, small_model(), t, mnist_dir(), c10::kCPU), Error);
   ViTConfig wrong_size = small_model();
   wrong_size.image_height = 14;  // smaller than a digit
   wrong_size.image_width = 14;
-  EXPECT_THROW(Trainer(wrong_size, small_run(), mnist_dir(), c10::kCPU), Error);
+  EXPECT_THROW(Trainer(EngineOptions{}, wrong_size, small_run(), mnist_dir(), c10::kCPU), Error);
   EXPECT_THROW(TrainConfig::from_text("lr=fast\n"), Error);
   EXPECT_THROW(TrainConfig::from_text("learning_rate=0.1\n"), Error);
   EXPECT_THROW(TrainConfig::from_text("precision=fp16\n"), Error);
   t = small_run();
   t.precision = "bf16";
-  EXPECT_THROW(Trainer(small_model(), t, mnist_dir(), c10::Device("cuda")), Error);  // AMX is the CPU's
+  EXPECT_THROW(Trainer(EngineOptions{}, small_model(), t, mnist_dir(), c10::Device("cuda")),
+               Error);  // AMX is the CPU's
 }
 
 TEST(TrainConfig, RoundTripsThroughText) {
@@ -350,7 +358,7 @@ TEST(Evaluate, ConfusionMatrixAccountsForEverySample) {
   at::manual_seed(0);
   ViT model(c);
   CanvasDataset test = dataset_for_model(c, "static", Split::Test, mnist_dir());
-  const EvalResult r = evaluate(model, test, 100, 32, c10::kCPU);
+  const EvalResult r = evaluate(EngineOptions{}, model, test, 100, 32, c10::kCPU);
   EXPECT_EQ(r.count, 100);
   EXPECT_EQ(r.confusion.sum().item<int64_t>(), 100);
   // Row sums are the true-class counts of the first 100 test digits.

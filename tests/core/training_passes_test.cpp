@@ -29,13 +29,6 @@ namespace {
 
 using test_support::max_relative_error;
 
-// Runs body() with the work forced over `threads` parts (every split taken, even on tiny inputs).
-template <typename Body>
-void with_threads(int threads, Body body) {
-  test_support::ScopedMatrixThreads scope(threads);
-  body();
-}
-
 double gelu_slope(double x) {
   return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
 }
@@ -121,24 +114,27 @@ TEST(LayerNormRows, BackwardMatchesLibTorch) {
   }
 }
 
-// f(kernels) and f(ops) for one function of several inputs: outputs and every input's gradient.
-// `node` names the engine's autograd function, which must record the output with the passes on
-// and must not with them off (so that a gate that silently fell back cannot pass as equal).
-void expect_same(const std::function<at::Tensor(const std::vector<at::Tensor>&)>& f,
-                 const std::vector<at::Tensor>& inputs, double tolerance, const std::string& node) {
-  const auto run = [&] {
+using Function = std::function<at::Tensor(const EngineOptions&, const std::vector<at::Tensor>&)>;
+
+// f under `engine` (the kernels) and under its reference options (the ops) for one
+// function of several inputs: outputs and every input's gradient. `node` names the
+// engine's autograd function, which must record the output with the passes on and
+// must not with them off (so that a gate that silently fell back cannot pass as equal).
+void expect_same(const EngineOptions& engine, const Function& f, const std::vector<at::Tensor>& inputs,
+                 double tolerance, const std::string& node) {
+  const auto run = [&](const EngineOptions& options) {
     std::vector<at::Tensor> leaves;
     for (const at::Tensor& t : inputs) leaves.push_back(t.detach().clone().requires_grad_());
-    const at::Tensor y = f(leaves);
+    const at::Tensor y = f(options, leaves);
     const std::string recorded = y.grad_fn()->name();
-    EXPECT_EQ(recorded.find("::" + node + ">") != std::string::npos, !engine_options().reference) << recorded;
+    EXPECT_EQ(recorded.find("::" + node + ">") != std::string::npos, !options.reference) << recorded;
     at::manual_seed(77);
     y.backward(at::randn_like(y));
     std::vector<at::Tensor> out = {y.detach()};
     for (const at::Tensor& t : leaves) out.push_back(t.grad());
     return out;
   };
-  const std::vector<at::Tensor> kernels = run(), ops = test_support::on_reference(run);
+  const std::vector<at::Tensor> kernels = run(engine), ops = run(test_support::reference_options(engine));
   for (size_t i = 0; i < ops.size(); ++i) {
     SCOPED_TRACE(i == 0 ? "output" : "gradient of input " + std::to_string(i - 1));
     ASSERT_TRUE(kernels[i].defined());
@@ -153,27 +149,37 @@ TEST(TrainingKernels, MatchTheOpsForwardAndBackward) {
     for (const auto type : {at::kDouble, at::kFloat}) {
       SCOPED_TRACE(std::to_string(threads) + " threads" + (type == at::kFloat ? ", float" : ", double"));
       const double tolerance = type == at::kDouble ? 1e-12 : 2e-6;
-      with_threads(threads, [&] {
-        expect_same([](const std::vector<at::Tensor>& in) { return trained_gelu(in[0]); },
-                    {at::randn({3, 5, 37}, type) * 3}, tolerance, "Gelu");
+      // The work forced over `threads` parts (every split taken, even on tiny inputs).
+      const EngineOptions engine = test_support::threads_options(threads);
+      expect_same(
+          engine,
+          [](const EngineOptions& o, const std::vector<at::Tensor>& in) { return trained_gelu(o, in[0]); },
+          {at::randn({3, 5, 37}, type) * 3}, tolerance, "Gelu");
+      expect_same(
+          engine,
+          [](const EngineOptions& o, const std::vector<at::Tensor>& in) {
+            if (o.reference) return at::layer_norm(in[0], {24}, in[1], in[2], 1e-5);
+            EXPECT_TRUE(training_kernels_apply(o, {&in[0], &in[1], &in[2]}));
+            return trained_layer_norm(o, in[0], in[1], in[2], 1e-5);
+          },
+          {at::randn({2, 9, 24}, type) * 2 + 1, at::rand({24}, type) + 0.5, at::randn({24}, type)}, tolerance,
+          "LayerNorm");
+      const at::Tensor causal = at::ones({7, 7}, at::kBool).tril();
+      for (const at::Tensor& mask : {at::Tensor(), causal}) {
         expect_same(
-            [](const std::vector<at::Tensor>& in) {
-              if (!!engine_options().reference) return at::layer_norm(in[0], {24}, in[1], in[2], 1e-5);
-              EXPECT_TRUE(training_kernels_apply({&in[0], &in[1], &in[2]}));
-              return trained_layer_norm(in[0], in[1], in[2], 1e-5);
+            engine,
+            [&](const EngineOptions& o, const std::vector<at::Tensor>& in) {
+              return attention_softmax(o, in[0], mask, 4.0);
             },
-            {at::randn({2, 9, 24}, type) * 2 + 1, at::rand({24}, type) + 0.5, at::randn({24}, type)},
-            tolerance, "LayerNorm");
-        const at::Tensor causal = at::ones({7, 7}, at::kBool).tril();
-        for (const at::Tensor& mask : {at::Tensor(), causal}) {
-          expect_same([&](const std::vector<at::Tensor>& in) { return attention_softmax(in[0], mask, 4.0); },
-                      {at::randn({2, 3, 7, 7}, type) * 4}, tolerance, "ScaledSoftmax");
-          // Self-attention of two heads of 4 over 7 tokens: q, k and v are the thirds of qkv.
-          expect_same(
-              [&](const std::vector<at::Tensor>& in) { return self_attention_core(in[0], 2, mask, nullptr); },
-              {at::randn({3, 7, 3 * 2 * 4}, type) * 2}, tolerance, "SelfAttentionCore");
-        }
-      });
+            {at::randn({2, 3, 7, 7}, type) * 4}, tolerance, "ScaledSoftmax");
+        // Self-attention of two heads of 4 over 7 tokens: q, k and v are the thirds of qkv.
+        expect_same(
+            engine,
+            [&](const EngineOptions& o, const std::vector<at::Tensor>& in) {
+              return self_attention_core(o, in[0], 2, mask, nullptr);
+            },
+            {at::randn({3, 7, 3 * 2 * 4}, type) * 2}, tolerance, "SelfAttentionCore");
+      }
     }
 }
 
@@ -181,8 +187,8 @@ TEST(TrainingKernels, SelfAttentionGivesTheOpsAttentionMaps) {
   at::manual_seed(38);
   const at::Tensor qkv = at::randn({2, 9, 3 * 3 * 5}, at::kDouble).requires_grad_();
   at::Tensor kernels, ops;
-  self_attention_core(qkv, 3, at::Tensor(), &kernels);
-  test_support::on_reference([&] { self_attention_core(qkv, 3, at::Tensor(), &ops); });
+  self_attention_core(EngineOptions{}, qkv, 3, at::Tensor(), &kernels);
+  self_attention_core(test_support::reference_options(), qkv, 3, at::Tensor(), &ops);
   ASSERT_EQ(kernels.sizes(), (std::vector<int64_t>{2, 3, 9, 9}));
   EXPECT_LT(max_relative_error(kernels, ops), 1e-13);
   EXPECT_FALSE(kernels.requires_grad());
@@ -203,7 +209,7 @@ TEST(TrainingKernels, LayerNormTakesItsParametersGradients) {
   at::manual_seed(35);
   torch::nn::LayerNorm layer = double_layer_norm(16);
   const at::Tensor x = at::randn({4, 16}, at::kDouble).requires_grad_();
-  normalize(layer, x).square().sum().backward();
+  normalize(EngineOptions{}, layer, x).square().sum().backward();
   const at::Tensor gx = x.grad().clone(), gw = layer->weight.grad().clone(), gb = layer->bias.grad().clone();
   x.mutable_grad().zero_();
   layer->weight.mutable_grad().zero_();
@@ -220,7 +226,7 @@ TEST(TrainingKernels, LayerNormWithFrozenParametersGivesTheInputGradientOnly) {
   layer->weight.requires_grad_(false);
   layer->bias.requires_grad_(false);
   const at::Tensor x = at::randn({5, 12}, at::kDouble).requires_grad_();
-  const at::Tensor y = normalize(layer, x);
+  const at::Tensor y = normalize(EngineOptions{}, layer, x);
   EXPECT_NE(std::string(y.grad_fn()->name()).find("LayerNorm>"), std::string::npos);
   y.square().sum().backward();
   const at::Tensor gx = x.grad().clone();
@@ -245,25 +251,30 @@ TEST(TrainingKernels, SecondDerivativesMatchTheOps) {
         at::matmul(heads(p[0]), heads(p[1]).transpose(-1, -2)).masked_fill(causal.logical_not(), -INFINITY);
     return at::matmul(at::softmax(logits, -1), heads(p[2])).transpose(1, 2).reshape({2, 6, 2});
   };
-  using Function = std::function<at::Tensor(const at::Tensor&)>;
-  const std::vector<std::pair<Function, Function>> functions = {
-      {[](const at::Tensor& x) { return trained_gelu(x); }, {}},
-      {[&](const at::Tensor& x) { return normalize(layer, x); }, {}},
-      {[&](const at::Tensor& x) { return attention_softmax(x, causal, 2.0); }, {}},
-      {[&](const at::Tensor& x) { return self_attention_core(x, 2, causal, nullptr); }, attention_ops},
+  // Each function under the options given; the ops' version where it has one of its own.
+  using Unary = std::function<at::Tensor(const EngineOptions&, const at::Tensor&)>;
+  const std::vector<std::pair<Unary, Unary>> functions = {
+      {[](const EngineOptions& o, const at::Tensor& x) { return trained_gelu(o, x); }, {}},
+      {[&](const EngineOptions& o, const at::Tensor& x) { return normalize(o, layer, x); }, {}},
+      {[&](const EngineOptions& o, const at::Tensor& x) { return attention_softmax(o, x, causal, 2.0); }, {}},
+      {[&](const EngineOptions& o, const at::Tensor& x) {
+         return self_attention_core(o, x, 2, causal, nullptr);
+       },
+       [&](const EngineOptions&, const at::Tensor& qkv) { return attention_ops(qkv); }},
   };
+  const EngineOptions engine, reference = test_support::reference_options();
   for (size_t i = 0; i < functions.size(); ++i) {
     SCOPED_TRACE("function " + std::to_string(i));
-    const at::Tensor x0 = at::randn({2, 6, 6}, at::kDouble), probe = at::randn_like(functions[i].first(x0));
-    const auto second = [&](const Function& f) {
+    const at::Tensor x0 = at::randn({2, 6, 6}, at::kDouble),
+                     probe = at::randn_like(functions[i].first(engine, x0));
+    const auto second = [&](const Unary& f, const EngineOptions& o) {
       const at::Tensor x = x0.clone().requires_grad_();
-      const at::Tensor dx = torch::autograd::grad({(f(x) * probe).sum()}, {x}, {}, true, true)[0];
+      const at::Tensor dx = torch::autograd::grad({(f(o, x) * probe).sum()}, {x}, {}, true, true)[0];
       return torch::autograd::grad({dx.square().sum()}, {x})[0];
     };
-    const at::Tensor reference = functions[i].second
-                                     ? second(functions[i].second)
-                                     : test_support::on_reference([&] { return second(functions[i].first); });
-    EXPECT_LT(max_relative_error(second(functions[i].first), reference), 1e-10);
+    const at::Tensor expected =
+        functions[i].second ? second(functions[i].second, reference) : second(functions[i].first, reference);
+    EXPECT_LT(max_relative_error(second(functions[i].first, engine), expected), 1e-10);
   }
 }
 
@@ -276,15 +287,16 @@ TEST(TrainingKernels, WholeModelsGradientsMatchTheOps) {
       ViT vit(test_support::small_vit_config(model));
       vit->to(type);
       const at::Tensor images = at::randn({3, 1, 28, 21}, type);
-      const auto gradients = [&] {
+      const auto gradients = [&](const EngineOptions& engine) {
         vit->zero_grad();
-        const at::Tensor loss = vit->forward(images).square().sum();
+        const at::Tensor loss = vit->forward(engine, images).square().sum();
         loss.backward();
         std::vector<at::Tensor> out = {loss.detach()};
         for (const auto& p : vit->parameters()) out.push_back(p.grad().clone());
         return out;
       };
-      const std::vector<at::Tensor> kernels = gradients(), ops = test_support::on_reference(gradients);
+      const std::vector<at::Tensor> kernels = gradients(EngineOptions{}),
+                                    ops = gradients(test_support::reference_options());
       for (size_t i = 0; i < ops.size(); ++i)
         EXPECT_LT(max_relative_error(kernels[i], ops[i]), type == at::kDouble ? 1e-11 : 2e-4)
             << "tensor " << i;
@@ -292,33 +304,35 @@ TEST(TrainingKernels, WholeModelsGradientsMatchTheOps) {
 }
 
 TEST(TrainingKernels, TakenOnlyWhereTheyApply) {
+  const EngineOptions engine, reference = test_support::reference_options();
   const at::Tensor x = at::randn({4, 8}).requires_grad_();
-  EXPECT_TRUE(training_kernels_apply({&x}));
+  EXPECT_TRUE(training_kernels_apply(engine, {&x}));
   const at::Tensor plain = at::randn({4, 8});
-  EXPECT_FALSE(training_kernels_apply({&plain}));  // nothing records a gradient: cpu/inference_passes's case
+  // Nothing records a gradient: cpu/inference_passes's case.
+  EXPECT_FALSE(training_kernels_apply(engine, {&plain}));
   {
     const at::NoGradGuard no_grad;
-    EXPECT_FALSE(training_kernels_apply({&x}));
+    EXPECT_FALSE(training_kernels_apply(engine, {&x}));
   }
   const at::Tensor view = x.t();
-  EXPECT_FALSE(training_kernels_apply({&view}));
+  EXPECT_FALSE(training_kernels_apply(engine, {&view}));
   const at::Tensor half = at::zeros({4, 8}, at::kHalf).requires_grad_();
-  EXPECT_FALSE(training_kernels_apply({&half}));
+  EXPECT_FALSE(training_kernels_apply(engine, {&half}));
   const at::Tensor other = at::randn({4, 8}, at::kDouble);
-  EXPECT_FALSE(training_kernels_apply({&x, &other}));
-  test_support::on_reference([&] { EXPECT_FALSE(training_kernels_apply({&x})); });
+  EXPECT_FALSE(training_kernels_apply(engine, {&x, &other}));
+  EXPECT_FALSE(training_kernels_apply(reference, {&x}));
   // LibTorch's intra-op threads on: its ops use them, these passes would not.
   const int threads = at::get_num_threads();
   at::set_num_threads(2);
-  EXPECT_FALSE(training_kernels_apply({&x}));
+  EXPECT_FALSE(training_kernels_apply(engine, {&x}));
   at::set_num_threads(threads);
   // A mask that is not [queries x keys] booleans: the softmax is LibTorch's (a broadcast mask works there).
   const at::Tensor logits = at::randn({2, 5, 5}).requires_grad_(), wide_mask = at::ones({1, 5, 5}, at::kBool);
-  EXPECT_EQ(attention_softmax(logits, wide_mask, 2.0).grad_fn()->name(), "SoftmaxBackward0");
-  EXPECT_NE(attention_softmax(logits, at::Tensor(), 2.0).grad_fn()->name(), "SoftmaxBackward0");
-  // Off, GELU is LibTorch's op: its graph node says so.
-  test_support::on_reference([&] { EXPECT_EQ(trained_gelu(x).grad_fn()->name(), "GeluBackward0"); });
-  EXPECT_NE(trained_gelu(x).grad_fn()->name(), "GeluBackward0");
+  EXPECT_EQ(attention_softmax(engine, logits, wide_mask, 2.0).grad_fn()->name(), "SoftmaxBackward0");
+  EXPECT_NE(attention_softmax(engine, logits, at::Tensor(), 2.0).grad_fn()->name(), "SoftmaxBackward0");
+  // Under the reference options GELU is LibTorch's op: its graph node says so.
+  EXPECT_EQ(trained_gelu(reference, x).grad_fn()->name(), "GeluBackward0");
+  EXPECT_NE(trained_gelu(engine, x).grad_fn()->name(), "GeluBackward0");
 }
 
 }  // namespace

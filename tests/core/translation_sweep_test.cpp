@@ -42,7 +42,8 @@ TEST(TranslationSweep, EachCellIsTheModelsAccuracyAtThatPosition) {
   SweepOptions o;
   o.digits = 12;
   o.stride = 5;
-  const SweepResult r = translation_sweep(model, test, o, c10::kCPU);
+  const EngineOptions engine;
+  const SweepResult r = translation_sweep(engine, model, test, o, c10::kCPU);
   ASSERT_EQ(r.positions, (std::vector<int64_t>{0, 5, 8}));
   model->eval();
   at::NoGradGuard no_grad;
@@ -52,7 +53,7 @@ TEST(TranslationSweep, EachCellIsTheModelsAccuracyAtThatPosition) {
       for (int64_t i = 0; i < 12; ++i)
         images.push_back(
             normalize_pixels(compose_canvas(test.images[i], 36, {r.positions[xi], r.positions[yi]})));
-      const at::Tensor probs = model->forward(at::stack(images).unsqueeze(1)).softmax(1);
+      const at::Tensor probs = model->forward(engine, at::stack(images).unsqueeze(1)).softmax(1);
       const at::Tensor labels = test.labels.narrow(0, 0, 12);
       EXPECT_NEAR(r.accuracy[int64_t(yi)][int64_t(xi)].item<double>(),
                   probs.argmax(1).eq(labels).to(at::kDouble).mean().item<double>(), 1e-12);
@@ -98,7 +99,7 @@ TEST(TranslationSweep, AProgressiveSweepEndsWithTheOneShotMaps) {
     c.heads = 2;
     c.head_dim = 8;
     c.mlp_dim = 16;
-    models.push_back({ViT(c), c10::kCPU});
+    models.push_back({ViT(c), c10::kCPU, EngineOptions{}});
   }
   const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
   const SweepOptions requested{12, 2};
@@ -127,7 +128,8 @@ TEST(TranslationSweep, AProgressiveSweepEndsWithTheOneShotMaps) {
   // The last pass is the one-shot sweep, model by model, to the last bit.
   ASSERT_EQ(final_results.size(), 2u);
   for (size_t m = 0; m < models.size(); ++m) {
-    const SweepResult one_shot = translation_sweep(models[m].model, test, requested, c10::kCPU);
+    const SweepResult one_shot =
+        translation_sweep(models[m].engine, models[m].model, test, requested, c10::kCPU);
     EXPECT_EQ(final_results[m].positions, one_shot.positions);
     EXPECT_EQ(final_results[m].digits, 12);
     EXPECT_TRUE(at::equal(final_results[m].accuracy, one_shot.accuracy)) << "model " << m;
@@ -146,7 +148,8 @@ TEST(TranslationSweep, AFailingModelStopsTheSweepWithItsError) {
   c.heads = 2;
   c.head_dim = 8;
   c.mlp_dim = 16;
-  const std::vector<SweepModel> models{{ViT(c), c10::kCPU}, {ViT(c), c10::kCPU}};
+  const std::vector<SweepModel> models{{ViT(c), c10::kCPU, EngineOptions{}},
+                                       {ViT(c), c10::kCPU, EngineOptions{}}};
   const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
   int shown = 0;
   EXPECT_THROW(progressive_sweep(

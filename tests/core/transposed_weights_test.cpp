@@ -77,17 +77,12 @@ TEST(TransposedWeights, ConcurrentCallersGetTheSameCopy) {
 class OneImageDense : public ::testing::Test {
  protected:
   void SetUp() override { SKIP_WITHOUT_AVX512_KERNEL(avx512_gemm_available()); }
-  void TearDown() override {
-    test_support::use_reference(false);
-    test_support::use_matrix_threads(0);
-  }
-  // The layer's output with the row kernel, against the BLAS path (row kernel off).
+  // The layer's output run(options) with the row kernel (under `engine`), against
+  // the BLAS path (row kernel off: `engine`'s reference options).
   template <typename F>
-  static void expect_same(F run, double tolerance) {
-    const at::Tensor kernel = run();
-    test_support::use_reference(true);
-    const at::Tensor blas = run();
-    test_support::use_reference(false);
+  static void expect_same(const EngineOptions& engine, F run, double tolerance) {
+    const at::Tensor kernel = run(engine);
+    const at::Tensor blas = run(test_support::reference_options(engine));
     EXPECT_LT(max_relative_error(kernel, blas.to(at::kDouble)), tolerance);
   }
 };
@@ -103,29 +98,30 @@ TEST_F(OneImageDense, MatchesTheBlasPathForEveryEpilogue) {
   for (const int threads : {1, 2, 3})
     for (const int64_t out : {int64_t(32), int64_t(192), int64_t(672), int64_t(10)}) {
       SCOPED_TRACE(std::to_string(out) + " outputs, " + std::to_string(threads) + " thread(s)");
-      test_support::use_matrix_threads(threads);
+      const EngineOptions engine = test_support::threads_options(threads);
       torch::nn::Linear layer(torch::nn::LinearOptions(64, out));
       const at::Tensor x = at::randn({1, 50, 64});
       const at::Tensor residual = at::randn({1, 50, out});
       if (threads == 1 && out % 32 == 0) {
         const int64_t calls = kernels[Kernel::Avx512Gemm];
-        linear(layer, x);
+        linear(engine, layer, x);
         EXPECT_GT(kernels[Kernel::Avx512Gemm], calls) << "the row kernel ran";
-        test_support::use_reference(true);
         const int64_t off = kernels[Kernel::Avx512Gemm];
-        linear(layer, x);
-        EXPECT_EQ(kernels[Kernel::Avx512Gemm], off) << "not with it off";
-        test_support::use_reference(false);
+        linear(test_support::reference_options(engine), layer, x);
+        EXPECT_EQ(kernels[Kernel::Avx512Gemm], off) << "not under the reference options";
       }
-      expect_same([&] { return linear(layer, x); }, 1e-5);
-      expect_same([&] { return linear_gelu(layer, x); }, 1e-5);
-      expect_same([&] { return linear_add(layer, x, residual); }, 1e-5);
+      expect_same(
+          engine, [&](const EngineOptions& o) { return linear(o, layer, x); }, 1e-5);
+      expect_same(
+          engine, [&](const EngineOptions& o) { return linear_gelu(o, layer, x); }, 1e-5);
+      expect_same(
+          engine, [&](const EngineOptions& o) { return linear_add(o, layer, x, residual); }, 1e-5);
       // Against the module in double: the products themselves, not only their agreement.
       torch::nn::Linear reference(torch::nn::LinearOptions(64, out));
       reference->to(at::kDouble);
       reference->weight.copy_(layer->weight);
       reference->bias.copy_(layer->bias);
-      EXPECT_LT(max_relative_error(linear(layer, x), reference->forward(x.to(at::kDouble))), 1e-5);
+      EXPECT_LT(max_relative_error(linear(engine, layer, x), reference->forward(x.to(at::kDouble))), 1e-5);
     }
 }
 
@@ -133,12 +129,12 @@ TEST_F(OneImageDense, MatchesTheBlasPathForEveryEpilogue) {
 // that records gradients never makes one.
 TEST_F(OneImageDense, FollowsTheWeightAndStaysOutOfTraining) {
   at::manual_seed(14);
-  test_support::use_matrix_threads(1);
+  const EngineOptions engine = test_support::threads_options(1);
   torch::nn::Linear layer(torch::nn::LinearOptions(64, 96));
   const at::Tensor x = at::randn({1, 50, 64});
   auto no_grad_dense = [&] {
     at::NoGradGuard no_grad;
-    return linear(layer, x);
+    return linear(engine, layer, x);
   };
   no_grad_dense();
   {
@@ -149,7 +145,7 @@ TEST_F(OneImageDense, FollowsTheWeightAndStaysOutOfTraining) {
   layer->weight.set_data(at::randn({96, 64}));  // new memory
   EXPECT_LT(max_relative_error(no_grad_dense(), layer->forward(x).detach().to(at::kDouble)), 1e-5);
   const int64_t made = transposed_weights_made();
-  const at::Tensor with_grad = linear(layer, x);
+  const at::Tensor with_grad = linear(engine, layer, x);
   EXPECT_TRUE(with_grad.requires_grad());
   EXPECT_EQ(transposed_weights_made(), made) << "a forward with gradients made a copy";
 }
@@ -165,11 +161,9 @@ TEST_F(OneImageDense, SeveralLayersAtOnce) {
   for (auto& l : owned) layers.push_back(&l);
   const at::Tensor x = at::randn({1, 50, 64});
   for (const int threads : {1, 2}) {
-    test_support::use_matrix_threads(threads);
-    const std::vector<at::Tensor> kernel = linear_each(layers, x);
-    test_support::use_reference(true);
-    const std::vector<at::Tensor> blas = linear_each(layers, x);
-    test_support::use_reference(false);
+    const EngineOptions engine = test_support::threads_options(threads);
+    const std::vector<at::Tensor> kernel = linear_each(engine, layers, x);
+    const std::vector<at::Tensor> blas = linear_each(test_support::reference_options(engine), layers, x);
     for (size_t i = 0; i < layers.size(); ++i) {
       EXPECT_LT(max_relative_error(kernel[i], blas[i].to(at::kDouble)), 1e-5) << "layer " << i;
       EXPECT_LT(max_relative_error(kernel[i], owned[i]->forward(x).to(at::kDouble)), 1e-5) << "layer " << i;

@@ -48,7 +48,7 @@ TEST_P(ValueContributions, AreAttentionWeightedNormsOfEachOffsetsValues) {
   module->to(at::kDouble);
   const at::Tensor x = at::randn({1, layout.tokens(), shape.dim}, at::kDouble);
   at::Tensor alpha;
-  module->forward(x, &alpha);
+  module->forward(EngineOptions{}, x, &alpha);
   const at::Tensor got = module->value_contributions(x[0], alpha[0]);
   const RelativeTable table = make_relative_table(layout);
   ASSERT_EQ(got.numel(), table.entries);
@@ -73,7 +73,7 @@ TEST(ValueContributionsOfAViT, OnePerLayerForRelativeValuesAndNoneForSelfAttenti
     vit->eval();
     ViTInspection inspection;
     at::NoGradGuard no_grad;
-    vit->forward(at::rand({1, 1, 84, 84}), &inspection);
+    vit->forward(EngineOptions{}, at::rand({1, 1, 84, 84}), &inspection);
     ASSERT_EQ(inspection.inputs.size(), 2u);
     const auto layers = vit->value_contributions(inspection);
     ASSERT_EQ(layers.size(), 2u) << model;

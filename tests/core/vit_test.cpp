@@ -53,7 +53,7 @@ TEST(ViT, ForwardShapesAndInspection) {
   c.depth = 2;
   ViT model(c);
   ViTInspection inspection;
-  const at::Tensor logits = model->forward(at::randn({3, 1, 28, 21}), &inspection);
+  const at::Tensor logits = model->forward(EngineOptions{}, at::randn({3, 1, 28, 21}), &inspection);
   EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{3, 10}));
   ASSERT_EQ(inspection.attention.size(), 2u);
   EXPECT_EQ(inspection.attention[0].sizes(), (std::vector<int64_t>{3, 1, 13, 13}));
@@ -76,7 +76,8 @@ TEST(ViT, PlainForwardEqualsInspectedForward) {
   // The plain forward computes the last block for the CLS query alone, the
   // inspected one for every token: float rounding apart (the products' shapes
   // differ), the same logits (exact in double: ClsOnlyLastBlock... below).
-  const at::Tensor plain = model->forward(x), inspected = model->forward(x, &inspection);
+  const EngineOptions engine;
+  const at::Tensor plain = model->forward(engine, x), inspected = model->forward(engine, x, &inspection);
   EXPECT_LT(test_support::max_relative_error(plain, inspected), 1e-5);
 }
 
@@ -91,7 +92,7 @@ TEST(ViT, HybridUsesTheFirstModelForTheFirstBlocks) {
   EXPECT_EQ(model->block(0).attention().offset_magnitudes().size(), 3u);
   EXPECT_EQ(model->block(1).attention().offset_magnitudes().size(), 3u);
   EXPECT_TRUE(model->block(2).attention().offset_magnitudes().empty());
-  EXPECT_EQ(model->forward(at::randn({1, 1, 28, 28})).size(1), 10);
+  EXPECT_EQ(model->forward(EngineOptions{}, at::randn({1, 1, 28, 28})).size(1), 10);
 }
 
 // Another thread builds models (drawing from LibTorch's default generator) all the
@@ -157,7 +158,7 @@ TEST(ViT, RejectsWrongImageShape) {
   c.patch = 7;
   c.depth = 1;
   ViT model(c);
-  EXPECT_THROW(model->forward(at::randn({1, 1, 84, 84})), Error);
+  EXPECT_THROW(model->forward(EngineOptions{}, at::randn({1, 1, 84, 84})), Error);
 }
 
 // The last block for the CLS query alone (the default) against every token's:
@@ -179,23 +180,25 @@ TEST(ViT, ClsOnlyLastBlockGivesTheFullModelsLogitsAndGradients) {
     const at::Tensor images = at::randn({3, 1, 28, 21}, at::kDouble);
     const at::Tensor probe = at::randn({3, 10}, at::kDouble);
     std::vector<at::Tensor> params = vit->parameters();
-    auto run = [&] {
-      const at::Tensor logits = vit->forward(images);
+    auto run = [&](const EngineOptions& engine) {
+      const at::Tensor logits = vit->forward(engine, images);
       std::vector<at::Tensor> grads =
           torch::autograd::grad({(logits * probe).sum()}, params, {}, false, false, true);
       grads.insert(grads.begin(), logits.detach());
       return grads;
     };
-    ASSERT_TRUE(engine_options().cls_only_last_block);
+    const EngineOptions cls_only;
+    ASSERT_TRUE(cls_only.cls_only_last_block) << "the default";
+    const EngineOptions every_token = with(cls_only, &EngineOptions::cls_only_last_block, false);
     {
       at::NoGradGuard no_grad;  // prediction's path: the engine's inference passes
-      auto logits = [&] { return vit->forward(images); };
-      const at::Tensor every = test_support::with_option(&EngineOptions::cls_only_last_block, false, logits);
-      EXPECT_LT(test_support::max_relative_error(logits(), every), 1e-12) << "logits without gradients";
+      EXPECT_LT(
+          test_support::max_relative_error(vit->forward(cls_only, images), vit->forward(every_token, images)),
+          1e-12)
+          << "logits without gradients";
     }
-    const std::vector<at::Tensor> cls = run();
-    const std::vector<at::Tensor> all =
-        test_support::with_option(&EngineOptions::cls_only_last_block, false, run);
+    const std::vector<at::Tensor> cls = run(cls_only);
+    const std::vector<at::Tensor> all = run(every_token);
     const auto names = vit->named_parameters();
     for (size_t n = 0; n < cls.size(); ++n) {
       const std::string what = n == 0 ? "logits" : "gradient of " + names[n - 1].key();
@@ -217,16 +220,17 @@ TEST(ViT, ClsOnlyLastBlockMultipliesOnlyTheMatricesItsPairsUse) {
   at::manual_seed(5);
   ViT vit(c);
   at::NoGradGuard no_grad;
-  const test_support::ScopedMatrixThreads one(1);  // every product on this thread, where the counter counts
+  // Every product on this thread, where the counter counts.
+  const EngineOptions one = test_support::threads_options(1);
   const at::Tensor image = at::randn({1, 1, 28, 21});
-  auto calls = [&] {
+  auto calls = [&](const EngineOptions& engine) {
     const KernelCounts kernels;
-    vit->forward(image);
+    vit->forward(engine, image);
     return kernels[Kernel::Avx512Gemm];
   };
-  const int64_t cls = calls();
-  const int64_t every = test_support::with_option(&EngineOptions::cls_only_last_block, false, calls);
-  const int64_t E = model_cost(c).relative_entries;  // 7 x 5 offsets + 3 CLS entries
+  const int64_t cls = calls(one);
+  const int64_t every = calls(with(one, &EngineOptions::cls_only_last_block, false));
+  const int64_t E = model_cost(EngineOptions{}, c).relative_entries;  // 7 x 5 offsets + 3 CLS entries
   EXPECT_EQ(every - cls, 3 * (E - 2)) << cls << " calls against " << every;
 }
 
@@ -238,17 +242,17 @@ TEST(ModelCost, ClsOnlyLastBlockSkipsTheOtherQueriesWork) {
   // inputs (3 C D + 2 H N C) in place of every token's q, k and v projected and
   // its own logits and weighted values (3 N C D + 2 N D).
   // That is in a batch; one image projects every token (self_attention_reassociates).
-  const ModelCost sa = model_cost(vit_a("attention", 12));
+  const ModelCost sa = model_cost(EngineOptions{}, vit_a("attention", 12));
   EXPECT_DOUBLE_EQ(sa.exact_macs - sa.cls_only_batch_macs,
                    other_queries + 3 * N * C * D + 2 * N * D - (3 * C * D + 2 * H * N * C));
   EXPECT_DOUBLE_EQ(sa.exact_macs - sa.cls_only_macs, other_queries);
   EXPECT_EQ(sa.cls_only_unread_weights, 0);
   // The baselines' one qkv product still projects every token.
-  const ModelCost rope = model_cost(vit_a("rope", 12));
+  const ModelCost rope = model_cost(EngineOptions{}, vit_a("rope", 12));
   EXPECT_DOUBLE_EQ(rope.exact_macs - rope.cls_only_batch_macs, other_queries);
   // Translution's CLS query uses two of the 172 entries (CLS to itself, out of
   // CLS): the other 170 matrices of q, k and v in the last block go unread.
-  const ModelCost tr = model_cost(vit_a("translution", 12));
+  const ModelCost tr = model_cost(EngineOptions{}, vit_a("translution", 12));
   EXPECT_EQ(tr.cls_only_unread_weights, 3 * 170 * 192 * 192);
   EXPECT_DOUBLE_EQ(tr.exact_macs - tr.cls_only_macs, other_queries + 3 * (N - 1) * N * C * D);
   EXPECT_DOUBLE_EQ(tr.cls_only_batch_macs, tr.cls_only_macs);
@@ -257,7 +261,7 @@ TEST(ModelCost, ClsOnlyLastBlockSkipsTheOtherQueriesWork) {
   // side (W1k Bk[g] per head, W^k), each entry's logits and weighted inputs, then
   // W1v Bv[g] W2v and W^v, and the output projection; against the plain path's
   // projections of every token and 50 pairs.
-  const ModelCost lor = model_cost(vit_a("lor", 12));
+  const ModelCost lor = model_cost(EngineOptions{}, vit_a("lor", 12));
   const double c = 24, S = 2, dh = 64;
   const double reassociated = D * C + 3 * C * D + C * c + S * c * c + S * (c * c + H * c * C) +
                               2 * S * H * N * C + S * H * (C * c + c * c + c * dh);
@@ -269,12 +273,16 @@ TEST(ModelCost, ClsOnlyLastBlockSkipsTheOtherQueriesWork) {
 // A few queries' outputs take the reassociated path only where it is the cheaper one.
 TEST(SelfAttention, ReassociatesOnlyWhereItSavesWork) {
   const AttentionShape shape{192, 3, 64};
-  EXPECT_TRUE(self_attention_reassociates(shape, 50, 1, 32));
-  EXPECT_FALSE(self_attention_reassociates(shape, 50, 1, 1));  // one image: the plain products
+  const EngineOptions engine;
+  EXPECT_TRUE(self_attention_reassociates(engine, shape, 50, 1, 32));
+  EXPECT_FALSE(self_attention_reassociates(engine, shape, 50, 1, 1));  // one image: the plain products
+  // Every query: project the keys and values once.
+  EXPECT_FALSE(self_attention_reassociates(engine, shape, 50, 50, 32));
+  EXPECT_FALSE(self_attention_reassociates(engine, shape, 50, 40, 32));
+  EXPECT_FALSE(self_attention_reassociates(engine, shape, 1, 1, 32));
   EXPECT_FALSE(
-      self_attention_reassociates(shape, 50, 50, 32));  // every query: project the keys and values once
-  EXPECT_FALSE(self_attention_reassociates(shape, 50, 40, 32));
-  EXPECT_FALSE(self_attention_reassociates(shape, 1, 1, 32));
+      self_attention_reassociates(with(engine, &EngineOptions::query_reassociation, false), shape, 50, 1, 32))
+      << "switched off";
 }
 
 // One image's first query takes the plain products (the exactness suite's
@@ -289,7 +297,9 @@ TEST(SelfAttention, OneImagesFirstQueryMatchesItsFullForwardRow) {
   const at::Tensor probe = at::randn({1, 1, 12}, at::kDouble);
   std::vector<at::Tensor> inputs{x};
   for (const auto& p : module->parameters()) inputs.push_back(p);
-  const at::Tensor first = module->forward_queries(x, 1), full = module->forward(x).narrow(1, 0, 1);
+  const EngineOptions engine;
+  const at::Tensor first = module->forward_queries(engine, x, 1),
+                   full = module->forward(engine, x).narrow(1, 0, 1);
   EXPECT_LT(test_support::max_relative_error(first, full), 1e-12);
   const auto g_first = torch::autograd::grad({(first * probe).sum()}, inputs);
   const auto g_full = torch::autograd::grad({(full * probe).sum()}, inputs);
@@ -300,7 +310,8 @@ TEST(SelfAttention, OneImagesFirstQueryMatchesItsFullForwardRow) {
 TEST(ModelCost, TranslutionDoesNTimesTheProjectionWorkOfSelfAttention) {
   // Per relative projection N^2 C C' against N C C': the difference is exactly
   // 3 (N^2 - N) C C' per layer.
-  const ModelCost sa = model_cost(vit_a("attention", 12)), tr = model_cost(vit_a("translution", 12));
+  const ModelCost sa = model_cost(EngineOptions{}, vit_a("attention", 12)),
+                  tr = model_cost(EngineOptions{}, vit_a("translution", 12));
   const double N = 50, C = 192;
   EXPECT_DOUBLE_EQ(tr.exact_macs - sa.exact_macs, 6 * 3 * (N * N - N) * C * C);
   EXPECT_EQ(tr.relative_entries, 13 * 13 + 3);

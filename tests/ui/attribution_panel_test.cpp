@@ -60,7 +60,7 @@ class AttributionPanelTest : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    slots = {new ModelSlot("A", this), new ModelSlot("B", this)};
+    slots = {new ModelSlot(EngineOptions{}, "A", this), new ModelSlot(EngineOptions{}, "B", this)};
     slots[0]->load(save_model(dir, "translution"));
     slots[1]->load(save_model(dir, "attention"));
     QTRY_VERIFY_WITH_TIMEOUT(slots[0]->predictor() && slots[1]->predictor(), 60000);

@@ -71,7 +71,7 @@ class MainWindowTest : public QObject {
 
   void init() {
     QSettings().clear();  // every test starts as a first launch
-    window = new MainWindow(qEnvironmentVariable("TRANSLUTION_DATA"));
+    window = new MainWindow(EngineOptions{}, qEnvironmentVariable("TRANSLUTION_DATA"));
     window->resize(1280, 800);
     window->show();
     QVERIFY(QTest::qWaitForWindowExposed(window));

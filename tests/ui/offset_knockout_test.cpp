@@ -77,7 +77,7 @@ class OffsetKnockoutTest : public QObject {
 
   void init() {
     QSettings().clear();
-    window = new MainWindow(qEnvironmentVariable("TRANSLUTION_DATA"));
+    window = new MainWindow(EngineOptions{}, qEnvironmentVariable("TRANSLUTION_DATA"));
     window->resize(1400, 900);
     window->show();
     QVERIFY(QTest::qWaitForWindowExposed(window));

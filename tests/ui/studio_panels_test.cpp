@@ -124,7 +124,7 @@ class StudioPanelsTest : public QObject {
 
   void init() {
     QSettings().clear();  // every test starts from the same window: two slots, nothing remembered
-    window = new MainWindow(qEnvironmentVariable("TRANSLUTION_DATA"));
+    window = new MainWindow(EngineOptions{}, qEnvironmentVariable("TRANSLUTION_DATA"));
     window->resize(1400, 800);
     window->show();
     QVERIFY(QTest::qWaitForWindowExposed(window));

@@ -52,7 +52,7 @@ class StudioStoryTest : public QObject {
 
   void init() {
     QSettings().clear();  // every test starts as a first launch
-    window = new MainWindow(qEnvironmentVariable("TRANSLUTION_DATA"));
+    window = new MainWindow(EngineOptions{}, qEnvironmentVariable("TRANSLUTION_DATA"));
     window->resize(1400, 800);
     window->show();
     QVERIFY(QTest::qWaitForWindowExposed(window));
@@ -91,7 +91,7 @@ class StudioStoryTest : public QObject {
     QCOMPARE(picker->currentText(), QString("LoR-Translution, trained on centred digits"));
     // Remembered: a new window starts with the same choice.
     delete window;
-    window = new MainWindow(qEnvironmentVariable("TRANSLUTION_DATA"));
+    window = new MainWindow(EngineOptions{}, qEnvironmentVariable("TRANSLUTION_DATA"));
     waitIdle();
     QCOMPARE(window->compare()->slots()[1]->source(), bundled_model("lor-static"));
   }
@@ -317,8 +317,8 @@ class StudioStoryTest : public QObject {
     // The refined map is the one-shot sweep of the chosen settings, cell by cell.
     const auto predictor = window->compare()->slots()[0]->predictor();
     const MnistDigits test = load_mnist(window->digits()->dataDir().toStdString(), Split::Test);
-    const SweepResult one_shot =
-        translation_sweep(predictor->model(), test, SweepOptions{10, 4}, predictor->device());
+    const SweepResult one_shot = translation_sweep(predictor->engine(), predictor->model(), test,
+                                                   SweepOptions{10, 4}, predictor->device());
     QCPColorMapData* map = sweep->sweepMaps()->map(0)->data();
     for (int yi = 0; yi < 15; ++yi)
       for (int xi = 0; xi < 15; ++xi) QCOMPARE(map->cell(xi, yi), one_shot.accuracy[yi][xi].item<double>());
