@@ -1,10 +1,13 @@
 #include "cpu/fused_adamw.h"
 
+#include <array>
 #include <cmath>
+#include <map>
 #include <sstream>
 #include <string>
 #include <type_traits>
 
+#include <ATen/ATen.h>
 #include <torch/autograd.h>
 #include <torch/csrc/autograd/variable.h>
 
@@ -64,8 +67,78 @@ bool FusedAdamW::can_fuse() const {
   return true;
 }
 
+bool FusedAdamW::can_step_multi_tensor() const {
+  for (const auto& group : param_groups()) {
+    if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return false;
+    for (const auto& p : group.params())
+      if (p.grad().defined() && p.grad().is_sparse()) return false;
+  }
+  return true;
+}
+
+// The parameter's state, made as LibTorch's AdamW makes it on its first step.
+torch::optim::AdamWParamState& FusedAdamW::state_of(const at::Tensor& p) {
+  const auto key = optimizer_state_key<decltype(state_)>(p);
+  auto found = state_.find(key);
+  if (found == state_.end()) {
+    auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+    fresh->step(0);
+    fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Contiguous));
+    fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Contiguous));
+    found = state_.emplace(key, std::move(fresh)).first;
+  }
+  return static_cast<torch::optim::AdamWParamState&>(*found->second);
+}
+
+at::Tensor FusedAdamW::multi_tensor_step(LossClosure closure) {
+  if (!can_step_multi_tensor()) return torch::optim::AdamW::step(std::move(closure));
+  at::NoGradGuard no_grad;
+  at::Tensor loss;
+  if (closure) {
+    at::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    // Parameters that share a step count share the bias corrections: one list each.
+    std::map<int64_t, std::array<std::vector<at::Tensor>, 4>> lists;  // p, g, m, v
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto& s = state_of(p);
+      s.step(s.step() + 1);
+      auto& l = lists[s.step()];
+      l[0].push_back(p);
+      l[1].push_back(p.grad());
+      l[2].push_back(s.exp_avg());
+      l[3].push_back(s.exp_avg_sq());
+    }
+    const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+    for (auto& [step, l] : lists) {
+      const double bc1 = 1 - std::pow(beta1, double(step)), bc2 = 1 - std::pow(beta2, double(step));
+      // LibTorch's AdamW, op for op: p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+      // p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps).
+      if (o.weight_decay() != 0) at::_foreach_mul_(l[0], 1 - o.lr() * o.weight_decay());
+      at::_foreach_mul_(l[2], beta1);
+      at::_foreach_add_(l[2], l[1], 1 - beta1);
+      at::_foreach_mul_(l[3], beta2);
+      at::_foreach_addcmul_(l[3], l[1], l[1], 1 - beta2);
+      std::vector<at::Tensor> denom = at::_foreach_sqrt(l[3]);
+      at::_foreach_div_(denom, std::sqrt(bc2));
+      at::_foreach_add_(denom, o.eps());
+      at::_foreach_addcdiv_(l[0], l[2], denom, -o.lr() / bc1);
+    }
+  }
+  return loss;
+}
+
 at::Tensor FusedAdamW::step(LossClosure closure) {
-  if (!can_fuse()) return torch::optim::AdamW::step(std::move(closure));
+  if (!can_fuse()) {
+    bool dense_device = false;  // parameters off the CPU: the multi-tensor ops launch few kernels there
+    for (const auto& group : param_groups())
+      for (const auto& p : group.params()) dense_device = dense_device || !p.is_cpu();
+    if (dense_device) return multi_tensor_step(std::move(closure));
+    return torch::optim::AdamW::step(std::move(closure));
+  }
   at::NoGradGuard no_grad;
   at::Tensor loss;
   if (closure) {
@@ -76,16 +149,7 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const auto key = optimizer_state_key<decltype(state_)>(p);
-      auto found = state_.find(key);
-      if (found == state_.end()) {
-        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
-        fresh->step(0);
-        fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Contiguous));
-        fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Contiguous));
-        found = state_.emplace(key, std::move(fresh)).first;
-      }
-      auto& s = static_cast<torch::optim::AdamWParamState&>(*found->second);
+      auto& s = state_of(p);
       s.step(s.step() + 1);
       const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
       const double bc1 = 1 - std::pow(beta1, double(s.step())), bc2 = 1 - std::pow(beta2, double(s.step()));

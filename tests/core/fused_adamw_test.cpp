@@ -86,6 +86,35 @@ TEST(FusedAdamW, TheReferenceOptionsMakeLibTorchsAdamW) {
   EXPECT_EQ(dynamic_cast<FusedAdamW*>(plain.get()), nullptr);
 }
 
+// The multi-tensor path (step() takes it for parameters off the CPU), forced on
+// the CPU against LibTorch's AdamW over `steps` steps. The last parameter gets
+// its first gradient halfway, so a group holds two step counts from then on.
+double run_multi_tensor(at::ScalarType dtype, int steps) {
+  std::vector<at::Tensor> fast_params = make_parameters(dtype), plain_params = clone_parameters(fast_params);
+  const auto options = torch::optim::AdamWOptions(3e-3).weight_decay(0.05);
+  FusedAdamW fast(fast_params, options);
+  torch::optim::AdamW plain(plain_params, options);
+  for (int s = 0; s < steps; ++s) {
+    set_lr(fast, 3e-3 / (1 + 0.01 * s));
+    set_lr(plain, 3e-3 / (1 + 0.01 * s));
+    set_gradients(fast_params, s);
+    set_gradients(plain_params, s);
+    if (s >= steps / 2) {
+      fast_params.back().mutable_grad() = at::full_like(fast_params.back(), 0.5 + s);
+      plain_params.back().mutable_grad() = at::full_like(plain_params.back(), 0.5 + s);
+    }
+    fast.multi_tensor_step();
+    plain.step();
+  }
+  EXPECT_FALSE(fast_params.back().detach().equal(make_parameters(dtype).back().detach())) << "never stepped";
+  return max_relative_difference(fast_params, plain_params);
+}
+
+TEST(FusedAdamW, MultiTensorStepMatchesLibTorchsAdamW) {
+  EXPECT_LT(run_multi_tensor(at::kFloat, 100), 1e-6);
+  EXPECT_LT(run_multi_tensor(at::kDouble, 100), 1e-12);
+}
+
 TEST(FusedAdamW, MatchesLibTorchsAdamWInFloatToRounding) { EXPECT_LT(run_both(at::kFloat, 6), 1e-5); }
 
 TEST(FusedAdamW, StateIsInterchangeableWithLibTorchsAdamW) {
