@@ -49,6 +49,13 @@ void update(const EngineOptions& engine, T* p, const T* g, T* m, T* v, int64_t n
   });
 }
 
+// The closure's loss, computed with gradients as LibTorch's optimizers do, or undefined.
+at::Tensor evaluated(const torch::optim::Optimizer::LossClosure& closure) {
+  if (!closure) return {};
+  at::AutoGradMode enable_grad(true);
+  return closure();
+}
+
 bool fusable(const at::Tensor& p) {
   const at::Tensor& g = p.grad();
   return p.is_cpu() && (p.scalar_type() == at::kFloat || p.scalar_type() == at::kDouble) &&
@@ -92,12 +99,8 @@ torch::optim::AdamWParamState& FusedAdamW::state_of(const at::Tensor& p) {
 
 at::Tensor FusedAdamW::multi_tensor_step(LossClosure closure) {
   if (!can_step_multi_tensor()) return torch::optim::AdamW::step(std::move(closure));
+  const at::Tensor loss = evaluated(closure);
   at::NoGradGuard no_grad;
-  at::Tensor loss;
-  if (closure) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     // Parameters that share a step count share the bias corrections: one list each.
@@ -139,12 +142,8 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
     if (dense_device) return multi_tensor_step(std::move(closure));
     return torch::optim::AdamW::step(std::move(closure));
   }
+  const at::Tensor loss = evaluated(closure);
   at::NoGradGuard no_grad;
-  at::Tensor loss;
-  if (closure) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     for (auto& p : group.params()) {
