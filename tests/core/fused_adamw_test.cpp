@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/optim/adamw.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
@@ -16,11 +17,11 @@ namespace translution {
 namespace {
 
 // A few parameters of different shapes; the last never gets a gradient.
-std::vector<at::Tensor> make_parameters(at::ScalarType dtype) {
+std::vector<at::Tensor> make_parameters(at::ScalarType dtype, c10::Device device = c10::kCPU) {
   at::manual_seed(7);
   std::vector<at::Tensor> params;
   for (const auto& shape : std::vector<std::vector<int64_t>>{{3, 5}, {70000}, {2, 3, 4}, {4}})
-    params.push_back(at::randn(shape, at::TensorOptions().dtype(dtype)).requires_grad_(true));
+    params.push_back(at::randn(shape, at::TensorOptions().dtype(dtype)).to(device).requires_grad_(true));
   return params;
 }
 
@@ -86,11 +87,12 @@ TEST(FusedAdamW, TheReferenceOptionsMakeLibTorchsAdamW) {
   EXPECT_EQ(dynamic_cast<FusedAdamW*>(plain.get()), nullptr);
 }
 
-// The multi-tensor path (step() takes it for parameters off the CPU), forced on
-// the CPU against LibTorch's AdamW over `steps` steps. The last parameter gets
-// its first gradient halfway, so a group holds two step counts from then on.
-double run_multi_tensor(at::ScalarType dtype, int steps) {
-  std::vector<at::Tensor> fast_params = make_parameters(dtype), plain_params = clone_parameters(fast_params);
+// The multi-tensor path against LibTorch's AdamW over `steps` steps: forced on the
+// CPU, and as step() takes it for parameters on a GPU. The last parameter gets its
+// first gradient halfway, so a group holds two step counts from then on.
+double run_multi_tensor(at::ScalarType dtype, int steps, c10::Device device = c10::kCPU) {
+  std::vector<at::Tensor> fast_params = make_parameters(dtype, device),
+                          plain_params = clone_parameters(fast_params);
   const auto options = torch::optim::AdamWOptions(3e-3).weight_decay(0.05);
   FusedAdamW fast(fast_params, options);
   torch::optim::AdamW plain(plain_params, options);
@@ -103,16 +105,26 @@ double run_multi_tensor(at::ScalarType dtype, int steps) {
       fast_params.back().mutable_grad() = at::full_like(fast_params.back(), 0.5 + s);
       plain_params.back().mutable_grad() = at::full_like(plain_params.back(), 0.5 + s);
     }
-    fast.multi_tensor_step();
+    if (device.is_cpu())
+      fast.multi_tensor_step();
+    else
+      fast.step();
     plain.step();
   }
-  EXPECT_FALSE(fast_params.back().detach().equal(make_parameters(dtype).back().detach())) << "never stepped";
+  EXPECT_FALSE(fast_params.back().detach().equal(make_parameters(dtype, device).back().detach()))
+      << "never stepped";
   return max_relative_difference(fast_params, plain_params);
 }
 
 TEST(FusedAdamW, MultiTensorStepMatchesLibTorchsAdamW) {
   EXPECT_LT(run_multi_tensor(at::kFloat, 100), 1e-6);
   EXPECT_LT(run_multi_tensor(at::kDouble, 100), 1e-12);
+}
+
+TEST(FusedAdamW, MultiTensorStepOnCudaMatchesLibTorchsAdamW) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  EXPECT_LT(run_multi_tensor(at::kFloat, 100, c10::Device(c10::kCUDA, 0)), 1e-6);
+  EXPECT_LT(run_multi_tensor(at::kDouble, 100, c10::Device(c10::kCUDA, 0)), 1e-12);
 }
 
 TEST(FusedAdamW, MatchesLibTorchsAdamWInFloatToRounding) { EXPECT_LT(run_both(at::kFloat, 6), 1e-5); }
