@@ -80,7 +80,7 @@ const at::Tensor& entry_of_rows(const std::vector<int64_t>& offset, const c10::D
 // Position of (row r, batch b) in the all-token projection [N, B, E, D] viewed as rows of D.
 at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& offset, int64_t B) {
   const int64_t E = int64_t(offset.size()) - 1;
-  const at::Tensor& entry_of_row = entry_of_rows(offset, rows.device());
+  const at::Tensor entry_of_row = entry_of_rows(offset, rows.device());
   const at::Tensor b = at::arange(B, rows.options());
   return ((rows.unsqueeze(1) * B + b.unsqueeze(0)) * E + entry_of_row.unsqueeze(1)).reshape({-1});
 }

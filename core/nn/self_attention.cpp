@@ -78,7 +78,7 @@ at::Tensor SelfAttention::attend(const EngineOptions& engine, const at::Tensor& 
     return to_out_ ? linear(engine, to_out_, out) : out;
   }
   const at::Tensor qkv = linear(engine, to_qkv_, x);
-  const at::Tensor& valid = on_device(valid_, x.device());
+  const at::Tensor valid = on_device(valid_, x.device());
   at::Tensor out;
   if (queries == x.size(1)) {
     out = self_attention_core(engine, qkv, shape_.heads, valid, probs);
