@@ -192,6 +192,10 @@ BenchOptions bench_options(const BenchArgs& a, const EngineOptions& engine) {
     throw Error(std::string("--precision bf16 runs on the CPU's ") +
                 (a.train() ? "bfloat16 units" : "AVX-512") + "; on " + options.device.str() +
                 " use --precision fp32");
+  if (precision == DensePrecision::Bf16 && engine.projection == ProjectionAlgorithm::OffsetBatched)
+    throw Error(
+        "--algorithm offset-batched computes in fp32 (TF32 on a GPU); --precision bf16 runs the CPU "
+        "kernels' bfloat16 products per matrix: use one or the other");
   if (a.precision == "tf32" && !options.device.is_cuda())
     throw Error("--precision tf32 runs on CUDA's tensor cores; on " + options.device.str() +
                 " use fp32 or bf16");
@@ -347,7 +351,7 @@ void add_bench_command(CLI::App& root, Runners& runners) {
   app->add_option("--steps", o->steps, "timed steps (default 10; studio: canvas changes, 60)")
       ->check(at_least("--steps", 1));
   app->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str();
-  add_choice(*app, "--algorithm", o->algorithm, {"auto", "per-matrix", "all-tokens"},
+  add_choice(*app, "--algorithm", o->algorithm, {"auto", "per-matrix", "all-tokens", "offset-batched"},
              "how relative projections run");
   app->add_flag("--recompute", o->recompute, "backward recomputes pair projections");
   add_choice(*app, "--last-block", o->last_block, {"cls", "all"},

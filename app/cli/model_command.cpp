@@ -14,6 +14,9 @@
 #include "nn/memory_estimate.h"
 #include "nn/model_cost.h"
 #include "nn/model_size.h"
+#include "nn/offset_buckets.h"
+#include "nn/pair_order.h"
+#include "nn/token_layout.h"
 #include "nn/vit.h"
 #include "train/memory_guard.h"
 #include "util/error.h"
@@ -112,6 +115,16 @@ std::string layout_offsets(const ViTConfig& c) {
   return text;
 }
 
+// The offset-batched layout of a block's pairs (nn/offset_buckets.h): buckets and padding.
+void print_offset_buckets(const ViTConfig& config) {
+  const AttentionSpec spec = config.attention_spec(config.depth - 1);
+  const PairOrder order = make_pair_order(make_relative_table(config.token_layout(), spec.encoding));
+  const OffsetBuckets plan = plan_offset_buckets(order.entry_offset);
+  std::printf(
+      "             offset-batched: %zu buckets, %.2fx the pairs' rows padded (%.2fx in one bucket)\n",
+      plan.buckets.size(), plan.padding(), single_bucket_padding(order.entry_offset));
+}
+
 void print_json(const ViTConfig& config, int64_t params, bool counted, const ModelCost& cost,
                 const std::vector<MemoryRow>& rows) {
   // The work's fields are null where it was not counted.
@@ -161,9 +174,11 @@ int info(const ModelOptions& options, int64_t batch, bool json) {
               (long long)config.patch, (long long)config.grid_height(), (long long)config.grid_width(),
               (long long)config.tokens());
   std::printf("layout       %s\n", layout_offsets(config).c_str());
-  if (cost.relative_entries > 0)
+  if (cost.relative_entries > 0) {
     std::printf("relative     %lld matrices per relative projection per layer\n",
                 (long long)cost.relative_entries);
+    if (counted) print_offset_buckets(config);
+  }
   if (const AttentionSpec lor = config.attention_spec(0);
       lor.method == AttentionMethod::LoRTranslution ||
       config.attention_spec(config.depth - 1).method == AttentionMethod::LoRTranslution)

@@ -41,7 +41,8 @@ struct TrainOptions {
   ModelOptions model;
   TrainConfig train;
   std::string device = "auto", data_dir = default_mnist_dir(), out, resume, split_batch = "auto";
-  int64_t stop_at = 0;  // a planned pause: checkpoint, exit 0
+  std::string algorithm = "auto";  // how relative projections run (util/engine_options.h)
+  int64_t stop_at = 0;             // a planned pause: checkpoint, exit 0
   int matrix_threads = 0;
   bool no_final_eval = false, recompute = false, force = false, json = false;
   int nproc = 1;       // local ranks this process starts (rank 0 among them)
@@ -102,6 +103,11 @@ EngineOptions train_engine_options(const TrainOptions& o) {
   engine.recompute_pair_rows = o.recompute;
   engine.matrix_threads = o.matrix_threads;
   engine.batch_split = parse_batch_split(o.split_batch);
+  engine.projection = parse_projection_algorithm(o.algorithm);
+  if (engine.projection == ProjectionAlgorithm::OffsetBatched && o.train.precision == "bf16")
+    throw Error(
+        "--algorithm offset-batched computes in fp32 (TF32 on a GPU); --precision bf16 runs the CPU "
+        "kernels' bfloat16 products per matrix: use one or the other");
   return engine;
 }
 
@@ -448,6 +454,8 @@ void add_train_command(CLI::App& root, Runners& runners) {
   app->add_option("--split-batch", o->split_batch, "split each step's batch over the cores")
       ->type_name("auto|on|off")
       ->capture_default_str();
+  add_choice(*app, "--algorithm", o->algorithm, {"auto", "per-matrix", "all-tokens", "offset-batched"},
+             "how relative projections run (same numbers, different work)");
   app->add_flag("--force", o->force, kForceHelp);
   app->add_flag("--json", o->json, "print JSON lines: evaluations and the outcome");
   add_distributed_options(*app, *o);

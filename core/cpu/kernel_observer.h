@@ -7,7 +7,9 @@
 
 namespace translution {
 
-enum class Kernel { Avx512Gemm, Avx512GemmAt, PairBlocks, PairLanes, Count };
+// OffsetBatched: the offset-batched relative products (nn/relative_projection.h), LibTorch's
+// ops rather than a kernel of the engine's, counted so that tests can tell that path ran.
+enum class Kernel { Avx512Gemm, Avx512GemmAt, PairBlocks, PairLanes, OffsetBatched, Count };
 
 // Counts the kernels entered on the thread that made it, for its lifetime; counters
 // nest (an outer one does not see what an inner one counts).

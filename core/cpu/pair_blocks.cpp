@@ -265,7 +265,10 @@ at::Tensor planes_to_grid(const PairTable& t, const at::Tensor& planes, int64_t 
 }
 
 bool pair_blocks_apply(const EngineOptions& engine, std::initializer_list<const at::Tensor*> tensors) {
-  if (engine.reference || engine.projection == ProjectionAlgorithm::AllTokens) return false;
+  // The other algorithms are formulations of their own in LibTorch's ops (nn/relative_projection.h).
+  if (engine.reference || engine.projection == ProjectionAlgorithm::AllTokens ||
+      engine.projection == ProjectionAlgorithm::OffsetBatched)
+    return false;
   const at::ScalarType type = (*tensors.begin())->scalar_type();
   for (const at::Tensor* t : tensors) {
     if (!t->defined() || t->numel() == 0) continue;  // a plain side's empty bank

@@ -43,6 +43,7 @@ bool projects_every_token(const EngineOptions& engine, const at::Tensor& bank, i
   switch (engine.projection) {
     case ProjectionAlgorithm::PerMatrix: return false;
     case ProjectionAlgorithm::AllTokens: return true;
+    case ProjectionAlgorithm::OffsetBatched: return false;
     case ProjectionAlgorithm::Auto: break;
   }
   if (bank.is_cuda())

@@ -8,7 +8,9 @@
 
 #include "cpu/bf16_weights.h"
 #include "cpu/gather_rows.h"
+#include "cpu/kernel_observer.h"
 #include "cpu/pair_matrices.h"
+#include "nn/offset_buckets.h"
 
 namespace translution {
 namespace {
@@ -85,6 +87,61 @@ at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& o
   return ((rows.unsqueeze(1) * B + b.unsqueeze(0)) * E + entry_of_row.unsqueeze(1)).reshape({-1});
 }
 
+// A bucket's slots of a [P, B, F] slot tensor as its batch of products: [E_b, n_b B, F].
+at::Tensor bucket_view(const at::Tensor& slots, const OffsetBucket& k) {
+  return slots.narrow(0, k.first_slot, k.slots()).view({k.entries, -1, slots.size(2)});
+}
+
+// S[rows] = X[rows] W[entry], offset-batched (nn/offset_buckets.h): the slots' inputs
+// gathered once, the bank's matrices once in bucket order, one batched product per
+// bucket into its slots, and the real rows picked back. tokens: [P], the token of
+// each slot (a padding slot reads row 0's; its result is never picked).
+at::Tensor project_offset_batched(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
+                                  const OffsetBuckets& plan) {
+  report_kernel(Kernel::OffsetBatched);
+  const int64_t B = xt.size(1), D = bank.size(2);
+  const at::Tensor tokens = rows.index_select(0, plan.row_of_slot);   // [P]
+  const at::Tensor x = xt.index_select(0, tokens);                    // [P, B, C]
+  const at::Tensor w = bank.index_select(0, plan.entry_of_position);  // [E', C, D]
+  at::Tensor s = at::empty({plan.slots, B, D}, xt.options());         // [P, B, D]
+  for (const OffsetBucket& k : plan.buckets) {
+    at::Tensor s_k = bucket_view(s, k);  // [E_b, n_b B, D]
+    at::bmm_out(s_k, bucket_view(x, k), w.narrow(0, k.first_entry, k.entries));
+  }
+  return s.index_select(0, plan.slot_of_row);  // [R, B, D]
+}
+
+// Its gradients given dS [R, B, D]: padding slots get zero gradient rows, so they add
+// nothing to a matrix's gradient, and nothing to the input's.
+std::pair<at::Tensor, at::Tensor> project_offset_batched_backward(const at::Tensor& xt,
+                                                                  const at::Tensor& rows,
+                                                                  const at::Tensor& bank,
+                                                                  const OffsetBuckets& plan,
+                                                                  const at::Tensor& ds) {
+  report_kernel(Kernel::OffsetBatched);
+  const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
+  const at::Tensor tokens = rows.index_select(0, plan.row_of_slot);   // [P]
+  const at::Tensor x = xt.index_select(0, tokens);                    // [P, B, C]
+  const at::Tensor w = bank.index_select(0, plan.entry_of_position);  // [E', C, D]
+  const at::Tensor dslots = at::zeros({plan.slots, B, D}, ds.options())
+                                .index_copy_(0, plan.slot_of_row, ds.reshape({-1, B, D}));  // [P, B, D]
+  at::Tensor dw = at::empty_like(w), dx = at::empty({plan.slots, B, C}, xt.options());
+  for (const OffsetBucket& k : plan.buckets) {
+    const at::Tensor x_k = bucket_view(x, k), ds_k = bucket_view(dslots, k);
+    const at::Tensor w_k = w.narrow(0, k.first_entry, k.entries);
+    at::Tensor dw_k = dw.narrow(0, k.first_entry, k.entries), dx_k = bucket_view(dx, k);
+    at::bmm_out(dw_k, x_k.transpose(1, 2), ds_k);  // [E_b, C, D]
+    at::bmm_out(dx_k, ds_k, w_k.transpose(1, 2));  // [E_b, n_b B, C]
+  }
+  const at::Tensor dbank = at::zeros_like(bank).index_copy_(0, plan.entry_of_position, dw);
+  const at::Tensor dxt = at::zeros({N, B, C}, xt.options()).index_add_(0, tokens, dx);
+  return {dxt, dbank};
+}
+
+bool offset_batched(const EngineOptions& engine, bool bf16, const Bf16Bits* w16) {
+  return engine.projection == ProjectionAlgorithm::OffsetBatched && !bf16 && !w16;
+}
+
 }  // namespace
 
 // [N, B, ...] gradient from per-row contributions.
@@ -103,6 +160,8 @@ at::Tensor project_rows(const EngineOptions& engine, const at::Tensor& xt, const
                         const at::Tensor& bank, const std::vector<int64_t>& offset, bool bf16, bool copies) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
   const Bf16Bits* w16 = weight_copy(engine, bank, xt, bf16, copies);
+  if (offset_batched(engine, bf16, w16))
+    return project_offset_batched(xt, rows, bank, offset_buckets(offset, rows.device()));
   if (projects_every_token(engine, bank, N, B) && !w16) {
     const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
     return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
@@ -115,6 +174,8 @@ std::pair<at::Tensor, at::Tensor> project_rows_backward(const EngineOptions& eng
                                                         const std::vector<int64_t>& offset,
                                                         const at::Tensor& ds, bool bf16) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
+  if (offset_batched(engine, bf16, nullptr))
+    return project_offset_batched_backward(xt, rows, bank, offset_buckets(offset, rows.device()), ds);
   if (projects_every_token(engine, bank, N, B)) {
     const at::Tensor dall = at::zeros({N * B * E, D}, ds.options())
                                 .index_add_(0, all_token_index(rows, offset, B), ds.reshape({-1, D}))

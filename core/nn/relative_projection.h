@@ -6,7 +6,12 @@
 // the products go straight to the engine's kernels (cpu/pair_projection.h);
 // elsewhere, and under the reference options, through at::mm. Where the
 // matrices are tiny (or on a GPU) every token may instead be projected by every
-// matrix in one product and the pairs' rows picked (projects_every_token).
+// matrix in one product and the pairs' rows picked (projects_every_token). The
+// third way, ProjectionAlgorithm::OffsetBatched, is shaped for a GPU: the pairs'
+// rows in a few buckets of similar pair counts, one batched product per bucket
+// (nn/offset_buckets.h), in LibTorch's ops on any device. It computes in the
+// input's precision: bfloat16 products (bf16) and bfloat16 weight copies keep to
+// the per-matrix path.
 #include <utility>
 #include <vector>
 

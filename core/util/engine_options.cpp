@@ -7,7 +7,8 @@ ProjectionAlgorithm parse_projection_algorithm(const std::string& name) {
   if (name == "auto") return ProjectionAlgorithm::Auto;
   if (name == "per-matrix") return ProjectionAlgorithm::PerMatrix;
   if (name == "all-tokens") return ProjectionAlgorithm::AllTokens;
-  throw Error("unknown algorithm '" + name + "' (expected auto, per-matrix or all-tokens)");
+  if (name == "offset-batched") return ProjectionAlgorithm::OffsetBatched;
+  throw Error("unknown algorithm '" + name + "' (expected auto, per-matrix, all-tokens or offset-batched)");
 }
 
 const char* projection_algorithm_name(ProjectionAlgorithm algorithm) {
@@ -15,6 +16,7 @@ const char* projection_algorithm_name(ProjectionAlgorithm algorithm) {
     case ProjectionAlgorithm::Auto: return "auto";
     case ProjectionAlgorithm::PerMatrix: return "per-matrix";
     case ProjectionAlgorithm::AllTokens: return "all-tokens";
+    case ProjectionAlgorithm::OffsetBatched: return "offset-batched";
   }
   return "?";
 }

@@ -17,8 +17,11 @@
 namespace translution {
 
 // How relative projections are computed (nn/relative_projection.h): Auto picks by shape
-// and device; the others force one path (both exact).
-enum class ProjectionAlgorithm { Auto, PerMatrix, AllTokens };
+// and device; the others force one path (all exact). PerMatrix: one product per offset
+// matrix. AllTokens: every token by every matrix in one product, the pairs' rows picked.
+// OffsetBatched: the pairs grouped by offset and the offsets bucketed by pair count
+// (nn/offset_buckets.h), one batched product per bucket, in LibTorch's ops alone.
+enum class ProjectionAlgorithm { Auto, PerMatrix, AllTokens, OffsetBatched };
 
 // Whether a CPU training step splits its batch over the cores (train/training_threads.h).
 enum class BatchSplit { Auto, On, Off };
@@ -71,7 +74,8 @@ EngineOptions with(EngineOptions options, T EngineOptions::*field, T value) {
   return options;
 }
 
-ProjectionAlgorithm parse_projection_algorithm(const std::string& name);  // auto|per-matrix|all-tokens
+ProjectionAlgorithm parse_projection_algorithm(
+    const std::string& name);  // auto|per-matrix|all-tokens|offset-batched
 const char* projection_algorithm_name(ProjectionAlgorithm algorithm);
 BatchSplit parse_batch_split(const std::string& name);  // auto|on|off, else an Error naming the value
 

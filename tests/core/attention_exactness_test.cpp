@@ -7,6 +7,7 @@
 
 #include "cpu/blas_gemm.h"
 #include "cpu/helper_threads.h"
+#include "cpu/kernel_observer.h"
 #include "cpu/pair_kernels.h"
 #include "naive_attention.h"
 #include "nn/attention.h"
@@ -132,6 +133,23 @@ TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceAllTokens) {
   check(projected(ProjectionAlgorithm::AllTokens), GetParam());
 }
 
+// Relative products offset-batched (nn/offset_buckets.h), with the engine's kernels
+// elsewhere, then with LibTorch's ops everywhere: the path a GPU takes, here on the CPU.
+TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceOffsetBatched) {
+  const KernelCounts kernels;
+  const EngineOptions offset_batched = projected(ProjectionAlgorithm::OffsetBatched);
+  check(offset_batched, GetParam());
+  {
+    SCOPED_TRACE("LibTorch's ops everywhere");
+    check(test_support::reference_options(offset_batched), GetParam());
+  }
+  // Translution's and LoR's offset matrices take it; the other operators have none.
+  const std::string& model = GetParam().model;
+  const bool banks = model.find("translution") != std::string::npos || model.rfind("lor", 0) == 0;
+  EXPECT_EQ(kernels[Kernel::OffsetBatched] > 0, banks)
+      << "offset-batched products ran: " << kernels[Kernel::OffsetBatched];
+}
+
 // The outputs of the first M tokens alone (ViT's last block asks for the CLS
 // token's, nn/vit.h), every token still a key and a value: the reference's first
 // M rows, forward and gradients, one query and about half of them, through the
@@ -154,19 +172,23 @@ TEST_P(AttentionExactness, FirstQueriesMatchNaiveReference) {
       SCOPED_TRACE("keys and values projected (reassociation off)");
       check_queries(with(per_matrix, &EngineOptions::query_reassociation, false), GetParam(), queries);
     }
-    SCOPED_TRACE("all-token projection");
-    check_queries(projected(ProjectionAlgorithm::AllTokens), GetParam(), queries);
+    {
+      SCOPED_TRACE("all-token projection");
+      check_queries(projected(ProjectionAlgorithm::AllTokens), GetParam(), queries);
+    }
+    SCOPED_TRACE("offset-batched products");
+    check_queries(projected(ProjectionAlgorithm::OffsetBatched), GetParam(), queries);
   }
 }
 
 // The same operators on the GPU (double precision there too) against the reference
-// computed on the CPU: every token, then the first token alone, with both ways of
+// computed on the CPU: every token, then the first token alone, with each way of
 // computing relative projections. Skipped where LibTorch has no CUDA or no GPU is visible.
 TEST_P(AttentionExactness, OnCudaMatchesNaiveReference) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: this LibTorch is CPU-only or no GPU is visible";
-  for (const auto algorithm : {ProjectionAlgorithm::PerMatrix, ProjectionAlgorithm::AllTokens}) {
-    SCOPED_TRACE(algorithm == ProjectionAlgorithm::PerMatrix ? "per-matrix projections"
-                                                             : "all-token projections");
+  for (const auto algorithm :
+       {ProjectionAlgorithm::PerMatrix, ProjectionAlgorithm::AllTokens, ProjectionAlgorithm::OffsetBatched}) {
+    SCOPED_TRACE(std::string(projection_algorithm_name(algorithm)) + " projections");
     check_on_cuda(projected(algorithm), GetParam(), GetParam().layout.tokens());
     check_on_cuda(projected(algorithm), GetParam(), 1);
   }
