@@ -121,9 +121,9 @@ gpu_benchmarks() {
       "$CLI" bench --mode studio --device cuda --cuda-graph $g --model "$m" --preset A --image 84 --patch 12 --steps 60 --json || return 1
     done
   done
-  # Both ways of computing relative projections, forced (docs/performance.md: which runs where).
+  # Each way of computing relative projections, forced (docs/performance.md: which runs where).
   local a b
-  for a in per-matrix all-tokens; do
+  for a in per-matrix all-tokens offset-batched; do
     for m in lor translution; do
       "$CLI" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 20 --warmup 3 --algorithm "$a" || return 1
       "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 3 --algorithm "$a" || return 1

@@ -1,4 +1,5 @@
 // `translution bench`
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "infer/predictor.h"
 #include "nn/vit.h"
 #include "perf/benchmark.h"
+#include "perf/operator_counts.h"
 #include "perf/studio_latency.h"
 #include "train/training_threads.h"
 #include "util/device.h"
@@ -40,7 +42,7 @@ struct BenchArgs {
   int64_t batch = 1;
   int steps = 0, warmup = 2;  // steps 0: the mode's default
   int matrix_threads = -1;    // -1: the mode's default
-  bool recompute = false, force = false, json = false;
+  bool recompute = false, force = false, json = false, count_ops = false;
   const CLI::App* app = nullptr;
   bool given(const std::string& option) const { return app->count(option) > 0; }
   bool train() const { return mode == "train"; }
@@ -312,10 +314,59 @@ void print_bench(const BenchResult& r, const BenchOptions& options) {
     std::printf("  note: %s\n", hint.c_str());
 }
 
+// The most frequent operators of a count, as "name n, name n, ...".
+std::string frequent_operators(const OperatorCounts& c, size_t shown) {
+  std::vector<std::pair<int64_t, std::string>> order;
+  for (const auto& [name, n] : c.by_operator) order.push_back({-n, name});
+  std::sort(order.begin(), order.end());
+  std::string text;
+  for (size_t i = 0; i < order.size() && i < shown; ++i) {
+    const std::string& name = order[i].second;
+    const size_t scope = name.find("::");
+    text += (i ? ", " : "") + (scope == std::string::npos ? name : name.substr(scope + 2)) + " " +
+            std::to_string(-order[i].first);
+  }
+  return text;
+}
+
+nlohmann::ordered_json counts_json(const OperatorCounts& c) {
+  return {{"forward", c.forward}, {"backward", c.backward},     {"optimizer", c.optimizer},
+          {"total", c.total()},   {"host_syncs", c.host_syncs}, {"by_operator", c.by_operator}};
+}
+
+// --count-ops: the operators of one training step on the path a GPU takes, counted on the CPU.
+int count_ops(const BenchArgs& a, const EngineOptions& engine) {
+  if (!a.train()) throw Error("--count-ops counts a training step: use it with --mode train");
+  if (a.device != "cpu" && a.given("--device"))
+    throw Error("--count-ops counts on the CPU the operators a GPU would launch: use --device cpu");
+  const ViTConfig config = a.model.config();
+  const TrainingOperatorCounts c = count_training_operators(engine, config, a.batch);
+  const char* algorithm = projection_algorithm_name(engine.projection);
+  if (a.json) {
+    const nlohmann::ordered_json out = {{"model", config.model},         {"preset", config.preset},
+                                        {"image", config.image_height},  {"patch", config.patch},
+                                        {"algorithm", algorithm},        {"batch", a.batch},
+                                        {"block", counts_json(c.block)}, {"step", counts_json(c.step)}};
+    std::cout << out.dump() << std::endl;
+    return 0;
+  }
+  std::printf(
+      "LibTorch operators of one training step, %s ViT-%s/%lld, --algorithm %s, LibTorch's ops as on a GPU\n",
+      config.model.c_str(), config.preset.c_str(), (long long)config.patch, algorithm);
+  std::printf("  one block      forward %lld, backward %lld: %lld\n", (long long)c.block.forward,
+              (long long)c.block.backward, (long long)(c.block.forward + c.block.backward));
+  std::printf("                 most frequent: %s\n", frequent_operators(c.block, 12).c_str());
+  std::printf("  one step       forward %lld, backward %lld, AdamW %lld: %lld; host synchronisations %lld\n",
+              (long long)c.step.forward, (long long)c.step.backward, (long long)c.step.optimizer,
+              (long long)c.step.total(), (long long)c.step.host_syncs);
+  return 0;
+}
+
 int bench(const BenchArgs& a) {
   EngineOptions engine = bench_engine_options(a);
   engine.precision = bench_precision(a);
   if (a.mode == "studio") return studio_bench(a, engine);
+  if (a.count_ops) return count_ops(a, engine);
   BenchOptions options = bench_options(a, engine);
   if (!a.compare.empty()) set_compare(a, options);
   // One image: the studio's BLAS setting, one thread per GEMM. OpenBLAS's second
@@ -375,6 +426,8 @@ void add_bench_command(CLI::App& root, Runners& runners) {
   app->add_option("--data-dir", o->data_dir, "MNIST folder");
   app->add_flag("--force", o->force, kForceHelp);
   app->add_flag("--json", o->json, "print one JSON object");
+  app->add_flag("--count-ops", o->count_ops,
+                "count the LibTorch operators of one training step (as on a GPU) instead of timing it");
   runners[app] = [o] { return bench(*o); };
 }
 

@@ -1,0 +1,196 @@
+#include "perf/operator_counts.h"
+
+#include <set>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <torch/nn/functional/loss.h>
+
+#include "cpu/fused_adamw.h"
+#include "nn/vit.h"
+#include "train/release_gradients.h"
+
+namespace translution {
+namespace {
+
+// Leaf operators that launch no computation: views, reshapes, bare allocations, and
+// conversions that found nothing to convert.
+bool computes(const std::string& name) {
+  static const std::set<std::string> no_work = {"aten::view",
+                                                "aten::_reshape_alias",
+                                                "aten::reshape",
+                                                "aten::as_strided",
+                                                "aten::slice",
+                                                "aten::select",
+                                                "aten::narrow",
+                                                "aten::transpose",
+                                                "aten::t",
+                                                "aten::permute",
+                                                "aten::expand",
+                                                "aten::expand_as",
+                                                "aten::unsqueeze",
+                                                "aten::squeeze",
+                                                "aten::alias",
+                                                "aten::detach",
+                                                "aten::detach_",
+                                                "aten::_unsafe_view",
+                                                "aten::unfold",
+                                                "aten::split",
+                                                "aten::split_with_sizes",
+                                                "aten::chunk",
+                                                "aten::unbind",
+                                                "aten::view_as",
+                                                "aten::flatten",
+                                                "aten::unflatten",
+                                                "aten::contiguous",
+                                                "aten::empty",
+                                                "aten::empty_like",
+                                                "aten::empty_strided",
+                                                "aten::resize_",
+                                                "aten::lift_fresh",
+                                                "aten::movedim",
+                                                "aten::diagonal",
+                                                "aten::to",
+                                                "aten::set_",
+                                                "aten::result_type",
+                                                "aten::is_nonzero",
+                                                "aten::numpy_T",
+                                                "aten::matrix_H",
+                                                "aten::resolve_conj",
+                                                "aten::resolve_neg",
+                                                "aten::conj",
+                                                "aten::_conj",
+                                                "aten::_neg_view",
+                                                "detach"};
+  // The autograd engine's own records (a backward node evaluated) hold operators, or none.
+  return no_work.count(name) == 0 && name.rfind("autograd::", 0) != 0;
+}
+
+enum class Phase { Forward, Backward, Optimizer };
+
+// Multi-tensor operators: one or a few kernels each on a GPU; on the CPU they loop
+// over their tensors in operators of their own, which are not counted.
+bool multi_tensor(const std::string& name) { return name.rfind("aten::_foreach_", 0) == 0; }
+
+// The observer's state on the counting thread, a frame per operator begun. An
+// operator is counted when it computes and none of the operators it called did
+// (or called one that did): the leaves of the work, whatever views and no-ops sit
+// between. A multi-tensor operator is counted as it starts, and nothing inside it.
+struct Frame {
+  bool computing_child = false;
+  bool multi_tensor = false;
+};
+struct Observer {
+  OperatorCounts* counts = nullptr;
+  Phase phase = Phase::Forward;
+  std::vector<Frame> frames;
+  int inside_multi_tensor = 0;
+};
+thread_local Observer observer;
+
+void count(const std::string& name) {
+  OperatorCounts& c = *observer.counts;
+  (observer.phase == Phase::Forward    ? c.forward
+   : observer.phase == Phase::Backward ? c.backward
+                                       : c.optimizer)++;
+  ++c.by_operator[name];
+  if (name == "aten::_local_scalar_dense") ++c.host_syncs;
+}
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  const bool opens = observer.inside_multi_tensor == 0 && multi_tensor(fn.name());
+  if (opens) count(fn.name());
+  if (opens || observer.inside_multi_tensor > 0) ++observer.inside_multi_tensor;
+  observer.frames.push_back(Frame{false, opens});
+  return nullptr;
+}
+
+void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (observer.frames.empty()) return;  // began before the count did
+  const Frame frame = observer.frames.back();
+  observer.frames.pop_back();
+  bool computed = frame.computing_child || frame.multi_tensor;
+  if (observer.inside_multi_tensor > 0) {
+    --observer.inside_multi_tensor;
+  } else if (!frame.computing_child && computes(fn.name())) {
+    count(fn.name());
+    computed = true;
+  }
+  if (computed && !observer.frames.empty()) observer.frames.back().computing_child = true;
+}
+
+// Counts the operators this thread runs while it lives.
+class CountingScope {
+ public:
+  explicit CountingScope(OperatorCounts& counts) {
+    observer = Observer{&counts, Phase::Forward, {}};
+    handle_ = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(&on_start, &on_end).scopes({at::RecordScope::FUNCTION}));
+  }
+  ~CountingScope() {
+    at::removeCallback(handle_);
+    observer = Observer{};
+  }
+  CountingScope(const CountingScope&) = delete;
+  CountingScope& operator=(const CountingScope&) = delete;
+  void phase(Phase p) { observer.phase = p; }
+
+ private:
+  at::CallbackHandle handle_;
+};
+
+// One step: forward, mean cross-entropy, backward, AdamW's multi-tensor update.
+void training_step(const EngineOptions& engine, ViT& model, FusedAdamW& adamw, const at::Tensor& images,
+                   const at::Tensor& labels, CountingScope* scope) {
+  release_gradients(adamw);
+  if (scope) scope->phase(Phase::Forward);
+  const at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(engine, images), labels);
+  if (scope) scope->phase(Phase::Backward);
+  loss.backward();
+  if (scope) scope->phase(Phase::Optimizer);
+  adamw.multi_tensor_step();
+}
+
+OperatorCounts count_step(const EngineOptions& engine, const ViTConfig& config, int64_t batch) {
+  at::manual_seed(0);
+  ViT model(config);
+  model->train();
+  FusedAdamW adamw(model->parameters(), torch::optim::AdamWOptions(3e-4).weight_decay(0.05), engine);
+  const at::Tensor images = at::randn({batch, config.channels, config.image_height, config.image_width});
+  const at::Tensor labels = at::randint(config.classes, {batch}, at::kLong);
+  training_step(engine, model, adamw, images, labels, nullptr);  // plans and caches made
+  OperatorCounts counts;
+  {
+    CountingScope scope(counts);
+    training_step(engine, model, adamw, images, labels, &scope);
+  }
+  return counts;
+}
+
+}  // namespace
+
+OperatorCounts operator-(const OperatorCounts& a, const OperatorCounts& b) {
+  OperatorCounts d;
+  d.forward = a.forward - b.forward;
+  d.backward = a.backward - b.backward;
+  d.optimizer = a.optimizer - b.optimizer;
+  d.host_syncs = a.host_syncs - b.host_syncs;
+  d.by_operator = a.by_operator;
+  for (const auto& [name, n] : b.by_operator)
+    if ((d.by_operator[name] -= n) == 0) d.by_operator.erase(name);
+  return d;
+}
+
+TrainingOperatorCounts count_training_operators(const EngineOptions& engine_in, const ViTConfig& config,
+                                                int64_t batch) {
+  const EngineOptions engine = with(engine_in, &EngineOptions::reference, true);
+  ViTConfig deeper = config;
+  deeper.depth += 1;
+  TrainingOperatorCounts counts;
+  counts.step = count_step(engine, config, batch);
+  counts.block = count_step(engine, deeper, batch) - counts.step;
+  return counts;
+}
+
+}  // namespace translution

@@ -1,0 +1,40 @@
+#pragma once
+// How many LibTorch operators a training step runs: on a GPU each is at least one
+// kernel launch, and a step of small kernels costs its launches, not its work.
+// Counted on the CPU from LibTorch's operator observers (ATen's RecordFunction):
+// leaf operators that compute, so neither an operator's nested calls nor views,
+// reshapes and bare allocations (docs/performance.md: the list). The step is the
+// path a GPU takes: LibTorch's ops everywhere (EngineOptions::reference), the
+// projection algorithm as given, and AdamW's multi-tensor step.
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "nn/vit_config.h"
+#include "util/engine_options.h"
+
+namespace translution {
+
+struct OperatorCounts {
+  int64_t forward = 0, backward = 0, optimizer = 0;
+  int64_t host_syncs = 0;  // aten::_local_scalar_dense (a tensor's value read on the host)
+  std::map<std::string, int64_t> by_operator;  // name -> count, over the three phases
+  int64_t total() const { return forward + backward + optimizer; }
+};
+
+// Every field of a minus b (the work one block adds: a model one block deeper less this one).
+OperatorCounts operator-(const OperatorCounts& a, const OperatorCounts& b);
+
+struct TrainingOperatorCounts {
+  OperatorCounts step;   // one training step of the model: forward, cross-entropy, backward, AdamW
+  OperatorCounts block;  // one block of it, every token through it (forward and backward)
+};
+
+// One training step of `config` at `batch` on the CPU, counted after one uncounted
+// step (which makes the plans and caches a first step makes), under `engine` with
+// `reference` set; then the same for a model one block deeper, whose difference is
+// one block's count.
+TrainingOperatorCounts count_training_operators(const EngineOptions& engine, const ViTConfig& config,
+                                                int64_t batch);
+
+}  // namespace translution

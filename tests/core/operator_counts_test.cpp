@@ -1,0 +1,73 @@
+// The operator count of a training step: what the offset-batched products launch,
+// and that the count sees the work of each algorithm.
+#include "perf/operator_counts.h"
+
+#include <gtest/gtest.h>
+
+#include "nn/offset_buckets.h"
+#include "nn/pair_order.h"
+#include "nn/token_layout.h"
+#include "nn/vit_config.h"
+
+namespace translution {
+namespace {
+
+ViTConfig small_translution() {
+  ViTConfig c = preset_config("tiny", "translution");
+  c.image_height = c.image_width = 28;
+  c.patch = 7;  // 4 x 4 patches and CLS
+  c.depth = 1;
+  c.dim = 16;
+  c.heads = 2;
+  c.head_dim = 8;
+  c.mlp_dim = 16;
+  return c;
+}
+
+EngineOptions projected(ProjectionAlgorithm algorithm) {
+  return with(EngineOptions{}, &EngineOptions::projection, algorithm);
+}
+
+int64_t count_of(const OperatorCounts& c, const std::string& name) {
+  const auto found = c.by_operator.find(name);
+  return found == c.by_operator.end() ? 0 : found->second;
+}
+
+// Translution's three relative projections: one batched product per bucket forward,
+// two backward (the matrices' and the inputs' gradients), and no host synchronisation.
+TEST(OperatorCounts, OffsetBatchedBlocksRunOneProductPerBucketAndProjection) {
+  const ViTConfig config = small_translution();
+  const TrainingOperatorCounts counts =
+      count_training_operators(projected(ProjectionAlgorithm::OffsetBatched), config, 2);
+  const PairOrder order =
+      make_pair_order(make_relative_table(config.token_layout(), config.attention_spec(0).encoding));
+  const int64_t buckets = int64_t(plan_offset_buckets(order.entry_offset).buckets.size());
+  ASSERT_GT(buckets, 1);
+  EXPECT_EQ(count_of(counts.block, "aten::bmm"), 9 * buckets);
+  EXPECT_EQ(count_of(counts.block, "aten::mm"), 9);  // output projection and MLP: 3 forward, 6 backward
+  EXPECT_EQ(counts.step.host_syncs, 0);
+  EXPECT_GT(counts.block.forward, 0);
+  EXPECT_GT(counts.block.backward, counts.block.forward);
+  // AdamW over every parameter at once: the multi-tensor step's nine operators.
+  EXPECT_EQ(counts.step.optimizer, 9);
+  EXPECT_EQ(counts.block.optimizer, 0);
+}
+
+// Per matrix: a product per offset matrix and projection, forward, and two backward.
+TEST(OperatorCounts, PerMatrixBlocksRunOneProductPerMatrix) {
+  const ViTConfig config = small_translution();
+  const TrainingOperatorCounts per_matrix =
+      count_training_operators(projected(ProjectionAlgorithm::PerMatrix), config, 2);
+  const TrainingOperatorCounts batched =
+      count_training_operators(projected(ProjectionAlgorithm::OffsetBatched), config, 2);
+  const PairOrder order =
+      make_pair_order(make_relative_table(config.token_layout(), config.attention_spec(0).encoding));
+  int64_t used = 0;
+  for (size_t e = 0; e + 1 < order.entry_offset.size(); ++e)
+    used += order.entry_offset[e + 1] > order.entry_offset[e];
+  EXPECT_EQ(count_of(per_matrix.block, "aten::mm"), 9 * used + 9);
+  EXPECT_GT(per_matrix.block.total(), 4 * batched.block.total());
+}
+
+}  // namespace
+}  // namespace translution
