@@ -29,6 +29,9 @@ includes() {
 includes util 'util'
 includes cpu 'cpu|util'
 includes nn 'nn|cpu|util'
+includes cuda 'cuda'
+report "core/cuda is plain CUDA C++ over pointers: no LibTorch" core/ < <(
+  grep -rnE '^\s*#\s*include\s+<(ATen|torch|c10)/' cuda --include='*.h' --include='*.cu' --include='*.cuh' 2>/dev/null)
 report "the engine never includes Qt or the studio" core/ < <(
   grep -rnE '^\s*#\s*include\s+(<Q|"(ui|app|cli)/)' . --include='*.h' --include='*.cpp')
 if [ -d nn ]; then

@@ -330,8 +330,14 @@ std::string frequent_operators(const OperatorCounts& c, size_t shown) {
 }
 
 nlohmann::ordered_json counts_json(const OperatorCounts& c) {
-  return {{"forward", c.forward}, {"backward", c.backward},     {"optimizer", c.optimizer},
-          {"total", c.total()},   {"host_syncs", c.host_syncs}, {"by_operator", c.by_operator}};
+  return {{"forward", c.forward},
+          {"backward", c.backward},
+          {"optimizer", c.optimizer},
+          {"total", c.total()},
+          {"host_syncs", c.host_syncs},
+          {"data_dependent", c.data_dependent},
+          {"index_plans_made", c.index_plans_made},
+          {"by_operator", c.by_operator}};
 }
 
 // --count-ops: the operators of one training step on the path a GPU takes, counted on the CPU.
@@ -340,6 +346,15 @@ int count_ops(const BenchArgs& a, const EngineOptions& engine) {
   if (a.device != "cpu" && a.given("--device"))
     throw Error("--count-ops counts on the CPU the operators a GPU would launch: use --device cpu");
   const ViTConfig config = a.model.config();
+  MemoryPlan plan;  // the larger of the two models the count trains, one after the other
+  plan.config = config;
+  plan.config.depth += 1;
+  plan.engine = with(engine, &EngineOptions::reference, true);
+  plan.training = true;
+  plan.batch = a.batch;
+  plan.batch_option = "--batch";
+  plan.model_option = "--model";
+  check_plan(a.force, plan, c10::Device(c10::kCPU));
   const TrainingOperatorCounts c = count_training_operators(engine, config, a.batch);
   const char* algorithm = projection_algorithm_name(engine.projection);
   if (a.json) {
@@ -356,9 +371,11 @@ int count_ops(const BenchArgs& a, const EngineOptions& engine) {
   std::printf("  one block      forward %lld, backward %lld: %lld\n", (long long)c.block.forward,
               (long long)c.block.backward, (long long)(c.block.forward + c.block.backward));
   std::printf("                 most frequent: %s\n", frequent_operators(c.block, 12).c_str());
-  std::printf("  one step       forward %lld, backward %lld, AdamW %lld: %lld; host synchronisations %lld\n",
-              (long long)c.step.forward, (long long)c.step.backward, (long long)c.step.optimizer,
-              (long long)c.step.total(), (long long)c.step.host_syncs);
+  std::printf("  one step       forward %lld, backward %lld, AdamW %lld: %lld\n", (long long)c.step.forward,
+              (long long)c.step.backward, (long long)c.step.optimizer, (long long)c.step.total());
+  std::printf(
+      "                 host synchronisations %lld, data-dependent shapes %lld, index plans made %lld\n",
+      (long long)c.step.host_syncs, (long long)c.step.data_dependent, (long long)c.step.index_plans_made);
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <torch/nn/functional/loss.h>
 
 #include "cpu/fused_adamw.h"
+#include "nn/offset_buckets.h"
 #include "nn/vit.h"
 #include "train/release_gradients.h"
 
@@ -96,6 +97,10 @@ void count(const std::string& name) {
                                        : c.optimizer)++;
   ++c.by_operator[name];
   if (name == "aten::_local_scalar_dense") ++c.host_syncs;
+  static const std::set<std::string> data_dependent = {
+      "aten::nonzero",    "aten::masked_select",     "aten::unique", "aten::_unique", "aten::_unique2",
+      "aten::unique_dim", "aten::unique_consecutive"};
+  if (data_dependent.count(name)) ++c.data_dependent;
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
@@ -161,10 +166,12 @@ OperatorCounts count_step(const EngineOptions& engine, const ViTConfig& config, 
   const at::Tensor labels = at::randint(config.classes, {batch}, at::kLong);
   training_step(engine, model, adamw, images, labels, nullptr);  // plans and caches made
   OperatorCounts counts;
+  const int64_t plans_before = offset_bucket_plans_made();
   {
     CountingScope scope(counts);
     training_step(engine, model, adamw, images, labels, &scope);
   }
+  counts.index_plans_made = offset_bucket_plans_made() - plans_before;
   return counts;
 }
 
@@ -176,6 +183,8 @@ OperatorCounts operator-(const OperatorCounts& a, const OperatorCounts& b) {
   d.backward = a.backward - b.backward;
   d.optimizer = a.optimizer - b.optimizer;
   d.host_syncs = a.host_syncs - b.host_syncs;
+  d.data_dependent = a.data_dependent - b.data_dependent;
+  d.index_plans_made = a.index_plans_made - b.index_plans_made;
   d.by_operator = a.by_operator;
   for (const auto& [name, n] : b.by_operator)
     if ((d.by_operator[name] -= n) == 0) d.by_operator.erase(name);

@@ -18,6 +18,10 @@ namespace translution {
 struct OperatorCounts {
   int64_t forward = 0, backward = 0, optimizer = 0;
   int64_t host_syncs = 0;  // aten::_local_scalar_dense (a tensor's value read on the host)
+  // Operators whose output size depends on values (aten::nonzero, masked_select, unique):
+  // each waits for the device, and a CUDA graph cannot hold one.
+  int64_t data_dependent = 0;
+  int64_t index_plans_made = 0;                // offset-bucket plans made during the count (cache misses)
   std::map<std::string, int64_t> by_operator;  // name -> count, over the three phases
   int64_t total() const { return forward + backward + optimizer; }
 };
