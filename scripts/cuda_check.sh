@@ -5,8 +5,10 @@
 #   2. runs the CUDA tests (every operator on the GPU against the per-pair reference, the ViT and a
 #      training run on the GPU against the same on the CPU);
 #   3. measures the benchmarks of docs/performance.md's table on the GPU (`translution bench --device cuda`),
-#      TF32 training rows, and the studio's one-canvas latency with and without CUDA graphs;
-#   4. trains a small model on the GPU through the CLI and evaluates it, then again in TF32;
+#      TF32 training rows, the training step read value by value, queued whole and replayed as a CUDA
+#      graph (fp32 and bf16 under autocast), and the studio's one-canvas latency with and without graphs;
+#   4. trains a small model on the GPU through the CLI and evaluates it, then again in TF32, then in bf16
+#      under autocast with each step replayed as a CUDA graph;
 #   5. runs every other test (ctest: core tests and the CLI's end-to-end test).
 # Usage: scripts/cuda_check.sh [OUT_DIR]     (logs and bench.jsonl go there; default build-cuda/check)
 # Environment:
@@ -109,6 +111,18 @@ gpu_benchmarks() {
     "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 || return 1
   done
   "$CLI" bench --model translution "${common[@]}" --mode infer --batch 256 --steps 10 --warmup 3 || return 1
+  # The step read value by value, queued whole, replayed as one CUDA graph; then bf16 under autocast.
+  local s
+  for m in lor translution; do
+    for s in host device graphed; do
+      "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 \
+        --algorithm offset-batched --train-step $s || return 1
+    done
+    for s in device graphed; do
+      "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 \
+        --algorithm offset-batched --train-step $s --precision bf16-autocast || return 1
+    done
+  done
   # TF32 on the tensor cores, against the fp32 rows above (the floor's GEMM measured as TF32 too).
   for m in attention lor translution; do
     "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 --precision tf32 || return 1
@@ -143,7 +157,11 @@ gpu_training() {
     "$CLI" eval --checkpoint "$ckpt" --device cpu --samples 2000 &&
     # The same run in TF32: its accuracy against the fp32 run's above.
     "$CLI" train --device cuda --precision tf32 --model translution --preset tiny --image 28 --patch 7 --depth 2 \
-      --dataset mnist --batch 64 --steps 300 --eval-every 100 --eval-samples 1000 --out "$BUILD/gpu-train-tf32.ckpt"
+      --dataset mnist --batch 64 --steps 300 --eval-every 100 --eval-samples 1000 --out "$BUILD/gpu-train-tf32.ckpt" &&
+    # bf16 under autocast, each step replayed as a CUDA graph: its accuracy against the fp32 run's.
+    "$CLI" train --device cuda --precision bf16-autocast --cuda-graph on --algorithm offset-batched \
+      --model translution --preset tiny --image 28 --patch 7 --depth 2 --dataset mnist --batch 64 --steps 300 \
+      --eval-every 100 --eval-samples 1000 --out "$BUILD/gpu-train-bf16.ckpt"
 }
 
 # The steps run in child shells (under timeout): they see these.

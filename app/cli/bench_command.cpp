@@ -25,6 +25,7 @@
 #include "perf/operator_counts.h"
 #include "perf/studio_latency.h"
 #include "train/training_threads.h"
+#include "util/cuda_graph.h"
 #include "util/device.h"
 #include "util/engine_options.h"
 #include "util/error.h"
@@ -38,6 +39,7 @@ struct BenchArgs {
   ModelOptions model;
   std::string mode = "infer", device = "cpu", algorithm = "auto", last_block = "cls", reassociation = "on";
   std::string kernels = "engine", precision = "fp32", split_batch = "auto", compare, cuda_graph = "on";
+  std::string train_step = "auto";
   std::string checkpoints = kStudioCheckpoints, data_dir = default_mnist_dir();
   int64_t batch = 1;
   int steps = 0, warmup = 2;  // steps 0: the mode's default
@@ -53,7 +55,7 @@ struct BenchArgs {
 EngineOptions bench_engine_options(const BenchArgs& a) {
   if (a.given("--split-batch") && !a.train()) throw Error("--split-batch applies to --mode train");
   EngineOptions engine;
-  engine.reference = a.kernels == "reference";
+  engine.reference = a.kernels == "reference" || a.precision == "bf16-autocast";  // autocast: LibTorch's ops
   engine.matrix_threads = a.matrix_threads >= 0 ? a.matrix_threads : a.mode == "studio" ? 1 : 0;
   engine.projection = parse_projection_algorithm(a.algorithm);
   engine.recompute_pair_rows = a.recompute;
@@ -170,7 +172,9 @@ DensePrecision bench_precision(const BenchArgs& a) {
   if (a.mode == "studio" && a.given("--precision"))
     throw Error("--precision applies to --mode infer and --mode train");
   if (a.mode != "studio" && a.given("--cuda-graph")) throw Error("--cuda-graph applies to --mode studio");
-  const std::string name = a.precision == "tf32" ? "fp32" : a.precision;
+  if (a.precision == "bf16-autocast" && !a.train())
+    throw Error("--precision bf16-autocast is a training step's (LibTorch's ops under autocast)");
+  const std::string name = a.precision == "tf32" || a.precision == "bf16-autocast" ? "fp32" : a.precision;
   if (!a.train() && name == "bf16" && !bf16_weights_available())
     throw Error(
         "--precision bf16 reads the offset matrices as bfloat16 with AVX-512, which this CPU lacks; "
@@ -179,6 +183,27 @@ DensePrecision bench_precision(const BenchArgs& a) {
                                    : name == "bf16" ? DensePrecision::Bf16
                                                     : DensePrecision::Fp32;
   return precision;
+}
+
+// How a training step runs: auto takes the device step where the trainer does (a GPU, or
+// bf16-autocast) unless --compare alternates the host step's settings; graphed needs CUDA graphs.
+std::string bench_train_step(const BenchArgs& a, const BenchOptions& options) {
+  if (!a.train()) {
+    if (a.given("--train-step")) throw Error("--train-step applies to --mode train");
+    return "host";
+  }
+  const bool device_wanted = !options.device.is_cpu() || options.autocast_bf16;
+  const std::string step = a.train_step != "auto"               ? a.train_step
+                           : device_wanted && a.compare.empty() ? "device"
+                                                                : "host";
+  if (step != "host" && !a.compare.empty())
+    throw Error("--compare alternates the host step's settings; use it with --train-step host");
+  if (step == "host" && options.autocast_bf16)
+    throw Error("--precision bf16-autocast runs the device step (--train-step device or graphed)");
+  if (step == "graphed" && !(options.device.is_cuda() && cuda_graphs_supported()))
+    throw Error(
+        "--train-step graphed replays a CUDA graph: it needs --device cuda and a CUDA build of LibTorch 2");
+  return step;
 }
 
 // The run's options for an infer or train run, computing under `engine`.
@@ -201,6 +226,8 @@ BenchOptions bench_options(const BenchArgs& a, const EngineOptions& engine) {
   if (a.precision == "tf32" && !options.device.is_cuda())
     throw Error("--precision tf32 runs on CUDA's tensor cores; on " + options.device.str() +
                 " use fp32 or bf16");
+  options.autocast_bf16 = a.precision == "bf16-autocast";
+  options.train_step = bench_train_step(a, options);
   options.steps = a.steps > 0 ? a.steps : 10;
   options.warmup = a.warmup;
   // bfloat16 copies are read per matrix on the engine's row kernel, whatever the fp32
@@ -276,9 +303,10 @@ void check_bench_memory(const BenchArgs& a, const BenchOptions& options) {
 
 void print_bench(const BenchResult& r, const BenchOptions& options) {
   const ViTConfig& c = options.config;
-  const std::string bf16_note = r.precision != "bf16"     ? ""
-                                : options.mode == "train" ? ", bf16 products (" + r.bf16_kernel + ")"
-                                                          : ", bf16 offset matrices";
+  const std::string bf16_note = r.precision == "bf16-autocast" ? ", LibTorch's ops under autocast to bf16"
+                                : r.precision != "bf16"        ? ""
+                                : options.mode == "train"      ? ", bf16 products (" + r.bf16_kernel + ")"
+                                                               : ", bf16 offset matrices";
   std::printf("%s ViT-%s/%lld %lldx%lld, %s, batch %lld on %s (%d threads)%s\n", c.model.c_str(),
               c.preset.c_str(), (long long)c.patch, (long long)c.image_height, (long long)c.image_width,
               options.mode.c_str(), (long long)options.batch, r.device_name.c_str(), r.threads,
@@ -288,9 +316,12 @@ void print_bench(const BenchResult& r, const BenchOptions& options) {
   if (!options.compare.empty())
     std::printf("  alternating with the other --%s: %.2f ms/step (median of %d)\n", options.compare.c_str(),
                 r.ms_per_step_alternative, options.steps);
+  if (!r.train_step.empty() && r.train_step != "host")
+    std::printf("  the step queued whole on the device%s, its report read once after it\n",
+                r.train_step == "graphed" ? " and replayed as one CUDA graph" : "");
   if (r.optimizer_ms >= 0)
-    std::printf("  forward %.2f ms, backward %.2f ms, optimizer %.2f ms (medians)\n", r.forward_ms,
-                r.backward_ms, r.optimizer_ms);
+    std::printf("  forward %.2f ms, backward %.2f ms, %s %.2f ms (medians)\n", r.forward_ms, r.backward_ms,
+                r.train_step == "host" ? "optimizer" : "guard, clip and AdamW", r.optimizer_ms);
   if (r.peak_memory_bytes >= 0) std::printf("  peak memory %.1f MB\n", r.peak_memory_bytes / 1e6);
   std::printf("  exact work %.2f GFLOP per image forward (last block: %s); achieved %.1f GFLOP/s\n",
               r.exact_flops_per_image / 1e9, r.cls_only_last_block ? "CLS query only" : "every token",
@@ -371,8 +402,9 @@ int count_ops(const BenchArgs& a, const EngineOptions& engine) {
   std::printf("  one block      forward %lld, backward %lld: %lld\n", (long long)c.block.forward,
               (long long)c.block.backward, (long long)(c.block.forward + c.block.backward));
   std::printf("                 most frequent: %s\n", frequent_operators(c.block, 12).c_str());
-  std::printf("  one step       forward %lld, backward %lld, AdamW %lld: %lld\n", (long long)c.step.forward,
-              (long long)c.step.backward, (long long)c.step.optimizer, (long long)c.step.total());
+  std::printf("  one step       forward %lld, backward %lld, guard, clip and AdamW %lld: %lld\n",
+              (long long)c.step.forward, (long long)c.step.backward, (long long)c.step.optimizer,
+              (long long)c.step.total());
   std::printf(
       "                 host synchronisations %lld, data-dependent shapes %lld, index plans made %lld\n",
       (long long)c.step.host_syncs, (long long)c.step.data_dependent, (long long)c.step.index_plans_made);
@@ -428,7 +460,10 @@ void add_bench_command(CLI::App& root, Runners& runners) {
              "a batch's CLS query meets unprojected inputs");
   add_choice(*app, "--kernels", o->kernels, {"engine", "reference"},
              "the engine's kernels or LibTorch's plain ops");
-  add_choice(*app, "--precision", o->precision, {"fp32", "bf16", "tf32"}, "the products' precision");
+  add_choice(*app, "--precision", o->precision, {"fp32", "bf16", "bf16-autocast", "tf32"},
+             "the products: bf16 on the engine's CPU kernels, bf16-autocast on LibTorch's ops (training)");
+  add_choice(*app, "--train-step", o->train_step, {"auto", "host", "device", "graphed"},
+             "training: values read as they come, queued whole, or replayed as a CUDA graph");
   add_matrix_threads(*app, o->matrix_threads);
   app->add_option("--split-batch", o->split_batch, "training: split each step's batch over the cores")
       ->type_name("auto|on|off")

@@ -28,6 +28,7 @@
 #include "train/evaluate.h"
 #include "train/trainer.h"
 #include "train/training_threads.h"
+#include "util/cuda_graph.h"
 #include "util/device.h"
 #include "util/engine_options.h"
 #include "util/error.h"
@@ -42,6 +43,8 @@ struct TrainOptions {
   TrainConfig train;
   std::string device = "auto", data_dir = default_mnist_dir(), out, resume, split_batch = "auto";
   std::string algorithm = "auto";  // how relative projections run (util/engine_options.h)
+  std::string kernels = "engine";  // or "reference": LibTorch's ops alone, each step queued on the device
+  std::string cuda_graph = "off";  // "on": each step replayed as a CUDA graph (train/graphed_train_step.h)
   int64_t stop_at = 0;             // a planned pause: checkpoint, exit 0
   int matrix_threads = 0;
   bool no_final_eval = false, recompute = false, force = false, json = false;
@@ -104,11 +107,36 @@ EngineOptions train_engine_options(const TrainOptions& o) {
   engine.matrix_threads = o.matrix_threads;
   engine.batch_split = parse_batch_split(o.split_batch);
   engine.projection = parse_projection_algorithm(o.algorithm);
+  engine.reference = o.kernels == "reference";
+  if (engine.reference && o.train.precision == "bf16")
+    throw Error(
+        "--kernels reference runs LibTorch's ops; --precision bf16 runs the engine's bfloat16 kernels: use "
+        "one or the other (--precision bf16-autocast runs LibTorch's ops in bfloat16)");
+  if (engine.reference || o.train.precision == "bf16-autocast") {  // the device step runs its batch whole
+    if (engine.batch_split == BatchSplit::On)
+      throw Error("--split-batch on splits the engine kernels' step; LibTorch's ops run each batch whole");
+    engine.batch_split = BatchSplit::Off;
+  }
   if (engine.projection == ProjectionAlgorithm::OffsetBatched && o.train.precision == "bf16")
     throw Error(
         "--algorithm offset-batched computes in fp32 (TF32 on a GPU); --precision bf16 runs the CPU "
         "kernels' bfloat16 products per matrix: use one or the other");
   return engine;
+}
+
+// The device step's settings (train/device_step.h): one process; graphs on a CUDA device of a
+// build that captures.
+void check_device_step(const TrainOptions& o) {
+  const bool graphs = o.cuda_graph == "on";
+  if (o.distributed() && (graphs || o.train.precision == "bf16-autocast"))
+    throw Error(std::string(graphs ? "--cuda-graph on" : "--precision bf16-autocast") +
+                " trains in one process: data-parallel ranks meet between backward and the update");
+  if (!graphs) return;
+  const c10::Device device = parse_device(o.device);
+  if (!device.is_cuda())
+    throw Error("--cuda-graph on replays each step on a CUDA device; this run's device is " + device.str());
+  if (!cuda_graphs_supported())
+    throw Error("--cuda-graph on needs a CUDA build of LibTorch 2 or later; this one cannot capture");
 }
 
 std::unique_ptr<Trainer> make_trainer(const EngineOptions& engine, const TrainOptions& o,
@@ -333,6 +361,7 @@ int train(TrainOptions& o, Parallel& parallel) {
   if (o.nproc > int(std::thread::hardware_concurrency()) && !o.force)
     throw Error("--nproc " + std::to_string(o.nproc) + " is more ranks than this machine's " +
                 std::to_string(std::thread::hardware_concurrency()) + " cores (--force starts them anyway)");
+  check_device_step(o);
   if (o.distributed()) prepare_parallel(o, parallel);
   const EngineOptions engine = train_engine_options(o);
   c10::Device device = parse_device(o.device);
@@ -346,6 +375,7 @@ int train(TrainOptions& o, Parallel& parallel) {
   // Here, on the thread that owns BLAS's setting.
   const TrainingThreads threads(trainer->engine(), trainer->model(), device);
   trainer->set_batch_shares(threads.batch_shares());
+  trainer->set_cuda_graphs(o.cuda_graph == "on");
   if (speaks && threads.batch_shares() > 1)
     std::fprintf(stderr,
                  "each step's batch is split over %d cores (--split-batch off splits the products instead)\n",
@@ -408,7 +438,9 @@ void add_schedule_options(CLI::App& app, TrainConfig& t) {
   app.add_option("--eval-samples", t.eval_samples, "test digits per held-out evaluation")
       ->capture_default_str();
   app.add_option("--checkpoint-every", t.checkpoint_every, "steps between checkpoint writes (0: at the end)");
-  add_choice(app, "--precision", t.precision, {"fp32", "bf16", "tf32"}, "the dense layers' products");
+  add_choice(app, "--precision", t.precision, {"fp32", "bf16", "bf16-autocast", "tf32"},
+             "the products: bf16 on the engine's CPU kernels, bf16-autocast on LibTorch's ops (CPU or "
+             "CUDA), tf32 on CUDA");
 }
 
 void add_distributed_options(CLI::App& app, TrainOptions& o) {
@@ -456,6 +488,9 @@ void add_train_command(CLI::App& root, Runners& runners) {
       ->capture_default_str();
   add_choice(*app, "--algorithm", o->algorithm, {"auto", "per-matrix", "all-tokens", "offset-batched"},
              "how relative projections run (same numbers, different work)");
+  add_choice(*app, "--kernels", o->kernels, {"engine", "reference"},
+             "the engine's kernels, or LibTorch's ops with each step queued on the device");
+  add_choice(*app, "--cuda-graph", o->cuda_graph, {"on", "off"}, "replay each step as a CUDA graph");
   app->add_flag("--force", o->force, kForceHelp);
   app->add_flag("--json", o->json, "print JSON lines: evaluations and the outcome");
   add_distributed_options(*app, *o);

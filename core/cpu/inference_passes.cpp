@@ -11,6 +11,7 @@
 #include "cpu/layer_norm_rows.h"
 #include "cpu/training_passes.h"
 #include "util/engine_options.h"
+#include "util/full_precision.h"
 
 namespace translution {
 
@@ -42,10 +43,11 @@ bool fused_inference_applies(const EngineOptions& engine, std::initializer_list<
 at::Tensor normalize(const EngineOptions& engine, torch::nn::LayerNorm& layer, const at::Tensor& x) {
   const auto& shape = layer->options.normalized_shape();
   const at::Tensor &gamma = layer->weight, &beta = layer->bias;
-  if (shape.size() != 1 || x.dim() < 1 || x.size(-1) != shape[0] || x.numel() == 0) return layer->forward(x);
+  if (shape.size() != 1 || x.dim() < 1 || x.size(-1) != shape[0] || x.numel() == 0)
+    return layer->forward(full_precision(x));
   if (gamma.defined() && beta.defined() && training_kernels_apply(engine, {&x, &gamma, &beta}))
     return trained_layer_norm(engine, x, gamma, beta, layer->options.eps());
-  if (!fused_inference_applies(engine, {&x, &gamma, &beta})) return layer->forward(x);
+  if (!fused_inference_applies(engine, {&x, &gamma, &beta})) return layer->forward(full_precision(x));
   at::Tensor y = at::empty_like(x);
   const int64_t n = shape[0], rows = n ? x.numel() / n : 0;
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "normalize", [&] {

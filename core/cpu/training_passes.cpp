@@ -13,6 +13,7 @@
 #include "cpu/layer_norm_rows.h"
 #include "cpu/vector_math.h"
 #include "util/engine_options.h"
+#include "util/full_precision.h"
 #include "util/kept_options.h"
 
 namespace translution {
@@ -182,7 +183,7 @@ bool training_kernels_apply(const EngineOptions& engine, std::initializer_list<c
 }
 
 at::Tensor trained_gelu(const EngineOptions& engine, const at::Tensor& x) {
-  if (!training_kernels_apply(engine, {&x})) return at::gelu(x);
+  if (!training_kernels_apply(engine, {&x})) return at::gelu(full_precision(x));
   return Gelu::apply(x, engine);
 }
 

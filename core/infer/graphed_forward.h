@@ -10,7 +10,8 @@
 //
 // The graph reads its input from, and writes its outputs to, the same device
 // tensors on every replay, so a caller copies what it keeps before the next run.
-// Available with a CUDA build of LibTorch 2 or later (cuda_graphs_supported()).
+// Available with a CUDA build of LibTorch 2 or later (util/cuda_graph.h's
+// cuda_graphs_supported()).
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,12 +19,10 @@
 #include <ATen/core/Tensor.h>
 
 #include "nn/vit.h"
+#include "util/cuda_graph.h"
 #include "util/engine_options.h"
 
 namespace translution {
-
-// Whether this build can capture CUDA graphs (a CUDA LibTorch, version 2 or later).
-bool cuda_graphs_supported();
 
 // The captured forward's outputs: views of the graph's own memory.
 struct GraphedOutputs {
@@ -48,11 +47,10 @@ class GraphedForward {
   const GraphedOutputs& run(const at::Tensor& images);
 
  private:
-  struct Capture;  // the CUDA graph and its stream, where the build has them
   ViT model_;
   at::Tensor input_;
   GraphedOutputs outputs_;
-  std::unique_ptr<Capture> capture_;
+  std::unique_ptr<CudaGraph> graph_;
 };
 
 }  // namespace translution

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "cpu/head_attention.h"
+#include "util/full_precision.h"
 
 namespace translution {
 
@@ -21,7 +22,7 @@ at::Tensor attention_logits(const EngineOptions& engine, const at::Tensor& q, co
 at::Tensor attention_softmax(const EngineOptions& engine, const at::Tensor& logits_in,
                              const at::Tensor& valid, double divisor) {
   if (at::Tensor fast = head_softmax(engine, logits_in, valid, divisor); fast.defined()) return fast;
-  const at::Tensor logits = divisor == 1.0 ? logits_in : logits_in / divisor;
+  const at::Tensor logits = divisor == 1.0 ? full_precision(logits_in) : full_precision(logits_in) / divisor;
   if (!valid.defined()) return at::softmax(logits, -1);
   return at::softmax(logits.masked_fill(valid.logical_not(), -std::numeric_limits<double>::infinity()), -1);
 }

@@ -9,6 +9,7 @@
 #include "cpu/pair_matrices.h"
 #include "nn/pair_rows.h"
 #include "nn/relative_projection.h"
+#include "util/autocast_scope.h"
 #include "util/engine_options.h"
 #include "util/kept_options.h"
 
@@ -100,10 +101,13 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
 at::Tensor relative_logits(const EngineOptions& engine, const PairOrder& o, const at::Tensor& q_input,
                            const at::Tensor& q_bank, const at::Tensor& k_input, const at::Tensor& k_bank,
                            int64_t heads) {
-  return RelativeLogits::apply(
-      q_input, bank_or_empty(q_bank, q_input), k_input, bank_or_empty(k_bank, k_input), o.pair_of_row,
-      o.query_of_row, o.source_of_row, o.entry_offset, heads, o.queries,
-      training_in_bf16(engine, {&q_input, &q_bank, &k_input, &k_bank}), reads_weight_copies(), engine);
+  // Under autocast the products run in its dtype throughout (util/autocast_scope.h).
+  const at::Tensor q_in = autocast_input(q_input), q_w = autocast_input(q_bank),
+                   k_in = autocast_input(k_input), k_w = autocast_input(k_bank);
+  return RelativeLogits::apply(q_in, bank_or_empty(q_w, q_in), k_in, bank_or_empty(k_w, k_in), o.pair_of_row,
+                               o.query_of_row, o.source_of_row, o.entry_offset, heads, o.queries,
+                               training_in_bf16(engine, {&q_in, &q_w, &k_in, &k_w}), reads_weight_copies(),
+                               engine);
 }
 
 }  // namespace translution

@@ -9,6 +9,7 @@
 #include "cpu/pair_matrices.h"
 #include "nn/pair_rows.h"
 #include "nn/relative_projection.h"
+#include "util/autocast_scope.h"
 #include "util/engine_options.h"
 #include "util/kept_options.h"
 
@@ -111,9 +112,11 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
 
 at::Tensor relative_values(const EngineOptions& engine, const PairOrder& o, const at::Tensor& alpha,
                            const at::Tensor& input, const at::Tensor& bank, bool head_sliced) {
-  return RelativeValues::apply(alpha, input, bank, o.pair_of_row, o.query_of_row, o.source_of_row,
-                               o.entry_offset, head_sliced, training_in_bf16(engine, {&alpha, &input, &bank}),
-                               reads_weight_copies(), engine);
+  // Under autocast the products run in its dtype throughout (util/autocast_scope.h).
+  const at::Tensor a = autocast_input(alpha), x = autocast_input(input), w = autocast_input(bank);
+  return RelativeValues::apply(a, x, w, o.pair_of_row, o.query_of_row, o.source_of_row, o.entry_offset,
+                               head_sliced, training_in_bf16(engine, {&a, &x, &w}), reads_weight_copies(),
+                               engine);
 }
 
 }  // namespace translution

@@ -23,7 +23,9 @@
 #include "cpu/helper_threads.h"
 #include "nn/model_cost.h"
 #include "nn/vit.h"
+#include "train/device_step.h"
 #include "train/forward_backward.h"
+#include "train/graphed_train_step.h"
 #include "train/release_gradients.h"
 #include "train/training_threads.h"
 #include "util/cpu_steal.h"
@@ -124,7 +126,11 @@ BenchResult describe_run(const BenchOptions& options) {
   result.fused_inference = !engine.reference;
   result.training_kernels = !engine.reference;
   result.grouped_projections = !engine.reference;
-  result.precision = dense_precision_name(engine.precision);  // inference: bfloat16 offset matrices (below)
+  result.precision = options.autocast_bf16 ? "bf16-autocast" : dense_precision_name(engine.precision);
+  result.train_step = options.mode == "train" ? options.train_step : "";
+  if (options.mode == "train" && options.train_step != "host" && options.train_step != "device" &&
+      options.train_step != "graphed")
+    throw Error("--train-step must be host, device or graphed, got '" + options.train_step + "'");
   result.matrix_threads = matrix_threads(engine);
   result.freed_memory = freed_memory_name(freed_memory());
   result.device_name = device_description(options.device);
@@ -141,8 +147,10 @@ struct BenchRun {
   at::Tensor images, labels;
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::optional<Bf16Weights> bf16_weights;  // made before the steps, so that no timed step pays for the copy
-  std::vector<double> phase_ms[3];          // training steps are timed by phase too
-  bool alternative = false;                 // the next steps run under options.alternative
+  std::unique_ptr<DeviceStep> device_step;  // train_step "device" or "graphed"
+  std::unique_ptr<GraphedTrainStep> graphed_step;  // captured by the first step
+  std::vector<double> phase_ms[3];                 // training steps are timed by phase too
+  bool alternative = false;                        // the next steps run under options.alternative
 
   explicit BenchRun(const BenchOptions& o) : options(o), model(o.config), train(o.mode == "train") {
     model->to(o.device);
@@ -153,6 +161,8 @@ struct BenchRun {
     labels = at::randint(c.classes, {o.batch}, opts.dtype(at::kLong));
     const auto adamw = torch::optim::AdamWOptions(3e-4).weight_decay(0.05);
     optimizer = make_adamw(o.engine, model->parameters(), adamw);
+    if (train && o.train_step != "host")
+      device_step = std::make_unique<DeviceStep>(o.engine, model, *optimizer, 1.0, o.autocast_bf16);
     if (train)
       model->train();
     else
@@ -186,10 +196,28 @@ struct BenchRun {
       if (timed) phase_ms[phase].push_back(seconds_since(t) * 1e3);
       t = Clock::now();
     };
+    if (device_step) return queue_device_step(lap);
     release_gradients(*optimizer);
     forward_backward(engine, model, images, labels, training_threads->batch_shares(), [&] { lap(0); });
     lap(1);
     optimizer->step();
+    lap(2);
+  }
+
+  // The device step, its phases timed where it runs eagerly (a graph's replay is one launch).
+  template <typename Lap>
+  void queue_device_step(Lap& lap) {
+    if (options.train_step == "graphed" && !graphed_step)
+      graphed_step = std::make_unique<GraphedTrainStep>(*device_step, images, labels);
+    device_step->set_lr(3e-4);
+    if (graphed_step) {
+      device_step->finish(graphed_step->run(images, labels));
+      return;
+    }
+    const at::Tensor report = device_step->run(images, labels, [&](StepPart part) {
+      if (part != StepPart::Forward) lap(part == StepPart::Backward ? 0 : 1);
+    });
+    device_step->finish(report);
     lap(2);
   }
 };
@@ -341,6 +369,7 @@ std::string BenchResult::to_json() const {
                                       {"fraction_of_floor", rounded(fraction_of_floor, 4)},
                                       {"steps", options.steps},
                                       {"algorithm", algorithm},
+                                      {"train_step", train_step},
                                       {"recompute", recompute},
                                       {"optimizer", kernels == "reference" ? "adamw" : "fused-adamw"},
                                       {"last_block", cls_only_last_block ? "cls" : "all"},

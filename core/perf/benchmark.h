@@ -31,6 +31,11 @@ struct BenchOptions {
   // (cpu/bf16_weights.h; bf16_weights here is not read).
   EngineOptions engine;
   std::string mode = "infer";  // "infer": forward without grad; "train": forward, backward, AdamW step
+  // Training: "host" (forward_backward, the NaN checks read as they come, the optimizer's step),
+  // "device" (train/device_step.h: queued whole, its report read once after it) or "graphed"
+  // (the device step replayed as a CUDA graph, train/graphed_train_step.h).
+  std::string train_step = "host";
+  bool autocast_bf16 = false;  // the device step's forward under autocast to bfloat16
   int64_t batch = 1;
   c10::Device device{c10::kCPU};
   int warmup = 2;
@@ -67,6 +72,7 @@ struct BenchResult {
                           // (util/cpu_steal.h; -1: unknown or too short to count)
   int threads = 1;
   std::string algorithm;            // how relative projections were computed
+  std::string train_step;           // training: host, device or graphed (BenchOptions)
   bool recompute = false;           // pair rows recomputed in backward
   bool cls_only_last_block = true;  // the last block for the CLS query alone (nn/vit.h)
   bool reassociation = true;  // self-attention's and LoR's CLS query in a batch meets the unprojected inputs

@@ -7,10 +7,9 @@
 #include <ATen/record_function.h>
 #include <torch/nn/functional/loss.h>
 
-#include "cpu/fused_adamw.h"
 #include "nn/offset_buckets.h"
 #include "nn/vit.h"
-#include "train/release_gradients.h"
+#include "train/device_step.h"
 
 namespace translution {
 namespace {
@@ -104,6 +103,7 @@ void count(const std::string& name) {
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  observer.counts->seen.insert(fn.name());
   const bool opens = observer.inside_multi_tensor == 0 && multi_tensor(fn.name());
   if (opens) count(fn.name());
   if (opens || observer.inside_multi_tensor > 0) ++observer.inside_multi_tensor;
@@ -145,31 +145,26 @@ class CountingScope {
   at::CallbackHandle handle_;
 };
 
-// One step: forward, mean cross-entropy, backward, AdamW's multi-tensor update.
-void training_step(const EngineOptions& engine, ViT& model, FusedAdamW& adamw, const at::Tensor& images,
-                   const at::Tensor& labels, CountingScope* scope) {
-  release_gradients(adamw);
-  if (scope) scope->phase(Phase::Forward);
-  const at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(engine, images), labels);
-  if (scope) scope->phase(Phase::Backward);
-  loss.backward();
-  if (scope) scope->phase(Phase::Optimizer);
-  adamw.multi_tensor_step();
-}
-
 OperatorCounts count_step(const EngineOptions& engine, const ViTConfig& config, int64_t batch) {
   at::manual_seed(0);
   ViT model(config);
   model->train();
-  FusedAdamW adamw(model->parameters(), torch::optim::AdamWOptions(3e-4).weight_decay(0.05), engine);
+  torch::optim::AdamW adamw(model->parameters(), torch::optim::AdamWOptions(3e-4).weight_decay(0.05));
+  DeviceStep step(engine, model, adamw, 1.0);
   const at::Tensor images = at::randn({batch, config.channels, config.image_height, config.image_width});
   const at::Tensor labels = at::randint(config.classes, {batch}, at::kLong);
-  training_step(engine, model, adamw, images, labels, nullptr);  // plans and caches made
+  step.set_lr(3e-4);
+  step.finish(step.run(images, labels));  // plans and caches made
+  step.set_lr(3e-4);
   OperatorCounts counts;
   const int64_t plans_before = offset_bucket_plans_made();
   {
     CountingScope scope(counts);
-    training_step(engine, model, adamw, images, labels, &scope);
+    step.run(images, labels, [&](StepPart part) {
+      scope.phase(part == StepPart::Forward    ? Phase::Forward
+                  : part == StepPart::Backward ? Phase::Backward
+                                               : Phase::Optimizer);
+    });
   }
   counts.index_plans_made = offset_bucket_plans_made() - plans_before;
   return counts;
@@ -186,6 +181,7 @@ OperatorCounts operator-(const OperatorCounts& a, const OperatorCounts& b) {
   d.data_dependent = a.data_dependent - b.data_dependent;
   d.index_plans_made = a.index_plans_made - b.index_plans_made;
   d.by_operator = a.by_operator;
+  d.seen = a.seen;
   for (const auto& [name, n] : b.by_operator)
     if ((d.by_operator[name] -= n) == 0) d.by_operator.erase(name);
   return d;

@@ -8,6 +8,7 @@
 // projection algorithm as given, and AdamW's multi-tensor step.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include "nn/vit_config.h"
@@ -23,6 +24,7 @@ struct OperatorCounts {
   int64_t data_dependent = 0;
   int64_t index_plans_made = 0;                // offset-bucket plans made during the count (cache misses)
   std::map<std::string, int64_t> by_operator;  // name -> count, over the three phases
+  std::set<std::string> seen;                  // every operator begun, at any depth, counted or not
   int64_t total() const { return forward + backward + optimizer; }
 };
 
@@ -30,7 +32,7 @@ struct OperatorCounts {
 OperatorCounts operator-(const OperatorCounts& a, const OperatorCounts& b);
 
 struct TrainingOperatorCounts {
-  OperatorCounts step;   // one training step of the model: forward, cross-entropy, backward, AdamW
+  OperatorCounts step;   // one training step: forward, cross-entropy, backward, guard, clip, AdamW
   OperatorCounts block;  // one block of it, every token through it (forward and backward)
 };
 

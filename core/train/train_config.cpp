@@ -87,8 +87,8 @@ void TrainConfig::validate() const {
   at_least("weight_decay", weight_decay, 0);
   at_least("clip_norm", clip_norm, 0);
   at_least("min_lr", min_lr, 0);
-  if (!valid_dense_precision_name(precision) && precision != "tf32")
-    throw Error("training: precision must be fp32, bf16 or tf32, got '" + precision + "'");
+  if (!valid_dense_precision_name(precision) && precision != "tf32" && precision != "bf16-autocast")
+    throw Error("training: precision must be fp32, bf16, bf16-autocast or tf32, got '" + precision + "'");
   if (!(lr > 0)) throw Error("training: lr must be positive, got " + format_double(lr));
   if (min_lr > lr)
     throw Error("training: min_lr (" + format_double(min_lr) + ") exceeds lr (" + format_double(lr) + ")");

@@ -23,8 +23,10 @@ struct TrainConfig {
   int64_t eval_every = 0;        // steps between held-out evaluations; 0: once per epoch
   int64_t eval_samples = 2000;   // test digits used by those evaluations (0: all)
   int64_t checkpoint_every = 0;  // steps between checkpoint writes; 0: only at the end
-  std::string precision =
-      "fp32";  // the dense layers' products: fp32 | bf16 (CPU, cpu/bf16_gemm.h) | tf32 (CUDA)
+  // The products' precision: fp32 | bf16 (the CPU kernels' bfloat16 products, cpu/bf16_gemm.h)
+  // | bf16-autocast (LibTorch's ops under autocast to bfloat16, CPU or CUDA: train/device_step.h)
+  // | tf32 (CUDA).
+  std::string precision = "fp32";
 
   int64_t steps_per_epoch() const;  // ceil(train digits / batch)
   int64_t total_steps() const;

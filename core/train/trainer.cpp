@@ -15,8 +15,10 @@
 #include "cpu/fused_adamw.h"
 #include "data/batches.h"
 #include "dist/data_parallel.h"
+#include "train/device_step.h"
 #include "train/evaluate.h"
 #include "train/forward_backward.h"
+#include "train/graphed_train_step.h"
 #include "train/lr_schedule.h"
 #include "train/release_gradients.h"
 #include "util/device.h"
@@ -91,6 +93,7 @@ DensePrecision run_precision(const TrainConfig& config, const c10::Device& devic
   if (config.precision == "bf16" && !device.is_cpu())
     throw Error("training: precision bf16 runs on the CPU's bfloat16 units; on " + device.str() +
                 " use precision fp32 or tf32");
+  if (config.precision == "bf16-autocast") return DensePrecision::Fp32;  // autocast casts the products
   if (config.precision == "tf32") {
     if (!device.is_cuda())
       throw Error("training: precision tf32 runs on CUDA's tensor cores; on the CPU use fp32 or bf16");
@@ -107,6 +110,7 @@ Trainer::Trainer(const EngineOptions& engine, const ViTConfig& model, const Trai
   model_config_.validate();
   config_.validate();
   engine_.precision = run_precision(config_, device_);
+  engine_.reference = engine_.reference || autocast();
   load_data();
   model_ = seeded_vit(model_config_, uint64_t(config_.seed));
   model_->to(device_);
@@ -121,6 +125,7 @@ Trainer::Trainer(const EngineOptions& engine, Checkpoint checkpoint, std::string
   TrainingState& s = *checkpoint.training;
   config_ = s.config;
   engine_.precision = run_precision(config_, device_);
+  engine_.reference = engine_.reference || autocast();
   load_data();
   model_ = checkpoint.model;
   model_->to(device_);
@@ -211,6 +216,50 @@ TrainProgress Trainer::train_step() {
   if (parallel_) indices = parallel_->share(indices);
   model_->train();
   const ScopedTf32 tf32(config_.precision == "tf32");
+  if (steps_on_device()) {
+    const at::Tensor report = queue_device_step(indices, p.lr);  // makes the step on first use
+    const StepReport r = device_step_->finish(report);
+    p.loss = r.loss;
+    p.accuracy = r.accuracy;
+    if (!r.applied)
+      return diverged(p, std::isfinite(r.loss) ? "the gradient norm" : "the loss",
+                      std::isfinite(r.loss) ? r.grad_norm : r.loss);
+  } else if (!host_step(p, indices, batch_images)) {
+    return p;
+  }
+  ++step_;
+  p.step = step_;
+  p.epoch = double(step_) / double(config_.steps_per_epoch());
+  return p;
+}
+
+// One step queued on the device, replayed from its graph where there is one for its shape.
+at::Tensor Trainer::queue_device_step(const std::vector<int64_t>& indices, double lr) {
+  if (!device_step_)
+    device_step_ = std::make_unique<DeviceStep>(engine_, model_, *optimizer_, config_.clip_norm, autocast());
+  const Batch batch = make_batch(*train_set_, indices, device_);
+  const bool graphed = cuda_graphs_ && int64_t(indices.size()) == config_.batch;
+  if (graphed && !graphed_step_)
+    graphed_step_ = std::make_unique<GraphedTrainStep>(*device_step_, batch.images, batch.labels);
+  device_step_->set_lr(lr);  // after a capture, which leaves the update off
+  if (graphed) return graphed_step_->run(batch.images, batch.labels);
+  return device_step_->run(batch.images, batch.labels);
+}
+
+// LibTorch's ops on any device, or a GPU: the step whose shape a GPU wants (train/device_step.h),
+// its batch whole. The CPU kernels' step splits its batch over the cores, and data-parallel ranks
+// meet between backward and the update: those keep the host step.
+bool Trainer::steps_on_device() const { return !parallel_ && (engine_.reference || !device_.is_cpu()); }
+
+TrainProgress Trainer::diverged(TrainProgress p, const std::string& what, double value) const {
+  p.event = TrainProgress::Event::Diverged;
+  p.message = what + " became " + format_double(value) + " at step " + std::to_string(step_ + 1);
+  return p;
+}
+
+// Forward, backward and the update, each value read on the host as it comes. False (with p
+// set to Diverged) where the loss or the gradients' norm is not finite: no update is made.
+bool Trainer::host_step(TrainProgress& p, const std::vector<int64_t>& indices, int64_t batch_images) {
   set_lr(*optimizer_, p.lr);
   release_gradients(*optimizer_);
   // A share whose loss is not finite skips its backward (train/forward_backward.h); then no step is taken.
@@ -222,23 +271,18 @@ TrainProgress Trainer::train_step() {
   }
   if (parallel_) add_other_shares(p, double(indices.size()), batch_images);
   if (!std::isfinite(p.loss)) {
-    p.event = TrainProgress::Event::Diverged;
-    p.message = "the loss became " + format_double(p.loss) + " at step " + std::to_string(step_ + 1);
-    return p;
+    p = diverged(p, "the loss", p.loss);
+    return false;
   }
   const double norm = config_.clip_norm > 0
                           ? torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.clip_norm)
                           : 0.0;
   if (!std::isfinite(norm)) {
-    p.event = TrainProgress::Event::Diverged;
-    p.message = "the gradient norm became " + format_double(norm) + " at step " + std::to_string(step_ + 1);
-    return p;
+    p = diverged(p, "the gradient norm", norm);
+    return false;
   }
   optimizer_->step();
-  ++step_;
-  p.step = step_;
-  p.epoch = double(step_) / double(config_.steps_per_epoch());
-  return p;
+  return true;
 }
 
 // The batch's loss and accuracy from every rank's share, and every rank's gradients
@@ -255,6 +299,8 @@ void Trainer::add_other_shares(TrainProgress& p, double images, int64_t batch_im
 bool Trainer::stop_agreed() { return parallel_ ? parallel_->any(stop_) : bool(stop_); }
 
 void Trainer::set_data_parallel(std::shared_ptr<DataParallel> parallel) {
+  if (parallel && autocast())
+    throw Error("precision bf16-autocast trains in one process (its step is queued whole on the device)");
   parallel_ = std::move(parallel);
   if (!parallel_) return;
   std::vector<at::Tensor> state = model_->parameters();

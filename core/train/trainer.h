@@ -9,6 +9,13 @@
 // checkpoint on disk is then the last good one. A state holding NaN or infinity
 // (weights or AdamW moments) is never written as a checkpoint.
 //
+// Two kinds of step, the same update: on a GPU, and wherever the engine runs
+// LibTorch's ops alone (EngineOptions::reference), the step is queued on the device
+// and its loss, accuracy and NaN flag read once after it (train/device_step.h); on
+// the CPU's kernels, and in a data-parallel run, each value is read as it comes and
+// a batch may split over the cores (train/forward_backward.h). Precision
+// bf16-autocast runs LibTorch's ops (the device step) under autocast to bfloat16.
+//
 // On CPU a run is a pure function of its configs: the batch order of each epoch
 // comes from (seed, epoch), so a run resumed from a checkpoint takes exactly the
 // steps the uninterrupted run would have taken.
@@ -31,6 +38,8 @@
 namespace translution {
 
 class DataParallel;
+class DeviceStep;
+class GraphedTrainStep;
 
 struct TrainProgress {
   enum class Event { Step, Evaluated, Paused, Resumed, Checkpointed, Finished, Stopped, Diverged };
@@ -67,6 +76,12 @@ class Trainer {
   // the whole batch on this thread with the engine's own splits.
   void set_batch_shares(int shares) { batch_shares_ = shares < 1 ? 1 : shares; }
 
+  // Replays each full batch's step as one CUDA graph (train/graphed_train_step.h),
+  // captured by the first step; a short last batch runs eagerly. Only on a CUDA device
+  // with a build that captures (util/cuda_graph.h), outside data-parallel runs; a
+  // capture that fails ends run() with an Error naming why (the weights untouched).
+  void set_cuda_graphs(bool on) { cuda_graphs_ = on; }
+
   // Trains as one rank of a data-parallel run (dist/data_parallel.h): takes rank 0's
   // weights now, then each step runs this rank's share of the batch and averages the
   // gradients over the ranks. Only rank 0 evaluates and writes checkpoints (give the
@@ -100,6 +115,11 @@ class Trainer {
   std::vector<int64_t> batch_indices(int64_t step);
   bool wait_while_paused(const TrainCallback& callback);
   TrainProgress train_step();
+  bool steps_on_device() const;
+  bool autocast() const { return config_.precision == "bf16-autocast"; }
+  at::Tensor queue_device_step(const std::vector<int64_t>& indices, double lr);
+  bool host_step(TrainProgress& p, const std::vector<int64_t>& indices, int64_t batch_images);
+  TrainProgress diverged(TrainProgress p, const std::string& what, double value) const;
   bool stop_agreed();
   void add_other_shares(TrainProgress& p, double images, int64_t batch_images);
   [[noreturn]] void fail_after_peer(const std::exception& failure, const TrainCallback& callback);
@@ -113,6 +133,9 @@ class Trainer {
   c10::Device device_;
   ViT model_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<DeviceStep> device_step_;  // made by the first step that runs on the device
+  std::unique_ptr<GraphedTrainStep> graphed_step_;
+  bool cuda_graphs_ = false;
   std::unique_ptr<CanvasDataset> train_set_, test_set_;
   int batch_shares_ = 1;
   std::shared_ptr<DataParallel> parallel_;

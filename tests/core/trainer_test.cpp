@@ -57,11 +57,21 @@ void expect_same_weights(ViT a, ViT b) {
 
 TEST(Trainer, StoppedAndResumedRunEndsAtTheSameWeights) {
   ASSERT_FALSE(mnist_dir().empty()) << "TRANSLUTION_DATA is not set";
-  // The last case draws new positions every epoch (on a canvas with room for them):
-  // the stop falls inside epoch 1.
-  const std::vector<std::pair<std::string, bool>> cases = {
-      {"translution", false}, {"lor", false}, {"attention", false}, {"attention", true}};
-  for (const auto& [name, fresh] : cases) {
+  // One case draws new positions every epoch (on a canvas with room for them): the
+  // stop falls inside epoch 1. The last steps on the device (train/device_step.h):
+  // LibTorch's ops alone, the step counts resumed from the checkpoint.
+  struct Case {
+    std::string name;
+    bool fresh;
+    EngineOptions engine;
+  };
+  const std::vector<Case> cases = {{"translution", false, {}},
+                                   {"lor", false, {}},
+                                   {"attention", false, {}},
+                                   {"attention", true, {}},
+                                   {"translution", false, test_support::reference_options()}};
+  for (const auto& [name, fresh, engine] : cases) {
+    SCOPED_TRACE(name + (engine.reference ? " on the device step" : ""));
     TempDir dir;
     TrainConfig run = small_run();
     run.fresh_positions = fresh;
@@ -70,10 +80,10 @@ TEST(Trainer, StoppedAndResumedRunEndsAtTheSameWeights) {
       model.image_height = model.image_width = 42;
       model.patch = 14;
     }
-    Trainer straight(EngineOptions{}, model, run, mnist_dir(), c10::kCPU);
+    Trainer straight(engine, model, run, mnist_dir(), c10::kCPU);
     EXPECT_EQ(straight.run([](const TrainProgress&) {}), Event::Finished);
 
-    Trainer first(EngineOptions{}, model, run, mnist_dir(), c10::kCPU);
+    Trainer first(engine, model, run, mnist_dir(), c10::kCPU);
     first.set_checkpoint_path(dir.file("run.ckpt"));
     const Event e = first.run([&](const TrainProgress& p) {
       if (p.event == Event::Step && p.step == 5) first.stop();
@@ -81,7 +91,7 @@ TEST(Trainer, StoppedAndResumedRunEndsAtTheSameWeights) {
     EXPECT_EQ(e, Event::Stopped);
     EXPECT_EQ(first.step(), 5);
 
-    Trainer resumed(EngineOptions{}, load_checkpoint(dir.file("run.ckpt")), mnist_dir(), c10::kCPU);
+    Trainer resumed(engine, load_checkpoint(dir.file("run.ckpt")), mnist_dir(), c10::kCPU);
     EXPECT_EQ(resumed.step(), 5);
     EXPECT_EQ(resumed.run([](const TrainProgress&) {}), Event::Finished);
     EXPECT_EQ(resumed.step(), 10);
@@ -255,8 +265,10 @@ TEST(Trainer, SplitBatchTrainsTheSameRun) {
 
 TEST(Trainer, DivergenceStopsBeforeTheBadStepAndKeepsTheLastGoodCheckpoint) {
   ASSERT_FALSE(mnist_dir().empty());
-  for (const int shares : {1, 2}) {
-    SCOPED_TRACE(shares);
+  // Two shares on the host step, one on it and one on the device step (its NaN flag read after the step).
+  for (const auto& [shares, engine] :
+       std::vector<std::pair<int, EngineOptions>>{{1, {}}, {2, {}}, {1, test_support::reference_options()}}) {
+    SCOPED_TRACE(std::to_string(shares) + (engine.reference ? " on the device step" : ""));
     TempDir dir;
     TrainConfig t = small_run();
     t.lr = 1e30;  // AdamW steps of ~1e30 overflow the activations within a few steps
@@ -264,7 +276,7 @@ TEST(Trainer, DivergenceStopsBeforeTheBadStepAndKeepsTheLastGoodCheckpoint) {
     t.clip_norm = 0;
     t.checkpoint_every = 1;
     t.steps = 30;
-    Trainer trainer(EngineOptions{}, small_model("attention"), t, mnist_dir(), c10::kCPU);
+    Trainer trainer(engine, small_model("attention"), t, mnist_dir(), c10::kCPU);
     trainer.set_batch_shares(shares);
     trainer.set_checkpoint_path(dir.file("run.ckpt"));
     std::string message;

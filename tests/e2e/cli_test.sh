@@ -401,10 +401,11 @@ cat "$work/oom.err"
 for command in train bench eval sweep predict; do
   check "$command --help documents --force" bash -c "\"$cli\" $command --help | grep -qE -- '--force +skips the memory check'"
 done
-# --help is a plain option list, one line an option; it exits 0 wherever it appears.
+# --help is a plain option list, one line an option (two where its name and choices are long), not
+# documentation; it exits 0 wherever it appears. train has the most options, 45.
 help=$("$cli" train --help)
 check "train --help exits 0" test $? -eq 0
-check "train --help is short ($(wc -l <<<"$help") lines)" test "$(wc -l <<<"$help")" -lt 56
+check "train --help is short ($(wc -l <<<"$help") lines)" test "$(wc -l <<<"$help")" -lt 62
 check "--help after other options shows the command's help" bash -c "\"$cli\" bench --model lor --help | grep -q -- '--kernels'"
 check "translution without a command prints its help and exits 2" bash -c "out=\$(\"$cli\"); test \$? -eq 2 && grep -q 'Subcommands:' <<<\"\$out\""
 check "an unknown option is one line naming it" bash -c "out=\$(\"$cli\" train --model lor --out x.ckpt --bogus 2>&1); test \$? -eq 1 && test \$(wc -l <<<\"\$out\") -eq 1 && grep -q '^error: .*--bogus' <<<\"\$out\""
