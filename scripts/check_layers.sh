@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The engine's layers, checked from the source: each directory of core/ includes only
-# the layers beneath it (util < cpu < nn < the rest), core/ never includes Qt or the
-# studio, and the operators in core/nn hold no raw-memory machinery (they ask core/cpu).
+# the layers beneath it (util < cpu, gpu < nn < the rest; gpu wraps cuda's kernels), core/
+# never includes Qt or the studio, and the operators in core/nn hold no raw-memory
+# machinery (they ask core/cpu).
 # Prints one line per breach and exits 1 if there is any.
 # Usage: scripts/check_layers.sh [tree]   (default: this checkout)
 set -uo pipefail
@@ -30,6 +31,7 @@ includes util 'util'
 includes cpu 'cpu|util'
 includes nn 'nn|cpu|util'
 includes cuda 'cuda'
+includes gpu 'gpu|cuda|util'
 report "core/cuda is plain CUDA C++ over pointers: no LibTorch" core/ < <(
   grep -rnE '^\s*#\s*include\s+<(ATen|torch|c10)/' cuda --include='*.h' --include='*.cu' --include='*.cuh' 2>/dev/null)
 report "the engine never includes Qt or the studio" core/ < <(

@@ -84,18 +84,21 @@ bool FusedAdamW::can_step_multi_tensor() const {
 }
 
 // The parameter's state, made as LibTorch's AdamW makes it on its first step.
-torch::optim::AdamWParamState& FusedAdamW::state_of(const at::Tensor& p) {
-  const auto key = optimizer_state_key<decltype(state_)>(p);
-  auto found = state_.find(key);
-  if (found == state_.end()) {
+torch::optim::AdamWParamState& adamw_state(torch::optim::AdamW& optimizer, const at::Tensor& p) {
+  auto& state = optimizer.state();
+  const auto key = optimizer_state_key<std::decay_t<decltype(state)>>(p);
+  auto found = state.find(key);
+  if (found == state.end()) {
     auto fresh = std::make_unique<torch::optim::AdamWParamState>();
     fresh->step(0);
     fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Contiguous));
     fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Contiguous));
-    found = state_.emplace(key, std::move(fresh)).first;
+    found = state.emplace(key, std::move(fresh)).first;
   }
   return static_cast<torch::optim::AdamWParamState&>(*found->second);
 }
+
+torch::optim::AdamWParamState& FusedAdamW::state_of(const at::Tensor& p) { return adamw_state(*this, p); }
 
 at::Tensor FusedAdamW::multi_tensor_step(LossClosure closure) {
   if (!can_step_multi_tensor()) return torch::optim::AdamW::step(std::move(closure));

@@ -37,6 +37,9 @@ class FusedAdamW : public torch::optim::AdamW {
   EngineOptions engine_;
 };
 
+// `p`'s state in `optimizer`, made where missing (zero moments, step 0) as LibTorch's step makes it.
+torch::optim::AdamWParamState& adamw_state(torch::optim::AdamW& optimizer, const at::Tensor& p);
+
 // The optimizer a training run uses: FusedAdamW, or LibTorch's own AdamW under
 // the reference options.
 std::unique_ptr<torch::optim::AdamW> make_adamw(const EngineOptions& engine, std::vector<at::Tensor> params,

@@ -60,6 +60,17 @@ bool all_tokens_on_gpu(const Dims& d, double width) {
   return d.N * d.B * d.E * width * kFloat <= kAllTokenBytesOnGpu;
 }
 
+// How the relative projections run, as far as what they keep: the CPU's blocked path, or
+// LibTorch's ops (on a GPU, or anywhere under the reference options) with an algorithm.
+struct ProjectionPath {
+  bool plain_ops = false;
+  MemoryDevice device = MemoryDevice::Cpu;
+  ProjectionAlgorithm algorithm = ProjectionAlgorithm::Auto;
+};
+
+// Padded slots per real pair row of the offset-batched plan, at most (nn/offset_buckets.h).
+constexpr double kOffsetBucketPadding = 1.25;
+
 // LayerNorms, residuals and MLP of a pre-norm block. Saved: norm1's input [N, C];
 // for the M outputs the residual h (norm2's input), norm2's output (fc1's input),
 // fc1's output (GELU's input), GELU's output (fc2's input) and the attention's
@@ -105,13 +116,19 @@ Floats plain_attention_floats(const EngineOptions& engine, const Dims& d, double
 // Its products add the [N, B, E, width] all-token intermediate, or per matrix the
 // gathered inputs and their gradients [R, B, C_in] (twice) in backward.
 Floats pair_row_floats(const Dims& d, double width, double in_width, double relative_sides, double gpu_sides,
-                       bool training, bool recompute, MemoryDevice device) {
+                       bool training, bool recompute, const ProjectionPath& path) {
   Floats f;
-  const bool gpu = device == MemoryDevice::Cuda;
+  const bool gpu = path.plain_ops;
   const double rows = d.B * d.R() * width;
-  const double products = !gpu                          ? 0.0
-                          : all_tokens_on_gpu(d, width) ? d.B * (d.N * d.E * width + 2 * d.R())
-                                                        : 2 * d.B * d.R() * in_width;
+  const bool all_tokens = path.algorithm == ProjectionAlgorithm::AllTokens ||
+                          (path.algorithm == ProjectionAlgorithm::Auto && path.device == MemoryDevice::Cuda &&
+                           all_tokens_on_gpu(d, width));
+  // Offset-batched: the slots' gathered inputs and their products (backward: their gradients too).
+  const double products = !gpu ? 0.0
+                          : path.algorithm == ProjectionAlgorithm::OffsetBatched
+                              ? kOffsetBucketPadding * d.B * d.R() * (2 * in_width + width)
+                          : all_tokens ? d.B * (d.N * d.E * width + 2 * d.R())
+                                       : 2 * d.B * d.R() * in_width;
   if (!training) {  // the sides' rows of one layer live together while its logits are formed
     f.working = (gpu ? 2 * rows : 0.0) + products;
     return f;
@@ -127,15 +144,15 @@ Floats pair_row_floats(const Dims& d, double width, double in_width, double rela
 // side's projection [N, D] (and its input [N, C], once), the attention [H, M, N]
 // and, for relative values, its pair-ordered copy [H, R]; then the pair rows.
 Floats translution_floats(const Dims& d, const AttentionSpec& s, bool training, bool recompute,
-                          MemoryDevice device) {
+                          const ProjectionPath& path) {
   const bool any_plain = !s.rel_q || !s.rel_k || !s.rel_v;
   const double inputs = (s.rel_q ? d.M * d.C : d.M * d.D) + (s.rel_k ? d.N * d.C : d.N * d.D) +
                         (s.rel_v ? d.N * d.C : d.N * d.D) + (any_plain ? d.N * d.C : 0.0);
   const double attention = d.H * d.M * d.N + (s.rel_v ? d.H * d.R() : 0.0);
   Floats logits, values;
   if (s.rel_q || s.rel_k)
-    logits = pair_row_floats(d, d.D, d.C, double(s.rel_q) + double(s.rel_k), 2, training, recompute, device);
-  if (s.rel_v) values = pair_row_floats(d, d.D, d.C, 1, 1, training, recompute, device);
+    logits = pair_row_floats(d, d.D, d.C, double(s.rel_q) + double(s.rel_k), 2, training, recompute, path);
+  if (s.rel_v) values = pair_row_floats(d, d.D, d.C, 1, 1, training, recompute, path);
   Floats f;
   const double rows = std::max(logits.working, values.working);  // one product at a time
   if (training) {
@@ -152,25 +169,24 @@ Floats translution_floats(const Dims& d, const AttentionSpec& s, bool training, 
 // [., C2 H] the plain side of the logits), the attention and its pair-ordered
 // copy, the values' low-rank sums [M, H, C2 H]; then pair rows of width C2 H.
 Floats lor_floats(const Dims& d, const AttentionSpec& s, bool training, bool recompute,
-                  const MemoryTarget& target) {
+                  const MemoryTarget& target, const ProjectionPath& path) {
   const double c1 = double(s.lor_c1) * d.H, c2 = double(s.lor_c2) * d.H;
   const bool rel_logits = s.rel_q || s.rel_k;
   // On AVX-512 the pair arithmetic of narrow matrices runs across the lanes,
   // which project the rows again in backward instead of keeping them
   // (cpu/pair_lanes.h): where each share of the batch is a multiple of 16 images.
   const auto narrow = [](double w) { return w <= 32 && std::fmod(w, 8) == 0; };
-  const bool lanes = target.device == MemoryDevice::Cpu && target.avx512 && narrow(c1) && narrow(c2) &&
-                     d.H <= 32 && std::fmod(d.B, 16 * d.shares) == 0;
+  const bool lanes = !path.plain_ops && target.avx512 && narrow(c1) && narrow(c2) && d.H <= 32 &&
+                     std::fmod(d.B, 16 * d.shares) == 0;
   recompute = recompute || (training && lanes);
-  const MemoryDevice device = target.device;
   double inputs = d.N * d.C + (s.lor_shared ? (d.M + 2 * d.N) * d.D : 0.0);
   if (rel_logits) inputs += d.M * (s.rel_q ? c1 : c2) + d.N * (s.rel_k ? c1 : c2);
   if (s.rel_v) inputs += d.N * c1;
   const double attention = d.H * d.M * d.N + (s.rel_v ? d.H * d.R() + d.M * d.H * c2 : 0.0);
   Floats logits, values;
   if (rel_logits)
-    logits = pair_row_floats(d, c2, c1, double(s.rel_q) + double(s.rel_k), 2, training, recompute, device);
-  if (s.rel_v) values = pair_row_floats(d, c2, c1, 1, 1, training, recompute, device);
+    logits = pair_row_floats(d, c2, c1, double(s.rel_q) + double(s.rel_k), 2, training, recompute, path);
+  if (s.rel_v) values = pair_row_floats(d, c2, c1, 1, 1, training, recompute, path);
   Floats f;
   const double rows = std::max(logits.working, values.working);
   if (training) {
@@ -188,7 +204,8 @@ Floats lor_floats(const Dims& d, const AttentionSpec& s, bool training, bool rec
 // rotated queries and keys (RoPE).
 Floats attention_floats(const EngineOptions& engine, const ViTConfig& c, const AttentionSpec& s,
                         const Dims& d, bool training, bool recompute, const MemoryTarget& target) {
-  const MemoryDevice device = target.device;
+  const ProjectionPath path{engine.reference || target.device == MemoryDevice::Cuda, target.device,
+                            engine.projection};
   switch (s.method) {
     case AttentionMethod::SelfAttention: return plain_attention_floats(engine, d, 0, true, training);
     case AttentionMethod::RelativeKeyVector:
@@ -201,8 +218,8 @@ Floats attention_floats(const EngineOptions& engine, const ViTConfig& c, const A
       return plain_attention_floats(engine, d, 3 * d.H * d.M * d.N, false, training);
     case AttentionMethod::Rotary:
       return plain_attention_floats(engine, d, 2 * (d.M + d.N) * d.D, false, training);
-    case AttentionMethod::Translution: return translution_floats(d, s, training, recompute, device);
-    case AttentionMethod::LoRTranslution: return lor_floats(d, s, training, recompute, target);
+    case AttentionMethod::Translution: return translution_floats(d, s, training, recompute, path);
+    case AttentionMethod::LoRTranslution: return lor_floats(d, s, training, recompute, target, path);
   }
   return {};
 }
@@ -319,6 +336,12 @@ MemoryEstimate estimate_training(const EngineOptions& engine, const ViTConfig& c
   e.optimizer = 2 * weights;
   e.activations = activations;
   e.baseline = baseline_bytes(target.device);
+  // The device step (train/device_step.h: on a GPU, or on LibTorch's ops) keeps every gradient for the
+  // run in one buffer, and its update holds one weights-sized temporary after the activations are gone.
+  if (engine.reference || target.device == MemoryDevice::Cuda) {
+    e.gradients = weights;
+    e.activations = std::max(activations, weights);
+  }
   return e;
 }
 

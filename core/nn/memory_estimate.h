@@ -45,7 +45,9 @@ MemoryEstimate estimate_inference(const EngineOptions& engine, const ViTConfig& 
                                   const MemoryTarget& target);
 
 // One training step of `batch` images; `recompute`: backward recomputes the pair
-// rows of relative projections instead of keeping them (train --recompute).
+// rows of relative projections instead of keeping them (train --recompute). On a
+// GPU or on LibTorch's ops (engine.reference) the step is the device step, whose
+// gradients live for the whole run (train/device_step.h).
 MemoryEstimate estimate_training(const EngineOptions& engine, const ViTConfig& config, int64_t batch,
                                  bool recompute, const MemoryTarget& target);
 

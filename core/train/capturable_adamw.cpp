@@ -1,13 +1,12 @@
 #include "train/capturable_adamw.h"
 
 #include <cmath>
-#include <type_traits>
 
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
+#include "cpu/fused_adamw.h"
 #include "util/error.h"
-#include "util/optimizer_state_key.h"
 
 namespace translution {
 namespace {
@@ -27,20 +26,6 @@ void scale_each(const std::vector<at::Tensor>& list, const at::Tensor& scale) {
 #endif
 }
 
-torch::optim::AdamWParamState& state_of(torch::optim::AdamW& optimizer, const at::Tensor& p) {
-  auto& state = optimizer.state();
-  const auto key = optimizer_state_key<std::decay_t<decltype(state)>>(p);
-  auto found = state.find(key);
-  if (found == state.end()) {
-    auto fresh = std::make_unique<torch::optim::AdamWParamState>();
-    fresh->step(0);
-    fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Contiguous));
-    fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Contiguous));
-    found = state.emplace(key, std::move(fresh)).first;
-  }
-  return static_cast<torch::optim::AdamWParamState&>(*found->second);
-}
-
 }  // namespace
 
 CapturableAdamW::CapturableAdamW(torch::optim::AdamW& optimizer) : optimizer_(optimizer) {
@@ -51,7 +36,7 @@ CapturableAdamW::CapturableAdamW(torch::optim::AdamW& optimizer) : optimizer_(op
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       if (p.grad().is_sparse()) throw Error("internal: the capturable AdamW step takes dense gradients");
-      auto& s = state_of(optimizer_, p);
+      auto& s = adamw_state(optimizer_, p);
       size_t l = first;
       while (l < lists_.size() && lists_[l].step != s.step()) ++l;
       if (l == lists_.size())
@@ -88,10 +73,12 @@ void CapturableAdamW::step(const at::Tensor& apply) {
     at::_foreach_add_(l.m, l.g, 1 - beta1);  // a skipped step's gradients are zero: m unchanged
     scale_each(l.v, row.select(0, kBeta2));
     at::_foreach_addcmul_(l.v, l.g, l.g, 1 - beta2);
-    std::vector<at::Tensor> denominator = at::_foreach_sqrt(l.v);
-    scale_each(denominator, row.select(0, kSqrtBc2).reciprocal());
-    at::_foreach_add_(denominator, o.eps());
-    std::vector<at::Tensor> update = at::_foreach_div(l.m, denominator);
+    // The update in one temporary the size of the weights: m / (sqrt(v) / sqrt(bc2) + eps).
+    std::vector<at::Tensor> update = at::_foreach_sqrt(l.v);
+    scale_each(update, row.select(0, kSqrtBc2).reciprocal());
+    at::_foreach_add_(update, o.eps());
+    at::_foreach_reciprocal_(update);
+    at::_foreach_mul_(update, l.m);
     scale_each(update, row.select(0, kNegativeStepSize));  // 0 on a skipped step
     at::_foreach_add_(l.p, update);
   }
@@ -101,7 +88,7 @@ void CapturableAdamW::count_applied_step() {
   for (Lists& l : lists_) {
     ++l.step;
     for (const at::Tensor& p : l.p) {
-      auto& s = state_of(optimizer_, p);
+      auto& s = adamw_state(optimizer_, p);
       s.step(s.step() + 1);
     }
   }

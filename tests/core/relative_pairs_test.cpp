@@ -7,8 +7,12 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
+#include <torch/cuda.h>
 
+#include "gpu/relative_kernels.h"
 #include "nn/token_layout.h"
+#include "tensor_checks.h"
+#include "util/error.h"
 
 namespace translution {
 namespace {
@@ -72,21 +76,43 @@ Reference per_pair(const Pairs& p, const std::vector<at::Tensor>& in) {
           at::stack(values).view({s.batch, s.queries, s.width()})};
 }
 
-void check_layout(const TokenLayout& layout, int64_t queries) {
-  const Pairs p = pairs_of(layout, queries, 5, 2, 3);
-  const RelativeShape& s = p.shape;
-  const int64_t B = s.batch, N = s.tokens, M = s.queries, C = s.dim, D = s.width(), E = p.entries;
+// Random inputs for a layout's first `queries` rows, the per-pair formulas' outputs and,
+// for random output gradients, every input's gradient: in double on the CPU.
+struct Case {
+  Pairs p;
+  std::vector<at::Tensor> in;  // xq, wq, xk, wk, xv, wv, alpha
+  Reference ref;
+  at::Tensor dlogits, dout;
+  std::vector<at::Tensor> g;  // the inputs' gradients, in their order
+};
+
+Case make_case(const TokenLayout& layout, int64_t queries) {
+  Case k;
+  k.p = pairs_of(layout, queries, 5, 2, 3);
+  const RelativeShape& s = k.p.shape;
+  const int64_t B = s.batch, N = s.tokens, M = s.queries, C = s.dim, D = s.width(), E = k.p.entries;
   at::manual_seed(3);
   const auto f64 = at::TensorOptions().dtype(at::kDouble);
-  // xq, wq, xk, wk, xv, wv, alpha
-  std::vector<at::Tensor> in = {at::randn({B, N, C}, f64),        at::randn({E, C, D}, f64),
-                                at::randn({B, N, C}, f64),        at::randn({E, C, D}, f64),
-                                at::randn({B, N, C}, f64),        at::randn({E, C, D}, f64),
-                                at::rand({B, s.heads, M, N}, f64)};
-  for (auto& t : in) t.requires_grad_(true);
-  const Reference ref = per_pair(p, in);
-  const at::Tensor dlogits = at::randn({B, s.heads, M, N}, f64), dout = at::randn({B, M, D}, f64);
-  const auto g = torch::autograd::grad({(ref.logits * dlogits).sum() + (ref.values * dout).sum()}, in);
+  k.in = {at::randn({B, N, C}, f64),        at::randn({E, C, D}, f64), at::randn({B, N, C}, f64),
+          at::randn({E, C, D}, f64),        at::randn({B, N, C}, f64), at::randn({E, C, D}, f64),
+          at::rand({B, s.heads, M, N}, f64)};
+  for (auto& t : k.in) t.requires_grad_(true);
+  k.ref = per_pair(k.p, k.in);
+  k.dlogits = at::randn({B, s.heads, M, N}, f64);
+  k.dout = at::randn({B, M, D}, f64);
+  k.g = torch::autograd::grad({(k.ref.logits * k.dlogits).sum() + (k.ref.values * k.dout).sum()}, k.in);
+  return k;
+}
+
+void check_layout(const TokenLayout& layout, int64_t queries) {
+  const Case k = make_case(layout, queries);
+  const Pairs& p = k.p;
+  const RelativeShape& s = p.shape;
+  const int64_t N = s.tokens, M = s.queries, C = s.dim, D = s.width();
+  const std::vector<at::Tensor>& in = k.in;
+  const Reference& ref = k.ref;
+  const at::Tensor &dlogits = k.dlogits, &dout = k.dout;
+  const std::vector<at::Tensor>& g = k.g;
 
   const double *xq = in[0].data_ptr<double>(), *wq = in[1].data_ptr<double>(), *xk = in[2].data_ptr<double>(),
                *wk = in[3].data_ptr<double>(), *xv = in[4].data_ptr<double>(), *wv = in[5].data_ptr<double>(),
@@ -172,6 +198,52 @@ TEST(CudaKernelArithmetic, LogitsValuesAndGradientsMatchThePerPairFormulas) {
   }
   SCOPED_TRACE("causal sequence of 5: hidden pairs give no logit and no value");
   check_layout(TokenLayout::sequence(5, false, true), 5);
+}
+
+// The kernels themselves, launched on a GPU through their LibTorch wrapper (gpu/relative_kernels.h),
+// against the same formulas: float on the device, double here.
+void check_on_cuda(const TokenLayout& layout, int64_t queries) {
+  const Case k = make_case(layout, queries);
+  const auto gpu = [](const at::Tensor& t) { return t.detach().to(at::kCUDA, at::kFloat); };
+  const FusedPairs pairs{at::tensor(k.p.entry_of, at::kLong).view({queries, -1}).to(at::kCUDA), k.p.entries,
+                         k.p.shape.heads};
+  const auto expect_close = [](const at::Tensor& tested, const at::Tensor& reference, const char* what) {
+    EXPECT_LT(test_support::max_relative_error(tested.cpu().to(at::kDouble), reference.detach()), 1e-5)
+        << what;
+  };
+  const std::vector<at::Tensor>& in = k.in;
+  expect_close(fused_relative_logits(pairs, gpu(in[0]), gpu(in[1]), gpu(in[2]), gpu(in[3])), k.ref.logits,
+               "logits");
+  expect_close(fused_relative_values(pairs, gpu(in[6]), gpu(in[4]), gpu(in[5])), k.ref.values, "values");
+  const std::vector<at::Tensor> dl =
+      fused_relative_logits_backward(pairs, gpu(k.dlogits), gpu(in[0]), gpu(in[1]), gpu(in[2]), gpu(in[3]));
+  const std::vector<at::Tensor> dv =
+      fused_relative_values_backward(pairs, gpu(k.dout), gpu(in[6]), gpu(in[4]), gpu(in[5]));
+  const char* names[] = {"query input", "query bank", "key input", "key bank"};
+  for (size_t i = 0; i < 4; ++i) expect_close(dl[i], k.g[i], names[i]);
+  expect_close(dv[0], k.g[6], "attention weights");
+  expect_close(dv[1], k.g[4], "value input");
+  expect_close(dv[2], k.g[5], "value bank");
+}
+
+TEST(CudaKernelArithmetic, KernelsOnCudaMatchThePerPairFormulas) {
+  if (!fused_relative_kernels_built()) {
+    // A build without them says so, whatever it is given.
+    EXPECT_THROW(fused_relative_logits(FusedPairs{}, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()),
+                 Error);
+    GTEST_SKIP() << "the fused CUDA kernels are not in this build (a CUDA LibTorch and nvcc)";
+  }
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  {
+    SCOPED_TRACE("2x3 grid with CLS, every query");
+    check_on_cuda(TokenLayout::grid(2, 3, true), 7);
+  }
+  {
+    SCOPED_TRACE("2x3 grid with CLS, the CLS query alone");
+    check_on_cuda(TokenLayout::grid(2, 3, true), 1);
+  }
+  SCOPED_TRACE("causal sequence of 5");
+  check_on_cuda(TokenLayout::sequence(5, false, true), 5);
 }
 
 }  // namespace
