@@ -148,6 +148,15 @@ else
   check "bench --precision bf16 says why it cannot run here" grep -q 'precision bf16 needs bfloat16 products' "$work/bf16.err"
   check "train --precision bf16 says why it cannot run here" bash -c "out=\$(\"$cli\" train ${tiny_train[*]} --precision bf16 --out '$work/bf16.ckpt' 2>&1); test \$? -ne 0 && grep -q 'AMX' <<<\"\$out\" && test ! -e '$work/bf16.ckpt'"
 fi
+# bf16 under LibTorch's autocast runs wherever LibTorch does: the device step, stored in the checkpoint.
+check "train --precision bf16-autocast trains" "$cli" train "${tiny_train[@]}" --precision bf16-autocast --algorithm offset-batched --out "$work/autocast.ckpt"
+check "the checkpoint keeps bf16-autocast" bash -c "\"$cli\" checkpoint info '$work/autocast.ckpt' | grep -q 'precision=bf16-autocast'"
+bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode train --batch 2 --steps 1 --warmup 0 --precision bf16-autocast --json)
+for field in '"kernels":"reference"' '"train_step":"device"' '"precision":"bf16-autocast"'; do
+  check "bench --precision bf16-autocast times the device step on LibTorch's ops: $field" grep -qF "$field" <<<"$bench"
+done
+check "train --cuda-graph on without a GPU is one line naming the device" bash -c "out=\$(\"$cli\" train ${tiny_train[*]} --cuda-graph on --out '$work/graph.ckpt' 2>&1); test \$? -ne 0 && test \$(wc -l <<<\"\$out\") -eq 1 && grep -q 'device is cpu' <<<\"\$out\" && test ! -e '$work/graph.ckpt'"
+check "bench --train-step graphed without a GPU says what it needs" bash -c "out=\$(\"$cli\" bench --model lor --preset tiny --mode train --train-step graphed 2>&1); test \$? -ne 0 && grep -q 'needs --device cuda' <<<\"\$out\""
 bench=$("$cli" bench --model translution --preset tiny --image 28 --patch 7 --depth 1 --mode infer --batch 1 --steps 1 --warmup 0 --json)
 if grep -qw avx512f /proc/cpuinfo; then
   check "bench runs one image's products on the row kernel by default (AVX-512 here)" grep -q '"gemm":"raw","row_gemm":"on"' <<<"$bench"
