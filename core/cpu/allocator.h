@@ -7,7 +7,7 @@
 // and leave memory the heap cannot reuse at the peak. Both costs are measured in
 // docs/performance.md, "Memory and `--recompute`" and "Paths that were measured
 // and removed". So small blocks stay in the heap and LibTorch's CPU
-// tensors of 16 MB and more come from a LargeBlockPool (cpu/large_block_pool.h):
+// tensors of 1 MiB and more come from a LargeBlockPool (cpu/large_block_pool.h):
 // resident and warm like the heap, but reused across sizes, so the resident set
 // follows the live peak. TRANSLUTION_KEEP_FREED_MEMORY=0 leaves glibc's own policy.
 #include <string>
@@ -20,8 +20,12 @@ enum class FreedMemory {
   System,   // glibc as it starts (only keep_freed_memory() leaves it so)
 };
 
-// Tensors of at least this size come from the pool under FreedMemory::Pool.
-constexpr size_t kLargeBlockBytes = size_t(16) << 20;
+// Tensors of at least this size come from the pool under FreedMemory::Pool. Low
+// enough that a small model's pair rows and the slots of LibTorch's-ops products
+// (a few MB each, in sizes that alternate) are pooled too: in glibc's heap a freed
+// block serves only smaller ones, so alternating sizes leave holes at the peak
+// (docs/performance.md, "Memory and `--recompute`").
+constexpr size_t kLargeBlockBytes = size_t(1) << 20;
 
 // The policy in force (before keep_freed_memory(): glibc as it started).
 FreedMemory freed_memory();

@@ -1,5 +1,5 @@
 #pragma once
-// Where the CPU tensors of 16 MB and more live (cpu/allocator.h installs it).
+// Where the CPU tensors of 1 MiB and more live (cpu/allocator.h installs it).
 //
 // A training step allocates the same large blocks every time: Translution's
 // pair rows (61 MB each, 18 at the end of forward) and, in backward, the offset-
