@@ -159,7 +159,8 @@ void ModelPicker::followSlot() {
   if (index < 0) {
     insertItem(0, source, source);
     setItemData(0, kInMemory, kKindRole);
-    setItemData(0, tr("A model sent from the Training tab (save it there to keep it)"), Qt::ToolTipRole);
+    const QString note = slot_->note();
+    setItemData(0, note.isEmpty() ? tr("A model held in memory only") : note, Qt::ToolTipRole);
     index = 0;
   }
   setCurrentIndex(index);

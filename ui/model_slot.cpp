@@ -84,6 +84,7 @@ void ModelSlot::load(const QString& source, const QString& device) {
     error_.clear();
     predictor_ = out.predictor;
     source_ = source;
+    note_.clear();
     device_ = device;
     last_.reset();
     Q_EMIT loaded();
@@ -100,13 +101,15 @@ void ModelSlot::load(const QString& source, const QString& device) {
   }));
 }
 
-QString ModelSlot::setPredictor(std::shared_ptr<const Predictor> predictor, const QString& label) {
+QString ModelSlot::setPredictor(std::shared_ptr<const Predictor> predictor, const QString& label,
+                                const QString& note) {
   if (QString why = canvas_mismatch(predictor->config(), label, kStudioCanvas); !why.isEmpty()) return why;
   ++generation_;  // results of older work are stale now
   loading_ = false;
   error_.clear();
   predictor_ = std::move(predictor);
   source_ = label;
+  note_ = note;
   device_ = predictor_->device().is_cuda() ? "cuda" : "cpu";
   last_.reset();
   Q_EMIT loaded();

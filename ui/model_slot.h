@@ -23,9 +23,11 @@ class ModelSlot : public QObject {
 
   // A checkpoint file, or a bundled model (":/models/NAME.ckpt"); device "cpu" or "cuda".
   void load(const QString& source, const QString& device = "cpu");
-  // A model already in memory (e.g. from the training panel); `label` names it.
+  // A model already in memory (e.g. from the training panel); `label` names it and
+  // `note` says where it came from and how to keep it (the model picker's tooltip).
   // Returns why the slot refused it (canvas_mismatch), empty when it took it.
-  QString setPredictor(std::shared_ptr<const Predictor> predictor, const QString& label);
+  QString setPredictor(std::shared_ptr<const Predictor> predictor, const QString& label,
+                       const QString& note = {});
   // The newest canvas ([S, S] in [0, 1]); predicted as soon as the slot is free.
   void request(const at::Tensor& canvas);
 
@@ -33,6 +35,7 @@ class ModelSlot : public QObject {
   // The options the models this slot loads run under (a model handed to setPredictor keeps its own).
   const EngineOptions& engine() const { return engine_; }
   QString source() const { return source_; }
+  QString note() const { return note_; }  // setPredictor's note; empty for a model loaded from its source
   QString device() const { return device_; }
   std::shared_ptr<const Predictor> predictor() const { return predictor_; }
   const std::optional<Prediction>& lastPrediction() const { return last_; }
@@ -49,7 +52,7 @@ class ModelSlot : public QObject {
   void startNext();
 
   EngineOptions engine_;
-  QString name_, source_, device_ = "cpu", error_;
+  QString name_, source_, note_, device_ = "cpu", error_;
   std::shared_ptr<const Predictor> predictor_;
   std::optional<Prediction> last_;
   at::Tensor pending_;

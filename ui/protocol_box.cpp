@@ -322,8 +322,9 @@ QString ProtocolBox::sendToSlot(const QString& key, ModelSlot* slot) {
   if (!checkpoint) return tr("No trained model %1").arg(key);
   auto predictor =
       std::make_shared<const Predictor>(engine_, copy_checkpoint(*checkpoint), key.toStdString(), c10::kCPU);
-  return slot->setPredictor(predictor,
-                            tr("%1 (experiment)").arg(trained_->itemText(trained_->findData(key))));
+  return slot->setPredictor(
+      predictor, tr("%1 (experiment)").arg(trained_->itemText(trained_->findData(key))),
+      tr("A model the experiment on the Robustness tab trained (Save… there keeps it)"));
 }
 
 void ProtocolBox::saveTrainedModel() {

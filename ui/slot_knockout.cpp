@@ -7,9 +7,17 @@
 
 namespace translution::ui {
 
+namespace {
+
+// A file's or a bundled model's base name; a model in memory by its label.
+QString model_name(const QString& source) {
+  return source.contains('/') || source.endsWith(".ckpt") ? QFileInfo(source).completeBaseName() : source;
+}
+
+}  // namespace
+
 QString knocked_out_label(const QString& source, const OffsetKnockout& knockout) {
-  const QString name =
-      source.contains('/') || source.endsWith(".ckpt") ? QFileInfo(source).completeBaseName() : source;
+  const QString name = model_name(source);
   const int n = int(knockout.offsets.size());
   const QString offsets = n == 1 ? QObject::tr("1 offset") : QObject::tr("%1 offsets").arg(n);
   if (knockout.offsets.empty()) return QObject::tr("%1 (CLS matrices knocked out)").arg(name);
@@ -61,10 +69,10 @@ void SlotKnockout::watch(ModelSlot* slot) {
 
 void SlotKnockout::apply(ModelSlot* slot, const OffsetKnockout& knockout) {
   const auto it = originals_.constFind(slot);
-  const std::shared_ptr<const Predictor> base =
-      it != originals_.constEnd() ? it->predictor : slot->predictor();
-  const QString source = it != originals_.constEnd() ? it->source : slot->source();
-  if (!base) {
+  const Original original = it != originals_.constEnd()
+                                ? *it
+                                : Original{slot->predictor(), nullptr, slot->source(), slot->note(), {}};
+  if (!original.predictor) {
     Q_EMIT failed(slot, tr("Slot %1 has no model to knock out.").arg(slot->name()));
     return;
   }
@@ -72,23 +80,26 @@ void SlotKnockout::apply(ModelSlot* slot, const OffsetKnockout& knockout) {
   const int generation = ++generation_[slot];
   ++busy_;
   run_async<Built>(
-      this, [base, knockout] { return build(base, knockout); },
-      [this, slot, base, source, knockout, generation](const Built& built) {
+      this, [base = original.predictor, knockout] { return build(base, knockout); },
+      [this, slot, original, knockout, generation](const Built& built) {
         --busy_;
-        putIn(slot, base, source, knockout, generation, built);
+        putIn(slot, original, knockout, generation, built);
         Q_EMIT workDone();
       });
 }
 
-void SlotKnockout::putIn(ModelSlot* slot, const std::shared_ptr<const Predictor>& base, const QString& source,
-                         const OffsetKnockout& knockout, int generation, const Built& built) {
+void SlotKnockout::putIn(ModelSlot* slot, Original original, const OffsetKnockout& knockout, int generation,
+                         const Built& built) {
   if (generation != generation_.value(slot)) return;  // a newer apply or a restore came since
   if (!built.predictor) return Q_EMIT failed(slot, built.error);
-  const QString what =
+  original.knocked = built.predictor;
+  original.what =
       tr("%1; %2 matrices replaced").arg(QString::fromStdString(knockout.describe())).arg(built.matrices);
-  originals_[slot] = {base, built.predictor, source, what};
-  if (const QString why = slot->setPredictor(built.predictor, knocked_out_label(source, knockout));
-      !why.isEmpty()) {
+  const QString label = knocked_out_label(original.source, knockout);
+  const QString note = tr("A copy of %1 with %2 (Restore on the Offset weights tab gives the model back)")
+                           .arg(model_name(original.source), original.what);
+  originals_[slot] = original;
+  if (const QString why = slot->setPredictor(built.predictor, label, note); !why.isEmpty()) {
     originals_.remove(slot);
     return Q_EMIT failed(slot, why);
   }
@@ -101,7 +112,7 @@ void SlotKnockout::restore(ModelSlot* slot) {
   if (it == originals_.end()) return;
   const Original original = *it;
   originals_.erase(it);
-  slot->setPredictor(original.predictor, original.source);
+  slot->setPredictor(original.predictor, original.source, original.note);
   Q_EMIT restored(slot);
 }
 

@@ -47,6 +47,7 @@ class SlotKnockout : public QObject {
   struct Original {
     std::shared_ptr<const Predictor> predictor, knocked;
     QString source;  // the label the slot had
+    QString note;    // and its note (ModelSlot::note)
     QString what;    // the knockout, described
   };
   struct Built {  // a knocked-out copy, made on a worker thread
@@ -55,8 +56,9 @@ class SlotKnockout : public QObject {
     QString error;
   };
   static Built build(const std::shared_ptr<const Predictor>& base, const OffsetKnockout& knockout);
-  void putIn(ModelSlot* slot, const std::shared_ptr<const Predictor>& base, const QString& source,
-             const OffsetKnockout& knockout, int generation, const Built& built);
+  // Puts the built copy of `original` (its predictor, source and note) into the slot.
+  void putIn(ModelSlot* slot, Original original, const OffsetKnockout& knockout, int generation,
+             const Built& built);
   void watch(ModelSlot* slot);
 
   QHash<const ModelSlot*, Original> originals_;

@@ -702,7 +702,9 @@ void TrainingPanel::sendToSlot(ModelSlot* slot) {
     auto predictor =
         std::make_shared<const Predictor>(slot->engine(), run->snapshot(), run->label().toStdString(),
                                           parse_device(slot->device().toStdString()));
-    if (const QString why = slot->setPredictor(predictor, run->label()); !why.isEmpty())
+    if (const QString why = slot->setPredictor(
+            predictor, run->label(), tr("A model sent from the Training tab (Save… there keeps it)"));
+        !why.isEmpty())
       showError(tr("Cannot send the model"), why);
   } catch (const std::exception& e) {
     showError(tr("Cannot send the model"), QString::fromStdString(e.what()));

@@ -18,6 +18,7 @@
 #include "digit_canvas.h"
 #include "knockout_bar.h"
 #include "main_window.h"
+#include "model_picker.h"
 #include "model_slot.h"
 #include "offset_panel.h"
 #include "slot_knockout.h"
@@ -52,6 +53,13 @@ QPoint cell_centre(OffsetPanel* panel, int index, int dy, int dx) {
   const QCPColorMap* map = panel->heatMap(index);
   return QPoint(int(std::lround(map->keyAxis()->coordToPixel(dx))),
                 int(std::lround(map->valueAxis()->coordToPixel(dy))));
+}
+
+// The model picker on `slot`'s view: the one naming what the slot holds.
+const ModelPicker* picker_of(MainWindow* window, const ModelSlot* slot) {
+  for (const ModelPicker* picker : window->compare()->findChildren<ModelPicker*>())
+    if (picker->currentData().toString() == slot->source()) return picker;
+  return nullptr;
 }
 
 void click(QWidget* w, QPoint at) {
@@ -148,6 +156,12 @@ class OffsetKnockoutTest : public QObject {
     QVERIFY(panel->knockout()->knockedOut(slot));
     QVERIFY(bar->findChild<QLabel*>("knockoutStatus")->text().contains("knocked-out copy"));
     QVERIFY(!slot->predictor()->metadata().count("test_accuracy"));  // the copy does not claim the original's
+    // The slot's model picker names the copy, and its tooltip says what the copy is and how to undo it.
+    const ModelPicker* picker = picker_of(window, slot);
+    QVERIFY(picker);
+    QVERIFY2(
+        picker->toolTip().contains("A copy of translution with") && picker->toolTip().contains("Restore"),
+        qPrintable(picker->toolTip()));
     QVERIFY(slot->lastPrediction().has_value());
     const std::vector<double> knocked = slot->lastPrediction()->probabilities;
     double change = 0;
@@ -165,6 +179,7 @@ class OffsetKnockoutTest : public QObject {
     QTest::mouseClick(restore, Qt::LeftButton);
     QVERIFY(slot->predictor() == original);
     QCOMPARE(slot->source(), source);
+    QVERIFY2(!picker->toolTip().contains("A copy of"), qPrintable(picker->toolTip()));
     QVERIFY(!panel->knockout()->knockedOut(slot));
     QVERIFY(!restore->isEnabled());
     waitIdle();
