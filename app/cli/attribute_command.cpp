@@ -13,10 +13,9 @@
 
 #include "cli/commands.h"
 #include "cli/memory_check.h"
+#include "cli/picture_canvas.h"
 #include "data/canvas_dataset.h"
 #include "image/attribution_picture.h"
-#include "image/digit_preparation.h"
-#include "image/image_file.h"
 #include "image/png_io.h"
 #include "infer/attribution.h"
 #include "train/checkpoint.h"
@@ -29,21 +28,10 @@ namespace translution::cli {
 namespace {
 
 struct AttributeOptions {
-  std::string checkpoint, method = "ig", image, out, device = "auto";
+  std::string checkpoint, method = "ig", image, at, out, device = "auto";
   int64_t target = -1, steps = 32, occluder = 0;  // occluder 0: the model's patch
   bool force = false, json = false;
 };
-
-// The digit as `predict` sees it: MNIST's preparation, centred on the model's canvas.
-at::Tensor read_canvas(const std::string& path, int64_t canvas) {
-  try {
-    return compose_canvas(prepare_digit(read_image_gray(path)), canvas,
-                          {(canvas - 28) / 2, (canvas - 28) / 2});
-  } catch (const Error& e) {  // the reader names the file; the preparation does not
-    const std::string message = e.what();
-    throw Error(message.find(path) == std::string::npos ? path + ": " + message : message);
-  }
-}
 
 // DIR is made where missing; a DIR that names anything but a folder is refused.
 void prepare_out_dir(const std::string& dir) {
@@ -72,15 +60,13 @@ void check_attribution_memory(const EngineOptions& engine, const AttributeOption
   check_plan(o.force, plan, device);
 }
 
-void report(const AttributeOptions& o, const Attribution& a, int64_t predicted, double limit, double seconds,
-            const std::string& stem) {
+void report(const AttributeOptions& o, const Placement& at, const Attribution& a, int64_t predicted,
+            double limit, double seconds, const std::string& stem) {
   const bool ig = o.method == "ig";
   if (o.json) {
-    nlohmann::ordered_json out = {{"image", o.image},
-                                  {"method", ig ? "integrated-gradients" : "occlusion"},
-                                  {"class", a.target},
-                                  {"predicted", predicted},
-                                  {"logit", a.logit()}};
+    nlohmann::ordered_json out = {
+        {"image", o.image},  {"at", {at.x, at.y}},     {"method", ig ? "integrated-gradients" : "occlusion"},
+        {"class", a.target}, {"predicted", predicted}, {"logit", a.logit()}};
     if (ig) {
       out["steps"] = a.steps;
       out["sum"] = a.total();
@@ -98,8 +84,8 @@ void report(const AttributeOptions& o, const Attribution& a, int64_t predicted, 
     std::cout << out.dump() << std::endl;
     return;
   }
-  std::printf("%s: class %lld (predicted %lld), logit %.3f; ", o.image.c_str(), (long long)a.target,
-              (long long)predicted, a.logit());
+  std::printf("%s at %lld,%lld: class %lld (predicted %lld), logit %.3f; ", o.image.c_str(), (long long)at.x,
+              (long long)at.y, (long long)a.target, (long long)predicted, a.logit());
   if (ig)
     std::printf(
         "integrated gradients, %lld steps: attributions sum to %.3f, logit difference from the black canvas "
@@ -126,7 +112,8 @@ int attribute(const AttributeOptions& o) {
                 " (the canvas's side), got " + std::to_string(occluder));
   const std::string stem = output_stem(o, occluder);
   for (const char* suffix : {".csv", ".png"}) checked_output_path(stem + suffix);
-  const at::Tensor canvas = read_canvas(o.image, c.config.image_height);  // [S, S]
+  const Placement at = parse_at(o.at, c.config.image_height);
+  const at::Tensor canvas = compose_canvas(read_digit(o.image), c.config.image_height, at);  // [S, S]
   c.model->eval();
   const auto start = std::chrono::steady_clock::now();
   std::optional<Attribution> a;
@@ -147,7 +134,7 @@ int attribute(const AttributeOptions& o) {
       attribution_picture(canvas, a->map, limit, 4);  // made before either file is written
   write_attribution_csv(stem + ".csv", a->map);
   write_png_rgb(stem + ".png", picture);
-  report(o, *a, a->logits.argmax().item<int64_t>(), limit, seconds, stem);
+  report(o, at, *a, a->logits.argmax().item<int64_t>(), limit, seconds, stem);
   return 0;
 }
 
@@ -158,9 +145,10 @@ void add_attribute_command(CLI::App& root, Runners& runners) {
                                       "which pixels of a digit a class rests on: integrated gradients "
                                       "or occlusion against a black canvas");
   auto o = std::make_shared<AttributeOptions>();
-  app->add_option("image", o->image, "the picture (PNG or JPEG), prepared and centred as predict does")
+  app->add_option("image", o->image, "the picture (PNG or JPEG), prepared and placed as predict does")
       ->type_name("IMAGE")
       ->required();
+  app->add_option("--at", o->at, "the digit frame's top-left pixel (default: centred)")->type_name("X,Y");
   app->add_option("--checkpoint", o->checkpoint, "the model")->required();
   add_choice(*app, "--method", o->method, {"ig", "occlusion"},
              "ig: integrated gradients; occlusion: tiles blacked out");

@@ -10,9 +10,8 @@
 
 #include "cli/commands.h"
 #include "cli/memory_check.h"
+#include "cli/picture_canvas.h"
 #include "data/canvas_dataset.h"
-#include "image/digit_preparation.h"
-#include "image/image_file.h"
 #include "image/png_io.h"
 #include "train/checkpoint.h"
 #include "util/device.h"
@@ -28,30 +27,11 @@ struct PredictOptions {
   bool force = false, json = false;
 };
 
-Placement parse_at(const std::string& text, int64_t canvas) {
-  long long x = 0, y = 0;
-  char extra = 0;
-  if (std::sscanf(text.c_str(), "%lld,%lld%c", &x, &y, &extra) != 2)
-    throw Error("--at expects X,Y (the digit frame's top-left pixel), got '" + text + "'");
-  const int64_t limit = canvas - 28;
-  if (x < 0 || y < 0 || x > limit || y > limit)
-    throw Error("--at " + text + " puts the 28x28 digit outside the " + std::to_string(canvas) + "x" +
-                std::to_string(canvas) + " canvas (X and Y must be 0.." + std::to_string(limit) + ")");
-  return {x, y};
-}
-
 // One picture's classes, printed; a picture that cannot be read is an error of its own.
 void predict_one(const EngineOptions& engine, const PredictOptions& o, Checkpoint& c, const Placement& at,
                  const c10::Device& device, const std::string& path) {
   const int64_t canvas = c.config.image_height;
-  at::Tensor digit;
-  try {
-    digit = prepare_digit(read_image_gray(path));
-  } catch (const Error& e) {  // the reader names the file; the preparation does not
-    const std::string message = e.what();
-    throw Error(message.find(path) == std::string::npos ? path + ": " + message : message);
-  }
-  const at::Tensor image = compose_canvas(digit, canvas, at);
+  const at::Tensor image = compose_canvas(read_digit(path), canvas, at);
   if (!o.save_canvas.empty()) {
     const std::string name = path.substr(path.find_last_of('/') + 1);
     write_png_gray(o.save_canvas + "/" + name + ".canvas.png", image);
@@ -90,8 +70,7 @@ int predict(const PredictOptions& o) {
   if (c.config.image_height != c.config.image_width || c.config.channels != 1)
     throw Error("predict needs a model of square one-channel images");
   const int64_t canvas = c.config.image_height;
-  const Placement at =
-      o.at.empty() ? Placement{(canvas - 28) / 2, (canvas - 28) / 2} : parse_at(o.at, canvas);
+  const Placement at = parse_at(o.at, canvas);
   c.model->eval();
   at::NoGradGuard no_grad;
   int failures = 0;

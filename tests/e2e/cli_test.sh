@@ -310,10 +310,17 @@ attribute_checks() {
   check "attribute --method occlusion --json uses the patch" grep -q '"occluder":12' <<<"$out"
   check "occlusion writes its files" test -s "$work/attr/seven.occlusion-12.csv" -a -s "$work/attr/seven.occlusion-12.png"
   check "attribute --occluder 4" bash -c "\"$cli\" ${a[*]} --method occlusion --occluder 4 --class 3 --json | grep -q '\"class\":3,'"
+  # Placed in the canvas's top-left corner, the digit's integrated gradients lie in its 28x28 frame: a
+  # black pixel differs nothing from the black baseline, so it gets exactly zero.
+  out=$("$cli" "${a[@]}" --method ig --steps 8 --at 0,0 --json)
+  check "attribute --at 0,0 reports the placement" grep -q '"at":\[0,0\]' <<<"$out"
+  check "attribute --at 0,0 attributes only inside the frame" awk -F, '
+    { for (c = 1; c <= NF; ++c) if ($c + 0 != 0) { inked = 1; if (NR > 28 || c > 28) outside = 1 } }
+    END { exit !(inked && !outside) }' "$work/attr/seven.ig.csv"
   : >"$work/attr-file"
   local bad
   for bad in "--method shap" "--method occlusion --occluder 85" "--method occlusion --steps 8" "--class 10" \
-             "--method ig --out $work/attr-file"; do
+             "--method ig --out $work/attr-file" "--at 57,0" "--at 3"; do
     # shellcheck disable=SC2086
     "$cli" "${a[@]}" $bad >/dev/null 2>"$work/attr.err"
     check "attribute $bad fails in one line" bash -c "test $? -ne 0 && test \$(wc -l <'$work/attr.err') -eq 1 && grep -q '^error: ' '$work/attr.err'"
