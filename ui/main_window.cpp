@@ -16,7 +16,6 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QScreen>
-#include <QScrollArea>
 #include <QSettings>
 #include <QSlider>
 #include <QSplitter>
@@ -36,6 +35,7 @@
 #include "model_slot.h"
 #include "offset_panel.h"
 #include "robustness_panel.h"
+#include "scrolling_page.h"
 #include "test_digit_source.h"
 #include "training_panel.h"
 #include "util/device.h"
@@ -84,12 +84,10 @@ void MainWindow::buildPanels(const EngineOptions& engine, const QString& data_di
   tabs_ = new QTabWidget(this);
   tabs_->addTab(compare_, tr("Compare"));
   tabs_->addTab(attention_, tr("Attention"));
-  auto* offsets_scroll = new QScrollArea(this);  // one map per layer: deep models scroll within the tab
-  offsets_scroll->setWidget(offsets_);
-  offsets_scroll->setWidgetResizable(true);
-  offsets_scroll->setFrameShape(QFrame::NoFrame);
-  tabs_->addTab(offsets_scroll, tr("Offset weights"));
-  tabs_->addTab(training_, tr("Training"));
+  // One map per layer: deep models scroll within the tab.
+  tabs_->addTab(scrolling_page(offsets_, this), tr("Offset weights"));
+  // The form and both plots scroll on a screen too small for them (1024 x 600).
+  tabs_->addTab(scrolling_page(training_, this), tr("Training"));
   tabs_->addTab(robustness_, tr("Robustness"));
   tabs_->addTab(attribution_, tr("Attribution"));
   splitter_ = new QSplitter(this);

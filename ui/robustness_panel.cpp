@@ -1,6 +1,5 @@
 #include "robustness_panel.h"
 
-#include <QScrollArea>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -8,23 +7,11 @@
 #include "move_panel.h"
 #include "protocol_box.h"
 #include "protocol_table.h"
+#include "scrolling_page.h"
 #include "shift_metrics_panel.h"
 #include "sweep_panel.h"
 
 namespace translution::ui {
-namespace {
-
-// A page that scrolls rather than ask the window for more room than a small screen has.
-QScrollArea* scrolling(QWidget* page, QWidget* parent) {
-  auto* area = new QScrollArea(parent);
-  area->setWidget(page);
-  area->setWidgetResizable(true);
-  area->setFrameShape(QFrame::NoFrame);
-  return area;
-}
-
-}  // namespace
-
 RobustnessPanel::RobustnessPanel(const EngineOptions& engine, QString data_dir,
                                  const QList<ModelSlot*>& slots, DigitCanvas* canvas, TestDigitSource* digits,
                                  QWidget* parent)
@@ -35,9 +22,9 @@ RobustnessPanel::RobustnessPanel(const EngineOptions& engine, QString data_dir,
       shift_(new ShiftMetricsPanel(data_dir, slots, this)),
       beneath_(new QTabWidget(this)) {
   protocol_->setTitle(tr("Train on centred digits (S) or anywhere (D), test on either"));
-  beneath_->addTab(scrolling(protocol_, beneath_), tr("Protocol: S→S, D→D, S→D"));
-  beneath_->addTab(scrolling(sweep_, beneath_), tr("Translation sweep"));
-  beneath_->addTab(scrolling(shift_, beneath_), tr("Shift metrics"));
+  beneath_->addTab(scrolling_page(protocol_, beneath_), tr("Protocol: S→S, D→D, S→D"));
+  beneath_->addTab(scrolling_page(sweep_, beneath_), tr("Translation sweep"));
+  beneath_->addTab(scrolling_page(shift_, beneath_), tr("Shift metrics"));
   beneath_->setTabToolTip(
       0, tr("Accuracy of models trained on centred (S) or moved (D) digits, tested on either"));
   beneath_->setTabToolTip(

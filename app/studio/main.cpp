@@ -210,8 +210,10 @@ void add_options(QCommandLineParser& parser) {
       {"check-layout",
        "Lay the window out offscreen on a screen of --size, walk every tab and widget, print each "
        "clipped, overlapping or squeezed widget, and exit 1 if there is any."},
-      {"size", "The screen for --check-layout in device pixels (QT_SCALE_FACTOR divides it).", "WxH",
-       "1280x800"},
+      {"size",
+       "The screen for --check-layout in device pixels (QT_SCALE_FACTOR divides it), or the window for "
+       "--screenshot.",
+       "WxH", "1280x800"},
       {"slots", "Comparison slots for --check-layout and --screenshot (2 to 4).", "N", "2"},
   });
 }
@@ -272,7 +274,15 @@ int main(int argc, char** argv) {
                                ? parser.value("data-dir")
                                : QString::fromStdString(translution::default_mnist_dir());
   translution::ui::MainWindow window(engine, data_dir);
-  if (screenshot) window.resize(1280, 800);
+  if (screenshot) {  // the documentation's pictures are 1280 x 800 unless --size asks otherwise
+    const QSize size = parser.isSet("size") ? parse_size(parser.value("size")) : QSize(1280, 800);
+    if (size.isEmpty()) {
+      std::fprintf(stderr, "error: --size %s: want WxH between 200 and 16384 pixels\n",
+                   qPrintable(parser.value("size")));
+      return 2;
+    }
+    window.resize(size);
+  }
   const QStringList checkpoints = parser.values("checkpoint");
   for (int i = 0; i < checkpoints.size() && i < window.compare()->slots().size(); ++i)
     window.compare()->slots()[i]->load(checkpoints[i]);

@@ -402,7 +402,7 @@ class StudioPanelsTest : public QObject {
   void aRunThatWillNotFitIsRefusedWithItsEstimate() {
     qputenv("TRANSLUTION_AVAILABLE_MEMORY", "2000000000");
     TrainingPanel* panel = window->training();
-    window->tabs()->setCurrentWidget(panel);
+    window->tabs()->setCurrentIndex(3);
     auto choose = [panel](const char* name, const QString& text) {
       QComboBox* box = panel->findChild<QComboBox*>(name);
       QVERIFY(box != nullptr && box->findText(text) >= 0);
@@ -636,7 +636,9 @@ class StudioPanelsTest : public QObject {
     for (int tab = 0; tab < 4; ++tab) {  // compare, attention, offset weights, training
       window->tabs()->setCurrentIndex(tab);
       settle();
-      const QSize need = window->tabs()->widget(tab)->minimumSizeHint();
+      // The Training tab's page scrolls on smaller screens; at 1280 x 800 the panel itself fits.
+      const QWidget* page = tab == 3 ? window->training() : window->tabs()->widget(tab);
+      const QSize need = page->minimumSizeHint();
       QVERIFY2(need.width() <= 850 && need.height() <= 600,
                qPrintable(QString("tab %1 needs %2x%3").arg(tab).arg(need.width()).arg(need.height())));
     }
