@@ -18,6 +18,7 @@
 #include "image/attribution_picture.h"
 #include "model_slot.h"
 #include "plot_export.h"
+#include "slot_box.h"
 #include "slot_work.h"
 #include "square_cells.h"
 
@@ -90,7 +91,7 @@ QImage attribution_overlay(const at::Tensor& map, double limit) {
 AttributionPanel::AttributionPanel(const QList<ModelSlot*>& slots, DigitCanvas* canvas, QWidget* parent)
     : QWidget(parent),
       canvas_(canvas),
-      slot_box_(new QComboBox(this)),
+      slot_box_(new SlotBox(this)),
       class_box_(new QComboBox(this)),
       method_box_(new QComboBox(this)),
       steps_(new QSpinBox(this)),
@@ -190,31 +191,21 @@ AttributionPanel::~AttributionPanel() {
 }
 
 void AttributionPanel::setSlots(const QList<ModelSlot*>& slots) {
-  ModelSlot* shown = shownSlot();
-  for (ModelSlot* s : slots_)
+  for (ModelSlot* s : slot_box_->slots())
     if (slots.contains(s)) disconnect(s, nullptr, this, nullptr);
-  slots_ = slots;
-  {
-    const QSignalBlocker block(slot_box_);
-    slot_box_->clear();
-    for (ModelSlot* s : slots_) {
-      slot_box_->addItem(tr("Slot %1").arg(s->name()));
-      connect(s, &ModelSlot::loaded, this, [this, s] {
-        if (shownSlot() == s) {
-          updateClasses();
-          restart();
-        }
-      });
-    }
-    slot_box_->setCurrentIndex(std::max<int>(0, int(slots_.indexOf(shown))));
-  }
+  slot_box_->setSlots(slots);
+  for (ModelSlot* s : slots)
+    connect(s, &ModelSlot::loaded, this, [this, s] {
+      if (shownSlot() == s) {
+        updateClasses();
+        restart();
+      }
+    });
   updateClasses();
   restart();
 }
 
-ModelSlot* AttributionPanel::shownSlot() const {
-  return slot_box_->currentIndex() >= 0 ? slots_.value(slot_box_->currentIndex()) : nullptr;
-}
+ModelSlot* AttributionPanel::shownSlot() const { return slot_box_->shown(); }
 
 // "predicted", then one entry per class of the shown model (the choice kept where it still exists).
 void AttributionPanel::updateClasses() {

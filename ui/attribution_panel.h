@@ -27,6 +27,7 @@ namespace translution::ui {
 
 class DigitCanvas;
 class ModelSlot;
+class SlotBox;
 
 // The overlay's picture of `map` [S, S]: each pixel coloured on the diverging scale
 // from -limit to +limit, its opacity growing with |value| (0 is transparent).
@@ -69,9 +70,9 @@ class AttributionPanel : public QWidget {
   void updateOverlay();
   void updateClasses();
 
-  QList<ModelSlot*> slots_;
   DigitCanvas* canvas_;
-  QComboBox *slot_box_, *class_box_, *method_box_;
+  SlotBox* slot_box_;
+  QComboBox *class_box_, *method_box_;
   QSpinBox* steps_;
   QCheckBox* overlay_box_;
   QLabel* summary_;

@@ -17,6 +17,7 @@
 #include "knockout_bar.h"
 #include "model_slot.h"
 #include "plot_export.h"
+#include "slot_box.h"
 #include "slot_knockout.h"
 #include "square_cells.h"
 
@@ -52,7 +53,7 @@ QCPRange quantile_range(std::vector<double> values, double low, double high) {
 
 OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
     : QWidget(parent),
-      slot_box_(new QComboBox(this)),
+      slot_box_(new SlotBox(this)),
       what_(new QComboBox(this)),
       message_(new QLabel(this)),
       plot_(new QCustomPlot(this)),
@@ -110,28 +111,21 @@ OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
 }
 
 void OffsetPanel::setSlots(const QList<ModelSlot*>& slots) {
-  ModelSlot* shown = slot_box_->currentIndex() >= 0 ? slots_.value(slot_box_->currentIndex()) : nullptr;
-  for (ModelSlot* s : slots_)
+  for (ModelSlot* s : slot_box_->slots())
     if (slots.contains(s)) disconnect(s, nullptr, this, nullptr);
-  slots_ = slots;
-  const QSignalBlocker block(slot_box_);
-  slot_box_->clear();
-  for (ModelSlot* s : slots_) {
-    slot_box_->addItem(tr("Slot %1").arg(s->name()));
+  slot_box_->setSlots(slots);
+  for (ModelSlot* s : slots) {
     connect(s, &ModelSlot::loaded, this, &OffsetPanel::rebuild);
     connect(s, &ModelSlot::predicted, this, [this, s] {
-      if (showingContributions() && slots_.value(slot_box_->currentIndex()) == s) rebuild();
+      if (showingContributions() && shownSlot() == s) rebuild();
     });
   }
-  slot_box_->setCurrentIndex(std::max<int>(0, int(slots_.indexOf(shown))));
   rebuild();
 }
 
 QString OffsetPanel::message() const { return message_->text(); }
 
-ModelSlot* OffsetPanel::shownSlot() const {
-  return slot_box_->currentIndex() >= 0 ? slots_.value(slot_box_->currentIndex()) : nullptr;
-}
+ModelSlot* OffsetPanel::shownSlot() const { return slot_box_->shown(); }
 
 bool OffsetPanel::busy() const { return busy_ > 0 || knockout_->busy(); }
 

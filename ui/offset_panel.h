@@ -23,6 +23,7 @@ namespace translution::ui {
 
 class KnockoutBar;
 class ModelSlot;
+class SlotBox;
 class SlotKnockout;
 
 // The colour range of values that a few outliers must not wash out: from the
@@ -72,8 +73,7 @@ class OffsetPanel : public QWidget {
   QCPColorMap* addMap(QCPAxisRect* rect, const OffsetGrid& grid, const QString& title,
                       std::vector<double>& values);
 
-  QList<ModelSlot*> slots_;
-  QComboBox* slot_box_;
+  SlotBox* slot_box_;
   QComboBox* what_;  // weights or this canvas's contributions
   QLabel* message_;
   QCustomPlot* plot_;
