@@ -327,9 +327,8 @@ std::pair<double, double> training_peak(const ViTConfig& c, const std::vector<Ru
 MemoryEstimate estimate_training(const EngineOptions& engine, const ViTConfig& c, int64_t batch,
                                  bool recompute, const MemoryTarget& target) {
   const double weights = kFloat * double(parameter_count(c));
-  const auto [activations, gradients] =
-      training_peak(c, block_runs(engine, c, double(batch), true, recompute, target),
-                    embedding_floats(c, double(batch), true));
+  const std::vector<Run> runs = block_runs(engine, c, double(batch), true, recompute, target);
+  const auto [activations, gradients] = training_peak(c, runs, embedding_floats(c, double(batch), true));
   MemoryEstimate e;
   e.weights = weights;
   e.gradients = gradients;
@@ -337,10 +336,13 @@ MemoryEstimate estimate_training(const EngineOptions& engine, const ViTConfig& c
   e.activations = activations;
   e.baseline = baseline_bytes(target.device);
   // The device step (train/device_step.h: on a GPU, or on LibTorch's ops) keeps every gradient for the
-  // run in one buffer, and its update holds one weights-sized temporary after the activations are gone.
+  // run in one buffer, into which backward adds each block's gradients from tensors of their own (a
+  // block's at a time), and its update holds one weights-sized temporary after the activations are gone.
   if (engine.reference || target.device == MemoryDevice::Cuda) {
+    double block_gradients = 0;
+    for (const Run& r : runs) block_gradients = std::max(block_gradients, r.gradient_bytes);
     e.gradients = weights;
-    e.activations = std::max(activations, weights);
+    e.activations = std::max(activations + block_gradients, weights);
   }
   return e;
 }

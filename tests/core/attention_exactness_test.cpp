@@ -103,6 +103,16 @@ void expect_same_gradients(const std::vector<at::Tensor>& fast, const std::vecto
   }
 }
 
+// Attention rows are distributions; causal ones put no mass on the pairs the mask
+// hides (the future; CLS, for positions).
+void expect_distributions(const at::Tensor& probs, const TokenLayout& layout) {
+  EXPECT_LT((probs.sum(-1) - 1).abs().max().item<double>(), 1e-12);
+  if (!layout.causal) return;
+  EXPECT_EQ(
+      probs.cpu().masked_select(make_relative_table(layout).valid.logical_not()).abs().sum().item<double>(),
+      0.0);
+}
+
 class AttentionExactness : public ::testing::TestWithParam<Case> {
  protected:
   // Each runs the operator under `engine` (the reference it is checked against
@@ -249,16 +259,7 @@ void AttentionExactness::check(const EngineOptions& engine, const Case& c, bool 
   ASSERT_EQ(fast.sizes(), naive.sizes());
   EXPECT_LT(max_relative_error(fast, naive), 1e-9) << "forward";
 
-  // Attention rows are distributions; causal ones put no mass where the mask hides.
-  EXPECT_LT((probs.sum(-1) - 1).abs().max().item<double>(), 1e-12);
-  if (c.layout.causal) {  // none on pairs the mask hides (the future; CLS, for positions)
-    EXPECT_EQ(probs.cpu()
-                  .masked_select(make_relative_table(c.layout).valid.logical_not())
-                  .abs()
-                  .sum()
-                  .item<double>(),
-              0.0);
-  }
+  expect_distributions(probs, c.layout);
 
   std::vector<at::Tensor> inputs{x};
   for (const auto& p : module->parameters()) inputs.push_back(p);
@@ -319,17 +320,7 @@ void AttentionExactness::check_on_cuda(const EngineOptions& engine, const Case& 
   ASSERT_TRUE(fast.is_cuda());
   ASSERT_EQ(fast.sizes(), naive.sizes());
   EXPECT_LT(max_relative_error(fast.cpu(), naive), 1e-9) << "forward";
-  if (probs.defined()) {  // distributions, with no mass on the future where causal
-    EXPECT_LT((probs.sum(-1) - 1).abs().max().item<double>(), 1e-12);
-    if (c.layout.causal) {
-      EXPECT_EQ(probs.cpu()
-                    .masked_select(make_relative_table(c.layout).valid.logical_not())
-                    .abs()
-                    .sum()
-                    .item<double>(),
-                0.0);
-    }
-  }
+  if (probs.defined()) expect_distributions(probs, c.layout);
   {
     at::NoGradGuard no_grad;
     EXPECT_LT(max_relative_error(module->forward_queries(engine, x_gpu, queries).cpu(), naive.detach()), 1e-9)
