@@ -322,7 +322,9 @@ void print_bench(const BenchResult& r, const BenchOptions& options) {
   if (r.optimizer_ms >= 0)
     std::printf("  forward %.2f ms, backward %.2f ms, %s %.2f ms (medians)\n", r.forward_ms, r.backward_ms,
                 r.train_step == "host" ? "optimizer" : "guard, clip and AdamW", r.optimizer_ms);
-  if (r.peak_memory_bytes >= 0) std::printf("  peak memory %.1f MB\n", r.peak_memory_bytes / 1e6);
+  if (r.peak_memory_bytes >= 0)
+    std::printf("  peak memory %.1f MB (estimated %.1f MB)\n", r.peak_memory_bytes / 1e6,
+                r.estimated_peak_bytes / 1e6);
   std::printf("  exact work %.2f GFLOP per image forward (last block: %s); achieved %.1f GFLOP/s\n",
               r.exact_flops_per_image / 1e9, r.cls_only_last_block ? "CLS query only" : "every token",
               r.achieved_gflops());

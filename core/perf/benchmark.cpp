@@ -21,6 +21,7 @@
 #include "cpu/blas_kernels.h"
 #include "cpu/fused_adamw.h"
 #include "cpu/helper_threads.h"
+#include "nn/memory_estimate.h"
 #include "nn/model_cost.h"
 #include "nn/vit.h"
 #include "train/device_step.h"
@@ -305,6 +306,15 @@ void count_work(const BenchOptions& options, int batch_shares, BenchResult& resu
   result.fraction_of_floor = result.floor_ms / result.ms_per_step;
 }
 
+// The peak nn/memory_estimate predicts for this run, to set beside the measured one.
+int64_t estimated_peak(const BenchOptions& o) {
+  const MemoryDevice device = o.device.is_cuda() ? MemoryDevice::Cuda : MemoryDevice::Cpu;
+  const MemoryEstimate e =
+      o.mode == "train" ? estimate_training(o.engine, o.config, o.batch, o.engine.recompute_pair_rows, device)
+                        : estimate_inference(o.engine, o.config, o.batch, device);
+  return std::llround(e.total());
+}
+
 }  // namespace
 
 BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& progress) {
@@ -323,6 +333,7 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   time_steps(run, switch_path, progress, result);
   result.roofline = measure_roofline(options.device);  // after the run: its buffers must not count as peak
   count_work(options, result.split_batch ? run.batch_shares() : 1, result);
+  result.estimated_peak_bytes = estimated_peak(options);
   return result;
 }
 
@@ -358,6 +369,7 @@ std::string BenchResult::to_json() const {
                                       {"ms_min", rounded(ms_min, 3)},
                                       {"images_per_second", rounded(images_per_second, 2)},
                                       {"peak_memory_bytes", peak_memory_bytes},
+                                      {"estimated_peak_bytes", estimated_peak_bytes},
                                       {"exact_flops_per_image", std::llround(exact_flops_per_image)},
                                       {"achieved_gflops", rounded(achieved_gflops(), 2)},
                                       {"gemm_gflops", rounded(roofline.gemm_gflops, 2)},

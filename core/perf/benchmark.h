@@ -60,6 +60,7 @@ struct BenchResult {
   double forward_ms = -1, backward_ms = -1, optimizer_ms = -1;  // training: medians per phase
   double images_per_second = 0;
   int64_t peak_memory_bytes = -1;    // resident set (CPU) or allocator peak (CUDA) during the run
+  int64_t estimated_peak_bytes = 0;  // what nn/memory_estimate.h predicts for that peak
   double exact_flops_per_image = 0;  // forward, 2 x exact multiply-adds
   double step_flops = 0;             // counted work of one step (training: 3x forward)
   Roofline roofline;

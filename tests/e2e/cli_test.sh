@@ -64,6 +64,8 @@ for key in ms_per_step images_per_second peak_memory_bytes exact_flops_per_image
   check "bench reports $key" grep -q "\"$key\":" <<<"$bench"
 done
 check "bench times the training phases" grep -q '"forward_ms":[0-9].*"optimizer_ms":[0-9]' <<<"$bench"
+check "bench sets the memory estimate beside the measured peak" \
+  grep -qE '"peak_memory_bytes":[1-9][0-9]*,"estimated_peak_bytes":[1-9][0-9]*,' <<<"$bench"
 check "bench names no bf16 kernel for an fp32 step" grep -q '"bf16_kernel":""' <<<"$bench"
 check "bench names the library of its GEMM reference" grep -qE '"gemm_library":"(aten|onednn)"' <<<"$bench"
 # The last block for the CLS query alone by default; --last-block all runs and counts every token's.
