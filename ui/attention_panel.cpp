@@ -1,17 +1,18 @@
 #include "attention_panel.h"
 
 #include <QComboBox>
-#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QVBoxLayout>
 
+#include "reflow_layout.h"
+
 namespace translution::ui {
 
 AttentionPanel::AttentionPanel(const QList<ModelSlot*>& slots, QWidget* parent)
-    : QWidget(parent), scroll_(new QScrollArea(this)), grid_(new QGridLayout) {
+    : QWidget(parent), scroll_(new QScrollArea(this)), grid_(new ReflowLayout(2)) {
   auto* layout = new QVBoxLayout(this);
   auto* controls = new QHBoxLayout;
   auto* hint = new QLabel(
@@ -23,7 +24,8 @@ AttentionPanel::AttentionPanel(const QList<ModelSlot*>& slots, QWidget* parent)
   controls->addWidget(hint, 1);
   controls->addWidget(cls_);
   layout->addLayout(controls);
-  // The views scroll vertically and fit the width: wide enough for two views of readable maps.
+  // The views scroll vertically and fit the width: two side by side where both keep
+  // readable maps, else one above the other.
   auto* content = new QWidget(scroll_);
   content->setLayout(grid_);
   grid_->setContentsMargins(0, 0, 0, 0);
@@ -36,7 +38,7 @@ AttentionPanel::AttentionPanel(const QList<ModelSlot*>& slots, QWidget* parent)
   connect(cls_, &QPushButton::clicked, this, &AttentionPanel::setClsQuery);
 }
 
-int AttentionPanel::columns() const { return views_.size() <= 2 ? std::max<int>(1, int(views_.size())) : 2; }
+int AttentionPanel::columns() const { return grid_->columnsFor(scroll_->viewport()->width()); }
 
 void AttentionPanel::setSlots(const QList<ModelSlot*>& slots) {
   QList<AttentionView*> kept;
@@ -59,12 +61,7 @@ void AttentionPanel::setSlots(const QList<ModelSlot*>& slots) {
     }
     views_ << view;
   }
-  const int n = columns();
-  for (int i = 0; i < views_.size(); ++i) grid_->addWidget(views_[i], i / n, i % n);
-  // Columns and rows left over from more slots keep no stretch (and so no space).
-  for (int c = 0; c < grid_->columnCount(); ++c) grid_->setColumnStretch(c, c < n ? 1 : 0);
-  for (int r = 0; r < grid_->rowCount(); ++r)
-    grid_->setRowStretch(r, r < (views_.size() + n - 1) / n ? 1 : 0);
+  for (AttentionView* v : views_) grid_->addWidget(v);
   // Tab order: the button, then each view's controls in reading order.
   QWidget* previous = cls_;
   for (AttentionView* v : views_)

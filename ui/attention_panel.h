@@ -1,19 +1,20 @@
 #pragma once
 // The attention view for every comparison slot, sharing one query token: picked
-// with the canvas's Query tool, by clicking any attention map, or CLS. One or two
-// slots sit side by side; three or four wrap into two columns. The views scroll
-// inside the panel, so they keep readable maps without making the window larger.
+// with the canvas's Query tool, by clicking any attention map, or CLS. Two views
+// sit side by side where both keep readable maps, else one above the other; three
+// or four wrap into rows. The views scroll down inside the panel, so they keep
+// readable maps without making the window larger.
 #include <QList>
 #include <QWidget>
 
 #include "attention_view.h"
 
-class QGridLayout;
 class QScrollArea;
 
 namespace translution::ui {
 
 class ModelSlot;
+class ReflowLayout;
 
 class AttentionPanel : public QWidget {
   Q_OBJECT
@@ -22,7 +23,7 @@ class AttentionPanel : public QWidget {
   const QList<AttentionView*>& views() const { return views_; }
   const AttentionQuery& query() const { return query_; }
   QScrollArea* scrollArea() const { return scroll_; }
-  // Views per row: all of them up to two, then two.
+  // Views per row at the panel's present width: two where they fit, else one.
   int columns() const;
 
  public Q_SLOTS:
@@ -39,7 +40,7 @@ class AttentionPanel : public QWidget {
 
  private:
   QScrollArea* scroll_;
-  QGridLayout* grid_;
+  ReflowLayout* grid_;
   class QPushButton* cls_;
   QList<AttentionView*> views_;
   AttentionQuery query_;

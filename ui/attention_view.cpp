@@ -119,8 +119,9 @@ void AttentionView::buildMatrix() {
   matrix_plot_->plotLayout()->addElement(1, 0, matrix_scale_);
   matrix_plot_->plotLayout()->setRowStretchFactor(1, 0.001);
   matrix_->setColorScale(matrix_scale_);
-  // Room for the axes, the scale and a data area of kMapSide pixels each way.
-  matrix_plot_->setMinimumSize(kMapSide + 60, kMapSide + 100);
+  // Room for a data area of kMapSide pixels each way: the axes take about 60 px beside
+  // it, and the axes with the scale and its labels 115 px beneath it.
+  matrix_plot_->setMinimumSize(kMapSide + 60, kMapSide + 115);
   matrix_plot_->setToolTip(
       tr("The full attention matrix of this layer and head (row: query, column: key); the "
          "marked row is the query. Hover a cell for its weight."));

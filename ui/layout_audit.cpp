@@ -2,6 +2,8 @@
 
 #include <QAbstractScrollArea>
 #include <QApplication>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTabBar>
 #include <QTabWidget>
 #include <QWidget>
@@ -71,6 +73,7 @@ class Auditor {
     checkOverlap(w, out);
     checkMinimum(w, out);
     checkReadable(w, out);
+    checkSideways(w, out);
   }
 
  private:
@@ -130,6 +133,18 @@ class Auditor {
               .arg(need.width())
               .arg(need.height()),
           out);
+  }
+
+  // A page scrolls down, never sideways: a reader scrolling across a form loses the
+  // labels or the buttons at one edge. A page narrower than its content must reflow.
+  void checkSideways(const QWidget* w, LayoutAuditResult& out) {
+    const auto* area = qobject_cast<const QScrollArea*>(w);
+    if (!area || !area->widget() || !area->horizontalScrollBar()->isVisible()) return;
+    add(w,
+        QString("scrolls sideways: its page needs %1 px of the %2 px it has")
+            .arg(area->widget()->width())
+            .arg(area->viewport()->width()),
+        out);
   }
 
   QWidget* window_;

@@ -8,7 +8,8 @@
 //   * squeezing: a widget smaller than its minimum size (its text or controls cut);
 //   * readability: a widget smaller than its readable minimum, the property
 //     "readableMinimum" (a QSize) where set, else 280 px for the canvas, 160 px for
-//     an attention map and 160 x 120 px for a plot.
+//     an attention map and 160 x 120 px for a plot;
+//   * sideways scrolling: a scrolling page whose content is wider than its view.
 #include <QList>
 #include <QRect>
 #include <QSize>

@@ -29,6 +29,7 @@
 #include "nn/attention_spec.h"
 #include "plot_export.h"
 #include "plot_legend.h"
+#include "reflow_layout.h"
 #include "util/device.h"
 #include "util/error.h"
 #include "util/output_path.h"
@@ -124,9 +125,10 @@ TrainingPanel::~TrainingPanel() = default;
 void TrainingPanel::buildForm() {
   auto* layout = new QVBoxLayout(this);
   auto* box = new QGroupBox(tr("Run"), this);
-  auto* columns = new QHBoxLayout;
-  columns->addLayout(buildModelFields(), 1);
-  columns->addLayout(buildRunFields(), 1);
+  // The model's column beside the run's where the page is wide enough, else above it.
+  auto* columns = new ReflowLayout(2);
+  columns->addLayout(buildModelFields());
+  columns->addLayout(buildRunFields());
   auto* box_layout = new QVBoxLayout;
   box_layout->addLayout(columns);
   memory_ = new QLabel(this);
@@ -321,8 +323,10 @@ QFormLayout* TrainingPanel::buildRunFields() {
 }
 
 // Start, pause, stop, save, resume and export, the progress bar and the status line.
+// The run's controls and what to do with its model wrap into two rows on a narrow page.
 void TrainingPanel::buildButtons(QVBoxLayout* layout) {
-  auto* buttons = new QHBoxLayout;
+  auto* controls = new QHBoxLayout;
+  auto* results = new QHBoxLayout;
   start_ = new QPushButton(tr("Start"), this);
   pause_ = new QPushButton(tr("Pause"), this);
   stop_ = new QPushButton(tr("Stop"), this);
@@ -337,11 +341,15 @@ void TrainingPanel::buildButtons(QVBoxLayout* layout) {
   resume_file_->setToolTip(
       tr("Continue a run saved as a checkpoint, from its saved step, with its saved settings"));
   export_->setToolTip(tr("Every run's curves as CSV"));
-  for (QPushButton* b : {start_, pause_, stop_, save_, resume_file_}) buttons->addWidget(b);
-  buttons->addWidget(buildSendButton());
+  for (QPushButton* b : {start_, pause_, stop_}) controls->addWidget(b);
+  for (QPushButton* b : {save_, resume_file_}) results->addWidget(b);
+  results->addWidget(buildSendButton());
   setSlots(slots_);
-  buttons->addStretch(1);
-  buttons->addWidget(export_);
+  results->addStretch(1);
+  results->addWidget(export_);
+  auto* buttons = new ReflowLayout(2);
+  buttons->addLayout(controls);
+  buttons->addLayout(results);
   layout->addLayout(buttons);
   progress_ = new QProgressBar(this);
   progress_->setFormat(tr("%v / %m steps"));

@@ -20,8 +20,10 @@
 #include "digit_canvas.h"
 #include "layout_audit.h"
 #include "model_slot.h"
+#include "reflow_layout.h"
 #include "robustness_panel.h"
 #include "test_digit_source.h"
+#include "training_panel.h"
 #include "ui_test_support.h"
 
 using namespace translution;
@@ -216,6 +218,50 @@ class MainWindowTest : public QObject {
     QVERIFY2(mentions(broken, "strayOnPurpose"), qPrintable(found));  // over its siblings
     QVERIFY2(found.contains("the window needs at least") || found.contains("larger than the screen"),
              qPrintable(found));  // 3000 px cannot fit
+  }
+
+  // A page wider than its tab scrolls, so the window still fits, but sideways.
+  void theLayoutAuditCatchesAPageThatScrollsSideways() {
+    auto* sideways = new QPushButton("wider than the page", window->training());
+    sideways->setMinimumWidth(1500);
+    window->training()->layout()->addWidget(sideways);
+    const LayoutAuditResult scrolling = audit_layout(window, window->tabs(), QSize(1280, 800));
+    QString found;
+    for (const LayoutOffender& o : scrolling.offenders) found += describe(o) + "\n";
+    QVERIFY2(found.contains("tab 'Training'") && found.contains("scrolls sideways"), qPrintable(found));
+    QVERIFY2(!found.contains("larger than the screen"), qPrintable(found));
+  }
+
+  // Parts side by side where the width holds their minimums, else stacked; the page's
+  // height follows, and the spare width goes to the part that grows.
+  void aReflowLayoutStacksItsPartsWhenTheyDoNotFitSideBySide() {
+    QWidget page;
+    auto* reflow = new ReflowLayout(2, &page);
+    reflow->setContentsMargins(0, 0, 0, 0);
+    reflow->setSpacing(10);
+    auto* fixed = new QPushButton("fixed");
+    fixed->setMinimumSize(300, 40);
+    fixed->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
+    auto* growing = new QPushButton("growing");
+    growing->setMinimumSize(200, 40);
+    growing->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    reflow->addWidget(fixed);
+    reflow->addWidget(growing);
+    QCOMPARE(reflow->minimumSize().width(), 300);  // stacked, no narrower than the wider part
+
+    reflow->setGeometry(QRect(0, 0, 700, reflow->heightForWidth(700)));
+    QCOMPARE(reflow->columnsFor(700), 2);
+    QCOMPARE(fixed->geometry(), QRect(0, 0, 300, fixed->height()));
+    QCOMPARE(growing->geometry().left(), 310);
+    QCOMPARE(growing->geometry().right(), 699);  // the 190 px to spare went to the growing part
+    QCOMPARE(growing->geometry().top(), 0);
+
+    QCOMPARE(reflow->columnsFor(509), 1);  // 300 + 10 + 200 = 510 px side by side
+    QVERIFY(reflow->heightForWidth(509) >= reflow->heightForWidth(700) + 10 + 40);
+    reflow->setGeometry(QRect(0, 0, 509, reflow->heightForWidth(509)));
+    QCOMPARE(fixed->geometry().top(), 0);
+    QCOMPARE(growing->geometry().top(), fixed->geometry().bottom() + 1 + 10);
+    QCOMPARE(growing->geometry().width(), 509);
   }
 };
 

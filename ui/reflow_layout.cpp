@@ -1,0 +1,160 @@
+#include "reflow_layout.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <QWidget>
+
+namespace translution::ui {
+namespace {
+
+int sum(const QList<int>& values) { return std::accumulate(values.begin(), values.end(), 0); }
+
+int height_at(QLayoutItem* item, int width) {
+  const int wanted = item->hasHeightForWidth() ? item->heightForWidth(width) : item->sizeHint().height();
+  return std::max(wanted, item->minimumSize().height());
+}
+
+}  // namespace
+
+ReflowLayout::ReflowLayout(int max_columns, QWidget* parent)
+    : QLayout(parent), max_columns_(std::max(1, max_columns)) {}
+
+ReflowLayout::~ReflowLayout() {
+  while (QLayoutItem* item = takeAt(0)) delete item;
+}
+
+void ReflowLayout::addLayout(QLayout* layout) {
+  addChildLayout(layout);
+  addItem(layout);
+}
+
+void ReflowLayout::addItem(QLayoutItem* item) {
+  items_ << item;
+  invalidate();
+}
+
+int ReflowLayout::count() const { return int(items_.size()); }
+
+QLayoutItem* ReflowLayout::itemAt(int index) const {
+  return index >= 0 && index < items_.size() ? items_[index] : nullptr;
+}
+
+QLayoutItem* ReflowLayout::takeAt(int index) {
+  if (index < 0 || index >= items_.size()) return nullptr;
+  invalidate();
+  return items_.takeAt(index);
+}
+
+Qt::Orientations ReflowLayout::expandingDirections() const {
+  Qt::Orientations directions;
+  for (QLayoutItem* item : shown()) directions |= item->expandingDirections();
+  return directions;
+}
+
+QList<QLayoutItem*> ReflowLayout::shown() const {
+  QList<QLayoutItem*> parts;
+  for (QLayoutItem* item : items_)
+    if (!item->isEmpty()) parts << item;
+  return parts;
+}
+
+int ReflowLayout::spacingOrDefault() const { return std::max(0, spacing()); }
+
+// Column c holds parts c, c + columns, ...: its minimum is the widest of theirs.
+QList<int> ReflowLayout::columnMinimums(const QList<QLayoutItem*>& parts, int columns) const {
+  QList<int> minimums(columns, 0);
+  for (int i = 0; i < parts.size(); ++i)
+    minimums[i % columns] = std::max(minimums[i % columns], parts[i]->minimumSize().width());
+  return minimums;
+}
+
+// The spare width goes to the columns whose parts grow sideways, as a box layout
+// gives it to its expanding items; where none grows, to every column alike.
+void ReflowLayout::shareSpare(const QList<QLayoutItem*>& parts, int spare, QList<int>& widths) const {
+  const int columns = int(widths.size());
+  QList<bool> grows(columns, false);
+  for (int i = 0; i < parts.size(); ++i)
+    if (parts[i]->expandingDirections() & Qt::Horizontal) grows[i % columns] = true;
+  if (!grows.contains(true)) grows.fill(true);
+  const int growing = int(grows.count(true));
+  const int last = int(grows.lastIndexOf(true));
+  for (int c = 0; c < columns; ++c)
+    if (grows[c]) widths[c] += spare / growing + (c == last ? spare % growing : 0);
+}
+
+ReflowLayout::Arrangement ReflowLayout::arrange(const QList<QLayoutItem*>& parts, int width) const {
+  Arrangement a;
+  const int gap = spacingOrDefault();
+  for (int c = std::min<int>(max_columns_, int(parts.size())); c >= 1; --c) {
+    a.columns = c;
+    a.widths = columnMinimums(parts, c);
+    const int spare = width - sum(a.widths) - gap * (c - 1);
+    if (spare < 0 && c > 1) continue;
+    shareSpare(parts, std::max(0, spare), a.widths);
+    break;
+  }
+  const int rows = (int(parts.size()) + a.columns - 1) / a.columns;
+  a.heights = QList<int>(rows, 0);
+  for (int i = 0; i < parts.size(); ++i)
+    a.heights[i / a.columns] =
+        std::max(a.heights[i / a.columns], height_at(parts[i], a.widths[i % a.columns]));
+  return a;
+}
+
+int ReflowLayout::columnsFor(int width) const {
+  const QMargins m = contentsMargins();
+  return arrange(shown(), width - m.left() - m.right()).columns;
+}
+
+int ReflowLayout::heightForWidth(int width) const {
+  const QMargins m = contentsMargins();
+  const Arrangement a = arrange(shown(), width - m.left() - m.right());
+  return sum(a.heights) + spacingOrDefault() * std::max<int>(0, int(a.heights.size()) - 1) + m.top() +
+         m.bottom();
+}
+
+// As narrow as the widest part (stacked), as low as the parts side by side need.
+QSize ReflowLayout::minimumSize() const {
+  const QList<QLayoutItem*> parts = shown();
+  const QMargins m = contentsMargins();
+  int widest = 0;
+  for (QLayoutItem* item : parts) widest = std::max(widest, item->minimumSize().width());
+  const int side_by_side =
+      sum(columnMinimums(parts, std::min<int>(max_columns_, std::max(1, int(parts.size())))));
+  const int gaps = spacingOrDefault() * std::max(0, std::min<int>(max_columns_, int(parts.size())) - 1);
+  return {widest + m.left() + m.right(), heightForWidth(side_by_side + gaps + m.left() + m.right())};
+}
+
+QSize ReflowLayout::sizeHint() const {
+  const QList<QLayoutItem*> parts = shown();
+  const QMargins m = contentsMargins();
+  const int columns = std::min<int>(max_columns_, std::max(1, int(parts.size())));
+  QList<int> widths(columns, 0);
+  for (int i = 0; i < parts.size(); ++i)
+    widths[i % columns] = std::max(widths[i % columns], parts[i]->sizeHint().width());
+  const int width = sum(widths) + spacingOrDefault() * (columns - 1) + m.left() + m.right();
+  return {width, heightForWidth(width)};
+}
+
+void ReflowLayout::setGeometry(const QRect& rect) {
+  QLayout::setGeometry(rect);
+  const QList<QLayoutItem*> parts = shown();
+  if (parts.isEmpty()) return;
+  const QRect inner = rect.marginsRemoved(contentsMargins());
+  Arrangement a = arrange(parts, inner.width());
+  const int gap = spacingOrDefault();
+  const int spare = inner.height() - sum(a.heights) - gap * (int(a.heights.size()) - 1);
+  for (int& h : a.heights) h += std::max(0, spare) / int(a.heights.size());
+  int y = inner.y();
+  for (int row = 0; row < a.heights.size(); ++row) {
+    int x = inner.x();
+    for (int col = 0; col < a.columns && row * a.columns + col < parts.size(); ++col) {
+      parts[row * a.columns + col]->setGeometry(QRect(x, y, a.widths[col], a.heights[row]));
+      x += a.widths[col] + gap;
+    }
+    y += a.heights[row] + gap;
+  }
+}
+
+}  // namespace translution::ui

@@ -1,0 +1,51 @@
+#pragma once
+// A layout of a few parts side by side that stacks them when its width does not
+// hold them: the most columns (up to a maximum) whose parts keep their minimum
+// widths, parts placed row by row, the width to spare given to the columns whose
+// parts grow sideways (to all where none does) and the height to spare shared
+// equally by the rows. A page built of such rows
+// scrolls down on a narrow screen and never sideways.
+//
+// Its height depends on its width (hasHeightForWidth), which QScrollArea and the
+// box layouts honour: a parent gives it the height of the columns it will use.
+#include <QLayout>
+#include <QList>
+
+namespace translution::ui {
+
+class ReflowLayout : public QLayout {
+ public:
+  explicit ReflowLayout(int max_columns, QWidget* parent = nullptr);
+  ~ReflowLayout() override;
+
+  void addLayout(QLayout* layout);  // QLayout::addWidget adds a widget
+  int columnsFor(int width) const;  // the columns a layout of `width` px uses
+
+  void addItem(QLayoutItem* item) override;
+  int count() const override;
+  QLayoutItem* itemAt(int index) const override;
+  QLayoutItem* takeAt(int index) override;
+  Qt::Orientations expandingDirections() const override;
+  bool hasHeightForWidth() const override { return true; }
+  int heightForWidth(int width) const override;
+  QSize minimumSize() const override;
+  QSize sizeHint() const override;
+  void setGeometry(const QRect& rect) override;
+
+ private:
+  struct Arrangement {
+    int columns = 1;
+    QList<int> widths;   // per column, the spare width shared out
+    QList<int> heights;  // per row, as the tallest part at its column's width needs
+  };
+  QList<QLayoutItem*> shown() const;  // the parts that take room (hidden widgets do not)
+  QList<int> columnMinimums(const QList<QLayoutItem*>& parts, int columns) const;
+  void shareSpare(const QList<QLayoutItem*>& parts, int spare, QList<int>& widths) const;
+  Arrangement arrange(const QList<QLayoutItem*>& parts, int width) const;
+  int spacingOrDefault() const;
+
+  int max_columns_;
+  QList<QLayoutItem*> items_;
+};
+
+}  // namespace translution::ui
