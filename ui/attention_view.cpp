@@ -141,8 +141,9 @@ void AttentionView::layOutMatrix() {
 
 void AttentionView::buildDistances() {
   distance_plot_->xAxis->setLabel(tr("layer"));
-  distance_plot_->yAxis->setLabel(tr("mean distance (patches)"));
-  distance_plot_->setMinimumSize(kMapSide, 180);
+  distance_plot_->yAxis->setLabel(tr("distance (patches)"));  // the tooltip says which distance
+  // Tall enough that the axis's label fits beside it with the heads' key beneath.
+  distance_plot_->setMinimumSize(kMapSide, 200);
   distance_plot_->setToolTip(
       tr("Each head's mean attention distance per layer, over every patch as the query: "
          "small is local (convolution-like), large is global"));

@@ -161,6 +161,24 @@ void audit_visible(QWidget* window, const QString& tab, LayoutAuditResult& out) 
     if (w->isVisible() && !w->isWindow() && w->window() == window) auditor.check(w, out);
 }
 
+// A tab's own tab widgets (the Robustness tab's experiments) show one page at a time:
+// each of their other pages is shown and checked in turn, then the one shown before.
+void audit_inner_tabs(QWidget* window, QWidget* page, const QString& tab, LayoutAuditResult& out) {
+  for (QTabWidget* inner : page->findChildren<QTabWidget*>()) {
+    if (!inner->isVisible()) continue;
+    const int shown = inner->currentIndex();
+    for (int j = 0; j < inner->count(); ++j) {
+      if (j == shown) continue;
+      inner->setCurrentIndex(j);
+      settle();
+      audit_visible(window, tab + " / " + inner->tabText(j), out);
+      ++out.tabs;
+    }
+    inner->setCurrentIndex(shown);
+    settle();
+  }
+}
+
 }  // namespace
 
 LayoutAuditResult audit_layout(QWidget* window, QTabWidget* tabs, const QSize& available) {
@@ -190,6 +208,7 @@ LayoutAuditResult audit_layout(QWidget* window, QTabWidget* tabs, const QSize& a
     settle();
     audit_visible(window, tabs->tabText(i), out);
     ++out.tabs;
+    audit_inner_tabs(window, tabs->widget(i), tabs->tabText(i), out);
   }
   tabs->setCurrentIndex(current);
   settle();

@@ -1,6 +1,7 @@
 #pragma once
 // A self-audit of the studio's layout, run offscreen: with the window at a given
-// size, every tab is shown in turn and every visible widget checked for
+// size, every tab (and every page of a tab's own tab widgets) is shown in turn and
+// every visible widget checked for
 //   * clipping: a widget that reaches outside its parent (scroll-area contents,
 //     which scroll, are exempt), or a window larger than the screen;
 //   * overlap: two visible sibling widgets that intersect (a widget declared an
@@ -30,7 +31,7 @@ struct LayoutOffender {
 
 struct LayoutAuditResult {
   int widgets = 0;  // widgets checked, counted once per tab they were visible on
-  int tabs = 0;
+  int tabs = 0;     // pages shown: the tabs and the pages of their own tab widgets
   QList<LayoutOffender> offenders;
 };
 

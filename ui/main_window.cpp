@@ -148,7 +148,10 @@ void MainWindow::buildStatusBar() {
   statusBar()->addWidget(canvas_status_, 1);
   statusBar()->addPermanentWidget(data_status_);
   auto* system_status = new QLabel(this);
-  system_status->setToolTip(tr("Where models run, and this process's memory"));
+  system_status->setToolTip(
+      cuda_available() ? tr("Where models run (each slot's box picks CPU or CUDA), and this process's memory")
+                       : tr("Where models run, and this process's memory. CUDA is not available: this "
+                            "LibTorch has no CUDA, or there is no GPU."));
   statusBar()->addPermanentWidget(system_status);
   auto show_system = [system_status] {
     const int64_t rss = resident_memory_bytes();
@@ -284,6 +287,7 @@ void MainWindow::addBrushAndGrid(QToolBar* bar) {
   brush_slider_ = new QSlider(Qt::Horizontal, this);
   brush_slider_->setRange(1, 12);  // half-pixels: radius 0.5 .. 6
   brush_slider_->setValue(4);
+  brush_slider_->setMinimumWidth(60);  // a crowded tool bar moves tools to its overflow menu instead
   brush_slider_->setMaximumWidth(110);
   brush_slider_->setToolTip(tr("Brush radius in canvas pixels"));
   connect(brush_slider_, &QSlider::valueChanged, this, [this](int v) { canvas_->setBrushRadius(v / 2.0); });

@@ -95,7 +95,9 @@ QString ModelPicker::shownText() const {
   const QRect room =
       style()->subControlRect(QStyle::CC_ComboBox, &option, QStyle::SC_ComboBoxEditField, this);
   const QString text = currentIndex() < 0 ? placeholderText() : currentText();
-  return fontMetrics().elidedText(text, Qt::ElideRight, room.width());
+  // Elided in the middle: the end tells the models apart ("...centred digits", "...anywhere")
+  // and a file's name ends in what it is.
+  return fontMetrics().elidedText(text, Qt::ElideMiddle, room.width());
 }
 
 // As QComboBox paints itself, with the current text elided rather than cut off.

@@ -7,18 +7,19 @@ namespace {
 
 constexpr char kColumns[] = "legendColumns";  // the plot's property: the columns asked for, 0 to fit
 
-// The columns the legend gets: as asked, or as many of its widest entry as fit the plot's width.
+// The columns the legend gets: as many of its widest entry as fit the plot's width, at
+// most as many as asked: entries too wide to share a row get a row each rather than be cut.
 int columns_for(const QCustomPlot* plot) {
   const QCPLegend* legend = plot->legend;
   const int asked = plot->property(kColumns).toInt();
-  if (asked > 0) return asked;
   int widest = 1;
   for (int i = 0; i < legend->itemCount(); ++i)
     widest = std::max(widest,
                       static_cast<const QCPLayoutElement*>(legend->item(i))->minimumOuterSizeHint().width() +
                           legend->columnSpacing());
   const int room = plot->viewport().width() - legend->margins().left() - legend->margins().right();
-  return std::clamp(room / widest, 1, std::max(1, legend->itemCount()));
+  const int fit = std::clamp(room / widest, 1, std::max(1, legend->itemCount()));
+  return asked > 0 ? std::min(asked, fit) : fit;
 }
 
 void wrap_legend(QCustomPlot* plot) {

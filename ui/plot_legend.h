@@ -7,9 +7,10 @@
 namespace translution::ui {
 
 // Moves `plot`'s legend into a new layout row beneath its main axis rect (the
-// first call; later calls find it there), frameless, and shows it. `columns`
-// entries go to a row; 0 fits as many as the plot's width holds, worked out
-// again before every replot, so a resized plot re-wraps its legend. The row
+// first call; later calls find it there), frameless, and shows it. As many
+// entries go to a row as the plot's width holds, at most `columns` (0: no
+// limit), worked out again before every replot, so a resized plot re-wraps its
+// legend. The row
 // takes only the height its entries need; the axis rect keeps the rest.
 void show_legend_beneath(QCustomPlot* plot, int columns = 0);
 

@@ -37,6 +37,18 @@ QString method_title(const QString& method) {
   return method;
 }
 
+// Label and field pairs (or buttons) left to right, a wider gap between pairs, the spare
+// width after them: the fields keep their size however wide the box is.
+QHBoxLayout* row_of(std::initializer_list<QWidget*> widgets) {
+  auto* row = new QHBoxLayout;
+  for (QWidget* w : widgets) {
+    if (row->count() > 0 && qobject_cast<QLabel*>(w)) row->addSpacing(12);
+    row->addWidget(w);
+  }
+  row->addStretch(1);
+  return row;
+}
+
 QSpinBox* spin(QWidget* parent, int low, int high, int value, const QString& tip) {
   auto* box = new QSpinBox(parent);
   box->setRange(low, high);
@@ -110,18 +122,50 @@ ProtocolBox::ProtocolBox(const EngineOptions& engine, QString data_dir, QWidget*
   });
 }
 
+// The bundled pairs' evaluation, then the experiment: which methods, its budget, run and stop.
 void ProtocolBox::buildControls(QLayout* layout) {
-  auto* grid = new QGridLayout;
   evaluate_ = new QPushButton(tr("Evaluate bundled pairs"), this);
   evaluate_->setToolTip(
       tr("Fill the table from the bundled models: each method trained on centred digits and on "
          "digits anywhere"));
   test_digits_ = spin(this, 10, 10000, 1000, tr("Test digits per test set"));
-  grid->addWidget(evaluate_, 0, 0);
-  grid->addWidget(new QLabel(tr("Test digits"), this), 0, 1);
-  grid->addWidget(test_digits_, 0, 2);
-  // Methods three a row and the budget beneath, so that the box stays narrow enough to leave the canvas room.
+  layout->addItem(row_of({evaluate_, new QLabel(tr("Test digits"), this), test_digits_}));
+  layout->addItem(buildMethodBoxes());
+  train_digits_ = spin(this, 100, 60000, 12000, tr("The first N training digits, for each model"));
+  epochs_ = spin(this, 1, 100, 2, tr("Passes over those digits"));
+  depth_ = spin(this, 1, 12, 2, tr("Blocks of the tiny ViT (dim 64, one head, patch 12)"));
+  layout_ =
+      make_layout_box(this, "experimentLayout",
+                      tr("How every model's attention reads the patches: 2-D offsets, or the patches row by "
+                         "row with 1-D offsets (causal: each patch sees only earlier ones)"));
+  layout->addItem(row_of({new QLabel(tr("Digits"), this), train_digits_, new QLabel(tr("Epochs"), this),
+                          epochs_, new QLabel(tr("Depth"), this), depth_}));
+  layout->addItem(row_of({new QLabel(tr("Layout"), this), layout_}));
+  run_ = new QPushButton(tr("Run experiment"), this);
+  run_->setToolTip(
+      tr("For each ticked method, train one model on centred digits and one on digits anywhere, then "
+         "evaluate both and sweep the centred one across the canvas"));
+  stop_ = new QPushButton(tr("Stop"), this);
+  stop_->setEnabled(false);
+  layout->addItem(row_of({run_, stop_}));
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 1);
+  status_ = new QLabel(tr("Evaluate the bundled pairs, or train your own."), this);
+  status_->setWordWrap(true);
+  layout->addWidget(progress_);
+  layout->addWidget(status_);
+  layout->addItem(buildTrainedModels());
+  connect(evaluate_, &QPushButton::clicked, this, &ProtocolBox::evaluateBundledPairs);
+  connect(run_, &QPushButton::clicked, this, &ProtocolBox::runExperiment);
+  connect(stop_, &QPushButton::clicked, this, &ProtocolBox::stopExperiment);
+  connect(save_, &QPushButton::clicked, this, &ProtocolBox::saveTrainedModel);
+}
+
+// "Train:" and the methods worth comparing, three a row, so that the box stays narrow
+// enough to leave the canvas room.
+QLayout* ProtocolBox::buildMethodBoxes() {
   auto* methods = new QGridLayout;
+  methods->setHorizontalSpacing(16);
   methods->addWidget(new QLabel(tr("Train:"), this), 0, 0);
   for (const AttentionChoice& c : attention_choices()) {
     const QString name = QString::fromStdString(c.name);
@@ -135,38 +179,12 @@ void ProtocolBox::buildControls(QLayout* layout) {
     methods->addWidget(box, int(method_boxes_.size()) / 3, 1 + int(method_boxes_.size()) % 3);
     method_boxes_ << box;
   }
-  methods->setColumnStretch(4, 1);  // the spare width right of the boxes, not between label and boxes
-  grid->addLayout(methods, 1, 0, 1, 6);
-  train_digits_ = spin(this, 100, 60000, 12000, tr("The first N training digits, for each model"));
-  epochs_ = spin(this, 1, 100, 2, tr("Passes over those digits"));
-  depth_ = spin(this, 1, 12, 2, tr("Blocks of the tiny ViT (dim 64, one head, patch 12)"));
-  layout_ =
-      make_layout_box(this, "experimentLayout",
-                      tr("How every model's attention reads the patches: 2-D offsets, or the patches row by "
-                         "row with 1-D offsets (causal: each patch sees only earlier ones)"));
-  run_ = new QPushButton(tr("Run experiment"), this);
-  run_->setToolTip(
-      tr("For each ticked method, train one model on centred digits and one on digits anywhere, then "
-         "evaluate both and sweep the centred one across the canvas"));
-  stop_ = new QPushButton(tr("Stop"), this);
-  stop_->setEnabled(false);
-  grid->addWidget(new QLabel(tr("Digits"), this), 2, 0);
-  grid->addWidget(train_digits_, 2, 1);
-  grid->addWidget(new QLabel(tr("Epochs"), this), 2, 2);
-  grid->addWidget(epochs_, 2, 3);
-  grid->addWidget(new QLabel(tr("Depth"), this), 2, 4);
-  grid->addWidget(depth_, 2, 5);
-  grid->addWidget(new QLabel(tr("Layout"), this), 3, 0);
-  grid->addWidget(layout_, 3, 1, 1, 5);
-  grid->addWidget(run_, 4, 0, 1, 4);
-  grid->addWidget(stop_, 4, 4, 1, 2);
-  layout->addItem(grid);
-  progress_ = new QProgressBar(this);
-  progress_->setRange(0, 1);
-  status_ = new QLabel(tr("Evaluate the bundled pairs, or train your own."), this);
-  status_->setWordWrap(true);
-  layout->addWidget(progress_);
-  layout->addWidget(status_);
+  methods->setColumnStretch(4, 1);  // the spare width right of the boxes, not between them
+  return methods;
+}
+
+// The models the experiment trained: pick one, send it to a slot or save it.
+QLayout* ProtocolBox::buildTrainedModels() {
   auto* models = new QHBoxLayout;
   trained_ = new QComboBox(this);
   trained_->setToolTip(tr("Models the experiment trained"));
@@ -180,13 +198,9 @@ void ProtocolBox::buildControls(QLayout* layout) {
   models->addWidget(trained_, 1);
   models->addWidget(send_);
   models->addWidget(save_);
-  layout->addItem(models);
   send_->setEnabled(false);
   save_->setEnabled(false);
-  connect(evaluate_, &QPushButton::clicked, this, &ProtocolBox::evaluateBundledPairs);
-  connect(run_, &QPushButton::clicked, this, &ProtocolBox::runExperiment);
-  connect(stop_, &QPushButton::clicked, this, &ProtocolBox::stopExperiment);
-  connect(save_, &QPushButton::clicked, this, &ProtocolBox::saveTrainedModel);
+  return models;
 }
 
 QStringList ProtocolBox::methods() const {
@@ -240,12 +254,15 @@ void ProtocolBox::evaluateBundledPairs() {
   status_->setText(tr("Evaluating the bundled pairs on %1 test digits per set…").arg(test_digits_->value()));
   const std::string dir = data_dir_.toStdString();
   const int64_t samples = test_digits_->value();
+  // The rows in the methods' order, whichever pair's evaluation finishes first.
+  for (const QString& m : methods) table_->addPair(pairName(m, true));
   auto* watcher = new QFutureWatcher<PairAccuracy>(this);
-  // One pair a task, so each row appears as soon as it is known.
+  // One pair a task, so each row fills in as soon as it is known.
   connect(watcher, &QFutureWatcher<PairAccuracy>::resultReadyAt, this, [this, watcher](int i) {
     const PairAccuracy a = watcher->resultAt(i);
     if (!a.error.isEmpty()) {
       evaluation_error_ = a.error;
+      table_->removeEmptyPair(pairName(a.method, true));
       return;
     }
     const QString row = pairName(a.method, true);

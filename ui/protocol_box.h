@@ -53,6 +53,8 @@ class ProtocolBox : public QGroupBox {
 
  private:
   void buildControls(QLayout* layout);
+  QLayout* buildMethodBoxes();
+  QLayout* buildTrainedModels();
   void addTrainedModel(const QString& method, const QString& dataset);
   void saveTrainedModel();
   void updateSendMenu();

@@ -26,13 +26,26 @@ int ProtocolTable::rowOf(const QString& pair) const {
   return -1;
 }
 
-void ProtocolTable::setAccuracy(const QString& pair, Column column, double accuracy) {
+int ProtocolTable::addPair(const QString& pair) {
   int row = rowOf(pair);
   if (row < 0) {
     row = rowCount();
     insertRow(row);
     setItem(row, 0, new QTableWidgetItem(pair));
   }
+  return row;
+}
+
+void ProtocolTable::removeEmptyPair(const QString& pair) {
+  const int row = rowOf(pair);
+  if (row < 0) return;
+  for (const Column c : {kStaticToStatic, kDynamicToDynamic, kStaticToDynamic})
+    if (item(row, c)) return;
+  removeRow(row);
+}
+
+void ProtocolTable::setAccuracy(const QString& pair, Column column, double accuracy) {
+  const int row = addPair(pair);
   auto* cell = new QTableWidgetItem(QString::number(100 * accuracy, 'f', 1) + "%");
   cell->setData(Qt::UserRole, accuracy);
   cell->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);

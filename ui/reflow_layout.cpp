@@ -24,6 +24,11 @@ ReflowLayout::~ReflowLayout() {
   while (QLayoutItem* item = takeAt(0)) delete item;
 }
 
+void ReflowLayout::setColumnStretch(int column, int stretch) {
+  stretch_[column] = std::max(0, stretch);
+  invalidate();
+}
+
 void ReflowLayout::addLayout(QLayout* layout) {
   addChildLayout(layout);
   addItem(layout);
@@ -69,18 +74,19 @@ QList<int> ReflowLayout::columnMinimums(const QList<QLayoutItem*>& parts, int co
   return minimums;
 }
 
-// The spare width goes to the columns whose parts grow sideways, as a box layout
-// gives it to its expanding items; where none grows, to every column alike.
-void ReflowLayout::shareSpare(const QList<QLayoutItem*>& parts, int spare, QList<int>& widths) const {
+// The spare width goes to the columns by their stretch factors, as in a grid layout.
+void ReflowLayout::shareSpare(int spare, QList<int>& widths) const {
   const int columns = int(widths.size());
-  QList<bool> grows(columns, false);
-  for (int i = 0; i < parts.size(); ++i)
-    if (parts[i]->expandingDirections() & Qt::Horizontal) grows[i % columns] = true;
-  if (!grows.contains(true)) grows.fill(true);
-  const int growing = int(grows.count(true));
-  const int last = int(grows.lastIndexOf(true));
-  for (int c = 0; c < columns; ++c)
-    if (grows[c]) widths[c] += spare / growing + (c == last ? spare % growing : 0);
+  QList<int> stretch(columns, 1);
+  for (int c = 0; c < columns; ++c) stretch[c] = stretch_.value(c, 1);
+  if (sum(stretch) == 0) stretch.fill(1);
+  const int total = sum(stretch);
+  int given = 0;
+  for (int c = 0; c < columns; ++c) {
+    const int share = c == columns - 1 ? spare - given : spare * stretch[c] / total;
+    widths[c] += share;
+    given += share;
+  }
 }
 
 ReflowLayout::Arrangement ReflowLayout::arrange(const QList<QLayoutItem*>& parts, int width) const {
@@ -91,7 +97,7 @@ ReflowLayout::Arrangement ReflowLayout::arrange(const QList<QLayoutItem*>& parts
     a.widths = columnMinimums(parts, c);
     const int spare = width - sum(a.widths) - gap * (c - 1);
     if (spare < 0 && c > 1) continue;
-    shareSpare(parts, std::max(0, spare), a.widths);
+    shareSpare(std::max(0, spare), a.widths);
     break;
   }
   const int rows = (int(parts.size()) + a.columns - 1) / a.columns;

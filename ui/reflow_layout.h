@@ -1,15 +1,15 @@
 #pragma once
 // A layout of a few parts side by side that stacks them when its width does not
 // hold them: the most columns (up to a maximum) whose parts keep their minimum
-// widths, parts placed row by row, the width to spare given to the columns whose
-// parts grow sideways (to all where none does) and the height to spare shared
-// equally by the rows. A page built of such rows
+// widths, parts placed row by row, the width to spare shared by the columns'
+// stretch factors and the height to spare equally by the rows. A page built of such rows
 // scrolls down on a narrow screen and never sideways.
 //
 // Its height depends on its width (hasHeightForWidth), which QScrollArea and the
 // box layouts honour: a parent gives it the height of the columns it will use.
 #include <QLayout>
 #include <QList>
+#include <QMap>
 
 namespace translution::ui {
 
@@ -19,6 +19,9 @@ class ReflowLayout : public QLayout {
   ~ReflowLayout() override;
 
   void addLayout(QLayout* layout);  // QLayout::addWidget adds a widget
+  // The share of the spare width column `column` gets while the parts sit side by side
+  // (1 unless set; 0 keeps the column at its parts' minimum).
+  void setColumnStretch(int column, int stretch);
   int columnsFor(int width) const;  // the columns a layout of `width` px uses
 
   void addItem(QLayoutItem* item) override;
@@ -40,12 +43,13 @@ class ReflowLayout : public QLayout {
   };
   QList<QLayoutItem*> shown() const;  // the parts that take room (hidden widgets do not)
   QList<int> columnMinimums(const QList<QLayoutItem*>& parts, int columns) const;
-  void shareSpare(const QList<QLayoutItem*>& parts, int spare, QList<int>& widths) const;
+  void shareSpare(int spare, QList<int>& widths) const;
   Arrangement arrange(const QList<QLayoutItem*>& parts, int width) const;
   int spacingOrDefault() const;
 
   int max_columns_;
   QList<QLayoutItem*> items_;
+  QMap<int, int> stretch_;  // column -> stretch factor, where set
 };
 
 }  // namespace translution::ui

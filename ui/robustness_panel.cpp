@@ -34,13 +34,13 @@ RobustnessPanel::RobustnessPanel(const EngineOptions& engine, QString data_dir,
             "closely each layer's tokens follow a one-patch move"));
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->setObjectName("robustnessSplitter");
-  splitter->addWidget(move_);
+  // The demo scrolls down where the splitter leaves it less height than its story needs.
+  splitter->addWidget(scrolling_page(move_, splitter));
   splitter->addWidget(beneath_);
   splitter->setStretchFactor(0, 3);  // the demo's plot and story get the larger share
   splitter->setStretchFactor(1, 2);
   splitter->setChildrenCollapsible(false);
   auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(splitter);
 
   connect(move_, &MovePanel::slid, this, &RobustnessPanel::slid);

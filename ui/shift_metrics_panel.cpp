@@ -14,6 +14,7 @@
 #include "model_slot.h"
 #include "plot_export.h"
 #include "plot_legend.h"
+#include "reflow_layout.h"
 #include "util/error.h"
 
 namespace translution::ui {
@@ -71,29 +72,37 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
          "CLS token. Right-click to save the plot"));
   plot_->xAxis->setLabel(tr("layer"));
   plot_->yAxis->setLabel(tr("error"));
-  plot_->setMinimumSize(160, 160);
+  plot_->setMinimumSize(280, 200);  // an axis of every layer, "embed" to the last, unclipped
   enable_plot_export(plot_);
   note_ = new QLabel(
       tr("Measure the slots to compare how their answers and their tokens follow a moved digit."), this);
   note_->setWordWrap(true);
   note_->setToolTip(tr("What the table and the plot show"));
-  auto* controls = new QHBoxLayout;
+  // The controls in one row, or two on a narrow page; the plot beside the table, or beneath it.
+  auto* answers = new QHBoxLayout;  // consistency and the worst case: what the answers do
+  auto* tokens = new QHBoxLayout;   // equivariance: what the tokens do
   const QList<QPair<QString, QSpinBox*>> boxes{{tr("Consistency digits"), consistency_digits_},
                                                {tr("Worst-case digits"), worst_digits_},
                                                {tr("Stride"), stride_},
                                                {tr("Equivariance digits"), equivariance_digits_}};
   for (const auto& [label, box] : boxes) {
-    controls->addWidget(new QLabel(label, this));
-    controls->addWidget(box);
+    QHBoxLayout* row = box == equivariance_digits_ ? tokens : answers;
+    row->addWidget(new QLabel(label, this));
+    row->addWidget(box);
   }
-  controls->addWidget(measure_);
-  controls->addStretch(1);
+  answers->addStretch(1);
+  tokens->addWidget(measure_);
+  tokens->addStretch(1);
+  auto* controls = new ReflowLayout(2);
+  controls->addLayout(answers);
+  controls->addLayout(tokens);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(controls);
   layout->addWidget(progress_);
-  auto* results = new QHBoxLayout;
-  results->addWidget(table_, 0, Qt::AlignTop);
-  results->addWidget(plot_, 1);
+  auto* results = new ReflowLayout(2);
+  results->setColumnStretch(0, 0);  // the table as wide as its columns, the plot the rest
+  results->addWidget(table_);
+  results->addWidget(plot_);
   layout->addLayout(results, 1);
   layout->addWidget(note_);
   connect(measure_, &QPushButton::clicked, this, &ShiftMetricsPanel::measure);

@@ -16,6 +16,18 @@
 #include "util/device.h"
 
 namespace translution::ui {
+namespace {
+
+// A checkpoint's dataset in the words the toolbar and the model picker use.
+QString dataset_words(const std::string& dataset) {
+  if (dataset == "static") return QObject::tr("centred digits");
+  if (dataset == "dynamic") return QObject::tr("digits anywhere");
+  if (dataset == "moving") return QObject::tr("moving digits");
+  if (dataset == "mnist") return QObject::tr("28 x 28 MNIST");
+  return QString::fromStdString(dataset);
+}
+
+}  // namespace
 
 SlotView::SlotView(ModelSlot* slot, QWidget* parent)
     : QWidget(parent),
@@ -40,6 +52,9 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
   bold.setBold(true);
   title_->setFont(bold);
   details_->setWordWrap(true);
+  // Three lines whether the text needs two or three, so that the slots' charts start level.
+  details_->setMinimumHeight(3 * details_->fontMetrics().lineSpacing());
+  details_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   confidence_->setWordWrap(true);
   timing_->setToolTip(tr("Time of the last forward pass (with attention maps)"));
   // As wide as a usual time, whatever the last one was: the slot's minimum width does not follow the clock.
@@ -47,10 +62,10 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
   timing_->setMinimumWidth(timing_->fontMetrics().horizontalAdvance(QStringLiteral("00.00 ms")));
   device_->addItem("CPU", "cpu");
   if (cuda_available()) device_->addItem("CUDA", "cuda");
-  device_->setEnabled(device_->count() > 1);
-  device_->setToolTip(cuda_available()
-                          ? tr("Run this slot on the CPU or the GPU")
-                          : tr("CUDA is not available (this LibTorch has no CUDA or there is no GPU)"));
+  // Without a GPU there is nothing to choose: the box would only take the title's room
+  // (the details line says where the slot runs).
+  device_->setVisible(device_->count() > 1);
+  device_->setToolTip(tr("Run this slot on the CPU or the GPU"));
   remove_->setToolTip(tr("Remove slot %1").arg(slot->name()));
   remove_->setFixedWidth(remove_->sizeHint().height());
   remove_->setObjectName("removeSlot");
@@ -120,7 +135,7 @@ void SlotView::showModel() {
                      .arg(double(p->parameter_count()) / 1e6, 0, 'f', 2)
                      .arg(p->device().is_cuda() ? "CUDA" : "CPU");
   const auto& meta = p->metadata();
-  if (meta.count("dataset")) text += tr(" · trained on %1").arg(QString::fromStdString(meta.at("dataset")));
+  if (meta.count("dataset")) text += tr(" · trained on %1").arg(dataset_words(meta.at("dataset")));
   if (meta.count("test_accuracy"))
     text += tr(" · test accuracy %1%").arg(100 * std::stod(meta.at("test_accuracy")), 0, 'f', 1);
   if (const QString variant = model_variant(c); !variant.isEmpty()) text += " · " + variant;

@@ -60,7 +60,7 @@ void style_plot(QCustomPlot* plot, const QString& y_label) {
   plot->legend->setVisible(false);  // shown once a run is added: an empty legend is a stray box
   plot->legend->setFont(QFont(plot->font().family(), 8));
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-  plot->setMinimumHeight(160);
+  plot->setMinimumHeight(180);  // the y axis's label fits beside the axis with a run's key beneath
   enable_plot_export(plot);
 }
 
@@ -348,6 +348,7 @@ void TrainingPanel::buildButtons(QVBoxLayout* layout) {
   results->addStretch(1);
   results->addWidget(export_);
   auto* buttons = new ReflowLayout(2);
+  buttons->setColumnStretch(0, 0);  // the spare width goes before Export, at the row's end
   buttons->addLayout(controls);
   buttons->addLayout(results);
   layout->addLayout(buttons);

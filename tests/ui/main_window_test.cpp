@@ -202,7 +202,7 @@ class MainWindowTest : public QObject {
   void theLayoutAuditCatchesALayoutBrokenOnPurpose() {
     const LayoutAuditResult clean = audit_layout(window, window->tabs(), QSize(1280, 800));
     QVERIFY(clean.widgets > 100);
-    QCOMPARE(clean.tabs, window->tabs()->count());
+    QCOMPARE(clean.tabs, window->tabs()->count() + 2);  // and the Robustness tab's two other pages
     auto* wide = new QPushButton("far too wide", window->compare());
     wide->setObjectName("brokenOnPurpose");
     wide->setMinimumWidth(3000);
@@ -233,34 +233,39 @@ class MainWindowTest : public QObject {
   }
 
   // Parts side by side where the width holds their minimums, else stacked; the page's
-  // height follows, and the spare width goes to the part that grows.
+  // height follows, and the spare width goes by the columns' stretch factors.
   void aReflowLayoutStacksItsPartsWhenTheyDoNotFitSideBySide() {
     QWidget page;
     auto* reflow = new ReflowLayout(2, &page);
     reflow->setContentsMargins(0, 0, 0, 0);
     reflow->setSpacing(10);
-    auto* fixed = new QPushButton("fixed");
-    fixed->setMinimumSize(300, 40);
-    fixed->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
+    auto* first = new QPushButton("first");
+    first->setMinimumSize(300, 40);
+    first->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
     auto* growing = new QPushButton("growing");
     growing->setMinimumSize(200, 40);
     growing->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
-    reflow->addWidget(fixed);
+    reflow->addWidget(first);
     reflow->addWidget(growing);
+    reflow->setColumnStretch(0, 0);
     QCOMPARE(reflow->minimumSize().width(), 300);  // stacked, no narrower than the wider part
 
     reflow->setGeometry(QRect(0, 0, 700, reflow->heightForWidth(700)));
     QCOMPARE(reflow->columnsFor(700), 2);
-    QCOMPARE(fixed->geometry(), QRect(0, 0, 300, fixed->height()));
+    QCOMPARE(first->geometry(), QRect(0, 0, 300, first->height()));
     QCOMPARE(growing->geometry().left(), 310);
-    QCOMPARE(growing->geometry().right(), 699);  // the 190 px to spare went to the growing part
+    QCOMPARE(growing->geometry().right(), 699);  // the 190 px to spare went to the stretching column
     QCOMPARE(growing->geometry().top(), 0);
+    reflow->setColumnStretch(0, 1);  // shared alike: 95 px each
+    reflow->setGeometry(QRect(0, 0, 700, reflow->heightForWidth(700)));
+    QCOMPARE(first->geometry().width(), 395);
+    QCOMPARE(growing->geometry().left(), 405);
 
     QCOMPARE(reflow->columnsFor(509), 1);  // 300 + 10 + 200 = 510 px side by side
     QVERIFY(reflow->heightForWidth(509) >= reflow->heightForWidth(700) + 10 + 40);
     reflow->setGeometry(QRect(0, 0, 509, reflow->heightForWidth(509)));
-    QCOMPARE(fixed->geometry().top(), 0);
-    QCOMPARE(growing->geometry().top(), fixed->geometry().bottom() + 1 + 10);
+    QCOMPARE(first->geometry().top(), 0);
+    QCOMPARE(growing->geometry().top(), first->geometry().bottom() + 1 + 10);
     QCOMPARE(growing->geometry().width(), 509);
   }
 };

@@ -156,6 +156,10 @@ class StudioStoryTest : public QObject {
     QVERIFY(translution > 0 && attention > 0 && lor > 0);
     QVERIFY(translution > attention && lor > attention);
     QVERIFY(table->accuracy(ProtocolBox::pairName("attention", true), ProtocolTable::kStaticToStatic) > 0.9);
+    // In the methods' order, whichever pair finished first.
+    QCOMPARE(table->rowOf(ProtocolBox::pairName("translution", true)), 0);
+    QCOMPARE(table->rowOf(ProtocolBox::pairName("lor", true)), 1);
+    QCOMPARE(table->rowOf(ProtocolBox::pairName("attention", true)), 2);
     // With its curves and story, the tab still fits the room a 1280 x 800 screen leaves it (about 850 x 600).
     const QSize least = panel->minimumSizeHint();
     qInfo("the Robustness tab needs at least %dx%d", least.width(), least.height());
