@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/json_line.h"
 #include "cli/memory_check.h"
 #include "cli/picture_canvas.h"
 #include "data/canvas_dataset.h"
@@ -81,7 +82,7 @@ void report(const AttributeOptions& o, const Placement& at, const Attribution& a
     out["seconds"] = seconds;
     out["csv"] = stem + ".csv";
     out["png"] = stem + ".png";
-    std::cout << out.dump() << std::endl;
+    std::cout << json_line(out) << std::endl;
     return;
   }
   std::printf("%s at %lld,%lld: class %lld (predicted %lld), logit %.3f; ", o.image.c_str(), (long long)at.x,

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/json_line.h"
 #include "cli/memory_check.h"
 #include "cli/model_options.h"
 #include "cli/progress_bar.h"
@@ -97,6 +98,11 @@ std::vector<std::pair<std::string, Checkpoint>> studio_models(const BenchArgs& a
     return out;
   }
   const auto paths = split_commas(a.checkpoints);
+  // The studio shows at most four slots; a few more still measure how slots share the cores.
+  constexpr size_t kMostSlots = 8;
+  if (paths.size() > kMostSlots)
+    throw Error("--checkpoints names " + std::to_string(paths.size()) +
+                " models; the studio bench runs at most " + std::to_string(kMostSlots) + " slots");
   check_checkpoints(engine, a.force, paths, 1, "", device);
   for (const auto& path : paths) out.emplace_back(path, load_checkpoint(path));
   return out;
@@ -124,7 +130,7 @@ void print_studio(const BenchArgs& a, const EngineOptions& engine, const std::ve
                                         {"sgemm", onednn ? "onednn" : "blas"},
                                         {"blas_core", blas_core()},
                                         {"cpu_steal", r.cpu_steal}};
-    std::cout << out.dump() << std::endl;
+    std::cout << json_line(out) << std::endl;
     return;
   }
   std::printf("studio inference path: %zu slots, %d canvas changes, attention maps on\n", slots.size(),
@@ -395,7 +401,7 @@ int count_ops(const BenchArgs& a, const EngineOptions& engine) {
                                         {"image", config.image_height},  {"patch", config.patch},
                                         {"algorithm", algorithm},        {"batch", a.batch},
                                         {"block", counts_json(c.block)}, {"step", counts_json(c.step)}};
-    std::cout << out.dump() << std::endl;
+    std::cout << json_line(out) << std::endl;
     return 0;
   }
   std::printf(

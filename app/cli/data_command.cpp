@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/json_line.h"
 #include "data/canvas_dataset.h"
 #include "data/mnist.h"
 #include "data/mnist_provision.h"
@@ -52,7 +53,7 @@ int info(const DataOptions& o) {
       files.push_back({{"name", f.spec.name}, {"size", f.size}, {"md5", f.md5}, {"ok", f.ok()}});
     const nlohmann::ordered_json out = {
         {"dir", dir}, {"ok", all_ok}, {"train", counts[0]}, {"test", counts[1]}, {"files", files}};
-    std::cout << out.dump() << std::endl;
+    std::cout << json_line(out) << std::endl;
     return all_ok ? 0 : 1;
   }
   std::cout << "MNIST data directory: " << dir << "\n";
@@ -136,7 +137,8 @@ void add_data_command(CLI::App& root, Runners& runners) {
   render_app->add_option("--out", o->out, "PNG to write")->required();
   render_app->add_option("--grid", o->grid, "a contact sheet of ROWSxCOLS samples from --index")
       ->type_name("RxC");
-  render_app->add_option("--canvas", o->canvas, "canvas size (0: the dataset's)");
+  render_app->add_option("--canvas", o->canvas, "canvas size (0: the dataset's)")
+      ->check(in_range("--canvas", 0, 1024));
   render_app->add_option("--seed", o->seed, "placement seed");
   runners[render_app] = [o] { return render(*o); };
 }

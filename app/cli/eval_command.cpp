@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/json_line.h"
 #include "cli/knockout_report.h"
 #include "cli/memory_check.h"
 #include "cli/progress_bar.h"
@@ -117,7 +118,7 @@ int protocol(const EngineOptions& engine, const std::vector<std::string>& paths,
       }
     }
     if (json)
-      std::cout << row.dump() << std::endl;
+      std::cout << json_line(row) << std::endl;
     else
       std::printf("\n");
   }
@@ -134,7 +135,7 @@ int protocol(const EngineOptions& engine, const std::vector<std::string>& paths,
     else
       std::printf("  %-18s %.2f%%\n", name, 100 * a);
   }
-  if (json) std::cout << summary.dump() << std::endl;
+  if (json) std::cout << json_line(summary) << std::endl;
   return 0;
 }
 
@@ -179,7 +180,7 @@ int evaluate_checkpoints(const EvalOptions& o) {
                                         {"loss", r.loss},
                                         {"class_accuracy", r.class_accuracy},
                                         {"confusion", confusion_json(r.confusion)}};
-    std::cout << out.dump() << std::endl;
+    std::cout << json_line(out) << std::endl;
   }
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_line.h"
+#include "cli/json_line.h"
 #include "cli/progress_bar.h"
 #include "data/batches.h"
 #include "image/heat_map.h"
@@ -156,7 +157,7 @@ void print_json(const Report& k) {
                                       {"csv", k.files.csv},
                                       {"png", k.files.png},
                                       {"offsets", offsets}};
-  std::cout << out.dump() << std::endl;
+  std::cout << json_line(out) << std::endl;
 }
 
 // One checkpoint's map; false when Ctrl-C stopped it (nothing written then).

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/json_line.h"
 #include "cli/model_options.h"
 #include "nn/memory_estimate.h"
 #include "nn/model_cost.h"
@@ -143,7 +144,7 @@ void print_json(const ViTConfig& config, int64_t params, bool counted, const Mod
                                       {"cls_only_batch_macs_per_image", macs(cost.cls_only_batch_macs)},
                                       {"weight_bytes", whole(rows.front().estimate.weights)},
                                       {"memory", memory_json(rows)}};
-  std::cout << out.dump() << std::endl;
+  std::cout << json_line(out) << std::endl;
 }
 
 int info(const ModelOptions& options, int64_t batch, bool json) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/json_line.h"
 #include "cli/memory_check.h"
 #include "cli/picture_canvas.h"
 #include "data/canvas_dataset.h"
@@ -45,7 +46,7 @@ void predict_one(const EngineOptions& engine, const PredictOptions& o, Checkpoin
   std::vector<double> p(probs.data_ptr<double>(), probs.data_ptr<double>() + probs.numel());
   if (o.json) {
     const nlohmann::ordered_json out = {{"image", path}, {"predicted", best}, {"probabilities", p}};
-    std::cout << out.dump() << std::endl;
+    std::cout << json_line(out) << std::endl;
     return;
   }
   std::printf("%s: %lld (%.1f%%)\n ", path.c_str(), (long long)best, 100 * p[size_t(best)]);

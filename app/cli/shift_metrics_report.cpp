@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_line.h"
+#include "cli/json_line.h"
 #include "cli/progress_bar.h"
 
 namespace translution::cli {
@@ -108,7 +109,7 @@ int report_shift_metrics(const EngineOptions& engine, const std::vector<std::str
                                          [&](int64_t done, int64_t total) { bar.update(done, total); });
     bar.finish();
     if (json)
-      std::cout << metrics_json(paths[i], checkpoints[i], o, m).dump() << std::endl;
+      std::cout << json_line(metrics_json(paths[i], checkpoints[i], o, m)) << std::endl;
     else
       print_metrics(paths[i], m, o);
   }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/json_line.h"
 #include "cli/memory_check.h"
 #include "cli/progress_bar.h"
 #include "data/mnist_provision.h"
@@ -56,7 +57,7 @@ int sweep(const SweepArgs& a) {
                                         {"centre_accuracy", centre},
                                         {"mean_true_probability", r.true_probability.mean().item<double>()},
                                         {"csv", prefix + ".csv"}};
-    std::cout << out.dump() << std::endl;
+    std::cout << json_line(out) << std::endl;
   } else {
     std::printf("%s: %zu x %zu positions, %lld digits each\n", c.config.model.c_str(), r.positions.size(),
                 r.positions.size(), (long long)r.digits);

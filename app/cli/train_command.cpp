@@ -13,6 +13,7 @@
 #include <torch/cuda.h>
 
 #include "cli/commands.h"
+#include "cli/json_line.h"
 #include "cli/local_workers.h"
 #include "cli/memory_check.h"
 #include "cli/model_options.h"
@@ -222,12 +223,11 @@ TrainProgress::Event run_steps(Trainer& trainer, const TrainOptions& o, RunRepor
       report.last_test = p.test_accuracy;
       bar.finish();
       if (o.json)
-        std::cout << nlohmann::ordered_json{{"event", "evaluated"},
-                                            {"step", p.step},
-                                            {"epoch", p.epoch},
-                                            {"test_loss", p.test_loss},
-                                            {"test_accuracy", p.test_accuracy}}
-                         .dump()
+        std::cout << json_line(nlohmann::ordered_json{{"event", "evaluated"},
+                                                      {"step", p.step},
+                                                      {"epoch", p.epoch},
+                                                      {"test_loss", p.test_loss},
+                                                      {"test_accuracy", p.test_accuracy}})
                   << std::endl;
       else
         std::fprintf(stderr, "step %lld (epoch %.2f): held-out accuracy %.2f%%, loss %.4f\n",
@@ -268,7 +268,7 @@ void print_end(const Trainer& trainer, const TrainOptions& o, TrainProgress::Eve
                                         {"test_accuracy", test_accuracy},
                                         {"seconds", seconds},
                                         {"checkpoint", path}};
-    std::cout << out.dump() << std::endl;
+    std::cout << json_line(out) << std::endl;
     return;
   }
   std::printf("%s after %lld of %lld steps in %.0f s; checkpoint %s\n", event_name(outcome),

@@ -11,6 +11,7 @@
 #include <QEventLoop>
 #include <QPushButton>
 #include <QSettings>
+#include <QSplitter>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QThread>
@@ -133,6 +134,13 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
     return 2;
   }
   wait_until_idle(window);
+  if (panel == "sweep" ||
+      panel == "shift") {  // pictures of the results: the lower pane gets most of the height
+    auto* splitter = window.robustness()->findChild<QSplitter*>("robustnessSplitter");
+    const int height = splitter->height();
+    splitter->setSizes({height / 3, height - height / 3});
+    wait_until_idle(window);
+  }
   if (panel == "robustness" || panel == "sweep")  // what the demo put on screen, for scripts that check it
     for (const translution::ui::ModelSlot* slot : window.compare()->slots())
       std::printf("slot %s: %s\n", qPrintable(slot->name()), qPrintable(slot->source()));

@@ -1,9 +1,9 @@
 #include "data/idx_file.h"
 
-#include <fstream>
-#include <iterator>
+#include <algorithm>
 #include <limits>
 
+#include "io/byte_source.h"
 #include "util/error.h"
 
 namespace translution {
@@ -11,6 +11,7 @@ namespace {
 
 constexpr uint8_t kUnsignedByte = 0x08;
 constexpr int kMaxDims = 4;  // MNIST uses 1 (labels) and 3 (images)
+constexpr uint64_t kMaxElements = uint64_t(1) << 30;
 
 const char* type_name(uint8_t code) {
   switch (code) {
@@ -35,14 +36,19 @@ uint32_t read_be32(const uint8_t* p) {
 
 }  // namespace
 
-IdxArray parse_idx(const std::vector<uint8_t>& bytes, const std::string& name) {
+// The header is read and checked first; the elements are read only when the file's size is
+// exactly what the header declares, so a file cannot make the reader allocate more than it holds.
+IdxArray read_idx(const ByteSource& source) {
+  const std::string& name = source.name();
   auto fail = [&](const std::string& why) { throw Error(name + ": " + why); };
-  if (bytes.size() < 4)
-    fail("not an IDX file: " + std::to_string(bytes.size()) + " bytes, shorter than the 4-byte magic number");
-  if (bytes[0] != 0 || bytes[1] != 0)
-    fail("not an IDX file: magic number does not start with two zero bytes");
-  const uint8_t type = bytes[2];
-  const int ndim = bytes[3];
+  const uint64_t size = source.size();
+  if (size < 4)
+    fail("not an IDX file: " + std::to_string(size) + " bytes, shorter than the 4-byte magic number");
+  uint8_t head[4 + 4 * kMaxDims];
+  source.read(0, head, size_t(std::min<uint64_t>(size, sizeof head)));
+  if (head[0] != 0 || head[1] != 0) fail("not an IDX file: magic number does not start with two zero bytes");
+  const uint8_t type = head[2];
+  const int ndim = head[3];
   if (type != kUnsignedByte)
     fail("element type " + hex_byte(type) + " (" + type_name(type) +
          ") is not supported; MNIST files hold unsigned bytes (0x08)");
@@ -50,37 +56,39 @@ IdxArray parse_idx(const std::vector<uint8_t>& bytes, const std::string& name) {
     fail("magic number declares " + std::to_string(ndim) + " dimensions; expected 1 to " +
          std::to_string(kMaxDims));
   const size_t header = 4 + 4 * size_t(ndim);
-  if (bytes.size() < header)
-    fail("truncated header: " + std::to_string(bytes.size()) + " bytes, but " + std::to_string(ndim) +
+  if (size < header)
+    fail("truncated header: " + std::to_string(size) + " bytes, but " + std::to_string(ndim) +
          " dimensions need " + std::to_string(header));
 
   IdxArray out;
   uint64_t count = 1;
   for (int d = 0; d < ndim; ++d) {
-    const uint32_t dim = read_be32(&bytes[4 + 4 * size_t(d)]);
+    const uint32_t dim = read_be32(&head[4 + 4 * size_t(d)]);
     if (dim == 0) fail("dimension " + std::to_string(d) + " is zero");
     // Overflow-safe: a huge declared size must be reported, not wrapped around.
     if (count > std::numeric_limits<uint64_t>::max() / dim) fail("declared dimensions overflow");
     count *= dim;
     out.dims.push_back(dim);
   }
-  const uint64_t payload = bytes.size() - header;
+  const uint64_t payload = size - header;
   if (payload != count) {
     std::string shape;
     for (auto d : out.dims) shape += (shape.empty() ? "" : "x") + std::to_string(d);
     fail(std::string(payload < count ? "truncated" : "has trailing bytes") + ": header declares " + shape +
          " = " + std::to_string(count) + " elements, file holds " + std::to_string(payload));
   }
-  out.data.assign(bytes.begin() + std::ptrdiff_t(header), bytes.end());
+  if (count > kMaxElements)
+    fail("holds " + std::to_string(count) + " elements, more than the " + std::to_string(kMaxElements) +
+         " an IDX file may hold here (MNIST's largest holds 47 million)");
+  out.data.resize(size_t(count));
+  source.read(header, out.data.data(), out.data.size());
   return out;
 }
 
-IdxArray read_idx_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open for reading");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(path + ": read error");
-  return parse_idx(bytes, path);
+IdxArray parse_idx(const std::vector<uint8_t>& bytes, const std::string& name) {
+  return read_idx(MemoryBytes(bytes.data(), bytes.size(), name));
 }
+
+IdxArray read_idx_file(const std::string& path) { return read_idx(FileBytes(path)); }
 
 }  // namespace translution

@@ -14,7 +14,8 @@ struct IdxArray {
   std::vector<uint8_t> data;  // unsigned bytes, row-major, product(dims) elements
 };
 
-// Reads an unsigned-byte IDX file. Throws translution::Error("<path>: <problem>").
+// Reads an unsigned-byte IDX file: a regular file, its elements read only once its
+// size is what its header declares. Throws translution::Error("<path>: <problem>").
 IdxArray read_idx_file(const std::string& path);
 
 // Same checks on bytes already in memory; `name` is used in error messages.

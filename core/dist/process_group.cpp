@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -62,6 +63,13 @@ void GroupOptions::validate() const {
   if (timeout.count() < 1) throw Error("--timeout must be at least 1 second");
   if (master.rfind("file:", 0) == 0) {
     if (master.size() == 5) throw Error("--master file: needs a path (file:PATH)");
+    // The ranks share the file: a folder, a FIFO or a device there would make c10d's store
+    // fail as it opens, or block.
+    std::error_code error;
+    const auto status = std::filesystem::status(master.substr(5), error);
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+      throw Error("--master " + master + ": " + master.substr(5) +
+                  " is not a regular file (the ranks' rendezvous file is created there, or shared)");
     return;
   }
   const size_t colon = master.rfind(':');

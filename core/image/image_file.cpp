@@ -82,19 +82,26 @@ struct JpegError {
   jpeg_error_mgr manager;
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
-  bool truncated = false;  // the data ended before the picture did
+  bool truncated = false;             // the data ended before the picture did
+  char damage[JMSG_LENGTH_MAX] = "";  // libjpeg's first warning of corrupt data, if any
 };
 
 // libjpeg prints its warnings (a corrupt but readable file) to stderr by default: a user gets the
 // picture or one error line, never libjpeg's chatter.
 void jpeg_quiet(j_common_ptr) {}
 
-// A warning (level -1) that the file ended early means libjpeg filled the rest with grey:
-// that picture is not the one the user has, so it is refused.
+// A warning (level -1) means libjpeg met damaged data and went on: the file ended early and
+// the rest was filled with grey, or a segment was cut, a Huffman code was bad, bytes were
+// skipped. That picture is not the one the user has, so it is refused. Two warnings are about
+// labels, not pixels (an unknown JFIF version or Adobe transform), and pass.
 void jpeg_note(j_common_ptr info, int level) {
+  if (level >= 0) return;  // trace messages
   auto* error = reinterpret_cast<JpegError*>(info->err);
-  if (level < 0 && info->err->msg_code == JWRN_JPEG_EOF) error->truncated = true;
-  if (level < 0) ++info->err->num_warnings;
+  ++info->err->num_warnings;
+  const int code = info->err->msg_code;
+  if (code == JWRN_JFIF_MAJOR || code == JWRN_ADOBE_XFORM) return;
+  if (code == JWRN_JPEG_EOF) error->truncated = true;
+  if (error->damage[0] == '\0') (*info->err->format_message)(info, error->damage);
 }
 
 void jpeg_fail(j_common_ptr info) {
@@ -141,6 +148,7 @@ at::Tensor decode_jpeg(const std::string& path, const std::vector<unsigned char>
   jpeg_destroy_decompress(&info);
   if (error.truncated)
     throw Error("image " + path + " is a truncated JPEG: the file ends before the picture does");
+  if (error.damage[0] != '\0') throw Error("image " + path + " is a damaged JPEG: " + error.damage);
   out = at::from_blob(pixels.data(), {int64_t(height), int64_t(width)}, at::kByte).to(at::kFloat).div(255.0);
   return out;
 }

@@ -88,7 +88,13 @@ void ViTConfig::validate() const {
                 std::to_string(first_blocks));
   if (first_blocks > 0 && first_model.empty())
     throw Error("config: first_blocks is set but first_model is empty");
-  for (int64_t b = 0; b < depth; ++b) attention_spec(b).validate();  // also checks the model names
+  // A bound a file can name before anything is built: the papers' deepest ViT has 24 blocks.
+  if (depth > kMaxDepth)
+    throw Error("config: depth " + std::to_string(depth) + " is more than the " + std::to_string(kMaxDepth) +
+                " blocks a model may have");
+  // Blocks differ only in their operator: the first `first_blocks` may use another one.
+  attention_spec(0).validate();  // also checks the model names
+  attention_spec(depth - 1).validate();
   parameter_count(
       *this);  // a size beyond 64-bit integers is an error here, never an overflow inside LibTorch
 }

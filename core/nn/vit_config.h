@@ -7,6 +7,11 @@
 
 namespace translution {
 
+// The most blocks a config may name (validate refuses more): far beyond any ViT the
+// papers train, and few enough that a config read from a file cannot make building
+// or checking its blocks run for hours.
+constexpr int64_t kMaxDepth = 1024;
+
 struct ViTConfig {
   std::string model = "translution";  // operator name (translution model list)
   std::string preset = "A";           // where depth/width came from (informational)

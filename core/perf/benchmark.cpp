@@ -408,7 +408,7 @@ std::string BenchResult::to_json() const {
                                       {"sgemm", onednn_sgemm ? "onednn" : "blas"},
                                       {"gemm_library", roofline.gemm_library},
                                       {"kernels", kernels}};
-  return out.dump();
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // file names need not be UTF-8
 }
 
 }  // namespace translution

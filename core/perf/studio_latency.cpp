@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <optional>
-#include <thread>
 
 #include "util/cpu_steal.h"
 #include "util/error.h"
@@ -29,11 +29,15 @@ StudioLatency measure_studio_latency(const std::vector<const Predictor*>& slots,
   const std::optional<CpuTimes> cpu_before = read_cpu_times();
   for (size_t i = 0; i < canvases.size(); ++i) {
     const auto start = std::chrono::steady_clock::now();
-    std::vector<std::thread> workers;
+    // One thread a slot, as the studio's pool runs them. A future hands a slot's exception
+    // (out of memory, say) to this thread, and waits for its thread even when a later one
+    // fails to start: nothing is left running, nothing ends the process.
+    std::vector<std::future<double>> runs;
     std::vector<double> ms(slots.size());
     for (size_t s = 0; s < slots.size(); ++s)
-      workers.emplace_back([&, s] { ms[s] = slots[s]->predict(canvases[i], true).milliseconds; });
-    for (auto& w : workers) w.join();
+      runs.push_back(std::async(std::launch::async,
+                                [&, s] { return slots[s]->predict(canvases[i], true).milliseconds; }));
+    for (size_t s = 0; s < slots.size(); ++s) ms[s] = runs[s].get();
     total.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     for (size_t s = 0; s < slots.size(); ++s) per_slot[s].push_back(ms[s]);

@@ -7,6 +7,7 @@
 
 #include "io/byte_source.h"
 #include "io/safetensors_file.h"
+#include "nn/model_size.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/key_value.h"
@@ -118,8 +119,11 @@ void refuse_format1(const ByteSource& source) {
         source.name() + " NEW.ckpt`");
 }
 
-// Configs and metadata from the header; the model built empty.
-Checkpoint checkpoint_from_metadata(const std::map<std::string, std::string>& meta, const std::string& name) {
+// Configs and metadata from the header; the model built empty. `tensor_bytes`, the file's
+// tensor buffer, bounds the model before it is built: a config cannot name more weights
+// than the file holds (two bytes each at the least), so a small file cannot make a huge model.
+Checkpoint checkpoint_from_metadata(const std::map<std::string, std::string>& meta, const std::string& name,
+                                    uint64_t tensor_bytes) {
   if (!meta.count("format") || meta.at("format") != kMagic)
     throw Error(name + " is not a Translution checkpoint (its metadata has no format '" + kMagic + "')");
   // Every key known: a damaged key name (the digests' own, say) is named, not ignored.
@@ -156,6 +160,10 @@ Checkpoint checkpoint_from_metadata(const std::map<std::string, std::string>& me
                   std::to_string(s.config.total_steps()) + " steps");
     c.training = std::move(s);
   }
+  const int64_t parameters = parameter_count(c.config);
+  if (uint64_t(parameters) > tensor_bytes / 2)
+    throw Error("checkpoint " + name + ": its config names " + std::to_string(parameters) +
+                " parameters, more than its " + std::to_string(tensor_bytes) + " bytes of tensors hold");
   c.model = ViT(c.config);
   return c;
 }
@@ -257,7 +265,7 @@ Checkpoint read_checkpoint(const ByteSource& source, const c10::Device& device,
   const std::string& name = source.name();
   refuse_format1(source);
   const SafetensorsHeader header = read_safetensors_header(source);
-  Checkpoint c = checkpoint_from_metadata(header.metadata, name);
+  Checkpoint c = checkpoint_from_metadata(header.metadata, name, header.buffer_bytes);
   check_layout(header, c, name);
   const NamedTensors tensors = read_safetensors_tensors(source, header);
   if (check_values) check_finite(tensors, name, non_finite);

@@ -24,12 +24,22 @@ const char* kind_of(mode_t mode) {
   return "not a regular file";
 }
 
-// The symlink's final target (links to links followed, relative links against their folder).
+// The symlink's final target (links to links followed, relative links against their folder),
+// whether or not it exists yet: a dangling link is written through too, and stays a link.
 std::string link_target(const std::string& path) {
-  std::error_code ec;
-  const fs::path target = fs::weakly_canonical(path, ec);
-  if (ec) throw Error(path + ": cannot follow the symbolic link: " + ec.message());
-  return target.string();
+  fs::path at = path;
+  for (int hops = 0; hops < 40; ++hops) {  // the kernel's own limit on links in a path
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(at, ec))) {
+      const fs::path target = fs::weakly_canonical(at, ec);
+      if (ec) throw Error(path + ": cannot follow the symbolic link: " + ec.message());
+      return target.string();
+    }
+    const fs::path next = fs::read_symlink(at, ec);
+    if (ec) throw Error(path + ": cannot follow the symbolic link: " + ec.message());
+    at = next.is_absolute() ? next : at.parent_path() / next;
+  }
+  throw Error(path + ": cannot follow the symbolic link: too many links in a row");
 }
 
 void probe_folder(const fs::path& folder, const std::string& path) {

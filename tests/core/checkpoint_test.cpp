@@ -103,6 +103,14 @@ std::string join(Parts p, bool sign = true) {
   return out + text + p.buffer;
 }
 
+// The header's model config with `key`'s line set to `value`.
+std::string with_line(const json& header, const std::string& key, const std::string& value) {
+  std::istringstream in(header["__metadata__"]["config"].get<std::string>());
+  std::string out, line;
+  while (std::getline(in, line)) out += (line.rfind(key + "=", 0) == 0 ? key + "=" + value : line) + "\n";
+  return out;
+}
+
 std::string with_header_text(const std::string& text, const std::string& buffer = "") {
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[size_t(i)] = char((uint64_t(text.size()) >> (8 * i)) & 0xff);
@@ -285,6 +293,14 @@ TEST(Checkpoint, HostileHeadersAreRefusedBeforeAnythingIsRead) {
       {edited([&](json& h) { h["__metadata__"]["train_config"] = "steps=10\n"; }),
        "'train_step' entry is missing"},
       {edited([&](json& h) { h["__metadata__"]["format_version"] = "2x"; }), "is not a whole number"},
+      // A config is bounded before a model is built: no more blocks than a model may have,
+      // no more weights than the file's tensors hold (a small file naming a huge model).
+      {edited([&](json& h) { h["__metadata__"]["config"] = with_line(h, "depth", "1000000000000000"); }),
+       "depth 1000000000000000 is more than the 1024 blocks"},
+      {edited([&](json& h) { h["__metadata__"]["config"] = with_line(h, "depth", "1000"); }),
+       "parameters, more than its"},
+      {edited([&](json& h) { h["__metadata__"]["config"] = with_line(h, "dim", "1000000"); }),
+       "parameters, more than its"},
   };
   for (const auto& [message, says] : cases) {
     EXPECT_NE(message.find(says), std::string::npos) << message;

@@ -175,6 +175,20 @@ TEST(ImageFile, NonImagesAndDamagedFilesAreErrorsNamingTheFile) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("third.jpg is a truncated JPEG"), std::string::npos) << e.what();
   }
+  // Cut, then closed with an end-of-image marker: libjpeg warns only of a segment cut short
+  // and would hand back a picture with its last rows grey.
+  bytes = test_support::read_bytes(dir.file("a.jpg"));
+  bytes.resize(bytes.size() * 2 / 3);
+  bytes.insert(bytes.end(), {0xFF, 0xD9});
+  write_bytes(dir.file("closed.jpg"), bytes);
+  try {
+    read_image_gray(dir.file("closed.jpg"));
+    FAIL() << "a cut JPEG closed with an end marker was decoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("closed.jpg is a damaged JPEG: Corrupt JPEG data"),
+              std::string::npos)
+        << e.what();
+  }
   bytes.resize(20);
   write_bytes(dir.file("header.jpg"), bytes);
   EXPECT_THROW(read_image_gray(dir.file("header.jpg")), Error);

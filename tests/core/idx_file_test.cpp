@@ -1,6 +1,9 @@
 #include "data/idx_file.h"
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "data/mnist.h"
 #include "temp_dir.h"
@@ -48,6 +51,18 @@ TEST(IdxFile, ReadsValidFile) {
 }
 
 TEST(IdxFile, RejectsMissingFile) { expect_idx_error("/nonexistent/dir/file-idx3-ubyte", "cannot open"); }
+
+// What is not a regular file is refused before a byte is read: a FIFO would block, a
+// device or a link to one would never end.
+TEST(IdxFile, RejectsWhatIsNotARegularFileWithoutReading) {
+  TempDir dir;
+  const std::string fifo = dir.file("fifo-idx3-ubyte"), zero = dir.file("zero-idx3-ubyte");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::filesystem::create_symlink("/dev/zero", zero);
+  expect_idx_error(fifo, "is not a regular file");
+  expect_idx_error(zero, "is not a regular file");
+  expect_idx_error(dir.path().string(), "is not a regular file");
+}
 
 TEST(IdxFile, RejectsWrongMagic) {
   TempDir dir;

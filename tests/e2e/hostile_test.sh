@@ -62,6 +62,9 @@ half() { head -c $(($(stat -c %s "$1") / 2)) "$1"; }
 half "$seeds/image/digit-84.jpg" >truncated.jpg
 half "$seeds/image/digit-84.png" >truncated.png
 printf 'seven\n' >notes.png
+{ head -c $(($(stat -c %s "$seeds/image/digit-84.jpg") * 2 / 3)) "$seeds/image/digit-84.jpg"; printf '\xff\xd9'; } >closed.jpg
+mkdir fifo-mnist && mkfifo fifo-mnist/t10k-images-idx3-ubyte && : >fifo-mnist/t10k-labels-idx1-ubyte
+mkdir zero-mnist && ln -s /dev/zero zero-mnist/t10k-images-idx3-ubyte && : >zero-mnist/t10k-labels-idx1-ubyte
 head -c 4096 a.ckpt >truncated.ckpt
 printf 'not a checkpoint' >garbage.ckpt
 
@@ -83,6 +86,9 @@ if [ -e null-device ]; then
   refused "import a non-archive --out a character device" 2 500 "$cli" import a.ckpt --model attention --out null-device
 fi
 refused "export to a folder" 2 500 "$cli" export a.ckpt --to pytorch folder.ckpt
+ln -s loop-b.ckpt loop-a.ckpt && ln -s loop-a.ckpt loop-b.ckpt
+refused "checkpoint strip --out a loop of links" 2 500 "$cli" checkpoint strip a.ckpt --out loop-a.ckpt
+still "the loop is still a link" test -L loop-a.ckpt
 
 # Inputs: bounded before they are read.
 refused "predict /dev/zero" 2 500 "$cli" predict --checkpoint a.ckpt /dev/zero
@@ -99,6 +105,14 @@ refused "checkpoint info on a truncated file" 2 500 "$cli" checkpoint info trunc
 refused "checkpoint info on garbage" 2 500 "$cli" checkpoint info garbage.ckpt
 refused "predict with a truncated checkpoint" 2 500 "$cli" predict --checkpoint truncated.ckpt digit.png
 refused "import a FIFO" 2 500 "$cli" import input-fifo.ckpt --model attention --out b.ckpt
+refused "predict a cut JPEG closed with an end marker" 2 500 "$cli" predict --checkpoint a.ckpt closed.jpg
+refused "MNIST images that are a FIFO" 2 500 "$cli" data render --dataset mnist --split test --out r.png \
+  --data-dir fifo-mnist
+refused "MNIST images that are /dev/zero" 2 500 "$cli" data render --dataset mnist --split test --out r.png \
+  --data-dir zero-mnist
+refused "train --master file:FOLDER" 5 500 "$cli" train "${tiny[@]}" --steps 1 --world-size 2 --rank 0 \
+  --master file:folder.ckpt --timeout 3 --out b.ckpt
+still "the folder is still a folder" test -d folder.ckpt
 
 # Numbers: out of range is refused, not clamped.
 refused "--steps 10^20" 2 500 "$cli" train "${tiny[@]}" --steps 99999999999999999999 --out b.ckpt
@@ -108,6 +122,11 @@ refused "--lr nan" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr nan --out b.ck
 refused "--lr 0" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr 0 --out b.ckpt
 refused "eval --samples -1" 2 500 "$cli" eval --checkpoint a.ckpt --samples -1
 refused "--matrix-threads 100000" 2 500 "$cli" bench --model attention --preset tiny --matrix-threads 100000
+refused "model info --depth 10^15" 2 500 "$cli" model info --model attention --preset tiny --depth 1000000000000000
+refused "data render --canvas 20000" 2 500 "$cli" data render --dataset static --split test --canvas 20000 \
+  --out r.png
+refused "a studio bench of 9 slots" 2 500 "$cli" bench --mode studio --steps 1 \
+  --checkpoints a.ckpt,a.ckpt,a.ckpt,a.ckpt,a.ckpt,a.ckpt,a.ckpt,a.ckpt,a.ckpt
 before=$(ls -d /tmp/translution-run-* 2>/dev/null | wc -l)
 refused "--nproc 1000 on this machine" 2 500 "$cli" train "${tiny[@]}" --steps 1 --nproc 1000 --out b.ckpt
 still "no rendezvous folder is left" test "$(ls -d /tmp/translution-run-* 2>/dev/null | wc -l)" -le "$before"
@@ -120,11 +139,22 @@ refused "resume with another --image" 2 500 "$cli" train --resume a.ckpt --image
 refused "resume with another --dataset" 2 500 "$cli" train --resume a.ckpt --dataset static --out b.ckpt
 refused "resume a weights-only file" 2 500 "$cli" train --resume weights.ckpt --steps 5 --out b.ckpt
 
+# A file name need not be UTF-8: --json writes U+FFFD for the bad byte, after the work.
+if [ "$mode" != --table ]; then
+  cp a.ckpt $'name\xff.ckpt'
+  check "--json with a file name that is not UTF-8" bash -c \
+    "'$cli' checkpoint info --json \$'name\\xff.ckpt' | grep -q '\"checkpoint\":\"name'"
+fi
+
 # A link is followed: the write goes to its target and the link stays.
 if [ "$mode" != --table ]; then
   check "train --out a link writes its target" "$cli" train --resume link.ckpt --steps 3 >/dev/null 2>&1
   check "the link is still a link" test -L link.ckpt
   check "its target holds the new step" bash -c "'$cli' checkpoint info a.ckpt | grep -q 'step 3'"
+  ln -s not-yet.ckpt dangling.ckpt
+  check "--out a dangling link writes its target" "$cli" checkpoint strip a.ckpt --out dangling.ckpt
+  check "the dangling link is still a link" test -L dangling.ckpt
+  check "its target was written" test -f not-yet.ckpt
 fi
 
 [ "$mode" = --table ] || { echo "$failures failures"; [ "$failures" -eq 0 ]; }
