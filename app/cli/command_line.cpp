@@ -14,6 +14,21 @@
 namespace translution::cli {
 namespace {
 
+// A word as the error line shows it: every command name is ASCII, so any other byte (a
+// control character, or one that is not UTF-8 and would make the line binary) as \xNN.
+std::string escaped(const std::string& word) {
+  std::string out;
+  for (const unsigned char c : word) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+    } else {
+      static const char* digits = "0123456789abcdef";
+      out += std::string("\\x") + digits[c >> 4] + digits[c & 15];
+    }
+  }
+  return out;
+}
+
 std::string listing(const std::vector<std::string>& choices, const char* last) {
   std::string out;
   for (size_t i = 0; i < choices.size(); ++i)
@@ -130,14 +145,10 @@ std::optional<int> help_or_unknown(CLI::App& root, const std::vector<std::string
     std::cout << at->help(path);
     return 2;
   }
-  if (at == &root) {
-    std::cerr << "translution: unknown command '" << words[i] << "'\n" << root.help();
-    return 2;
-  }
   std::vector<std::string> names;
   for (const CLI::App* sub : subcommands) names.push_back(sub->get_name());
-  throw Error("unknown " + at->get_name() + " command '" + words[i] + "' (expected " +
-              listing(names, " or ") + ")");
+  throw Error("unknown " + (at == &root ? std::string() : at->get_name() + " ") + "command '" +
+              escaped(words[i]) + "' (expected " + listing(names, " or ") + ")");
 }
 
 std::string one_line(const std::exception& e, bool verbose) {

@@ -114,6 +114,9 @@ refused "train --master file:FOLDER" 5 500 "$cli" train "${tiny[@]}" --steps 1 -
   --master file:folder.ckpt --timeout 3 --out b.ckpt
 still "the folder is still a folder" test -d folder.ckpt
 
+refused "an unknown command" 2 500 "$cli" $'\xff'
+refused "an empty command" 2 500 "$cli" ''
+
 # Numbers: out of range is refused, not clamped.
 refused "--steps 10^20" 2 500 "$cli" train "${tiny[@]}" --steps 99999999999999999999 --out b.ckpt
 refused "--steps above 10^9" 2 500 "$cli" train "${tiny[@]}" --steps 1000000001 --out b.ckpt
