@@ -40,8 +40,8 @@ void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
   scale->setBarWidth(12);
   // Up to two maps a row, so that each keeps a readable size; the colour scale on the right.
   const int columns = sweeps.size() == 1 ? 1 : 2;
-  setMinimumHeight(160 *
-                   ((int(sweeps.size()) + columns - 1) / columns));  // a readable map a row; the page scrolls
+  // A readable map a row, tall enough that its y axis's label stays beside it (the page scrolls).
+  setMinimumHeight(230 * ((int(sweeps.size()) + columns - 1) / columns));
   auto* maps = new QCPLayoutGrid;
   plotLayout()->addElement(0, 0, maps);
   for (int s = 0; s < sweeps.size(); ++s) {
