@@ -345,14 +345,17 @@ check "a diverged run without checkpoints exits 3" test $? -eq 3
 check "the checkpoint a diverged run names exists" bash -c "grep -q 'e.ckpt holds step' '$work/e.err' &&
   \"$cli\" checkpoint info '$work/e.ckpt' >/dev/null"
 
-# `model info` counts from the config alone: any size at once, a size beyond 64 bits an error.
-for config in "--model translution --preset A --image 840 --patch 4" "--model attention --depth 100000" \
+# `model info` counts from the config alone: any size at once, a size beyond 64 bits an error,
+# and more blocks than a model may have (1,024) an error.
+for config in "--model translution --preset A --image 840 --patch 4" "--model attention --depth 1024" \
               "--model lor --dim 1000000" "--model attention --image 100000 --patch 1"; do
   # shellcheck disable=SC2086
   check "model info $config answers from the config" bash -c "timeout 10 \"$cli\" model info $config | grep -q '^parameters'"
 done
 timeout 5 "$cli" model info --model translution-abs --image 100000 --patch 1 >/dev/null 2>"$work/overflow.err"
 check "a model too large to count is an error" test $? -eq 1
+check "a model of 1,025 blocks is an error naming the limit" bash -c \
+  "timeout 5 \"$cli\" model info --model attention --depth 1025 2>&1 | grep -q 'more than the 1024 blocks'"
 check "its error is one line" bash -c "test \$(wc -l <'$work/overflow.err') -eq 1 && grep -q 'overflows 64-bit' '$work/overflow.err'"
 
 # Every command with bad input: a non-zero exit and one line, "error: ...", never a stack trace.
