@@ -51,4 +51,14 @@ void MemoryBytes::read(uint64_t offset, void* out, size_t n) const {
   if (n) std::memcpy(out, data_ + offset, n);
 }
 
+SliceBytes::SliceBytes(const ByteSource& whole, uint64_t offset, uint64_t size)
+    : whole_(whole), offset_(offset), size_(size) {
+  require_range(whole, offset, size);
+}
+
+void SliceBytes::read(uint64_t offset, void* out, size_t n) const {
+  require_range(*this, offset, n);
+  whole_.read(offset_ + offset, out, n);
+}
+
 }  // namespace translution

@@ -54,6 +54,20 @@ class MemoryBytes final : public ByteSource {
   std::string name_;
 };
 
+// The bytes [offset, offset + size) of another source, which must outlive it and hold
+// them (checked at construction); messages name the other source.
+class SliceBytes final : public ByteSource {
+ public:
+  SliceBytes(const ByteSource& whole, uint64_t offset, uint64_t size);
+  const std::string& name() const override { return whole_.name(); }
+  uint64_t size() const override { return size_; }
+  void read(uint64_t offset, void* out, size_t n) const override;
+
+ private:
+  const ByteSource& whole_;
+  uint64_t offset_, size_;
+};
+
 // Throws translution::Error unless [offset, offset + n) lies inside a source of `size` bytes.
 void require_range(const ByteSource& source, uint64_t offset, uint64_t n);
 

@@ -1,7 +1,6 @@
 #include "io/state_dict_file.h"
 
 #include <fstream>
-#include <iterator>
 #include <memory>
 
 #include <caffe2/serialize/inline_container.h>
@@ -15,30 +14,18 @@
 namespace translution {
 namespace {
 
-// A state dict file is read whole; none of the public code's models comes near this.
-constexpr uint64_t kMaxStateDictBytes = uint64_t(16) << 30;
-
-std::vector<char> file_bytes(const std::string& path) {
-  const FileBytes file(path);
-  if (file.size() == 0) throw Error(path + ": the file is empty");
-  if (file.size() > kMaxStateDictBytes)
-    throw Error(path + ": the file has " + std::to_string(file.size()) +
-                " bytes, more than a state dict this engine reads");
-  std::vector<char> bytes(size_t(file.size()));
-  file.read(0, bytes.data(), bytes.size());
-  return bytes;
-}
-
-}  // namespace
-
-StateDict read_state_dict(const std::string& path) { return parse_state_dict(file_bytes(path), path); }
-
-StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& name) {
-  // A torch.save zip archive starts with a local file header, "PK\3\4".
-  if (bytes.size() < 4 || bytes[0] != 'P' || bytes[1] != 'K' || bytes[2] != 3 || bytes[3] != 4)
+// A torch.save zip archive starts with a local file header, "PK\3\4". Only the
+// archive's directory and the records its pickle names are read, so a file that is
+// something else is refused after a few bytes whatever its size.
+StateDict parse(const ByteSource& source) {
+  const std::string& name = source.name();
+  if (source.size() == 0) throw Error(name + ": the file is empty");
+  char magic[4] = {0, 0, 0, 0};
+  if (source.size() >= 4) source.read(0, magic, 4);
+  if (magic[0] != 'P' || magic[1] != 'K' || magic[2] != 3 || magic[3] != 4)
     throw Error(name + ": not a PyTorch archive (torch.save writes a zip file; this one is not)");
   try {
-    const ZipRecords archive(bytes.data(), bytes.size(), name);
+    const ZipRecords archive(source);
     if (archive.has("byteorder")) {
       const std::vector<char> order = archive.read("byteorder");
       if (std::string(order.begin(), order.end()) != "little")
@@ -52,6 +39,14 @@ StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& na
     const std::string what = e.what();  // the archive's messages name the file already; the pickle's do not
     throw Error(what.compare(0, name.size(), name) == 0 ? what : name + ": " + what);
   }
+}
+
+}  // namespace
+
+StateDict read_state_dict(const std::string& path) { return parse(FileBytes(path)); }
+
+StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& name) {
+  return parse(MemoryBytes(bytes.data(), bytes.size(), name));
 }
 
 void write_state_dict(const std::string& path, const StateDict& tensors) {

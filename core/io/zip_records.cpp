@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 
+#include "io/byte_source.h"
 #include "util/error.h"
 
 namespace translution {
@@ -50,53 +51,71 @@ void apply_zip64(const char* extra, uint64_t bytes, uint64_t* fields[3]) {
 
 }  // namespace
 
-ZipRecords::ZipRecords(const char* data, size_t size, std::string name)
-    : data_(data), size_(size), name_(std::move(name)) {
-  // The end-of-central-directory record: 22 bytes, then a comment of up to 65,535.
-  if (size_ < 22) throw Error(name_ + ": not a zip archive (too short)");
-  uint64_t end = size_ - 22;
-  const uint64_t lowest = size_ > 22 + 65535 ? size_ - 22 - 65535 : 0;
-  while (std::memcmp(data_ + end, "PK\5\6", 4) != 0) {
-    if (end == lowest) throw Error(name_ + ": not a zip archive (no end-of-directory record)");
-    --end;
-  }
-  uint64_t count = little(data_ + end + 10, 2), bytes = little(data_ + end + 12, 4),
-           offset = little(data_ + end + 16, 4);
-  if ((count == 0xFFFF || bytes == 0xFFFFFFFFu || offset == 0xFFFFFFFFu) && end >= 20 &&
-      std::memcmp(data_ + end - 20, "PK\6\7", 4) == 0) {  // zip64: the locator points at the larger record
-    const uint64_t at = little(data_ + end - 20 + 8, 8);
-    if (at > size_ || size_ - at < 56 || std::memcmp(data_ + at, "PK\6\6", 4) != 0)
-      throw Error(name_ + ": its zip64 directory record is damaged");
-    count = little(data_ + at + 32, 8);
-    bytes = little(data_ + at + 40, 8);
-    offset = little(data_ + at + 48, 8);
-  }
+ZipRecords::ZipRecords(const ByteSource& source)
+    : source_(source), size_(source.size()), name_(source.name()) {
+  uint64_t offset = 0, bytes = 0, count = 0;
+  find_directory(&offset, &bytes, &count);
   if (count > kMaxZipRecords)
     throw Error(name_ + ": the archive lists " + std::to_string(count) +
                 " records, more than this reader's limit");
   if (offset > size_ || bytes > size_ - offset)
     throw Error(name_ + ": its zip directory lies outside the archive");
+  if (bytes > kMaxZipDirectoryBytes)
+    throw Error(name_ + ": its zip directory has " + std::to_string(bytes) +
+                " bytes, more than this reader's limit");
   read_directory(offset, bytes, count);
 }
 
+// Reads the end-of-central-directory record (and its zip64 form) from the archive's tail.
+void ZipRecords::find_directory(uint64_t* offset, uint64_t* bytes, uint64_t* count) const {
+  // The end-of-central-directory record: 22 bytes, then a comment of up to 65,535.
+  if (size_ < 22) throw Error(name_ + ": not a zip archive (too short)");
+  const uint64_t tail_start = size_ > 22 + 65535 + 20 ? size_ - 22 - 65535 - 20 : 0;
+  std::vector<char> tail(size_t(size_ - tail_start));
+  source_.read(tail_start, tail.data(), tail.size());
+  const char* data = tail.data();
+  uint64_t end = tail.size() - 22;
+  const uint64_t lowest = tail.size() > 22 + 65535 ? tail.size() - 22 - 65535 : 0;
+  while (std::memcmp(data + end, "PK\5\6", 4) != 0) {
+    if (end == lowest) throw Error(name_ + ": not a zip archive (no end-of-directory record)");
+    --end;
+  }
+  *count = little(data + end + 10, 2);
+  *bytes = little(data + end + 12, 4);
+  *offset = little(data + end + 16, 4);
+  if ((*count == 0xFFFF || *bytes == 0xFFFFFFFFu || *offset == 0xFFFFFFFFu) && end >= 20 &&
+      std::memcmp(data + end - 20, "PK\6\7", 4) == 0) {  // zip64: the locator points at the larger record
+    const uint64_t at = little(data + end - 20 + 8, 8);
+    char record[56];
+    if (at > size_ || size_ - at < 56) throw Error(name_ + ": its zip64 directory record is damaged");
+    source_.read(at, record, sizeof record);
+    if (std::memcmp(record, "PK\6\6", 4) != 0) throw Error(name_ + ": its zip64 directory record is damaged");
+    *count = little(record + 32, 8);
+    *bytes = little(record + 40, 8);
+    *offset = little(record + 48, 8);
+  }
+}
+
 void ZipRecords::read_directory(uint64_t offset, uint64_t bytes, uint64_t count) {
-  uint64_t at = offset;
-  const uint64_t end = offset + bytes;
+  std::vector<char> directory(static_cast<size_t>(bytes));
+  source_.read(offset, directory.data(), directory.size());
+  const char* data = directory.data();
+  uint64_t at = 0;
   for (uint64_t i = 0; i < count; ++i) {
-    if (end - at < 46 || std::memcmp(data_ + at, "PK\1\2", 4) != 0)
+    if (bytes - at < 46 || std::memcmp(data + at, "PK\1\2", 4) != 0)
       throw Error(name_ + ": its zip directory is damaged");
     Entry e;
-    e.method = uint16_t(little(data_ + at + 10, 2));
-    e.crc = uint32_t(little(data_ + at + 16, 4));
-    e.compressed = little(data_ + at + 20, 4);
-    e.size = little(data_ + at + 24, 4);
-    e.local_offset = little(data_ + at + 42, 4);
-    const uint64_t name_bytes = little(data_ + at + 28, 2), extra = little(data_ + at + 30, 2),
-                   comment = little(data_ + at + 32, 2);
-    if (end - at - 46 < name_bytes + extra + comment) throw Error(name_ + ": its zip directory is damaged");
+    e.method = uint16_t(little(data + at + 10, 2));
+    e.crc = uint32_t(little(data + at + 16, 4));
+    e.compressed = little(data + at + 20, 4);
+    e.size = little(data + at + 24, 4);
+    e.local_offset = little(data + at + 42, 4);
+    const uint64_t name_bytes = little(data + at + 28, 2), extra = little(data + at + 30, 2),
+                   comment = little(data + at + 32, 2);
+    if (bytes - at - 46 < name_bytes + extra + comment) throw Error(name_ + ": its zip directory is damaged");
     uint64_t* fields[3] = {&e.size, &e.compressed, &e.local_offset};
-    apply_zip64(data_ + at + 46 + name_bytes, extra, fields);
-    const std::string record(data_ + at + 46, name_bytes);
+    apply_zip64(data + at + 46 + name_bytes, extra, fields);
+    const std::string record(data + at + 46, name_bytes);
     if (i == 0) prefix_ = record.substr(0, record.find('/') + 1);
     if (e.local_offset > size_ || e.compressed > size_ - e.local_offset)
       throw Error(name_ + ": record " + record + " lies outside the archive");
@@ -113,14 +132,18 @@ std::vector<char> ZipRecords::read(const std::string& record) const {
     throw Error(name_ + ": record " + record +
                 " is compressed; PyTorch stores its pickles and tensors uncompressed");
   const uint64_t at = e.local_offset;
-  if (size_ - at < 30 || std::memcmp(data_ + at, "PK\3\4", 4) != 0)
-    throw Error(name_ + ": record " + record + " is damaged");
-  const uint64_t start = at + 30 + little(data_ + at + 26, 2) + little(data_ + at + 28, 2);
+  char header[30];
+  if (size_ - at < 30) throw Error(name_ + ": record " + record + " is damaged");
+  source_.read(at, header, sizeof header);
+  if (std::memcmp(header, "PK\3\4", 4) != 0) throw Error(name_ + ": record " + record + " is damaged");
+  const uint64_t start = at + 30 + little(header + 26, 2) + little(header + 28, 2);
   if (start > size_ || e.size > size_ - start)
     throw Error(name_ + ": record " + record + " runs past the archive's end");
-  if (crc32(data_ + start, e.size) != e.crc)
+  std::vector<char> out(size_t(e.size));
+  source_.read(start, out.data(), out.size());
+  if (crc32(out.data(), e.size) != e.crc)
     throw Error(name_ + ": record " + record + " is damaged (its CRC-32 differs)");
-  return std::vector<char>(data_ + start, data_ + start + e.size);
+  return out;
 }
 
 }  // namespace translution

@@ -1,8 +1,10 @@
 #pragma once
 // The records of a PyTorch archive (what torch.save and LibTorch's OutputArchive
-// write: a zip whose records all lie under one folder), read from memory by a
+// write: a zip whose records all lie under one folder), read from a ByteSource by a
 // reader that bounds every size by the archive's before it reads: the central
-// directory's, each record's, the count of records. Only stored (uncompressed)
+// directory's, each record's, the count of records. Only the directory is read at
+// construction, and a record only when asked for, so a file that is no archive, or
+// an archive that is damaged, is refused before its bulk is read. Only stored (uncompressed)
 // records are read, as PyTorch writes its pickles and tensors; each is checked
 // against its CRC-32. The TorchScript code an OutputArchive also holds (deflated)
 // is never read.
@@ -13,13 +15,18 @@
 
 namespace translution {
 
+class ByteSource;
+
 constexpr uint64_t kMaxZipRecords = 1000000;
+// Room for kMaxZipRecords entries with names of PyTorch's length ("archive/data/123456").
+constexpr uint64_t kMaxZipDirectoryBytes = uint64_t(256) << 20;
 
 class ZipRecords {
  public:
-  // Parses the central directory. Throws translution::Error naming `name` where it is
-  // missing, damaged, or lists a record outside the archive. `data` must outlive this.
-  ZipRecords(const char* data, size_t size, std::string name);
+  // Parses the central directory. Throws translution::Error naming the source where
+  // it is missing, damaged, or lists a record outside the archive. `source` must
+  // outlive this.
+  explicit ZipRecords(const ByteSource& source);
 
   // `record` is relative to the archive's folder: "data.pkl", "data/0".
   bool has(const std::string& record) const { return entries_.count(prefix_ + record) > 0; }
@@ -32,9 +39,10 @@ class ZipRecords {
     uint32_t crc = 0;
     uint16_t method = 0;
   };
+  void find_directory(uint64_t* offset, uint64_t* bytes, uint64_t* count) const;
   void read_directory(uint64_t offset, uint64_t bytes, uint64_t count);
 
-  const char* data_;
+  const ByteSource& source_;
   uint64_t size_;
   std::string name_, prefix_;
   std::map<std::string, Entry> entries_;

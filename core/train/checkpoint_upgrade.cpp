@@ -1,14 +1,17 @@
 #include "train/checkpoint_upgrade.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <vector>
 
 #include <ATen/ATen.h>
 
 #include "io/byte_source.h"
 #include "io/state_dict_pickle.h"
 #include "io/zip_records.h"
+#include "nn/model_size.h"
 #include "util/error.h"
 #include "util/key_value.h"
 #include "util/md5.h"
@@ -22,44 +25,50 @@ using Kind = PickledLeaf::Kind;
 const char* kMagic = "translution-checkpoint 1 ";
 constexpr int64_t kCurveColumns = 7;
 
-std::string whole_file(const std::string& path) {
-  const FileBytes file(path);
+// The archive after the header line, once the line's size and checksum are checked
+// against the file: a file that is not format 1, or is cut or padded, is refused
+// before its payload is read, and the payload is hashed in chunks, never held whole.
+SliceBytes verified_payload(const ByteSource& file) {
+  const std::string& name = file.name();
   if (file.size() > kMaxFormat1Bytes)
-    throw Error(path + " has " + std::to_string(file.size()) +
+    throw Error(name + " has " + std::to_string(file.size()) +
                 " bytes, more than a format-1 checkpoint can have");
-  std::string bytes(size_t(file.size()), '\0');
-  file.read(0, bytes.data(), bytes.size());
-  return bytes;
-}
-
-// Where the archive starts, after checking the header line's size and checksum.
-size_t verified_payload(const std::string& bytes, const std::string& name) {
-  if (bytes.compare(0, std::strlen(kMagic), kMagic) != 0)
+  std::string head(size_t(std::min<uint64_t>(file.size(), 201)), '\0');
+  file.read(0, head.data(), head.size());
+  if (head.compare(0, std::strlen(kMagic), kMagic) != 0)
     throw Error(name + " is not a format-1 checkpoint (it does not start with '" + kMagic +
                 "'): nothing to upgrade");
-  const size_t newline = bytes.find('\n');
-  const std::string header = bytes.substr(0, std::min(newline, size_t(200)));
+  const size_t newline = head.find('\n');
   long long size = -1;
   char digest[33] = {0};
   if (newline == std::string::npos || newline > 200 ||
-      std::sscanf(header.c_str(), "translution-checkpoint 1 bytes=%lld md5=%32s", &size, digest) != 2 ||
+      std::sscanf(head.substr(0, newline).c_str(), "translution-checkpoint 1 bytes=%lld md5=%32s", &size,
+                  digest) != 2 ||
       size < 0)
     throw Error(name + ": the header line of this format-1 checkpoint is damaged");
-  const uint64_t present = bytes.size() - newline - 1;
+  const uint64_t present = file.size() - newline - 1;
   if (present < uint64_t(size))
     throw Error(name + " is truncated: " + std::to_string(present) + " of " + std::to_string(size) +
                 " bytes present");
   if (present > uint64_t(size))
     throw Error(name + " has " + std::to_string(present - uint64_t(size)) +
                 " unexpected bytes after its end");
-  if (md5_hex(bytes.data() + newline + 1, present) != digest)
+  Md5 md5;
+  std::vector<char> chunk(size_t(1) << 20);
+  for (uint64_t at = newline + 1; at < file.size(); at += chunk.size()) {
+    const size_t n = size_t(std::min<uint64_t>(chunk.size(), file.size() - at));
+    file.read(at, chunk.data(), n);
+    md5.update(chunk.data(), n);
+  }
+  if (md5.hex_digest() != digest)
     throw Error(name + " is corrupt: its contents do not match the checksum in its header");
-  return newline + 1;
+  return SliceBytes(file, newline + 1, present);
 }
 
 // The leaves of an archive's module pickle by path, its tensors read from the archive's records.
-Leaves archive_leaves(const char* data, size_t size, const std::string& name) {
-  const ZipRecords zip(data, size, name);
+Leaves archive_leaves(const ByteSource& archive) {
+  const std::string& name = archive.name();
+  const ZipRecords zip(archive);
   std::vector<std::pair<std::string, PickledLeaf>> leaves;
   try {
     leaves = unpickle_module(zip.read("data.pkl"),
@@ -125,8 +134,7 @@ std::map<std::string, AdamWState> adamw_state(const at::Tensor& blob, const ViT&
   if (blob.scalar_type() != at::kByte || blob.dim() != 1)
     throw Error(name + ": the 'optimizer' entry is not bytes");
   const at::Tensor bytes = blob.contiguous();
-  const Leaves leaves =
-      archive_leaves(static_cast<const char*>(bytes.data_ptr()), size_t(bytes.numel()), name);
+  const Leaves leaves = archive_leaves(MemoryBytes(bytes.data_ptr(), size_t(bytes.numel()), name));
   if (const int64_t groups = scalar(leaves, "param_groups.param_groups/size", name); groups != 1)
     throw Error(name + ": it has " + std::to_string(groups) + " parameter groups; a training run has one");
   const std::string group = "param_groups.param_groups/0.";
@@ -177,15 +185,10 @@ TrainingState training_state(const Leaves& leaves, const ViT& model, const std::
   return s;
 }
 
-}  // namespace
-
-Checkpoint read_format1_checkpoint(const std::string& path) {
-  return parse_format1_checkpoint(whole_file(path), path);
-}
-
-Checkpoint parse_format1_checkpoint(const std::string& bytes, const std::string& path) {
-  const size_t start = verified_payload(bytes, path);
-  const Leaves leaves = archive_leaves(bytes.data() + start, bytes.size() - start, path);
+Checkpoint parse(const ByteSource& file) {
+  const std::string& path = file.name();
+  const SliceBytes payload = verified_payload(file);
+  const Leaves leaves = archive_leaves(payload);
   if (leaf(leaves, "format_version", Kind::Int, path).integer != 1)
     throw Error(path + ": its archive's format_version is not 1");
   Checkpoint c;
@@ -197,10 +200,22 @@ Checkpoint parse_format1_checkpoint(const std::string& bytes, const std::string&
   for (const auto& [k, v] :
        parse_key_values(leaf(leaves, "metadata", Kind::String, path).text, path + " metadata"))
     c.metadata[k] = v;
+  // fp32 weights: a config naming more than the archive's bytes hold is refused before it is built.
+  if (const int64_t parameters = parameter_count(c.config); uint64_t(parameters) > payload.size() / 4)
+    throw Error(path + ": its config names " + std::to_string(parameters) + " parameters, more than its " +
+                std::to_string(payload.size()) + " bytes hold");
   c.model = ViT(c.config);
   read_weights(leaves, c.model, path);
   if (leaves.count("train_config")) c.training = training_state(leaves, c.model, path);
   return c;
+}
+
+}  // namespace
+
+Checkpoint read_format1_checkpoint(const std::string& path) { return parse(FileBytes(path)); }
+
+Checkpoint parse_format1_checkpoint(const std::string& bytes, const std::string& name) {
+  return parse(MemoryBytes(bytes.data(), bytes.size(), name));
 }
 
 }  // namespace translution

@@ -5,15 +5,18 @@
 #include "io/pytorch_interop.h"
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <set>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "io/byte_source.h"
 #include "io/public_vit_layout.h"
 #include "io/state_dict_file.h"
 #include "io/state_dict_pickle.h"
+#include "io/zip_records.h"
 #include "nn/vit.h"
 #include "temp_dir.h"
 #include "tensor_checks.h"
@@ -168,6 +171,34 @@ TEST(PublicStateDictErrors, RefusedFilesAreNamedInOneLine) {
     EXPECT_NE(message.find(says), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
+}
+
+// Zero bytes of any size, counting what a reader asks for.
+class CountedZeros final : public ByteSource {
+ public:
+  explicit CountedZeros(uint64_t size) : size_(size) {}
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return size_; }
+  void read(uint64_t offset, void* out, size_t n) const override {
+    require_range(*this, offset, n);
+    std::memset(out, 0, n);
+    read_ += n;
+  }
+  uint64_t bytes_read() const { return read_; }
+
+ private:
+  std::string name_ = "zeros.pt";
+  uint64_t size_;
+  mutable uint64_t read_ = 0;
+};
+
+// The archive reader looks for its directory in the last 64 KB: six gigabytes that hold none
+// are refused having read no more.
+TEST(PublicStateDictErrors, AFileWithoutAnArchiveDirectoryIsRefusedFromItsTail) {
+  const CountedZeros zeros(uint64_t(6) << 30);
+  const std::string message = error_of([&] { ZipRecords archive(zeros); });
+  EXPECT_EQ(message, "zeros.pt: not a zip archive (no end-of-directory record)");
+  EXPECT_LE(zeros.bytes_read(), uint64_t(22 + 65535 + 20));
 }
 
 TEST(PublicStateDictErrors, AnotherArchitectureOrSizeNamesTheKeyAndChangesNothing) {
