@@ -18,14 +18,20 @@ namespace translution {
 namespace fs = std::filesystem;
 
 namespace {
+// mkstemp makes the file private (0600); give it the permissions of the file it replaces (a
+// private file stays private, a shared one shared), or those a plain new file would get.
 std::string make_temp_name(const std::string& path) {
   std::string pattern = path + ".tmp-XXXXXX";
   const int fd = ::mkstemp(pattern.data());
   if (fd < 0) throw Error(path + ": cannot create a temporary file next to it: " + std::strerror(errno));
-  // mkstemp makes the file private (0600); give it the permissions a plain new file would get.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0) {
+    ::fchmod(fd, existing.st_mode & 07777);
+  } else {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::fchmod(fd, 0666 & ~mask);
+  }
   ::close(fd);
   return pattern;
 }

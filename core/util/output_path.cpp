@@ -65,6 +65,10 @@ std::string checked_output_path(const std::string& path) {
   if (::stat(target.c_str(), &st) == 0) {
     if (!S_ISREG(st.st_mode))
       throw Error(path + ": is " + kind_of(st.st_mode) + ", not a regular file; refusing to replace it");
+    // A file this user may not write, or that no one may (made read-only; root too keeps it),
+    // is kept: the rename that replaces it asks only the folder.
+    if ((st.st_mode & 0222) == 0 || (::access(target.c_str(), W_OK) != 0 && errno == EACCES))
+      throw Error(path + ": is read-only; refusing to replace it (make it writable to allow)");
   } else if (errno != ENOENT) {
     throw Error(path + ": " + std::strerror(errno));
   }

@@ -2,9 +2,11 @@
 // The checks every writer makes before it starts work: an output path names a
 // regular file or nothing yet, never a directory, device, FIFO or socket (an
 // atomic write ends in rename(), which would replace such a thing with a file).
-// A symlink is followed: the write goes to its target, which must pass the same
-// checks, and the link stays a link. The folder must exist (a mistyped path never
-// grows a tree of folders) and accept a new file (tried by creating and removing one).
+// An existing file must be writable: one made read-only is kept (the replacement
+// takes the old file's permissions). A symlink is followed: the write goes to its
+// target, which must pass the same checks, and the link stays a link. The folder
+// must exist (a mistyped path never grows a tree of folders) and accept a new file
+// (tried by creating and removing one).
 #include <string>
 
 namespace translution {

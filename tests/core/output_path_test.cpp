@@ -76,6 +76,27 @@ TEST(OutputPath, ALinkWritesToItsTargetAndStaysALink) {
   EXPECT_EQ(text, "new");
 }
 
+// The replacement takes the old file's permissions (a private file stays private); a file that
+// no one may write is kept, whoever runs the writer.
+TEST(OutputPath, AReplacedFileKeepsItsPermissionsAndAReadOnlyOneStays) {
+  TempDir dir;
+  const std::string private_file = dir.file("private.ckpt"), read_only = dir.file("read-only.ckpt");
+  std::ofstream(private_file) << "old";
+  std::ofstream(read_only) << "old";
+  ASSERT_EQ(::chmod(private_file.c_str(), 0600), 0);
+  ASSERT_EQ(::chmod(read_only.c_str(), 0444), 0);
+  write_file_atomically(private_file, [](const std::string& temp) { std::ofstream(temp) << "new"; });
+  struct stat st {};
+  ASSERT_EQ(::stat(private_file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(refusal(read_only),
+            read_only + ": is read-only; refusing to replace it (make it writable to allow)");
+  EXPECT_THROW(write_file_atomically(read_only, [](const std::string&) { FAIL() << "wrote"; }), Error);
+  std::string text;
+  std::ifstream(read_only) >> text;
+  EXPECT_EQ(text, "old");
+}
+
 // Temporaries of killed writes are removed by the next write of the same file once over an
 // hour old; a young one (perhaps a write in progress) and other files' stay.
 TEST(OutputPath, StaleTemporariesOfTheSameFileAreRemoved) {
