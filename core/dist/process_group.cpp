@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "dist/rendezvous_handshake.h"
+#include "dist/store_file.h"
 
 #if defined(TRANSLUTION_WITH_GLOO) || defined(TRANSLUTION_WITH_NCCL)
 #define TRANSLUTION_WITH_C10D 1
@@ -54,7 +55,9 @@ std::string join_ranks(const std::vector<int>& ranks) {
 }  // namespace
 
 void GroupOptions::validate() const {
-  if (world_size < 1) throw Error("--world-size " + std::to_string(world_size) + " must be at least 1");
+  if (world_size < 1 || world_size > kMaxRanks)
+    throw Error("--world-size " + std::to_string(world_size) + " must be from 1 to " +
+                std::to_string(kMaxRanks));
   if (rank < 0 || rank >= world_size)
     throw Error("--rank " + std::to_string(rank) + " must be at least 0 and below --world-size " +
                 std::to_string(world_size));
@@ -207,6 +210,11 @@ class QuietStderr {
 c10::intrusive_ptr<c10d::Store> open_store(const GroupOptions& o, uint16_t port, bool serve) {
   const QuietStderr quiet;
   if (o.master.rfind("file:", 0) == 0) {
+    try {
+      check_store_file(o.master.substr(5));
+    } catch (const Error& e) {
+      throw Error("--master " + o.master + ": " + e.what());
+    }
     try {
       // FileStore removes the file once all its connections (two a rank: the heartbeat has
       // its own) have closed and at least world_size have finished.
@@ -394,15 +402,26 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options,
   const std::string name = backend_for(options);
   auto state = std::make_unique<State>();
   uint16_t store_port = 0;
-  state->store = meet(options, store_port);
-  handshake(*state->store, options, fingerprint);
+  // A rendezvous file this rank started and a failed meeting left is removed, with the store
+  // closed first: the next run at the path must not read this one's keys.
+  const std::string store_file = options.master.rfind("file:", 0) == 0 ? options.master.substr(5) : "";
+  std::error_code ignored;
+  const bool starts_store_file = !store_file.empty() && !std::filesystem::exists(store_file, ignored);
   try {
-    state->backend = make_backend(name, state->store, options);
-  } catch (const Error&) {
+    state->store = meet(options, store_port);
+    handshake(*state->store, options, fingerprint);
+    try {
+      state->backend = make_backend(name, state->store, options);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error("the " + name + " backend could not connect the " + std::to_string(options.world_size) +
+                  " ranks: " + first_line(e.what()));
+    }
+  } catch (...) {
+    state.reset();
+    if (starts_store_file) std::filesystem::remove(store_file, ignored);
     throw;
-  } catch (const std::exception& e) {
-    throw Error("the " + name + " backend could not connect the " + std::to_string(options.world_size) +
-                " ranks: " + first_line(e.what()));
   }
   state->backend_name = name;
   c10::intrusive_ptr<c10d::Store> beat_store = open_store(options, store_port, false);

@@ -31,6 +31,10 @@
 
 namespace translution {
 
+// The most ranks a run may have: far beyond any run of this engine, and a bound on what
+// the handshake and the store hold for each rank.
+constexpr int kMaxRanks = 65536;
+
 struct GroupOptions {
   int rank = 0;
   int world_size = 1;

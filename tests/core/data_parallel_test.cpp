@@ -5,7 +5,10 @@
 // Multi-process runs are tests/e2e/distributed_test.sh and tests/e2e/rendezvous_test.sh.
 #include "dist/data_parallel.h"
 
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <iterator>
 #include <thread>
 #include <tuple>
 
@@ -18,6 +21,7 @@
 
 #include "dist/process_group.h"
 #include "dist/rendezvous_handshake.h"
+#include "dist/store_file.h"
 #include "temp_dir.h"
 
 namespace translution {
@@ -176,6 +180,45 @@ TEST(DataParallel, AMissingRankIsNamedAfterTheTimeout) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("ranks 1, 2 did not join within 1 s"), std::string::npos)
         << e.what();
+  }
+  // The meeting failed: the next run at the path must not read this one's keys.
+  EXPECT_FALSE(std::filesystem::exists(dir.file("store")));
+}
+
+// What c10d's FileStore writes passes the check (read while rank 0 waits for its peer); junk,
+// or a record cut short, is refused before the store would take its bytes for a length.
+TEST(DataParallel, ARendezvousFileIsCheckedBeforeTheStoreOpensIt) {
+  if (!has_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
+  test_support::TempDir dir;
+  const std::string path = dir.file("store");
+  GroupOptions o = options(0, "file:" + path, 2);
+  o.timeout = std::chrono::seconds(2);
+  auto waiting = std::async(std::launch::async, [&] { EXPECT_THROW(ProcessGroup::join(o, "x"), Error); });
+  bool checked = false;
+  for (int i = 0; i < 150 && !checked; ++i) {
+    std::error_code ec;
+    if (std::filesystem::file_size(path, ec) > 0 && !ec) {
+      EXPECT_NO_THROW(check_store_file(path));
+      checked = true;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  waiting.get();
+  EXPECT_TRUE(checked) << "rank 0 wrote nothing to its rendezvous file";
+  const uint32_t length = 100;
+  std::string cut(reinterpret_cast<const char*>(&length), sizeof length);
+  for (const std::string& bytes : {std::string("junk"), cut + "abc"}) {
+    std::ofstream(path, std::ios::binary) << bytes;
+    try {
+      ProcessGroup::join(o, "x");
+      ADD_FAILURE() << "joined through a file that is not c10d's";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path + " is not a rendezvous file"), std::string::npos)
+          << e.what();
+    }
+    std::ifstream in(path, std::ios::binary);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), bytes) << "the file was changed";
   }
 }
 
