@@ -101,7 +101,6 @@ void report(const AttributeOptions& o, const Placement& at, const Attribution& a
 int attribute(const AttributeOptions& o) {
   const c10::Device device = parse_device(o.device);
   const EngineOptions engine;  // attribute has no flags for them: the defaults
-  prepare_out_dir(o.out);
   check_attribution_memory(
       engine, o, o.method == "ig" ? IntegratedGradientsOptions{}.batch : OcclusionOptions{}.batch, device);
   Checkpoint c = load_checkpoint(o.checkpoint, device);
@@ -111,10 +110,11 @@ int attribute(const AttributeOptions& o) {
   if (occluder > c.config.image_height)
     throw Error("--occluder must be 1 to " + std::to_string(c.config.image_height) +
                 " (the canvas's side), got " + std::to_string(occluder));
-  const std::string stem = output_stem(o, occluder);
-  for (const char* suffix : {".csv", ".png"}) checked_output_path(stem + suffix);
   const Placement at = parse_at(o.at, c.config.image_height);
   const at::Tensor canvas = compose_canvas(read_digit(o.image), c.config.image_height, at);  // [S, S]
+  prepare_out_dir(o.out);  // once every input is read: a refused run makes no folder
+  const std::string stem = output_stem(o, occluder);
+  for (const char* suffix : {".csv", ".png"}) checked_output_path(stem + suffix);
   c.model->eval();
   const auto start = std::chrono::steady_clock::now();
   std::optional<Attribution> a;

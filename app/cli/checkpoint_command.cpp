@@ -46,10 +46,11 @@ int info(const std::string& path, bool json) {
     std::cout << json_line(out) << std::endl;
     return 0;
   }
-  std::printf("%s\nmodel (%lld parameters):\n%s", path.c_str(), (long long)c.model->parameter_count(),
-              c.config.to_text().c_str());
+  std::printf("%s\nmodel (%lld parameters):\n%s", printable(path).c_str(),
+              (long long)c.model->parameter_count(), c.config.to_text().c_str());
   std::printf("metadata:\n");
-  for (const auto& [k, v] : c.metadata) std::printf("%s=%s\n", k.c_str(), v.c_str());
+  // Metadata is a file's text: a stranger's checkpoint must not drive the terminal.
+  for (const auto& [k, v] : c.metadata) std::printf("%s=%s\n", printable(k).c_str(), printable(v).c_str());
   if (c.training) {
     std::printf("training: step %lld of %lld, %zu curve points, AdamW state for %zu parameters\n%s",
                 (long long)c.training->step, (long long)c.training->config.total_steps(),

@@ -14,18 +14,16 @@
 namespace translution::cli {
 namespace {
 
+std::string hex_byte(unsigned char c) {
+  static const char* digits = "0123456789abcdef";
+  return std::string("\\x") + digits[c >> 4] + digits[c & 15];
+}
+
 // A word as the error line shows it: every command name is ASCII, so any other byte (a
 // control character, or one that is not UTF-8 and would make the line binary) as \xNN.
 std::string escaped(const std::string& word) {
   std::string out;
-  for (const unsigned char c : word) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += char(c);
-    } else {
-      static const char* digits = "0123456789abcdef";
-      out += std::string("\\x") + digits[c >> 4] + digits[c & 15];
-    }
-  }
+  for (const unsigned char c : word) out += c >= 0x20 && c < 0x7f ? std::string(1, char(c)) : hex_byte(c);
   return out;
 }
 
@@ -59,9 +57,12 @@ CLI::Validator at_least(const std::string& option, int64_t min) {
   return CLI::Validator(
       [option, min](std::string& value) -> std::string {
         char* end = nullptr;
+        errno = 0;
         const long long n = std::strtoll(value.c_str(), &end, 10);
         if (value.empty() || *end != '\0')
           throw BadValue(option + " expects a whole number, got '" + value + "'");
+        if (errno == ERANGE && n > 0)  // CLI11 would clamp it to the type's largest
+          throw BadValue(option + " must be at most " + std::to_string(INT64_MAX) + ", got " + value);
         if (n < min) throw BadValue(option + " must be at least " + std::to_string(min) + ", got " + value);
         return {};
       },
@@ -155,7 +156,10 @@ std::string one_line(const std::exception& e, bool verbose) {
   std::string message = e.what();
   if (const auto* torch_error = dynamic_cast<const c10::Error*>(&e); torch_error && !verbose)
     message = torch_error->what_without_backtrace();
-  if (!verbose) message = message.substr(0, message.find('\n'));
+  if (dynamic_cast<const Error*>(&e))
+    message = printable(message);
+  else if (!verbose)
+    message = message.substr(0, message.find('\n'));
   // LibTorch's allocator names the size in bytes deep in its message; say it the way a user reads it.
   const std::string marker = "you tried to allocate ";
   if (const size_t at = message.find(marker); !verbose && at != std::string::npos) {
@@ -168,6 +172,19 @@ std::string one_line(const std::exception& e, bool verbose) {
     message = text;
   }
   return message;
+}
+
+std::string printable(const std::string& text) {
+  std::string out;
+  for (const unsigned char c : text) {
+    if (c == '\n' || c == '\t' || c == '\r')
+      out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\r";
+    else if (c < 0x20 || c == 0x7f)
+      out += hex_byte(c);
+    else
+      out += char(c);
+  }
+  return out;
 }
 
 }  // namespace translution::cli

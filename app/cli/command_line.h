@@ -14,8 +14,15 @@
 namespace translution::cli {
 
 // What went wrong in one line: LibTorch's messages carry a stack trace (and
-// sometimes several lines) after the first, which only `verbose` keeps.
+// sometimes several lines) after the first, which only `verbose` keeps. The
+// engine's own messages are one line by construction, but may quote a path or a
+// file's text: those keep every word, their control characters made printable.
 std::string one_line(const std::exception& e, bool verbose);
+
+// Text from a file or a user as one terminal line shows it: a control character
+// (a newline would end the line, an escape sequence would drive the terminal) as
+// \n, \t, \r or \xNN; everything else, UTF-8 included, as it is.
+std::string printable(const std::string& text);
 
 // Each command adds its subcommand to the root app, options bound to state its
 // runner reads; main parses the words, then calls the runner of the command named.
@@ -32,13 +39,12 @@ class BadValue : public CLI::ParseError {
 // "unknown --NAME 'VALUE' (expected a, b or c)".
 CLI::Validator one_of(const std::string& option, const std::vector<std::string>& choices);
 
-// A whole number of at least `min`: "--NAME must be at least MIN, got 'VALUE'".
+// A whole number of at least `min`: "--NAME must be at least MIN, got 'VALUE'"; one
+// too large for 64 bits is refused too.
 CLI::Validator at_least(const std::string& option, int64_t min);
 // A whole number from `min` to `max`, else BadValue naming the option (a number too large
 // for 64 bits included, which would otherwise be clamped).
 CLI::Validator in_range(const std::string& option, int64_t min, int64_t max);
-// The most optimisation steps a run may ask for.
-constexpr int64_t kMaxSteps = 1'000'000'000;
 
 // `option` bound to `value`, whose value beforehand is the default (shown in --help unless empty).
 CLI::Option* add_choice(CLI::App& app, const std::string& option, std::string& value,

@@ -57,14 +57,6 @@ void predict_one(const EngineOptions& engine, const PredictOptions& o, Checkpoin
 int predict(const PredictOptions& o) {
   if (o.images.empty()) throw Error("predict needs at least one image file");
   const c10::Device device = parse_device(o.device);
-  if (!o.save_canvas.empty()) {  // the folder the user named is made; each file in it is checked
-    std::error_code ec;
-    std::filesystem::create_directories(o.save_canvas, ec);
-    if (ec) throw Error(o.save_canvas + ": cannot create the folder: " + ec.message());
-  }
-  if (!o.save_canvas.empty())
-    for (const std::string& path : o.images)
-      checked_output_path(o.save_canvas + "/" + path.substr(path.find_last_of('/') + 1) + ".canvas.png");
   const EngineOptions engine;  // predict has no flags for them: the defaults
   check_checkpoints(engine, o.force, {o.checkpoint}, 1, "", device);
   Checkpoint c = load_checkpoint(o.checkpoint, device);
@@ -72,6 +64,13 @@ int predict(const PredictOptions& o) {
     throw Error("predict needs a model of square one-channel images");
   const int64_t canvas = c.config.image_height;
   const Placement at = parse_at(o.at, canvas);
+  if (!o.save_canvas.empty()) {  // once the model and options are good: a refused run makes no folder
+    std::error_code ec;
+    std::filesystem::create_directories(o.save_canvas, ec);
+    if (ec) throw Error(o.save_canvas + ": cannot create the folder: " + ec.message());
+    for (const std::string& path : o.images)
+      checked_output_path(o.save_canvas + "/" + path.substr(path.find_last_of('/') + 1) + ".canvas.png");
+  }
   c.model->eval();
   at::NoGradGuard no_grad;
   int failures = 0;

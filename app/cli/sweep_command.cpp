@@ -14,6 +14,7 @@
 #include "train/checkpoint.h"
 #include "train/translation_sweep.h"
 #include "util/device.h"
+#include "util/error.h"
 #include "util/output_path.h"
 
 namespace translution::cli {
@@ -29,6 +30,8 @@ int sweep(const SweepArgs& a) {
   const c10::Device device = parse_device(a.device);
   const std::string& prefix = a.out;
   const SweepOptions& options = a.sweep;
+  if (prefix.empty() || prefix.back() == '/')  // "results/" would write results/.csv, a hidden file
+    throw Error("--out '" + prefix + "' names no file: give a prefix such as results/sweep");
   for (const char* suffix : {".csv", "-accuracy.png", "-probability.png"})
     checked_output_path(prefix + suffix);
   const EngineOptions engine;  // sweep has no flags for them: the defaults
@@ -79,7 +82,10 @@ void add_sweep_command(CLI::App& root, Runners& runners) {
   app->add_option("--out", o->out, "writes PREFIX.csv, PREFIX-accuracy.png, PREFIX-probability.png")
       ->required()
       ->type_name("PREFIX");
-  app->add_option("--digits", o->sweep.digits, "test digits at each position")->capture_default_str();
+  // MNIST's test split holds 10,000: checked before the memory check, which would suggest more.
+  app->add_option("--digits", o->sweep.digits, "test digits at each position")
+      ->check(in_range("--digits", 1, 10000))
+      ->capture_default_str();
   app->add_option("--stride", o->sweep.stride, "pixels between positions")->capture_default_str();
   add_device(*app, o->device);
   app->add_option("--data-dir", o->data_dir, "MNIST folder");

@@ -421,23 +421,30 @@ int train_command(TrainOptions& o) {
 void add_schedule_options(CLI::App& app, TrainConfig& t) {
   add_choice(app, "--dataset", t.dataset, {"static", "dynamic", "moving", "mnist"}, "training set");
   app.add_option("--epochs", t.epochs, "passes over the training set (without --steps)")
+      ->check(in_range("--epochs", 0, kMaxTrainSteps))
       ->capture_default_str();
   app.add_option("--steps", t.steps, "optimisation steps (a resumed run: extends it)")
-      ->check(in_range("--steps", 0, kMaxSteps));
+      ->check(in_range("--steps", 0, kMaxTrainSteps));
   app.add_option("--batch", t.batch, "images per step")->check(at_least("--batch", 1))->capture_default_str();
   app.add_option("--lr", t.lr, "AdamW's peak learning rate")->capture_default_str();
   app.add_option("--weight-decay", t.weight_decay, "AdamW's weight decay")->capture_default_str();
-  app.add_option("--warmup", t.warmup_steps, "linear warm-up steps before the cosine decay");
+  app.add_option("--warmup", t.warmup_steps, "linear warm-up steps before the cosine decay")
+      ->check(in_range("--warmup", 0, kMaxTrainSteps));
   app.add_option("--min-lr", t.min_lr, "learning rate at the end of the decay");
   app.add_option("--clip", t.clip_norm, "gradient-norm clip (0: none)")->capture_default_str();
-  app.add_option("--seed", t.seed, "initialisation and batch order");
-  app.add_option("--data-seed", t.data_seed, "digit positions on the canvas");
+  app.add_option("--seed", t.seed, "initialisation and batch order")->check(at_least("--seed", 0));
+  app.add_option("--data-seed", t.data_seed, "digit positions on the canvas")
+      ->check(at_least("--data-seed", 0));
   app.add_flag("--fresh-positions", t.fresh_positions, "new digit positions every epoch");
-  app.add_option("--train-samples", t.train_samples, "the first N training digits (0: all)");
-  app.add_option("--eval-every", t.eval_every, "steps between held-out evaluations (0: once per epoch)");
+  app.add_option("--train-samples", t.train_samples, "the first N training digits (0: all)")
+      ->check(at_least("--train-samples", 0));
+  app.add_option("--eval-every", t.eval_every, "steps between held-out evaluations (0: once per epoch)")
+      ->check(in_range("--eval-every", 0, kMaxTrainSteps));
   app.add_option("--eval-samples", t.eval_samples, "test digits per held-out evaluation")
+      ->check(at_least("--eval-samples", 0))
       ->capture_default_str();
-  app.add_option("--checkpoint-every", t.checkpoint_every, "steps between checkpoint writes (0: at the end)");
+  app.add_option("--checkpoint-every", t.checkpoint_every, "steps between checkpoint writes (0: at the end)")
+      ->check(in_range("--checkpoint-every", 0, kMaxTrainSteps));
   add_choice(app, "--precision", t.precision, {"fp32", "bf16", "bf16-autocast", "tf32"},
              "the products: bf16 on the engine's CPU kernels, bf16-autocast on LibTorch's ops (CPU or "
              "CUDA), tf32 on CUDA");
@@ -445,9 +452,11 @@ void add_schedule_options(CLI::App& app, TrainConfig& t) {
 
 void add_distributed_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--nproc", o.nproc, "train data-parallel in N processes on this machine (c10d)")
-      ->check(at_least("--nproc", 1));
-  app.add_option("--world-size", o.group.world_size, "processes in a run across machines (one command each)");
-  app.add_option("--rank", o.group.rank, "this process's rank in that run (0 serves the rendezvous)");
+      ->check(in_range("--nproc", 1, kMaxRanks));
+  app.add_option("--world-size", o.group.world_size, "processes in a run across machines (one command each)")
+      ->check(in_range("--world-size", 1, kMaxRanks));
+  app.add_option("--rank", o.group.rank, "this process's rank in that run (0 serves the rendezvous)")
+      ->check(in_range("--rank", 0, kMaxRanks - 1));
   app.add_option("--master", o.group.master,
                  "where the ranks meet: rank 0's HOST:PORT, or file:PATH on a shared disk")
       ->type_name("HOST:PORT");

@@ -79,6 +79,13 @@ void TrainConfig::validate() const {
   at_least("eval_every", double(eval_every), 0);
   at_least("eval_samples", double(eval_samples), 0);
   at_least("checkpoint_every", double(checkpoint_every), 0);
+  // Before total_steps(), whose product would overflow.
+  if (steps > kMaxTrainSteps || (steps == 0 && epochs > kMaxTrainSteps / steps_per_epoch()))
+    throw Error("training: the run has more than " + std::to_string(kMaxTrainSteps) + " steps (" +
+                (steps > 0
+                     ? "steps " + std::to_string(steps)
+                     : "epochs " + std::to_string(epochs) + " of " + std::to_string(steps_per_epoch())) +
+                ")");
   // A learning rate or decay that is not finite poisons the first step; NaN already fails the bounds.
   for (const auto& [what, v] :
        {std::pair{"lr", lr}, {"weight_decay", weight_decay}, {"min_lr", min_lr}, {"clip_norm", clip_norm}})

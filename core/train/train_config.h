@@ -6,6 +6,9 @@
 
 namespace translution {
 
+// The most optimisation steps a run may have, asked for as steps or as epochs.
+constexpr int64_t kMaxTrainSteps = 1'000'000'000;
+
 struct TrainConfig {
   std::string dataset = "dynamic";  // mnist | static | dynamic | moving
   int64_t data_seed = 0;            // placement of digits on the canvas

@@ -67,6 +67,12 @@ mkdir fifo-mnist && mkfifo fifo-mnist/t10k-images-idx3-ubyte && : >fifo-mnist/t1
 mkdir zero-mnist && ln -s /dev/zero zero-mnist/t10k-images-idx3-ubyte && : >zero-mnist/t10k-labels-idx1-ubyte
 head -c 4096 a.ckpt >truncated.ckpt
 printf 'not a checkpoint' >garbage.ckpt
+printf 'PK\003\004' >big-archive.pt && truncate -s 3G big-archive.pt  # sparse: an archive's start only
+printf 'translution-checkpoint 1 bytes=10 md5=00000000000000000000000000000000\n' >big-format1.ckpt
+truncate -s 3G big-format1.ckpt
+printf 'junk' >junk.store
+cp a.ckpt read-only.ckpt && chmod 444 read-only.ckpt
+cp a.ckpt private.ckpt && chmod 600 private.ckpt
 
 # Outputs: never replaced unless a regular file; checked before any work.
 if [ -e null-device ]; then
@@ -86,6 +92,15 @@ if [ -e null-device ]; then
   refused "import a non-archive --out a character device" 2 500 "$cli" import a.ckpt --model attention --out null-device
 fi
 refused "export to a folder" 2 500 "$cli" export a.ckpt --to pytorch folder.ckpt
+refused "checkpoint strip --out a read-only file" 2 500 "$cli" checkpoint strip a.ckpt --out read-only.ckpt
+still "the read-only file is as it was" cmp -s a.ckpt read-only.ckpt
+refused "sweep --out ''" 2 500 "$cli" sweep --checkpoint a.ckpt --out ''
+refused "sweep --out a folder's name" 2 500 "$cli" sweep --checkpoint a.ckpt --out folder.ckpt/
+refused "predict --save-canvas with a missing checkpoint" 2 500 "$cli" predict --checkpoint missing.ckpt \
+  --save-canvas canvases digit.png
+still "no canvas folder was made" test ! -e canvases
+refused "attribute --out with a missing picture" 2 500 "$cli" attribute --checkpoint a.ckpt --out maps missing.png
+still "no attribution folder was made" test ! -e maps
 ln -s loop-b.ckpt loop-a.ckpt && ln -s loop-a.ckpt loop-b.ckpt
 refused "checkpoint strip --out a loop of links" 2 500 "$cli" checkpoint strip a.ckpt --out loop-a.ckpt
 still "the loop is still a link" test -L loop-a.ckpt
@@ -110,16 +125,37 @@ refused "MNIST images that are a FIFO" 2 500 "$cli" data render --dataset mnist 
   --data-dir fifo-mnist
 refused "MNIST images that are /dev/zero" 2 500 "$cli" data render --dataset mnist --split test --out r.png \
   --data-dir zero-mnist
+refused "import a 3 GB file that starts like an archive" 2 500 "$cli" import big-archive.pt --model attention \
+  --out b.ckpt
+refused "checkpoint upgrade of a 3 GB file with a format-1 header" 2 500 "$cli" checkpoint upgrade \
+  big-format1.ckpt b.ckpt
+refused "checkpoint upgrade of a 3 GB file without one" 2 500 "$cli" checkpoint upgrade padded.png b.ckpt
+refused "train --master file:JUNK" 5 500 "$cli" train "${tiny[@]}" --steps 1 --world-size 2 --rank 0 \
+  --master file:junk.store --timeout 3 --out b.ckpt
+still "the junk is as it was" test "$(cat junk.store)" = junk
+refused "train alone in a world of 2 on file:" 10 500 "$cli" train "${tiny[@]}" --steps 1 --world-size 2 \
+  --rank 0 --master file:new.store --timeout 2 --out b.ckpt
+still "the failed run left no rendezvous file" test ! -e new.store
 refused "train --master file:FOLDER" 5 500 "$cli" train "${tiny[@]}" --steps 1 --world-size 2 --rank 0 \
   --master file:folder.ckpt --timeout 3 --out b.ckpt
 still "the folder is still a folder" test -d folder.ckpt
 
 refused "an unknown command" 2 500 "$cli" $'\xff'
 refused "an empty command" 2 500 "$cli" ''
+refused "a path with a newline" 2 500 "$cli" checkpoint info $'two\nlines.ckpt'
+still "its error is one line" test "$(wc -l <"$work/err.clean")" -eq 1
 
 # Numbers: out of range is refused, not clamped.
 refused "--steps 10^20" 2 500 "$cli" train "${tiny[@]}" --steps 99999999999999999999 --out b.ckpt
 refused "--steps above 10^9" 2 500 "$cli" train "${tiny[@]}" --steps 1000000001 --out b.ckpt
+refused "--epochs 2^62" 2 500 "$cli" train "${tiny[@]}" --epochs 4611686018427387904 --out b.ckpt
+refused "--epochs 1e12" 2 500 "$cli" train "${tiny[@]}" --epochs 1e12 --train-samples 8 --out b.ckpt
+refused "10^9 epochs of 8 digits" 2 500 "$cli" train "${tiny[@]}" --epochs 1000000000 --train-samples 8 \
+  --batch 4 --out b.ckpt
+refused "--batch 2^63" 2 500 "$cli" train "${tiny[@]}" --steps 1 --batch 9223372036854775808 --out b.ckpt
+refused "--seed 2^64" 2 500 "$cli" train "${tiny[@]}" --steps 1 --seed 18446744073709551616 --out b.ckpt
+refused "--world-size 0" 2 500 "$cli" train "${tiny[@]}" --steps 1 --world-size 0 --out b.ckpt
+refused "sweep --digits beyond the test split" 2 500 "$cli" sweep --checkpoint a.ckpt --out s --digits 100000000
 refused "--lr inf" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr inf --out b.ckpt
 refused "--lr nan" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr nan --out b.ckpt
 refused "--lr 0" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr 0 --out b.ckpt
@@ -149,9 +185,15 @@ if [ "$mode" != --table ]; then
     "'$cli' checkpoint info --json \$'name\\xff.ckpt' | grep -q '\"checkpoint\":\"name'"
 fi
 
+# A replaced file keeps its permissions: a private file stays private.
+if [ "$mode" != --table ]; then
+  check "checkpoint strip over a 0600 file" bash -c "'$cli' checkpoint strip a.ckpt --out private.ckpt >/dev/null"
+  check "it is still 0600" test "$(stat -c %a private.ckpt)" = 600
+fi
+
 # A link is followed: the write goes to its target and the link stays.
 if [ "$mode" != --table ]; then
-  check "train --out a link writes its target" "$cli" train --resume link.ckpt --steps 3 >/dev/null 2>&1
+  check "train --out a link writes its target" bash -c "'$cli' train --resume link.ckpt --steps 3 >/dev/null 2>&1"
   check "the link is still a link" test -L link.ckpt
   check "its target holds the new step" bash -c "'$cli' checkpoint info a.ckpt | grep -q 'step 3'"
   ln -s not-yet.ckpt dangling.ckpt
