@@ -20,6 +20,7 @@
 
 #include "bundled_models.h"
 #include "layout_box.h"
+#include "method_titles.h"
 #include "model_slot.h"
 #include "nn/attention_spec.h"
 #include "protocol_table.h"
@@ -30,12 +31,7 @@ namespace {
 
 const char* const kDefaultMethods[] = {"translution", "lor", "attention"};
 
-QString method_title(const QString& method) {
-  if (method == "translution") return QObject::tr("Translution");
-  if (method == "lor") return QObject::tr("LoR-Translution");
-  if (method == "attention") return QObject::tr("Self-attention");
-  return method;
-}
+QString method_title(const QString& method) { return ui::method_title(method.toStdString()); }
 
 // Label and field pairs (or buttons) left to right, a wider gap between pairs, the spare
 // width after them: the fields keep their size however wide the box is.

@@ -25,6 +25,7 @@
 
 #include "cpu/bf16_gemm.h"
 #include "layout_box.h"
+#include "method_titles.h"
 #include "model_slot.h"
 #include "nn/attention_spec.h"
 #include "plot_export.h"
@@ -36,6 +37,12 @@
 
 namespace translution::ui {
 namespace {
+
+// What an operator is, and the name the command line and checkpoints know it by.
+QString operator_tip(const AttentionChoice& c) {
+  return QObject::tr("%1 (--model %2)")
+      .arg(QString::fromStdString(c.description), QString::fromStdString(c.name));
+}
 
 const QColor kRunColours[] = {QColor(31, 119, 180),  QColor(214, 39, 40),  QColor(44, 160, 44),
                               QColor(148, 103, 189), QColor(255, 127, 14), QColor(23, 190, 207),
@@ -145,10 +152,9 @@ QFormLayout* TrainingPanel::buildModelFields() {
   method_ = new QComboBox(this);
   method_->setObjectName("method");
   for (const auto& c : attention_choices())
-    method_->addItem(QString::fromStdString(c.name), QString::fromStdString(c.name));
+    method_->addItem(method_title(c.name), QString::fromStdString(c.name));
   for (int i = 0; i < method_->count(); ++i)
-    method_->setItemData(i, QString::fromStdString(attention_choices()[size_t(i)].description),
-                         Qt::ToolTipRole);
+    method_->setItemData(i, operator_tip(attention_choices()[size_t(i)]), Qt::ToolTipRole);
   method_->setCurrentIndex(method_->findData("lor"));
   method_->setToolTip(tr("The attention operator every block uses (hover an entry for what it is)"));
   preset_ = new QComboBox(this);
@@ -201,7 +207,9 @@ QHBoxLayout* TrainingPanel::buildHybridFields() {
   first_model_->setObjectName("firstModel");
   first_model_->addItem(tr("same as Method"), QString());
   for (const auto& c : attention_choices())
-    first_model_->addItem(QString::fromStdString(c.name), QString::fromStdString(c.name));
+    first_model_->addItem(method_title(c.name), QString::fromStdString(c.name));
+  for (int i = 1; i < first_model_->count(); ++i)
+    first_model_->setItemData(i, operator_tip(attention_choices()[size_t(i - 1)]), Qt::ToolTipRole);
   first_model_->setToolTip(tr("The operator of the first blocks; the rest use Method"));
   // Sized like the other fields, not to the longest operator name.
   first_model_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);

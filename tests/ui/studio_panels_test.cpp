@@ -408,7 +408,7 @@ class StudioPanelsTest : public QObject {
       QVERIFY(box != nullptr && box->findText(text) >= 0);
       box->setCurrentText(text);
     };
-    choose("method", "translution");
+    choose("method", "Translution");
     choose("preset", "A");
     choose("patch", "7");
     panel->findChild<QSpinBox*>("batch")->setValue(128);
@@ -422,7 +422,7 @@ class StudioPanelsTest : public QObject {
              qPrintable(status));
     // A run that fits starts, and the canvas still predicts.
     QVERIFY2(!panel->findChild<QSpinBox*>("lorC1")->isEnabled(), "LoR's widths apply to LoR methods only");
-    choose("method", "lor");
+    choose("method", "LoR-Translution");
     choose("preset", "tiny");
     choose("patch", "12");
     panel->findChild<QSpinBox*>("batch")->setValue(8);
@@ -439,7 +439,7 @@ class StudioPanelsTest : public QObject {
     QVERIFY(lor.lor_value_slices);
     panel->findChild<QCheckBox*>("lorValueSlices")->setChecked(false);
     // A hybrid: its first blocks' operator and count reach the config; "same as Method" is none.
-    panel->findChild<QComboBox*>("firstModel")->setCurrentText("translution");
+    panel->findChild<QComboBox*>("firstModel")->setCurrentText("Translution");
     panel->findChild<QSpinBox*>("firstBlocks")->setValue(1);
     const ViTConfig hybrid = panel->modelConfig();
     QCOMPARE(QString::fromStdString(hybrid.first_model), QString("translution"));
