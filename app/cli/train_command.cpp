@@ -409,7 +409,7 @@ int train_command(TrainOptions& o) {
     if (parallel.workers)
       if (const std::string exits = parallel.workers->exits_so_far(); !exits.empty())
         message = exits + "; " + message;
-    std::fprintf(stderr, "error: %s\n", message.c_str());
+    std::fprintf(stderr, "error: %s\n", printable(message).c_str());
     return kPeerFailedStatus;
   } catch (const std::exception& e) {
     if (!parallel.local_worker) throw;
