@@ -11,6 +11,7 @@
 #include "attention_map.h"
 #include "elided_label.h"
 #include "infer/attention_inspection.h"
+#include "method_titles.h"
 #include "model_slot.h"
 #include "plot_export.h"
 #include "plot_legend.h"
@@ -187,7 +188,7 @@ void AttentionView::rebuild() {
     return;
   }
   const ViTConfig& c = p->config();
-  title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), QString::fromStdString(c.model)),
+  title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), method_title(c.model)),
                       QString::fromStdString(p->source()));
   for (int l = 0; l < c.depth; ++l) layer_->addItem(QString::number(l + 1));
   layer_->addItem(tr("rollout"));

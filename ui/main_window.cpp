@@ -227,14 +227,14 @@ bool MainWindow::busy() const {
 }
 
 // Each slot gets the checkpoint it had last time, else a bundled model: a
-// Translution-family model in A, self-attention in B, LoR and the centred-trained
-// Translution in C and D.
+// Translution-family model in A, self-attention in B, LoR in C and the centred-trained
+// LoR in D (the one-click demo puts the centred-trained Translution and self-attention
+// in A and B, so four slots then hold four different models).
 void MainWindow::loadDefaultSlots() {
   QSettings settings;
   const QString translution = bundled_model("translution");
   const QString defaults[] = {translution.isEmpty() ? bundled_model("lor") : translution,
-                              bundled_model("attention"), bundled_model("lor"),
-                              bundled_model("translution-static")};
+                              bundled_model("attention"), bundled_model("lor"), bundled_model("lor-static")};
   for (int i = 0; i < compare_->slots().size(); ++i) {
     ModelSlot* slot = compare_->slots()[i];
     QString source = settings.value("compare/slot" + slot->name()).toString();

@@ -383,7 +383,7 @@ void MovePanel::explain(int patch) {
 void MovePanel::updateStory(const QList<SlotWork>& work, const QList<QVector<double>>& curves) {
   QStringList parts;
   for (int s = 0; s < curves.size(); ++s)
-    parts << tr("%1 %2 / %3")
+    parts << tr("%1\u00a0%2\u00a0/\u00a0%3")  // no break inside one slot's numbers
                  .arg(work[s].name)
                  .arg(mean_where(curves[s], path_.whole_patch, true), 0, 'f', 2)
                  .arg(mean_where(curves[s], path_.whole_patch, false), 0, 'f', 2);

@@ -15,6 +15,7 @@
 #include <QtConcurrent>
 
 #include "knockout_bar.h"
+#include "method_titles.h"
 #include "model_slot.h"
 #include "plot_export.h"
 #include "slot_box.h"
@@ -289,7 +290,7 @@ void OffsetPanel::addScale(const std::vector<double>& values) {
 
 void OffsetPanel::explain(const Predictor& predictor, bool any_maps) {
   const ViTConfig& c = predictor.config();
-  const QString model = QString::fromStdString(c.model);
+  const QString model = method_title(c.model);
   if (!any_maps) {
     const bool has_offsets =
         !predictor.offset_magnitudes().empty() && !predictor.offset_magnitudes().front().empty();
@@ -298,7 +299,9 @@ void OffsetPanel::explain(const Predictor& predictor, bool any_maps) {
             ? tr("%1 has no offset-indexed value matrices, so no offset carries values of its own.")
                   .arg(model)
             : tr("%1 has no per-offset weights: it is %2, which uses no offset-indexed matrices. "
-                 "Load a Translution-family model (translution, lor, translution-qk, ...) to see them.")
+                 "Load a Translution-family model (Translution, LoR-Translution or one of their variants) to "
+                 "see "
+                 "them.")
                   .arg(model, kind_of(c.model)));
     return;
   }

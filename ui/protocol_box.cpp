@@ -119,14 +119,14 @@ ProtocolBox::ProtocolBox(const EngineOptions& engine, QString data_dir, QWidget*
 }
 
 // The bundled pairs' evaluation, then the experiment: which methods, its budget, run and stop.
-void ProtocolBox::buildControls(QLayout* layout) {
+void ProtocolBox::buildControls(QBoxLayout* layout) {
   evaluate_ = new QPushButton(tr("Evaluate bundled pairs"), this);
   evaluate_->setToolTip(
       tr("Fill the table from the bundled models: each method trained on centred digits and on "
          "digits anywhere"));
   test_digits_ = spin(this, 10, 10000, 1000, tr("Test digits per test set"));
-  layout->addItem(row_of({evaluate_, new QLabel(tr("Test digits"), this), test_digits_}));
-  layout->addItem(buildMethodBoxes());
+  layout->addLayout(row_of({evaluate_, new QLabel(tr("Test digits"), this), test_digits_}));
+  layout->addLayout(buildMethodBoxes());
   train_digits_ = spin(this, 100, 60000, 12000, tr("The first N training digits, for each model"));
   epochs_ = spin(this, 1, 100, 2, tr("Passes over those digits"));
   depth_ = spin(this, 1, 12, 2, tr("Blocks of the tiny ViT (dim 64, one head, patch 12)"));
@@ -134,23 +134,23 @@ void ProtocolBox::buildControls(QLayout* layout) {
       make_layout_box(this, "experimentLayout",
                       tr("How every model's attention reads the patches: 2-D offsets, or the patches row by "
                          "row with 1-D offsets (causal: each patch sees only earlier ones)"));
-  layout->addItem(row_of({new QLabel(tr("Digits"), this), train_digits_, new QLabel(tr("Epochs"), this),
-                          epochs_, new QLabel(tr("Depth"), this), depth_}));
-  layout->addItem(row_of({new QLabel(tr("Layout"), this), layout_}));
+  layout->addLayout(row_of({new QLabel(tr("Digits"), this), train_digits_, new QLabel(tr("Epochs"), this),
+                            epochs_, new QLabel(tr("Depth"), this), depth_}));
+  layout->addLayout(row_of({new QLabel(tr("Layout"), this), layout_}));
   run_ = new QPushButton(tr("Run experiment"), this);
   run_->setToolTip(
       tr("For each ticked method, train one model on centred digits and one on digits anywhere, then "
          "evaluate both and sweep the centred one across the canvas"));
   stop_ = new QPushButton(tr("Stop"), this);
   stop_->setEnabled(false);
-  layout->addItem(row_of({run_, stop_}));
+  layout->addLayout(row_of({run_, stop_}));
   progress_ = new QProgressBar(this);
   progress_->setRange(0, 1);
   status_ = new QLabel(tr("Evaluate the bundled pairs, or train your own."), this);
   status_->setWordWrap(true);
   layout->addWidget(progress_);
   layout->addWidget(status_);
-  layout->addItem(buildTrainedModels());
+  layout->addLayout(buildTrainedModels());
   connect(evaluate_, &QPushButton::clicked, this, &ProtocolBox::evaluateBundledPairs);
   connect(run_, &QPushButton::clicked, this, &ProtocolBox::runExperiment);
   connect(stop_, &QPushButton::clicked, this, &ProtocolBox::stopExperiment);
@@ -169,7 +169,8 @@ QLayout* ProtocolBox::buildMethodBoxes() {
                        name == "rel-bias" || name == "attention-nope" || name == "rope-translution" ||
                        name == "lor-rope-translution";
     if (!shown) continue;
-    auto* box = new QCheckBox(name, this);
+    auto* box = new QCheckBox(method_title(c.name), this);
+    box->setProperty("method", name);  // the CLI name the experiment trains
     box->setToolTip(QString::fromStdString(c.description));
     box->setChecked(name == "translution" || name == "lor" || name == "attention");
     methods->addWidget(box, int(method_boxes_.size()) / 3, 1 + int(method_boxes_.size()) % 3);
@@ -202,12 +203,12 @@ QLayout* ProtocolBox::buildTrainedModels() {
 QStringList ProtocolBox::methods() const {
   QStringList out;
   for (QCheckBox* b : method_boxes_)
-    if (b->isChecked()) out << b->text();
+    if (b->isChecked()) out << b->property("method").toString();
   return out;
 }
 
 void ProtocolBox::setMethods(const QStringList& methods) {
-  for (QCheckBox* b : method_boxes_) b->setChecked(methods.contains(b->text()));
+  for (QCheckBox* b : method_boxes_) b->setChecked(methods.contains(b->property("method").toString()));
 }
 
 ExperimentBudget ProtocolBox::budget() const {

@@ -9,6 +9,7 @@
 
 #include "experiment_runner.h"
 
+class QBoxLayout;
 class QCheckBox;
 class QComboBox;
 class QLabel;
@@ -52,7 +53,7 @@ class ProtocolBox : public QGroupBox {
   void finished();  // an evaluation or experiment ended
 
  private:
-  void buildControls(QLayout* layout);
+  void buildControls(QBoxLayout* layout);
   QLayout* buildMethodBoxes();
   QLayout* buildTrainedModels();
   void addTrainedModel(const QString& method, const QString& dataset);

@@ -5,7 +5,7 @@
 namespace translution::ui {
 
 ProtocolTable::ProtocolTable(QWidget* parent) : QTableWidget(0, 4, parent) {
-  setHorizontalHeaderLabels({tr("models"), tr("S→S"), tr("D→D"), tr("S→D")});
+  setHorizontalHeaderLabels({tr("Model"), tr("S→S"), tr("D→D"), tr("S→D")});
   const QString tips[] = {
       tr("A method trained on centred digits (S) and on digits anywhere (D)"),
       tr("Static->Static: trained on centred digits, tested on centred digits"),

@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 
 #include "elided_label.h"
+#include "method_titles.h"
 #include "model_picker.h"
 #include "model_slot.h"
 #include "model_variant.h"
@@ -126,8 +127,8 @@ void SlotView::showModel() {
     return;
   }
   const ViTConfig& c = p->config();
-  title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), QString::fromStdString(c.model)));
-  QString text = tr("ViT-%1/%2, depth %3, dim %4, %5 M parameters, %6")
+  title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), method_title(c.model)));
+  QString text = tr("ViT-%1/%2, depth\u00a0%3, dim\u00a0%4, %5\u00a0M\u00a0parameters, %6")
                      .arg(QString::fromStdString(c.preset))
                      .arg(c.patch)
                      .arg(c.depth)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "bundled_models.h"
+#include "method_titles.h"
 #include "model_slot.h"
 
 namespace translution::ui {
@@ -22,8 +23,8 @@ QColor slot_colour(const QString& name) {
 
 QString slot_title(const SlotWork& s) {
   const QString bundled = bundled_model_title(QString::fromStdString(s.predictor->source()));
-  return QObject::tr("%1: %2").arg(
-      s.name, bundled.isEmpty() ? QString::fromStdString(s.predictor->config().model) : bundled);
+  return QObject::tr("%1: %2").arg(s.name,
+                                   bundled.isEmpty() ? method_title(s.predictor->config().model) : bundled);
 }
 
 QString short_title(const SlotWork& s) {
@@ -32,7 +33,7 @@ QString short_title(const SlotWork& s) {
   QString trained;
   if (dataset != meta.end() && dataset->second == "static") trained = " (S)";
   if (dataset != meta.end() && dataset->second == "dynamic") trained = " (D)";
-  return QObject::tr("%1: %2%3").arg(s.name, QString::fromStdString(s.predictor->config().model), trained);
+  return QObject::tr("%1: %2%3").arg(s.name, method_title(s.predictor->config().model), trained);
 }
 
 }  // namespace translution::ui

@@ -172,10 +172,14 @@ QFormLayout* TrainingPanel::buildModelFields() {
   patch_->setToolTip(tr("Patch size in pixels: 12 on the 84 x 84 canvas gives a 7 x 7 grid of tokens"));
   dataset_ = new QComboBox(this);
   dataset_->setObjectName("dataset");
-  dataset_->addItems({"dynamic", "static", "moving", "mnist"});
+  // Worded as the picker and the toolbar word them; the data is the CLI's --dataset.
+  dataset_->addItem(tr("digits anywhere (84×84)"), "dynamic");
+  dataset_->addItem(tr("centred digits (84×84)"), "static");
+  dataset_->addItem(tr("moving digits (84×84)"), "moving");
+  dataset_->addItem(tr("plain MNIST (28×28)"), "mnist");
   dataset_->setToolTip(
-      tr("static: centred on 84x84; dynamic: anywhere on 84x84; moving: bouncing frames on 84x84; "
-         "mnist: the plain 28x28 digit (use patch 7 or 14)"));
+      tr("Where the digits sit: anywhere on an 84x84 canvas (--dataset dynamic), centred on it (static), "
+         "bouncing across frames (moving), or the plain 28x28 digit (mnist: use patch 7 or 14)"));
   layout_ =
       make_layout_box(this, "layout",
                       tr("How attention reads the patches: a 2-D grid (offsets dy, dx), or the patches row "
@@ -433,7 +437,7 @@ void TrainingPanel::setSlots(const QList<ModelSlot*>& slots) {
 ViTConfig TrainingPanel::modelConfig() const {
   ViTConfig c =
       preset_config(preset_->currentText().toStdString(), method_->currentData().toString().toStdString());
-  const bool mnist = dataset_->currentText() == "mnist";
+  const bool mnist = dataset_->currentData().toString() == "mnist";
   c.image_height = c.image_width = mnist ? 28 : 84;
   c.patch = patch_->currentData().toInt();
   c.depth = depth_->value();
@@ -450,7 +454,7 @@ ViTConfig TrainingPanel::modelConfig() const {
 
 TrainConfig TrainingPanel::trainConfig() const {
   TrainConfig t;
-  t.dataset = dataset_->currentText().toStdString();
+  t.dataset = dataset_->currentData().toString().toStdString();
   t.epochs = epochs_->value();
   t.steps = steps_->value();
   t.batch = batch_->value();

@@ -33,6 +33,7 @@
 #include "offset_panel.h"
 #include "protocol_box.h"
 #include "robustness_panel.h"
+#include "studio_style.h"
 #include "test_digit_source.h"
 #include "util/device.h"
 #include "util/engine_options.h"
@@ -158,7 +159,7 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
 // model the studio gives that slot on a first start (LoR in C, the centred-trained Translution in D).
 void set_slot_count(translution::ui::MainWindow& window, int count) {
   translution::ui::ComparePanel* compare = window.compare();
-  const char* defaults[] = {"translution", "attention", "lor", "translution-static"};
+  const char* defaults[] = {"translution", "attention", "lor", "lor-static"};  // as MainWindow's
   while (compare->slots().size() < count) {
     translution::ui::ModelSlot* slot = compare->addSlot();
     if (!slot) break;
@@ -209,8 +210,8 @@ void add_options(QCommandLineParser& parser) {
       {"panel",
        "Panel to screenshot: window (default), canvas, compare, attention, offsets, knockout (offsets, "
        "slot A with the offsets beyond 2 patches knocked out), training, robustness (after the one-click "
-       "demo), sweep (the demo, then the slots' sweeps), shift (the demo, then the slots' shift metrics) "
-       "or experiment (the protocol experiment at its default budget).",
+       "demo), sweep (the demo, then the slots' sweeps), shift (the demo, then the slots' shift metrics), "
+       "attribution, or experiment (the protocol experiment at its default budget).",
        "NAME", "window"},
       {"checkpoint", "Load FILE into the next comparison slot (repeat for slot B).", "FILE"},
       {"dataset", "Start with a test digit placed as static or dynamic.", "KIND"},
@@ -263,6 +264,7 @@ int main(int argc, char** argv) {
                      qEnvironmentVariableIsEmpty("DISPLAY"));
   if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
+  QApplication::setStyle(new translution::ui::StudioStyle);  // the application owns it
   QApplication::setOrganizationName("Translution");
   QApplication::setApplicationName("Translution Studio");
   QApplication::setApplicationVersion("0.1.0");
