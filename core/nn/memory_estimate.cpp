@@ -21,6 +21,11 @@ constexpr double kFloat = 4.0;
 // each model's weights (docs/performance.md, "Memory and `--recompute`"). The
 // guard leaves it out: the process running the check holds it.
 constexpr double kCpuProcessBytes = 180e6;
+// Bytes a (query, source) pair costs a block that builds a pair table (nn/token_layout.h's
+// RelativeTable: the int64 entry as a tensor and as a host copy, and two visibility flags),
+// and GPSA's [N, N, 3] double distance features on top (with the host vector they are built
+// from); as measured, the resident set of rope and gpsa over attention-nope (docs/performance.md).
+constexpr double kTablePairBytes = 18, kGpsaPairBytes = 27;
 // CUDA: cuBLAS's workspace, which PyTorch 2.x takes from the caching allocator
 // (32 MiB per handle on Hopper GPUs, the largest default), so it counts in the
 // allocator's peak; nothing else of the process does.
@@ -322,6 +327,20 @@ std::pair<double, double> training_peak(const ViTConfig& c, const std::vector<Ru
   return best;
 }
 
+// The pair tables the blocks build with the model: [N, N] whatever the batch, so a
+// small model of a large image is refused before they are built.
+double table_bytes(const ViTConfig& c) {
+  const double pairs = double(c.tokens()) * double(c.tokens());
+  double bytes = 0;
+  for (int64_t b = 0; b < c.depth; ++b) {
+    const AttentionMethod method = c.attention_spec(b).method;
+    if (method == AttentionMethod::SelfAttention) continue;
+    bytes +=
+        kTablePairBytes * pairs + (method == AttentionMethod::GatedPositional ? kGpsaPairBytes * pairs : 0);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 MemoryEstimate estimate_training(const EngineOptions& engine, const ViTConfig& c, int64_t batch,
@@ -333,7 +352,7 @@ MemoryEstimate estimate_training(const EngineOptions& engine, const ViTConfig& c
   e.weights = weights;
   e.gradients = gradients;
   e.optimizer = 2 * weights;
-  e.activations = activations;
+  e.activations = activations + table_bytes(c);
   e.baseline = baseline_bytes(target.device);
   // The device step (train/device_step.h: on a GPU, or on LibTorch's ops) keeps every gradient for the
   // run in one buffer, into which backward adds each block's gradients from tensors of their own (a
@@ -342,7 +361,7 @@ MemoryEstimate estimate_training(const EngineOptions& engine, const ViTConfig& c
     double block_gradients = 0;
     for (const Run& r : runs) block_gradients = std::max(block_gradients, r.gradient_bytes);
     e.gradients = weights;
-    e.activations = std::max(activations + block_gradients, weights);
+    e.activations = std::max(activations + block_gradients, weights) + table_bytes(c);
   }
   return e;
 }
@@ -356,7 +375,7 @@ MemoryEstimate estimate_inference(const EngineOptions& engine, const ViTConfig& 
     floats = std::max(floats, r.floats.working);
   MemoryEstimate e;
   e.weights = kFloat * double(parameter_count(c));
-  e.activations = kFloat * floats;
+  e.activations = kFloat * floats + table_bytes(c);
   e.baseline = baseline_bytes(target.device);
   return e;
 }

@@ -32,11 +32,13 @@ MemoryTarget memory_target(MemoryDevice device);
 // Bytes by part; total() is the estimated peak (CPU: resident set; CUDA: the
 // caching allocator's peak of allocated bytes).
 struct MemoryEstimate {
-  double weights = 0;      // parameters x 4 B (fp32)
-  double gradients = 0;    // training: the parameters' gradients alive at the peak
-  double optimizer = 0;    // training: AdamW's two moments, 2 x weights
-  double activations = 0;  // tensors besides: saved for backward, and the working set at the peak
-  double baseline = 0;     // CPU: the process itself (LibTorch, the BLAS); CUDA: cuBLAS's workspace
+  double weights = 0;    // parameters x 4 B (fp32)
+  double gradients = 0;  // training: the parameters' gradients alive at the peak
+  double optimizer = 0;  // training: AdamW's two moments, 2 x weights
+  // Tensors besides: saved for backward, the working set at the peak, and the [N, N] pair
+  // tables every block but plain self-attention builds with the model.
+  double activations = 0;
+  double baseline = 0;  // CPU: the process itself (LibTorch, the BLAS); CUDA: cuBLAS's workspace
   double total() const { return weights + gradients + optimizer + activations + baseline; }
 };
 
