@@ -1,7 +1,9 @@
 #include "io/zip_records.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <utility>
 
 #include "io/byte_source.h"
 #include "util/error.h"
@@ -122,6 +124,19 @@ void ZipRecords::read_directory(uint64_t offset, uint64_t bytes, uint64_t count)
     entries_[record] = e;
     at += 46 + name_bytes + extra + comment;
   }
+  refuse_overlaps();
+}
+
+// Records of an archive lie one after another. Many entries naming one record's bytes would
+// each be read and kept as storage of its own: a small file could ask for gigabytes.
+void ZipRecords::refuse_overlaps() const {
+  std::vector<std::pair<uint64_t, uint64_t>> spans;  // [start, end) of each record's header and data
+  spans.reserve(entries_.size());
+  for (const auto& [record, e] : entries_) spans.emplace_back(e.local_offset, e.local_offset + e.compressed);
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].first < spans[i - 1].second || spans[i].first == spans[i - 1].first)
+      throw Error(name_ + ": its zip directory lists records that overlap");
 }
 
 std::vector<char> ZipRecords::read(const std::string& record) const {

@@ -2,12 +2,12 @@
 // The records of a PyTorch archive (what torch.save and LibTorch's OutputArchive
 // write: a zip whose records all lie under one folder), read from a ByteSource by a
 // reader that bounds every size by the archive's before it reads: the central
-// directory's, each record's, the count of records. Only the directory is read at
-// construction, and a record only when asked for, so a file that is no archive, or
-// an archive that is damaged, is refused before its bulk is read. Only stored (uncompressed)
-// records are read, as PyTorch writes its pickles and tensors; each is checked
-// against its CRC-32. The TorchScript code an OutputArchive also holds (deflated)
-// is never read.
+// directory's, each record's, the count of records; records may not overlap. Only
+// the directory is read at construction, and a record only when asked for, so a
+// file that is no archive, or an archive that is damaged, is refused before its
+// bulk is read. Only stored (uncompressed) records are read, as PyTorch writes its
+// pickles and tensors; each is checked against its CRC-32. The TorchScript code an
+// OutputArchive also holds (deflated) is never read.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -41,6 +41,7 @@ class ZipRecords {
   };
   void find_directory(uint64_t* offset, uint64_t* bytes, uint64_t* count) const;
   void read_directory(uint64_t offset, uint64_t bytes, uint64_t count);
+  void refuse_overlaps() const;
 
   const ByteSource& source_;
   uint64_t size_;

@@ -201,6 +201,61 @@ TEST(PublicStateDictErrors, AFileWithoutAnArchiveDirectoryIsRefusedFromItsTail) 
   EXPECT_LE(zeros.bytes_read(), uint64_t(22 + 65535 + 20));
 }
 
+void little_endian(std::string& s, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) s += char((v >> (8 * i)) & 0xFF);
+}
+
+// A zip of stored records (CRCs left 0: only the directory is read here) whose central
+// directory points every entry at the first record's bytes where `overlap`, as a crafted
+// file would, so that each entry's read copies them again.
+std::string stored_zip(const std::vector<std::pair<std::string, std::string>>& records, bool overlap) {
+  std::string out, directory;
+  for (const auto& [name, data] : records) {
+    const uint64_t offset = overlap && !directory.empty() ? 0 : out.size();
+    if (!overlap || directory.empty()) {
+      out += "PK\3\4";
+      for (const uint64_t v : {20, 0, 0, 0, 0})
+        little_endian(out, v, 2);  // version, flags, stored, time, date
+      for (const uint64_t v : {uint64_t(0), uint64_t(data.size()), uint64_t(data.size())})
+        little_endian(out, v, 4);
+      little_endian(out, name.size(), 2);
+      little_endian(out, 0, 2);
+      out += name + data;
+    }
+    directory += "PK\1\2";
+    for (const uint64_t v : {20, 20, 0, 0, 0, 0}) little_endian(directory, v, 2);
+    for (const uint64_t v : {uint64_t(0), uint64_t(data.size()), uint64_t(data.size())})
+      little_endian(directory, v, 4);
+    for (const uint64_t v : {uint64_t(name.size()), uint64_t(0), uint64_t(0), uint64_t(0), uint64_t(0)})
+      little_endian(directory, v, 2);
+    little_endian(directory, 0, 4);
+    little_endian(directory, offset, 4);
+    directory += name;
+  }
+  const uint64_t directory_offset = out.size();
+  out += directory + "PK\5\6";
+  for (const uint64_t v : {uint64_t(0), uint64_t(0), uint64_t(records.size()), uint64_t(records.size())})
+    little_endian(out, v, 2);
+  little_endian(out, directory.size(), 4);
+  little_endian(out, directory_offset, 4);
+  little_endian(out, 0, 2);
+  return out;
+}
+
+// Many entries naming one record's bytes would each be read as storage of its own: a file of
+// megabytes could ask for gigabytes. Records that overlap are refused from the directory.
+TEST(PublicStateDictErrors, RecordsThatOverlapAreRefusedFromTheDirectory) {
+  const std::vector<std::pair<std::string, std::string>> records = {{"archive/data/0", std::string(64, 'x')},
+                                                                    {"archive/data/1", std::string(64, 'x')}};
+  const std::string apart = stored_zip(records, false), overlapping = stored_zip(records, true);
+  const MemoryBytes good(apart.data(), apart.size(), "apart.pt");
+  const ZipRecords archive(good);
+  EXPECT_TRUE(archive.has("data/0") && archive.has("data/1"));
+  const MemoryBytes bad(overlapping.data(), overlapping.size(), "overlap.pt");
+  EXPECT_EQ(error_of([&] { ZipRecords crafted(bad); }),
+            "overlap.pt: its zip directory lists records that overlap");
+}
+
 TEST(PublicStateDictErrors, AnotherArchitectureOrSizeNamesTheKeyAndChangesNothing) {
   const Fixture kv{"translution_kv", "translution-kv"};
   const StateDict good = read_state_dict(kFixtures + "translution_kv.pt");
