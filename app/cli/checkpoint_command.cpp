@@ -155,6 +155,7 @@ void add_checkpoint_command(CLI::App& root, Runners& runners) {
   strip_app->add_option("--out", o->out, "weights-only file to write")->required();
   runners[strip_app] = [o] {
     checked_output_path(o->out);  // before the input is read: a refusal costs nothing
+    refuse_input_as_output(o->file, o->out);
     return strip(o->file, o->out);
   };
   CLI::App* diff_app = checkpoint->add_subcommand("diff", "how far apart two checkpoints' weights are");
@@ -168,6 +169,7 @@ void add_checkpoint_command(CLI::App& root, Runners& runners) {
   upgrade_app->add_option("out", o->out, "the checkpoint to write")->type_name("NEW.ckpt")->required();
   runners[upgrade_app] = [o] {
     checked_output_path(o->out);
+    refuse_input_as_output(o->file, o->out);
     return upgrade(o->file, o->out);
   };
 }

@@ -64,6 +64,7 @@ void add_interop_commands(CLI::App& root, Runners& runners) {
   import->add_option("--out", o->out, "checkpoint to write")->required()->type_name("FILE.ckpt");
   runners[import] = [o] {
     checked_output_path(o->out);  // before the input is read: a refusal costs nothing
+    refuse_input_as_output(o->file, o->out);
     return import_file(o->file, o->model, o->out);
   };
 
@@ -74,6 +75,7 @@ void add_interop_commands(CLI::App& root, Runners& runners) {
   export_app->add_option("out", o->out, "state dict to write")->required()->type_name("OUT.pt");
   runners[export_app] = [o] {
     checked_output_path(o->out);
+    refuse_input_as_output(o->file, o->out);
     return export_file(o->file, o->to, o->out);
   };
 }

@@ -76,4 +76,12 @@ std::string checked_output_path(const std::string& path) {
   return target;
 }
 
+void refuse_input_as_output(const std::string& input, const std::string& output) {
+  struct stat in {
+  }, out{};
+  if (::stat(input.c_str(), &in) == 0 && ::stat(output.c_str(), &out) == 0 && in.st_dev == out.st_dev &&
+      in.st_ino == out.st_ino)
+    throw Error(output + ": is the input " + input + " itself; write the result to another file");
+}
+
 }  // namespace translution

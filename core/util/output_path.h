@@ -15,4 +15,9 @@ namespace translution {
 // translution::Error with one line naming the path and what is wrong.
 std::string checked_output_path(const std::string& path);
 
+// Throws translution::Error where `output` names the same file as `input` (by inode: a link or
+// another spelling counts): a command that reads one file and writes another would replace
+// what it read with a conversion of it.
+void refuse_input_as_output(const std::string& input, const std::string& output);
+
 }  // namespace translution
