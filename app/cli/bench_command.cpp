@@ -34,6 +34,9 @@
 namespace translution::cli {
 namespace {
 
+// The studio mode draws its canvases before it times them (28 KB each): a bound on both modes' steps.
+constexpr int64_t kMaxBenchSteps = 10000;
+
 const char* kStudioCheckpoints = "resources/models/translution.ckpt,resources/models/attention.ckpt";
 
 struct BenchArgs {
@@ -457,8 +460,10 @@ void add_bench_command(CLI::App& root, Runners& runners) {
       ->capture_default_str();
   add_device(*app, o->device);
   app->add_option("--steps", o->steps, "timed steps (default 10; studio: canvas changes, 60)")
-      ->check(at_least("--steps", 1));
-  app->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str();
+      ->check(in_range("--steps", 1, kMaxBenchSteps));
+  app->add_option("--warmup", o->warmup, "untimed steps first")
+      ->check(in_range("--warmup", 0, kMaxBenchSteps))
+      ->capture_default_str();
   add_choice(*app, "--algorithm", o->algorithm, {"auto", "per-matrix", "all-tokens", "offset-batched"},
              "how relative projections run");
   app->add_flag("--recompute", o->recompute, "backward recomputes pair projections");

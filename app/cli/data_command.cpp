@@ -139,7 +139,7 @@ void add_data_command(CLI::App& root, Runners& runners) {
       ->type_name("RxC");
   render_app->add_option("--canvas", o->canvas, "canvas size (0: the dataset's)")
       ->check(in_range("--canvas", 0, 1024));
-  render_app->add_option("--seed", o->seed, "placement seed");
+  render_app->add_option("--seed", o->seed, "placement seed")->check(at_least("--seed", 0));
   runners[render_app] = [o] { return render(*o); };
 }
 

@@ -196,7 +196,7 @@ void add_eval_command(CLI::App& root, Runners& runners) {
              "test set (default: the one the checkpoint was trained on)");
   app->add_flag("--protocol", o->protocol, "the papers' static/dynamic protocol over every checkpoint");
   app->add_option("--samples", o->samples, "the first N test digits (0: all)")
-      ->check(at_least("--samples", 0));
+      ->check(in_range("--samples", 0, 10000));  // MNIST's test split
   add_device(*app, o->device);
   app->add_option("--data-dir", o->data_dir, "MNIST folder");
   add_choice(*app, "--precision", o->precision, {"fp32", "bf16"},

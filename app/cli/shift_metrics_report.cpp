@@ -94,7 +94,9 @@ void add_shift_metrics_options(CLI::App& app, bool& enabled, ShiftMetricsOptions
                  "shift metrics: compare tokens at least this many patches in")
       ->check(in_range("--border", 0, 100))
       ->needs(flag);
-  app.add_option("--seed", o.seed, "shift metrics: seed of the shifted pairs")->needs(flag);
+  app.add_option("--seed", o.seed, "shift metrics: seed of the shifted pairs")
+      ->check(at_least("--seed", 0))
+      ->needs(flag);
 }
 
 int report_shift_metrics(const EngineOptions& engine, const std::vector<std::string>& paths,

@@ -207,7 +207,10 @@ struct RunReport {
 };
 
 TrainProgress::Event run_steps(Trainer& trainer, const TrainOptions& o, RunReport& report, bool speaks) {
+  // Ctrl-C, or a polite kill (SIGTERM: a scheduler's, a shutdown's): the step ends, the run is
+  // saved whole, and no temporary file is left half-written.
   std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
   ProgressBar bar("train", speaks);
   const TrainProgress::Event outcome = trainer.run([&](const TrainProgress& p) {
     if (interrupted) trainer.stop();
@@ -239,6 +242,7 @@ TrainProgress::Event run_steps(Trainer& trainer, const TrainOptions& o, RunRepor
   });
   bar.finish();
   std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   return outcome;
 }
 
@@ -437,11 +441,11 @@ void add_schedule_options(CLI::App& app, TrainConfig& t) {
       ->check(at_least("--data-seed", 0));
   app.add_flag("--fresh-positions", t.fresh_positions, "new digit positions every epoch");
   app.add_option("--train-samples", t.train_samples, "the first N training digits (0: all)")
-      ->check(at_least("--train-samples", 0));
+      ->check(in_range("--train-samples", 0, 60000));  // MNIST's training split
   app.add_option("--eval-every", t.eval_every, "steps between held-out evaluations (0: once per epoch)")
       ->check(in_range("--eval-every", 0, kMaxTrainSteps));
   app.add_option("--eval-samples", t.eval_samples, "test digits per held-out evaluation")
-      ->check(at_least("--eval-samples", 0))
+      ->check(in_range("--eval-samples", 0, 10000))  // MNIST's test split
       ->capture_default_str();
   app.add_option("--checkpoint-every", t.checkpoint_every, "steps between checkpoint writes (0: at the end)")
       ->check(in_range("--checkpoint-every", 0, kMaxTrainSteps));

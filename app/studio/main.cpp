@@ -251,8 +251,13 @@ int main(int argc, char** argv) {
   translution::keep_freed_memory();
   // The model slots predict at the same time: every slot, training run and panel
   // computes under these options (one thread per model), handed down.
-  const translution::EngineOptions engine =
-      translution::start_process(translution::ProcessModels::SideBySide);
+  translution::EngineOptions engine;
+  try {
+    engine = translution::start_process(translution::ProcessModels::SideBySide);
+  } catch (const std::exception& e) {  // a bad TRANSLUTION_THREADS, before any window
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
   if (const std::string hint = translution::avx2_blas_hint(); !hint.empty())
     std::fprintf(stderr, "note: %s\n", hint.c_str());
   // Decided before QApplication exists: screenshots and --help never need a display.

@@ -1,5 +1,7 @@
 #include "nn/vit_config.h"
 
+#include <algorithm>
+
 #include "nn/model_size.h"
 #include "util/error.h"
 #include "util/key_value.h"
@@ -78,6 +80,11 @@ void ViTConfig::validate() const {
   positive("heads", heads);
   positive("head_dim", head_dim);
   positive("mlp_dim", mlp_dim);
+  // The preset is a label a file may carry (the rest are checked against their names): it is
+  // printed, so it may not hold control characters that would drive a terminal.
+  if (std::any_of(preset.begin(), preset.end(),
+                  [](char ch) { return (unsigned char)ch < 0x20 || ch == 0x7f; }))
+    throw Error("config: preset holds a control character");
   if (layout != "grid" && layout != "sequence" && layout != "causal-sequence")
     throw Error("config: layout '" + layout + "' is none of grid, sequence, causal-sequence");
   if (image_height % patch != 0 || image_width % patch != 0)

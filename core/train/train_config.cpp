@@ -1,6 +1,7 @@
 #include "train/train_config.h"
 
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "cpu/bf16_gemm.h"
@@ -91,6 +92,13 @@ void TrainConfig::validate() const {
        {std::pair{"lr", lr}, {"weight_decay", weight_decay}, {"min_lr", min_lr}, {"clip_norm", clip_norm}})
     if (!std::isfinite(v))
       throw Error(std::string("training: ") + what + " must be a finite number, got " + format_double(v));
+  // AdamW and the clip compute in float: a value beyond its range overflows mid-step.
+  for (const auto& [what, v] :
+       {std::pair{"lr", lr}, {"weight_decay", weight_decay}, {"min_lr", min_lr}, {"clip_norm", clip_norm}})
+    if (std::abs(v) > double(std::numeric_limits<float>::max()))
+      throw Error(std::string("training: ") + what + " must be at most " +
+                  format_double(double(std::numeric_limits<float>::max())) + " (a float), got " +
+                  format_double(v));
   at_least("weight_decay", weight_decay, 0);
   at_least("clip_norm", clip_norm, 0);
   at_least("min_lr", min_lr, 0);

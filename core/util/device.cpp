@@ -4,9 +4,11 @@
 #include <cblas.h>
 #endif
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
@@ -167,7 +169,16 @@ EngineOptions start_process(ProcessModels models) {
 
 void configure_threads() {
   const char* t = std::getenv("TRANSLUTION_THREADS");
-  at::set_num_threads(t && *t ? std::max(1, std::atoi(t)) : 1);
+  if (!t || !*t) return at::set_num_threads(1);
+  // Up to four a core: more only queue, and each costs its stack and a join at exit.
+  const long long most = 4 * std::max(1u, std::thread::hardware_concurrency());
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(t, &end, 10);
+  if (*end != '\0' || errno == ERANGE || n < 1 || n > most)
+    throw Error("TRANSLUTION_THREADS must be a whole number from 1 to " + std::to_string(most) +
+                " (4 a core), got '" + std::string(t) + "'");
+  at::set_num_threads(int(n));
 }
 
 void synchronize(const c10::Device& device) {

@@ -101,6 +101,9 @@ refused "predict --save-canvas with a missing checkpoint" 2 500 "$cli" predict -
 still "no canvas folder was made" test ! -e canvases
 refused "attribute --out with a missing picture" 2 500 "$cli" attribute --checkpoint a.ckpt --out maps missing.png
 still "no attribution folder was made" test ! -e maps
+refused "checkpoint strip --out its input" 2 500 "$cli" checkpoint strip a.ckpt --out a.ckpt
+refused "export over its input through a link" 2 500 "$cli" export a.ckpt --to pytorch link.ckpt
+still "the input is still a checkpoint" bash -c "'$cli' checkpoint info a.ckpt >/dev/null"
 ln -s loop-b.ckpt loop-a.ckpt && ln -s loop-a.ckpt loop-b.ckpt
 refused "checkpoint strip --out a loop of links" 2 500 "$cli" checkpoint strip a.ckpt --out loop-a.ckpt
 still "the loop is still a link" test -L loop-a.ckpt
@@ -156,6 +159,17 @@ refused "--batch 2^63" 2 500 "$cli" train "${tiny[@]}" --steps 1 --batch 9223372
 refused "--seed 2^64" 2 500 "$cli" train "${tiny[@]}" --steps 1 --seed 18446744073709551616 --out b.ckpt
 refused "--world-size 0" 2 500 "$cli" train "${tiny[@]}" --steps 1 --world-size 0 --out b.ckpt
 refused "sweep --digits beyond the test split" 2 500 "$cli" sweep --checkpoint a.ckpt --out s --digits 100000000
+refused "--clip beyond a float" 2 500 "$cli" train "${tiny[@]}" --steps 1 --clip 1e39 --out b.ckpt
+refused "--train-samples beyond the training split" 2 500 "$cli" train "${tiny[@]}" --steps 1 \
+  --train-samples 100000000 --out b.ckpt
+refused "--image 10^20" 2 500 "$cli" model info --model attention --image 99999999999999999999 --patch 4
+refused "--dim 10^20" 2 500 "$cli" model info --model attention --dim 99999999999999999999
+refused "eval --samples beyond the test split" 2 500 "$cli" eval --checkpoint a.ckpt --samples 100000000
+refused "data render --seed 2^64" 2 500 "$cli" data render --dataset dynamic --split test --seed \
+  18446744073709551616 --out r.png
+refused "a studio bench of 10^6 canvases" 2 500 "$cli" bench --mode studio --steps 1000000 --checkpoints a.ckpt
+refused "TRANSLUTION_THREADS=1000" 2 500 env TRANSLUTION_THREADS=1000 "$cli" model info --model attention
+refused "TRANSLUTION_THREADS=abc" 2 500 env TRANSLUTION_THREADS=abc "$cli" model info --model attention
 refused "--lr inf" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr inf --out b.ckpt
 refused "--lr nan" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr nan --out b.ckpt
 refused "--lr 0" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr 0 --out b.ckpt
@@ -183,6 +197,18 @@ if [ "$mode" != --table ]; then
   cp a.ckpt $'name\xff.ckpt'
   check "--json with a file name that is not UTF-8" bash -c \
     "'$cli' checkpoint info --json \$'name\\xff.ckpt' | grep -q '\"checkpoint\":\"name'"
+fi
+
+# SIGTERM stops a run as Ctrl-C does: the step ends, the run is saved whole, nothing half-written stays.
+if [ "$mode" != --table ]; then
+  "$cli" train "${tiny[@]}" --steps 100000 --checkpoint-every 20 --out term.ckpt >/dev/null 2>&1 &
+  pid=$!
+  for _ in $(seq 1 600); do [ -e term.ckpt ] && break; sleep 0.05; done
+  kill -TERM "$pid"
+  wait "$pid"
+  check "SIGTERM ends train with Ctrl-C's status" test $? -eq 130
+  check "it leaves a whole checkpoint" bash -c "'$cli' checkpoint info term.ckpt >/dev/null"
+  check "and no temporary file" bash -c "! ls term.ckpt.tmp-* 2>/dev/null"
 fi
 
 # A replaced file keeps its permissions: a private file stays private.
