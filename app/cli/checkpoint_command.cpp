@@ -20,16 +20,10 @@
 namespace translution::cli {
 namespace {
 
-// Reading checkpoints to look at them holds their weights (no images): refused in one
-// line, before anything is read, where they would not fit.
-void check_readable(const std::vector<std::string>& paths) {
-  check_checkpoints(EngineOptions{}, false, paths, 1, "", c10::Device(c10::kCPU));
-}
-
 // Reports tensors holding NaN or infinity instead of refusing the file, as every other use does.
 int info(const std::string& path, bool json) {
   if (path.empty()) throw Error("checkpoint info needs one file");
-  check_readable({path});
+  check_checkpoints_to_open({path});
   std::vector<std::string> non_finite;
   const Checkpoint c = inspect_checkpoint(path, &non_finite);
   if (json) {
@@ -68,7 +62,7 @@ int info(const std::string& path, bool json) {
 
 int strip(const std::string& path, const std::string& out) {
   if (path.empty()) throw Error("checkpoint strip needs one input file");
-  check_readable({path});
+  check_checkpoints_to_open({path});
   Checkpoint c = load_checkpoint(path);
   if (c.training) c.metadata["trained_steps"] = std::to_string(c.training->step);
   c.training.reset();
@@ -82,7 +76,7 @@ int strip(const std::string& path, const std::string& out) {
 // on either side makes the difference NaN, named by the first tensor that has one.
 int diff(const std::string& a_path, const std::string& b_path, bool json) {
   if (a_path.empty() || b_path.empty()) throw Error("checkpoint diff needs two files");
-  check_readable({a_path, b_path});
+  check_checkpoints_to_open({a_path, b_path});
   std::vector<std::string> unused;
   const Checkpoint a = inspect_checkpoint(a_path, &unused), b = inspect_checkpoint(b_path, &unused);
   if (!(a.config == b.config))

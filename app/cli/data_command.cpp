@@ -2,6 +2,8 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,11 +32,29 @@ int fetch(const DataOptions& o) {
   return 0;
 }
 
+// Each file's size and checksum, then the counts where every file parsed.
+void print_report(const std::string& dir, const std::vector<MnistFileStatus>& statuses,
+                  const int64_t counts[2]) {
+  std::cout << "MNIST data directory: " << dir << "\n";
+  for (const auto& s : statuses) {
+    std::cout << "  " << std::left << std::setw(26) << s.spec.name << std::right << std::setw(10) << s.size
+              << " bytes  " << (s.ok() ? "md5 " + s.md5 + " ok" : s.problem()) << "\n";
+  }
+  if (counts[0] >= 0 && counts[1] >= 0) {
+    std::cout << "train: " << counts[0] << " images, test: " << counts[1] << " images\n";
+    std::cout << "all four files present, checksums pass\n";
+  }
+}
+
 int info(const DataOptions& o) {
   const std::string& dir = o.dir;
   const auto statuses = check_mnist_dir(dir);
   bool all_ok = true;
-  for (const auto& s : statuses) all_ok = all_ok && s.ok();
+  int good = 0;
+  for (const auto& s : statuses) {
+    all_ok = all_ok && s.ok();
+    good += s.ok();
+  }
   // Counts come from parsing the files, so they also prove the IDX structure is sound.
   int64_t counts[2] = {-1, -1};
   std::string load_error;
@@ -54,21 +74,15 @@ int info(const DataOptions& o) {
     const nlohmann::ordered_json out = {
         {"dir", dir}, {"ok", all_ok}, {"train", counts[0]}, {"test", counts[1]}, {"files", files}};
     std::cout << json_line(out) << std::endl;
-    return all_ok ? 0 : 1;
-  }
-  std::cout << "MNIST data directory: " << dir << "\n";
-  for (const auto& s : statuses) {
-    std::cout << "  " << std::left << std::setw(26) << s.spec.name << std::right << std::setw(10) << s.size
-              << " bytes  " << (s.ok() ? "md5 " + s.md5 + " ok" : s.problem()) << "\n";
-  }
-  if (all_ok) {
-    std::cout << "train: " << counts[0] << " images, test: " << counts[1] << " images\n";
-    std::cout << "all four files present, checksums pass\n";
-  } else if (!load_error.empty()) {
-    std::cout << "error: " << load_error << "\n";
   } else {
-    std::cout << "MNIST is incomplete: run `translution data fetch`\n";
+    print_report(dir, statuses, counts);
   }
+  // The report is the output; what is wrong with the folder is the error line.
+  if (!load_error.empty())
+    std::cerr << "error: " << printable(load_error) << "\n";
+  else if (!all_ok)
+    std::cerr << "error: " << printable(dir) << ": MNIST is missing or damaged there (" << good << " of "
+              << statuses.size() << " files good): `translution data fetch --data-dir DIR` fetches it\n";
   return all_ok ? 0 : 1;
 }
 

@@ -39,7 +39,7 @@ int import_file(const std::string& file, const ModelOptions& options, const std:
 int export_file(const std::string& path, const std::string& to, const std::string& out) {
   if (path.empty()) throw Error("export needs a checkpoint (FILE.ckpt)");
   if (to != "pytorch") throw Error("--to " + to + ": the one format is pytorch");
-  check_checkpoints(EngineOptions{}, false, {path}, 1, "", c10::Device(c10::kCPU));
+  check_checkpoints_to_open({path});
   const Checkpoint c = load_checkpoint(path);
   const StateDict tensors = export_public_state_dict(c.model);
   write_state_dict(out, tensors);

@@ -27,8 +27,12 @@ void check_local_ranks(bool force, MemoryPlan plan, const std::string& device_op
   check_plan(force, plan, device);
 }
 
-void check_checkpoints(const EngineOptions& engine, bool force, const std::vector<std::string>& paths,
-                       int64_t batch, const std::string& batch_option, const c10::Device& device) {
+namespace {
+
+// Each checkpoint beside the weights of those before it; `override_hint` ends a refusal.
+void check_each(const EngineOptions& engine, const std::vector<std::string>& paths, int64_t batch,
+                const std::string& batch_option, const c10::Device& device,
+                const std::string& override_hint) {
   double loaded = 0;  // the weights of the checkpoints before this one
   for (const std::string& path : paths) {
     const std::optional<CheckpointPeek> peek = peek_checkpoint(path);
@@ -38,9 +42,21 @@ void check_checkpoints(const EngineOptions& engine, bool force, const std::vecto
     plan.extra_bytes = loaded;
     plan.extra_what = "the checkpoints before it";
     plan.batch_option = batch_option;
-    check_plan(force, plan, device);
+    plan.override_hint = override_hint;
+    require_memory(plan, device);
     loaded += estimate_inference(engine, plan.config, 1, memory_device(device)).weights;
   }
+}
+
+}  // namespace
+
+void check_checkpoints(const EngineOptions& engine, bool force, const std::vector<std::string>& paths,
+                       int64_t batch, const std::string& batch_option, const c10::Device& device) {
+  if (!force) check_each(engine, paths, batch, batch_option, device, "--force runs it anyway");
+}
+
+void check_checkpoints_to_open(const std::vector<std::string>& paths) {
+  check_each(EngineOptions{}, paths, 1, "", c10::Device(c10::kCPU), "");
 }
 
 }  // namespace translution::cli

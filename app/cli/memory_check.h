@@ -28,4 +28,8 @@ void check_local_ranks(bool force, MemoryPlan plan, const std::string& device_op
 void check_checkpoints(const EngineOptions& engine, bool force, const std::vector<std::string>& paths,
                        int64_t batch, const std::string& batch_option, const c10::Device& device);
 
+// The same for commands that only open checkpoints (checkpoint info, strip, diff, export),
+// on the CPU at batch 1: they have no --force to offer.
+void check_checkpoints_to_open(const std::vector<std::string>& paths);
+
 }  // namespace translution::cli

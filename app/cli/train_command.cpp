@@ -262,21 +262,24 @@ double final_evaluation(Trainer& trainer, const TrainOptions& o, const c10::Devi
 
 void print_end(const Trainer& trainer, const TrainOptions& o, TrainProgress::Event outcome,
                const RunReport& report, double test_accuracy, double seconds) {
-  const std::string path = checkpoint_path(o);
+  // A run that diverged before any good state was saved wrote nothing: it names no file.
+  const std::string path = trainer.saved() ? checkpoint_path(o) : std::string();
   if (o.json) {
-    const nlohmann::ordered_json out = {{"event", event_name(outcome)},
-                                        {"step", trainer.step()},
-                                        {"total_steps", trainer.total_steps()},
-                                        {"last_loss", report.last_loss},
-                                        {"held_out_accuracy", report.last_test},
-                                        {"test_accuracy", test_accuracy},
-                                        {"seconds", seconds},
-                                        {"checkpoint", path}};
+    const nlohmann::ordered_json out = {
+        {"event", event_name(outcome)},
+        {"step", trainer.step()},
+        {"total_steps", trainer.total_steps()},
+        {"last_loss", report.last_loss},
+        {"held_out_accuracy", report.last_test},
+        {"test_accuracy", test_accuracy},
+        {"seconds", seconds},
+        {"checkpoint", path.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(path)}};
     std::cout << json_line(out) << std::endl;
     return;
   }
-  std::printf("%s after %lld of %lld steps in %.0f s; checkpoint %s\n", event_name(outcome),
-              (long long)trainer.step(), (long long)trainer.total_steps(), seconds, path.c_str());
+  std::printf("%s after %lld of %lld steps in %.0f s; %s\n", event_name(outcome), (long long)trainer.step(),
+              (long long)trainer.total_steps(), seconds,
+              path.empty() ? "no checkpoint written" : ("checkpoint " + path).c_str());
   if (test_accuracy >= 0)
     std::printf("test accuracy (%s, 10000 digits): %.2f%%\n", trainer.config().dataset.c_str(),
                 100 * test_accuracy);
