@@ -207,10 +207,7 @@ struct RunReport {
 };
 
 TrainProgress::Event run_steps(Trainer& trainer, const TrainOptions& o, RunReport& report, bool speaks) {
-  // Ctrl-C, or a polite kill (SIGTERM: a scheduler's, a shutdown's): the step ends, the run is
-  // saved whole, and no temporary file is left half-written.
   std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
   ProgressBar bar("train", speaks);
   const TrainProgress::Event outcome = trainer.run([&](const TrainProgress& p) {
     if (interrupted) trainer.stop();
@@ -242,7 +239,6 @@ TrainProgress::Event run_steps(Trainer& trainer, const TrainOptions& o, RunRepor
   });
   bar.finish();
   std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
   return outcome;
 }
 

@@ -402,26 +402,15 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options,
   const std::string name = backend_for(options);
   auto state = std::make_unique<State>();
   uint16_t store_port = 0;
-  // A rendezvous file this rank started and a failed meeting left is removed, with the store
-  // closed first: the next run at the path must not read this one's keys.
-  const std::string store_file = options.master.rfind("file:", 0) == 0 ? options.master.substr(5) : "";
-  std::error_code ignored;
-  const bool starts_store_file = !store_file.empty() && !std::filesystem::exists(store_file, ignored);
+  state->store = meet(options, store_port);
+  handshake(*state->store, options, fingerprint);
   try {
-    state->store = meet(options, store_port);
-    handshake(*state->store, options, fingerprint);
-    try {
-      state->backend = make_backend(name, state->store, options);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw Error("the " + name + " backend could not connect the " + std::to_string(options.world_size) +
-                  " ranks: " + first_line(e.what()));
-    }
-  } catch (...) {
-    state.reset();
-    if (starts_store_file) std::filesystem::remove(store_file, ignored);
+    state->backend = make_backend(name, state->store, options);
+  } catch (const Error&) {
     throw;
+  } catch (const std::exception& e) {
+    throw Error("the " + name + " backend could not connect the " + std::to_string(options.world_size) +
+                " ranks: " + first_line(e.what()));
   }
   state->backend_name = name;
   c10::intrusive_ptr<c10d::Store> beat_store = open_store(options, store_port, false);

@@ -181,8 +181,6 @@ TEST(DataParallel, AMissingRankIsNamedAfterTheTimeout) {
     EXPECT_NE(std::string(e.what()).find("ranks 1, 2 did not join within 1 s"), std::string::npos)
         << e.what();
   }
-  // The meeting failed: the next run at the path must not read this one's keys.
-  EXPECT_FALSE(std::filesystem::exists(dir.file("store")));
 }
 
 // What c10d's FileStore writes passes the check (read while rank 0 waits for its peer); junk,
