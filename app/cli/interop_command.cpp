@@ -20,6 +20,10 @@ int import_file(const std::string& file, const ModelOptions& options, const std:
   const StateDict tensors = read_state_dict(file);
   Checkpoint c;
   c.config = config_for_state_dict(options.config(), tensors);
+  MemoryPlan building;  // the model the options name, before it is built (the file is read)
+  building.config = c.config;
+  building.opening = true;
+  require_memory(building, c10::Device(c10::kCPU));
   c.model = ViT(c.config);
   import_public_state_dict(c.model, tensors, file);
   c.metadata["imported_from"] = file;

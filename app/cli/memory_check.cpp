@@ -31,8 +31,8 @@ namespace {
 
 // Each checkpoint beside the weights of those before it; `override_hint` ends a refusal.
 void check_each(const EngineOptions& engine, const std::vector<std::string>& paths, int64_t batch,
-                const std::string& batch_option, const c10::Device& device,
-                const std::string& override_hint) {
+                const std::string& batch_option, const c10::Device& device, const std::string& override_hint,
+                bool opening) {
   double loaded = 0;  // the weights of the checkpoints before this one
   for (const std::string& path : paths) {
     const std::optional<CheckpointPeek> peek = peek_checkpoint(path);
@@ -43,6 +43,7 @@ void check_each(const EngineOptions& engine, const std::vector<std::string>& pat
     plan.extra_what = "the checkpoints before it";
     plan.batch_option = batch_option;
     plan.override_hint = override_hint;
+    plan.opening = opening;
     require_memory(plan, device);
     loaded += estimate_inference(engine, plan.config, 1, memory_device(device)).weights;
   }
@@ -52,11 +53,11 @@ void check_each(const EngineOptions& engine, const std::vector<std::string>& pat
 
 void check_checkpoints(const EngineOptions& engine, bool force, const std::vector<std::string>& paths,
                        int64_t batch, const std::string& batch_option, const c10::Device& device) {
-  if (!force) check_each(engine, paths, batch, batch_option, device, "--force runs it anyway");
+  if (!force) check_each(engine, paths, batch, batch_option, device, "--force runs it anyway", false);
 }
 
 void check_checkpoints_to_open(const std::vector<std::string>& paths) {
-  check_each(EngineOptions{}, paths, 1, "", c10::Device(c10::kCPU), "");
+  check_each(EngineOptions{}, paths, 1, "", c10::Device(c10::kCPU), "", true);
 }
 
 }  // namespace translution::cli

@@ -13,6 +13,7 @@
 #include "data/mnist_provision.h"
 #include "train/checkpoint.h"
 #include "train/translation_sweep.h"
+#include "util/atomic_file.h"
 #include "util/device.h"
 #include "util/error.h"
 #include "util/output_path.h"
@@ -43,9 +44,12 @@ int sweep(const SweepArgs& a) {
   const SweepResult r = translation_sweep(engine, c.model, test, options, device,
                                           [&](int64_t d, int64_t t) { bar.update(d, t); });
   bar.finish();
-  write_sweep_csv(prefix + ".csv", r);
-  write_sweep_png(prefix + "-accuracy.png", r.accuracy);
-  write_sweep_png(prefix + "-probability.png", r.true_probability);
+  // The three together or none: a full disk leaves an earlier sweep's files as they were.
+  write_files_atomically(
+      {{prefix + ".csv", [&](const std::string& temp) { write_sweep_csv(temp, r); }},
+       {prefix + "-accuracy.png", [&](const std::string& temp) { write_sweep_png(temp, r.accuracy); }},
+       {prefix + "-probability.png",
+        [&](const std::string& temp) { write_sweep_png(temp, r.true_probability); }}});
   const double worst = r.accuracy.min().item<double>(), best = r.accuracy.max().item<double>();
   const int64_t mid = int64_t(r.positions.size()) / 2;
   const double centre = r.accuracy[mid][mid].item<double>();

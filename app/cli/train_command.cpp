@@ -206,6 +206,18 @@ struct RunReport {
   double last_test = -1, last_loss = 0;
 };
 
+// A planned pause must fall inside the run still to go, or it would never come (beyond the
+// last step) or end the run at once with an interruption's exit code (already passed).
+void check_stop_at(const TrainOptions& o, const Trainer& trainer) {
+  if (o.stop_at == 0) return;
+  if (o.stop_at > trainer.total_steps())
+    throw Error("--stop-at " + std::to_string(o.stop_at) + " is beyond the run's last step (" +
+                std::to_string(trainer.total_steps()) + ")");
+  if (o.stop_at <= trainer.step())
+    throw Error("--stop-at " + std::to_string(o.stop_at) + " has passed: the resumed run is at step " +
+                std::to_string(trainer.step()));
+}
+
 TrainProgress::Event run_steps(Trainer& trainer, const TrainOptions& o, RunReport& report, bool speaks) {
   std::signal(SIGINT, on_interrupt);
   ProgressBar bar("train", speaks);
@@ -372,6 +384,7 @@ int train(TrainOptions& o, Parallel& parallel) {
   if (o.distributed()) join_group(o, device, parallel);
   std::unique_ptr<Trainer> trainer = make_trainer(engine, o, device, parallel);
   if (parallel.data) trainer->set_data_parallel(parallel.data);
+  check_stop_at(o, *trainer);
   const bool speaks = parallel.rank() == 0;  // rank 0 reports the run
   if (speaks) print_start(*trainer, device);
   if (speaks && parallel.data) print_parallel(*trainer, *parallel.data);

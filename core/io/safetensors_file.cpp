@@ -5,6 +5,7 @@
 #include <cstring>
 #include <ostream>
 #include <sstream>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -25,9 +26,17 @@ const std::pair<const char*, at::ScalarType> kDtypes[] = {
 // The one serialisation both digests are taken of: keys sorted, no spaces, bad UTF-8 replaced.
 std::string canonical(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-// Brackets outside strings, counted before the parser sees the text.
-void check_depth(const std::string& text, const std::string& name) {
-  int depth = 0;
+// What the header's JSON holds, counted outside strings before the parser sees the text.
+struct JsonCounts {
+  uint64_t top_fields = 0;   // members of the outermost object: the tensors and __metadata__
+  uint64_t containers = 0;   // objects and arrays
+  uint64_t fields = 0;       // object members at any depth
+  uint64_t array_items = 0;  // array elements at any depth (at most: an empty array counts one)
+};
+
+JsonCounts count_json(const std::string& text, const std::string& name) {
+  JsonCounts n;
+  std::vector<char> open;  // the brackets enclosing the current position
   bool in_string = false, escaped = false;
   for (const char c : text) {
     if (in_string) {
@@ -37,16 +46,42 @@ void check_depth(const std::string& text, const std::string& name) {
         escaped = true;
       else if (c == '"')
         in_string = false;
-    } else if (c == '"') {
+      continue;
+    }
+    if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
-      if (++depth > kMaxSafetensorsDepth)
+      if (int(open.size()) >= kMaxSafetensorsDepth)
         throw Error(name + ": its header nests deeper than " + std::to_string(kMaxSafetensorsDepth) +
                     " levels");
-    } else if (c == '}' || c == ']') {
-      --depth;
+      ++n.containers;
+      if (c == '[') ++n.array_items;
+      open.push_back(c);
+    } else if ((c == '}' || c == ']') && !open.empty()) {
+      open.pop_back();
+    } else if (c == ':') {
+      ++n.fields;
+      if (open.size() == 1) ++n.top_fields;
+    } else if (c == ',' && !open.empty() && open.back() == '[') {
+      ++n.array_items;
     }
   }
+  return n;
+}
+
+// A parsed header takes many times the bytes of its text where the text is all brackets
+// ({} is two bytes and a map), so its structure is bounded by what its tensors can need:
+// each tensor one object of three fields and two arrays (its shape, its offsets), and
+// __metadata__ an object of strings. Anything beyond is no safetensors header.
+void check_structure(const std::string& text, const std::string& name) {
+  const JsonCounts n = count_json(text, name);
+  if (n.top_fields > kMaxSafetensorsTensors + 1)
+    throw Error(name + ": its header lists " + std::to_string(n.top_fields) + " entries, more than the " +
+                std::to_string(kMaxSafetensorsTensors) + " tensors a file may hold");
+  if (n.containers > 3 * n.top_fields + 2 || n.fields > 4 * n.top_fields + kMaxSafetensorsMetadata ||
+      n.array_items > (kMaxSafetensorsRank + 2) * n.top_fields)
+    throw Error(name + ": its header holds more objects, arrays or fields than its " +
+                std::to_string(n.top_fields) + " entries need");
 }
 
 uint64_t count(const json& v, const std::string& what, const std::string& name) {
@@ -160,7 +195,7 @@ SafetensorsHeader read_safetensors_header(const ByteSource& source) {
   std::string text(size_t(n), '\0');
   source.read(8, text.data(), text.size());
   if (text.empty() || text[0] != '{') throw Error(name + ": its header is not a JSON object");
-  check_depth(text, name);
+  check_structure(text, name);
   json j;
   try {
     j = json::parse(text);

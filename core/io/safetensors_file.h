@@ -30,6 +30,10 @@ constexpr uint64_t kMaxSafetensorsHeader = uint64_t(16) << 20;
 // The JSON's nesting bound: a header nests three deep.
 constexpr int kMaxSafetensorsDepth = 64;
 constexpr size_t kMaxSafetensorsRank = 32;
+// The tensors a header may list (its bytes allow some 100,000) and the fields of its
+// __metadata__ (a checkpoint writes about twenty).
+constexpr uint64_t kMaxSafetensorsTensors = uint64_t(1) << 17;
+constexpr uint64_t kMaxSafetensorsMetadata = 4096;
 
 struct SafetensorsEntry {
   std::string name;

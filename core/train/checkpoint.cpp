@@ -8,6 +8,7 @@
 #include "io/byte_source.h"
 #include "io/safetensors_file.h"
 #include "nn/model_size.h"
+#include "train/train_config.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/key_value.h"
@@ -237,6 +238,19 @@ void check_finite(const NamedTensors& tensors, const std::string& name,
   }
 }
 
+// AdamW's state as AdamW leaves it: a step count no run reaches past (kMaxTrainSteps; near
+// 2^63 the next step overflows) and second moments that are averages of squares, so never
+// negative (their square root would make every update NaN on the first resumed step).
+void check_adamw_state(const AdamWState& a, const std::string& key, const std::string& name) {
+  if (a.step < 0 || a.step > kMaxTrainSteps)
+    throw Error("checkpoint " + name + ": the optimizer step of '" + key + "' is " + std::to_string(a.step) +
+                ", outside 0.." + std::to_string(kMaxTrainSteps));
+  for (const at::Tensor* moment : {&a.exp_avg_sq, &a.max_exp_avg_sq})
+    if (moment->defined() && moment->numel() > 0 && moment->min().item<double>() < 0)
+      throw Error("checkpoint " + name + ": the optimizer's second moment of '" + key +
+                  "' holds negative values (a sum of squares cannot)");
+}
+
 void fill_optimizer(TrainingState& s, const ViT& model, std::map<std::string, at::Tensor>& tensors,
                     const std::string& name) {
   for (const auto& p : model->named_parameters()) {
@@ -251,11 +265,10 @@ void fill_optimizer(TrainingState& s, const ViT& model, std::map<std::string, at
                   "' lacks its step or a moment");
     AdamWState a;
     a.step = fields["step"].item<int64_t>();
-    if (a.step < 0)
-      throw Error("checkpoint " + name + ": the optimizer step of '" + p.key() + "' is negative");
     a.exp_avg = fields["exp_avg"];
     a.exp_avg_sq = fields["exp_avg_sq"];
     if (fields.count("max_exp_avg_sq")) a.max_exp_avg_sq = fields["max_exp_avg_sq"];
+    check_adamw_state(a, p.key(), name);
     s.optimizer[p.key()] = std::move(a);
   }
 }

@@ -32,6 +32,11 @@ double saving_bytes(const MemoryPlan& p, MemoryDevice device) {
 // a forward without gradients next to the weights, every gradient (left from
 // the step) and AdamW's moments, which on a GPU can exceed the step itself.
 MemoryEstimate plan_estimate(const MemoryPlan& p, MemoryDevice device) {
+  if (p.opening) {  // the model is built and filled but never run
+    MemoryEstimate opened = estimate_inference(p.engine, p.config, 1, device);
+    opened.activations = 0;
+    return opened;
+  }
   if (!p.training) return estimate_inference(p.engine, p.config, p.batch, device);
   MemoryEstimate step = estimate_training(p.engine, p.config, p.batch, p.recompute, device);
   if (p.eval_batch <= 0) return step;
@@ -137,9 +142,10 @@ std::string what_fits(const MemoryPlan& p, MemoryDevice device, double available
 
 std::string describe(const MemoryPlan& p, const c10::Device& device) {
   const ViTConfig& c = p.config;
-  return std::string(p.training ? "training " : "running ") + c.model + " ViT-" + c.preset + "/" +
-         std::to_string(c.patch) + " (" + std::to_string(c.image_height) + "x" +
-         std::to_string(c.image_width) + ") at batch " + std::to_string(p.batch) +
+  const std::string verb = p.training ? "training " : p.opening ? "opening " : "running ";
+  return verb + c.model + " ViT-" + c.preset + "/" + std::to_string(c.patch) + " (" +
+         std::to_string(c.image_height) + "x" + std::to_string(c.image_width) + ")" +
+         (p.opening ? "" : " at batch " + std::to_string(p.batch)) +
          (p.recompute ? " with --recompute" : "") + " on " + device.str() +
          (p.ranks > 1
               ? " in " + std::to_string(p.ranks) + " ranks" +
@@ -153,7 +159,7 @@ std::string parts(const MemoryEstimate& e, const MemoryPlan& p, double saving) {
   text += format_bytes(e.weights);
   if (e.gradients > 0) text += ", gradients " + format_bytes(e.gradients);
   if (e.optimizer > 0) text += ", AdamW " + format_bytes(e.optimizer);
-  text += ", activations " + format_bytes(e.activations);
+  if (!p.opening) text += ", activations " + format_bytes(e.activations);
   if (p.loading_bytes > 0)
     text += "; reading the checkpoint " + format_bytes(p.loading_bytes) + " beside the weights";
   if (p.extra_bytes > 0)
@@ -195,8 +201,8 @@ MemoryCheck check_memory(const MemoryPlan& p, const c10::Device& device) {
   if (check.fits) return check;
   check.refusal = describe(p, device) + " needs ~" + format_bytes(check.needed) + " (" +
                   parts(check.estimate, p, check.saving) + ") but " + format_bytes(check.available.bytes) +
-                  " is available (" + check.available.source +
-                  "): " + what_fits(p, where, check.available.bytes) +
+                  " is available (" + check.available.source + ")" +
+                  (p.opening ? "" : ": " + what_fits(p, where, check.available.bytes)) +
                   (p.override_hint.empty() ? "" : "; " + p.override_hint);
   return check;
 }

@@ -25,6 +25,9 @@ struct MemoryPlan {
   // the options the run's owner hands its model.
   EngineOptions engine;
   bool training = false;
+  // Only opening a checkpoint to read or rewrite it (checkpoint info, strip, export):
+  // refusals say so rather than name a batch the command never runs.
+  bool opening = false;
   int64_t batch = 1;
   bool recompute = false;
   // Training: the held-out evaluation the run does between steps, a forward

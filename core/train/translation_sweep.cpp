@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <thread>
@@ -138,6 +140,7 @@ std::vector<SweepResult> progressive_sweep(
 void write_sweep_csv(const std::string& path, const SweepResult& r) {
   write_file_atomically(path, [&](const std::string& temp) {
     std::ofstream out(temp);
+    errno = 0;  // what a failed write leaves here names the cause (a full disk)
     out << "x,y,accuracy,true_probability\n";
     char line[96];
     for (size_t yi = 0; yi < r.positions.size(); ++yi)
@@ -148,7 +151,7 @@ void write_sweep_csv(const std::string& path, const SweepResult& r) {
         out << line;
       }
     out.flush();
-    if (!out) throw Error("cannot write " + path);
+    if (!out) throw Error("cannot write " + path + (errno ? std::string(": ") + std::strerror(errno) : ""));
   });
 }
 

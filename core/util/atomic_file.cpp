@@ -67,24 +67,62 @@ void remove_stale_temporaries(const std::string& path) {
   }
 }
 
+// An error raised while writing a temporary, told of the file the user named: the
+// temporary is gone by the time the message is read.
+Error naming_path(const Error& e, const std::string& temp, const std::string& path) {
+  std::string message = e.what();
+  for (size_t at = message.find(temp); at != std::string::npos; at = message.find(temp, at + path.size()))
+    message.replace(at, temp.size(), path);
+  return Error(message);
+}
+
+struct Staged {
+  std::string path;  // where the file goes (a link resolved to its target)
+  std::string temp;  // where it is written first
+};
+
 }  // namespace
 
-void write_file_atomically(const std::string& requested,
-                           const std::function<void(const std::string&)>& write) {
-  const std::string path = checked_output_path(requested);  // a link's target; never a device or folder
-  const fs::path parent = fs::path(path).parent_path();
-  remove_stale_temporaries(path);
-  const std::string temp = make_temp_name(path);
+void write_files_atomically(const std::vector<AtomicWrite>& files) {
+  std::vector<Staged> staged;
+  staged.reserve(files.size());
+  const auto remove_temporaries = [&] {
+    for (const Staged& s : staged) std::remove(s.temp.c_str());
+  };
   try {
-    write(temp);
-    sync_to_disk(temp, false);
-    if (std::rename(temp.c_str(), path.c_str()) != 0)
-      throw Error(path + ": cannot rename temporary file into place: " + std::strerror(errno));
-    sync_to_disk(parent.empty() ? "." : parent.string(), true);
+    for (const AtomicWrite& f : files) {
+      const std::string path = checked_output_path(f.path);  // a link's target; never a device or folder
+      remove_stale_temporaries(path);
+      staged.push_back({path, make_temp_name(path)});
+    }
+    for (size_t i = 0; i < files.size(); ++i) {
+      try {
+        files[i].write(staged[i].temp);
+      } catch (const Error& e) {
+        throw naming_path(e, staged[i].temp, staged[i].path);
+      }
+      sync_to_disk(staged[i].temp, false);
+    }
   } catch (...) {
-    std::remove(temp.c_str());
+    remove_temporaries();
     throw;
   }
+  // Every file is complete on disk: renames take no space and, within a folder, do not fail
+  // for want of it; a file already renamed stays when a later one cannot be.
+  for (size_t i = 0; i < staged.size(); ++i) {
+    if (std::rename(staged[i].temp.c_str(), staged[i].path.c_str()) == 0) continue;
+    const Error failed(staged[i].path + ": cannot rename temporary file into place: " + std::strerror(errno));
+    for (size_t j = i; j < staged.size(); ++j) std::remove(staged[j].temp.c_str());
+    throw failed;
+  }
+  for (const Staged& s : staged) {
+    const fs::path parent = fs::path(s.path).parent_path();
+    sync_to_disk(parent.empty() ? "." : parent.string(), true);
+  }
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(const std::string&)>& write) {
+  write_files_atomically({{path, write}});
 }
 
 void install_file_atomically(const std::string& source, const std::string& destination) {

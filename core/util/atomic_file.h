@@ -5,6 +5,7 @@
 // SQLite and Qt's QSaveFile do: a crash never leaves a truncated or missing file.
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace translution {
 
@@ -12,6 +13,16 @@ namespace translution {
 // exception the temporary file is removed and the exception propagates.
 void write_file_atomically(const std::string& path,
                            const std::function<void(const std::string& temp_path)>& write);
+
+// Several files that belong together (a sweep's table and maps): each is written to its
+// temporary and flushed, and only when every one is complete are they renamed into place,
+// so a failure (a full disk) leaves every path as it stood. An error a writer raises
+// names the file's path, not its temporary.
+struct AtomicWrite {
+  std::string path;
+  std::function<void(const std::string& temp_path)> write;
+};
+void write_files_atomically(const std::vector<AtomicWrite>& files);
 
 // Moves an already complete file into place atomically (same filesystem or copy+rename).
 void install_file_atomically(const std::string& source, const std::string& destination);

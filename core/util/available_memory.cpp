@@ -1,5 +1,7 @@
 #include "util/available_memory.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
@@ -21,8 +23,10 @@ double override_bytes() {
   const char* text = std::getenv("TRANSLUTION_AVAILABLE_MEMORY");
   if (!text || !*text) return -1;
   char* end = nullptr;
+  errno = 0;
   const double bytes = std::strtod(text, &end);
-  if (*end != '\0' || !(bytes >= 0))
+  // Beyond a double (1e400) strtod gives infinity with ERANGE: no device has that.
+  if (*end != '\0' || errno == ERANGE || !std::isfinite(bytes) || !(bytes >= 0))
     throw Error(std::string("TRANSLUTION_AVAILABLE_MEMORY must be a number of bytes, got '") + text + "'");
   return bytes;
 }

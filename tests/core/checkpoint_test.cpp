@@ -14,6 +14,7 @@
 #include <torch/optim/adamw.h>
 #include <torch/serialize/input-archive.h>
 
+#include "io/safetensors_file.h"
 #include "temp_dir.h"
 #include "train/checkpoint_upgrade.h"
 #include "train/trainer.h"
@@ -248,6 +249,20 @@ TEST(Checkpoint, MessagesNameTheProblemInOneLine) {
   }
 }
 
+// `text` `n` times, separated by commas.
+std::string repeated(const std::string& text, uint64_t n) {
+  std::string out;
+  for (uint64_t i = 0; i < n; ++i) out += (i ? "," : "") + text;
+  return out;
+}
+
+// A JSON object of `n` distinct keys, each holding `value`.
+std::string many_entries(uint64_t n, const std::string& value) {
+  std::string out = "{";
+  for (uint64_t i = 0; i < n; ++i) out += (i ? ",\"" : "\"") + std::to_string(i) + "\":" + value;
+  return out + "}";
+}
+
 TEST(Checkpoint, HostileHeadersAreRefusedBeforeAnythingIsRead) {
   const std::string good = checkpoint_bytes(small_checkpoint(false));
   auto edited = [&](const std::function<void(json&)>& edit) {
@@ -271,6 +286,15 @@ TEST(Checkpoint, HostileHeadersAreRefusedBeforeAnythingIsRead) {
        "is not a JSON object"},
       {parse_error(with_header_text("{\"a\":" + std::string(1000000, '{'))), "nests deeper than 64"},
       {parse_error(with_header_text("{\"a\": [1, 2")), "not valid JSON"},
+      // Structure a parse would blow up ({} is two bytes and a map): bounded by the entries.
+      {parse_error(with_header_text(many_entries(kMaxSafetensorsTensors + 2, "{}"))),
+       "lists 131074 entries, more than the 131072 tensors"},
+      {parse_error(with_header_text("{\"a\":[" + repeated("{}", 1000) + "]}")),
+       "more objects, arrays or fields than its 1 entries need"},
+      {parse_error(with_header_text("{\"__metadata__\":" + many_entries(5000, "\"\"") + "}")),
+       "more objects, arrays or fields than its 1 entries need"},
+      {parse_error(with_header_text("{\"a\":{\"shape\":[" + repeated("1", 100) + "]}}")),
+       "more objects, arrays or fields"},
       {edited([&](json& h) { h[first]["dtype"] = "F8_E4M3"; }), "which this engine does not read"},
       {edited([&](json& h) { h[first]["dtype"] = 7; }), "which this engine does not read"},
       {edited([&](json& h) {
@@ -351,6 +375,27 @@ TEST(Checkpoint, NonFiniteTensorsAreRefusedByNameAndListedForInspection) {
     c.model->named_parameters()["head.bias"].fill_(INFINITY);
   }
   EXPECT_NE(parse_error(checkpoint_bytes(c)).find("'head.bias' holds infinity"), std::string::npos);
+}
+
+// Optimizer state no AdamW run can leave is refused on loading, not found out as NaN weights
+// after the resumed run's first step.
+TEST(Checkpoint, ImpossibleOptimizerStateIsRefused) {
+  Checkpoint c = small_checkpoint(true);
+  EXPECT_EQ(parse_error(checkpoint_bytes(c)), "no error");
+  c.training->optimizer.at("head.weight").exp_avg_sq.view(-1)[0] = -1e-3;
+  std::string message = parse_error(checkpoint_bytes(c));
+  EXPECT_NE(message.find("second moment of 'head.weight' holds negative values"), std::string::npos)
+      << message;
+  c = small_checkpoint(true);
+  for (auto& [key, a] : c.training->optimizer)
+    if (a.max_exp_avg_sq.defined()) a.max_exp_avg_sq.view(-1)[0] = -1;  // the one as under amsgrad
+  EXPECT_NE(parse_error(checkpoint_bytes(c)).find("holds negative values"), std::string::npos);
+  c = small_checkpoint(true);
+  c.training->optimizer.at("head.bias").step = int64_t(1) << 62;
+  message = parse_error(checkpoint_bytes(c));
+  EXPECT_NE(message.find("optimizer step of 'head.bias' is 4611686018427387904, outside 0..1000000000"),
+            std::string::npos)
+      << message;
 }
 
 // A run whose weights turn non-finite without its loss doing so first (here: poisoned by hand) is never

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -113,6 +115,41 @@ TEST(OutputPath, StaleTemporariesOfTheSameFileAreRemoved) {
   EXPECT_TRUE(std::filesystem::exists(dir.file("y.ckpt.tmp-CCCCCC")));
   EXPECT_TRUE(std::filesystem::exists(dir.file("x.ckpt.tmp-toolong1")));
   EXPECT_TRUE(std::filesystem::exists(dir.file("x.ckpt")));
+}
+
+std::string contents(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Files written as a set appear together or not at all: the last writer failing (a full disk)
+// leaves the earlier files as they stood and no temporary behind, and its error names the
+// file, not the temporary it was writing.
+TEST(OutputPath, AFileSetIsReplacedWholeOrNotAtAll) {
+  TempDir dir;
+  for (const char* name : {"s.csv", "s-accuracy.png"}) std::ofstream(dir.file(name)) << "old";
+  const auto writes = [&](bool last_fails) {
+    return std::vector<AtomicWrite>{
+        {dir.file("s.csv"), [](const std::string& temp) { std::ofstream(temp) << "new"; }},
+        {dir.file("s-accuracy.png"), [last_fails](const std::string& temp) {
+           std::ofstream(temp) << "new";
+           if (last_fails) throw Error("cannot write " + temp + ": No space left on device");
+         }}};
+  };
+  std::string message;
+  try {
+    write_files_atomically(writes(true));
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_EQ(message, "cannot write " + dir.file("s-accuracy.png") + ": No space left on device");
+  EXPECT_EQ(contents(dir.file("s.csv")), "old");
+  EXPECT_EQ(contents(dir.file("s-accuracy.png")), "old");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 2);
+  write_files_atomically(writes(false));
+  EXPECT_EQ(contents(dir.file("s.csv")), "new");
+  EXPECT_EQ(contents(dir.file("s-accuracy.png")), "new");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 2);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ cli=$1
 mode=${2:-check}
 source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
 seeds=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fuzz/seeds" && pwd)
+fixtures=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/pytorch/data" && pwd)
 cd "$work"
 # A build without the input bounds would read /dev/zero until the machine runs out: cap it.
 [ "$mode" = --table ] && ulimit -v 6000000
@@ -170,6 +171,13 @@ refused "TRANSLUTION_THREADS=abc" 2 500 env TRANSLUTION_THREADS=abc "$cli" model
 refused "--lr inf" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr inf --out b.ckpt
 refused "--lr nan" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr nan --out b.ckpt
 refused "--lr 0" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr 0 --out b.ckpt
+refused "TRANSLUTION_AVAILABLE_MEMORY=1e400" 2 500 env TRANSLUTION_AVAILABLE_MEMORY=1e400 "$cli" checkpoint info \
+  a.ckpt
+refused "checkpoint info with 1 MB available" 2 500 env TRANSLUTION_AVAILABLE_MEMORY=1000000 "$cli" checkpoint \
+  info a.ckpt
+still "it names no batch it never runs" bash -c "! grep -q 'at batch' '$work/err.clean'"
+refused "import as a 4096x4096 model of 1-pixel patches" 2 500 "$cli" import "$fixtures/translution_kv_mnist.pt" \
+  --model translution-kv --image 4096 --patch 1 --out b.ckpt
 refused "eval --samples -1" 2 500 "$cli" eval --checkpoint a.ckpt --samples -1
 refused "--matrix-threads 100000" 2 500 "$cli" bench --model attention --preset tiny --matrix-threads 100000
 refused "model info --depth 10^15" 2 500 "$cli" model info --model attention --preset tiny --depth 1000000000000000
@@ -187,6 +195,9 @@ still "no checkpoint named by a refused run" test ! -e b.ckpt
 refused "resume with another --model" 2 500 "$cli" train --resume a.ckpt --model lor --out b.ckpt
 refused "resume with another --image" 2 500 "$cli" train --resume a.ckpt --image 84 --out b.ckpt
 refused "resume with another --dataset" 2 500 "$cli" train --resume a.ckpt --dataset static --out b.ckpt
+refused "--stop-at beyond --steps" 2 500 "$cli" train "${tiny[@]}" --steps 2 --stop-at 5 --out b.ckpt
+refused "resume with --stop-at a step passed" 2 500 "$cli" train --resume a.ckpt --steps 4 --stop-at 1 \
+  --out b.ckpt
 refused "resume a weights-only file" 2 500 "$cli" train --resume weights.ckpt --steps 5 --out b.ckpt
 
 # A file name need not be UTF-8: --json writes U+FFFD for the bad byte, after the work.
