@@ -91,6 +91,15 @@ QLayout* AttentionView::buildHeader() {
       tr("Layer (block) whose attention is shown, or the rollout through all layers (Abnar & Zuidema "
          "2020: heads averaged, the residual path added, layers multiplied)"));
   head_->setToolTip(tr("Attention head of that layer (the rollout averages them)"));
+  // One width in every slot, for "rollout" and for two-digit heads, whatever the model and
+  // whatever room the slot's title leaves: the views' headers line up. (Sized by their
+  // entries, a box sized while still empty would keep that width as its minimum.)
+  layer_->setMinimumContentsLength(6);
+  head_->setMinimumContentsLength(2);
+  for (QComboBox* box : {layer_, head_}) {
+    box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    box->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
+  }
   auto* header = new QHBoxLayout;
   header->addWidget(title_, 1);
   header->addWidget(new QLabel(tr("Layer"), this));
@@ -184,12 +193,14 @@ void AttentionView::rebuild() {
   head_->clear();
   if (!p) {
     title_->setFullText(tr("Slot %1: empty").arg(slot_->name()));
+    title_->setShorterText(tr("%1: empty").arg(slot_->name()));
     refresh();
     return;
   }
   const ViTConfig& c = p->config();
   title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), method_title(c.model)),
                       QString::fromStdString(p->source()));
+  title_->setShorterText(tr("%1: %2").arg(slot_->name(), method_title(c.model)));
   for (int l = 0; l < c.depth; ++l) layer_->addItem(QString::number(l + 1));
   layer_->addItem(tr("rollout"));
   for (int h = 0; h < c.heads; ++h) head_->addItem(QString::number(h + 1));

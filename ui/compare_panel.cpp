@@ -1,5 +1,7 @@
 #include "compare_panel.h"
 
+#include <algorithm>
+
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QMessageBox>
@@ -45,6 +47,7 @@ ModelSlot* ComparePanel::addSlot() {
   row_->insertWidget(position, view);
   connect(view, &SlotView::loadRequested, this, &ComparePanel::chooseCheckpoint);
   connect(view, &SlotView::removeRequested, this, &ComparePanel::removeSlot);
+  connect(view, &SlotView::detailsChanged, this, &ComparePanel::alignDetails, Qt::QueuedConnection);
   // A newly loaded model predicts the canvas the others already show; its choice is remembered.
   connect(slot, &ModelSlot::loaded, this, [this, slot] {
     if (canvas_.defined()) slot->request(canvas_);
@@ -89,6 +92,14 @@ void ComparePanel::updateControls() {
       setTabOrder(previous, w);
       previous = w;
     }
+}
+
+// Every slot's details as tall as the tallest need, so that the charts start level (and
+// their bars line up) whichever model's details wrap to more lines.
+void ComparePanel::alignDetails() {
+  int need = 0;
+  for (const SlotView* v : views_) need = std::max(need, v->detailsNeed());
+  for (SlotView* v : views_) v->setDetailsHeight(need);
 }
 
 bool ComparePanel::busy() const {

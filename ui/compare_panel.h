@@ -45,6 +45,7 @@ class ComparePanel : public QWidget {
 
  private:
   void updateControls();
+  void alignDetails();
 
   EngineOptions engine_;
   QList<ModelSlot*> slots_;

@@ -17,6 +17,11 @@ void ElidedLabel::setFullText(const QString& text, const QString& note) {
   elide();
 }
 
+void ElidedLabel::setShorterText(const QString& text) {
+  shorter_ = text;
+  elide();
+}
+
 QSize ElidedLabel::sizeHint() const {
   const QMargins m = contentsMargins();
   return {fontMetrics().horizontalAdvance(full_) + m.left() + m.right() + 2 * margin() + 2,
@@ -34,8 +39,10 @@ void ElidedLabel::resizeEvent(QResizeEvent* event) {
 }
 
 void ElidedLabel::elide() {
-  const int room = contentsRect().width() - 2 * margin();
-  QLabel::setText(fontMetrics().elidedText(full_, mode_, std::max(0, room)));
+  const int room = std::max(0, contentsRect().width() - 2 * margin());
+  const bool fits = fontMetrics().horizontalAdvance(full_) <= room;
+  const QString& shown = fits || shorter_.isEmpty() ? full_ : shorter_;
+  QLabel::setText(fontMetrics().elidedText(shown, mode_, room));
 }
 
 }  // namespace translution::ui

@@ -12,6 +12,9 @@ class ElidedLabel : public QLabel {
   explicit ElidedLabel(QWidget* parent = nullptr, Qt::TextElideMode mode = Qt::ElideRight);
   // The whole text; `note`, when given, follows it in the tooltip.
   void setFullText(const QString& text, const QString& note = {});
+  // What to show instead where the whole text does not fit ("D: LoR-Translution" for
+  // "Slot D: LoR-Translution"), itself elided where even it does not; empty: none.
+  void setShorterText(const QString& text);
   QString fullText() const { return full_; }
   bool elided() const { return text() != full_; }
 
@@ -24,7 +27,7 @@ class ElidedLabel : public QLabel {
  private:
   void elide();
 
-  QString full_, note_;
+  QString full_, note_, shorter_;
   Qt::TextElideMode mode_;
 };
 

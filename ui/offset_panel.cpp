@@ -60,15 +60,16 @@ OffsetPanel::OffsetPanel(const QList<ModelSlot*>& slots, QWidget* parent)
       plot_(new QCustomPlot(this)),
       knockout_bar_(new KnockoutBar(this)),
       knockout_(new SlotKnockout(this)) {
-  what_->addItems({tr("learned weights |W_δ|"), tr("contributions on this canvas")});
+  what_->addItems({tr("learned weights |W[δ]|"), tr("contributions on this canvas")});
   what_->setToolTip(
       tr("The matrices themselves, or what each offset's value matrix carried for the digit on the "
-         "canvas (attention-weighted norms of W_v[δ] x_j), updated with every change"));
+         "canvas (attention-weighted norms of Wᵥ[δ] xⱼ), updated with every change"));
   what_->setObjectName("offsetView");
   slot_box_->setObjectName("offsetSlot");
   slot_box_->setToolTip(tr("Whose offset weights to show"));
   message_->setObjectName("offsetMessage");
   message_->setWordWrap(true);
+  message_->setTextFormat(Qt::RichText);  // subscripts in the formulas
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Model"), this));
   controls->addWidget(slot_box_);
@@ -279,8 +280,8 @@ void OffsetPanel::addScale(const std::vector<double>& values) {
   scale_->setGradient(gradient);
   scale_->setRangeDrag(false);
   scale_->setRangeZoom(false);
-  scale_->setLabel(showingContributions() ? tr("value carried Σ α |W_v[δ] x| (1st–99th percentile)")
-                                          : tr("|W_δ| (Frobenius norm)"));
+  scale_->setLabel(showingContributions() ? tr("value carried Σ α |Wᵥ[δ] x| (1st–99th percentile)")
+                                          : tr("|W[δ]| (Frobenius norm)"));
   for (QCPColorMap* m : maps_) m->setColorScale(scale_);
   const auto [low, high] = std::minmax_element(values.begin(), values.end());
   scale_->setDataRange(showingContributions() ? quantile_range(values, 0.01, 0.99)
@@ -309,12 +310,13 @@ void OffsetPanel::explain(const Predictor& predictor, bool any_maps) {
                                        : tr("offset δ = (dy, dx), query patch minus key patch");
   message_->setText(
       showingContributions()
-          ? tr("%1, this canvas: for each %2, Σ α_ij |W_v[δ] x_j| over the pairs at that offset, "
+          ? tr("%1, this canvas: for each %2, Σ α<sub>ij</sub> |W<sub>v</sub>[δ] x<sub>j</sub>| over the "
+               "pairs at that offset, "
                "summed over heads: where the values the digit sends come from. Offset 0 outlined; the "
                "row beneath: CLS to itself, into CLS, out of CLS. Colours span the 1st to 99th "
                "percentile (brighter cells are clipped); hover for values.")
                 .arg(model, offsets)
-          : tr("%1: |W_δ| (Frobenius norm) per %2; offset 0 outlined; the row beneath each map is CLS "
+          : tr("%1: |W[δ]| (Frobenius norm) per %2; offset 0 outlined; the row beneath each map is CLS "
                "to itself, into CLS, out of CLS. Shared colour scale; hover for values.")
                 .arg(model, offsets));
 }

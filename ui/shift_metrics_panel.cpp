@@ -62,8 +62,10 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);  // as wide as its columns
-  table_->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Expanding);
+  // As wide as its columns and as tall as its rows, at the top of its cell: a frame stretched
+  // to the plot's height beside it would read as rows missing.
+  table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+  table_->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Maximum);
   table_->setMinimumHeight(100);
   plot_ = new QCustomPlot(this);
   plot_->setToolTip(
@@ -102,6 +104,7 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
   auto* results = new ReflowLayout(2);
   results->setColumnStretch(0, 0);  // the table as wide as its columns, the plot the rest
   results->addWidget(table_);
+  results->setAlignment(table_, Qt::AlignLeft | Qt::AlignTop);
   results->addWidget(plot_);
   layout->addLayout(results, 1);
   layout->addWidget(note_);

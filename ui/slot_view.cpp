@@ -1,7 +1,10 @@
 #include "slot_view.h"
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 #include <QComboBox>
+#include <QEvent>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -53,9 +56,9 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
   bold.setBold(true);
   title_->setFont(bold);
   details_->setWordWrap(true);
-  // Three lines whether the text needs two or three, so that the slots' charts start level.
-  details_->setMinimumHeight(3 * details_->fontMetrics().lineSpacing());
+  setDetailsHeight(0);
   details_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  details_->installEventFilter(this);
   confidence_->setWordWrap(true);
   timing_->setToolTip(tr("Time of the last forward pass (with attention maps)"));
   // As wide as a usual time, whatever the last one was: the slot's minimum width does not follow the clock.
@@ -98,6 +101,7 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
   });
   connect(slot_, &ModelSlot::loadStarted, this, [this](const QString& source) {
     details_->setText(tr("Loading %1…").arg(QFileInfo(source).fileName()));
+    Q_EMIT detailsChanged();
   });
   connect(slot_, &ModelSlot::loaded, this, &SlotView::showModel);
   connect(slot_, &ModelSlot::predicted, this, &SlotView::showPrediction);
@@ -115,19 +119,36 @@ void SlotView::setRemovable(bool removable) {
 
 QList<QWidget*> SlotView::focusOrder() const { return {picker_, device_, remove_}; }
 
+int SlotView::detailsNeed() const { return details_->heightForWidth(details_->width()); }
+
+// At least three lines, whatever the text needs, so that a slot's chart does not jump
+// when a model with shorter details is loaded into it.
+void SlotView::setDetailsHeight(int height) {
+  const int least = std::max(height, 3 * details_->fontMetrics().lineSpacing());
+  if (details_->minimumHeight() != least) details_->setMinimumHeight(least);
+}
+
+bool SlotView::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == details_ && event->type() == QEvent::Resize) Q_EMIT detailsChanged();
+  return QWidget::eventFilter(watched, event);
+}
+
 void SlotView::showModel() {
   clearPrediction();  // the bars belonged to the previous model; the new one predicts the canvas next
   const auto p = slot_->predictor();
   if (!p) {
     title_->setFullText(tr("Slot %1: empty").arg(slot_->name()));
+    title_->setShorterText(tr("%1: empty").arg(slot_->name()));
     details_->setText(
         tr("No model yet: choose one in the picker above, or a checkpoint file (Open file… at the "
            "picker's end)."));
     details_->setToolTip(QString());
+    Q_EMIT detailsChanged();
     return;
   }
   const ViTConfig& c = p->config();
   title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), method_title(c.model)));
+  title_->setShorterText(tr("%1: %2").arg(slot_->name(), method_title(c.model)));
   QString text = tr("ViT-%1/%2, depth\u00a0%3, dim\u00a0%4, %5\u00a0M\u00a0parameters, %6")
                      .arg(QString::fromStdString(c.preset))
                      .arg(c.patch)
@@ -142,6 +163,7 @@ void SlotView::showModel() {
   if (const QString variant = model_variant(c); !variant.isEmpty()) text += " · " + variant;
   details_->setText(text);
   details_->setToolTip(QString::fromStdString(p->source()));
+  Q_EMIT detailsChanged();
   device_->setCurrentIndex(std::max(0, device_->findData(slot_->device())));
 }
 
@@ -177,6 +199,7 @@ void SlotView::showPrediction() {
 void SlotView::showError(const QString& message) {
   details_->setText(tr("⚠ %1").arg(message));
   details_->setToolTip(message);
+  Q_EMIT detailsChanged();
 }
 
 QString SlotView::titleText() const { return title_->fullText(); }

@@ -32,6 +32,13 @@ class SlotView : public QWidget {
   QString confidenceText() const;
   // The controls in the order Tab visits them: picker, device, remove.
   QList<QWidget*> focusOrder() const;
+  // The height the details need at their present width, and the height to give them: the
+  // comparison gives every slot the tallest one's, so that the charts start level.
+  int detailsNeed() const;
+  void setDetailsHeight(int height);
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  public Q_SLOTS:
   // The canvas is empty: no class and no bars, whatever the last prediction was.
@@ -40,6 +47,8 @@ class SlotView : public QWidget {
  Q_SIGNALS:
   void loadRequested(translution::ui::ModelSlot* slot);
   void removeRequested(translution::ui::ModelSlot* slot);
+  // The details' text or width changed, so perhaps the height they need.
+  void detailsChanged();
 
  private:
   void showModel();

@@ -21,6 +21,7 @@ SweepMaps::SweepMaps(QWidget* parent) : QCustomPlot(parent) {
 
 void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
   plotLayout()->clear();
+  grid_ = nullptr;  // deleted with the layout's elements
   clearPlottables();
   clearItems();
   maps_.clear();
@@ -38,16 +39,13 @@ void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
   ticker->setTickStep(0.25);
   scale->axis()->setTicker(ticker);
   scale->setBarWidth(12);
-  // Up to two maps a row, so that each keeps a readable size; the colour scale on the right.
-  const int columns = sweeps.size() == 1 ? 1 : 2;
-  // A readable map a row, tall enough that its y axis's label stays beside it (the page scrolls).
-  setMinimumHeight(230 * ((int(sweeps.size()) + columns - 1) / columns));
-  auto* maps = new QCPLayoutGrid;
-  plotLayout()->addElement(0, 0, maps);
+  grid_ = new QCPLayoutGrid;
+  grid_->setFillOrder(QCPLayoutGrid::foColumnsFirst, false);
+  plotLayout()->addElement(0, 0, grid_);
   for (int s = 0; s < sweeps.size(); ++s) {
     const SweepResult& r = sweeps[s].result;
     auto* rect = new QCPAxisRect(this);
-    maps->addElement(s / columns, s % columns, rect);
+    grid_->addElement(rect);
     QCPAxis* x = rect->axis(QCPAxis::atBottom);
     QCPAxis* y = rect->axis(QCPAxis::atLeft);
     QCPAxis* top = rect->axis(QCPAxis::atTop);
@@ -85,7 +83,35 @@ void SweepMaps::showSweeps(const QList<TitledSweep>& sweeps) {
     maps_ << map;
   }
   plotLayout()->addElement(0, 1, scale);
+  columns_ = 0;
+  arrange();
+}
+
+// The most maps a row, up to all of them, that each keep kMapWidth: four in a row on a wide
+// page, two rows of two on a narrower one, one a row on a narrow one. Rows are filled
+// evenly (never three over one).
+int SweepMaps::columnsFor(int width, int maps) {
+  const int room = width - kScaleWidth;
+  for (int columns = maps; columns > 1; columns = (columns + 1) / 2)
+    if (room / columns >= kMapWidth) return columns;
+  return 1;
+}
+
+void SweepMaps::arrange() {
+  if (!grid_ || maps_.isEmpty()) return;
+  const int columns = columnsFor(width(), int(maps_.size()));
+  if (columns == columns_) return;
+  columns_ = columns;
+  grid_->setWrap(columns);
+  grid_->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);  // re-places the maps row by row
+  // A readable map a row, tall enough that its y axis's label stays beside it (the page scrolls).
+  setMinimumHeight(kMapHeight * ((int(maps_.size()) + columns - 1) / columns));
   replot();
+}
+
+void SweepMaps::resizeEvent(QResizeEvent* event) {
+  QCustomPlot::resizeEvent(event);
+  arrange();
 }
 
 // The model's patch grid in canvas pixels. The canvas centre (where a static

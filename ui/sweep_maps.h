@@ -32,8 +32,19 @@ class SweepMaps : public QCustomPlot {
   }
 
  private:
+  // The least width and height a map with its axes and title takes, and the colour scale's width.
+  static constexpr int kMapWidth = 230, kMapHeight = 230, kScaleWidth = 80;
+  static int columnsFor(int width, int maps);
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
+ private:
+  void arrange();  // the maps in as many columns as the width holds
   void drawPatchGrid(QCPAxisRect* rect, const SweepResult& r, int patch);
   QList<QCPColorMap*> maps_;
+  QCPLayoutGrid* grid_ = nullptr;  // the maps' grid, owned by the plot's layout
+  int columns_ = 0;                // as arranged (0: not yet)
 };
 
 }  // namespace translution::ui

@@ -141,6 +141,11 @@ void TrainingPanel::buildForm() {
   memory_ = new QLabel(this);
   box_layout->addWidget(memory_);
   box->setLayout(box_layout);
+  // Combo boxes, spin boxes and check boxes differ in height by a pixel or two, and side by
+  // side the two columns' rows would drift apart row by row: every field takes a combo box's.
+  const int row = method_->sizeHint().height();
+  for (QAbstractSpinBox* w : box->findChildren<QAbstractSpinBox*>()) w->setFixedHeight(row);
+  for (QCheckBox* w : box->findChildren<QCheckBox*>()) w->setMinimumHeight(row);
   layout->addWidget(box);
   buildButtons(layout);
   connectForm();
@@ -367,6 +372,12 @@ void TrainingPanel::buildButtons(QVBoxLayout* layout) {
   progress_ = new QProgressBar(this);
   progress_->setFormat(tr("%v / %m steps"));
   progress_->setToolTip(tr("Steps of the latest run"));
+  // Shown from the first run on (an empty bar is a blank strip); its room is kept meanwhile,
+  // so the status line does not move when it appears.
+  QSizePolicy keep_room = progress_->sizePolicy();
+  keep_room.setRetainSizeWhenHidden(true);
+  progress_->setSizePolicy(keep_room);
+  progress_->hide();
   status_ = new QLabel(tr("No run yet."), this);
   status_->setObjectName("trainingStatus");
   status_->setWordWrap(true);  // a refusal's reasons are long: they wrap instead of widening the window
@@ -591,6 +602,9 @@ void TrainingPanel::resumeFromFile() {
 }
 
 void TrainingPanel::addRun(TrainingRun* run) {
+  progress_->setRange(0, int(run->trainer().total_steps()));
+  progress_->setValue(int(run->trainer().step()));
+  progress_->show();
   const QColor colour = kRunColours[runs_.size() % 8];
   const QString n = QString::number(runs_.size() + 1);
   const QString name = tr("%1. %2").arg(n, run->shortName());

@@ -538,7 +538,7 @@ class StudioPanelsTest : public QObject {
                  qPrintable(QString("%1x%2").arg(data.width()).arg(data.height())));
       }
     }
-    QCOMPARE(panel->colourScale()->label(), QString("|W_δ| (Frobenius norm)"));
+    QCOMPARE(panel->colourScale()->label(), QString("|W[δ]| (Frobenius norm)"));
   }
 
   // The contributions' colours span their own 1st to 99th percentile, not a range their outliers set.
@@ -620,6 +620,13 @@ class StudioPanelsTest : public QObject {
     QVERIFY(label.toolTip().contains(label.fullText()));
     label.resize(2000, 20);
     QVERIFY(!label.elided());
+    // Where the whole title does not fit but its shorter form does, the shorter form shows, whole.
+    label.setFullText("Slot D: LoR-Translution");
+    label.setShorterText("D: LoR-Translution");
+    label.resize(label.fontMetrics().horizontalAdvance("D: LoR-Translution") + 4, 20);
+    QCOMPARE(label.text(), QString("D: LoR-Translution"));
+    label.resize(label.fontMetrics().horizontalAdvance("Slot D: LoR-Translution") + 4, 20);
+    QCOMPARE(label.text(), QString("Slot D: LoR-Translution"));
   }
 
   // With four slots every tab fits the tab area of a 1280 x 800 screen (about 850 x 600) without
@@ -661,14 +668,25 @@ class StudioPanelsTest : public QObject {
             qPrintable(QString("%1 %2 < %3").arg(w->metaObject()->className()).arg(w->width()).arg(need)));
       }
       QVERIFY(view->chart()->height() >= 120);
+      // The charts start level, however many lines each slot's details wrap to.
+      QCOMPARE(view->chart()->mapTo(compare, QPoint()).y(),
+               window->compare()->views()[0]->chart()->mapTo(compare, QPoint()).y());
     }
     auto* add = compare->findChild<QPushButton*>("addSlot");
     QVERIFY(compare->rect().contains(add->geometry()));
     // The attention views keep readable maps (they scroll instead of shrinking).
     window->tabs()->setCurrentWidget(window->attention());
     settle();
-    for (AttentionView* view : window->attention()->views())
+    const auto box_widths = [](const QWidget* view) {
+      QList<int> widths;
+      for (const QComboBox* box : view->findChildren<QComboBox*>()) widths << box->width();
+      return widths;
+    };
+    for (AttentionView* view : window->attention()->views()) {
       QVERIFY(view->mainMap()->mapArea().width() >= 160);
+      // Layer and head boxes alike in every slot, whatever its title leaves them.
+      QCOMPARE(box_widths(view), box_widths(window->attention()->views()[0]));
+    }
     window->compare()->removeSlot(window->compare()->slots().last());
     window->compare()->removeSlot(window->compare()->slots().last());
     settle();
