@@ -375,7 +375,8 @@ void MovePanel::explain(int patch) {
          "(dashed). Such a shift only permutes the patches, so a relative model (Translution) sees the same "
          "offsets between them, "
          "except at the border; a shift between the lines changes what every patch holds, and the curves "
-         "dip there. The protocol table below tests at random positions, mostly not whole-patch ones: that "
+         "dip there. The protocol table (its tab) tests at random positions, mostly not whole-patch ones: "
+         "that "
          "is why S→D is low for every model.")
           .arg(patch));
 }

@@ -46,6 +46,27 @@ void ProbabilityChart::clearProbabilities() {
   replot(QCustomPlot::rpQueuedReplot);
 }
 
+// Ten class labels need about ten digits and their gaps; the y axis's ticks and label take
+// some six digits more; the margins the rest.
+void ProbabilityChart::resizeEvent(QResizeEvent* event) {
+  const int digit = fontMetrics().horizontalAdvance(QLatin1Char('0'));
+  setNarrow(event->size().width() < 21 * digit);
+  QCustomPlot::resizeEvent(event);
+}
+
+void ProbabilityChart::setNarrow(bool narrow) {
+  if (narrow == narrow_) return;
+  narrow_ = narrow;
+  yAxis->setLabel(narrow ? QString() : tr("probability"));
+  if (narrow) {
+    auto halves = QSharedPointer<QCPAxisTickerFixed>::create();
+    halves->setTickStep(0.5);
+    yAxis->setTicker(halves);
+  } else {
+    yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+  }
+}
+
 double ProbabilityChart::drawnTotal() const {
   double total = 0;
   for (const QCPBars* b : {bars_, best_})

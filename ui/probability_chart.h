@@ -18,11 +18,20 @@ class ProbabilityChart : public QCustomPlot {
   std::vector<double> probabilities() const { return values_; }
   // The sum of every bar's height as drawn (0 when cleared).
   double drawnTotal() const;
+  // Too narrow for the y axis's label beside ten class labels (four slots on a small or
+  // scaled screen): the label goes (the tooltip says what the axis is) and the ticks thin out.
+  bool narrow() const { return narrow_; }
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
+  void setNarrow(bool narrow);
+
   QCPBars* bars_;
   QCPBars* best_;
   std::vector<double> values_;
+  bool narrow_ = false;
 };
 
 }  // namespace translution::ui

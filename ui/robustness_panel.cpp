@@ -1,5 +1,7 @@
 #include "robustness_panel.h"
 
+#include <QResizeEvent>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -20,11 +22,16 @@ RobustnessPanel::RobustnessPanel(const EngineOptions& engine, QString data_dir,
       protocol_(new ProtocolBox(engine, data_dir, this)),
       sweep_(new SweepPanel(data_dir, slots, this)),
       shift_(new ShiftMetricsPanel(data_dir, slots, this)),
-      beneath_(new QTabWidget(this)) {
+      beneath_(new QTabWidget(this)),
+      splitter_(new QSplitter(Qt::Vertical, this)) {
   protocol_->setTitle(tr("Train on centred digits (S) or anywhere (D), test on either"));
-  beneath_->addTab(scrolling_page(protocol_, beneath_), tr("Protocol: S→S, D→D, S→D"));
-  beneath_->addTab(scrolling_page(sweep_, beneath_), tr("Translation sweep"));
-  beneath_->addTab(scrolling_page(shift_, beneath_), tr("Shift metrics"));
+  move_page_ = scrolling_page(move_, this);
+  protocol_page_ = scrolling_page(protocol_, beneath_);
+  sweep_page_ = scrolling_page(sweep_, beneath_);
+  shift_page_ = scrolling_page(shift_, beneath_);
+  beneath_->addTab(protocol_page_, tr("Protocol: S→S, D→D, S→D"));
+  beneath_->addTab(sweep_page_, tr("Translation sweep"));
+  beneath_->addTab(shift_page_, tr("Shift metrics"));
   beneath_->setTabToolTip(
       0, tr("Accuracy of models trained on centred (S) or moved (D) digits, tested on either"));
   beneath_->setTabToolTip(
@@ -32,20 +39,19 @@ RobustnessPanel::RobustnessPanel(const EngineOptions& engine, QString data_dir,
   beneath_->setTabToolTip(
       2, tr("How often a moved digit keeps its class, the worst case over positions, and how "
             "closely each layer's tokens follow a one-patch move"));
-  auto* splitter = new QSplitter(Qt::Vertical, this);
-  splitter->setObjectName("robustnessSplitter");
+  splitter_->setObjectName("robustnessSplitter");
   // The demo scrolls down where the splitter leaves it less height than its story needs.
-  splitter->addWidget(scrolling_page(move_, splitter));
-  splitter->addWidget(beneath_);
-  splitter->setStretchFactor(0, 3);  // the demo's plot and story get the larger share
-  splitter->setStretchFactor(1, 2);
-  splitter->setChildrenCollapsible(false);
+  splitter_->addWidget(move_page_);
+  splitter_->addWidget(beneath_);
+  splitter_->setStretchFactor(0, 3);  // the demo's plot and story get the larger share
+  splitter_->setStretchFactor(1, 2);
+  splitter_->setChildrenCollapsible(false);
   auto* layout = new QVBoxLayout(this);
-  layout->addWidget(splitter);
+  layout->addWidget(splitter_);
 
   connect(move_, &MovePanel::slid, this, &RobustnessPanel::slid);
   connect(move_, &MovePanel::demoStarted, this, [this] {
-    beneath_->setCurrentIndex(0);
+    if (!compact()) beneath_->setCurrentWidget(protocol_page_);  // compact, the slide stays in view
     if (protocol_->table()->rowOf(ProtocolBox::pairName("translution", true)) < 0)
       protocol_->evaluateBundledPairs();
   });
@@ -78,15 +84,39 @@ void RobustnessPanel::setSlots(const QList<ModelSlot*>& slots) {
 void RobustnessPanel::slideAcross() { move_->slideAcross(); }
 
 void RobustnessPanel::runSweep() {
-  beneath_->setCurrentIndex(1);
+  beneath_->setCurrentWidget(sweep_page_);
   sweep_->runSweep();
 }
 
 void RobustnessPanel::measureShiftMetrics() {
-  beneath_->setCurrentIndex(2);
+  beneath_->setCurrentWidget(shift_page_);
   shift_->measure();
 }
 
 void RobustnessPanel::showCentredPair() { move_->showCentredPair(); }
+
+bool RobustnessPanel::compact() const { return beneath_->indexOf(move_page_) >= 0; }
+
+// Below kCompactHeight the demo above and the tabs beneath would each get a sliver, each
+// scrolling on its own: the demo becomes the first tab instead, and each page has the height.
+void RobustnessPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  const bool want = height() < kCompactHeight;
+  if (want == compact()) return;
+  if (want) {
+    beneath_->insertTab(0, move_page_, tr("Move along a path"));
+    beneath_->setTabToolTip(0, tr("The digit slid along a path: each slot's probability of the true "
+                                  "class against the position"));
+    beneath_->setCurrentIndex(0);
+  } else {
+    const bool showing_move = beneath_->currentWidget() == move_page_;
+    beneath_->removeTab(beneath_->indexOf(move_page_));
+    splitter_->insertWidget(0, move_page_);
+    move_page_->show();
+    splitter_->setStretchFactor(0, 3);
+    splitter_->setStretchFactor(1, 2);
+    if (showing_move) beneath_->setCurrentWidget(protocol_page_);
+  }
+}
 
 }  // namespace translution::ui

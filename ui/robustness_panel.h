@@ -10,7 +10,8 @@
 //   * ShiftMetricsPanel: the field's shift measures for the slots, and equivariance per layer.
 // The Move panel stays on top (the demo's plot and its story); the protocol table,
 // the sweep maps and the shift metrics share the space beneath as tabs, each
-// brought forward when its experiment starts.
+// brought forward when its experiment starts. On a short screen the Move panel is
+// the first of those tabs instead, so that no page is a scrolling sliver.
 #include <QList>
 #include <QWidget>
 
@@ -20,6 +21,8 @@
 #include "tensor_metatype.h"
 #include "util/engine_options.h"
 
+class QScrollArea;
+class QSplitter;
 class QTabWidget;
 
 namespace translution::ui {
@@ -51,6 +54,10 @@ class RobustnessPanel : public QWidget {
   void setSlots(const QList<ModelSlot*>& slots);
   // The test digit the one-click demo slides (MNIST test index 0, a 7).
   static constexpr int kDemoDigit = MovePanel::kDemoDigit;
+  // Below this height (a 600 or 640 px tall screen) the demo is the first of the tabs rather
+  // than above them.
+  static constexpr int kCompactHeight = 560;
+  bool compact() const;
 
  public Q_SLOTS:
   void slideAcross();
@@ -64,12 +71,20 @@ class RobustnessPanel : public QWidget {
   void slid();                                // a slide's curves are plotted
   void sweepPassShown(int pass, int passes);  // a sweep pass's maps are on screen (0-based)
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   MovePanel* move_;
   ProtocolBox* protocol_;
   SweepPanel* sweep_;
   ShiftMetricsPanel* shift_;
   QTabWidget* beneath_;  // the protocol table, the sweep maps and the shift metrics
+  QSplitter* splitter_;  // the demo above the tabs, or the tabs alone where compact
+  QScrollArea* move_page_;
+  QScrollArea* protocol_page_;
+  QScrollArea* sweep_page_;
+  QScrollArea* shift_page_;
 };
 
 }  // namespace translution::ui

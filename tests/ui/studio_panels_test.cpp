@@ -14,6 +14,7 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QToolButton>
@@ -158,6 +159,24 @@ class StudioPanelsTest : public QObject {
       QVERIFY(!view->predictionText().isEmpty() && view->predictionText() != "–");
       QCOMPARE(int(view->chart()->probabilities().size()), 10);
     }
+  }
+
+  // A chart too narrow for its y label beside the ten class labels drops the label and thins
+  // its ticks, and takes them back when widened.
+  void aNarrowChartGivesItsClassLabelsTheRoom() {
+    ProbabilityChart chart;
+    chart.resize(400, 200);
+    chart.show();
+    settle();
+    QVERIFY(!chart.narrow());
+    QCOMPARE(chart.yAxis->label(), QString("probability"));
+    chart.resize(130, 200);
+    settle();
+    QVERIFY(chart.narrow());
+    QVERIFY(chart.yAxis->label().isEmpty());
+    chart.resize(400, 200);
+    settle();
+    QCOMPARE(chart.yAxis->label(), QString("probability"));
   }
 
   void aBlankCanvasGetsNoPredictedClass() {
@@ -337,6 +356,32 @@ class StudioPanelsTest : public QObject {
     QCOMPARE(fine->keySize(), 57);
     QVERIFY(!std::isnan(fine->cell(55, 55)) && !std::isnan(fine->cell(56, 56)));  // positions 55 and 56
     QVERIFY(std::isnan(fine->cell(1, 0)));                                        // no position at 1
+  }
+
+  // On a short screen the path demo becomes the first tab beside the experiments, and goes back
+  // above them when there is height again; starting an experiment still brings its page forward.
+  void aShortRobustnessPanelMakesThePathDemoATab() {
+    RobustnessPanel* panel = window->robustness();
+    auto* tabs = panel->findChild<QTabWidget*>();
+    auto* splitter = panel->findChild<QSplitter*>("robustnessSplitter");
+    window->tabs()->setCurrentWidget(panel);
+    const QSize before = window->size();
+    window->resize(1024, 600);
+    settle();
+    QVERIFY(panel->compact());
+    QCOMPARE(tabs->count(), 4);
+    QCOMPARE(tabs->currentIndex(), 0);
+    QVERIFY(tabs->currentWidget()->isAncestorOf(panel->movePanel()));
+    QCOMPARE(splitter->count(), 1);
+    window->resize(1366, 900);
+    settle();
+    QVERIFY(!panel->compact());
+    QCOMPARE(tabs->count(), 3);
+    QCOMPARE(splitter->count(), 2);
+    QVERIFY(panel->movePanel()->isVisible());
+    QVERIFY(!tabs->currentWidget()->isAncestorOf(panel->movePanel()));
+    window->resize(before);
+    settle();
   }
 
   void shiftMetricsFillTheTableAndTheLayerPlotForEverySlot() {
