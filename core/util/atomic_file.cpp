@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 
 #include "util/error.h"
 #include "util/output_path.h"
+#include "util/pending_temporary.h"
 
 namespace translution {
 namespace fs = std::filesystem;
@@ -77,8 +79,9 @@ Error naming_path(const Error& e, const std::string& temp, const std::string& pa
 }
 
 struct Staged {
-  std::string path;  // where the file goes (a link resolved to its target)
-  std::string temp;  // where it is written first
+  std::string path;                           // where the file goes (a link resolved to its target)
+  std::string temp;                           // where it is written first
+  std::unique_ptr<PendingTemporary> pending;  // removed if the process is terminated meanwhile
 };
 
 }  // namespace
@@ -93,7 +96,8 @@ void write_files_atomically(const std::vector<AtomicWrite>& files) {
     for (const AtomicWrite& f : files) {
       const std::string path = checked_output_path(f.path);  // a link's target; never a device or folder
       remove_stale_temporaries(path);
-      staged.push_back({path, make_temp_name(path)});
+      const std::string temp = make_temp_name(path);
+      staged.push_back({path, temp, std::make_unique<PendingTemporary>(temp)});
     }
     for (size_t i = 0; i < files.size(); ++i) {
       try {

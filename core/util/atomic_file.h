@@ -2,7 +2,8 @@
 // Writes a file so that readers only ever see the old file or the complete new
 // one: content goes to a temporary name in the same directory, is flushed to the
 // disk (fsync), then renamed into place, and the directory is flushed too, as
-// SQLite and Qt's QSaveFile do: a crash never leaves a truncated or missing file.
+// SQLite and Qt's QSaveFile do: a crash never leaves a truncated or missing file,
+// and SIGTERM or SIGHUP meanwhile removes the temporary (util/pending_temporary.h).
 #include <functional>
 #include <string>
 #include <vector>

@@ -3,6 +3,7 @@
 #include "util/output_path.h"
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -150,6 +151,21 @@ TEST(OutputPath, AFileSetIsReplacedWholeOrNotAtAll) {
   EXPECT_EQ(contents(dir.file("s.csv")), "new");
   EXPECT_EQ(contents(dir.file("s-accuracy.png")), "new");
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 2);
+}
+
+// SIGTERM in the middle of a write (a scheduler stopping a run) ends the process as it always
+// did, by the signal, and takes the partial temporary with it; the file stands as it was.
+TEST(OutputPath, TerminationMidWriteLeavesNoTemporary) {
+  TempDir dir;
+  std::ofstream(dir.file("x.ckpt")) << "old";
+  EXPECT_EXIT(write_file_atomically(dir.file("x.ckpt"),
+                                    [](const std::string& temp) {
+                                      std::ofstream(temp) << "partial";
+                                      std::raise(SIGTERM);
+                                    }),
+              ::testing::KilledBySignal(SIGTERM), "");
+  EXPECT_EQ(contents(dir.file("x.ckpt")), "old");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
 }
 
 }  // namespace
