@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <mutex>
 #include <sstream>
@@ -319,6 +320,21 @@ void handshake(c10d::Store& store, const GroupOptions& o, const std::string& fin
   if (!problem.empty()) throw Error(problem);
 }
 
+// A rendezvous file that no other rank ever claimed a place in (they never came, or came to
+// another file): this rank's failure to meet them leaves no one who could still read it, so it
+// goes rather than stay beside the run. Where any other rank claimed one, c10d removes it once
+// every rank has let go (removing it sooner cut a peer off in the middle of naming its problem).
+bool alone_in_file_store(c10d::Store& store, const GroupOptions& o) {
+  if (o.master.rfind("file:", 0) != 0) return false;
+  try {
+    for (int r = 0; r < o.world_size; ++r)
+      if (r != o.rank && store.check({kClaim + std::to_string(r)})) return false;
+    return true;
+  } catch (const std::exception&) {
+    return false;  // unreadable now: left as it is
+  }
+}
+
 }  // namespace
 
 std::string ProcessGroup::backend_for(const GroupOptions& o) {
@@ -403,7 +419,14 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options,
   auto state = std::make_unique<State>();
   uint16_t store_port = 0;
   state->store = meet(options, store_port);
-  handshake(*state->store, options, fingerprint);
+  try {
+    handshake(*state->store, options, fingerprint);
+  } catch (const Error&) {
+    const bool alone = alone_in_file_store(*state->store, options);
+    state.reset();  // the store lets go of its file first
+    if (alone) std::remove(options.master.substr(5).c_str());
+    throw;
+  }
   try {
     state->backend = make_backend(name, state->store, options);
   } catch (const Error&) {

@@ -181,6 +181,8 @@ TEST(DataParallel, AMissingRankIsNamedAfterTheTimeout) {
     EXPECT_NE(std::string(e.what()).find("ranks 1, 2 did not join within 1 s"), std::string::npos)
         << e.what();
   }
+  // No other rank ever claimed a place in it: the rendezvous file does not stay behind.
+  EXPECT_FALSE(std::filesystem::exists(dir.file("store")));
 }
 
 // What c10d's FileStore writes passes the check (read while rank 0 waits for its peer); junk,
