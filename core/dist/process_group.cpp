@@ -281,7 +281,11 @@ void check_hello(c10d::Store& store, const GroupOptions& o, const std::string& f
 void handshake(c10d::Store& store, const GroupOptions& o, const std::string& fingerprint) {
   if (store.add(kClaim + std::to_string(o.rank), 1) > 1)
     throw Error("another process already joined this run as rank " + std::to_string(o.rank) +
-                " (--rank must differ on every process)");
+                " (--rank must differ on every process" +
+                (o.master.rfind("file:", 0) == 0
+                     ? "; or " + o.master.substr(5) + " is left from a run that was stopped: remove it"
+                     : std::string()) +
+                ")");
   store.set(kHello + std::to_string(o.rank), bytes(std::to_string(o.world_size) + "\n" + fingerprint));
   std::vector<int> others;
   for (int r = 0; r < o.world_size; ++r)
@@ -327,6 +331,8 @@ void handshake(c10d::Store& store, const GroupOptions& o, const std::string& fin
 bool alone_in_file_store(c10d::Store& store, const GroupOptions& o) {
   if (o.master.rfind("file:", 0) != 0) return false;
   try {
+    // This rank's own place claimed more than once: another process holds it, in a run that goes on.
+    if (store.add(kClaim + std::to_string(o.rank), 0) != 1) return false;
     for (int r = 0; r < o.world_size; ++r)
       if (r != o.rank && store.check({kClaim + std::to_string(r)})) return false;
     return true;

@@ -185,6 +185,39 @@ TEST(DataParallel, AMissingRankIsNamedAfterTheTimeout) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("store")));
 }
 
+// A second process started as rank 0 of a run that already has one is refused, and leaves the
+// run's rendezvous file to the rank 0 still waiting in it.
+TEST(DataParallel, ASecondRankZeroLeavesTheRunItsRendezvousFile) {
+  if (!has_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
+  test_support::TempDir dir;
+  GroupOptions o = options(0, "file:" + dir.file("store"), 2);
+  o.timeout = std::chrono::seconds(4);
+  auto first = std::async(std::launch::async, [&] {
+    try {
+      ProcessGroup::join(o, "x");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("joined");
+  });
+  for (int i = 0; i < 200 && !(std::filesystem::exists(dir.file("store")) &&
+                               std::filesystem::file_size(dir.file("store")) > 0);
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  GroupOptions second = o;
+  second.timeout = std::chrono::seconds(1);
+  try {
+    ProcessGroup::join(second, "x");
+    ADD_FAILURE() << "a second rank 0 joined";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another process already joined this run as rank 0"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir.file("store")));  // the first still waits in it
+  EXPECT_NE(first.get().find("rank 1 did not join within 4 s"), std::string::npos);
+}
+
 // What c10d's FileStore writes passes the check (read while rank 0 waits for its peer); junk,
 // or a record cut short, is refused before the store would take its bytes for a length.
 TEST(DataParallel, ARendezvousFileIsCheckedBeforeTheStoreOpensIt) {
