@@ -3,7 +3,7 @@
 // one: content goes to a temporary name in the same directory, is flushed to the
 // disk (fsync), then renamed into place, and the directory is flushed too, as
 // SQLite and Qt's QSaveFile do: a crash never leaves a truncated or missing file,
-// and SIGTERM or SIGHUP meanwhile removes the temporary (util/pending_temporary.h).
+// and a terminating signal meanwhile removes the temporary (util/pending_temporary.h).
 #include <functional>
 #include <string>
 #include <vector>

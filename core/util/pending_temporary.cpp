@@ -28,7 +28,7 @@ void remove_and_terminate(int signal) {
 }
 
 void install_handlers() {
-  for (const int signal : {SIGTERM, SIGHUP}) {
+  for (const int signal : {SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGPIPE}) {
     struct sigaction current {};
     if (::sigaction(signal, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;
     struct sigaction action {};
