@@ -44,7 +44,7 @@ ModelSlot* ComparePanel::addSlot() {
   auto* view = new SlotView(slot, this);
   slots_.insert(position, slot);
   views_.insert(position, view);
-  row_->insertWidget(position, view);
+  row_->insertWidget(position, view, 1);  // equal stretch: the slots share the width evenly
   connect(view, &SlotView::loadRequested, this, &ComparePanel::chooseCheckpoint);
   connect(view, &SlotView::removeRequested, this, &ComparePanel::removeSlot);
   connect(view, &SlotView::detailsChanged, this, &ComparePanel::alignDetails, Qt::QueuedConnection);

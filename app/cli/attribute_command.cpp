@@ -115,6 +115,7 @@ int attribute(const AttributeOptions& o) {
   prepare_out_dir(o.out);  // once every input is read: a refused run makes no folder
   const std::string stem = output_stem(o, occluder);
   for (const char* suffix : {".csv", ".png"}) checked_output_path(stem + suffix);
+  refuse_inputs_as_outputs({o.checkpoint, o.image}, {stem + ".csv", stem + ".png"});
   c.model->eval();
   const auto start = std::chrono::steady_clock::now();
   std::optional<Attribution> a;

@@ -104,6 +104,7 @@ int render(const DataOptions& o) {
   const int64_t index = o.index;
   const std::string& out = o.out;
   checked_output_path(out);
+  refuse_inputs_as_outputs(mnist_paths(o.dir), {out});
   CanvasDataset dataset(load_mnist(o.dir, split), split, spec);
   int64_t rows = 1, cols = 1;
   if (!o.grid.empty()) std::tie(rows, cols) = parse_grid(o.grid);

@@ -23,7 +23,11 @@ int import_file(const std::string& file, const ModelOptions& options, const std:
   MemoryPlan building;  // the model the options name, before it is built (the file is read)
   building.config = c.config;
   building.opening = true;
-  require_memory(building, c10::Device(c10::kCPU));
+  try {
+    require_memory(building, c10::Device(c10::kCPU));
+  } catch (const Error& e) {
+    throw Error(file + ": " + e.what());
+  }
   c.model = ViT(c.config);
   import_public_state_dict(c.model, tensors, file);
   c.metadata["imported_from"] = file;

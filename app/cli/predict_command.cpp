@@ -68,8 +68,14 @@ int predict(const PredictOptions& o) {
     std::error_code ec;
     std::filesystem::create_directories(o.save_canvas, ec);
     if (ec) throw Error(o.save_canvas + ": cannot create the folder: " + ec.message());
-    for (const std::string& path : o.images)
-      checked_output_path(o.save_canvas + "/" + path.substr(path.find_last_of('/') + 1) + ".canvas.png");
+    std::vector<std::string> inputs = o.images;
+    inputs.push_back(o.checkpoint);
+    for (const std::string& path : o.images) {
+      const std::string canvas_png =
+          o.save_canvas + "/" + path.substr(path.find_last_of('/') + 1) + ".canvas.png";
+      checked_output_path(canvas_png);
+      refuse_inputs_as_outputs(inputs, {canvas_png});
+    }
   }
   c.model->eval();
   at::NoGradGuard no_grad;

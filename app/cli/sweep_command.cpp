@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -33,8 +35,14 @@ int sweep(const SweepArgs& a) {
   const SweepOptions& options = a.sweep;
   if (prefix.empty() || prefix.back() == '/')  // "results/" would write results/.csv, a hidden file
     throw Error("--out '" + prefix + "' names no file: give a prefix such as results/sweep");
-  for (const char* suffix : {".csv", "-accuracy.png", "-probability.png"})
+  std::vector<std::string> outputs;
+  for (const char* suffix : {".csv", "-accuracy.png", "-probability.png"}) {
     checked_output_path(prefix + suffix);
+    outputs.push_back(prefix + suffix);
+  }
+  std::vector<std::string> inputs = mnist_paths(a.data_dir);
+  inputs.push_back(a.checkpoint);
+  refuse_inputs_as_outputs(inputs, outputs);
   const EngineOptions engine;  // sweep has no flags for them: the defaults
   check_checkpoints(engine, a.force, {a.checkpoint}, std::max<int64_t>(options.digits, 1), "--digits",
                     device);

@@ -154,8 +154,15 @@ std::unique_ptr<Trainer> make_trainer(const EngineOptions& engine, const TrainOp
     }
     if (c.training && o.train.fresh_positions) c.training->config.fresh_positions = true;
     if (c.training && o.given("--precision")) c.training->config.precision = o.train.precision;
-    auto trainer = std::make_unique<Trainer>(engine, std::move(c), o.data_dir, device);
+    std::unique_ptr<Trainer> trainer;
+    try {
+      trainer = std::make_unique<Trainer>(engine, std::move(c), o.data_dir, device);
+    } catch (const Error& e) {  // the saved state the trainer cannot take: named with its file
+      if (std::string(e.what()).rfind("the checkpoint's", 0) != 0) throw;
+      throw Error(o.resume + ": " + e.what());
+    }
     trainer->set_checkpoint_path(path);
+    if (parallel.rank() == 0) trainer->set_resumed_from(o.resume);
     return trainer;
   }
   auto trainer = std::make_unique<Trainer>(engine, o.model.config(), train_config(o), o.data_dir, device);

@@ -154,6 +154,12 @@ std::vector<MnistFileStatus> check_mnist_dir(const std::string& dir) {
   return out;
 }
 
+std::vector<std::string> mnist_paths(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& spec : mnist_file_specs()) out.push_back((fs::path(dir) / spec.name).string());
+  return out;
+}
+
 bool mnist_dir_complete(const std::string& dir) {
   for (const auto& s : check_mnist_dir(dir))
     if (!s.ok()) return false;

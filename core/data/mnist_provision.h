@@ -31,6 +31,8 @@ struct MnistFileStatus {
 };
 
 std::vector<MnistFileStatus> check_mnist_dir(const std::string& dir);
+// The four files' paths in `dir` (a command writing into that folder must not replace them).
+std::vector<std::string> mnist_paths(const std::string& dir);
 bool mnist_dir_complete(const std::string& dir);
 
 using LogFn = std::function<void(const std::string&)>;

@@ -49,6 +49,11 @@ JsonCounts count_json(const std::string& text, const std::string& name) {
       continue;
     }
     if (c == '"') {
+      // A header's lists (shapes, offsets) hold numbers only: a list of strings, which
+      // parse to many times their text, is no part of one.
+      if (!open.empty() && open.back() == '[')
+        throw Error(name +
+                    ": its header holds a list with text in it; a safetensors header's lists hold numbers");
       in_string = true;
     } else if (c == '{' || c == '[') {
       if (int(open.size()) >= kMaxSafetensorsDepth)
@@ -139,11 +144,15 @@ std::map<std::string, std::string> metadata(const json& v, const std::string& na
   return out;
 }
 
-void check_header_digest(json j, const std::map<std::string, std::string>& meta, const std::string& name) {
+// In place, not on a copy (a header's parse is its largest allocation): the digest's own field
+// is taken out while the rest is hashed, then put back.
+void check_header_digest(json& j, const std::map<std::string, std::string>& meta, const std::string& name) {
   const auto digest = meta.find("header_md5");
   if (digest == meta.end()) return;
-  j["__metadata__"].erase("header_md5");
+  json& header_meta = j["__metadata__"];
+  header_meta.erase("header_md5");
   const std::string text = canonical(j);
+  header_meta["header_md5"] = digest->second;
   if (md5_hex(text.data(), text.size()) != digest->second)
     throw Error(name + " is corrupt: its header does not match the header_md5 it carries");
 }

@@ -19,6 +19,7 @@ namespace {
 // The "format" metadata value, and the first word of format 1's header line.
 const char* kMagic = "translution-checkpoint";
 const std::string kOptimizer = "optimizer.", kRng = "training.rng", kCurves = "training.curves";
+constexpr int64_t kMaxRngBytes = 1 << 16;
 const char* kAdamWFields[] = {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
 constexpr int64_t kCurveColumns = 7;
 
@@ -196,6 +197,19 @@ std::map<std::string, Expected> expected_tensors(const Checkpoint& c) {
   return out;
 }
 
+// The training state's free-sized tensors, bounded by what a run leaves: a generator's state
+// is a few kilobytes, and the curves hold at most a row a step and the final evaluation's.
+// Unbounded, a small sparse file could make the reader allocate gigabytes for either.
+void check_training_extent(const SafetensorsEntry& e, const Checkpoint& c, const std::string& name) {
+  if (e.name == kRng && e.shape[0] > kMaxRngBytes)
+    throw Error("checkpoint " + name + ": tensor '" + e.name + "' holds " + std::to_string(e.shape[0]) +
+                " bytes; a random-number generator's state has at most " + std::to_string(kMaxRngBytes));
+  const int64_t rows = c.training ? c.training->step + 1 : 0;
+  if (e.name == kCurves && e.shape[0] > rows)
+    throw Error("checkpoint " + name + ": tensor '" + e.name + "' has " + std::to_string(e.shape[0]) +
+                " rows, more than a run at step " + std::to_string(rows - 1) + " records");
+}
+
 // Every tensor of the header is one the model and its training state have, of the
 // right shape and type, and every one they need is there: checked before any data is read.
 void check_layout(const SafetensorsHeader& header, const Checkpoint& c, const std::string& name) {
@@ -215,6 +229,7 @@ void check_layout(const SafetensorsHeader& header, const Checkpoint& c, const st
     if (e.dtype != x.dtype)
       throw Error("checkpoint " + name + ": tensor '" + e.name + "' has type " + c10::toString(e.dtype) +
                   ", expected " + c10::toString(x.dtype));
+    check_training_extent(e, c, name);
     expected.erase(it);
   }
   for (const auto& [key, x] : expected) {
@@ -238,13 +253,15 @@ void check_finite(const NamedTensors& tensors, const std::string& name,
   }
 }
 
-// AdamW's state as AdamW leaves it: a step count no run reaches past (kMaxTrainSteps; near
-// 2^63 the next step overflows) and second moments that are averages of squares, so never
-// negative (their square root would make every update NaN on the first resumed step).
-void check_adamw_state(const AdamWState& a, const std::string& key, const std::string& name) {
-  if (a.step < 0 || a.step > kMaxTrainSteps)
+// AdamW's state as AdamW leaves it: a step count no greater than the run's (AdamW steps once
+// a training step; near 2^63 the next step would overflow) and second moments that are
+// averages of squares, so never negative (their square root would make every update NaN on
+// the first resumed step).
+void check_adamw_state(const AdamWState& a, int64_t run_step, const std::string& key,
+                       const std::string& name) {
+  if (a.step < 0 || a.step > run_step)
     throw Error("checkpoint " + name + ": the optimizer step of '" + key + "' is " + std::to_string(a.step) +
-                ", outside 0.." + std::to_string(kMaxTrainSteps));
+                ", outside the run's 0.." + std::to_string(run_step));
   for (const at::Tensor* moment : {&a.exp_avg_sq, &a.max_exp_avg_sq})
     if (moment->defined() && moment->numel() > 0 && moment->min().item<double>() < 0)
       throw Error("checkpoint " + name + ": the optimizer's second moment of '" + key +
@@ -268,7 +285,7 @@ void fill_optimizer(TrainingState& s, const ViT& model, std::map<std::string, at
     a.exp_avg = fields["exp_avg"];
     a.exp_avg_sq = fields["exp_avg_sq"];
     if (fields.count("max_exp_avg_sq")) a.max_exp_avg_sq = fields["max_exp_avg_sq"];
-    check_adamw_state(a, p.key(), name);
+    check_adamw_state(a, s.step, p.key(), name);
     s.optimizer[p.key()] = std::move(a);
   }
 }

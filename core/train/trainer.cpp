@@ -138,8 +138,11 @@ Trainer::Trainer(const EngineOptions& engine, Checkpoint checkpoint, std::string
     try {
       generator.set_state(s.rng);
     } catch (const c10::Error& e) {
-      throw Error(std::string("the checkpoint's random-number state does not fit this LibTorch: ") +
-                  e.what_without_backtrace());
+      const std::string why = e.what_without_backtrace();
+      throw Error(
+          "the checkpoint's random-number state is not one this LibTorch's generator takes (a damaged "
+          "file, or one from another LibTorch): " +
+          why.substr(0, why.find('\n')));
     }
   }
   step_ = saved_step_ = s.step;
@@ -313,11 +316,9 @@ void Trainer::set_data_parallel(std::shared_ptr<DataParallel> parallel) {
 // saves them before the error goes up, naming the file.
 void Trainer::fail_after_peer(const std::exception& failure, const TrainCallback& callback) {
   std::string message = failure.what();
-  if (!checkpoint_path_.empty()) {
-    if (saved_step_ != step_) save(callback);
-    message +=
-        "; " + checkpoint_path_ + " holds step " + std::to_string(saved_step_) + ", the last complete step";
-  }
+  if (!checkpoint_path_.empty() && saved_step_ != step_) save(callback);
+  if (!saved_path_.empty())
+    message += "; " + saved_path_ + " holds step " + std::to_string(saved_step_) + ", the last complete step";
   const auto* peer = dynamic_cast<const PeerFailure*>(&failure);
   throw PeerFailure(message, peer ? peer->ranks() : std::vector<int>{});
 }
@@ -361,11 +362,12 @@ bool out_of_memory(const c10::Error& e) {
 void Trainer::write_checkpoint() {
   if (checkpoint_path_.empty()) throw Error("no checkpoint path was set for this run");
   const auto no_memory = [this] {
-    return Error(
-        "out of memory while saving step " + std::to_string(step_) + " to " + checkpoint_path_ +
-        " (writing it holds a copy of the weights and AdamW's state beside the run): " + checkpoint_path_ +
-        " was not written over" +
-        (saved_step_ >= 0 ? " and holds step " + std::to_string(saved_step_) + ", the last saved" : ""));
+    return Error("out of memory while saving step " + std::to_string(step_) + " to " + checkpoint_path_ +
+                 " (writing it holds a copy of the weights and AdamW's state beside the run): " +
+                 checkpoint_path_ + " was not written over" +
+                 (saved_path_.empty() ? ""
+                                      : "; " + saved_path_ + " holds step " + std::to_string(saved_step_) +
+                                            ", the last saved"));
   };
   try {
     const Checkpoint c = checkpoint();
@@ -373,6 +375,7 @@ void Trainer::write_checkpoint() {
       throw Error("the run's state at step " + std::to_string(step_) + " is not finite (" + bad + "); " +
                   checkpoint_path_ + " was not written over");
     save_checkpoint(checkpoint_path_, c);
+    saved_path_ = checkpoint_path_;
   } catch (const std::bad_alloc&) {
     throw no_memory();
   } catch (const c10::Error& e) {
@@ -413,15 +416,14 @@ TrainProgress::Event Trainer::run(const TrainCallback& callback) {
       if (!bad.empty())
         p.message += "; training stopped; the state in memory is not finite (" + bad +
                      "), so it was not saved" +
-                     (checkpoint_path_.empty() || saved_step_ < 0
-                          ? std::string()
-                          : "; " + checkpoint_path_ + " holds step " + std::to_string(saved_step_) +
-                                ", the last state saved");
+                     (saved_path_.empty() ? std::string()
+                                          : "; " + saved_path_ + " holds step " +
+                                                std::to_string(saved_step_) + ", the last state saved");
       else
         p.message +=
-            checkpoint_path_.empty()
+            saved_path_.empty()
                 ? "; training stopped before applying it, and no checkpoint was written (no output file)"
-                : "; training stopped before applying it; " + checkpoint_path_ + " holds step " +
+                : "; training stopped before applying it; " + saved_path_ + " holds step " +
                       std::to_string(saved_step_) + ", the last good state";
       callback(p);
       return p.event;

@@ -68,6 +68,9 @@ class Trainer {
 
   // Where checkpoints go (every checkpoint_every steps, and when the run ends or stops).
   void set_checkpoint_path(std::string path) { checkpoint_path_ = std::move(path); }
+  // The file a resumed run was read from: until the run saves, its last saved state is there
+  // (messages name it; unset, they name only files this run wrote).
+  void set_resumed_from(std::string path) { saved_path_ = std::move(path); }
   // Extra key=value pairs stored with every checkpoint.
   void set_metadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
 
@@ -149,6 +152,7 @@ class Trainer {
   double seconds_per_step_ = 0;  // smoothed, excludes pauses and evaluations
   std::map<std::string, std::string> metadata_;
   std::string checkpoint_path_;
+  std::string saved_path_;  // the file that holds step saved_step_ ("" where none is known)
 
   std::atomic<bool> paused_{false}, stop_{false};
   std::mutex mutex_;

@@ -22,6 +22,9 @@ namespace {
 double override_bytes() {
   const char* text = std::getenv("TRANSLUTION_AVAILABLE_MEMORY");
   if (!text || !*text) return -1;
+  // Plain decimal bytes ("8e9", "8000000000"): strtod alone would take hex and "-0" too.
+  if (std::string(text).find_first_not_of("0123456789.eE+") != std::string::npos)
+    throw Error(std::string("TRANSLUTION_AVAILABLE_MEMORY must be a number of bytes, got '") + text + "'");
   char* end = nullptr;
   errno = 0;
   const double bytes = std::strtod(text, &end);

@@ -84,4 +84,10 @@ void refuse_input_as_output(const std::string& input, const std::string& output)
     throw Error(output + ": is the input " + input + " itself; write the result to another file");
 }
 
+void refuse_inputs_as_outputs(const std::vector<std::string>& inputs,
+                              const std::vector<std::string>& outputs) {
+  for (const std::string& input : inputs)
+    for (const std::string& output : outputs) refuse_input_as_output(input, output);
+}
+
 }  // namespace translution

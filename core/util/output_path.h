@@ -8,6 +8,7 @@
 // must exist (a mistyped path never grows a tree of folders) and accept a new file
 // (tried by creating and removing one).
 #include <string>
+#include <vector>
 
 namespace translution {
 
@@ -19,5 +20,8 @@ std::string checked_output_path(const std::string& path);
 // another spelling counts): a command that reads one file and writes another would replace
 // what it read with a conversion of it.
 void refuse_input_as_output(const std::string& input, const std::string& output);
+// The same for every input against every output of a command.
+void refuse_inputs_as_outputs(const std::vector<std::string>& inputs,
+                              const std::vector<std::string>& outputs);
 
 }  // namespace translution

@@ -173,6 +173,10 @@ refused "--lr nan" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr nan --out b.ck
 refused "--lr 0" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr 0 --out b.ckpt
 refused "TRANSLUTION_AVAILABLE_MEMORY=1e400" 2 500 env TRANSLUTION_AVAILABLE_MEMORY=1e400 "$cli" checkpoint info \
   a.ckpt
+refused "TRANSLUTION_AVAILABLE_MEMORY=0x10" 2 500 env TRANSLUTION_AVAILABLE_MEMORY=0x10 "$cli" checkpoint info a.ckpt
+cp a.ckpt own.csv
+refused "sweep over the checkpoint it reads" 5 800 "$cli" sweep --checkpoint own.csv --out own --digits 2
+still "the checkpoint is as it was" cmp -s a.ckpt own.csv
 refused "checkpoint info with 1 MB available" 2 500 env TRANSLUTION_AVAILABLE_MEMORY=1000000 "$cli" checkpoint \
   info a.ckpt
 still "it names no batch it never runs" bash -c "! grep -q 'at batch' '$work/err.clean'"
