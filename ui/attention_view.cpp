@@ -169,10 +169,10 @@ QWidget* AttentionView::buildMultiples() {
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(2);
   // One line (a wrapped label would make the views' height depend on their width, and the panel scroll).
-  auto* caption = new QLabel(tr("Every layer and head, same query:"), box);
-  caption->setMinimumWidth(0);
-  caption->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-  layout->addWidget(caption);
+  multiples_caption_ = new QLabel(tr("Every layer, same query:"), box);
+  multiples_caption_->setMinimumWidth(0);
+  multiples_caption_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  layout->addWidget(multiples_caption_);
   layout->addLayout(grid_);
   layout->addStretch(1);  // the maps keep their shape; spare height goes beneath them
   grid_->setSpacing(3);
@@ -205,6 +205,8 @@ void AttentionView::rebuild() {
   layer_->addItem(tr("rollout"));
   for (int h = 0; h < c.heads; ++h) head_->addItem(QString::number(h + 1));
   layer_->setCurrentIndex(int(c.depth) - 1);
+  multiples_caption_->setText(c.heads > 1 ? tr("Every layer and head, same query:")
+                                          : tr("Every layer, same query:"));
   // Several heads: one row per layer; one head: layers in rows of up to three. The maps share the
   // matrix's column (at least kMapSide + 60 px): as large as that allows, never under 36 px.
   const int columns = c.heads > 1 ? int(c.heads) : std::min<int>(int(c.depth), 3);

@@ -81,6 +81,7 @@ class AttentionView : public QWidget {
   QCustomPlot* distance_plot_;
   QGridLayout* grid_;
   AttentionScale* multiples_scale_ = nullptr;
+  QLabel* multiples_caption_ = nullptr;  // "every layer (and head)", as the model has
   QList<AttentionMap*> multiples_;
 };
 

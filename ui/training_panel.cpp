@@ -372,12 +372,7 @@ void TrainingPanel::buildButtons(QVBoxLayout* layout) {
   progress_ = new QProgressBar(this);
   progress_->setFormat(tr("%v / %m steps"));
   progress_->setToolTip(tr("Steps of the latest run"));
-  // Shown from the first run on (an empty bar is a blank strip); its room is kept meanwhile,
-  // so the status line does not move when it appears.
-  QSizePolicy keep_room = progress_->sizePolicy();
-  keep_room.setRetainSizeWhenHidden(true);
-  progress_->setSizePolicy(keep_room);
-  progress_->hide();
+  progress_->hide();  // shown from the first run on: before it, an empty bar is a blank strip
   status_ = new QLabel(tr("No run yet."), this);
   status_->setObjectName("trainingStatus");
   status_->setWordWrap(true);  // a refusal's reasons are long: they wrap instead of widening the window
