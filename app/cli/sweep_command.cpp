@@ -15,7 +15,6 @@
 #include "data/mnist_provision.h"
 #include "train/checkpoint.h"
 #include "train/translation_sweep.h"
-#include "util/atomic_file.h"
 #include "util/device.h"
 #include "util/error.h"
 #include "util/output_path.h"
@@ -35,11 +34,9 @@ int sweep(const SweepArgs& a) {
   const SweepOptions& options = a.sweep;
   if (prefix.empty() || prefix.back() == '/')  // "results/" would write results/.csv, a hidden file
     throw Error("--out '" + prefix + "' names no file: give a prefix such as results/sweep");
-  std::vector<std::string> outputs;
-  for (const char* suffix : {".csv", "-accuracy.png", "-probability.png"}) {
-    checked_output_path(prefix + suffix);
-    outputs.push_back(prefix + suffix);
-  }
+  const SweepFiles files = sweep_files(prefix);
+  const std::vector<std::string> outputs = {files.csv, files.accuracy_png, files.probability_png};
+  for (const std::string& output : outputs) checked_output_path(output);
   std::vector<std::string> inputs = mnist_paths(a.data_dir);
   inputs.push_back(a.checkpoint);
   refuse_inputs_as_outputs(inputs, outputs);
@@ -52,12 +49,7 @@ int sweep(const SweepArgs& a) {
   const SweepResult r = translation_sweep(engine, c.model, test, options, device,
                                           [&](int64_t d, int64_t t) { bar.update(d, t); });
   bar.finish();
-  // The three together or none: a full disk leaves an earlier sweep's files as they were.
-  write_files_atomically(
-      {{prefix + ".csv", [&](const std::string& temp) { write_sweep_csv(temp, r); }},
-       {prefix + "-accuracy.png", [&](const std::string& temp) { write_sweep_png(temp, r.accuracy); }},
-       {prefix + "-probability.png",
-        [&](const std::string& temp) { write_sweep_png(temp, r.true_probability); }}});
+  write_sweep_files(prefix, r);  // the three together or none
   const double worst = r.accuracy.min().item<double>(), best = r.accuracy.max().item<double>();
   const int64_t mid = int64_t(r.positions.size()) / 2;
   const double centre = r.accuracy[mid][mid].item<double>();
@@ -71,15 +63,15 @@ int sweep(const SweepArgs& a) {
                                         {"max_accuracy", best},
                                         {"centre_accuracy", centre},
                                         {"mean_true_probability", r.true_probability.mean().item<double>()},
-                                        {"csv", prefix + ".csv"}};
+                                        {"csv", files.csv}};
     std::cout << json_line(out) << std::endl;
   } else {
     std::printf("%s: %zu x %zu positions, %lld digits each\n", c.config.model.c_str(), r.positions.size(),
                 r.positions.size(), (long long)r.digits);
     std::printf("  accuracy: mean %.2f%%, worst %.2f%%, best %.2f%%, centre %.2f%%\n",
                 100 * r.mean_accuracy(), 100 * worst, 100 * best, 100 * centre);
-    std::printf("  wrote %s.csv, %s-accuracy.png, %s-probability.png\n", prefix.c_str(), prefix.c_str(),
-                prefix.c_str());
+    std::printf("  wrote %s, %s, %s\n", files.csv.c_str(), files.accuracy_png.c_str(),
+                files.probability_png.c_str());
   }
   return 0;
 }

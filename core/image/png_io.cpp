@@ -46,6 +46,10 @@ void write_png_file(const std::string& path, const at::Tensor& u8, bool rgb) {
   if (std::fflush(file.get()) != 0) throw Error(path + ": write failed (disk full?)");
 }
 
+void check_rgb(const std::string& path, const at::Tensor& pixels) {
+  if (pixels.dim() != 3 || pixels.size(2) != 3) throw Error(path + ": a colour PNG needs an [H, W, 3] image");
+}
+
 }  // namespace
 
 void write_png_gray(const std::string& path, const at::Tensor& pixels) {
@@ -55,9 +59,13 @@ void write_png_gray(const std::string& path, const at::Tensor& pixels) {
 }
 
 void write_png_rgb(const std::string& path, const at::Tensor& pixels) {
-  if (pixels.dim() != 3 || pixels.size(2) != 3) throw Error(path + ": a colour PNG needs an [H, W, 3] image");
-  const at::Tensor u8 = to_u8(pixels);
-  write_file_atomically(path, [&](const std::string& temp) { write_png_file(temp, u8, true); });
+  check_rgb(path, pixels);
+  write_file_atomically(path, [&](const std::string& temp) { write_png_rgb_unstaged(temp, pixels); });
+}
+
+void write_png_rgb_unstaged(const std::string& path, const at::Tensor& pixels) {
+  check_rgb(path, pixels);
+  write_png_file(path, to_u8(pixels), true);
 }
 
 }  // namespace translution

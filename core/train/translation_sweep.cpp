@@ -137,27 +137,48 @@ std::vector<SweepResult> progressive_sweep(
   return results;
 }
 
-void write_sweep_csv(const std::string& path, const SweepResult& r) {
-  write_file_atomically(path, [&](const std::string& temp) {
-    std::ofstream out(temp);
-    errno = 0;  // what a failed write leaves here names the cause (a full disk)
-    out << "x,y,accuracy,true_probability\n";
-    char line[96];
-    for (size_t yi = 0; yi < r.positions.size(); ++yi)
-      for (size_t xi = 0; xi < r.positions.size(); ++xi) {
-        std::snprintf(line, sizeof line, "%lld,%lld,%.6f,%.6f\n", (long long)r.positions[xi],
-                      (long long)r.positions[yi], r.accuracy[int64_t(yi)][int64_t(xi)].item<double>(),
-                      r.true_probability[int64_t(yi)][int64_t(xi)].item<double>());
-        out << line;
-      }
-    out.flush();
-    if (!out) throw Error("cannot write " + path + (errno ? std::string(": ") + std::strerror(errno) : ""));
-  });
+namespace {
+
+// The table straight to `path`: the callers below stage it in a temporary.
+void write_sweep_csv_unstaged(const std::string& path, const SweepResult& r) {
+  std::ofstream out(path);
+  errno = 0;  // what a failed write leaves here names the cause (a full disk)
+  out << "x,y,accuracy,true_probability\n";
+  char line[96];
+  for (size_t yi = 0; yi < r.positions.size(); ++yi)
+    for (size_t xi = 0; xi < r.positions.size(); ++xi) {
+      std::snprintf(line, sizeof line, "%lld,%lld,%.6f,%.6f\n", (long long)r.positions[xi],
+                    (long long)r.positions[yi], r.accuracy[int64_t(yi)][int64_t(xi)].item<double>(),
+                    r.true_probability[int64_t(yi)][int64_t(xi)].item<double>());
+      out << line;
+    }
+  out.flush();
+  if (!out) throw Error("cannot write " + path + (errno ? std::string(": ") + std::strerror(errno) : ""));
 }
 
-void write_sweep_png(const std::string& path, const at::Tensor& grid) {
+// Heat map of `grid` (accuracy or probability) on [0, 1], one cell per position.
+void write_sweep_png_unstaged(const std::string& path, const at::Tensor& grid) {
   const int64_t cell = std::max<int64_t>(4, 240 / std::max<int64_t>(1, grid.size(0)));
-  write_png_rgb(path, heat_map_rgb(grid, 0.0, 1.0, cell));
+  write_png_rgb_unstaged(path, heat_map_rgb(grid, 0.0, 1.0, cell));
+}
+
+}  // namespace
+
+void write_sweep_csv(const std::string& path, const SweepResult& r) {
+  write_file_atomically(path, [&](const std::string& temp) { write_sweep_csv_unstaged(temp, r); });
+}
+
+SweepFiles sweep_files(const std::string& prefix) {
+  return {prefix + ".csv", prefix + "-accuracy.png", prefix + "-probability.png"};
+}
+
+void write_sweep_files(const std::string& prefix, const SweepResult& r) {
+  const SweepFiles f = sweep_files(prefix);
+  write_files_atomically(
+      {{f.csv, [&](const std::string& temp) { write_sweep_csv_unstaged(temp, r); }},
+       {f.accuracy_png, [&](const std::string& temp) { write_sweep_png_unstaged(temp, r.accuracy); }},
+       {f.probability_png,
+        [&](const std::string& temp) { write_sweep_png_unstaged(temp, r.true_probability); }}});
 }
 
 }  // namespace translution

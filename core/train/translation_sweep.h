@@ -65,9 +65,17 @@ std::vector<SweepResult> progressive_sweep(
     const std::function<void(size_t pass, const std::vector<SweepResult>& results)>& shown,
     const std::function<void(size_t pass, int64_t done, int64_t total)>& progress = {});
 
-// CSV: x,y,accuracy,true_probability (one row per position).
+// CSV: x,y,accuracy,true_probability (one row per position), written atomically.
 void write_sweep_csv(const std::string& path, const SweepResult& result);
-// Heat map of `grid` (accuracy or probability) on [0, 1], one cell per position.
-void write_sweep_png(const std::string& path, const at::Tensor& grid);
+
+// What `translution sweep --out prefix` writes: the table and a heat map each of accuracy and
+// of the true class's probability on [0, 1], one cell per position.
+struct SweepFiles {
+  std::string csv, accuracy_png, probability_png;
+};
+SweepFiles sweep_files(const std::string& prefix);
+// The three as one set (util/atomic_file.h): a failure (a full disk) leaves every file of an
+// earlier sweep as it stood.
+void write_sweep_files(const std::string& prefix, const SweepResult& result);
 
 }  // namespace translution

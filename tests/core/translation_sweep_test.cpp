@@ -1,7 +1,9 @@
 // The translation sweep measures what it says, position by position.
 #include "train/translation_sweep.h"
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -67,6 +69,38 @@ TEST(TranslationSweep, EachCellIsTheModelsAccuracyAtThatPosition) {
   int lines = 0;
   while (std::getline(in, line)) ++lines;
   EXPECT_EQ(lines, 1 + 9);
+}
+
+// A sweep's table and maps are one set: each lands whole with no temporary left beside it, and
+// when one cannot be written (its path is a folder) the earlier set stands unchanged.
+TEST(TranslationSweep, ItsFilesAreWrittenAsOneSet) {
+  SweepResult r;
+  r.positions = {0, 4};
+  r.digits = 3;
+  r.accuracy = at::tensor({1.0, 0.5, 0.25, 0.0}, at::kDouble).view({2, 2});
+  r.true_probability = r.accuracy * 0.5;
+  TempDir dir;
+  const std::string prefix = dir.file("s");
+  const SweepFiles files = sweep_files(prefix);
+  EXPECT_EQ(files.csv, prefix + ".csv");
+  EXPECT_EQ(files.probability_png, prefix + "-probability.png");
+  write_sweep_files(prefix, r);
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string table = read(files.csv), map = read(files.accuracy_png);
+  EXPECT_EQ(table.substr(0, 32), "x,y,accuracy,true_probability\n0,");
+  EXPECT_EQ(map.substr(1, 3), "PNG");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 3);
+
+  std::filesystem::remove(files.probability_png);
+  std::filesystem::create_directory(files.probability_png);
+  r.accuracy.fill_(0.75);
+  EXPECT_THROW(write_sweep_files(prefix, r), Error);
+  EXPECT_EQ(read(files.csv), table);
+  EXPECT_EQ(read(files.accuracy_png), map);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 3);
 }
 
 TEST(TranslationSweep, ProgressivePassesAreNeverFinerThanTheRequest) {
