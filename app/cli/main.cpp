@@ -44,6 +44,14 @@ const CLI::App* chosen(const CLI::App& app) {
   return at;
 }
 
+// What the command that ran out of memory can do about it, by the flags it has. Allocates
+// nothing: the flag names fit std::string's inline buffer.
+const char* memory_remedy(const CLI::App& command) {
+  if (command.get_option_no_throw("--recompute") != nullptr)
+    return "a smaller --batch or model, or --recompute, needs less\n";
+  return "closing other programs, or a higher limit, gives it more\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,10 +80,8 @@ int main(int argc, char** argv) {
       std::fputs(" ", stderr);
       std::fputs(command->get_name().c_str(), stderr);
     }
-    std::fputs(
-        ": it needs more than this machine (or its limits, ulimit -v) let it have; a smaller batch or model, "
-        "or --recompute, needs less\n",
-        stderr);
+    std::fputs(": it needs more than this machine (or its limits, ulimit -v) let it have; ", stderr);
+    std::fputs(memory_remedy(*chosen(app)), stderr);
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << translution::cli::one_line(e, verbose) << "\n";

@@ -193,7 +193,7 @@ MemoryCheck check_memory(const MemoryPlan& p, const c10::Device& device) {
   check.estimate = plan_estimate(p, where);
   check.saving = saving_bytes(p, where);
   check.needed = needed_bytes(check.estimate, p, where);
-  check.available = available_memory(device);
+  check.available = available_memory(device, !p.opening);  // opening multiplies nothing
   check.summary = "needs ~" + format_bytes(check.needed);
   if (check.available.bytes < 0) return check;
   check.summary += " of " + format_bytes(check.available.bytes) + " available";

@@ -1,11 +1,16 @@
 #include "util/available_memory.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
+
+#include <sys/resource.h>
 
 #ifdef TRANSLUTION_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -13,6 +18,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include "util/device.h"
 #include "util/error.h"
 
 namespace translution {
@@ -34,48 +40,101 @@ double override_bytes() {
   return bytes;
 }
 
-double mem_available_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  while (meminfo >> key) {
-    if (key == "MemAvailable:") {
-      double kb = -1;
-      meminfo >> kb;
-      return kb < 0 ? -1 : kb * 1024;
+// The number after `key` in a "key value" file (/proc/meminfo, memory.stat), times `unit`; -1
+// where the file or key is missing.
+double keyed_number(const std::string& file, const std::string& key, double unit = 1) {
+  std::ifstream in(file);
+  std::string word;
+  while (in >> word) {
+    if (word == key) {
+      double value = -1;
+      in >> value;
+      return value < 0 ? -1 : value * unit;
     }
-    std::getline(meminfo, key);
+    std::getline(in, word);
   }
   return -1;
 }
 
-#ifdef TRANSLUTION_WITH_CUDA
-double cuda_free_bytes(const c10::Device& device) {
-  const c10::DeviceIndex index = device.has_index() ? device.index() : c10::DeviceIndex(0);
-  const c10::cuda::CUDAGuard guard(index);
-  size_t free = 0, total = 0;
-  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
-    (void)cudaGetLastError();  // clears the error, which LibTorch's next call would otherwise report
-    return -1;
-  }
-  // What LibTorch's allocator holds but does not use is free to this process too.
-  // Its statistics exist once it has allocated on the device: before, LibTorch 2
-  // throws ("Invalid device argument 0: did you call init?"), and nothing is held.
-  double cached = 0;
-  try {
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
-    // Element 0 is the aggregate in every version (util/device.cpp says the same).
-    cached = double(stats.reserved_bytes.front().current - stats.allocated_bytes.front().current);
-  } catch (const std::exception&) {
-  }
-  return double(free) + cached;
+// A file holding one number of bytes; -1 where it is missing or says "max" (cgroup v2's none).
+double number_in(const std::string& file) {
+  std::ifstream in(file);
+  double value = -1;
+  return (in >> value) && value >= 0 ? value : -1;
 }
-#endif
+
+// The least of two headrooms, -1 standing for none.
+double least(double a, double b) { return a < 0 ? b : b < 0 ? a : std::min(a, b); }
+
+// What one cgroup still allows: its limit less what it uses, the inactive file cache in that
+// use being reclaimable. -1 where it sets no limit. cgroup v1 says "none" with a limit near 2^63.
+double cgroup_level_headroom(const std::string& dir, bool v1) {
+  const double limit = number_in(dir + (v1 ? "/memory.limit_in_bytes" : "/memory.max"));
+  if (limit < 0 || limit >= 0x1p62) return -1;
+  const double usage = number_in(dir + (v1 ? "/memory.usage_in_bytes" : "/memory.current"));
+  const double cache = keyed_number(dir + "/memory.stat", v1 ? "total_inactive_file" : "inactive_file");
+  return std::max(0.0, limit - std::max(0.0, usage - std::max(0.0, cache)));
+}
+
+// Address space libraries take beyond what they touch, which the estimates (resident memory)
+// leave out: OpenBLAS maps a 128 MiB work buffer for each thread that calls it, and waits
+// forever, not failing, when it cannot.
+constexpr double kBlasBufferBytes = 128.0 * 1024 * 1024;
+
+// The process's address-space limit (ulimit -v) less the address space it holds and, for a
+// run that multiplies matrices, its BLAS buffers; -1 where there is no limit.
+double address_space_headroom(bool computes) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return -1;
+  const double held = double(std::max<int64_t>(0, address_space_bytes()));
+  const double buffers = computes ? kBlasBufferBytes * std::max(1u, std::thread::hardware_concurrency()) : 0;
+  return std::max(0.0, double(limit.rlim_cur) - held - buffers);
+}
+
+// The tightest of what the machine has free, what the process's cgroups allow and its
+// address-space limit, named by where it came from.
+AvailableMemory cpu_available_memory(bool computes) {
+  AvailableMemory a{keyed_number("/proc/meminfo", "MemAvailable:", 1024), "MemAvailable"};
+  const auto tighter = [&](double bytes, const char* source) {
+    if (bytes >= 0 && (a.bytes < 0 || bytes < a.bytes)) a = {bytes, source};
+  };
+  std::ifstream membership_file("/proc/self/cgroup");
+  std::stringstream membership;
+  membership << membership_file.rdbuf();
+  tighter(cgroup_headroom_bytes("/sys/fs/cgroup", membership.str()), "the cgroup's memory limit");
+  tighter(address_space_headroom(computes), "ulimit -v");
+  return a;
+}
 
 }  // namespace
 
-AvailableMemory available_memory(const c10::Device& device) {
+double cgroup_headroom_bytes(const std::string& root, const std::string& membership) {
+  double headroom = -1;
+  std::istringstream lines(membership);
+  std::string line;
+  while (std::getline(lines, line)) {
+    // "id:controllers:path": v2's one line has no controllers, v1's memory line names "memory".
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string path = line.substr(second + 1);
+    const bool v1 = ("," + controllers + ",").find(",memory,") != std::string::npos;
+    if (!v1 && !controllers.empty()) continue;
+    if (path.empty() || path[0] != '/' || path.find("/..") != std::string::npos) continue;
+    // A limit anywhere above the process binds it too.
+    for (;;) {
+      const std::string dir = root + (v1 ? "/memory" : "") + (path == "/" ? "" : path);
+      headroom = least(headroom, cgroup_level_headroom(dir, v1));
+      if (path == "/") break;
+      path = path.substr(0, std::max<size_t>(1, path.rfind('/')));
+    }
+  }
+  return headroom;
+}
+
+AvailableMemory available_memory(const c10::Device& device, bool computes) {
   if (const double bytes = override_bytes(); bytes >= 0) return {bytes, "TRANSLUTION_AVAILABLE_MEMORY"};
-  if (device.is_cpu()) return {mem_available_bytes(), "MemAvailable"};
+  if (device.is_cpu()) return cpu_available_memory(computes);
 #ifdef TRANSLUTION_WITH_CUDA
   if (device.is_cuda()) return {cuda_free_bytes(device), "free on " + device.str()};
 #endif

@@ -94,6 +94,8 @@ int64_t proc_status_bytes(const std::string& field) {
 
 int64_t resident_memory_bytes() { return proc_status_bytes("VmRSS:"); }
 
+int64_t address_space_bytes() { return proc_status_bytes("VmSize:"); }
+
 int64_t peak_memory_bytes(const c10::Device& device) {
   if (device.is_cpu()) return proc_status_bytes("VmHWM:");
 #ifdef TRANSLUTION_WITH_CUDA

@@ -37,6 +37,8 @@ class ScopedTf32 {
 
 // The process's resident memory now (Linux VmRSS), or -1.
 int64_t resident_memory_bytes();
+// The address space it holds now (Linux VmSize, what ulimit -v bounds), or -1.
+int64_t address_space_bytes();
 
 // LibTorch's intra-op threads: $TRANSLUTION_THREADS if set, else one. OpenBLAS
 // runs its own thread per core inside every GEMM, and ATen's OpenMP threads

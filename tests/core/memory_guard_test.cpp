@@ -5,14 +5,19 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include "temp_dir.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_peek.h"
+#include "util/available_memory.h"
+#include "util/device.h"
 #include "util/error.h"
 
 namespace translution {
@@ -188,7 +193,61 @@ TEST(MemoryGuard, AnOverrideThatIsNotANumberIsAnError) {
 TEST(MemoryGuard, TheMachinesOwnFigureIsKnownOnLinux) {
   const AvailableMemory a = available_memory(c10::kCPU);
   EXPECT_GT(a.bytes, 0);
-  EXPECT_EQ(a.source, "MemAvailable");
+  EXPECT_TRUE(a.source == "MemAvailable" || a.source == "the cgroup's memory limit" ||
+              a.source == "ulimit -v")
+      << a.source;
+}
+
+void write_text(const std::filesystem::path& file, const std::string& text) {
+  std::filesystem::create_directories(file.parent_path());
+  std::ofstream(file) << text;
+}
+
+// cgroup v2: a limit two levels above the process binds it; the inactive file cache in the
+// usage is reclaimable and so not counted; "max" is no limit.
+TEST(MemoryGuard, ACgroupV2LimitAboveTheProcessBindsIt) {
+  const test_support::TempDir root;
+  write_text(root.path() / "slice/memory.max", "1000000\n");
+  write_text(root.path() / "slice/memory.current", "400000\n");
+  write_text(root.path() / "slice/memory.stat", "anon 300000\nfile 100000\ninactive_file 100000\n");
+  write_text(root.path() / "slice/job/memory.max", "max\n");
+  write_text(root.path() / "slice/job/memory.current", "50000\n");
+  EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), "0::/slice/job\n"), 700000);
+  // A tighter level below wins.
+  write_text(root.path() / "slice/job/memory.max", "60000\n");
+  EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), "0::/slice/job\n"), 10000);
+  EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), "0::/elsewhere\n"), -1);
+}
+
+// cgroup v1: the memory controller's own line and hierarchy; a limit near 2^63 is none.
+TEST(MemoryGuard, ACgroupV1MemoryLimitBindsTheProcess) {
+  const test_support::TempDir root;
+  write_text(root.path() / "memory/memory.limit_in_bytes", "9223372036854771712\n");
+  write_text(root.path() / "memory/box/memory.limit_in_bytes", "2000000\n");
+  write_text(root.path() / "memory/box/memory.usage_in_bytes", "500000\n");
+  write_text(root.path() / "memory/box/memory.stat", "cache 0\ntotal_inactive_file 20000\n");
+  write_text(root.path() / "memory/box/run/memory.limit_in_bytes", "9223372036854771712\n");
+  const std::string membership = "5:cpu,cpuacct:/box\n4:memory:/box/run\n0::/\n";
+  EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), membership), 1520000);
+  EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), "4:memory:/\n"), -1);
+  EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), "garbage\n4:memory:/../x\n"), -1);
+}
+
+// Under a limit 300 MB above the address space the process holds and the BLAS buffers its
+// threads may map: 0 when the figure is that room, named as the limit (run in a child: the
+// limit cannot be lifted again).
+int available_under_an_address_space_limit() {
+  const double room = 300e6,
+               buffers = 128.0 * 1024 * 1024 * std::max(1u, std::thread::hardware_concurrency());
+  const auto bound = rlim_t(double(address_space_bytes()) + buffers + room);
+  const rlimit limit{bound, bound};
+  if (::setrlimit(RLIMIT_AS, &limit) != 0) return 2;
+  const AvailableMemory a = available_memory(c10::kCPU);
+  return a.source == "ulimit -v" && a.bytes > 0.9 * room && a.bytes <= room ? 0 : 1;
+}
+
+TEST(MemoryGuard, AnAddressSpaceLimitIsWhatIsAvailable) {
+  EXPECT_EXIT(std::exit(available_under_an_address_space_limit()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(CheckpointPeek, ReadsTheConfigsWithoutLoadingTheWeights) {

@@ -17,10 +17,12 @@ model=(--model translution --preset A --image 84 --patch 12 --depth 1 --train-sa
 check "a checkpoint to keep" test -s "$work/kept.ckpt"
 
 # probe KB: trains into a copy of kept.ckpt under `ulimit -v KB`; sets status and outcome
-# (saved, save-failed: out of memory while saving, failed: anything else).
+# (saved, save-failed: out of memory while saving, failed: anything else). --force: the memory
+# check counts the limit and would refuse the run before it starts (checked at the end).
 probe() {
   cp "$work/kept.ckpt" "$work/probe.ckpt"
-  (ulimit -v "$1" && exec "$cli" train "${model[@]}" --seed 5 --out "$work/probe.ckpt") >/dev/null 2>"$work/err"
+  (ulimit -v "$1" && exec "$cli" train "${model[@]}" --seed 5 --force --out "$work/probe.ckpt") \
+    >/dev/null 2>"$work/err"
   status=$?
   if [ "$status" -eq 0 ]; then outcome=saved
   elif grep -q "^error: out of memory while saving" "$work/err"; then outcome=save-failed
@@ -51,6 +53,14 @@ if [ -n "$found" ]; then
   check "and reads as a checkpoint" bash -c "'$cli' checkpoint info '$work/probe.ckpt' >/dev/null"
   check "no temporary file is left beside it" test "$(ls "$work" | grep -c probe)" -eq 1
 fi
+
+
+# Without --force the run is refused before it starts, in one line that names the limit.
+(ulimit -v "${found:-1000000}" && exec "$cli" train "${model[@]}" --out "$work/refused.ckpt") >/dev/null 2>"$work/err"
+sed 's/^/  /' "$work/err"
+check "without --force, the memory check refuses the run under the limit" \
+  grep -q "^error: training .* is available (ulimit -v): .*--force" "$work/err"
+check "and writes nothing" test ! -e "$work/refused.ckpt"
 
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]
