@@ -87,7 +87,7 @@ void MainWindow::buildPanels(const EngineOptions& engine, const QString& data_di
   // One map per layer: deep models scroll within the tab.
   tabs_->addTab(scrolling_page(offsets_, this), tr("Offset weights"));
   // The form and both plots scroll on a screen too small for them (1024 x 600).
-  tabs_->addTab(scrolling_page(training_, this), tr("Training"));
+  tabs_->addTab(training_, tr("Training"));  // it scrolls its own page, keeping Start in view
   tabs_->addTab(robustness_, tr("Robustness"));
   tabs_->addTab(attribution_, tr("Attribution"));
   splitter_ = new QSplitter(this);

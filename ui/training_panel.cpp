@@ -7,6 +7,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -31,6 +32,7 @@
 #include "plot_export.h"
 #include "plot_legend.h"
 #include "reflow_layout.h"
+#include "scrolling_page.h"
 #include "util/device.h"
 #include "util/error.h"
 #include "util/output_path.h"
@@ -89,9 +91,46 @@ TrainingPanel::TrainingPanel(const EngineOptions& engine, QString data_dir, cons
   auto* plots = new QHBoxLayout;
   plots->addWidget(loss_plot_, 1);
   plots->addWidget(accuracy_plot_, 1);
-  static_cast<QVBoxLayout*>(layout())->addLayout(plots, 1);
+  static_cast<QVBoxLayout*>(page_->layout())->addLayout(plots, 1);
+  page_->installEventFilter(this);
+  controls_->installEventFilter(this);
   updateButtons();
   setTabChain();
+}
+
+void TrainingPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  placeControls();
+}
+
+bool TrainingPanel::eventFilter(QObject* watched, QEvent* event) {
+  // The form's rows or the status line changed their height: the page may no longer fit.
+  if (event->type() == QEvent::LayoutRequest) placeControls();
+  return QWidget::eventFilter(watched, event);
+}
+
+// The run's controls sit between the form and the curves where the whole page fits the
+// panel, and are pinned beneath the scrolling page where it does not (a small screen stacks
+// the form into one column), so that Start never scrolls out of view. The choice follows
+// from the panel's size alone: moving the controls cannot change it back.
+void TrainingPanel::placeControls() {
+  auto* page = static_cast<QVBoxLayout*>(page_->layout());
+  const QMargins m = page->contentsMargins();
+  const int width = this->width() - m.left() - m.right(), gap = page->spacing();
+  const int whole_page = m.top() + form_->heightForWidth(width) + gap +
+                         controls_->layout()->totalHeightForWidth(width) + gap + loss_plot_->minimumHeight() +
+                         m.bottom();
+  const bool pinned = whole_page > height();
+  if (pinned == (controls_->parentWidget() == this)) return;
+  if (pinned) {
+    page->removeWidget(controls_);
+    controls_->setContentsMargins(m.left(), gap, m.right(), m.bottom());
+    static_cast<QVBoxLayout*>(layout())->addWidget(controls_);
+  } else {
+    layout()->removeWidget(controls_);
+    controls_->setContentsMargins(0, 0, 0, 0);
+    page->insertWidget(1, controls_);
+  }
 }
 
 // Tab visits the form as it reads (the model's column, then the run's), then the buttons left to right.
@@ -130,8 +169,15 @@ void TrainingPanel::setTabChain() {
 TrainingPanel::~TrainingPanel() = default;
 
 void TrainingPanel::buildForm() {
-  auto* layout = new QVBoxLayout(this);
+  // The page (form, controls, curves) scrolls; the controls may leave it (placeControls).
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->setSpacing(0);
+  page_ = new QWidget(this);
+  auto* layout = new QVBoxLayout(page_);
+  outer->addWidget(scrolling_page(page_, this), 1);
   auto* box = new QGroupBox(tr("Run"), this);
+  form_ = box;
   // The model's column beside the run's where the page is wide enough, else above it.
   auto* columns = new ReflowLayout(2);
   columns->addLayout(buildModelFields());
@@ -147,7 +193,7 @@ void TrainingPanel::buildForm() {
   for (QAbstractSpinBox* w : box->findChildren<QAbstractSpinBox*>()) w->setFixedHeight(row);
   for (QCheckBox* w : box->findChildren<QCheckBox*>()) w->setMinimumHeight(row);
   layout->addWidget(box);
-  buildButtons(layout);
+  layout->addWidget(buildControls());
   connectForm();
 }
 
@@ -341,7 +387,10 @@ QFormLayout* TrainingPanel::buildRunFields() {
 
 // Start, pause, stop, save, resume and export, the progress bar and the status line.
 // The run's controls and what to do with its model wrap into two rows on a narrow page.
-void TrainingPanel::buildButtons(QVBoxLayout* layout) {
+QWidget* TrainingPanel::buildControls() {
+  controls_ = new QWidget(this);
+  auto* layout = new QVBoxLayout(controls_);
+  layout->setContentsMargins(0, 0, 0, 0);
   auto* controls = new QHBoxLayout;
   auto* results = new QHBoxLayout;
   start_ = new QPushButton(tr("Start"), this);
@@ -378,6 +427,7 @@ void TrainingPanel::buildButtons(QVBoxLayout* layout) {
   status_->setWordWrap(true);  // a refusal's reasons are long: they wrap instead of widening the window
   layout->addWidget(progress_);
   layout->addWidget(status_);
+  return controls_;
 }
 
 void TrainingPanel::connectForm() {

@@ -70,6 +70,7 @@ class TrainingPanel : public QWidget {
   QString exportCurvesTo(const QString& path);
   // The button that sends the latest run's model to a slot: its menu holds one action per slot.
   QToolButton* sendButton() const { return send_; }
+  QPushButton* startButton() const { return start_; }
 
  Q_SIGNALS:
   void runFinished(int event);
@@ -84,7 +85,10 @@ class TrainingPanel : public QWidget {
   QHBoxLayout* buildLorFields();
   QHBoxLayout* buildHybridFields();
   QFormLayout* buildRunFields();
-  void buildButtons(QVBoxLayout* layout);
+  QWidget* buildControls();
+  void placeControls();
+  void resizeEvent(QResizeEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
   void connectForm();
   void addRun(TrainingRun* run);
   void onProgress(const TrainProgress& p);
@@ -122,6 +126,9 @@ class TrainingPanel : public QWidget {
   QLabel* status_;
   QLabel* memory_ = nullptr;  // the form's estimate: "needs ~2.9 GB of 21.3 GB available"
   QCustomPlot *loss_plot_, *accuracy_plot_;
+  QWidget* page_ = nullptr;      // the form, the controls where they fit, and the curves; it scrolls
+  QWidget* form_ = nullptr;      // the "Run" box
+  QWidget* controls_ = nullptr;  // buttons, progress and status: on the page, or pinned beneath it
 };
 
 }  // namespace translution::ui

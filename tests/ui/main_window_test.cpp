@@ -10,6 +10,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QVBoxLayout>
@@ -222,9 +223,10 @@ class MainWindowTest : public QObject {
 
   // A page wider than its tab scrolls, so the window still fits, but sideways.
   void theLayoutAuditCatchesAPageThatScrollsSideways() {
-    auto* sideways = new QPushButton("wider than the page", window->training());
+    QWidget* page = window->training()->findChild<QScrollArea*>()->widget();  // the form and curves
+    auto* sideways = new QPushButton("wider than the page", page);
     sideways->setMinimumWidth(1500);
-    window->training()->layout()->addWidget(sideways);
+    page->layout()->addWidget(sideways);
     const LayoutAuditResult scrolling = audit_layout(window, window->tabs(), QSize(1280, 800));
     QString found;
     for (const LayoutOffender& o : scrolling.offenders) found += describe(o) + "\n";

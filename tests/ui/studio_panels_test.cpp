@@ -384,6 +384,27 @@ class StudioPanelsTest : public QObject {
     settle();
   }
 
+  // Start stays in view: between the form and the curves where the page fits, pinned beneath
+  // the scrolling page where a small screen stacks the form into one column.
+  void theTrainingControlsStayInViewOnASmallScreen() {
+    TrainingPanel* panel = window->training();
+    window->tabs()->setCurrentWidget(panel);
+    QPushButton* start = panel->startButton();
+    const auto bottom_in_panel = [&] { return start->mapTo(panel, QPoint(0, start->height())).y(); };
+    window->resize(1280, 800);
+    settle();
+    QVERIFY(start->isVisible());
+    QVERIFY(bottom_in_panel() < panel->lossPlot()->mapTo(panel, QPoint()).y());
+    window->resize(1024, 600);
+    settle();
+    QVERIFY(start->isVisible());
+    QVERIFY2(bottom_in_panel() <= panel->height(),
+             qPrintable(QString("Start ends at %1 of %2 px").arg(bottom_in_panel()).arg(panel->height())));
+    window->resize(1280, 800);
+    settle();
+    QVERIFY(bottom_in_panel() < panel->lossPlot()->mapTo(panel, QPoint()).y());
+  }
+
   void shiftMetricsFillTheTableAndTheLayerPlotForEverySlot() {
     RobustnessPanel* robustness = window->robustness();
     ShiftMetricsPanel* panel = robustness->shiftMetrics();
