@@ -183,7 +183,10 @@ void AttributionPanel::buildPlot() {
   scale_->setDataRange(QCPRange(-1, 1));
   map_->setColorScale(scale_);
   plot_->plotLayout()->addElement(0, 1, scale_);
-  connect(plot_, &QCustomPlot::afterLayout, this, [rect] { fit_square_cells(rect); });
+  connect(plot_, &QCustomPlot::afterLayout, this, [this, rect] {
+    fit_square_cells(rect);
+    place_scale_beside(scale_, rect);  // the bar spans the map, not the plot's height
+  });
 }
 
 AttributionPanel::~AttributionPanel() {

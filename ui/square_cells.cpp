@@ -1,5 +1,6 @@
 #include "square_cells.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace translution::ui {
@@ -58,6 +59,16 @@ void place_scale_beneath(QCPColorScale* scale, const QCPAxisRect* rect) {
   const int top = rect->outerRect().bottom() + 1;
   scale->setOuterRect(QRect(outer.left() + (data.left() - bar.left()), top,
                             outer.width() + (data.width() - bar.width()), outer.height()));
+  scale->update(QCPLayoutElement::upLayout);
+}
+
+void place_scale_beside(QCPColorScale* scale, const QCPAxisRect* rect) {
+  const QRect bar = scale->axis()->axisRect()->rect(), data = rect->rect(), outer = scale->outerRect();
+  if (bar.height() <= 0) return;
+  // Shift and stretch the scale by what separates its bar from the data area's top and bottom.
+  const int left = std::min(outer.left(), rect->outerRect().right() + 1);
+  scale->setOuterRect(QRect(left, outer.top() + (data.top() - bar.top()), outer.width(),
+                            outer.height() + (data.height() - bar.height())));
   scale->update(QCPLayoutElement::upLayout);
 }
 

@@ -117,6 +117,24 @@ class AttributionPanelTest : public QObject {
     QVERIFY(canvas->overlay().isNull());
   }
 
+  // The colour bar stands beside the square map, as tall as it and level with it.
+  void theColourBarSpansTheMap() {
+    panel->setCanvas(stroke(0));
+    waitIdle();
+    panel->plot()->replot();
+    const QRect map = panel->colourMap()->keyAxis()->axisRect()->rect();
+    const QRect bar = panel->colourScale()->axis()->axisRect()->rect();
+    QVERIFY(std::abs(map.width() - map.height()) <= 1);
+    QVERIFY2(std::abs(bar.top() - map.top()) <= 1 && std::abs(bar.bottom() - map.bottom()) <= 1,
+             qPrintable(QString("bar %1..%2, map %3..%4")
+                            .arg(bar.top())
+                            .arg(bar.bottom())
+                            .arg(map.top())
+                            .arg(map.bottom())));
+    QVERIFY(bar.left() > map.right());
+    QVERIFY(bar.left() - map.right() < 60);
+  }
+
   void occlusionUsesThePatchAndNeedsNoSteps() {
     box("attributionMethod")->setCurrentIndex(1);
     QVERIFY(!panel->findChild<QSpinBox*>("attributionSteps")->isEnabled());
