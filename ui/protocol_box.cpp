@@ -92,9 +92,15 @@ ProtocolBox::ProtocolBox(const EngineOptions& engine, QString data_dir, QWidget*
       table_(new ProtocolTable(this)),
       runner_(new ExperimentRunner(engine_, data_dir_, this)) {
   auto* layout = new QVBoxLayout(this);
-  table_->setMaximumHeight(190);  // six rows: the rest of the height is the controls'
-  layout->addWidget(table_, 1);
+  // As tall as its rows, up to six (then it scrolls), the controls right beneath: a frame
+  // stretched past its rows reads as results missing and pushes the controls below the fold.
+  table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+  table_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Maximum);
+  table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // the model column gives way
+  table_->setMaximumHeight(190);
+  layout->addWidget(table_);
   buildControls(layout);
+  layout->addStretch(1);
   connect(runner_, &ExperimentRunner::progress, this, [this](double fraction, const QString& what) {
     progress_->setRange(0, 1000);
     progress_->setValue(int(1000 * fraction));

@@ -33,6 +33,7 @@
 #include "offset_panel.h"
 #include "plot_legend.h"
 #include "probability_chart.h"
+#include "protocol_table.h"
 #include "robustness_panel.h"
 #include "shift_metrics_panel.h"
 #include "slot_view.h"
@@ -356,6 +357,31 @@ class StudioPanelsTest : public QObject {
     QCOMPARE(fine->keySize(), 57);
     QVERIFY(!std::isnan(fine->cell(55, 55)) && !std::isnan(fine->cell(56, 56)));  // positions 55 and 56
     QVERIFY(std::isnan(fine->cell(1, 0)));                                        // no position at 1
+  }
+
+  // The protocol table is as tall as its rows (up to six), its controls right beneath it.
+  void theProtocolTableIsAsTallAsItsRows() {
+    RobustnessPanel* panel = window->robustness();
+    ProtocolTable* table = panel->protocolTable();
+    window->tabs()->setCurrentWidget(panel);
+    window->resize(1280, 800);
+    settle();
+    const auto empty_rows_px = [&] {
+      int rows = 0;
+      for (int r = 0; r < table->rowCount(); ++r) rows += table->rowHeight(r);
+      return table->viewport()->height() - rows;
+    };
+    const int empty_table = table->height();
+    for (const char* pair : {"one", "two", "three"})
+      table->setAccuracy(pair, ProtocolTable::kStaticToStatic, 0.5);
+    settle();
+    QVERIFY(table->height() > empty_table);
+    QVERIFY2(empty_rows_px() >= 0 && empty_rows_px() < table->rowHeight(0),
+             qPrintable(QString("%1 px of empty rows").arg(empty_rows_px())));
+    for (int i = 0; i < 6; ++i)
+      table->setAccuracy(QString("more %1").arg(i), ProtocolTable::kStaticToStatic, 0.5);
+    settle();
+    QVERIFY(table->height() <= 190);  // nine rows: it scrolls
   }
 
   // On a short screen the path demo becomes the first tab beside the experiments, and goes back
