@@ -25,6 +25,16 @@
 namespace translution::ui {
 namespace {
 
+// dy ticks every `step` over a grid of `grid_h` rows of patches (none for one row: a 1-D
+// layout has no dy), and "CLS" at the CLS matrices' row, two cells beneath the grid.
+QSharedPointer<QCPAxisTickerText> offset_ticks_and_cls(int grid_h, int step) {
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  const int last = grid_h - 1, first = -(last / step) * step;
+  for (int dy = first; grid_h > 1 && dy <= last; dy += step) ticker->addTick(dy, QString::number(dy));
+  ticker->addTick(grid_h + 1, QObject::tr("CLS"));
+  return ticker;
+}
+
 QString kind_of(const std::string& model) {
   const bool baseline =
       model.rfind("attention", 0) == 0 || model == "rope" || model == "gpsa" || model.rfind("rel-", 0) == 0;
@@ -333,9 +343,10 @@ QCPColorMap* OffsetPanel::addMap(QCPAxisRect* rect, const OffsetGrid& g, const Q
   y->setRangeReversed(true);
   x->setLabel(grid_h_ == 1 ? tr("δ = i − j (patches row by row)") : tr("dx"));
   y->setLabel(grid_h_ == 1 ? QString() : tr("dy"));
-  y->setTickLabels(grid_h_ > 1);
   integer_ticks(x, grid_w_ > 4 ? 3 : 1);
-  integer_ticks(y, grid_h_ > 4 ? 3 : 1);
+  y->setTicker(offset_ticks_and_cls(grid_h_, grid_h_ > 4 ? 3 : 1));
+  // The cells cover the dy grid lines; beside the three CLS cells one would read as an axis.
+  y->grid()->setVisible(false);
   top->setVisible(true);
   top->setTicks(false);
   top->setTickLabels(false);

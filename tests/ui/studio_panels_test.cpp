@@ -628,6 +628,11 @@ class StudioPanelsTest : public QObject {
         const QRect data = map->keyAxis()->axisRect()->rect();
         QVERIFY2(std::abs(data.width() - data.height() * 13.0 / 15.0) <= 1,
                  qPrintable(QString("%1x%2").arg(data.width()).arg(data.height())));
+        // The CLS row is labelled on the dy axis, beneath the offsets' ticks.
+        const auto ticks = map->valueAxis()->ticker().dynamicCast<QCPAxisTickerText>();
+        QVERIFY(ticks);
+        QCOMPARE(ticks->ticks().value(8.0), QString("CLS"));
+        QCOMPARE(ticks->ticks().value(-6.0), QString("-6"));
       }
     }
     QCOMPARE(panel->colourScale()->label(), QString("|W[δ]| (Frobenius norm)"));
