@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,12 +21,9 @@ namespace translution {
 namespace fs = std::filesystem;
 
 namespace {
-// mkstemp makes the file private (0600); give it the permissions of the file it replaces (a
-// private file stays private, a shared one shared), or those a plain new file would get.
-std::string make_temp_name(const std::string& path) {
-  std::string pattern = path + ".tmp-XXXXXX";
-  const int fd = ::mkstemp(pattern.data());
-  if (fd < 0) throw Error(path + ": cannot create a temporary file next to it: " + std::strerror(errno));
+// The permissions a new file at `path` takes: those of the file it replaces (a private file
+// stays private, a shared one shared), or those a plain new file would get.
+void take_permissions(int fd, const std::string& path) {
   struct stat existing {};
   if (::stat(path.c_str(), &existing) == 0) {
     ::fchmod(fd, existing.st_mode & 07777);
@@ -34,8 +32,21 @@ std::string make_temp_name(const std::string& path) {
     ::umask(mask);
     ::fchmod(fd, 0666 & ~mask);
   }
-  ::close(fd);
-  return pattern;
+}
+
+// A name beside `path` that nothing holds: path.tmp-XXXXXX, as mkstemp spells it.
+std::string unused_temporary_name(const std::string& path) {
+  static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  std::random_device device;
+  std::mt19937 pick(device());
+  std::string name = path + ".tmp-XXXXXX";
+  for (size_t i = name.size() - 6; i < name.size(); ++i) name[i] = letters[pick() % (sizeof letters - 1)];
+  return name;
+}
+
+std::string folder_of(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
 }
 
 // Flushes a file's (or a directory's) data to the disk: after a crash or power
@@ -55,11 +66,10 @@ void sync_to_disk(const std::string& path, bool directory) {
 // matching only the exact name mkstemp gave them, and only regular files.
 void remove_stale_temporaries(const std::string& path) {
   const fs::path target(path);
-  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   const std::string prefix = target.filename().string() + ".tmp-";
   std::error_code ec;
   const auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(1);
-  for (const fs::directory_entry& entry : fs::directory_iterator(folder, ec)) {
+  for (const fs::directory_entry& entry : fs::directory_iterator(folder_of(path), ec)) {
     const std::string name = entry.path().filename().string();
     if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
     std::error_code entry_ec;
@@ -78,51 +88,103 @@ Error naming_path(const Error& e, const std::string& temp, const std::string& pa
   return Error(message);
 }
 
-struct Staged {
-  std::string path;                           // where the file goes (a link resolved to its target)
-  std::string temp;                           // where it is written first
-  std::unique_ptr<PendingTemporary> pending;  // removed if the process is terminated meanwhile
+// One file on its way: written first where no reader looks, then renamed into place.
+//
+// Where the filesystem allows (ext4, xfs, btrfs, tmpfs), the content goes to a file with no
+// name (O_TMPFILE) that the writer reaches as /proc/self/fd/N: a process killed meanwhile,
+// even by SIGKILL or the out-of-memory killer, leaves nothing behind. It is given a name
+// only once it is complete, for the instant before the rename. Elsewhere it is a named
+// temporary beside the destination (mkstemp), which a terminating signal removes.
+class StagedFile {
+ public:
+  explicit StagedFile(const std::string& path) : path_(checked_output_path(path)) {
+    remove_stale_temporaries(path_);
+    fd_ = ::open(folder_of(path_).c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ >= 0) {
+      written_ = "/proc/self/fd/" + std::to_string(fd_);
+      struct stat through_proc {};
+      if (::stat(written_.c_str(), &through_proc) == 0) {
+        take_permissions(fd_, path_);
+        return;
+      }
+      ::close(fd_);  // no /proc to reach it through: a named file instead
+      fd_ = -1;
+    }
+    std::string pattern = path_ + ".tmp-XXXXXX";
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0) throw Error(path_ + ": cannot create a temporary file next to it: " + std::strerror(errno));
+    take_permissions(fd, path_);
+    ::close(fd);
+    name(pattern);
+    written_ = pattern;
+  }
+  ~StagedFile() {
+    if (!temp_.empty()) std::remove(temp_.c_str());
+    if (fd_ >= 0) ::close(fd_);
+  }
+  StagedFile(const StagedFile&) = delete;
+  StagedFile& operator=(const StagedFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::string& written() const { return written_; }  // what the writer writes to
+
+  // Flushes the complete file to the disk and, if it has none, gives it a name beside the
+  // destination, ready to be renamed.
+  void complete() {
+    if (fd_ < 0) return sync_to_disk(written_, false);
+    if (::fsync(fd_) != 0) throw Error(path_ + ": cannot flush to disk: " + std::strerror(errno));
+    for (int attempt = 0;; ++attempt) {
+      const std::string temp = unused_temporary_name(path_);
+      name(temp);
+      if (::linkat(AT_FDCWD, written_.c_str(), AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) == 0) break;
+      const int error = errno;
+      temp_.clear();
+      pending_.reset();
+      if (error != EEXIST || attempt == 100)
+        throw Error(path_ + ": cannot name the finished temporary file: " + std::strerror(error));
+    }
+    ::close(fd_);
+    fd_ = -1;
+  }
+  // Renames the completed file over the destination.
+  void install() {
+    if (std::rename(temp_.c_str(), path_.c_str()) != 0)
+      throw Error(path_ + ": cannot rename temporary file into place: " + std::strerror(errno));
+    temp_.clear();
+    pending_.reset();
+  }
+
+ private:
+  void name(const std::string& temp) {
+    temp_ = temp;
+    pending_ = std::make_unique<PendingTemporary>(temp);  // a terminating signal removes it
+  }
+
+  std::string path_;     // where the file goes (a link resolved to its target)
+  std::string written_;  // /proc/self/fd/N of the unnamed file, or the named temporary
+  std::string temp_;     // its name beside the destination while it has one; removed unless installed
+  int fd_ = -1;          // the unnamed file, open until it is named
+  std::unique_ptr<PendingTemporary> pending_;
 };
 
 }  // namespace
 
 void write_files_atomically(const std::vector<AtomicWrite>& files) {
-  std::vector<Staged> staged;
+  std::vector<std::unique_ptr<StagedFile>> staged;
   staged.reserve(files.size());
-  const auto remove_temporaries = [&] {
-    for (const Staged& s : staged) std::remove(s.temp.c_str());
-  };
-  try {
-    for (const AtomicWrite& f : files) {
-      const std::string path = checked_output_path(f.path);  // a link's target; never a device or folder
-      remove_stale_temporaries(path);
-      const std::string temp = make_temp_name(path);
-      staged.push_back({path, temp, std::make_unique<PendingTemporary>(temp)});
+  for (const AtomicWrite& f : files) staged.push_back(std::make_unique<StagedFile>(f.path));
+  for (size_t i = 0; i < files.size(); ++i) {
+    try {
+      files[i].write(staged[i]->written());
+    } catch (const Error& e) {
+      throw naming_path(e, staged[i]->written(), staged[i]->path());
     }
-    for (size_t i = 0; i < files.size(); ++i) {
-      try {
-        files[i].write(staged[i].temp);
-      } catch (const Error& e) {
-        throw naming_path(e, staged[i].temp, staged[i].path);
-      }
-      sync_to_disk(staged[i].temp, false);
-    }
-  } catch (...) {
-    remove_temporaries();
-    throw;
+    staged[i]->complete();
   }
   // Every file is complete on disk: renames take no space and, within a folder, do not fail
   // for want of it; a file already renamed stays when a later one cannot be.
-  for (size_t i = 0; i < staged.size(); ++i) {
-    if (std::rename(staged[i].temp.c_str(), staged[i].path.c_str()) == 0) continue;
-    const Error failed(staged[i].path + ": cannot rename temporary file into place: " + std::strerror(errno));
-    for (size_t j = i; j < staged.size(); ++j) std::remove(staged[j].temp.c_str());
-    throw failed;
-  }
-  for (const Staged& s : staged) {
-    const fs::path parent = fs::path(s.path).parent_path();
-    sync_to_disk(parent.empty() ? "." : parent.string(), true);
-  }
+  for (const auto& s : staged) s->install();
+  for (const auto& s : staged) sync_to_disk(folder_of(s->path()), true);
 }
 
 void write_file_atomically(const std::string& path, const std::function<void(const std::string&)>& write) {

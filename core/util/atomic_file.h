@@ -1,16 +1,19 @@
 #pragma once
 // Writes a file so that readers only ever see the old file or the complete new
-// one: content goes to a temporary name in the same directory, is flushed to the
-// disk (fsync), then renamed into place, and the directory is flushed too, as
-// SQLite and Qt's QSaveFile do: a crash never leaves a truncated or missing file,
-// and a terminating signal meanwhile removes the temporary (util/pending_temporary.h).
+// one: content goes to a temporary in the same directory, is flushed to the disk
+// (fsync), then renamed into place, and the directory is flushed too, as SQLite
+// and Qt's QSaveFile do: a crash never leaves a truncated or missing file. The
+// temporary has no name while it is written where the filesystem allows
+// (O_TMPFILE), so a killed write leaves nothing; a named one is removed by a
+// terminating signal (util/pending_temporary.h).
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace translution {
 
-// `write` receives the temporary path and must fully write it (or throw). On any
+// `write` receives the temporary's path (/proc/self/fd/N for an unnamed one: open,
+// reopen or reread it by that path) and must fully write it (or throw). On any
 // exception the temporary file is removed and the exception propagates.
 void write_file_atomically(const std::string& path,
                            const std::function<void(const std::string& temp_path)>& write);

@@ -1,10 +1,11 @@
 #pragma once
 // A temporary file that a terminating signal removes. The atomic writer
-// (util/atomic_file.h) writes each file beside its destination first; a run
-// stopped by a signal (a job scheduler's SIGTERM, a closed terminal's SIGHUP,
-// Ctrl-C's SIGINT, Ctrl-\'s SIGQUIT, a closed pipe's SIGPIPE) would leave that
-// partial file behind until a later write of the same file
-// an hour on. While a PendingTemporary lives, the signal unlinks its path and
+// (util/atomic_file.h) names a file beside its destination for the instant
+// between completing it and renaming it, and for the whole write where the
+// filesystem has no unnamed files; a run stopped by a signal then (a job
+// scheduler's SIGTERM, a closed terminal's SIGHUP, Ctrl-C's SIGINT, Ctrl-\'s
+// SIGQUIT, a closed pipe's SIGPIPE) would leave that file behind until a later
+// write of the same file an hour on. While a PendingTemporary lives, the signal unlinks its path and
 // the process then ends by the signal's default action, as it would have: the
 // exit status and what stands at the destination are unchanged.
 //

@@ -168,5 +168,38 @@ TEST(OutputPath, TerminationMidWriteLeavesNoTemporary) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
 }
 
+// SIGKILL (the out-of-memory killer) cannot be caught: the file being written has no name
+// until it is complete, so even then nothing is left beside the destination.
+TEST(OutputPath, AKilledWriteLeavesNothingBehind) {
+  TempDir dir;
+  std::ofstream(dir.file("x.ckpt")) << "old";
+  EXPECT_EXIT(write_file_atomically(dir.file("x.ckpt"),
+                                    [](const std::string& temp) {
+                                      std::ofstream(temp) << "partial";
+                                      std::raise(SIGKILL);
+                                    }),
+              ::testing::KilledBySignal(SIGKILL), "");
+  EXPECT_EQ(contents(dir.file("x.ckpt")), "old");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
+// The writer may reopen and reread what it wrote, as a path; the file keeps its content,
+// the permissions of the one it replaces, and copies arrive whole.
+TEST(OutputPath, AWriterReachesItsFileByPath) {
+  TempDir dir;
+  std::ofstream(dir.file("source")) << "copied";
+  ::chmod(dir.file("source").c_str(), 0640);
+  write_file_atomically(dir.file("x.ckpt"), [](const std::string& temp) {
+    std::ofstream(temp) << "first";
+    std::ofstream(temp, std::ios::app) << ", second";
+    EXPECT_EQ(contents(temp), "first, second");
+    EXPECT_EQ(std::filesystem::file_size(temp), 13u);
+  });
+  EXPECT_EQ(contents(dir.file("x.ckpt")), "first, second");
+  install_file_atomically(dir.file("source"), dir.file("copy"));
+  EXPECT_EQ(contents(dir.file("copy")), "copied");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 3);
+}
+
 }  // namespace
 }  // namespace translution
