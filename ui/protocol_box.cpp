@@ -92,11 +92,12 @@ ProtocolBox::ProtocolBox(const EngineOptions& engine, QString data_dir, QWidget*
       table_(new ProtocolTable(this)),
       runner_(new ExperimentRunner(engine_, data_dir_, this)) {
   auto* layout = new QVBoxLayout(this);
-  // As tall as its rows, up to six (then it scrolls), the controls right beneath: a frame
+  // As tall as its rows, up to five (then it scrolls), the controls right beneath: a frame
   // stretched past its rows reads as results missing and pushes the controls below the fold.
   table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
   table_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Maximum);
-  table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // the model column gives way
+  // The model column gives way (its names elide) before the accuracies need a scroll bar.
+  table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   table_->setMaximumHeight(190);
   layout->addWidget(table_);
   buildControls(layout);

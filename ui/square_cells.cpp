@@ -64,11 +64,16 @@ void place_scale_beneath(QCPColorScale* scale, const QCPAxisRect* rect) {
 
 void place_scale_beside(QCPColorScale* scale, const QCPAxisRect* rect) {
   const QRect bar = scale->axis()->axisRect()->rect(), data = rect->rect(), outer = scale->outerRect();
-  if (bar.height() <= 0) return;
-  // Shift and stretch the scale by what separates its bar from the data area's top and bottom.
+  if (bar.height() <= 0 || data.height() <= 0) return;
+  // As tall as the data area, but never shorter than its label reads along it (a small map's
+  // bar keeps its label whole), nor taller than the layout made it; centred on the data area.
+  const int label = QFontMetrics(scale->axis()->labelFont()).horizontalAdvance(scale->label());
+  const int height = std::min(bar.height(), std::max(data.height(), label));
+  const int top = data.center().y() - height / 2;
   const int left = std::min(outer.left(), rect->outerRect().right() + 1);
-  scale->setOuterRect(QRect(left, outer.top() + (data.top() - bar.top()), outer.width(),
-                            outer.height() + (data.height() - bar.height())));
+  // Shift and stretch the scale by what separates its bar from that span.
+  scale->setOuterRect(
+      QRect(left, outer.top() + (top - bar.top()), outer.width(), outer.height() + (height - bar.height())));
   scale->update(QCPLayoutElement::upLayout);
 }
 

@@ -22,8 +22,9 @@ void fit_square_cells(QCPAxisRect* rect, Qt::Alignment align = Qt::AlignCenter);
 // and just below its outer rect (the axis labels). Call after fit_square_cells.
 void place_scale_beneath(QCPColorScale* scale, const QCPAxisRect* rect);
 
-// Stands a vertical colour scale's bar beside `rect`'s data area: as tall as it, level with it,
-// and moved left up to its outer rect where fit_square_cells left a gap. Call after that.
+// Stands a vertical colour scale's bar beside `rect`'s data area: as tall as it (or as its
+// label, if longer), level with it, and moved left up to its outer rect where
+// fit_square_cells left a gap. Call after that.
 void place_scale_beside(QCPColorScale* scale, const QCPAxisRect* rect);
 
 // Integer ticks every `step` units (offsets and pixel positions are whole numbers).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -117,11 +118,15 @@ void TrainingPanel::placeControls() {
   auto* page = static_cast<QVBoxLayout*>(page_->layout());
   const QMargins m = page->contentsMargins();
   const int width = this->width() - m.left() - m.right(), gap = page->spacing();
+  // The controls' own layout, without the margins they take only when pinned.
   const int whole_page = m.top() + form_->heightForWidth(width) + gap +
-                         controls_->layout()->totalHeightForWidth(width) + gap + loss_plot_->minimumHeight() +
+                         controls_->layout()->heightForWidth(width) + gap + loss_plot_->minimumHeight() +
                          m.bottom();
   const bool pinned = whole_page > height();
   if (pinned == (controls_->parentWidget() == this)) return;
+  // Moving a widget to another parent hides it and takes the focus from inside it.
+  QWidget* focused =
+      controls_->isAncestorOf(QApplication::focusWidget()) ? QApplication::focusWidget() : nullptr;
   if (pinned) {
     page->removeWidget(controls_);
     controls_->setContentsMargins(m.left(), gap, m.right(), m.bottom());
@@ -131,6 +136,8 @@ void TrainingPanel::placeControls() {
     controls_->setContentsMargins(0, 0, 0, 0);
     page->insertWidget(1, controls_);
   }
+  controls_->show();
+  if (focused) focused->setFocus();
 }
 
 // Tab visits the form as it reads (the model's column, then the run's), then the buttons left to right.

@@ -44,8 +44,7 @@ const CLI::App* chosen(const CLI::App& app) {
   return at;
 }
 
-// What the command that ran out of memory can do about it, by the flags it has. Allocates
-// nothing: the flag names fit std::string's inline buffer.
+// What a command that runs out of memory can do about it, by the flags it has.
 const char* memory_remedy(const CLI::App& command) {
   if (command.get_option_no_throw("--recompute") != nullptr)
     return "a smaller --batch or model, or --recompute, needs less\n";
@@ -62,26 +61,29 @@ int main(int argc, char** argv) {
   CLI::App app("translution: the headless command line over the engine", "translution");
   translution::cli::Runners runners;
   add_commands(app, runners);
+  // What an out-of-memory message names, worked out once the words are parsed: when it is
+  // printed, memory may still be short, and nothing may be allocated.
+  std::string command_name;
+  const char* remedy = memory_remedy(app);
   try {
     if (const auto status = translution::cli::help_or_unknown(app, words)) return *status;
     std::reverse(words.begin(), words.end());  // CLI11 takes the words last first
     app.parse(words);
+    const CLI::App* command = chosen(app);
+    if (command != &app) command_name = " " + command->get_name();
+    remedy = memory_remedy(*command);
     translution::keep_freed_memory();
     // Each command builds its own options from its flags and hands them to its runs.
     translution::start_process(translution::ProcessModels::OneAtATime);
-    return runners.at(chosen(app))();
+    return runners.at(command)();
   } catch (const CLI::ParseError& e) {  // a bad command line: what CLI11 found, one line
     std::cerr << "error: " << translution::cli::one_line(e, false) << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
-    // Written without allocating: memory may still be short.
     std::fputs("error: out of memory while running translution", stderr);
-    if (const CLI::App* command = chosen(app); command != &app) {
-      std::fputs(" ", stderr);
-      std::fputs(command->get_name().c_str(), stderr);
-    }
+    std::fputs(command_name.c_str(), stderr);
     std::fputs(": it needs more than this machine (or its limits, ulimit -v) let it have; ", stderr);
-    std::fputs(memory_remedy(*chosen(app)), stderr);
+    std::fputs(remedy, stderr);
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << translution::cli::one_line(e, verbose) << "\n";

@@ -197,7 +197,10 @@ MemoryCheck check_memory(const MemoryPlan& p, const c10::Device& device) {
   check.summary = "needs ~" + format_bytes(check.needed);
   if (check.available.bytes < 0) return check;
   check.summary += " of " + format_bytes(check.available.bytes) + " available";
-  check.fits = check.needed <= check.available.bytes;
+  // An address-space limit binds each rank's process alone: the largest, rank 0, must fit it.
+  const double binding =
+      check.available.per_process ? rank_bytes(check.estimate, p, where, true) : check.needed;
+  check.fits = binding <= check.available.bytes;
   if (check.fits) return check;
   check.refusal = describe(p, device) + " needs ~" + format_bytes(check.needed) + " (" +
                   parts(check.estimate, p, check.saving) + ") but " + format_bytes(check.available.bytes) +

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include <sched.h>
 #include <sys/resource.h>
 
 #ifdef TRANSLUTION_WITH_CUDA
@@ -66,20 +67,32 @@ double number_in(const std::string& file) {
 // The least of two headrooms, -1 standing for none.
 double least(double a, double b) { return a < 0 ? b : b < 0 ? a : std::min(a, b); }
 
-// What one cgroup still allows: its limit less what it uses, the inactive file cache in that
-// use being reclaimable. -1 where it sets no limit. cgroup v1 says "none" with a limit near 2^63.
+// What one cgroup still allows: its limit less what it uses, the file cache in that use
+// (active and inactive, as MemAvailable counts it) being reclaimable. -1 where it sets no
+// limit. cgroup v1 says "none" with a limit near 2^63.
 double cgroup_level_headroom(const std::string& dir, bool v1) {
   const double limit = number_in(dir + (v1 ? "/memory.limit_in_bytes" : "/memory.max"));
   if (limit < 0 || limit >= 0x1p62) return -1;
   const double usage = number_in(dir + (v1 ? "/memory.usage_in_bytes" : "/memory.current"));
-  const double cache = keyed_number(dir + "/memory.stat", v1 ? "total_inactive_file" : "inactive_file");
-  return std::max(0.0, limit - std::max(0.0, usage - std::max(0.0, cache)));
+  const std::string stat = dir + "/memory.stat", prefix = v1 ? "total_" : "";
+  const double cache = std::max(0.0, keyed_number(stat, prefix + "active_file")) +
+                       std::max(0.0, keyed_number(stat, prefix + "inactive_file"));
+  return std::max(0.0, limit - std::max(0.0, usage - cache));
 }
 
 // Address space libraries take beyond what they touch, which the estimates (resident memory)
 // leave out: OpenBLAS maps a 128 MiB work buffer for each thread that calls it, and waits
-// forever, not failing, when it cannot.
+// forever, not failing, when it cannot. (In a process that has run already, some may be
+// mapped, and so counted twice: the check errs towards refusing, which --force overrides.)
 constexpr double kBlasBufferBytes = 128.0 * 1024 * 1024;
+
+// The cores this process may run on (taskset, a cpuset), each a thread that may call BLAS.
+int usable_cores() {
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  if (::sched_getaffinity(0, sizeof cores, &cores) == 0 && CPU_COUNT(&cores) > 0) return CPU_COUNT(&cores);
+  return int(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 // The process's address-space limit (ulimit -v) less the address space it holds and, for a
 // run that multiplies matrices, its BLAS buffers; -1 where there is no limit.
@@ -87,22 +100,45 @@ double address_space_headroom(bool computes) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return -1;
   const double held = double(std::max<int64_t>(0, address_space_bytes()));
-  const double buffers = computes ? kBlasBufferBytes * std::max(1u, std::thread::hardware_concurrency()) : 0;
+  const double buffers = computes ? kBlasBufferBytes * usable_cores() : 0;
   return std::max(0.0, double(limit.rlim_cur) - held - buffers);
 }
+
+#ifdef TRANSLUTION_WITH_CUDA
+double cuda_free_bytes(const c10::Device& device) {
+  const c10::DeviceIndex index = device.has_index() ? device.index() : c10::DeviceIndex(0);
+  const c10::cuda::CUDAGuard guard(index);
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    (void)cudaGetLastError();  // clears the error, which LibTorch's next call would otherwise report
+    return -1;
+  }
+  // What LibTorch's allocator holds but does not use is free to this process too.
+  // Its statistics exist once it has allocated on the device: before, LibTorch 2
+  // throws ("Invalid device argument 0: did you call init?"), and nothing is held.
+  double cached = 0;
+  try {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+    // Element 0 is the aggregate in every version (util/device.cpp says the same).
+    cached = double(stats.reserved_bytes.front().current - stats.allocated_bytes.front().current);
+  } catch (const std::exception&) {
+  }
+  return double(free) + cached;
+}
+#endif
 
 // The tightest of what the machine has free, what the process's cgroups allow and its
 // address-space limit, named by where it came from.
 AvailableMemory cpu_available_memory(bool computes) {
   AvailableMemory a{keyed_number("/proc/meminfo", "MemAvailable:", 1024), "MemAvailable"};
-  const auto tighter = [&](double bytes, const char* source) {
-    if (bytes >= 0 && (a.bytes < 0 || bytes < a.bytes)) a = {bytes, source};
+  const auto tighter = [&](double bytes, const char* source, bool per_process = false) {
+    if (bytes >= 0 && (a.bytes < 0 || bytes < a.bytes)) a = {bytes, source, per_process};
   };
   std::ifstream membership_file("/proc/self/cgroup");
   std::stringstream membership;
   membership << membership_file.rdbuf();
   tighter(cgroup_headroom_bytes("/sys/fs/cgroup", membership.str()), "the cgroup's memory limit");
-  tighter(address_space_headroom(computes), "ulimit -v");
+  tighter(address_space_headroom(computes), "ulimit -v", true);
   return a;
 }
 

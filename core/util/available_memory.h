@@ -10,6 +10,8 @@ namespace translution {
 struct AvailableMemory {
   double bytes = -1;   // -1: not known here (nothing is refused then)
   std::string source;  // where the figure came from, for messages
+  // The figure bounds each process alone (ulimit -v), not the sum of a run's processes.
+  bool per_process = false;
 };
 
 // CPU: the least of Linux's MemAvailable (/proc/meminfo: free memory plus what the

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <thread>
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 #include "temp_dir.h"
@@ -203,16 +203,17 @@ void write_text(const std::filesystem::path& file, const std::string& text) {
   std::ofstream(file) << text;
 }
 
-// cgroup v2: a limit two levels above the process binds it; the inactive file cache in the
-// usage is reclaimable and so not counted; "max" is no limit.
+// cgroup v2: a limit two levels above the process binds it; the file cache in the usage is
+// reclaimable and so not counted; "max" is no limit.
 TEST(MemoryGuard, ACgroupV2LimitAboveTheProcessBindsIt) {
   const test_support::TempDir root;
   write_text(root.path() / "slice/memory.max", "1000000\n");
   write_text(root.path() / "slice/memory.current", "400000\n");
-  write_text(root.path() / "slice/memory.stat", "anon 300000\nfile 100000\ninactive_file 100000\n");
+  write_text(root.path() / "slice/memory.stat",
+             "anon 250000\nfile 150000\nactive_file 50000\ninactive_file 100000\n");
   write_text(root.path() / "slice/job/memory.max", "max\n");
   write_text(root.path() / "slice/job/memory.current", "50000\n");
-  EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), "0::/slice/job\n"), 700000);
+  EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), "0::/slice/job\n"), 750000);
   // A tighter level below wins.
   write_text(root.path() / "slice/job/memory.max", "60000\n");
   EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), "0::/slice/job\n"), 10000);
@@ -237,13 +238,40 @@ TEST(MemoryGuard, ACgroupV1MemoryLimitBindsTheProcess) {
 // threads may map: 0 when the figure is that room, named as the limit (run in a child: the
 // limit cannot be lifted again).
 int available_under_an_address_space_limit() {
-  const double room = 300e6,
-               buffers = 128.0 * 1024 * 1024 * std::max(1u, std::thread::hardware_concurrency());
+  cpu_set_t cores;  // the cores it may run on, each a thread with a BLAS buffer
+  CPU_ZERO(&cores);
+  ::sched_getaffinity(0, sizeof cores, &cores);
+  const double room = 300e6, buffers = 128.0 * 1024 * 1024 * std::max(1, CPU_COUNT(&cores));
   const auto bound = rlim_t(double(address_space_bytes()) + buffers + room);
   const rlimit limit{bound, bound};
   if (::setrlimit(RLIMIT_AS, &limit) != 0) return 2;
   const AvailableMemory a = available_memory(c10::kCPU);
   return a.source == "ulimit -v" && a.bytes > 0.9 * room && a.bytes <= room ? 0 : 1;
+}
+
+// ulimit -v binds each process alone: three ranks that each fit under it are not refused for
+// their sum, and one rank that does not fit is (run in a child: the limit cannot be lifted).
+int ranks_under_an_address_space_limit() {
+  MemoryPlan one = translution_a12_run(8), three = one;
+  three.ranks = 3;
+  three.ranks_option = "--nproc";
+  const MemoryCheck single = check_memory(one, c10::kCPU);
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  ::sched_getaffinity(0, sizeof cores, &cores);
+  const double buffers = 128.0 * 1024 * 1024 * std::max(1, CPU_COUNT(&cores));
+  const auto bound = rlim_t(double(address_space_bytes()) + buffers + 1.3 * single.needed);
+  const rlimit limit{bound, bound};
+  if (::setrlimit(RLIMIT_AS, &limit) != 0) return 2;
+  const MemoryCheck ranks = check_memory(three, c10::kCPU);
+  if (ranks.available.source != "ulimit -v" || !ranks.fits || ranks.needed <= ranks.available.bytes) return 3;
+  MemoryPlan larger = three;
+  larger.batch = 64;
+  return check_memory(larger, c10::kCPU).fits ? 4 : 0;
+}
+
+TEST(MemoryGuard, AnAddressSpaceLimitBindsEachRankAlone) {
+  EXPECT_EXIT(std::exit(ranks_under_an_address_space_limit()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(MemoryGuard, AnAddressSpaceLimitIsWhatIsAvailable) {
