@@ -110,6 +110,9 @@ int attribute(const AttributeOptions& o) {
   if (occluder > c.config.image_height)
     throw Error("--occluder must be 1 to " + std::to_string(c.config.image_height) +
                 " (the canvas's side), got " + std::to_string(occluder));
+  if (o.target >= c.config.classes)
+    throw Error("--class must be 0 to " + std::to_string(c.config.classes - 1) +
+                " (the model's classes), got " + std::to_string(o.target));
   const Placement at = parse_at(o.at, c.config.image_height);
   const at::Tensor canvas = compose_canvas(read_digit(o.image), c.config.image_height, at);  // [S, S]
   prepare_out_dir(o.out);  // once every input is read: a refused run makes no folder

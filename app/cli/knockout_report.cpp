@@ -17,6 +17,7 @@
 #include "cli/json_line.h"
 #include "cli/progress_bar.h"
 #include "data/batches.h"
+#include "data/mnist_provision.h"
 #include "image/heat_map.h"
 #include "image/png_io.h"
 #include "infer/offset_importance.h"
@@ -213,6 +214,10 @@ void add_knockout_options(CLI::App& eval, KnockoutOptions& o) {
 int knockout_report(const EngineOptions& engine, const std::vector<std::string>& paths,
                     std::vector<Checkpoint>& checkpoints, const KnockoutOptions& o, const KnockoutRun& run) {
   const std::vector<Outputs> files = outputs_for(paths, o.out);
+  std::vector<std::string> inputs = mnist_paths(run.data_dir), outputs;
+  inputs.insert(inputs.end(), paths.begin(), paths.end());
+  for (const Outputs& f : files) outputs.insert(outputs.end(), {f.csv, f.png});
+  refuse_inputs_as_outputs(inputs, outputs);  // a link in --out may point at a checkpoint or MNIST file
   const InterruptScope interrupt;
   for (size_t i = 0; i < checkpoints.size(); ++i) {
     Report k{paths[i],

@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -28,15 +30,30 @@ struct PredictOptions {
   bool force = false, json = false;
 };
 
+// Where --save-canvas puts the canvas of the picture at `path`.
+std::string canvas_file(const PredictOptions& o, const std::string& path) {
+  return o.save_canvas + "/" + path.substr(path.find_last_of('/') + 1) + ".canvas.png";
+}
+
+// The folder is made with the first canvas that is read: a run whose pictures are all
+// refused makes none. Never written over a picture or the checkpoint.
+void save_canvas(const PredictOptions& o, const std::string& path, const at::Tensor& image) {
+  std::error_code ec;
+  std::filesystem::create_directories(o.save_canvas, ec);
+  if (ec) throw Error(o.save_canvas + ": cannot create the folder: " + ec.message());
+  const std::string file = checked_output_path(canvas_file(o, path));
+  std::vector<std::string> inputs = o.images;
+  inputs.push_back(o.checkpoint);
+  refuse_inputs_as_outputs(inputs, {file});
+  write_png_gray(file, image);
+}
+
 // One picture's classes, printed; a picture that cannot be read is an error of its own.
 void predict_one(const EngineOptions& engine, const PredictOptions& o, Checkpoint& c, const Placement& at,
                  const c10::Device& device, const std::string& path) {
   const int64_t canvas = c.config.image_height;
   const at::Tensor image = compose_canvas(read_digit(path), canvas, at);
-  if (!o.save_canvas.empty()) {
-    const std::string name = path.substr(path.find_last_of('/') + 1);
-    write_png_gray(o.save_canvas + "/" + name + ".canvas.png", image);
-  }
+  if (!o.save_canvas.empty()) save_canvas(o, path, image);
   const at::Tensor probs =
       c.model->forward(engine, normalize_pixels(image).view({1, 1, canvas, canvas}).to(device))
           .softmax(1)
@@ -64,18 +81,14 @@ int predict(const PredictOptions& o) {
     throw Error("predict needs a model of square one-channel images");
   const int64_t canvas = c.config.image_height;
   const Placement at = parse_at(o.at, canvas);
-  if (!o.save_canvas.empty()) {  // once the model and options are good: a refused run makes no folder
-    std::error_code ec;
-    std::filesystem::create_directories(o.save_canvas, ec);
-    if (ec) throw Error(o.save_canvas + ": cannot create the folder: " + ec.message());
-    std::vector<std::string> inputs = o.images;
-    inputs.push_back(o.checkpoint);
-    for (const std::string& path : o.images) {
-      const std::string canvas_png =
-          o.save_canvas + "/" + path.substr(path.find_last_of('/') + 1) + ".canvas.png";
-      checked_output_path(canvas_png);
-      refuse_inputs_as_outputs(inputs, {canvas_png});
-    }
+  if (!o.save_canvas.empty()) {
+    std::set<std::string> names;
+    for (const std::string& path : o.images)
+      if (!names.insert(canvas_file(o, path)).second)
+        throw Error("two pictures are named " + path.substr(path.find_last_of('/') + 1) +
+                    ": their canvases would share a file in " + o.save_canvas);
+    if (std::filesystem::exists(o.save_canvas) && !std::filesystem::is_directory(o.save_canvas))
+      throw Error(o.save_canvas + ": --save-canvas must be a folder, not a file");
   }
   c.model->eval();
   at::NoGradGuard no_grad;

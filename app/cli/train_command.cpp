@@ -378,8 +378,10 @@ void print_parallel(const Trainer& trainer, const DataParallel& parallel) {
 int train(TrainOptions& o, Parallel& parallel) {
   if (o.resume.empty() && o.out.empty()) throw Error("train needs --out FILE.ckpt (or --resume FILE.ckpt)");
   // Rank 0 writes the checkpoint: its path is checked before any work, not after the run.
-  if (std::getenv(kWorkerEnvironment) == nullptr && o.group.rank == 0)
+  if (std::getenv(kWorkerEnvironment) == nullptr && o.group.rank == 0) {
     checked_output_path(checkpoint_path(o));
+    refuse_inputs_as_outputs(mnist_paths(o.data_dir), {checkpoint_path(o)});
+  }
   if (o.nproc > int(std::thread::hardware_concurrency()) && !o.force)
     throw Error("--nproc " + std::to_string(o.nproc) + " is more ranks than this machine's " +
                 std::to_string(std::thread::hardware_concurrency()) + " cores (--force starts them anyway)");

@@ -95,6 +95,8 @@ void ViTConfig::validate() const {
                 std::to_string(first_blocks));
   if (first_blocks > 0 && first_model.empty())
     throw Error("config: first_blocks is set but first_model is empty");
+  // Printed whether or not a block uses it: a known operator's name, never a terminal's controls.
+  if (!first_model.empty()) attention_choice(first_model);
   // A bound a file can name before anything is built: the papers' deepest ViT has 24 blocks.
   if (depth > kMaxDepth)
     throw Error("config: depth " + std::to_string(depth) + " is more than the " + std::to_string(kMaxDepth) +

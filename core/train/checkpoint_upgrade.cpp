@@ -207,7 +207,9 @@ Checkpoint parse(const ByteSource& file) {
   c.model = ViT(c.config);
   read_weights(leaves, c.model, path);
   if (leaves.count("train_config")) c.training = training_state(leaves, c.model, path);
-  return c;
+  // What the upgrade returns is what the format-2 reader accepts, bounds on the training state
+  // (curves, the generator, optimizer steps) and finite values included: read back to make sure.
+  return parse_checkpoint(checkpoint_bytes(c), path, c10::kCPU);
 }
 
 }  // namespace

@@ -150,6 +150,9 @@ TEST(ViTConfig, RejectsImpossibleConfigurationsWithClearMessages) {
   EXPECT_NE(message("colour=blue\n").find("unknown key 'colour'"), std::string::npos);
   EXPECT_NE(message("first_blocks=9\n").find("first_blocks must be between"), std::string::npos);
   EXPECT_NE(message("model=lor-q\nlor_shared=false\n").find("needs a relative value"), std::string::npos);
+  // A first model no block uses is still printed: it must name an operator, not drive a terminal.
+  EXPECT_NE(message("first_model=\x1b[31mred\n").find("unknown model"), std::string::npos);
+  EXPECT_EQ(message("first_model=translution\n"), "");
 }
 
 TEST(ViT, RejectsWrongImageShape) {

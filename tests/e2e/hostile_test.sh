@@ -204,6 +204,28 @@ refused "resume with --stop-at a step passed" 2 500 "$cli" train --resume a.ckpt
   --out b.ckpt
 refused "resume a weights-only file" 2 500 "$cli" train --resume weights.ckpt --steps 5 --out b.ckpt
 
+# An output that is one of the command's inputs, reached through a link or named outright: the
+# checkpoint or the MNIST files stand as they were. A refused run makes no folder.
+cp a.ckpt ko-src.ckpt
+mkdir ko mn
+ln -s ../ko-src.ckpt ko/knockout-ko-src.csv
+cp "$TRANSLUTION_DATA"/t10k-* mn/ && ln -s "$TRANSLUTION_DATA"/train-* mn/
+refused "eval --knockout onto its checkpoint through a link" 5 800 "$cli" eval --checkpoint ko-src.ckpt \
+  --knockout --samples 2 --out ko
+still "the checkpoint is unchanged" cmp -s a.ckpt ko-src.ckpt
+refused "train --out onto its MNIST labels" 5 800 "$cli" train "${tiny[@]}" --steps 1 --data-dir mn \
+  --out mn/t10k-labels-idx1-ubyte
+still "the labels are unchanged" cmp -s mn/t10k-labels-idx1-ubyte "$TRANSLUTION_DATA"/t10k-labels-idx1-ubyte
+refused "attribute --class beyond the model's" 5 800 "$cli" attribute --checkpoint a.ckpt --class 10 \
+  --out never-made digit.png
+still "attribute made no folder" test ! -e never-made
+refused "predict --save-canvas with every picture refused" 5 800 "$cli" predict --checkpoint a.ckpt \
+  --save-canvas never-made notes.png
+still "predict made no folder" test ! -e never-made
+mkdir -p p1 p2 && cp digit.png p1/d.png && cp digit.png p2/d.png
+refused "predict --save-canvas of two pictures of one name" 5 800 "$cli" predict --checkpoint a.ckpt \
+  --save-canvas canvases p1/d.png p2/d.png
+
 # A file name need not be UTF-8: --json writes U+FFFD for the bad byte, after the work.
 if [ "$mode" != --table ]; then
   cp a.ckpt $'name\xff.ckpt'
