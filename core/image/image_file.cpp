@@ -38,6 +38,20 @@ void check_pixel_budget(const std::string& path, int64_t width, int64_t height) 
               std::to_string(kMaxImagePixels / 1000000) + " megapixels are read: scale it down first");
 }
 
+// Grey composited onto white from interleaved grey and alpha samples, each times `scale`
+// (premultiplied: the grey already carries its alpha): one pass into one float picture, with
+// no intermediate the picture's size, so a large picture costs its pixels and this alone.
+template <typename Sample>
+at::Tensor on_white(const Sample* ga, int64_t h, int64_t w, float scale, bool premultiplied) {
+  at::Tensor out = at::empty({h, w}, at::kFloat);  // [H, W] in [0, 1]
+  float* grey = out.data_ptr<float>();
+  for (int64_t i = 0; i < h * w; ++i) {
+    const float g = float(ga[2 * i]) * scale, alpha = float(ga[2 * i + 1]) * scale;
+    grey[i] = (premultiplied ? g : g * alpha) + (1 - alpha);
+  }
+  return out;
+}
+
 at::Tensor decode_png(const std::string& path, const std::vector<unsigned char>& bytes) {
   png_image image;
   std::memset(&image, 0, sizeof image);
@@ -64,18 +78,9 @@ at::Tensor decode_png(const std::string& path, const std::vector<unsigned char>&
     throw Error("image " + path + " is a damaged PNG: " + message);
   }
   const int64_t h = image.height, w = image.width;
-  if (sixteen_bit) {
-    const at::Tensor ga = at::from_blob(pixels.data(), {h, w, 2}, at::kShort)
-                              .to(at::kInt)
-                              .bitwise_and(0xFFFF)
-                              .to(at::kFloat)
-                              .div(65535.0);
-    const at::Tensor premultiplied = ga.select(2, 0), alpha = ga.select(2, 1);
-    return (premultiplied + (1 - alpha)).contiguous();
-  }
-  const at::Tensor ga = at::from_blob(pixels.data(), {h, w, 2}, at::kByte).to(at::kFloat).div(255.0);
-  const at::Tensor grey = ga.select(2, 0), alpha = ga.select(2, 1);
-  return (grey * alpha + (1 - alpha)).contiguous();
+  if (sixteen_bit)
+    return on_white(reinterpret_cast<const uint16_t*>(pixels.data()), h, w, 1.0f / 65535, true);
+  return on_white(pixels.data(), h, w, 1.0f / 255, false);
 }
 
 struct JpegError {
