@@ -1,6 +1,7 @@
 // `translution import` and `translution export`: state dicts of the public
 // Translution code's ViTs (io/public_vit_layout.h) in and out.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "cli/commands.h"
@@ -9,6 +10,8 @@
 #include "io/public_vit_layout.h"
 #include "io/pytorch_interop.h"
 #include "train/checkpoint.h"
+#include "train/memory_guard.h"
+#include "util/available_memory.h"
 #include "util/error.h"
 #include "util/output_path.h"
 
@@ -17,6 +20,14 @@ namespace {
 
 int import_file(const std::string& file, const ModelOptions& options, const std::string& out) {
   if (file.empty()) throw Error("import needs a state dict file (FILE.pt)");
+  // Reading holds the archive's tensors in memory: a file larger than what is available is
+  // refused before any of it is read (a sparse file can claim gigabytes on a few sectors).
+  std::error_code ec;
+  const double file_bytes = double(std::filesystem::file_size(file, ec));
+  const AvailableMemory room = available_memory(c10::kCPU, false);
+  if (!ec && room.bytes >= 0 && file_bytes > room.bytes)
+    throw Error(file + ": reading it holds its " + format_bytes(file_bytes) + " in memory, but " +
+                format_bytes(room.bytes) + " is available (" + room.source + ")");
   const StateDict tensors = read_state_dict(file);
   Checkpoint c;
   c.config = config_for_state_dict(options.config(), tensors);

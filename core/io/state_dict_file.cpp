@@ -31,7 +31,7 @@ StateDict parse(const ByteSource& source) {
       if (std::string(order.begin(), order.end()) != "little")
         throw Error(name + ": its tensors are stored big-endian, which this engine does not read");
     }
-    StateDict out = unpickle_state_dict(archive.read("data.pkl"),
+    StateDict out = unpickle_state_dict(archive.read("data.pkl", kMaxPickleBytes),
                                         [&](const std::string& key) { return archive.read("data/" + key); });
     if (out.empty()) throw Error(name + ": the state dict is empty");
     return out;

@@ -63,6 +63,19 @@ std::string count_text(int64_t n) {
   throw Error("the pickle " + what + " " + count_text(bound) + ", this reader's limit");
 }
 
+// The bytes of the names and texts a pickle yields, each copy counted.
+class TextBudget {
+ public:
+  void spend(size_t bytes) {
+    spent_ += bytes;
+    if (spent_ > kMaxPickleTextBytes)
+      limit("yields names and texts of more bytes than", int64_t(kMaxPickleTextBytes));
+  }
+
+ private:
+  uint64_t spent_ = 0;
+};
+
 // torch.save names a storage's element type by its legacy class.
 bool storage_dtype(const std::string& global, at::ScalarType* dtype) {
   static const std::map<std::string, at::ScalarType> types = {
@@ -541,12 +554,14 @@ std::vector<std::pair<std::string, PickledLeaf>> flatten(const PickleMachine& m,
   std::vector<Pending> todo{{root, "", 0}};
   std::vector<bool> seen(m.value_count(), false);
   std::vector<std::pair<std::string, PickledLeaf>> out;
+  TextBudget text;
   while (!todo.empty()) {
     Pending p = std::move(todo.back());
     todo.pop_back();
     const Value& v = m.value(p.ref);
     const bool keyed = v.kind == Kind::Dict || v.kind == Kind::Object;
     if (!keyed && v.kind != Kind::Tuple && v.kind != Kind::List) {
+      text.spend(v.kind == Kind::String ? v.text.size() : 0);
       out.emplace_back(p.path, leaf(v, p.path));
       continue;
     }
@@ -567,6 +582,7 @@ std::vector<std::pair<std::string, PickledLeaf>> flatten(const PickleMachine& m,
       std::string path = p.path.empty() ? name : p.path + "." + name;
       if (path.size() > kMaxPickleNameBytes)
         limit("names a value by a path longer than", int64_t(kMaxPickleNameBytes));
+      text.spend(path.size());
       todo.push_back({v.items[i - 1], std::move(path), p.depth + 1});
     }
   }
@@ -582,10 +598,12 @@ std::vector<std::pair<std::string, at::Tensor>> unpickle_state_dict(const std::v
   if (top.kind != Kind::Dict)
     throw Error(std::string("it holds a ") + kind_name(top.kind) + ", not a state dict");
   std::vector<std::pair<std::string, at::Tensor>> out;
+  TextBudget text;
   for (size_t i = 0; i + 1 < top.items.size(); i += 2) {
     const Value &key = machine.value(top.items[i]), &value = machine.value(top.items[i + 1]);
     if (key.kind != Kind::String)
       throw Error(std::string("a key of the state dict is a ") + kind_name(key.kind));
+    text.spend(key.text.size());
     if (value.kind != Kind::Tensor)
       throw Error("'" + key.text + "' is a " + kind_name(value.kind) + ", not a tensor");
     out.emplace_back(key.text, value.tensor);

@@ -34,6 +34,10 @@ constexpr int64_t kMaxPickleValues = 2000000;
 constexpr int64_t kMaxPickleContainer = 1000000;  // the entries of one list, tuple or dict
 constexpr int64_t kMaxPickleEntries = 2000000;    // of all containers together
 constexpr size_t kMaxPickleNameBytes = 4096;      // a flattened attribute path
+// A pickle of names and shapes (the tensors are records of their own), and the names and
+// texts it yields together: a short string used many times is copied each time.
+constexpr uint64_t kMaxPickleBytes = uint64_t(64) << 20;
+constexpr uint64_t kMaxPickleTextBytes = uint64_t(64) << 20;
 
 // Returns the bytes of storage `key` (the archive's record data/<key>).
 using StorageBytes = std::function<std::vector<char>(const std::string& key)>;

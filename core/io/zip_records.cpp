@@ -139,10 +139,13 @@ void ZipRecords::refuse_overlaps() const {
       throw Error(name_ + ": its zip directory lists records that overlap");
 }
 
-std::vector<char> ZipRecords::read(const std::string& record) const {
+std::vector<char> ZipRecords::read(const std::string& record, uint64_t max_bytes) const {
   const auto it = entries_.find(prefix_ + record);
   if (it == entries_.end()) throw Error(name_ + ": the archive has no " + record);
   const Entry& e = it->second;
+  if (e.size > max_bytes)
+    throw Error(name_ + ": record " + record + " holds " + std::to_string(e.size) + " bytes, more than the " +
+                std::to_string(max_bytes) + " this reader takes for it");
   if (e.method != 0 || e.compressed != e.size)
     throw Error(name_ + ": record " + record +
                 " is compressed; PyTorch stores its pickles and tensors uncompressed");

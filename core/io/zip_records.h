@@ -30,8 +30,9 @@ class ZipRecords {
 
   // `record` is relative to the archive's folder: "data.pkl", "data/0".
   bool has(const std::string& record) const { return entries_.count(prefix_ + record) > 0; }
-  // Throws translution::Error where the record is missing, compressed or damaged.
-  std::vector<char> read(const std::string& record) const;
+  // Throws translution::Error where the record is missing, compressed or damaged, or
+  // holds more than `max_bytes` (refused before any of it is read).
+  std::vector<char> read(const std::string& record, uint64_t max_bytes = UINT64_MAX) const;
 
  private:
   struct Entry {

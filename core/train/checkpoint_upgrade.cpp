@@ -71,7 +71,7 @@ Leaves archive_leaves(const ByteSource& archive) {
   const ZipRecords zip(archive);
   std::vector<std::pair<std::string, PickledLeaf>> leaves;
   try {
-    leaves = unpickle_module(zip.read("data.pkl"),
+    leaves = unpickle_module(zip.read("data.pkl", kMaxPickleBytes),
                              [&](const std::string& key) { return zip.read("data/" + key); });
   } catch (const Error& e) {
     const std::string what = e.what();

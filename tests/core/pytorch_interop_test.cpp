@@ -254,6 +254,9 @@ TEST(PublicStateDictErrors, RecordsThatOverlapAreRefusedFromTheDirectory) {
   const MemoryBytes bad(overlapping.data(), overlapping.size(), "overlap.pt");
   EXPECT_EQ(error_of([&] { ZipRecords crafted(bad); }),
             "overlap.pt: its zip directory lists records that overlap");
+  // A record larger than its reader takes (a pickle of names and shapes) is refused unread.
+  EXPECT_EQ(error_of([&] { archive.read("data/0", 63); }),
+            "apart.pt: record data/0 holds 64 bytes, more than the 63 this reader takes for it");
 }
 
 TEST(PublicStateDictErrors, AnotherArchitectureOrSizeNamesTheKeyAndChangesNothing) {
@@ -386,6 +389,19 @@ TEST(PickleLimits, SizeBombsAreRefusedByTheLimitTheyPass) {
   expect_limit("}" + repeat(")b", 2000001), "makes more values than 2,000,000");
   expect_limit("Nq\0"s + repeat("]" + repeat("h\0a"s, 999999), 3),
                "puts in its containers more entries than 2,000,000");
+}
+
+// One memoized string used many times is copied each time: 1 MiB named 100 times would yield
+// 100 MiB of text from a pickle of 1 MiB.
+TEST(PickleLimits, AStringUsedManyTimesIsCountedEachTime) {
+  const std::string megabyte =
+      "X"s + u32(1 << 20) + std::string(1 << 20, 'x') + "q\0a"s;  // appended, memoized
+  expect_limit(module_with("]" + megabyte + repeat("h\0a"s, 99)), "yields names and texts of more bytes than",
+               true);
+  EXPECT_EQ(error_of([&] {
+              unpickle_module(pickle_of(module_with("]" + megabyte + repeat("h\0a"s, 9))), no_storage);
+            }),
+            "");
 }
 
 TEST(PickleLimits, SharedAndCyclicContainersAreRefusedWhereTheyWouldMultiply) {
