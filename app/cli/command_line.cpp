@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -64,6 +65,22 @@ CLI::Validator at_least(const std::string& option, int64_t min) {
         if (errno == ERANGE && n > 0)  // CLI11 would clamp it to the type's largest
           throw BadValue(option + " must be at most " + std::to_string(INT64_MAX) + ", got " + value);
         if (n < min) throw BadValue(option + " must be at least " + std::to_string(min) + ", got " + value);
+        return {};
+      },
+      "");
+}
+
+CLI::Validator decimal(const std::string& option) {
+  return CLI::Validator(
+      [option](std::string& value) -> std::string {
+        // strtod alone would take hexadecimal ("0x1p-3"), "inf" and "nan" too.
+        if (value.empty() || value.find_first_not_of("0123456789.eE+-") != std::string::npos)
+          throw BadValue(option + " expects a decimal number, got '" + value + "'");
+        char* end = nullptr;
+        errno = 0;
+        const double x = std::strtod(value.c_str(), &end);
+        if (*end != '\0' || errno == ERANGE || !std::isfinite(x))
+          throw BadValue(option + " expects a decimal number within a double's range, got '" + value + "'");
         return {};
       },
       "");

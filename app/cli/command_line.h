@@ -42,6 +42,8 @@ CLI::Validator one_of(const std::string& option, const std::vector<std::string>&
 // A whole number of at least `min`: "--NAME must be at least MIN, got 'VALUE'"; one
 // too large for 64 bits is refused too.
 CLI::Validator at_least(const std::string& option, int64_t min);
+// A plain decimal number (1e-3, 0.5), finite: no hexadecimal, inf or nan.
+CLI::Validator decimal(const std::string& option);
 // A whole number from `min` to `max`, else BadValue naming the option (a number too large
 // for 64 bits included, which would otherwise be clamped).
 CLI::Validator in_range(const std::string& option, int64_t min, int64_t max);

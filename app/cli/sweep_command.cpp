@@ -1,6 +1,7 @@
 // `translution sweep`
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -32,7 +33,9 @@ int sweep(const SweepArgs& a) {
   const c10::Device device = parse_device(a.device);
   const std::string& prefix = a.out;
   const SweepOptions& options = a.sweep;
-  if (prefix.empty() || prefix.back() == '/')  // "results/" would write results/.csv, a hidden file
+  // "results/" would write results/.csv, a hidden file; "." and ".." name folders, not files.
+  const std::string last = std::filesystem::path(prefix).filename().string();
+  if (prefix.empty() || prefix.back() == '/' || last == "." || last == "..")
     throw Error("--out '" + prefix + "' names no file: give a prefix such as results/sweep");
   const SweepFiles files = sweep_files(prefix);
   const std::vector<std::string> outputs = {files.csv, files.accuracy_png, files.probability_png};

@@ -451,12 +451,16 @@ void add_schedule_options(CLI::App& app, TrainConfig& t) {
   app.add_option("--steps", t.steps, "optimisation steps (a resumed run: extends it)")
       ->check(in_range("--steps", 0, kMaxTrainSteps));
   app.add_option("--batch", t.batch, "images per step")->check(at_least("--batch", 1))->capture_default_str();
-  app.add_option("--lr", t.lr, "AdamW's peak learning rate")->capture_default_str();
-  app.add_option("--weight-decay", t.weight_decay, "AdamW's weight decay")->capture_default_str();
+  app.add_option("--lr", t.lr, "AdamW's peak learning rate")->check(decimal("--lr"))->capture_default_str();
+  app.add_option("--weight-decay", t.weight_decay, "AdamW's weight decay")
+      ->check(decimal("--weight-decay"))
+      ->capture_default_str();
   app.add_option("--warmup", t.warmup_steps, "linear warm-up steps before the cosine decay")
       ->check(in_range("--warmup", 0, kMaxTrainSteps));
-  app.add_option("--min-lr", t.min_lr, "learning rate at the end of the decay");
-  app.add_option("--clip", t.clip_norm, "gradient-norm clip (0: none)")->capture_default_str();
+  app.add_option("--min-lr", t.min_lr, "learning rate at the end of the decay")->check(decimal("--min-lr"));
+  app.add_option("--clip", t.clip_norm, "gradient-norm clip (0: none)")
+      ->check(decimal("--clip"))
+      ->capture_default_str();
   app.add_option("--seed", t.seed, "initialisation and batch order")->check(at_least("--seed", 0));
   app.add_option("--data-seed", t.data_seed, "digit positions on the canvas")
       ->check(at_least("--data-seed", 0));

@@ -18,6 +18,7 @@ void require_range(const ByteSource& source, uint64_t offset, uint64_t n) {
 }
 
 FileBytes::FileBytes(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) throw Error("a file name is empty: name the file to read");
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) throw Error("cannot open " + path_ + ": " + std::strerror(errno));

@@ -1,5 +1,7 @@
 #include "train/checkpoint.h"
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -46,11 +48,21 @@ at::Tensor history_tensor(const std::vector<CurvePoint>& history) {
   return t;
 }
 
-std::vector<CurvePoint> history_from(const at::Tensor& t) {
+// The curves' rows, each at a step the run has taken: a whole number from 0 to its step (a
+// step beyond an integer's range, or NaN, has no integer to become).
+std::vector<CurvePoint> history_from(const at::Tensor& t, int64_t run_step, const std::string& name) {
   std::vector<CurvePoint> out;
   auto a = t.accessor<double, 2>();
-  for (int64_t i = 0; i < t.size(0); ++i)
-    out.push_back({int64_t(a[i][0]), a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], a[i][6]});
+  for (int64_t i = 0; i < t.size(0); ++i) {
+    const double step = a[i][0];
+    if (!(step >= 0 && step <= double(run_step)) || step != std::floor(step)) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", step);
+      throw Error("checkpoint " + name + ": row " + std::to_string(i) + " of '" + kCurves + "' is at step " +
+                  text + ", not one of the run's steps 0.." + std::to_string(run_step));
+    }
+    out.push_back({int64_t(step), a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], a[i][6]});
+  }
   return out;
 }
 
@@ -309,7 +321,7 @@ Checkpoint read_checkpoint(const ByteSource& source, const c10::Device& device,
   if (c.training) {
     fill_optimizer(*c.training, c.model, by_name, name);
     c.training->rng = by_name.at(kRng);
-    c.training->history = history_from(by_name.at(kCurves));
+    c.training->history = history_from(by_name.at(kCurves), c.training->step, name);
   }
   return c;
 }

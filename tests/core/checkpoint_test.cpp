@@ -401,6 +401,18 @@ TEST(Checkpoint, ImpossibleOptimizerStateIsRefused) {
   message = parse_error(checkpoint_bytes(c));
   EXPECT_NE(message.find("has 6 rows, more than a run at step 4 records"), std::string::npos) << message;
   c = small_checkpoint(true);
+  c.training->history.back().step = 5;  // beyond the run's step 4
+  message = parse_error(checkpoint_bytes(c));
+  EXPECT_NE(message.find("is at step 5, not one of the run's steps 0..4"), std::string::npos) << message;
+  // A step no integer holds (NaN, 1e300) is refused, not converted.
+  for (const double step : {std::nan(""), 1e300, 2.5}) {
+    Parts p = split(checkpoint_bytes(small_checkpoint(true)));
+    const size_t at = p.header["training.curves"]["data_offsets"][0].get<size_t>();
+    std::memcpy(&p.buffer[at], &step, sizeof step);  // row 0, the step column
+    message = parse_error(join(p));
+    EXPECT_NE(message.find("row 0 of 'training.curves' is at step"), std::string::npos) << message;
+  }
+  c = small_checkpoint(true);
   c.training->optimizer.at("head.bias").step = int64_t(1) << 62;
   message = parse_error(checkpoint_bytes(c));
   EXPECT_NE(message.find("optimizer step of 'head.bias' is 4611686018427387904, outside the run's 0..4"),

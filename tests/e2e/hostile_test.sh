@@ -171,6 +171,8 @@ refused "TRANSLUTION_THREADS=abc" 2 500 env TRANSLUTION_THREADS=abc "$cli" model
 refused "--lr inf" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr inf --out b.ckpt
 refused "--lr nan" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr nan --out b.ckpt
 refused "--lr 0" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr 0 --out b.ckpt
+refused "--lr in hexadecimal" 2 500 "$cli" train "${tiny[@]}" --steps 1 --lr 0x1p-3 --out b.ckpt
+refused "sweep --out ." 2 500 "$cli" sweep --checkpoint a.ckpt --out . --digits 5
 refused "TRANSLUTION_AVAILABLE_MEMORY=1e400" 2 500 env TRANSLUTION_AVAILABLE_MEMORY=1e400 "$cli" checkpoint info \
   a.ckpt
 refused "TRANSLUTION_AVAILABLE_MEMORY=0x10" 2 500 env TRANSLUTION_AVAILABLE_MEMORY=0x10 "$cli" checkpoint info a.ckpt
