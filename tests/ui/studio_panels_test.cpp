@@ -421,9 +421,13 @@ class StudioPanelsTest : public QObject {
     settle();
     QVERIFY(start->isVisible());
     QVERIFY(bottom_in_panel() < panel->lossPlot()->mapTo(panel, QPoint()).y());
+    window->activateWindow();
+    start->setFocus();
+    const bool focused = start->hasFocus();  // where the platform gives focus at all
     window->resize(1024, 600);
     settle();
     QVERIFY(start->isVisible());
+    if (focused) QVERIFY(start->hasFocus());  // moving the controls keeps the focus in them
     QVERIFY2(bottom_in_panel() <= panel->height(),
              qPrintable(QString("Start ends at %1 of %2 px").arg(bottom_in_panel()).arg(panel->height())));
     window->resize(1280, 800);
