@@ -234,17 +234,25 @@ TEST(MemoryGuard, ACgroupV1MemoryLimitBindsTheProcess) {
   EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), "garbage\n4:memory:/../x\n"), -1);
 }
 
+// Sets ulimit -v to leave `room` bytes beyond the address space the process holds and the BLAS
+// work buffers its cores may map (128 MiB each), as available_memory counts them. In a child
+// only: the limit cannot be lifted again.
+bool limit_address_space_to(double room) {
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  ::sched_getaffinity(0, sizeof cores, &cores);
+  const double buffers = 128.0 * 1024 * 1024 * std::max(1, CPU_COUNT(&cores));
+  const auto bound = rlim_t(double(address_space_bytes()) + buffers + room);
+  const rlimit limit{bound, bound};
+  return ::setrlimit(RLIMIT_AS, &limit) == 0;
+}
+
 // Under a limit 300 MB above the address space the process holds and the BLAS buffers its
 // threads may map: 0 when the figure is that room, named as the limit (run in a child: the
 // limit cannot be lifted again).
 int available_under_an_address_space_limit() {
-  cpu_set_t cores;  // the cores it may run on, each a thread with a BLAS buffer
-  CPU_ZERO(&cores);
-  ::sched_getaffinity(0, sizeof cores, &cores);
-  const double room = 300e6, buffers = 128.0 * 1024 * 1024 * std::max(1, CPU_COUNT(&cores));
-  const auto bound = rlim_t(double(address_space_bytes()) + buffers + room);
-  const rlimit limit{bound, bound};
-  if (::setrlimit(RLIMIT_AS, &limit) != 0) return 2;
+  const double room = 300e6;
+  if (!limit_address_space_to(room)) return 2;
   const AvailableMemory a = available_memory(c10::kCPU);
   return a.source == "ulimit -v" && a.bytes > 0.9 * room && a.bytes <= room ? 0 : 1;
 }
@@ -256,13 +264,7 @@ int ranks_under_an_address_space_limit() {
   three.ranks = 3;
   three.ranks_option = "--nproc";
   const MemoryCheck single = check_memory(one, c10::kCPU);
-  cpu_set_t cores;
-  CPU_ZERO(&cores);
-  ::sched_getaffinity(0, sizeof cores, &cores);
-  const double buffers = 128.0 * 1024 * 1024 * std::max(1, CPU_COUNT(&cores));
-  const auto bound = rlim_t(double(address_space_bytes()) + buffers + 1.3 * single.needed);
-  const rlimit limit{bound, bound};
-  if (::setrlimit(RLIMIT_AS, &limit) != 0) return 2;
+  if (!limit_address_space_to(1.3 * single.needed)) return 2;
   const MemoryCheck ranks = check_memory(three, c10::kCPU);
   if (ranks.available.source != "ulimit -v" || !ranks.fits || ranks.needed <= ranks.available.bytes) return 3;
   MemoryPlan larger = three;
