@@ -21,6 +21,7 @@
 
 #include "util/device.h"
 #include "util/error.h"
+#include "util/kernel_numbers.h"
 
 namespace translution {
 namespace {
@@ -39,29 +40,6 @@ double override_bytes() {
   if (*end != '\0' || errno == ERANGE || !std::isfinite(bytes) || !(bytes >= 0))
     throw Error(std::string("TRANSLUTION_AVAILABLE_MEMORY must be a number of bytes, got '") + text + "'");
   return bytes;
-}
-
-// The number after `key` in a "key value" file (/proc/meminfo, memory.stat), times `unit`; -1
-// where the file or key is missing.
-double keyed_number(const std::string& file, const std::string& key, double unit = 1) {
-  std::ifstream in(file);
-  std::string word;
-  while (in >> word) {
-    if (word == key) {
-      double value = -1;
-      in >> value;
-      return value < 0 ? -1 : value * unit;
-    }
-    std::getline(in, word);
-  }
-  return -1;
-}
-
-// A file holding one number of bytes; -1 where it is missing or says "max" (cgroup v2's none).
-double number_in(const std::string& file) {
-  std::ifstream in(file);
-  double value = -1;
-  return (in >> value) && value >= 0 ? value : -1;
 }
 
 // The least of two headrooms, -1 standing for none.

@@ -19,6 +19,7 @@
 #endif
 
 #include "util/error.h"
+#include "util/kernel_numbers.h"
 
 namespace translution {
 
@@ -76,19 +77,9 @@ void reset_peak_memory(const c10::Device& device) {
 }
 
 namespace {
-// A "Vm...:" line of /proc/self/status in bytes, or -1.
+// A "Vm...:" line of /proc/self/status (in kB) in bytes, or -1.
 int64_t proc_status_bytes(const std::string& field) {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == field) {
-      int64_t kb = 0;
-      status >> kb;
-      return kb * 1024;
-    }
-    std::getline(status, key);
-  }
-  return -1;
+  return static_cast<int64_t>(keyed_number("/proc/self/status", field, 1024));
 }
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include "util/available_memory.h"
 #include "util/device.h"
 #include "util/error.h"
+#include "util/kernel_numbers.h"
 
 namespace translution {
 namespace {
@@ -201,6 +202,22 @@ TEST(MemoryGuard, TheMachinesOwnFigureIsKnownOnLinux) {
 void write_text(const std::filesystem::path& file, const std::string& text) {
   std::filesystem::create_directories(file.parent_path());
   std::ofstream(file) << text;
+}
+
+// The kernel's "key value" files: whole words only, kB scaled, anything unknown -1.
+TEST(KernelNumbers, ReadsKeysAsWholeWordsAndUnknownsAsMinusOne) {
+  const test_support::TempDir root;
+  const std::string file = (root.path() / "meminfo").string();
+  write_text(file, "MemAvailableSoon: 7 kB\nMemAvailable:   3 kB\nHugePages: none\n");
+  EXPECT_DOUBLE_EQ(keyed_number(file, "MemAvailable:", 1024), 3072);
+  EXPECT_DOUBLE_EQ(keyed_number(file, "HugePages:"), -1);
+  EXPECT_DOUBLE_EQ(keyed_number(file, "MemFree:"), -1);
+  EXPECT_DOUBLE_EQ(keyed_number((root.path() / "absent").string(), "MemAvailable:"), -1);
+  write_text(file, "max\n");
+  EXPECT_DOUBLE_EQ(number_in(file), -1);
+  write_text(file, "4096\n");
+  EXPECT_DOUBLE_EQ(number_in(file), 4096);
+  EXPECT_GT(resident_memory_bytes(), 0);
 }
 
 // cgroup v2: a limit two levels above the process binds it; the file cache in the usage is
