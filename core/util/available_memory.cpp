@@ -135,12 +135,17 @@ double cgroup_headroom_bytes(const std::string& root, const std::string& members
     const bool v1 = ("," + controllers + ",").find(",memory,") != std::string::npos;
     if (!v1 && !controllers.empty()) continue;
     if (path.empty() || path[0] != '/' || path.find("/..") != std::string::npos) continue;
-    // A limit anywhere above the process binds it too.
+    // A limit anywhere above the process binds it too, except, in v1, above a level whose
+    // memory.use_hierarchy is 0: its children are not charged to it. (A missing file is the
+    // kernels that are always hierarchical.)
+    const auto dir_of = [&](const std::string& p) {
+      return root + (v1 ? "/memory" : "") + (p == "/" ? "" : p);
+    };
     for (;;) {
-      const std::string dir = root + (v1 ? "/memory" : "") + (path == "/" ? "" : path);
-      headroom = least(headroom, cgroup_level_headroom(dir, v1));
+      headroom = least(headroom, cgroup_level_headroom(dir_of(path), v1));
       if (path == "/") break;
       path = path.substr(0, std::max<size_t>(1, path.rfind('/')));
+      if (v1 && number_in(dir_of(path) + "/memory.use_hierarchy") == 0) break;
     }
   }
   return headroom;

@@ -249,6 +249,10 @@ TEST(MemoryGuard, ACgroupV1MemoryLimitBindsTheProcess) {
   EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), membership), 1520000);
   EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), "4:memory:/\n"), -1);
   EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), "garbage\n4:memory:/../x\n"), -1);
+  // A level that does not charge its children to itself (use_hierarchy 0) does not bind them.
+  write_text(root.path() / "memory/box/memory.use_hierarchy", "0\n");
+  EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), membership), -1);
+  EXPECT_DOUBLE_EQ(cgroup_headroom_bytes(root.path().string(), "4:memory:/box\n"), 1520000);
 }
 
 // Sets ulimit -v to leave `room` bytes beyond the address space the process holds and the BLAS
