@@ -64,12 +64,19 @@ double needed_bytes(const MemoryEstimate& e, const MemoryPlan& p, MemoryDevice d
   return rank_bytes(e, p, device, true) + others * (rank_bytes(e, p, device, false) + baseline);
 }
 
-bool plan_fits(const MemoryPlan& p, MemoryDevice device, double available) {
-  return needed_bytes(plan_estimate(p, device), p, device) <= available;
+// What must fit what is available: every rank together, or, where the limit binds each
+// process alone (ulimit -v), the largest rank, rank 0.
+double binding_bytes(const MemoryEstimate& e, const MemoryPlan& p, MemoryDevice device,
+                     const AvailableMemory& available) {
+  return available.per_process ? rank_bytes(e, p, device, true) : needed_bytes(e, p, device);
+}
+
+bool plan_fits(const MemoryPlan& p, MemoryDevice device, const AvailableMemory& available) {
+  return binding_bytes(plan_estimate(p, device), p, device, available) <= available.bytes;
 }
 
 // The largest batch below the plan's that fits, or 0 (the estimate grows with the batch).
-int64_t largest_batch(MemoryPlan p, MemoryDevice device, double available) {
+int64_t largest_batch(MemoryPlan p, MemoryDevice device, const AvailableMemory& available) {
   int64_t low = 0, high = p.batch;  // low fits (0: nothing yet), high does not
   while (high - low > 1) {
     const int64_t mid = low + (high - low) / 2;
@@ -94,7 +101,8 @@ bool with_lor(MemoryPlan& p) {
 }
 
 // "--recompute fits", "--model lor with --batch 40 fits", or "" where nothing does.
-std::string fitting(const std::string& change, const MemoryPlan& p, MemoryDevice device, double available) {
+std::string fitting(const std::string& change, const MemoryPlan& p, MemoryDevice device,
+                    const AvailableMemory& available) {
   if (plan_fits(p, device, available)) return change + " fits";
   const int64_t batch = largest_batch(p, device, available);
   if (batch == 0 || p.batch_option.empty()) return "";
@@ -102,7 +110,7 @@ std::string fitting(const std::string& change, const MemoryPlan& p, MemoryDevice
 }
 
 // "--nproc 2 fits": the most ranks below the plan's that fit, or "".
-std::string fewer_ranks(MemoryPlan p, MemoryDevice device, double available) {
+std::string fewer_ranks(MemoryPlan p, MemoryDevice device, const AvailableMemory& available) {
   if (p.ranks_option.empty()) return "";
   for (--p.ranks; p.ranks >= 1; --p.ranks)
     if (plan_fits(p, device, available)) return p.ranks_option + " " + std::to_string(p.ranks) + " fits";
@@ -110,7 +118,7 @@ std::string fewer_ranks(MemoryPlan p, MemoryDevice device, double available) {
 }
 
 // The alternatives that fit, separated by commas, in the order a user would try them.
-std::string what_fits(const MemoryPlan& p, MemoryDevice device, double available) {
+std::string what_fits(const MemoryPlan& p, MemoryDevice device, const AvailableMemory& available) {
   std::vector<std::string> options;
   if (const std::string s = fewer_ranks(p, device, available); !s.empty()) options.push_back(s);
   const int64_t batch = largest_batch(p, device, available);
@@ -197,15 +205,16 @@ MemoryCheck check_memory(const MemoryPlan& p, const c10::Device& device) {
   check.summary = "needs ~" + format_bytes(check.needed);
   if (check.available.bytes < 0) return check;
   check.summary += " of " + format_bytes(check.available.bytes) + " available";
-  // An address-space limit binds each rank's process alone: the largest, rank 0, must fit it.
-  const double binding =
-      check.available.per_process ? rank_bytes(check.estimate, p, where, true) : check.needed;
+  const double binding = binding_bytes(check.estimate, p, where, check.available);
   check.fits = binding <= check.available.bytes;
   if (check.fits) return check;
-  check.refusal = describe(p, device) + " needs ~" + format_bytes(check.needed) + " (" +
-                  parts(check.estimate, p, check.saving) + ") but " + format_bytes(check.available.bytes) +
-                  " is available (" + check.available.source + ")" +
-                  (p.opening ? "" : ": " + what_fits(p, where, check.available.bytes)) +
+  const std::string need = binding == check.needed ? format_bytes(check.needed)
+                                                   : format_bytes(binding) + " in rank 0 (" +
+                                                         format_bytes(check.needed) + " in all)";
+  check.refusal = describe(p, device) + " needs ~" + need + " (" + parts(check.estimate, p, check.saving) +
+                  ") but " + format_bytes(check.available.bytes) + " is available (" +
+                  check.available.source + ")" +
+                  (p.opening ? "" : ": " + what_fits(p, where, check.available)) +
                   (p.override_hint.empty() ? "" : "; " + p.override_hint);
   return check;
 }

@@ -290,7 +290,16 @@ int ranks_under_an_address_space_limit() {
   if (ranks.available.source != "ulimit -v" || !ranks.fits || ranks.needed <= ranks.available.bytes) return 3;
   MemoryPlan larger = three;
   larger.batch = 64;
-  return check_memory(larger, c10::kCPU).fits ? 4 : 0;
+  larger.batch_option = "--batch";
+  const MemoryCheck refused = check_memory(larger, c10::kCPU);
+  if (refused.fits) return 4;
+  // What it suggests fits each rank: fewer ranks would not help, and the batch it names runs
+  // in three.
+  const size_t at = refused.refusal.find("--batch ");
+  if (refused.refusal.find("--nproc 2 fits") != std::string::npos || at == std::string::npos) return 5;
+  if (refused.refusal.find(" in rank 0 (") == std::string::npos) return 7;
+  larger.batch = std::stoll(refused.refusal.substr(at + 8));
+  return larger.batch >= 8 && check_memory(larger, c10::kCPU).fits ? 0 : 6;
 }
 
 TEST(MemoryGuard, AnAddressSpaceLimitBindsEachRankAlone) {
