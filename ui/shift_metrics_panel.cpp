@@ -36,26 +36,29 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
     : QGroupBox(tr("Shift metrics: consistency, worst case, equivariance per layer"), parent),
       data_dir_(std::move(data_dir)) {
   consistency_digits_ = spin_box(this, 1, 10000, 1000,
-                                 tr("Test digits for consistency: each is placed twice, a "
-                                    "shift apart, at a random place and direction"));
+                                 tr("Test digits for consistency: each is placed twice, at two "
+                                    "random places, and a shift apart at a random place and direction"));
   worst_digits_ = spin_box(this, 1, 10000, 100, tr("Test digits placed at every position of the grid"));
   stride_ = spin_box(this, 1, 28, 4, tr("Pixels between the worst case's positions"));
   equivariance_digits_ = spin_box(this, 1, 10000, 100, tr("Test digits for the equivariance error"));
   measure_ = new QPushButton(tr("Measure the slots"), this);
   measure_->setToolTip(
-      tr("Every slot's model: consistency under 1-px and whole-patch shifts, the worst case over "
+      tr("Every slot's model: consistency between random places and under 1-px and whole-patch "
+         "shifts, the worst case over "
          "the grid, and the equivariance error of every layer"));
   progress_ = new QProgressBar(this);
   progress_->setToolTip(tr("How far the measurement is, over all slots"));
   progress_->setRange(0, 1);
   progress_->setValue(0);
   progress_->setFormat(tr("Not measured yet"));
-  table_ = new QTableWidget(0, 6, this);
-  table_->setHorizontalHeaderLabels({tr("Slot"), tr("Same class\n1 px apart"),
-                                     tr("Same class\n1 patch apart"), tr("Right at\nevery position"),
-                                     tr("Mean\naccuracy"), tr("Mean\nP(true)")});
+  table_ = new QTableWidget(0, 7, this);
+  table_->setHorizontalHeaderLabels({tr("Slot"), tr("Same class\nrandom places"),
+                                     tr("Same class\n1 px apart"), tr("Same class\n1 patch apart"),
+                                     tr("Right at\nevery position"), tr("Mean\naccuracy"),
+                                     tr("Mean\nP(true)")});
   table_->setToolTip(
-      tr("Consistency: the share of digits whose two copies, a shift apart, get the same class. "
+      tr("Consistency: the share of digits whose two copies, at two random places or a shift apart, "
+         "get the same class (Zhang, 2019); 1 px: its complement is the flip rate (Azulay & Weiss, 2019). "
          "Right everywhere: the share of digits read correctly at every position of the grid "
          "(the worst case); mean accuracy and P(true) average over the grid"));
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -188,10 +191,13 @@ void ShiftMetricsPanel::showRows(const QList<Row>& rows) {
   table_->setRowCount(rows.size());
   for (int r = 0; r < rows.size(); ++r) {
     const ShiftMetrics& m = rows[r].metrics;
-    const QStringList cells{
-        short_title(rows[r].slot),           percent(m.one_pixel.consistency),
-        percent(m.whole_patch.consistency),  percent(m.worst_case.worst_case),
-        percent(m.worst_case.mean_accuracy), QString::number(m.worst_case.true_probability, 'f', 3)};
+    const QStringList cells{short_title(rows[r].slot),
+                            percent(m.random.consistency),
+                            percent(m.one_pixel.consistency),
+                            percent(m.whole_patch.consistency),
+                            percent(m.worst_case.worst_case),
+                            percent(m.worst_case.mean_accuracy),
+                            QString::number(m.worst_case.true_probability, 'f', 3)};
     for (int c = 0; c < cells.size(); ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
       item->setTextAlignment(c == 0 ? Qt::AlignLeft | Qt::AlignVCenter : Qt::AlignRight | Qt::AlignVCenter);

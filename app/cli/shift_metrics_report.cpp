@@ -27,7 +27,9 @@ nlohmann::ordered_json metrics_json(const std::string& path, const Checkpoint& c
       {"checkpoint", path},
       {"model", c.config.model},
       {"seed", o.seed},
+      {"consistency_random_pairs", consistency(m.random)},
       {"consistency_1px", consistency(m.one_pixel)},
+      {"flip_rate_1px", 1 - m.one_pixel.consistency},
       {"consistency_whole_patch", consistency(m.whole_patch)},
       {"worst_case",
        {{"digits", m.worst_case.digits},
@@ -49,10 +51,11 @@ void print_metrics(const std::string& path, const ShiftMetrics& m, const ShiftMe
   const WorstCaseAccuracy& w = m.worst_case;
   std::printf("%s\n", path.c_str());
   std::printf(
-      "  consistency over %lld digits: 1 px %.1f%%, whole patch (%lld px) %.1f%%"
-      "  (copies read right: %.1f%%, %.1f%%)\n",
-      (long long)one.digits, 100 * one.consistency, (long long)patch.shift, 100 * patch.consistency,
-      100 * one.accuracy, 100 * patch.accuracy);
+      "  consistency over %lld digits: random places %.1f%%, 1 px %.1f%% (flip rate %.1f%%), whole patch"
+      " (%lld px) %.1f%%  (copies read right: %.1f%%, %.1f%%, %.1f%%)\n",
+      (long long)one.digits, 100 * m.random.consistency, 100 * one.consistency, 100 * (1 - one.consistency),
+      (long long)patch.shift, 100 * patch.consistency, 100 * m.random.accuracy, 100 * one.accuracy,
+      100 * patch.accuracy);
   std::printf(
       "  worst case over %lld positions (every %lld px), %lld digits: %.1f%% right everywhere;"
       " mean accuracy %.1f%%, true-class probability %.3f\n",
@@ -74,7 +77,8 @@ void add_shift_metrics_options(CLI::App& app, bool& enabled, ShiftMetricsOptions
   CLI::Option* flag =
       app.add_flag(
              "--shift-metrics", enabled,
-             "consistency under 1-px and whole-patch shifts, worst case over a grid, equivariance per layer")
+             "consistency between random places and under 1-px and whole-patch shifts, worst case over a"
+             " grid, equivariance per layer")
           ->excludes("--protocol");
   const int64_t most = 10000;  // the MNIST test split
   app.add_option("--consistency-digits", o.consistency_digits, "shift metrics: digits for consistency")

@@ -7,6 +7,7 @@
 
 #include "cpu/bf16_weights.h"
 #include "nn/attention.h"
+#include "nn/eval_mode.h"
 #include "util/error.h"
 
 namespace translution {
@@ -58,8 +59,7 @@ OffsetImportance offset_importance(const EngineOptions& engine, ViT model, const
                 " images and " + std::to_string(labels.size(0)) + " labels");
   if (batch < 1) throw Error("offset importance: batch " + std::to_string(batch) + " must be at least 1");
   at::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
+  const EvalMode evaluating(*model);
   OffsetImportance r;
   r.layout = model->config().token_layout();
   r.digits = images.size(0);
@@ -85,7 +85,6 @@ OffsetImportance offset_importance(const EngineOptions& engine, ViT model, const
     go_on = !progress || progress(i + 1, total);
   }
   r.complete = int64_t(r.accuracy.size()) == total;
-  model->train(was_training);
   return r;
 }
 

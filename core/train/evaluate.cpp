@@ -7,6 +7,7 @@
 #include <torch/nn/functional/loss.h>
 
 #include "data/batches.h"
+#include "nn/eval_mode.h"
 #include "util/error.h"
 
 namespace translution {
@@ -27,8 +28,7 @@ EvalResult evaluate_range(const EngineOptions& engine, ViT model, CanvasDataset&
   const int64_t total = std::max<int64_t>(0, last - first);
   const int64_t classes = model->config().classes;
   at::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
+  const EvalMode evaluating(*model);
   at::Tensor confusion = at::zeros({classes, classes}, at::kLong);
   double loss_sum = 0;
   for (int64_t begin = 0; begin < total; begin += batch) {
@@ -42,7 +42,6 @@ EvalResult evaluate_range(const EngineOptions& engine, ViT model, CanvasDataset&
     confusion.view(-1).index_add_(0, cell, at::ones({cell.size(0)}, at::kLong));
     if (progress) progress(end, total);
   }
-  model->train(was_training);
   EvalResult r;
   r.count = total;
   r.confusion = confusion;

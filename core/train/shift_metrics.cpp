@@ -9,6 +9,7 @@
 
 #include "data/canvas_dataset.h"
 #include "infer/inference_batches.h"
+#include "nn/eval_mode.h"
 #include "train/translation_sweep.h"
 #include "util/error.h"
 
@@ -47,11 +48,30 @@ at::Tensor pair_canvases(const MnistDigits& test, const std::vector<ShiftPair>& 
   return place_digits(test, index, where, canvas);
 }
 
+// The share of the first pairs.size() test digits whose two copies get the same class, and of
+// copies read right.
+ShiftConsistency pair_consistency(const CanvasClassifier& classify, const MnistDigits& test, int64_t canvas,
+                                  const std::vector<ShiftPair>& pairs, int64_t shift,
+                                  const ShiftProgress& progress) {
+  const int64_t count = int64_t(pairs.size());
+  int64_t same = 0, right = 0;
+  for (int64_t first = 0; first < count; first += kBatchImages / 2) {
+    const int64_t n = std::min(kBatchImages / 2, count - first);
+    const at::Tensor predicted = classify(pair_canvases(test, pairs, first, n, canvas)).argmax(1);  // [2n]
+    const at::Tensor a = predicted.narrow(0, 0, n), b = predicted.narrow(0, n, n);
+    const at::Tensor truth = test.labels.narrow(0, first, n);
+    same += a.eq(b).sum().item<int64_t>();
+    right += a.eq(truth).sum().item<int64_t>() + b.eq(truth).sum().item<int64_t>();
+    if (progress) progress(2 * (first + n), 2 * count);
+  }
+  return {shift, count, double(same) / double(count), double(right) / double(2 * count)};
+}
+
 }  // namespace
 
 CanvasClassifier classifier_of(const EngineOptions& engine, ViT model, const c10::Device& device) {
-  model->eval();
   return [engine, model, device](const at::Tensor& canvases) {
+    const EvalMode evaluating(*model.ptr());
     return logits_without_gradients(engine, model, normalize_pixels(canvases), device);
   };
 }
@@ -79,23 +99,36 @@ std::vector<ShiftPair> shift_pairs(int64_t count, int64_t canvas, int64_t digit,
   return pairs;
 }
 
+std::vector<ShiftPair> random_pairs(int64_t count, int64_t canvas, int64_t digit, uint64_t seed) {
+  if (canvas < digit)
+    throw Error("a " + std::to_string(digit) + " px digit does not fit a " + std::to_string(canvas) +
+                " px canvas");
+  std::mt19937_64 random(seed);
+  std::uniform_int_distribution<int64_t> corner(0, canvas - digit);
+  std::vector<ShiftPair> pairs(size_t(std::max<int64_t>(count, 0)));
+  for (ShiftPair& p : pairs) {
+    p.x0 = corner(random);
+    p.y0 = corner(random);
+    p.dx = corner(random) - p.x0;
+    p.dy = corner(random) - p.y0;
+  }
+  return pairs;
+}
+
+ShiftConsistency random_pair_consistency(const CanvasClassifier& classify, const MnistDigits& test,
+                                         int64_t canvas, int64_t count, uint64_t seed,
+                                         const ShiftProgress& progress) {
+  check_digits(test, count, "consistency");
+  return pair_consistency(classify, test, canvas, random_pairs(count, canvas, test.images.size(1), seed), 0,
+                          progress);
+}
+
 ShiftConsistency shift_consistency(const CanvasClassifier& classify, const MnistDigits& test, int64_t canvas,
                                    int64_t count, int64_t shift, uint64_t seed,
                                    const ShiftProgress& progress) {
   check_digits(test, count, "consistency");
-  const int64_t digit = test.images.size(1);
-  const std::vector<ShiftPair> pairs = shift_pairs(count, canvas, digit, shift, seed);
-  int64_t same = 0, right = 0;
-  for (int64_t first = 0; first < count; first += kBatchImages / 2) {
-    const int64_t n = std::min(kBatchImages / 2, count - first);
-    const at::Tensor predicted = classify(pair_canvases(test, pairs, first, n, canvas)).argmax(1);  // [2n]
-    const at::Tensor a = predicted.narrow(0, 0, n), b = predicted.narrow(0, n, n);
-    const at::Tensor truth = test.labels.narrow(0, first, n);
-    same += a.eq(b).sum().item<int64_t>();
-    right += a.eq(truth).sum().item<int64_t>() + b.eq(truth).sum().item<int64_t>();
-    if (progress) progress(2 * (first + n), 2 * count);
-  }
-  return {shift, count, double(same) / double(count), double(right) / double(2 * count)};
+  return pair_consistency(classify, test, canvas,
+                          shift_pairs(count, canvas, test.images.size(1), shift, seed), shift, progress);
 }
 
 WorstCaseAccuracy worst_case_accuracy(const CanvasClassifier& classify, const MnistDigits& test,
@@ -176,7 +209,7 @@ std::vector<LayerEquivariance> token_equivariance(const EngineOptions& engine, V
   const std::vector<ShiftPair> pairs =
       shift_pairs(o.digits, c.image_width, test.images.size(1), c.patch, o.seed);
   std::vector<SquaredSums> sums(size_t(c.depth + 1));
-  model->eval();
+  const EvalMode evaluating(*model);
   at::NoGradGuard no_grad;
   for (int64_t first = 0; first < o.digits; first += kBatchImages / 2) {
     const int64_t n = std::min(kBatchImages / 2, o.digits - first);
@@ -212,7 +245,7 @@ ShiftMetrics shift_metrics(const EngineOptions& engine, ViT model, const MnistDi
     throw Error("shift metrics need a model of square one-channel images");
   const int64_t canvas = c.image_width;
   const int64_t P = int64_t(sweep_positions(canvas, test.images.size(1), o.stride).size());
-  const int64_t consistency = 2 * o.consistency_digits, total = 2 * consistency + P * P * o.worst_case_digits;
+  const int64_t consistency = 2 * o.consistency_digits, total = 3 * consistency + P * P * o.worst_case_digits;
   auto part = [&](int64_t before) {
     return [&progress, before, total](int64_t done, int64_t) {
       if (progress) progress(before + done, total);
@@ -225,13 +258,14 @@ ShiftMetrics shift_metrics(const EngineOptions& engine, ViT model, const MnistDi
   const CanvasClassifier classify = classifier_of(engine, model, device);
   ShiftMetrics m;
   Clock::time_point start = Clock::now();
-  m.one_pixel = shift_consistency(classify, test, canvas, o.consistency_digits, 1, o.seed, part(0));
+  m.random = random_pair_consistency(classify, test, canvas, o.consistency_digits, o.seed, part(0));
+  m.one_pixel = shift_consistency(classify, test, canvas, o.consistency_digits, 1, o.seed, part(consistency));
   m.whole_patch =
-      shift_consistency(classify, test, canvas, o.consistency_digits, c.patch, o.seed, part(consistency));
+      shift_consistency(classify, test, canvas, o.consistency_digits, c.patch, o.seed, part(2 * consistency));
   m.consistency_seconds = seconds_since(start);
   start = Clock::now();
   m.worst_case =
-      worst_case_accuracy(classify, test, canvas, o.worst_case_digits, o.stride, part(2 * consistency));
+      worst_case_accuracy(classify, test, canvas, o.worst_case_digits, o.stride, part(3 * consistency));
   m.worst_case_seconds = seconds_since(start);
   start = Clock::now();
   m.equivariance = token_equivariance(engine, model, test, o.equivariance, device);

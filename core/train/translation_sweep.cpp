@@ -15,6 +15,7 @@
 #include "image/heat_map.h"
 #include "image/png_io.h"
 #include "infer/inference_batches.h"
+#include "nn/eval_mode.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -54,8 +55,7 @@ SweepResult translation_sweep(const EngineOptions& engine, ViT model, const Mnis
   const at::Tensor digits = test.images.narrow(0, 0, options.digits).to(at::kFloat).div(255.0);
   const at::Tensor labels = test.labels.narrow(0, 0, options.digits);  // the logits come back to the CPU
   at::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
+  const EvalMode evaluating(*model);
   // Positions share a forward pass up to kBatchImages images: with few digits (a coarse pass) a call
   // per position would pay the model's fixed cost per call for a handful of images.
   const int64_t per_call = std::max<int64_t>(1, kBatchImages / options.digits);
@@ -81,7 +81,6 @@ SweepResult translation_sweep(const EngineOptions& engine, ViT model, const Mnis
     r.true_probability.view(-1).narrow(0, first, count).copy_(sure);
     if (progress) progress(first + count, P * P);
   }
-  model->train(was_training);
   return r;
 }
 

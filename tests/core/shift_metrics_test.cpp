@@ -64,6 +64,41 @@ TEST(ShiftMetrics, ConsistencyCountsTheDigitsWhoseCopiesAgree) {
   EXPECT_DOUBLE_EQ(shift_consistency(parity_classifier, test, 84, 300, 12, 5).consistency, 1.0);
 }
 
+TEST(ShiftMetrics, RandomPairsAreTwoIndependentPlacesOnTheCanvas) {
+  const std::vector<ShiftPair> pairs = random_pairs(2000, 84, 28, 7);
+  std::set<int64_t> firsts, seconds;
+  int64_t diagonal = 0;
+  for (const ShiftPair& p : pairs) {
+    for (const int64_t v : {p.x0, p.y0, p.x0 + p.dx, p.y0 + p.dy}) {
+      EXPECT_GE(v, 0);
+      EXPECT_LE(v, 56);
+    }
+    firsts.insert(p.x0);
+    seconds.insert(p.x0 + p.dx);
+    diagonal += p.dx != 0 && p.dy != 0;
+  }
+  EXPECT_EQ(firsts.size(), 57u);  // every column of corners, for both copies
+  EXPECT_EQ(seconds.size(), 57u);
+  EXPECT_GT(diagonal, 1800);  // not along an axis: both coordinates drawn anew
+  const std::vector<ShiftPair> a = random_pairs(50, 84, 28, 3), b = random_pairs(50, 84, 28, 3);
+  for (size_t k = 0; k < a.size(); ++k)
+    EXPECT_TRUE(a[k].x0 == b[k].x0 && a[k].y0 == b[k].y0 && a[k].dx == b[k].dx && a[k].dy == b[k].dy);
+  EXPECT_THROW(random_pairs(10, 20, 28, 0), Error);
+}
+
+// The parity classifier agrees with itself exactly when the copies are an even number of columns
+// apart.
+TEST(ShiftMetrics, RandomPairConsistencyCountsTheDigitsWhoseCopiesAgree) {
+  ASSERT_FALSE(mnist_dir().empty());
+  const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
+  const ShiftConsistency c = random_pair_consistency(parity_classifier, test, 84, 300, 5);
+  int64_t even = 0;
+  for (const ShiftPair& p : random_pairs(300, 84, 28, 5)) even += p.dx % 2 == 0;
+  EXPECT_EQ(c.shift, 0);
+  EXPECT_EQ(c.digits, 300);
+  EXPECT_DOUBLE_EQ(c.consistency, double(even) / 300.0);
+}
+
 // Knows each digit by its ink (the sum of its pixels, the same at every position) and answers its
 // label, except for ones whose ink starts below row 40, which it calls 7 with the same confidence.
 struct LowOnesWrong {
@@ -123,7 +158,12 @@ TEST(ShiftMetrics, WorstCaseMeansAgreeWithTheTranslationSweep) {
   ViT model(c);
   const MnistDigits test = load_mnist(mnist_dir(), Split::Test);
   const EngineOptions engine;
+  model->train();  // the measurements read it in evaluation mode and give its mode back
   const WorstCaseAccuracy w = worst_case_accuracy(classifier_of(engine, model, c10::kCPU), test, 48, 16, 5);
+  EXPECT_TRUE(model->is_training());
+  const auto stop = [](int64_t, int64_t) { throw Error("stopped"); };
+  EXPECT_THROW(translation_sweep(engine, model, test, {16, 5}, c10::kCPU, stop), Error);
+  EXPECT_TRUE(model->is_training());
   const SweepResult sweep = translation_sweep(engine, model, test, {16, 5}, c10::kCPU);
   EXPECT_NEAR(w.mean_accuracy, sweep.accuracy.mean().item<double>(), 1e-12);
   EXPECT_NEAR(w.true_probability, sweep.true_probability.mean().item<double>(), 1e-6);

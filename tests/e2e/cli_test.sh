@@ -285,7 +285,7 @@ check "a stopped knockout map writes no file" test -z "$(ls -A "$work/ko-stop")"
 sm=$("$cli" eval --checkpoint "$models/lor.ckpt" --shift-metrics --consistency-digits 20 --worst-digits 3 --stride 28 \
   --equivariance-digits 4 --json 2>/dev/null)
 check "eval --shift-metrics exits 0" test $? -eq 0
-check "shift metrics JSON holds both consistencies" grep -q '"consistency_1px":{"shift_px":1,"digits":20,' <<<"$sm"
+check "shift metrics JSON holds every consistency" grep -q '"consistency_random_pairs":{"shift_px":0,"digits":20,.*"consistency_1px":{"shift_px":1,"digits":20,.*"flip_rate_1px":' <<<"$sm"
 check "shift metrics JSON holds the whole-patch shift" grep -q '"consistency_whole_patch":{"shift_px":12,' <<<"$sm"
 check "shift metrics JSON: worst case over a 3 x 3 grid" grep -q '"worst_case":{"digits":3,"stride_px":28,"positions":9,' <<<"$sm"
 check "shift metrics JSON: equivariance of the embedding and 4 blocks" test "$(grep -o '"layer":' <<<"$sm" | wc -l)" -eq 5

@@ -443,8 +443,9 @@ class StudioPanelsTest : public QObject {
     panel->measure();  // a second click supersedes the first: one result, for the newest request
     QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 120000);
     QCOMPARE(panel->table()->rowCount(), 2);  // one row per slot
+    QCOMPARE(panel->table()->columnCount(), 7);  // slot, three consistencies, worst case and means
     for (int r = 0; r < 2; ++r)
-      for (int c = 1; c < 5; ++c) {
+      for (int c = 1; c < 6; ++c) {
         const QString cell = panel->table()->item(r, c)->text();
         QVERIFY2(cell.endsWith('%'), qPrintable(cell));
         const double value = cell.chopped(1).toDouble();
