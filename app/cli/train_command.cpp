@@ -351,7 +351,9 @@ void prepare_parallel(TrainOptions& o, Parallel& parallel) {
 
 // What every rank must agree on before the first collective.
 std::string fingerprint(const TrainOptions& o, const c10::Device& device) {
-  std::string text = std::string("device=") + (device.is_cuda() ? "cuda" : "cpu") + "\n";
+  // The bucket size fixes the messages' lengths, which must match (Gloo aborts otherwise).
+  std::string text = std::string("device=") + (device.is_cuda() ? "cuda" : "cpu") +
+                     "\nbucket_bytes=" + std::to_string(kBucketBytes) + "\n";
   if (o.resume.empty()) return text + o.model.config().to_text() + train_config(o).to_text();
   text += "resume=rank 0's checkpoint\n";  // its path may differ from machine to machine
   if (o.given("--steps")) text += "steps=" + std::to_string(o.train.steps) + "\n";

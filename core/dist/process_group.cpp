@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <torch/version.h>
 #include <unistd.h>
 
@@ -68,12 +71,20 @@ void GroupOptions::validate() const {
   if (master.rfind("file:", 0) == 0) {
     if (master.size() == 5) throw Error("--master file: needs a path (file:PATH)");
     // The ranks share the file: a folder, a FIFO or a device there would make c10d's store
-    // fail as it opens, or block.
-    std::error_code error;
-    const auto status = std::filesystem::status(master.substr(5), error);
-    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
-      throw Error("--master " + master + ": " + master.substr(5) +
+    // fail as it opens, or block; a link would have it create or write a file elsewhere; and
+    // a file another user may write could be filled with records that stall the run.
+    const std::string path = master.substr(5);
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return;  // the first rank creates it
+    if (S_ISLNK(st.st_mode))
+      throw Error("--master " + master + ": " + path + " is a link: name the rendezvous file itself");
+    if (!S_ISREG(st.st_mode))
+      throw Error("--master " + master + ": " + path +
                   " is not a regular file (the ranks' rendezvous file is created there, or shared)");
+    if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+      throw Error("--master " + master + ": " + path + " may be written by " +
+                  (st.st_uid != ::geteuid() ? "another user (its owner)" : "users other than its owner") +
+                  ": a rendezvous file must be this user's alone (remove it, or name another path)");
     return;
   }
   const size_t colon = master.rfind(':');
@@ -112,6 +123,31 @@ namespace {
 std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 std::string text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
 
+// What answer_within throws: the store did not answer in time.
+class StoreStalled : public Error {
+ public:
+  using Error::Error;
+};
+
+// Runs `task` on a thread of its own and waits for it at most `limit`, then throws
+// StoreStalled(`late`): c10d's store timeouts do not bound every wait (a stranger's half-sent
+// request stalls rank 0's store server, and every read waits on it). A task still running then
+// is left to the process's exit, so it must hold by value whatever it uses.
+template <typename T>
+T answer_within(std::chrono::seconds limit, std::function<T()> task, const std::string& late) {
+  auto answer = std::make_shared<std::promise<T>>();
+  std::future<T> result = answer->get_future();
+  std::thread([task = std::move(task), answer] {
+    try {
+      answer->set_value(task());
+    } catch (...) {
+      answer->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (result.wait_for(limit) != std::future_status::ready) throw StoreStalled(late);
+  return result.get();
+}
+
 }  // namespace
 
 // A rank's heartbeat: a counter it raises in the store every second from a thread of
@@ -131,6 +167,8 @@ class Heartbeat {
     wake_.notify_all();
     thread_.join();
   }
+  // Keeps its store from being destroyed (see ProcessGroup::State).
+  void abandon_store() { (void)store_.release(); }
 
  private:
   void beat() {
@@ -154,11 +192,40 @@ class Heartbeat {
   std::thread thread_;
 };
 
+// Whether the rendezvous file at `path` is one c10d's FileStore can still let go of: gone
+// (it then does nothing), or a regular file of whole records.
+bool store_file_intact(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT;
+  if (!S_ISREG(st.st_mode)) return false;
+  try {
+    check_store_file(path);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 struct ProcessGroup::State {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<Backend> backend;
   std::string backend_name;
+  std::string file;                      // a FileStore's path; empty for a TCPStore
+  bool serving = false;                  // rank 0's TCPStore, whose server this process runs
+  bool store_failed = false;             // a store operation threw or stalled: its file may be unreadable now
   std::unique_ptr<Heartbeat> heartbeat;  // last member: stops first
+
+  // Two stores must not be destroyed, since the process could not then end:
+  //  * a FileStore, destroyed, writes its file once more, and throws from its destructor, which
+  //    ends the process, where that write fails (the file replaced by a folder, or not seekable);
+  //  * rank 0's TCPStore joins its server's thread, which a stranger's half-sent request holds.
+  // Such a store is abandoned to the process's exit instead, which follows the group's end.
+  ~State() {
+    const bool file_gone_bad = !file.empty() && (store_failed || !store_file_intact(file));
+    if (!file_gone_bad && !serving && !store_failed) return;
+    if (heartbeat) heartbeat->abandon_store();
+    (void)store.release();
+  }
 };
 
 namespace {
@@ -261,11 +328,24 @@ c10::intrusive_ptr<c10d::Store> meet(const GroupOptions& o, uint16_t& store_port
   return store;
 }
 
+// A count a rank wrote in the store ("12"), or -1 where the value is not one: the store is open
+// to whoever reaches it, and what it holds is read as a peer's word, never trusted to parse.
+int64_t count_in(const std::string& value) {
+  if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos)
+    return -1;
+  return std::stoll(value);
+}
+
 // What rank `r` announced: its world size, then its fingerprint.
 std::pair<int, std::string> read_hello(c10d::Store& store, int r) {
   const std::string hello = text(store.get(kHello + std::to_string(r)));
   const size_t newline = hello.find('\n');
-  return {std::stoi(hello.substr(0, newline)), newline == std::string::npos ? "" : hello.substr(newline + 1)};
+  const int64_t world = count_in(hello.substr(0, newline));
+  if (world < 1 || world > kMaxRanks || newline == std::string::npos)
+    throw Error("what rank " + std::to_string(r) +
+                " announced in the rendezvous store is not a world size and a configuration: another "
+                "program wrote there (a stale rendezvous file, or a stranger on the store's port)");
+  return {int(world), hello.substr(newline + 1)};
 }
 
 void check_hello(c10d::Store& store, const GroupOptions& o, const std::string& fingerprint, int other) {
@@ -296,7 +376,7 @@ void handshake(c10d::Store& store, const GroupOptions& o, const std::string& fin
     store.wait(keys, o.timeout);
   } catch (const std::exception&) {
     std::vector<int> missing;
-    for (int r : others)
+    for (int r : others)  // may throw too, where the store itself is gone: join names that
       if (!store.check({kHello + std::to_string(r)})) missing.push_back(r);
     throw Error(join_ranks(missing) + " did not join within " + std::to_string(o.timeout.count()) + " s (" +
                 std::to_string(o.world_size) + " ranks expected at " + o.master + ")");
@@ -339,6 +419,27 @@ bool alone_in_file_store(c10d::Store& store, const GroupOptions& o) {
   } catch (const std::exception&) {
     return false;  // unreadable now: left as it is
   }
+}
+
+// The one line for a store that did not answer within `limit`.
+std::string stalled_store(const GroupOptions& o, std::chrono::seconds limit) {
+  const std::string where = o.master.rfind("file:", 0) == 0 ? "the rendezvous file " + o.master.substr(5)
+                            : o.rank == 0                   ? "the rendezvous store this rank serves"
+                                                            : "rank 0's rendezvous store";
+  return "--master " + o.master + ": " + where + " did not answer within " + std::to_string(limit.count()) +
+         " s: something else holds it (" +
+         (o.master.rfind("file:", 0) == 0 ? "a lock on the file" : "a stranger's connection to its port") +
+         "?)";
+}
+
+// The one line for a store that failed while the ranks met.
+std::string store_failure(const GroupOptions& o, const std::exception& e) {
+  const std::string why = first_line(e.what());
+  if (o.master.rfind("file:", 0) == 0)
+    return "--master " + o.master + ": the rendezvous file failed while the ranks met: " + why;
+  if (o.rank == 0) return "the rendezvous store this rank serves failed while the ranks met: " + why;
+  return "--master " + o.master + ": rank 0 closed the rendezvous before every rank had joined (it " +
+         "stopped, or stopped waiting for a rank): " + why;
 }
 
 }  // namespace
@@ -425,16 +526,43 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options,
   auto state = std::make_unique<State>();
   uint16_t store_port = 0;
   state->store = meet(options, store_port);
+  if (options.master.rfind("file:", 0) == 0) state->file = options.master.substr(5);
+  state->serving = state->file.empty() && options.rank == 0;
+  // The handshake waits up to the timeout for the ranks, then briefly for their checks. Rank 0
+  // waits longest: where its store is stalled, the others give up first, before rank 0's exit
+  // resets their connections (which c10d's client threads do not survive).
+  const auto limit = 2 * std::chrono::duration_cast<std::chrono::seconds>(options.timeout) +
+                     std::chrono::seconds(options.rank == 0 ? 20 : 15);
   try {
-    handshake(*state->store, options, fingerprint);
+    answer_within<bool>(
+        limit,
+        [store = state->store, options, fingerprint] {
+          handshake(*store, options, fingerprint);
+          return true;
+        },
+        stalled_store(options, limit));
+  } catch (const StoreStalled&) {
+    state->store_failed = true;
+    state.reset();
+    throw;
   } catch (const Error&) {
     const bool alone = alone_in_file_store(*state->store, options);
     state.reset();  // the store lets go of its file first
     if (alone) std::remove(options.master.substr(5).c_str());
     throw;
+  } catch (const std::exception& e) {  // the store failed: its file unusable, or rank 0 gone
+    state->store_failed = true;
+    state.reset();
+    throw Error(store_failure(options, e));
   }
   try {
-    state->backend = make_backend(name, state->store, options);
+    // Gloo's ranks find each other through the store, which may be stalled too.
+    state->backend = answer_within<c10::intrusive_ptr<Backend>>(
+        limit, [name, store = state->store, options] { return make_backend(name, store, options); },
+        stalled_store(options, limit));
+  } catch (const StoreStalled&) {
+    state->store_failed = true;
+    throw;
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -457,28 +585,43 @@ void ProcessGroup::reach_collective() {
   try {
     state_->store->set(kReached + std::to_string(rank()), bytes(std::to_string(collectives_)));
   } catch (const std::exception& e) {
+    state_->store_failed = true;
     fail(e.what());
   }
 }
 
-// Names the ranks to blame: those whose heartbeat stood still over a few seconds (dead
-// or hung), else those whose count of collectives reached is below this rank's. Read
-// with a short timeout, since the store itself may have gone with rank 0.
-std::vector<int> ProcessGroup::silent_ranks() {
+namespace {
+
+// The ranks to blame: those whose heartbeat stood still over a few seconds (dead or hung),
+// else those whose count of collectives reached is below `collectives`. Read with a short
+// timeout, since the store itself may have gone with rank 0.
+std::vector<int> silent_ranks_in(c10d::Store& store, int rank, int world_size, int64_t collectives) {
   std::vector<int> silent, behind;
-  state_->store->setTimeout(std::chrono::seconds(5));
+  store.setTimeout(std::chrono::seconds(5));
   auto read = [&](const char* prefix, int r) -> int64_t {
     const std::string key = prefix + std::to_string(r);
-    return state_->store->check({key}) ? std::stoll(text(state_->store->get(key))) : 0;
+    return store.check({key}) ? count_in(text(store.get(key))) : 0;
   };
   std::vector<int64_t> before;
-  for (int r = 0; r < world_size(); ++r) before.push_back(read(kAlive, r));
+  for (int r = 0; r < world_size; ++r) before.push_back(read(kAlive, r));
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  for (int r = 0; r < world_size(); ++r) {
-    if (r != rank() && read(kAlive, r) == before[size_t(r)]) silent.push_back(r);
-    if (read(kReached, r) < collectives_) behind.push_back(r);
+  for (int r = 0; r < world_size; ++r) {
+    if (r != rank && read(kAlive, r) == before[size_t(r)]) silent.push_back(r);
+    if (read(kReached, r) < collectives) behind.push_back(r);
   }
   return silent.empty() ? behind : silent;
+}
+
+}  // namespace
+
+// Waited for a bounded time (answer_within): the store may be stalled.
+std::vector<int> ProcessGroup::silent_ranks() {
+  return answer_within<std::vector<int>>(
+      std::chrono::seconds(15),
+      [store = state_->store, r = rank(), n = world_size(), c = collectives_] {
+        return silent_ranks_in(*store, r, n, c);
+      },
+      "the rendezvous store did not answer within 15 s");
 }
 
 void ProcessGroup::fail(const std::string& what) {
@@ -486,10 +629,14 @@ void ProcessGroup::fail(const std::string& what) {
   std::string where;
   try {
     blamed = silent_ranks();
-  } catch (const std::exception&) {
-    if (rank() != 0) {
+  } catch (const std::exception& e) {
+    if (!state_->file.empty()) {
+      where = " (the rendezvous file " + state_->file + " is unusable too)";
+    } else if (rank() != 0) {
       blamed = {0};
       where = " (the rendezvous it served is gone too)";
+    } else {
+      where = " (which, the store could not say: " + first_line(e.what()) + ")";
     }
   }
   const std::string who = blamed.empty() ? "a rank" : join_ranks(blamed);

@@ -147,6 +147,22 @@ TEST(DataParallel, TwoRanksSumWeightedGradients) {
   EXPECT_TRUE(at::equal(results[0], results[1]));  // the same bits on every rank
 }
 
+// Rank 0's word on how much it sends is checked before any rank allocates it.
+TEST(DataParallel, ABroadcastLargerThanTheMemoryIsRefusedBeforeItIsAllocated) {
+  if (!has_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
+  ::setenv("TRANSLUTION_AVAILABLE_MEMORY", "1000", 1);
+  const auto errors = two_ranks([&](int rank, const std::string& master) {
+    DataParallel parallel(ProcessGroup::join(options(rank, master), "same"));
+    parallel.broadcast_bytes(rank == 0 ? std::string(2000, 'x') : "");
+  });
+  ::unsetenv("TRANSLUTION_AVAILABLE_MEMORY");
+  // Every rank checks, rank 0 too (it copies what it sends): the ranks agree, and none waits.
+  for (const std::string& e : errors)
+    EXPECT_EQ(
+        e,
+        "rank 0 announced 2000 bytes to send, and 1000 bytes are available (TRANSLUTION_AVAILABLE_MEMORY)");
+}
+
 TEST(DataParallel, RankZeroWeightsWinAndDifferencesAreNamed) {
   if (!has_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
   std::vector<at::Tensor> weights(2);

@@ -3,7 +3,8 @@
 # rank 0: a process at the master's address that answers HTTP, junk bytes, a huge length, a
 # protocol of another version, or nothing. Each must stop a rank within --timeout and a margin,
 # in one `error:` line naming the address, without growing its memory. Then a rank 0 of another
-# run id, and a rank 0 that keeps admitting its ranks while others knock.
+# run id, a rank 0 that keeps admitting its ranks while others knock, a stranger that stalls
+# rank 0's store, and rendezvous files that are not the run's own or go bad.
 # Usage: rendezvous_test.sh TRANSLUTION
 set -u
 cli=$1
@@ -11,6 +12,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
 started=()  # the processes this script starts, ended by their id on exit
 trap 'for p in "${started[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
 stop() { kill -KILL "$1" 2>/dev/null; wait "$1" 2>/dev/null; }  # a process this script started, quietly
+one_line() {  # one_line PATTERN COMMAND...: fails non-zero with one line matching PATTERN
+  local pattern=$1 err status; shift
+  err=$(timeout 60 "$@" 2>&1 >/dev/null); status=$?
+  echo "  $err"
+  [ $status -ne 0 ] && [ $status -ne 124 ] && [ "$(grep -c . <<<"$err")" -eq 1 ] && grep -q -- "$pattern" <<<"$err"
+}
 
 probe=$("$cli" train --world-size 2 --rank 5 --master "file:$work/probe" --backend gloo --device cpu --out "$work/probe.ckpt" 2>&1)
 if grep -q "no Gloo backend\|no distributed training" <<<"$probe"; then
@@ -129,6 +136,94 @@ stop "$knocker"
 check "rank 1 trains beside the knocking clients" test "$status" -eq 0
 check "and rank 0 with it" test "$r0_status" -eq 0
 check "rank 0 wrote the checkpoint" bash -c "'$cli' checkpoint info '$work/r0.ckpt' >/dev/null"
+
+# A stranger at rank 0's store port (c10d's TCPStore, which asks for no run id) that sends half a
+# request stalls the store's server. Each rank stops in one line within its bound (twice the
+# timeout and 15 s; rank 0 5 s later, so that the others are not cut off by its exit) and exits.
+port=$((port + 1))
+master="127.0.0.1:$port"
+rank=("$cli" train "${tiny[@]}" --world-size 2 --master "$master" --run-id ours --timeout 3)
+"${rank[@]}" --rank 0 --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
+r0=$!
+started+=($r0)
+store_port=$(python3 - "$r0" "$port" <<'EOF2'
+import os, sys, time
+pid, master = sys.argv[1], int(sys.argv[2])
+for _ in range(100):  # rank 0's listening sockets other than the master's port: its store
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in open(table).readlines()[1:]:
+            fields = line.split()
+            port = int(fields[1].rsplit(":", 1)[1], 16)
+            if fields[3] == "0A" and fields[9] in inodes and port != master:
+                print(port)
+                sys.exit(0)
+    time.sleep(0.1)
+sys.exit(1)
+EOF2
+)
+python3 -c "
+import socket, struct, time
+s = socket.create_connection(('127.0.0.1', int('$store_port')))
+s.sendall(bytes([0]) + struct.pack('<Q', 4) + b'evil' + struct.pack('<Q', 100) + b'x')  # a SET, cut short
+time.sleep(60)" &
+stranger=$!
+started+=($stranger)
+sleep 0.5
+/usr/bin/time -f '%e %M' -o "$work/time" timeout 60 "${rank[@]}" --rank 1 --out "$work/r1.ckpt" >/dev/null 2>"$work/r1.err"
+status=$?
+wait $r0
+r0_status=$?
+stop "$stranger"
+echo "  rank 1: exit $status, $(tail -1 "$work/time"): $(cat "$work/r1.err")"
+echo "  rank 0: exit $r0_status: $(cat "$work/r0.err")"
+check "a stalled store stops rank 1 in one line" bash -c "[ $status -eq 1 ] && [ \$(grep -c . '$work/r1.err') -eq 1 ] &&
+  grep -q \"^error: --master $master: rank 0's rendezvous store did not answer within 21 s\" '$work/r1.err'"
+check "and rank 0" bash -c "[ $r0_status -eq 1 ] && [ \$(grep -c . '$work/r0.err') -eq 1 ] &&
+  grep -q '^error: --master $master: the rendezvous store this rank serves did not answer within 26 s' '$work/r0.err'"
+
+# The rendezvous file (--master file:PATH): what is there must be this user's regular file of
+# c10d's records, and one that goes bad mid-run ends each rank in one line, not an abort.
+file_rank=("$cli" train "${tiny[@]}" --world-size 2 --timeout 5 --out "$work/f.ckpt")
+ln -s "$work/elsewhere" "$work/link"
+check "a link as the file is one line" one_line "is a link: name the rendezvous file itself" \
+  "${file_rank[@]}" --rank 0 --master "file:$work/link"
+check "and nothing is made where it points" test ! -e "$work/elsewhere"
+: >"$work/shared"
+chmod 664 "$work/shared"
+check "a file others may write is one line" one_line "may be written by users other than its owner" \
+  "${file_rank[@]}" --rank 0 --master "file:$work/shared"
+python3 -c "
+import struct, sys
+record = lambda b: struct.pack('=I', len(b)) + b
+open(sys.argv[1], 'wb').write(record(b'/translution/hello/1') + record(b'x\nforged'))" "$work/forged"
+check "a hello that is not one is one line" one_line "what rank 1 announced in the rendezvous store is not a world size" \
+  "${file_rank[@]}" --rank 0 --master "file:$work/forged"
+check "a file the store cannot seek is one line" one_line "the rendezvous file failed while the ranks met" \
+  "${file_rank[@]}" --rank 0 --master file:/proc/self/status
+rm -f "$work/f.ckpt"
+for r in 0 1; do
+  "$cli" train "${tiny[@]}" --steps 100000 --checkpoint-every 5 --world-size 2 --rank $r --timeout 5 \
+    --master "file:$work/meet" --out "$work/long$r.ckpt" >/dev/null 2>"$work/long$r.err" &
+  long[$r]=$!
+  started+=(${long[$r]})
+done
+for _ in $(seq 300); do [ -s "$work/long0.ckpt" ] && break; sleep 0.1; done
+for _ in 1 2 3 4 5; do rm -f "$work/meet"; mkdir "$work/meet" 2>/dev/null && break; done
+wait "${long[0]}"; s0=$?
+wait "${long[1]}"; s1=$?
+echo "  file replaced by a folder: exits $s0 $s1: $(grep -h -v '^train\|^note\|^data\|^each\|^step' "$work"/long?.err)"
+check "a file replaced by a folder mid-run ends each rank in one line" bash -c \
+  "[ $s0 -eq 4 ] && [ $s1 -eq 4 ] && [ \$(cat '$work/long0.err' '$work/long1.err' | grep -c '^error') -eq 2 ] &&
+   ! grep -q 'terminate' '$work/long0.err' '$work/long1.err'"
+check "rank 0's checkpoint is intact" bash -c "'$cli' checkpoint info '$work/long0.ckpt' >/dev/null"
 
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]
