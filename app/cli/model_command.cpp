@@ -12,10 +12,10 @@
 #include "cli/commands.h"
 #include "cli/json_line.h"
 #include "cli/model_options.h"
+#include "cpu/offset_buckets.h"
 #include "nn/memory_estimate.h"
 #include "nn/model_cost.h"
 #include "nn/model_size.h"
-#include "nn/offset_buckets.h"
 #include "nn/pair_order.h"
 #include "nn/token_layout.h"
 #include "nn/vit.h"
@@ -116,7 +116,7 @@ std::string layout_offsets(const ViTConfig& c) {
   return text;
 }
 
-// The offset-batched layout of a block's pairs (nn/offset_buckets.h): buckets and padding.
+// The offset-batched layout of a block's pairs (cpu/offset_buckets.h): buckets and padding.
 void print_offset_buckets(const ViTConfig& config) {
   const AttentionSpec spec = config.attention_spec(config.depth - 1);
   const PairOrder order = make_pair_order(make_relative_table(config.token_layout(), spec.encoding));

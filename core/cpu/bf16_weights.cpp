@@ -59,4 +59,9 @@ const Bf16Bits* bf16_weights_for(const EngineOptions& engine, const at::Tensor& 
   return engine.bf16_weights->find(bank);
 }
 
+const Bf16Bits* weight_copy(const EngineOptions& engine, const at::Tensor& bank, const at::Tensor& xt,
+                            bool bf16, bool copies) {
+  return copies && !bf16 && xt.scalar_type() == at::kFloat ? bf16_weights_for(engine, bank) : nullptr;
+}
+
 }  // namespace translution

@@ -59,4 +59,9 @@ class Bf16Weights {
 // a snapshot, gradients are off and the bank is in it, unchanged.
 const Bf16Bits* bf16_weights_for(const EngineOptions& engine, const at::Tensor& bank);
 
+// The copy a relative projection of float input `xt` reads: in a forward without gradients
+// (copies), with float products (not bf16), bf16_weights_for's; else null.
+const Bf16Bits* weight_copy(const EngineOptions& engine, const at::Tensor& bank, const at::Tensor& xt,
+                            bool bf16, bool copies);
+
 }  // namespace translution

@@ -7,7 +7,7 @@
 
 namespace translution {
 
-// OffsetBatched: the offset-batched relative products (nn/relative_projection.h), LibTorch's
+// OffsetBatched: the offset-batched relative products (cpu/projection_algorithms.h), LibTorch's
 // ops rather than a kernel of the engine's, counted so that tests can tell that path ran.
 enum class Kernel { Avx512Gemm, Avx512GemmAt, PairBlocks, PairLanes, OffsetBatched, Count };
 

@@ -265,7 +265,7 @@ at::Tensor planes_to_grid(const PairTable& t, const at::Tensor& planes, int64_t 
 }
 
 bool pair_blocks_apply(const EngineOptions& engine, std::initializer_list<const at::Tensor*> tensors) {
-  // The other algorithms are formulations of their own in LibTorch's ops (nn/relative_projection.h).
+  // The other algorithms are formulations of their own in LibTorch's ops (cpu/projection_algorithms.h).
   if (engine.reference || engine.projection == ProjectionAlgorithm::AllTokens ||
       engine.projection == ProjectionAlgorithm::OffsetBatched)
     return false;

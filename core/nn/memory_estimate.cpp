@@ -73,7 +73,7 @@ struct ProjectionPath {
   ProjectionAlgorithm algorithm = ProjectionAlgorithm::Auto;
 };
 
-// Padded slots per real pair row of the offset-batched plan, at most (nn/offset_buckets.h).
+// Padded slots per real pair row of the offset-batched plan, at most (cpu/offset_buckets.h).
 constexpr double kOffsetBucketPadding = 1.25;
 
 // LayerNorms, residuals and MLP of a pre-norm block. Saved: norm1's input [N, C];

@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/graph_task.h>
 
 #include "cpu/bf16_gemm.h"
+#include "cpu/bf16_weights.h"
 #include "cpu/gather_rows.h"
 #include "cpu/pair_matrices.h"
 #include "nn/relative_projection.h"

@@ -1,31 +1,30 @@
 #include "nn/relative_projection.h"
 
-#include <map>
-#include <mutex>
-#include <string>
-
 #include <ATen/ATen.h>
 
-#include "cpu/bf16_weights.h"
 #include "cpu/gather_rows.h"
-#include "cpu/kernel_observer.h"
 #include "cpu/pair_matrices.h"
-#include "nn/offset_buckets.h"
+#include "cpu/projection_algorithms.h"
 
 namespace translution {
-namespace {
 
-// S[rows of e] = X[rows of e] W[e] for every matrix: one GEMM each, M = B n_e.
-// w16: the bank's bfloat16 copy to read instead of it (project_rows finds it), or null.
-at::Tensor project_sorted(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& rows,
-                          const at::Tensor& bank, const std::vector<int64_t>& offset, bool bf16,
-                          const Bf16Bits* w16) {
-  if (at::Tensor fast = sorted_projection(engine, xt, rows, bank, offset, bf16, w16); fast.defined())
+// [N, B, ...] gradient from per-row contributions.
+at::Tensor scatter_rows(const at::Tensor& rows_grad, const at::Tensor& index, int64_t tokens) {
+  std::vector<int64_t> sizes = rows_grad.sizes().vec();
+  sizes[0] = tokens;
+  return at::zeros(sizes, rows_grad.options()).index_add_(0, index, rows_grad);
+}
+
+// S[rows of e] = X[rows of e] W[e] for every matrix e: one product each, M = B n_e.
+at::Tensor project_rows(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& rows,
+                        const at::Tensor& bank, const std::vector<int64_t>& offset, bool bf16, bool copies) {
+  const Bf16Bits* w16 = weight_copy(engine, bank, xt, bf16, copies);
+  if (at::Tensor fast = engine_projection(engine, xt, rows, bank, offset, bf16, w16); fast.defined())
     return fast;
   const int64_t R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
   at::Tensor out = at::empty({R, B, D}, xt.options());  // [R, B, D]
   at::Tensor out2 = out.view({R * B, D});
-  const at::Tensor g2 = gather_rows(xt, rows).view({R * B, C});
+  const at::Tensor g2 = gather_rows(xt, rows).view({R * B, C});  // [R B, C]: X[row r]
   for (size_t e = 0; e + 1 < offset.size(); ++e) {
     const int64_t n = offset[e + 1] - offset[e];
     if (n == 0) continue;
@@ -35,16 +34,15 @@ at::Tensor project_sorted(const EngineOptions& engine, const at::Tensor& xt, con
   return out;
 }
 
-// Given dS for sorted rows: the gradients of the bank and of X ([N, B, C]), per matrix.
-std::pair<at::Tensor, at::Tensor> project_sorted_backward(const EngineOptions& engine, const at::Tensor& xt,
-                                                          const at::Tensor& rows, const at::Tensor& bank,
-                                                          const std::vector<int64_t>& offset,
-                                                          const at::Tensor& ds_in, bool bf16) {
-  if (auto fast = sorted_projection_backward(engine, xt, rows, bank, offset, ds_in, bf16);
-      fast.first.defined())
+// dW[e] = X[rows of e]^T dS[rows of e] and dX[rows of e] = dS[rows of e] W[e]^T, per matrix.
+std::pair<at::Tensor, at::Tensor> project_rows_backward(const EngineOptions& engine, const at::Tensor& xt,
+                                                        const at::Tensor& rows, const at::Tensor& bank,
+                                                        const std::vector<int64_t>& offset,
+                                                        const at::Tensor& ds, bool bf16) {
+  if (auto fast = engine_projection_backward(engine, xt, rows, bank, offset, ds, bf16); fast.first.defined())
     return fast;
   const int64_t N = xt.size(0), R = rows.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
-  const at::Tensor ds2 = ds_in.reshape({R * B, D}).contiguous();
+  const at::Tensor ds2 = ds.reshape({R * B, D}).contiguous();
   // Every matrix with pairs is overwritten below; only the unused ones need zeros.
   at::Tensor dbank = bank_gradient_buffer(bank, offset);
   const at::Tensor g2 = gather_rows(xt, rows).view({R * B, C});
@@ -59,133 +57,6 @@ std::pair<at::Tensor, at::Tensor> project_sorted_backward(const EngineOptions& e
     at::mm_out(dg_e, ds_e, bank.select(0, int64_t(e)).t());
   }
   return {scatter_rows(dg, rows, N), dbank};
-}
-
-// The entry of every sorted row ([R] int64), on `device`. Made once per order and
-// device: a copy from the host on every call would wait on the GPU's stream, and
-// could not be captured in a CUDA graph (infer/graphed_forward.h). The cache is
-// never destroyed, so no device tensor outlives the CUDA runtime at exit.
-const at::Tensor& entry_of_rows(const std::vector<int64_t>& offset, const c10::Device& device) {
-  static std::mutex lock;
-  static auto* cache = new std::map<std::pair<std::vector<int64_t>, std::string>, at::Tensor>();
-  const std::lock_guard<std::mutex> hold(lock);
-  at::Tensor& entries = (*cache)[{offset, device.str()}];
-  if (!entries.defined()) {
-    std::vector<int64_t> entry;
-    for (size_t e = 0; e + 1 < offset.size(); ++e)
-      entry.insert(entry.end(), size_t(offset[e + 1] - offset[e]), int64_t(e));
-    entries = at::tensor(entry, at::kLong).to(device);
-  }
-  return entries;
-}
-
-// Position of (row r, batch b) in the all-token projection [N, B, E, D] viewed as rows of D.
-at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& offset, int64_t B) {
-  const int64_t E = int64_t(offset.size()) - 1;
-  const at::Tensor entry_of_row = entry_of_rows(offset, rows.device());
-  const at::Tensor b = at::arange(B, rows.options());
-  return ((rows.unsqueeze(1) * B + b.unsqueeze(0)) * E + entry_of_row.unsqueeze(1)).reshape({-1});
-}
-
-// A bucket's slots of a [P, B, F] slot tensor as its batch of products: [E_b, n_b B, F].
-at::Tensor bucket_view(const at::Tensor& slots, const OffsetBucket& k) {
-  return slots.narrow(0, k.first_slot, k.slots()).view({k.entries, -1, slots.size(2)});
-}
-
-// S[rows] = X[rows] W[entry], offset-batched (nn/offset_buckets.h): the slots' inputs
-// gathered once, the bank's matrices once in bucket order, one batched product per
-// bucket into its slots, and the real rows picked back. tokens: [P], the token of
-// each slot (a padding slot reads row 0's; its result is never picked).
-at::Tensor project_offset_batched(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
-                                  const OffsetBuckets& plan) {
-  report_kernel(Kernel::OffsetBatched);
-  const int64_t B = xt.size(1), D = bank.size(2);
-  const at::Tensor tokens = rows.index_select(0, plan.row_of_slot);   // [P]
-  const at::Tensor x = xt.index_select(0, tokens);                    // [P, B, C]
-  const at::Tensor w = bank.index_select(0, plan.entry_of_position);  // [E', C, D]
-  at::Tensor s = at::empty({plan.slots, B, D}, xt.options());         // [P, B, D]
-  for (const OffsetBucket& k : plan.buckets) {
-    at::Tensor s_k = bucket_view(s, k);  // [E_b, n_b B, D]
-    at::bmm_out(s_k, bucket_view(x, k), w.narrow(0, k.first_entry, k.entries));
-  }
-  return s.index_select(0, plan.slot_of_row);  // [R, B, D]
-}
-
-// Its gradients given dS [R, B, D]: padding slots get zero gradient rows, so they add
-// nothing to a matrix's gradient, and nothing to the input's.
-std::pair<at::Tensor, at::Tensor> project_offset_batched_backward(const at::Tensor& xt,
-                                                                  const at::Tensor& rows,
-                                                                  const at::Tensor& bank,
-                                                                  const OffsetBuckets& plan,
-                                                                  const at::Tensor& ds) {
-  report_kernel(Kernel::OffsetBatched);
-  const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), D = bank.size(2);
-  const at::Tensor tokens = rows.index_select(0, plan.row_of_slot);   // [P]
-  const at::Tensor x = xt.index_select(0, tokens);                    // [P, B, C]
-  const at::Tensor w = bank.index_select(0, plan.entry_of_position);  // [E', C, D]
-  const at::Tensor dslots = at::zeros({plan.slots, B, D}, ds.options())
-                                .index_copy_(0, plan.slot_of_row, ds.reshape({-1, B, D}));  // [P, B, D]
-  at::Tensor dw = at::empty_like(w), dx = at::empty({plan.slots, B, C}, xt.options());
-  for (const OffsetBucket& k : plan.buckets) {
-    const at::Tensor x_k = bucket_view(x, k), ds_k = bucket_view(dslots, k);
-    const at::Tensor w_k = w.narrow(0, k.first_entry, k.entries);
-    at::Tensor dw_k = dw.narrow(0, k.first_entry, k.entries), dx_k = bucket_view(dx, k);
-    at::bmm_out(dw_k, x_k.transpose(1, 2), ds_k);  // [E_b, C, D]
-    at::bmm_out(dx_k, ds_k, w_k.transpose(1, 2));  // [E_b, n_b B, C]
-  }
-  const at::Tensor dbank = at::zeros_like(bank).index_copy_(0, plan.entry_of_position, dw);
-  const at::Tensor dxt = at::zeros({N, B, C}, xt.options()).index_add_(0, tokens, dx);
-  return {dxt, dbank};
-}
-
-bool offset_batched(const EngineOptions& engine, bool bf16, const Bf16Bits* w16) {
-  return engine.projection == ProjectionAlgorithm::OffsetBatched && !bf16 && !w16;
-}
-
-}  // namespace
-
-// [N, B, ...] gradient from per-row contributions.
-at::Tensor scatter_rows(const at::Tensor& rows_grad, const at::Tensor& index, int64_t tokens) {
-  std::vector<int64_t> sizes = rows_grad.sizes().vec();
-  sizes[0] = tokens;
-  return at::zeros(sizes, rows_grad.options()).index_add_(0, index, rows_grad);
-}
-
-const Bf16Bits* weight_copy(const EngineOptions& engine, const at::Tensor& bank, const at::Tensor& xt,
-                            bool bf16, bool copies) {
-  return copies && !bf16 && xt.scalar_type() == at::kFloat ? bf16_weights_for(engine, bank) : nullptr;
-}
-
-at::Tensor project_rows(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& rows,
-                        const at::Tensor& bank, const std::vector<int64_t>& offset, bool bf16, bool copies) {
-  const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
-  const Bf16Bits* w16 = weight_copy(engine, bank, xt, bf16, copies);
-  if (offset_batched(engine, bf16, w16))
-    return project_offset_batched(xt, rows, bank, offset_buckets(offset, rows.device()));
-  if (projects_every_token(engine, bank, N, B) && !w16) {
-    const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
-    return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
-  }
-  return project_sorted(engine, xt, rows, bank, offset, bf16, w16);
-}
-
-std::pair<at::Tensor, at::Tensor> project_rows_backward(const EngineOptions& engine, const at::Tensor& xt,
-                                                        const at::Tensor& rows, const at::Tensor& bank,
-                                                        const std::vector<int64_t>& offset,
-                                                        const at::Tensor& ds, bool bf16) {
-  const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
-  if (offset_batched(engine, bf16, nullptr))
-    return project_offset_batched_backward(xt, rows, bank, offset_buckets(offset, rows.device()), ds);
-  if (projects_every_token(engine, bank, N, B)) {
-    const at::Tensor dall = at::zeros({N * B * E, D}, ds.options())
-                                .index_add_(0, all_token_index(rows, offset, B), ds.reshape({-1, D}))
-                                .view({N * B, E * D});
-    const at::Tensor x2 = xt.reshape({N * B, C});
-    const at::Tensor dbank = at::mm(x2.t(), dall).view({C, E, D}).permute({1, 0, 2}).contiguous();
-    const at::Tensor dxt = at::mm(dall, bank.permute({1, 0, 2}).reshape({C, E * D}).t()).view({N, B, C});
-    return {dxt, dbank};
-  }
-  return project_sorted_backward(engine, xt, rows, bank, offset, ds, bf16);
 }
 
 }  // namespace translution

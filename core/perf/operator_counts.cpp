@@ -7,7 +7,7 @@
 #include <ATen/record_function.h>
 #include <torch/nn/functional/loss.h>
 
-#include "nn/offset_buckets.h"
+#include "cpu/offset_buckets.h"
 #include "nn/vit.h"
 #include "train/device_step.h"
 

@@ -16,11 +16,11 @@
 
 namespace translution {
 
-// How relative projections are computed (nn/relative_projection.h): Auto picks by shape
+// How relative projections are computed (cpu/projection_algorithms.h): Auto picks by shape
 // and device; the others force one path (all exact). PerMatrix: one product per offset
 // matrix. AllTokens: every token by every matrix in one product, the pairs' rows picked.
 // OffsetBatched: the pairs grouped by offset and the offsets bucketed by pair count
-// (nn/offset_buckets.h), one batched product per bucket, in LibTorch's ops alone.
+// (cpu/offset_buckets.h), one batched product per bucket, in LibTorch's ops alone.
 enum class ProjectionAlgorithm { Auto, PerMatrix, AllTokens, OffsetBatched };
 
 // Whether a CPU training step splits its batch over the cores (train/training_threads.h).

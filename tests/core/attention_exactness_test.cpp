@@ -143,7 +143,7 @@ TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceAllTokens) {
   check(projected(ProjectionAlgorithm::AllTokens), GetParam());
 }
 
-// Relative products offset-batched (nn/offset_buckets.h), with the engine's kernels
+// Relative products offset-batched (cpu/offset_buckets.h), with the engine's kernels
 // elsewhere, then with LibTorch's ops everywhere: the path a GPU takes, here on the CPU.
 TEST_P(AttentionExactness, ForwardAndGradientsMatchNaiveReferenceOffsetBatched) {
   const KernelCounts kernels;

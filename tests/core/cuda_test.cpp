@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 
+#include "cpu/pair_projection.h"
 #include "nn/attention_spec.h"
 #include "nn/relative_projection.h"
 #include "nn/vit.h"

@@ -1,6 +1,6 @@
 // The offset-batched layout: every row in one slot, the fewest buckets within the
 // padding bound, and one plan per order and device.
-#include "nn/offset_buckets.h"
+#include "cpu/offset_buckets.h"
 
 #include <set>
 

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "nn/offset_buckets.h"
+#include "cpu/offset_buckets.h"
 #include "nn/pair_order.h"
 #include "nn/token_layout.h"
 #include "nn/vit_config.h"

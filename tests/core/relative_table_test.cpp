@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "cpu/blas_gemm.h"
+#include "cpu/pair_projection.h"
 #include "nn/pair_order.h"
 #include "nn/relative_projection.h"
 #include "nn/token_layout.h"

@@ -1,4 +1,4 @@
-#include "nn/offset_buckets.h"
+#include "cpu/offset_buckets.h"
 
 #include <algorithm>
 #include <atomic>
