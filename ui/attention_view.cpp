@@ -198,9 +198,9 @@ void AttentionView::rebuild() {
     return;
   }
   const ViTConfig& c = p->config();
-  title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), method_title(c.model)),
-                      QString::fromStdString(p->source()));
-  title_->setShorterText(tr("%1: %2").arg(slot_->name(), method_title(c.model)));
+  const QString title = model_title(c.model, p->metadata());
+  title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), title), QString::fromStdString(p->source()));
+  title_->setShorterText(tr("%1: %2").arg(slot_->name(), title));
   for (int l = 0; l < c.depth; ++l) layer_->addItem(QString::number(l + 1));
   layer_->addItem(tr("rollout"));
   for (int h = 0; h < c.heads; ++h) head_->addItem(QString::number(h + 1));

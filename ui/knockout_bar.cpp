@@ -160,12 +160,18 @@ void KnockoutBar::setWorking(bool working) {
 }
 
 void KnockoutBar::selectionEdited() {
+  // The selection in a few words, so that a narrow bar elides nothing that matters; how to
+  // select, in its place while nothing is, and in the tooltip.
   const size_t n = selection_.size();
-  const QString offsets = n == 0   ? tr("no offset selected")
-                          : n == 1 ? tr("1 offset selected")
-                                   : tr("%1 offsets selected").arg(n);
-  summary_->setFullText(offsets + (cls_->isChecked() ? tr(" + CLS") : QString()) +
-                        tr(": click a cell of a map, or drag across cells for a rectangle"));
+  const QString cls = cls_->isChecked() ? tr(" + CLS") : QString();
+  const QString how = tr("click a cell of a map, or drag across cells for a rectangle");
+  const bool none = n == 0 && cls.isEmpty();
+  summary_->setShorterText(none ? tr("Click or drag on a map") : QString());
+  summary_->setFullText(none     ? how.left(1).toUpper() + how.mid(1)
+                        : n == 0 ? tr("CLS only")
+                        : n == 1 ? tr("1 offset selected") + cls
+                                 : tr("%1 offsets selected").arg(n) + cls,
+                        tr("To select offsets: %1").arg(how));
   updateButtons();
   Q_EMIT selectionChanged();
 }

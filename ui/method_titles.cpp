@@ -49,4 +49,10 @@ QString method_title(const std::string& name) {
   return QString::fromStdString(name);
 }
 
+QString model_title(const std::string& method, const std::map<std::string, std::string>& metadata) {
+  const auto dataset = metadata.find("dataset");
+  const std::string trained = dataset == metadata.end() ? "" : dataset->second;
+  return method_title(method) + (trained == "static" ? " (S)" : trained == "dynamic" ? " (D)" : "");
+}
+
 }  // namespace translution::ui

@@ -95,11 +95,11 @@ ProtocolBox::ProtocolBox(const EngineOptions& engine, QString data_dir, QWidget*
   // As tall as its rows, up to five (then it scrolls), the controls right beneath: a frame
   // stretched past its rows reads as results missing and pushes the controls below the fold.
   table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
-  table_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Maximum);
+  table_->setSizePolicy(QSizePolicy::Maximum, QSizePolicy::Maximum);
   // The model column gives way (its names elide) before the accuracies need a scroll bar.
   table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   table_->setMaximumHeight(190);
-  layout->addWidget(table_);
+  layout->addWidget(table_, 0, Qt::AlignLeft);
   buildControls(layout);
   layout->addStretch(1);
   connect(runner_, &ExperimentRunner::progress, this, [this](double fraction, const QString& what) {

@@ -13,8 +13,9 @@ ProtocolTable::ProtocolTable(QWidget* parent) : QTableWidget(0, 4, parent) {
       tr("Static->Dynamic: trained on centred digits, tested on digits anywhere (the papers' "
          "test of translation robustness)")};
   for (int c = 0; c < 4; ++c) horizontalHeaderItem(c)->setToolTip(tips[c]);
-  horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
-  for (int c = 1; c < 4; ++c) horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+  // As wide as its columns: a stretched name column set the numbers far from their names.
+  for (int c = 0; c < 4; ++c) horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+  horizontalHeader()->setStretchLastSection(false);
   verticalHeader()->setVisible(false);
   setEditTriggers(QAbstractItemView::NoEditTriggers);
   setSelectionMode(QAbstractItemView::NoSelection);

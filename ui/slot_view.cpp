@@ -147,8 +147,9 @@ void SlotView::showModel() {
     return;
   }
   const ViTConfig& c = p->config();
-  title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), method_title(c.model)));
-  title_->setShorterText(tr("%1: %2").arg(slot_->name(), method_title(c.model)));
+  const QString title = model_title(c.model, p->metadata());
+  title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), title));
+  title_->setShorterText(tr("%1: %2").arg(slot_->name(), title));
   QString text = tr("ViT-%1/%2, depth\u00a0%3, dim\u00a0%4, %5\u00a0M\u00a0parameters, %6")
                      .arg(QString::fromStdString(c.preset))
                      .arg(c.patch)

@@ -28,12 +28,7 @@ QString slot_title(const SlotWork& s) {
 }
 
 QString short_title(const SlotWork& s) {
-  const auto& meta = s.predictor->metadata();
-  const auto dataset = meta.find("dataset");
-  QString trained;
-  if (dataset != meta.end() && dataset->second == "static") trained = " (S)";
-  if (dataset != meta.end() && dataset->second == "dynamic") trained = " (D)";
-  return QObject::tr("%1: %2%3").arg(s.name, method_title(s.predictor->config().model), trained);
+  return QObject::tr("%1: %2").arg(s.name, model_title(s.predictor->config().model, s.predictor->metadata()));
 }
 
 }  // namespace translution::ui

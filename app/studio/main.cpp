@@ -135,11 +135,12 @@ int take_screenshot(translution::ui::MainWindow& window, const QString& panel, c
     return 2;
   }
   wait_until_idle(window);
-  if (panel == "sweep" ||
-      panel == "shift") {  // pictures of the results: the lower pane gets most of the height
+  if (panel == "sweep" || panel == "shift") {
+    // Pictures of the results: the lower pane gets the height, and the path above, which a
+    // third of it would cut off mid-plot, folds away (a user drags it back).
     auto* splitter = window.robustness()->findChild<QSplitter*>("robustnessSplitter");
-    const int height = splitter->height();
-    splitter->setSizes({height / 3, height - height / 3});
+    splitter->setCollapsible(0, true);
+    splitter->setSizes({0, splitter->height()});
     wait_until_idle(window);
   }
   if (panel == "robustness" || panel == "sweep")  // what the demo put on screen, for scripts that check it

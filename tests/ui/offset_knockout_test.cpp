@@ -16,6 +16,7 @@
 
 #include "compare_panel.h"
 #include "digit_canvas.h"
+#include "elided_label.h"
 #include "knockout_bar.h"
 #include "main_window.h"
 #include "model_picker.h"
@@ -121,8 +122,16 @@ class OffsetKnockoutTest : public QObject {
     QTest::mouseClick(bar->findChild<QPushButton*>("knockoutBeyond"), Qt::LeftButton);
     const std::vector<Offset> far = offsets_beyond(TokenLayout::grid(7, 7), 4);
     QVERIFY(bar->selection() == std::set<Offset>(far.begin(), far.end()));
+    // The selection in a few words; how to make one while there is none, and on a narrow bar
+    // in fewer words still, never cut mid-sentence.
+    auto* summary = bar->findChild<ElidedLabel*>("knockoutSelection");
+    QCOMPARE(summary->fullText(), QString("%1 offsets selected").arg(far.size()));
     QTest::mouseClick(bar->findChild<QPushButton*>("knockoutClear"), Qt::LeftButton);
     QVERIFY(bar->selection().empty());
+    QVERIFY(summary->fullText().startsWith("Click a cell of a map"));
+    summary->resize(summary->fontMetrics().horizontalAdvance("Click or drag on a map") + 4,
+                    summary->height());
+    QCOMPARE(summary->text(), QString("Click or drag on a map"));
     QVERIFY(!bar->findChild<QPushButton*>("knockoutApply")->isEnabled());  // nothing to knock out
     for (QWidget* w : bar->findChildren<QWidget*>())
       if (qobject_cast<QAbstractButton*>(w) || qobject_cast<QComboBox*>(w) ||

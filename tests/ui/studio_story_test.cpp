@@ -89,6 +89,12 @@ class StudioStoryTest : public QObject {
     QTRY_COMPARE(loaded.count(), 1);
     QCOMPARE(slot->source(), bundled_model("lor-static"));
     QCOMPARE(picker->currentText(), QString("LoR-Translution, trained on centred digits"));
+    // Two models of one method side by side are told apart by what they were trained on.
+    QVERIFY(window->compare()->views()[0]->picker()->choose(bundled_model("lor")));
+    QTRY_COMPARE(window->compare()->views()[0]->titleText(), QString("Slot A: LoR-Translution (D)"));
+    QTRY_COMPARE(window->compare()->views()[1]->titleText(), QString("Slot B: LoR-Translution (S)"));
+    QVERIFY(window->compare()->views()[0]->picker()->choose(bundled_model("translution")));
+    QTRY_COMPARE(window->compare()->views()[0]->titleText(), QString("Slot A: Translution (D)"));
     // Remembered: a new window starts with the same choice.
     delete window;
     window = new MainWindow(EngineOptions{}, qEnvironmentVariable("TRANSLUTION_DATA"));
