@@ -34,7 +34,6 @@ bool raw_path(std::initializer_list<const at::Tensor*> tensors) {
 // matrix, or every token"). The all-token product runs there while its
 // [N, B, E, D] intermediate is at most kAllTokenBytesOnGpu (Translution ViT-A/12: up
 // to batch 162; LoR's at any batch measured).
-constexpr int64_t kAllTokenBytesOnGpu = int64_t(1) << 30;
 
 }  // namespace
 

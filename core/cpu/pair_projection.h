@@ -15,6 +15,10 @@
 
 namespace translution {
 
+// On a GPU, Auto projects every token while the [N, B, E, D] intermediate is at most this
+// (pair_projection.cpp says why; nn/memory_estimate counts it).
+constexpr int64_t kAllTokenBytesOnGpu = int64_t(1) << 30;
+
 // Whether a projection by `bank` ([E, C, D]) of `tokens` tokens at `batch` projects
 // every token by every matrix (then picks the pairs' rows), under
 // engine.projection. Auto: per matrix where the products go straight to

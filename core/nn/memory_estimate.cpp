@@ -5,6 +5,8 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/offset_buckets.h"
+#include "cpu/pair_projection.h"
 #include "nn/model_size.h"
 #include "nn/self_attention.h"
 #include "nn/vit.h"
@@ -30,9 +32,6 @@ constexpr double kTablePairBytes = 18, kGpsaPairBytes = 27;
 // (32 MiB per handle on Hopper GPUs, the largest default), so it counts in the
 // allocator's peak; nothing else of the process does.
 constexpr double kCudaWorkspaceBytes = 32.0 * 1024 * 1024;
-// A GPU projects every token by every offset matrix while that [N, B, E, D]
-// intermediate takes at most this much (nn/relative_projection.cpp, kAllTokenBytesOnGpu).
-constexpr double kAllTokenBytesOnGpu = 1024.0 * 1024 * 1024;
 
 // One block's sizes: N tokens (keys), M queries (N, or 1 in the last block,
 // which computes the CLS token's output alone: nn/vit.h), width C, inner width
@@ -62,7 +61,7 @@ struct Floats {
 // Whether the GPU path projects every token by every matrix (relative_projection.cpp's
 // choice for a bank of `width` output columns), else matrix by matrix.
 bool all_tokens_on_gpu(const Dims& d, double width) {
-  return d.N * d.B * d.E * width * kFloat <= kAllTokenBytesOnGpu;
+  return d.N * d.B * d.E * width * kFloat <= double(kAllTokenBytesOnGpu);
 }
 
 // How the relative projections run, as far as what they keep: the CPU's blocked path, or
@@ -72,9 +71,6 @@ struct ProjectionPath {
   MemoryDevice device = MemoryDevice::Cpu;
   ProjectionAlgorithm algorithm = ProjectionAlgorithm::Auto;
 };
-
-// Padded slots per real pair row of the offset-batched plan, at most (cpu/offset_buckets.h).
-constexpr double kOffsetBucketPadding = 1.25;
 
 // LayerNorms, residuals and MLP of a pre-norm block. Saved: norm1's input [N, C];
 // for the M outputs the residual h (norm2's input), norm2's output (fc1's input),
@@ -131,7 +127,7 @@ Floats pair_row_floats(const Dims& d, double width, double in_width, double rela
   // Offset-batched: the slots' gathered inputs and their products (backward: their gradients too).
   const double products = !gpu ? 0.0
                           : path.algorithm == ProjectionAlgorithm::OffsetBatched
-                              ? kOffsetBucketPadding * d.B * d.R() * (2 * in_width + width)
+                              ? kMaxOffsetPadding * d.B * d.R() * (2 * in_width + width)
                           : all_tokens ? d.B * (d.N * d.E * width + 2 * d.R())
                                        : 2 * d.B * d.R() * in_width;
   if (!training) {  // the sides' rows of one layer live together while its logits are formed
@@ -253,7 +249,7 @@ std::vector<Run> block_runs(const EngineOptions& engine, const ViTConfig& c, dou
                  s.relative() ? double(relative_entries(c, s.encoding)) : 0.0,
                  batch,
                  shares};
-    const bool out_proj = !(c.heads == 1 && c.head_dim == c.dim);
+    const bool out_proj = needs_output_projection({c.dim, c.heads, c.head_dim});
     const Floats block = block_floats(d, out_proj, training),
                  attention = attention_floats(engine, c, s, d, training, recompute, target);
     return Run{count,

@@ -20,7 +20,7 @@ namespace {
 double attention_block_macs(const EngineOptions& engine, const ViTConfig& c, const AttentionSpec& s, double M,
                             int64_t images) {
   const double N = double(c.tokens()), C = double(c.dim), D = double(c.heads * c.head_dim);
-  const bool out_proj = !(c.heads == 1 && c.head_dim == c.dim);
+  const bool out_proj = needs_output_projection({c.dim, c.heads, c.head_dim});
   double macs = out_proj ? M * D * C : 0.0;
   macs += 2 * M * N * D;  // logits and the weighted sum of values
   const double plain_qkv = 3 * N * C * D;

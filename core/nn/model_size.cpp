@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "nn/self_attention.h"
 #include "util/error.h"
 
 namespace translution {
@@ -27,7 +28,7 @@ int64_t tokens(const ViTConfig& c) { return add(mul(c.grid_height(), c.grid_widt
 // One block's attention: the projections each operator registers (see its constructor).
 int64_t attention_parameters(const ViTConfig& c, const AttentionSpec& s) {
   const int64_t C = c.dim, H = c.heads, D = mul(c.heads, c.head_dim);
-  const bool out_proj = !(H == 1 && c.head_dim == C);
+  const bool out_proj = needs_output_projection({c.dim, c.heads, c.head_dim});
   int64_t n = out_proj ? linear(D, C, true) : 0;
   switch (s.method) {
     case AttentionMethod::SelfAttention: return add(n, mul(3, mul(C, D)));
