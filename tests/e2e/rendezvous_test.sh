@@ -111,13 +111,19 @@ echo "  its rank 0: exit $status: $(cat "$work/r0.err")"
 check "rank 0 names what it turned away when rank 1 never came" bash -c \
   "[ $status -ne 0 ] && grep -q '^error: rank 1 did not join within 6 s (2 ranks expected at $master); turned away: 127.0.0.1:[0-9]* gave another run id' '$work/r0.err'"
 
+# Starts rank 0 of a 2-rank run of id "ours" on the next port, --timeout $1; sets master,
+# rank (the command of a rank, less --rank) and r0.
+start_rank0() {
+  port=$((port + 1))
+  master="127.0.0.1:$port"
+  rank=("$cli" train "${tiny[@]}" --world-size 2 --master "$master" --run-id ours --timeout "$1")
+  "${rank[@]}" --rank 0 --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
+  r0=$!
+  started+=($r0)
+}
+
 # A rank 0 at which a silent client and an HTTP client knock first still admits its rank 1.
-port=$((port + 1))
-master="127.0.0.1:$port"
-rank=("$cli" train "${tiny[@]}" --world-size 2 --master "$master" --run-id ours --timeout 20)
-"${rank[@]}" --rank 0 --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
-r0=$!
-started+=($r0)
+start_rank0 20
 sleep 1
 python3 -c "
 import socket, sys, time
@@ -140,12 +146,7 @@ check "rank 0 wrote the checkpoint" bash -c "'$cli' checkpoint info '$work/r0.ck
 # A stranger at rank 0's store port (c10d's TCPStore, which asks for no run id) that sends half a
 # request stalls the store's server. Each rank stops in one line within its bound (twice the
 # timeout and 15 s; rank 0 5 s later, so that the others are not cut off by its exit) and exits.
-port=$((port + 1))
-master="127.0.0.1:$port"
-rank=("$cli" train "${tiny[@]}" --world-size 2 --master "$master" --run-id ours --timeout 3)
-"${rank[@]}" --rank 0 --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
-r0=$!
-started+=($r0)
+start_rank0 3
 store_port=$(python3 - "$r0" "$port" <<'EOF2'
 import os, sys, time
 pid, master = sys.argv[1], int(sys.argv[2])
