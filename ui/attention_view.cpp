@@ -53,7 +53,9 @@ AttentionView::AttentionView(ModelSlot* slot, QWidget* parent)
   main_->installEventFilter(this);
   // Two columns of two: what the query sees and the whole matrix; how far each head looks and every layer and
   // head.
-  auto* body = new QGridLayout;
+  content_ = new QWidget(this);
+  auto* body = new QGridLayout(content_);
+  body->setContentsMargins(0, 0, 0, 0);
   body->addLayout(query_map, 0, 0);
   body->addWidget(matrix_plot_, 0, 1);
   body->addWidget(distance_plot_, 1, 0);
@@ -67,7 +69,12 @@ AttentionView::AttentionView(ModelSlot* slot, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(buildHeader());
-  layout->addLayout(body, 1);
+  layout->addWidget(content_, 1);
+  empty_ = new QLabel(this);
+  empty_->setWordWrap(true);
+  empty_->setAlignment(Qt::AlignCenter);
+  empty_->setVisible(false);
+  layout->addWidget(empty_, 1);
 
   connect(slot_, &ModelSlot::loaded, this, &AttentionView::rebuild);
   connect(slot_, &ModelSlot::predicted, this, &AttentionView::refresh);
@@ -191,9 +198,14 @@ void AttentionView::rebuild() {
   const QSignalBlocker block_layer(layer_), block_head(head_);
   layer_->clear();
   head_->clear();
+  // An empty slot's maps and axes would read as data: a line says what to do instead.
+  content_->setVisible(bool(p));
+  empty_->setVisible(!p);
   if (!p) {
     title_->setFullText(tr("Slot %1: empty").arg(slot_->name()));
     title_->setShorterText(tr("%1: empty").arg(slot_->name()));
+    empty_->setText(
+        tr("Slot %1 has no model: choose one in its picker on the Compare tab.").arg(slot_->name()));
     refresh();
     return;
   }

@@ -82,6 +82,8 @@ class AttentionView : public QWidget {
   QGridLayout* grid_;
   AttentionScale* multiples_scale_ = nullptr;
   QLabel* multiples_caption_ = nullptr;  // "every layer (and head)", as the model has
+  QWidget* content_ = nullptr;           // the maps and plots, hidden while the slot is empty
+  QLabel* empty_ = nullptr;              // what to do about an empty slot, in their place
   QList<AttentionMap*> multiples_;
 };
 

@@ -1,6 +1,7 @@
 // The studio's panels driven like a user: strokes on the canvas update every
 // slot's prediction, a clicked patch becomes the attention query, the offset
 // view has one heat map per layer and relative projection.
+#include <algorithm>
 #include <fstream>
 
 #include <ATen/ATen.h>
@@ -22,6 +23,7 @@
 
 #include "attention_map.h"
 #include "attention_panel.h"
+#include "attention_view.h"
 #include "compare_panel.h"
 #include "cpu/bf16_gemm.h"
 #include "digit_canvas.h"
@@ -442,7 +444,7 @@ class StudioPanelsTest : public QObject {
     robustness->measureShiftMetrics();
     panel->measure();  // a second click supersedes the first: one result, for the newest request
     QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 120000);
-    QCOMPARE(panel->table()->rowCount(), 2);  // one row per slot
+    QCOMPARE(panel->table()->rowCount(), 2);     // one row per slot
     QCOMPARE(panel->table()->columnCount(), 7);  // slot, three consistencies, worst case and means
     for (int r = 0; r < 2; ++r)
       for (int c = 1; c < 6; ++c) {
@@ -696,6 +698,13 @@ class StudioPanelsTest : public QObject {
     QCOMPARE(empty->picker()->currentIndex(), -1);
     QVERIFY(empty->picker()->placeholderText().startsWith("Choose a model"));
     QVERIFY(empty->chart()->probabilities().empty());
+    // Its attention view shows no empty maps and axes, but what to do.
+    AttentionView* attention = window->attention()->views()[2];
+    const QList<QLabel*> labels = attention->findChildren<QLabel*>();
+    QVERIFY(std::any_of(labels.begin(), labels.end(), [](const QLabel* l) {
+      return !l->isHidden() && l->text().startsWith("Slot C has no model: choose one in its picker");
+    }));
+    QVERIFY(attention->mainMap()->isHidden() || !attention->mainMap()->isVisibleTo(attention));
     window->compare()->addSlot();  // four slots on a small screen
     window->tabs()->setCurrentWidget(window->compare());
     window->resize(1280, 800);
