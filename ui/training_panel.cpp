@@ -86,6 +86,16 @@ TrainingPanel::TrainingPanel(const EngineOptions& engine, QString data_dir, cons
   style_plot(loss_plot_, tr("cross-entropy loss"));
   style_plot(accuracy_plot_, tr("accuracy"));
   accuracy_plot_->yAxis->setRange(0, 1);
+  // Before a run draws anything, the epoch axes span the epochs it would run.
+  const auto span_epochs = [this] {
+    if (loss_plot_->graphCount() > 0) return;
+    for (QCustomPlot* plot : {loss_plot_, accuracy_plot_}) {
+      plot->xAxis->setRange(0, std::max(1, epochs_->value()));
+      plot->replot(QCustomPlot::rpQueuedReplot);
+    }
+  };
+  span_epochs();
+  connect(epochs_, &QSpinBox::valueChanged, this, span_epochs);
   loss_plot_->setToolTip(
       tr("Solid: training batches (mean over 10 steps). Dashed with dots: held-out test digits."));
   accuracy_plot_->setToolTip(loss_plot_->toolTip());
@@ -187,8 +197,19 @@ void TrainingPanel::buildForm() {
   form_ = box;
   // The model's column beside the run's where the page is wide enough, else above it.
   auto* columns = new ReflowLayout(2);
-  columns->addLayout(buildModelFields());
-  columns->addLayout(buildRunFields());
+  QFormLayout* model_fields = buildModelFields();
+  QFormLayout* run_fields = buildRunFields();
+  columns->addLayout(model_fields);
+  columns->addLayout(run_fields);
+  // One label width for both columns: stacked on a narrow page, their fields start in line.
+  QList<QWidget*> labels;
+  for (QFormLayout* form : {model_fields, run_fields})
+    for (int r = 0; r < form->rowCount(); ++r)
+      if (QLayoutItem* item = form->itemAt(r, QFormLayout::LabelRole); item && item->widget())
+        labels << item->widget();
+  int label_width = 0;
+  for (QWidget* label : labels) label_width = std::max(label_width, label->sizeHint().width());
+  for (QWidget* label : labels) label->setMinimumWidth(label_width);
   auto* box_layout = new QVBoxLayout;
   box_layout->addLayout(columns);
   memory_ = new QLabel(this);
@@ -339,6 +360,7 @@ QHBoxLayout* TrainingPanel::buildLorFields() {
 QFormLayout* TrainingPanel::buildRunFields() {
   auto* form2 = new QFormLayout;
   epochs_ = new QSpinBox(this);
+  epochs_->setObjectName("epochs");
   epochs_->setRange(1, 1000);
   epochs_->setToolTip(tr("Passes over the training digits"));
   steps_ = new QSpinBox(this);

@@ -259,6 +259,13 @@ class StudioPanelsTest : public QObject {
 
   void aShortTrainingRunDrawsCurvesAndCanBeStopped() {
     TrainingPanel* panel = window->training();
+    // Before any run the epoch axis spans the epochs a run would take, and follows the field.
+    auto* epochs = panel->findChild<QSpinBox*>("epochs");
+    QVERIFY(epochs);
+    epochs->setValue(3);
+    QCOMPARE(panel->lossPlot()->xAxis->range().upper, 3.0);
+    epochs->setValue(1);
+    QCOMPARE(panel->lossPlot()->xAxis->range().upper, 1.0);
     panel->setQuickRun(400, 256);
     QSignalSpy finished(panel, &TrainingPanel::runFinished);
     panel->startRun();
