@@ -6,18 +6,19 @@
 
 #include <ATen/ATen.h>
 #include <QComboBox>
-#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
 #include <QSlider>
 #include <QTimer>
+#include <QVBoxLayout>
 
 #include "bundled_models.h"
 #include "image/ink.h"
 #include "model_slot.h"
 #include "plot_export.h"
 #include "plot_legend.h"
+#include "reflow_layout.h"
 #include "test_digit_source.h"
 
 namespace translution::ui {
@@ -116,7 +117,8 @@ void MovePanel::buildControls() {
 }
 
 // Controls in two short rows over the plot and its slider; the story in a column beside them, never
-// wider than a readable line.
+// wider than a readable line, or beneath them where the page is too narrow for both (it then
+// scrolls down, never sideways).
 void MovePanel::layOut() {
   auto* first = new QHBoxLayout;
   first->addWidget(demo_);
@@ -129,19 +131,20 @@ void MovePanel::layOut() {
   second->addWidget(direction_);
   second->addWidget(slide_);
   second->addStretch(1);
+  auto* demo = new QVBoxLayout;
+  demo->addLayout(first);
+  demo->addLayout(second);
+  demo->addWidget(plot_, 1);
+  demo->addWidget(scrub_);
   auto* story = new QVBoxLayout;
   story->addWidget(why_);
   story->addWidget(numbers_);
   story->addStretch(1);
-  auto* grid = new QGridLayout(this);
-  grid->addLayout(first, 0, 0);
-  grid->addLayout(second, 1, 0);
-  grid->addWidget(plot_, 2, 0);
-  grid->addWidget(scrub_, 3, 0);
-  grid->addLayout(story, 0, 1, 4, 1);
-  grid->setRowStretch(2, 1);
-  grid->setColumnStretch(0, 5);
-  grid->setColumnStretch(1, 2);
+  auto* columns = new ReflowLayout(2, this);
+  columns->addLayout(demo);
+  columns->addLayout(story);
+  columns->setColumnStretch(0, 5);
+  columns->setColumnStretch(1, 2);
   why_->setMinimumWidth(160);
   why_->setMaximumWidth(340);
   numbers_->setMaximumWidth(340);
