@@ -10,6 +10,7 @@
 #include "cpu/linear.h"
 #include "nn/attention_math.h"
 #include "nn/lor_work.h"
+#include "nn/offset_magnitudes.h"
 #include "nn/relative_logits.h"
 #include "nn/relative_values.h"
 #include "nn/self_attention.h"

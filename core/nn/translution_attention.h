@@ -43,14 +43,4 @@ class TranslutionAttention : public AttentionModule {
 // [E, in, out], uniform(-1/sqrt(in), 1/sqrt(in)) per matrix, as torch::nn::Linear initialises.
 at::Tensor make_relative_bank(int64_t entries, int64_t in, int64_t out);
 
-// Frobenius norms per entry of a bank's effective matrices ([E, *, *]), in the
-// paper's indexing (keys un-mirrored).
-OffsetMagnitudes bank_magnitudes(const std::string& projection, const at::Tensor& effective,
-                                 const RelativeTable& t);
-
-// AttentionModule::value_contributions for a bank of effective value matrices
-// ([E, C, C'], head h's columns h C'/H to (h + 1) C'/H), x [N, C], alpha [H, N, N].
-at::Tensor value_contributions_of(const at::Tensor& effective, const RelativeTable& t, const at::Tensor& x,
-                                  const at::Tensor& alpha);
-
 }  // namespace translution

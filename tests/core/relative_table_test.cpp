@@ -3,6 +3,7 @@
 
 #include "cpu/blas_gemm.h"
 #include "cpu/pair_projection.h"
+#include "nn/offset_magnitudes.h"
 #include "nn/pair_order.h"
 #include "nn/relative_projection.h"
 #include "nn/token_layout.h"
