@@ -96,8 +96,8 @@ ProtocolBox::ProtocolBox(const EngineOptions& engine, QString data_dir, QWidget*
   // stretched past its rows reads as results missing and pushes the controls below the fold.
   table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
   table_->setSizePolicy(QSizePolicy::Maximum, QSizePolicy::Maximum);
-  // The model column gives way (its names elide) before the accuracies need a scroll bar.
-  table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  // As wide as its columns; a page narrower than that scrolls the table, never cuts its numbers.
+  table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
   table_->setMaximumHeight(190);
   layout->addWidget(table_, 0, Qt::AlignLeft);
   buildControls(layout);

@@ -127,12 +127,15 @@ void DataParallel::average_gradients(const std::vector<at::Tensor>& parameters, 
 std::string DataParallel::broadcast_bytes(const std::string& bytes) {
   at::Tensor size = at::tensor({int64_t(bytes.size())}, at::kLong);
   group_->broadcast(size);
-  // Rank 0's word, checked before it is allocated.
+  // Rank 0's word, checked before it is allocated. (A rank that refuses leaves the others to
+  // their timeout in the broadcast that follows.)
+  const int64_t announced = size.item<int64_t>();
+  if (announced < 0) throw Error("rank 0 announced " + std::to_string(announced) + " bytes to send");
   const AvailableMemory room = available_memory(c10::kCPU);
-  if (size.item<int64_t>() < 0 || (room.bytes >= 0 && double(size.item<int64_t>()) > room.bytes))
-    throw Error("rank 0 announced " + std::to_string(size.item<int64_t>()) + " bytes to send, and " +
+  if (room.bytes >= 0 && double(announced) > room.bytes)
+    throw Error("rank 0 announced " + std::to_string(announced) + " bytes to send, and " +
                 std::to_string(int64_t(room.bytes)) + " bytes are available (" + room.source + ")");
-  at::Tensor data = at::empty({size.item<int64_t>()}, at::kByte);
+  at::Tensor data = at::empty({announced}, at::kByte);
   if (rank() == 0 && !bytes.empty()) std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
   if (data.numel() == 0) return {};
   group_->broadcast(data);

@@ -137,10 +137,15 @@ template <typename T>
 T answer_within(std::chrono::seconds limit, std::function<T()> task, const std::string& late) {
   auto answer = std::make_shared<std::promise<T>>();
   std::future<T> result = answer->get_future();
-  std::thread([task = std::move(task), answer] {
+  // The task is let go before the answer is given, so what it holds (a store) is released on
+  // the waiting thread's terms, not later on this one.
+  std::thread([task = std::move(task), answer]() mutable {
     try {
-      answer->set_value(task());
+      T value = task();
+      task = nullptr;
+      answer->set_value(std::move(value));
     } catch (...) {
+      task = nullptr;
       answer->set_exception(std::current_exception());
     }
   }).detach();
@@ -167,8 +172,9 @@ class Heartbeat {
     wake_.notify_all();
     thread_.join();
   }
-  // Keeps its store from being destroyed (see ProcessGroup::State).
-  void abandon_store() { (void)store_.release(); }
+  // Keeps its store from being destroyed (see ProcessGroup::State): a reference is leaked, while
+  // store_ stays as it is for the beat thread, which may be about to use it.
+  void abandon_store() { (void)c10::intrusive_ptr<c10d::Store>(store_).release(); }
 
  private:
   void beat() {
@@ -192,18 +198,13 @@ class Heartbeat {
   std::thread thread_;
 };
 
-// Whether the rendezvous file at `path` is one c10d's FileStore can still let go of: gone
-// (it then does nothing), or a regular file of whole records.
+// Whether the rendezvous file at `path` is one c10d's FileStore can still let go of: gone (it
+// then does nothing), or a regular file. Its records are not read again: a long run's log
+// outgrows what a joining rank reads, and another process's lock on it would hold this one.
 bool store_file_intact(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT;
-  if (!S_ISREG(st.st_mode)) return false;
-  try {
-    check_store_file(path);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
+  return S_ISREG(st.st_mode);
 }
 
 struct ProcessGroup::State {
@@ -630,6 +631,7 @@ void ProcessGroup::fail(const std::string& what) {
   try {
     blamed = silent_ranks();
   } catch (const std::exception& e) {
+    state_->store_failed = true;  // failed or stalled: not to be waited on again at the end
     if (!state_->file.empty()) {
       where = " (the rendezvous file " + state_->file + " is unusable too)";
     } else if (rank() != 0) {

@@ -6,7 +6,7 @@
 // and CUDA graphs"). A CUDA graph records the launches once, at a fixed input shape,
 // and replays them with one call. The forward must then touch no host memory and
 // never wait on the device: the operators keep their index tensors on the device
-// (nn/relative_projection.cpp's entry_of_rows, the LoR reassociation constants).
+// (cpu/projection_algorithms.cpp's entry_of_rows, the LoR reassociation constants).
 //
 // The graph reads its input from, and writes its outputs to, the same device
 // tensors on every replay, so a caller copies what it keeps before the next run.

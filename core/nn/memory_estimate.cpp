@@ -58,7 +58,7 @@ struct Floats {
   double saved = 0, working = 0;
 };
 
-// Whether the GPU path projects every token by every matrix (relative_projection.cpp's
+// Whether the GPU path projects every token by every matrix (cpu/pair_projection.cpp's
 // choice for a bank of `width` output columns), else matrix by matrix.
 bool all_tokens_on_gpu(const Dims& d, double width) {
   return d.N * d.B * d.E * width * kFloat <= double(kAllTokenBytesOnGpu);

@@ -15,7 +15,7 @@
 // The gradients live in one flat buffer for the run (train/flat_gradients.h), the
 // learning rate in a device table written before each step, and the relative
 // operators' index tensors in caches per shape and device (cpu/offset_buckets.h,
-// nn/relative_projection.cpp): a warm step allocates no index and reads no value.
+// cpu/projection_algorithms.cpp): a warm step allocates no index and reads no value.
 #include <functional>
 #include <memory>
 

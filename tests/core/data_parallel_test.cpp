@@ -156,7 +156,8 @@ TEST(DataParallel, ABroadcastLargerThanTheMemoryIsRefusedBeforeItIsAllocated) {
     parallel.broadcast_bytes(rank == 0 ? std::string(2000, 'x') : "");
   });
   ::unsetenv("TRANSLUTION_AVAILABLE_MEMORY");
-  // Every rank checks, rank 0 too (it copies what it sends): the ranks agree, and none waits.
+  // Every rank checks, rank 0 too (it copies what it sends): with one figure for all, the ranks
+  // agree, and none waits.
   for (const std::string& e : errors)
     EXPECT_EQ(
         e,
