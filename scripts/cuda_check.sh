@@ -4,11 +4,12 @@
 #      provisions MNIST as scripts/setup.sh does (a machine without network needs the files in place);
 #   2. runs the CUDA tests (every operator on the GPU against the per-pair reference, the ViT and a
 #      training run on the GPU against the same on the CPU);
-#   3. measures the benchmarks of docs/performance.md's table on the GPU (`translution bench --device cuda`),
-#      TF32 training rows, the training step read value by value, queued whole and replayed as a CUDA
-#      graph (fp32 and bf16 under autocast), and the studio's one-canvas latency with and without graphs;
-#   4. trains a small model on the GPU through the CLI and evaluates it, then again in TF32, then in bf16
+#   3. trains a small model on the GPU through the CLI and evaluates it, then again in TF32, then in bf16
 #      under autocast with each step replayed as a CUDA graph;
+#   4. measures the GPU's figures (`translution bench --device cuda`, gpu_benchmarks below, most wanted
+#      first): ViT-A/12 training at batch 256 in bf16 with the step replayed as a CUDA graph (its kernels
+#      per replay, its share of the tensor cores' bf16 rate) and in fp32, the studio's one-canvas
+#      latency, each way of computing relative projections, Translution ViT-A/4, TF32 rows;
 #   5. runs every other test (ctest: core tests and the CLI's end-to-end test).
 # Usage: scripts/cuda_check.sh [OUT_DIR]     (logs and bench.jsonl go there; default build-cuda/check)
 # Environment:
@@ -96,56 +97,46 @@ provision() {
   "$CLI" data fetch --data-dir "$DATA"
 }
 
-# The figures of docs/performance.md's table, on the GPU: one image, then training at batch 32 and at
-# a batch that fills the GPU better.
+# The GPU's figures, most wanted first, so that a run cut by its deadline keeps them: ViT-A/12
+# training at batch 256 (bf16 under autocast with the whole step replayed as a CUDA graph, then
+# fp32), the studio's one-canvas latency, each way of computing relative projections, Translution
+# ViT-A/4, then TF32 and the studio without graphs. A failed row is named and the next one runs.
 gpu_benchmarks() {
-  local common=(--preset A --image 84 --patch 12 --device cuda --json)
-  local m
-  for m in attention lor translution; do
-    "$CLI" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 50 --warmup 5 || return 1
+  local common=(--preset A --image 84 --patch 12 --device cuda --json) failures=0
+  row() { "$CLI" bench "$@" || { echo "FAILED: bench $*"; failures=$((failures + 1)); }; }
+  local m a s
+  for m in translution lor attention; do
+    row --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 \
+      --train-step graphed --precision bf16-autocast
   done
-  for m in attention lor translution; do
-    "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 20 --warmup 3 || return 1
-  done
-  for m in attention lor translution; do
-    "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 || return 1
-  done
-  "$CLI" bench --model translution "${common[@]}" --mode infer --batch 256 --steps 10 --warmup 3 || return 1
-  # The step read value by value, queued whole, replayed as one CUDA graph; then bf16 under autocast.
-  local s
-  for m in lor translution; do
-    for s in host device graphed; do
-      "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 \
-        --algorithm offset-batched --train-step $s || return 1
-    done
+  for m in translution lor attention; do
     for s in device graphed; do
-      "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 \
-        --algorithm offset-batched --train-step $s --precision bf16-autocast || return 1
+      row --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 --train-step $s
     done
   done
-  # TF32 on the tensor cores, against the fp32 rows above (the floor's GEMM measured as TF32 too).
+  # One canvas through the studio's path, replayed as a CUDA graph: the bundled models, then ViT-A/12.
+  local bundled=resources/models/translution.ckpt,resources/models/lor.ckpt,resources/models/attention.ckpt
+  row --mode studio --device cuda --cuda-graph on --checkpoints "$ROOT/${bundled//,/,$ROOT/}" --steps 60 --json
   for m in attention lor translution; do
-    "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 --precision tf32 || return 1
+    row --mode studio --device cuda --cuda-graph on --model "$m" --preset A --image 84 --patch 12 --steps 60 --json
   done
-  # One canvas through the studio's path: replayed as a CUDA graph, and launched op by op.
-  local g bundled=resources/models/translution.ckpt,resources/models/lor.ckpt,resources/models/attention.ckpt
-  for g in on off; do
-    "$CLI" bench --mode studio --device cuda --cuda-graph $g --checkpoints "$ROOT/${bundled//,/,$ROOT/}" --steps 60 --json || return 1
-    for m in attention lor translution; do
-      "$CLI" bench --mode studio --device cuda --cuda-graph $g --model "$m" --preset A --image 84 --patch 12 --steps 60 --json || return 1
-    done
-  done
-  # Each way of computing relative projections, forced (docs/performance.md: which runs where).
-  local a b
+  # Each way of computing relative projections, forced: one image, and a bf16 graphed step at batch 256.
   for a in per-matrix all-tokens offset-batched; do
     for m in lor translution; do
-      "$CLI" bench --model "$m" "${common[@]}" --mode infer --batch 1 --steps 20 --warmup 3 --algorithm "$a" || return 1
-      "$CLI" bench --model "$m" "${common[@]}" --mode train --batch 32 --steps 10 --warmup 3 --algorithm "$a" || return 1
-    done
-    for b in 128 256; do
-      "$CLI" bench --model translution "${common[@]}" --mode train --batch $b --steps 5 --warmup 2 --algorithm "$a" || return 1
+      row --model "$m" "${common[@]}" --mode infer --batch 1 --steps 20 --warmup 3 --algorithm "$a"
+      row --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 --algorithm "$a" \
+        --train-step graphed --precision bf16-autocast
     done
   done
+  # Translution ViT-A/4 (441 patches and the CLS token) at batch 64, pair rows recomputed in backward.
+  row --model translution --preset A --image 84 --patch 4 --device cuda --json --mode train --batch 64 \
+    --steps 5 --warmup 2 --recompute --train-step graphed --precision bf16-autocast
+  # TF32 on the tensor cores, and the studio's canvas launched op by op.
+  for m in translution lor attention; do
+    row --model "$m" "${common[@]}" --mode train --batch 256 --steps 10 --warmup 3 --precision tf32
+  done
+  row --mode studio --device cuda --cuda-graph off --checkpoints "$ROOT/${bundled//,/,$ROOT/}" --steps 60 --json
+  ((failures == 0))
 }
 
 # A whole run on the GPU: train, write the checkpoint, evaluate it there and on the CPU.
@@ -175,18 +166,18 @@ fi
 if [ -x "$CLI" ]; then
   step data 300 provision
   if wants cuda; then
-    step cuda 600 "$BUILD/tests/core/core_tests" --gtest_filter='Cuda*.*:Device.*:*OnCuda*' --gtest_color=no
+    step cuda 300 "$BUILD/tests/core/core_tests" --gtest_filter='Cuda*.*:Device.*:*OnCuda*' --gtest_color=no
     # Without a visible GPU every CUDA test skips, and gtest exits 0.
     if grep -q '^\[  SKIPPED \]' "$OUT/cuda.log"; then
       summary+=("cuda: tests skipped: no GPU visible to LibTorch")
       failed=1
     fi
   fi
+  wants train && step train 240 gpu_training
   if wants bench; then
     step bench 900 gpu_benchmarks
     grep '^{' "$OUT/bench.log" >"$OUT/bench.jsonl"
   fi
-  wants train && step train 900 gpu_training
   wants ctest && step ctest 1800 ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure --timeout 900
 else
   summary+=("no CLI at $CLI: nothing to test (build it: CUDA_CHECK_STEPS must include build)")

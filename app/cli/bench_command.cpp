@@ -328,6 +328,9 @@ void print_bench(const BenchResult& r, const BenchOptions& options) {
   if (!r.train_step.empty() && r.train_step != "host")
     std::printf("  the step queued whole on the device%s, its report read once after it\n",
                 r.train_step == "graphed" ? " and replayed as one CUDA graph" : "");
+  if (r.graph_kernels >= 0)
+    std::printf("  one replay launches %lld kernels (and %lld copies, memsets and events)\n",
+                (long long)r.graph_kernels, (long long)r.graph_other_nodes);
   if (r.optimizer_ms >= 0)
     std::printf("  forward %.2f ms, backward %.2f ms, %s %.2f ms (medians)\n", r.forward_ms, r.backward_ms,
                 r.train_step == "host" ? "optimizer" : "guard, clip and AdamW", r.optimizer_ms);
@@ -341,6 +344,9 @@ void print_bench(const BenchResult& r, const BenchOptions& options) {
       "  machine: GEMM %.0f GFLOP/s (%s), memory %.1f GB/s -> floor %.2f ms/step; reached %.0f%% of it\n",
       r.roofline.gemm_gflops, r.roofline.gemm_library == "onednn" ? "oneDNN" : "LibTorch's at::mm",
       r.roofline.bandwidth_gbs, r.floor_ms, 100 * r.fraction_of_floor);
+  if (r.roofline.bf16_gemm_gflops > 0)
+    std::printf("  the tensor cores' bf16 GEMM (8192^3): %.0f GFLOP/s; the step reached %.1f%% of it\n",
+                r.roofline.bf16_gemm_gflops, 100 * r.achieved_gflops() / r.roofline.bf16_gemm_gflops);
   if (r.roofline.fma_peak_gflops > 0)
     std::printf(
         "  the cores' fp32 FMA peak (%s, no memory traffic): %.0f GFLOP/s; the GEMM reached %.0f%% of it, "

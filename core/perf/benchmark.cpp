@@ -94,6 +94,14 @@ Roofline measure_roofline(const c10::Device& device) {
   at::Tensor dst = at::empty({floats}, opts);
   dst.copy_(src);
   r.bandwidth_gbs = 2.0 * 4.0 * double(floats) / best_time(device, 3, [&] { dst.copy_(src); }) / 1e9;
+  if (device.is_cuda()) {
+    const int64_t m = 8192;  // large enough that the tensor cores, not the launch, set the time
+    const auto bf16 = opts.dtype(at::kBFloat16);
+    const at::Tensor x = at::randn({m, m}, bf16), y = at::randn({m, m}, bf16);
+    at::Tensor z = at::empty({m, m}, bf16);
+    at::mm_out(z, x, y);  // warm-up
+    r.bf16_gemm_gflops = 2.0 * m * m * m / best_time(device, 3, [&] { at::mm_out(z, x, y); }) / 1e9;
+  }
   if (device.is_cpu()) {
     const FmaPeak peak = measure_fma_peak(cores);
     r.fma_peak_gflops = peak.gflops;
@@ -331,6 +339,10 @@ BenchResult run_benchmark(const BenchOptions& options, const BenchProgress& prog
   if (run.train && (options.engine.precision == DensePrecision::Bf16 || options.compare == "precision"))
     result.bf16_kernel = bf16_gemm_kernel(options.engine.bf16_tiles);
   time_steps(run, switch_path, progress, result);
+  if (run.graphed_step) {
+    result.graph_kernels = run.graphed_step->graph().kernels();
+    result.graph_other_nodes = run.graphed_step->graph().other_nodes();
+  }
   result.roofline = measure_roofline(options.device);  // after the run: its buffers must not count as peak
   count_work(options, result.split_batch ? run.batch_shares() : 1, result);
   result.estimated_peak_bytes = estimated_peak(options);
@@ -373,6 +385,7 @@ std::string BenchResult::to_json() const {
                                       {"exact_flops_per_image", std::llround(exact_flops_per_image)},
                                       {"achieved_gflops", rounded(achieved_gflops(), 2)},
                                       {"gemm_gflops", rounded(roofline.gemm_gflops, 2)},
+                                      {"bf16_gemm_gflops", rounded(roofline.bf16_gemm_gflops, 2)},
                                       {"fma_peak_gflops", rounded(roofline.fma_peak_gflops, 2)},
                                       {"fraction_of_fma_peak", rounded(fraction_of_fma_peak(), 4)},
                                       {"fma_isa", roofline.fma_isa},
@@ -382,6 +395,8 @@ std::string BenchResult::to_json() const {
                                       {"steps", options.steps},
                                       {"algorithm", algorithm},
                                       {"train_step", train_step},
+                                      {"graph_kernels", graph_kernels},
+                                      {"graph_other_nodes", graph_other_nodes},
                                       {"recompute", recompute},
                                       {"optimizer", kernels == "reference" ? "adamw" : "fused-adamw"},
                                       {"last_block", cls_only_last_block ? "cls" : "all"},

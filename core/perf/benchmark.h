@@ -17,6 +17,9 @@ struct Roofline {
   double gemm_gflops = 0;    // 2048^3 matmul (1024^3 would flatter nothing here), the faster library's
   std::string gemm_library;  // whose: "aten" (LibTorch's at::mm: its BLAS) or "onednn" (cpu/blas_gemm.h)
   double bandwidth_gbs = 0;  // bytes read + written per second by a 256 MB copy
+  // GPU only: an 8192^3 bf16 matmul, the tensor cores' rate that bf16-autocast steps are
+  // measured against; -1 on the CPU.
+  double bf16_gemm_gflops = -1;
   // CPU only: every core's fp32 FMA rate with no memory traffic (util/fma_peak.h),
   // the ceiling no kernel passes; -1 on a GPU, or where it cannot be measured.
   double fma_peak_gflops = -1;
@@ -72,8 +75,10 @@ struct BenchResult {
   double cpu_steal = -1;  // share of the machine's CPU time a hypervisor took during the timed steps
                           // (util/cpu_steal.h; -1: unknown or too short to count)
   int threads = 1;
-  std::string algorithm;            // how relative projections were computed
-  std::string train_step;           // training: host, device or graphed (BenchOptions)
+  std::string algorithm;   // how relative projections were computed
+  std::string train_step;  // training: host, device or graphed (BenchOptions)
+  // A graphed step's kernels and other nodes: what one replay launches (-1: not graphed).
+  int64_t graph_kernels = -1, graph_other_nodes = -1;
   bool recompute = false;           // pair rows recomputed in backward
   bool cls_only_last_block = true;  // the last block for the CLS query alone (nn/vit.h)
   bool reassociation = true;  // self-attention's and LoR's CLS query in a batch meets the unprojected inputs

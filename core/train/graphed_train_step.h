@@ -29,6 +29,8 @@ class GraphedTrainStep {
   const at::Tensor& run(const at::Tensor& images, const at::Tensor& labels);
   // Whether batches of this shape replay here (other shapes run eagerly).
   bool fits(const at::Tensor& images) const { return images.sizes() == images_.sizes(); }
+  // The captured step: what one replay launches (CudaGraph::kernels, other_nodes).
+  const CudaGraph& graph() const { return *graph_; }
 
  private:
   at::Tensor images_, labels_, report_;

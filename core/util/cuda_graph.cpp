@@ -1,6 +1,9 @@
 #include "util/cuda_graph.h"
 
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include <torch/version.h>
 
@@ -44,6 +47,31 @@ void abandon_capture(const c10::cuda::CUDAStream& stream) {
   cudaGetLastError();
 }
 
+// The kernel nodes and the other nodes of the graph `stream` is capturing, read
+// before the capture ends (LibTorch's graph keeps only the executable form after).
+// {-1, -1} where CUDA does not answer.
+std::pair<int64_t, int64_t> captured_nodes(const c10::cuda::CUDAStream& stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  size_t count = 0;
+  if (cudaStreamGetCaptureInfo(stream.stream(), &status, nullptr, &graph) != cudaSuccess || !graph ||
+      cudaGraphGetNodes(graph, nullptr, &count) != cudaSuccess) {
+    cudaGetLastError();
+    return {-1, -1};
+  }
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (count > 0 && cudaGraphGetNodes(graph, nodes.data(), &count) != cudaSuccess) {
+    cudaGetLastError();
+    return {-1, -1};
+  }
+  int64_t kernels = 0;
+  for (const cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+    if (cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeKernel) ++kernels;
+  }
+  return {kernels, int64_t(count) - kernels};
+}
+
 }  // namespace
 
 CudaGraph::CudaGraph(const c10::Device& device, int warmups, const std::function<void()>& work) {
@@ -60,6 +88,7 @@ CudaGraph::CudaGraph(const c10::Device& device, int warmups, const std::function
     stream.synchronize();
     capture->graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
     work();
+    std::tie(kernels_, other_nodes_) = captured_nodes(stream);
     capture->graph.capture_end();
   } catch (const std::exception& e) {
     abandon_capture(stream);

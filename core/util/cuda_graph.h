@@ -7,6 +7,7 @@
 // reads and writes the same device tensors on every replay: its inputs are copied
 // into tensors it captured, and its outputs are views of the graph's own memory.
 // Available with a CUDA build of LibTorch 2 or later (cuda_graphs_supported()).
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -33,9 +34,15 @@ class CudaGraph {
   // Replays the captured work on the current stream, after what is queued there.
   void replay();
 
+  // What one replay launches: the captured graph's kernel nodes, and its other nodes
+  // (copies, memsets, event records). -1 where CUDA did not say.
+  int64_t kernels() const { return kernels_; }
+  int64_t other_nodes() const { return other_nodes_; }
+
  private:
   struct Capture;  // the graph, where the build has one
   std::unique_ptr<Capture> capture_;
+  int64_t kernels_ = -1, other_nodes_ = -1;
 };
 
 }  // namespace translution

@@ -164,6 +164,9 @@ TEST(DeviceStep, GraphedStepsOnCudaMatchEagerSteps) {
           graphed(engine, graphed_model, graphed_adamw, 1.0);
       const Data first = batch(eager_model->config(), 0, gpu);
       GraphedTrainStep graph(graphed, first.images, first.labels);
+      // The capture recorded the step's launches: forward, backward and AdamW are kernels.
+      EXPECT_GT(graph.graph().kernels(), 10);
+      EXPECT_GE(graph.graph().other_nodes(), 0);
       for (int64_t s = 0; s < 4; ++s) {
         Data d = batch(eager_model->config(), s, gpu);
         if (s == 2) d.images[0][0][3][3] = std::nan("");
