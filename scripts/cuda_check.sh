@@ -21,7 +21,8 @@
 #                             /usr/include/CLI and /usr/include/nlohmann from a Debian machine into one folder
 #   TRANSLUTION_DATA          MNIST (default data/mnist); provisioned as scripts/setup.sh does
 #   TRANSLUTION_BUILD_DIR     build directory (default build-cuda)
-#   CUDA_CHECK_STEPS          the steps to run (default "build cuda bench train ctest")
+#   CUDA_CHECK_STEPS          the steps to run (default "build cuda train bench ctest")
+#   CUDA_CHECK_TESTS          the cuda step's GoogleTest filter (default: every test that uses the GPU)
 #   CUDA_CHECK_SECONDS        stop starting steps, and cut the running one, after this long (default 3000)
 # Every step's exit status is summarised at the end; the script exits non-zero if any failed.
 set -uo pipefail
@@ -30,7 +31,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${1:-${TRANSLUTION_BUILD_DIR:-$ROOT/build-cuda}/check}
 BUILD=${TRANSLUTION_BUILD_DIR:-$ROOT/build-cuda}
 DATA=${TRANSLUTION_DATA:-$ROOT/data/mnist}
-STEPS=${CUDA_CHECK_STEPS:-build cuda bench train ctest}
+STEPS=${CUDA_CHECK_STEPS:-build cuda train bench ctest}
+TESTS=${CUDA_CHECK_TESTS:-Cuda*.*:Device.*:*OnCuda*}
 DEADLINE=$((SECONDS + ${CUDA_CHECK_SECONDS:-3000}))
 CLI=$BUILD/app/translution
 export TRANSLUTION_DATA=$DATA
@@ -166,7 +168,7 @@ fi
 if [ -x "$CLI" ]; then
   step data 300 provision
   if wants cuda; then
-    step cuda 300 "$BUILD/tests/core/core_tests" --gtest_filter='Cuda*.*:Device.*:*OnCuda*' --gtest_color=no
+    step cuda 300 "$BUILD/tests/core/core_tests" --gtest_filter="$TESTS" --gtest_color=no
     # Without a visible GPU every CUDA test skips, and gtest exits 0.
     if grep -q '^\[  SKIPPED \]' "$OUT/cuda.log"; then
       summary+=("cuda: tests skipped: no GPU visible to LibTorch")

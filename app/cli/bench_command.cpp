@@ -127,6 +127,7 @@ void print_studio(const BenchArgs& a, const EngineOptions& engine, const std::ve
                                         {"p90_ms", r.p90_ms},
                                         {"max_ms", r.max_ms},
                                         {"slot_median_ms", r.slot_median_ms},
+                                        {"slot_kernels", r.slot_kernels},
                                         {"threads", at::get_num_threads()},
                                         {"matrix_threads", matrix_threads(engine)},
                                         {"blas_threads", blas_threads()},
@@ -141,8 +142,10 @@ void print_studio(const BenchArgs& a, const EngineOptions& engine, const std::ve
   std::printf("  latency per change (all slots): median %.2f ms, 90th percentile %.2f ms, max %.2f ms\n",
               r.median_ms, r.p90_ms, r.max_ms);
   for (size_t s = 0; s < slots.size(); ++s)
-    std::printf("  %s: median %.2f ms (%s; %s)\n", paths[s].c_str(), r.slot_median_ms[s],
-                slots[s]->description().c_str(), slots[s]->graph_state().c_str());
+    std::printf(
+        "  %s: median %.2f ms (%s; %s%s)\n", paths[s].c_str(), r.slot_median_ms[s],
+        slots[s]->description().c_str(), slots[s]->graph_state().c_str(),
+        r.slot_kernels[s] >= 0 ? (", " + std::to_string(r.slot_kernels[s]) + " kernels").c_str() : "");
   if (r.cpu_steal >= 0)
     std::printf("  CPU steal during the changes: %.1f%% of the machine's CPU time went to other guests\n",
                 100 * r.cpu_steal);

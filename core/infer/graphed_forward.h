@@ -45,6 +45,8 @@ class GraphedForward {
   // Copies `images` (the captured shape, any device) into the graph's input and
   // replays it. Not thread-safe: one caller at a time.
   const GraphedOutputs& run(const at::Tensor& images);
+  // The captured forward: what one replay launches (CudaGraph::kernels, other_nodes).
+  const CudaGraph& graph() const { return *graph_; }
 
  private:
   ViT model_;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -11,6 +12,25 @@
 #include "util/error.h"
 
 namespace translution {
+namespace {
+
+// Device tensors as float tensors on the host, through one transfer: each copy to
+// pageable host memory waits for the device, so one copy waits once.
+std::vector<at::Tensor> on_host(const std::vector<at::Tensor>& on_device) {
+  if (on_device.empty()) return {};
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& t : on_device) flat.push_back(t.reshape(-1));
+  const at::Tensor host = at::cat(flat).to(at::kCPU, at::kFloat);
+  std::vector<at::Tensor> out;
+  int64_t start = 0;
+  for (const at::Tensor& t : on_device) {
+    out.push_back(host.narrow(0, start, t.numel()).view(t.sizes()));
+    start += t.numel();
+  }
+  return out;
+}
+
+}  // namespace
 
 Predictor::Predictor(const EngineOptions& engine, Checkpoint checkpoint, std::string source,
                      c10::Device device, bool cuda_graphs)
@@ -57,9 +77,14 @@ bool Predictor::graphed_forward(const at::Tensor& x, bool with_attention, Forwar
   }
   const GraphedOutputs& o = graph->run(x);
   out.logits = o.logits.clone();  // the next replay overwrites the graph's outputs
-  for (const at::Tensor& a : o.attention) out.attention.push_back(a.to(at::kCPU, at::kFloat));
+  out.attention = on_host(o.attention);
   for (const at::Tensor& i : o.inputs) out.inputs.push_back(i.clone());
   return true;
+}
+
+int64_t Predictor::graph_kernels() const {
+  const std::lock_guard<std::mutex> hold(graph_lock_);
+  return graphs_[1] ? graphs_[1]->graph().kernels() : -1;
 }
 
 Predictor::Forward Predictor::forward(const at::Tensor& x, bool with_attention) const {

@@ -63,6 +63,8 @@ class Predictor {
   // How predictions run: "eager" (CPU, or graphs off), "CUDA graph", "CUDA graph
   // (not captured yet)" or "eager: <why the capture failed>".
   std::string graph_state() const;
+  // The kernels one replay of the captured forward with attention launches (-1: none captured).
+  int64_t graph_kernels() const;
 
  private:
   at::Tensor model_input(const at::Tensor& canvas) const;  // [1, 1, H, W], resized and normalised, on the CPU

@@ -50,6 +50,7 @@ StudioLatency measure_studio_latency(const std::vector<const Predictor*>& slots,
   r.p90_ms = percentile(total, 0.9);
   r.max_ms = *std::max_element(total.begin(), total.end());
   for (const auto& s : per_slot) r.slot_median_ms.push_back(percentile(s, 0.5));
+  for (const Predictor* slot : slots) r.slot_kernels.push_back(slot->graph_kernels());
   return r;
 }
 

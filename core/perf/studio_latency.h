@@ -14,6 +14,7 @@ struct StudioLatency {
   int changes = 0;
   double median_ms = 0, p90_ms = 0, max_ms = 0;  // per canvas change, all slots
   std::vector<double> slot_median_ms;            // each slot alone
+  std::vector<int64_t> slot_kernels;             // each slot's kernels per replayed forward (-1: not graphed)
   double cpu_steal =
       -1;  // the hypervisor's share of CPU time over the changes (util/cpu_steal.h; -1: unknown)
 };

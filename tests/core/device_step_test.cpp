@@ -180,9 +180,13 @@ TEST(DeviceStep, GraphedStepsOnCudaMatchEagerSteps) {
           EXPECT_NEAR(a.loss, b.loss, 1e-4 * std::abs(a.loss));
         }
       }
+      // Eager and replayed steps run on different streams, where cuBLAS may choose other
+      // kernels and index_add's atomics sum in another order. AdamW divides each gradient
+      // by its own running scale, so rounding in a near-zero gradient moves its weight
+      // by a share of the learning rate: the weights agree to 1e-3, not to float rounding.
       const auto graphed_parameters = graphed_model->named_parameters();
       for (const auto& p : eager_model->named_parameters())
-        EXPECT_LT(test_support::max_relative_error(graphed_parameters[p.key()], p.value()), 1e-4) << p.key();
+        EXPECT_LT(test_support::max_relative_error(graphed_parameters[p.key()], p.value()), 1e-3) << p.key();
     }
   }
 }
