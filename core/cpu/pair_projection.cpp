@@ -27,28 +27,29 @@ bool raw_path(std::initializer_list<const at::Tensor*> tensors) {
 // is projected by every matrix in one GEMM and the needed rows are picked: about
 // E/N = 3.4x the arithmetic, a few ops instead of hundreds. Straight to the BLAS
 // (CPU, the default) per-matrix wins at every shape measured, batch 1 included,
-// so there it always runs. On a GPU each per-matrix product is a kernel launch of
-// a few microseconds' work, so a step costs about the same at any batch, while the
-// all-token product grows with the batch: it wins for one image and small batches
-// and loses at large ones (both: docs/performance.md, "Relative projections: per
-// matrix, or every token"). The all-token product runs there while its
-// [N, B, E, D] intermediate is at most kAllTokenBytesOnGpu (Translution ViT-A/12: up
-// to batch 162; LoR's at any batch measured).
+// so there it always runs. On a GPU a per-matrix product is a kernel launch of a
+// few microseconds' work and lost to both others at every shape measured; the
+// all-token product's one large GEMM wins while its intermediate is small (one
+// image; LoR at batch 32) and its 3.4x arithmetic and the scatter of its gradient
+// lose beyond, to a few batched products over exactly the pairs' rows
+// (docs/performance.md, "Relative projections on a GPU").
 
 }  // namespace
 
-bool projects_every_token(const EngineOptions& engine, const at::Tensor& bank, int64_t tokens,
-                          int64_t batch) {
-  switch (engine.projection) {
-    case ProjectionAlgorithm::PerMatrix: return false;
-    case ProjectionAlgorithm::AllTokens: return true;
-    case ProjectionAlgorithm::OffsetBatched: return false;
-    case ProjectionAlgorithm::Auto: break;
-  }
+ProjectionAlgorithm auto_projection_on_gpu(double all_token_bytes) {
+  return all_token_bytes <= double(kAllTokenBytesOnGpu) ? ProjectionAlgorithm::AllTokens
+                                                        : ProjectionAlgorithm::OffsetBatched;
+}
+
+ProjectionAlgorithm projection_for(const EngineOptions& engine, const at::Tensor& bank, int64_t tokens,
+                                   int64_t batch) {
+  if (engine.projection != ProjectionAlgorithm::Auto) return engine.projection;
   if (bank.is_cuda())
-    return tokens * batch * bank.size(0) * bank.size(2) * int64_t(bank.element_size()) <= kAllTokenBytesOnGpu;
-  if (!engine.reference && blas_gemm_usable(bank)) return false;
-  return bank.size(1) * bank.size(2) <= 64 * 64 && batch <= 8;
+    return auto_projection_on_gpu(double(tokens) * double(batch) * double(bank.size(0)) *
+                                  double(bank.size(2)) * double(bank.element_size()));
+  if (!engine.reference && blas_gemm_usable(bank)) return ProjectionAlgorithm::PerMatrix;
+  return bank.size(1) * bank.size(2) <= 64 * 64 && batch <= 8 ? ProjectionAlgorithm::AllTokens
+                                                              : ProjectionAlgorithm::PerMatrix;
 }
 
 at::Tensor sorted_projection(const EngineOptions& engine, const at::Tensor& xt_in, const at::Tensor& rows,

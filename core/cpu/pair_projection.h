@@ -15,16 +15,19 @@
 
 namespace translution {
 
-// On a GPU, Auto projects every token while the [N, B, E, D] intermediate is at most this
-// (pair_projection.cpp says why; nn/memory_estimate counts it).
-constexpr int64_t kAllTokenBytesOnGpu = int64_t(1) << 30;
+// On a GPU, Auto projects every token while the [N, B, E, D] intermediate is at most this,
+// and takes the offset-batched products beyond (pair_projection.cpp says why;
+// nn/memory_estimate counts both).
+constexpr int64_t kAllTokenBytesOnGpu = int64_t(64) << 20;
 
-// Whether a projection by `bank` ([E, C, D]) of `tokens` tokens at `batch` projects
-// every token by every matrix (then picks the pairs' rows), under
-// engine.projection. Auto: per matrix where the products go straight to
-// the BLAS, every token on a GPU while the [N, B, E, D] intermediate is at most
-// 1 GiB (pair_projection.cpp says why), else by the bank's shape.
-bool projects_every_token(const EngineOptions& engine, const at::Tensor& bank, int64_t tokens, int64_t batch);
+// The algorithm a projection by `bank` ([E, C, D]) of `tokens` tokens at `batch` runs:
+// engine.projection where it names one. Auto, on the CPU: per matrix where the products
+// go straight to the BLAS, else by the bank's shape; on a GPU: auto_projection_on_gpu.
+// Never Auto.
+ProjectionAlgorithm projection_for(const EngineOptions& engine, const at::Tensor& bank, int64_t tokens,
+                                   int64_t batch);
+// Auto's choice on a GPU, given the bytes of the all-token intermediate [N, B, E, D].
+ProjectionAlgorithm auto_projection_on_gpu(double all_token_bytes);
 
 // S[rows of e] = X[rows of e] W[e] for every matrix e: xt [N, B, C] (token-major),
 // rows [R] the token of each sorted row, offset the entry offsets -> [R, B, D].

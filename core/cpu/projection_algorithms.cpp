@@ -90,10 +90,6 @@ std::pair<at::Tensor, at::Tensor> project_offset_batched_backward(const at::Tens
   return {dxt, dbank};
 }
 
-bool offset_batched(const EngineOptions& engine, bool bf16, const Bf16Bits* w16) {
-  return engine.projection == ProjectionAlgorithm::OffsetBatched && !bf16 && !w16;
-}
-
 // The all-token product [N B, E D] viewed as rows of D, the pairs' rows picked: [R, B, D].
 at::Tensor project_every_token(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
                                const std::vector<int64_t>& offset) {
@@ -122,10 +118,11 @@ std::pair<at::Tensor, at::Tensor> project_every_token_backward(const at::Tensor&
 at::Tensor engine_projection(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& rows,
                              const at::Tensor& bank, const std::vector<int64_t>& offset, bool bf16,
                              const Bf16Bits* w16) {
-  if (offset_batched(engine, bf16, w16))
+  // The CPU's bfloat16 products and copies run on the per-matrix kernels alone.
+  const ProjectionAlgorithm algorithm = projection_for(engine, bank, xt.size(0), xt.size(1));
+  if (algorithm == ProjectionAlgorithm::OffsetBatched && !bf16 && !w16)
     return project_offset_batched(xt, rows, bank, offset_buckets(offset, rows.device()));
-  if (projects_every_token(engine, bank, xt.size(0), xt.size(1)) && !w16)
-    return project_every_token(xt, rows, bank, offset);
+  if (algorithm == ProjectionAlgorithm::AllTokens && !w16) return project_every_token(xt, rows, bank, offset);
   return sorted_projection(engine, xt, rows, bank, offset, bf16, w16);
 }
 
@@ -134,9 +131,10 @@ std::pair<at::Tensor, at::Tensor> engine_projection_backward(const EngineOptions
                                                              const at::Tensor& bank,
                                                              const std::vector<int64_t>& offset,
                                                              const at::Tensor& ds, bool bf16) {
-  if (offset_batched(engine, bf16, nullptr))
+  const ProjectionAlgorithm algorithm = projection_for(engine, bank, xt.size(0), xt.size(1));
+  if (algorithm == ProjectionAlgorithm::OffsetBatched && !bf16)
     return project_offset_batched_backward(xt, rows, bank, offset_buckets(offset, rows.device()), ds);
-  if (projects_every_token(engine, bank, xt.size(0), xt.size(1)))
+  if (algorithm == ProjectionAlgorithm::AllTokens)
     return project_every_token_backward(xt, rows, bank, offset, ds);
   return sorted_projection_backward(engine, xt, rows, bank, offset, ds, bf16);
 }

@@ -5,8 +5,9 @@
 //   * offset-batched (ProjectionAlgorithm::OffsetBatched), shaped for a GPU: the rows in a
 //     few buckets of similar pair counts (cpu/offset_buckets.h), one batched product per
 //     bucket, in LibTorch's ops on any device;
-//   * all-token (projects_every_token): every token by every matrix in one product, and
-//     the pairs' rows picked, where the matrices are tiny or the batch small on a GPU;
+//   * all-token: every token by every matrix in one product, and the pairs' rows picked,
+//     where the matrices are tiny or the batch small on a GPU;
+// cpu/pair_projection.h's projection_for chooses among them.
 //   * the per-matrix kernels on CPU memory (sorted_projection, cpu/pair_projection.h),
 //     in bfloat16 too, and reading a bank's bfloat16 copy.
 // Each call returns undefined tensors where none applies; the caller's plain path runs then.

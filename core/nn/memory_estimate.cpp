@@ -58,12 +58,6 @@ struct Floats {
   double saved = 0, working = 0;
 };
 
-// Whether the GPU path projects every token by every matrix (cpu/pair_projection.cpp's
-// choice for a bank of `width` output columns), else matrix by matrix.
-bool all_tokens_on_gpu(const Dims& d, double width) {
-  return d.N * d.B * d.E * width * kFloat <= double(kAllTokenBytesOnGpu);
-}
-
 // How the relative projections run, as far as what they keep: the CPU's blocked path, or
 // LibTorch's ops (on a GPU, or anywhere under the reference options) with an algorithm.
 struct ProjectionPath {
@@ -114,22 +108,25 @@ Floats plain_attention_floats(const EngineOptions& engine, const Dims& d, double
 // relative sides only and recomputes into a per-core block, so `--recompute`
 // leaves nothing there; the GPU path keeps both sides of the logits (a plain side
 // as gathered rows) and, recomputing, holds a layer's rows again in backward.
-// Its products add the [N, B, E, width] all-token intermediate, or per matrix the
-// gathered inputs and their gradients [R, B, C_in] (twice) in backward.
+// Its products add the [N, B, E, width] all-token intermediate, the offset-batched
+// slots, or per matrix the gathered inputs and their gradients [R, B, C_in] (twice)
+// in backward. Auto on a GPU is cpu/pair_projection.h's choice for a float bank.
 Floats pair_row_floats(const Dims& d, double width, double in_width, double relative_sides, double gpu_sides,
                        bool training, bool recompute, const ProjectionPath& path) {
   Floats f;
   const bool gpu = path.plain_ops;
   const double rows = d.B * d.R() * width;
-  const bool all_tokens = path.algorithm == ProjectionAlgorithm::AllTokens ||
-                          (path.algorithm == ProjectionAlgorithm::Auto && path.device == MemoryDevice::Cuda &&
-                           all_tokens_on_gpu(d, width));
+  const ProjectionAlgorithm algorithm =
+      path.algorithm == ProjectionAlgorithm::Auto && path.device == MemoryDevice::Cuda
+          ? auto_projection_on_gpu(d.N * d.B * d.E * width * kFloat)
+          : path.algorithm;
   // Offset-batched: the slots' gathered inputs and their products (backward: their gradients too).
   const double products = !gpu ? 0.0
-                          : path.algorithm == ProjectionAlgorithm::OffsetBatched
+                          : algorithm == ProjectionAlgorithm::OffsetBatched
                               ? kMaxOffsetPadding * d.B * d.R() * (2 * in_width + width)
-                          : all_tokens ? d.B * (d.N * d.E * width + 2 * d.R())
-                                       : 2 * d.B * d.R() * in_width;
+                          : algorithm == ProjectionAlgorithm::AllTokens
+                              ? d.B * (d.N * d.E * width + 2 * d.R())
+                              : 2 * d.B * d.R() * in_width;
   if (!training) {  // the sides' rows of one layer live together while its logits are formed
     f.working = (gpu ? 2 * rows : 0.0) + products;
     return f;

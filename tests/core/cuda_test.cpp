@@ -179,16 +179,18 @@ TEST(Cuda, TrainingRunMatchesCpuAndItsCheckpointLoadsOnCpu) {
 
 // On a GPU auto projects every token while the [N, B, E, D] intermediate is at
 // most 1 GiB: ViT-A/12 at 84x84 has 50 tokens and 172 matrices per bank.
-TEST(Cuda, AutoProjectsEveryTokenUpToTheBound) {
+TEST(Cuda, AutoChoosesByTheAllTokenIntermediate) {
   SKIP_WITHOUT_CUDA();
   const auto on_gpu = at::TensorOptions().device(kGpu);
   const at::Tensor translution = at::empty({172, 192, 192}, on_gpu), lor = at::empty({172, 24, 24}, on_gpu);
-  const EngineOptions engine;                                       // projection Auto
-  EXPECT_TRUE(projects_every_token(engine, translution, 50, 162));  // 1.07e9 bytes
-  EXPECT_FALSE(projects_every_token(engine, translution, 50, 163));
-  EXPECT_TRUE(projects_every_token(engine, lor, 50, 1024));
-  EXPECT_FALSE(projects_every_token(with(engine, &EngineOptions::projection, ProjectionAlgorithm::PerMatrix),
-                                    lor, 50, 1));
+  const EngineOptions engine;                                                             // projection Auto
+  EXPECT_EQ(projection_for(engine, translution, 50, 1), ProjectionAlgorithm::AllTokens);  // 6.6e6 bytes
+  EXPECT_EQ(projection_for(engine, translution, 50, 32), ProjectionAlgorithm::OffsetBatched);
+  EXPECT_EQ(projection_for(engine, lor, 50, 32), ProjectionAlgorithm::AllTokens);
+  EXPECT_EQ(projection_for(engine, lor, 50, 256), ProjectionAlgorithm::OffsetBatched);
+  EXPECT_EQ(
+      projection_for(with(engine, &EngineOptions::projection, ProjectionAlgorithm::PerMatrix), lor, 50, 1),
+      ProjectionAlgorithm::PerMatrix);
 }
 
 TEST(Device, ParsesNamesAndExplainsMissingCuda) {

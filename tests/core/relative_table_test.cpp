@@ -108,13 +108,35 @@ TEST(OffsetMagnitudes, KeyNormsAreReportedInThePapersIndexing) {
 TEST(ProjectionAlgorithm, AutoOnTheCpuFollowsTheProductPath) {
   const at::Tensor small = at::empty({172, 24, 24}), large = at::empty({172, 192, 192});
   const EngineOptions engine, reference = test_support::reference_options();  // projection Auto
-  EXPECT_EQ(projects_every_token(engine, small, 50, 1), !blas_gemm_usable(small));
-  EXPECT_TRUE(projects_every_token(reference, small, 50, 8));
-  EXPECT_FALSE(projects_every_token(reference, small, 50, 9));
-  EXPECT_FALSE(projects_every_token(reference, large, 50, 1));
+  const auto every_token = [](const EngineOptions& o, const at::Tensor& bank, int64_t batch) {
+    return projection_for(o, bank, 50, batch) == ProjectionAlgorithm::AllTokens;
+  };
+  EXPECT_EQ(every_token(engine, small, 1), !blas_gemm_usable(small));
+  EXPECT_TRUE(every_token(reference, small, 8));
+  EXPECT_FALSE(every_token(reference, small, 9));
+  EXPECT_EQ(projection_for(reference, large, 50, 1), ProjectionAlgorithm::PerMatrix);
   const auto forced = [](EngineOptions o, ProjectionAlgorithm a) {
     return with(o, &EngineOptions::projection, a);
   };
-  EXPECT_TRUE(projects_every_token(forced(reference, ProjectionAlgorithm::AllTokens), large, 50, 64));
-  EXPECT_FALSE(projects_every_token(forced(engine, ProjectionAlgorithm::PerMatrix), small, 50, 1));
+  EXPECT_TRUE(every_token(forced(reference, ProjectionAlgorithm::AllTokens), large, 64));
+  EXPECT_EQ(projection_for(forced(engine, ProjectionAlgorithm::PerMatrix), small, 50, 1),
+            ProjectionAlgorithm::PerMatrix);
+  EXPECT_EQ(projection_for(forced(engine, ProjectionAlgorithm::OffsetBatched), small, 50, 1),
+            ProjectionAlgorithm::OffsetBatched);
+}
+
+// On a GPU, auto projects every token while the all-token intermediate is small, and
+// takes the offset-batched products beyond: per matrix never (its launches lose there).
+TEST(ProjectionAlgorithm, AutoOnAGpuChoosesByTheAllTokenIntermediate) {
+  const auto bytes = [](double tokens, double batch, double entries, double width) {
+    return tokens * batch * entries * width * 4.0;
+  };
+  // Translution ViT-A/12's [172, 192, 192] bank: one image, then batch 32.
+  EXPECT_EQ(auto_projection_on_gpu(bytes(50, 1, 172, 192)), ProjectionAlgorithm::AllTokens);
+  EXPECT_EQ(auto_projection_on_gpu(bytes(50, 32, 172, 192)), ProjectionAlgorithm::OffsetBatched);
+  // LoR's [172, 24, 24]: batch 32, then 256.
+  EXPECT_EQ(auto_projection_on_gpu(bytes(50, 32, 172, 24)), ProjectionAlgorithm::AllTokens);
+  EXPECT_EQ(auto_projection_on_gpu(bytes(50, 256, 172, 24)), ProjectionAlgorithm::OffsetBatched);
+  EXPECT_EQ(auto_projection_on_gpu(double(kAllTokenBytesOnGpu)), ProjectionAlgorithm::AllTokens);
+  EXPECT_EQ(auto_projection_on_gpu(double(kAllTokenBytesOnGpu) + 1), ProjectionAlgorithm::OffsetBatched);
 }
