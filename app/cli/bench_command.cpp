@@ -391,21 +391,45 @@ nlohmann::ordered_json counts_json(const OperatorCounts& c) {
           {"by_operator", c.by_operator}};
 }
 
-// --count-ops: the operators of one training step on the path a GPU takes, counted on the CPU.
+// --count-ops in inference: one forward as the studio predicts, every layer's attention kept.
+int count_inference_ops(const BenchArgs& a, const EngineOptions& engine, const ViTConfig& config) {
+  const OperatorCounts c = count_inference_operators(engine, config, a.batch, true);
+  const char* algorithm = projection_algorithm_name(engine.projection);
+  if (a.json) {
+    const nlohmann::ordered_json out = {
+        {"model", config.model}, {"preset", config.preset},  {"image", config.image_height},
+        {"patch", config.patch}, {"algorithm", algorithm},   {"batch", a.batch},
+        {"mode", "infer"},       {"forward", counts_json(c)}};
+    std::cout << json_line(out) << std::endl;
+    return 0;
+  }
+  std::printf(
+      "LibTorch operators of one forward with every layer's attention, %s ViT-%s/%lld, batch %lld, "
+      "--algorithm %s, LibTorch's ops as on a GPU\n",
+      config.model.c_str(), config.preset.c_str(), (long long)config.patch, (long long)a.batch, algorithm);
+  std::printf("  %lld operators; most frequent: %s\n", (long long)c.forward,
+              frequent_operators(c, 16).c_str());
+  std::printf("  host synchronisations %lld, data-dependent shapes %lld, index plans made %lld\n",
+              (long long)c.host_syncs, (long long)c.data_dependent, (long long)c.index_plans_made);
+  return 0;
+}
+
+// --count-ops: the operators of one training step, or one forward (--mode infer), on the path a
+// GPU takes, counted on the CPU.
 int count_ops(const BenchArgs& a, const EngineOptions& engine) {
-  if (!a.train()) throw Error("--count-ops counts a training step: use it with --mode train");
   if (a.device != "cpu" && a.given("--device"))
     throw Error("--count-ops counts on the CPU the operators a GPU would launch: use --device cpu");
   const ViTConfig config = a.model.config();
-  MemoryPlan plan;  // the larger of the two models the count trains, one after the other
+  MemoryPlan plan;  // training: the larger of the two models the count trains, one after the other
   plan.config = config;
-  plan.config.depth += 1;
+  plan.config.depth += a.train() ? 1 : 0;
   plan.engine = with(engine, &EngineOptions::reference, true);
-  plan.training = true;
+  plan.training = a.train();
   plan.batch = a.batch;
   plan.batch_option = "--batch";
   plan.model_option = "--model";
   check_plan(a.force, plan, c10::Device(c10::kCPU));
+  if (!a.train()) return count_inference_ops(a, engine, config);
   const TrainingOperatorCounts c = count_training_operators(engine, config, a.batch);
   const char* algorithm = projection_algorithm_name(engine.projection);
   if (a.json) {
@@ -501,7 +525,8 @@ void add_bench_command(CLI::App& root, Runners& runners) {
   app->add_flag("--force", o->force, kForceHelp);
   app->add_flag("--json", o->json, "print one JSON object");
   app->add_flag("--count-ops", o->count_ops,
-                "count the LibTorch operators of one training step (as on a GPU) instead of timing it");
+                "count the LibTorch operators of one training step, or with --mode infer one forward with "
+                "attention maps as the studio's, as on a GPU, instead of timing it");
   runners[app] = [o] { return bench(*o); };
 }
 

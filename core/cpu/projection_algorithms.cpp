@@ -31,12 +31,22 @@ const at::Tensor& entry_of_rows(const std::vector<int64_t>& offset, const c10::D
   return entries;
 }
 
-// Position of (row r, batch b) in the all-token projection [N, B, E, D] viewed as rows of D.
-at::Tensor all_token_index(const at::Tensor& rows, const std::vector<int64_t>& offset, int64_t B) {
+// Where (row r, image b) stands in an all-token product viewed as rows of D, in as few
+// operators as it takes (each a kernel on a GPU; for one image, the studio's, one).
+// Entry-major, [E, N, B, D] (forward): (entry[r] N + rows[r]) B + b.
+at::Tensor entry_major_index(const at::Tensor& rows, const std::vector<int64_t>& offset, int64_t N,
+                             int64_t B) {
+  const at::Tensor row = at::add(rows, entry_of_rows(offset, rows.device()), N);  // entry N + token: [R]
+  if (B == 1) return row;
+  return at::add(at::arange(B, rows.options()).unsqueeze(0), row.unsqueeze(1), B).reshape({-1});
+}
+
+// Token-major, [N, B, E, D] (backward): (rows[r] B + b) E + entry[r].
+at::Tensor token_major_index(const at::Tensor& rows, const std::vector<int64_t>& offset, int64_t B) {
   const int64_t E = int64_t(offset.size()) - 1;
-  const at::Tensor entry_of_row = entry_of_rows(offset, rows.device());
-  const at::Tensor b = at::arange(B, rows.options());
-  return ((rows.unsqueeze(1) * B + b.unsqueeze(0)) * E + entry_of_row.unsqueeze(1)).reshape({-1});
+  const at::Tensor first = at::add(entry_of_rows(offset, rows.device()), rows, B * E);  // b = 0: [R]
+  if (B == 1) return first;
+  return (first.unsqueeze(1) + at::arange(0, B * E, E, rows.options()).unsqueeze(0)).reshape({-1});
 }
 
 // A bucket's slots of a [P, B, F] slot tensor as its batch of products: [E_b, n_b B, F].
@@ -90,12 +100,14 @@ std::pair<at::Tensor, at::Tensor> project_offset_batched_backward(const at::Tens
   return {dxt, dbank};
 }
 
-// The all-token product [N B, E D] viewed as rows of D, the pairs' rows picked: [R, B, D].
+// The all-token product [E, N B, D], every token by every matrix in one batched product that
+// reads the input in place for each matrix (a zero batch stride) and the bank as it lies;
+// the pairs' rows picked: [R, B, D].
 at::Tensor project_every_token(const at::Tensor& xt, const at::Tensor& rows, const at::Tensor& bank,
                                const std::vector<int64_t>& offset) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
-  const at::Tensor all = at::mm(xt.reshape({N * B, C}), bank.permute({1, 0, 2}).reshape({C, E * D}));
-  return all.view({N * B * E, D}).index_select(0, all_token_index(rows, offset, B)).view({-1, B, D});
+  const at::Tensor all = at::bmm(xt.reshape({1, N * B, C}).expand({E, N * B, C}), bank);
+  return all.view({E * N * B, D}).index_select(0, entry_major_index(rows, offset, N, B)).view({-1, B, D});
 }
 
 // Its gradients: dS scattered into the all-token layout, then two products.
@@ -105,7 +117,7 @@ std::pair<at::Tensor, at::Tensor> project_every_token_backward(const at::Tensor&
                                                                const at::Tensor& ds) {
   const int64_t N = xt.size(0), B = xt.size(1), C = xt.size(2), E = bank.size(0), D = bank.size(2);
   const at::Tensor dall = at::zeros({N * B * E, D}, ds.options())
-                              .index_add_(0, all_token_index(rows, offset, B), ds.reshape({-1, D}))
+                              .index_add_(0, token_major_index(rows, offset, B), ds.reshape({-1, D}))
                               .view({N * B, E * D});
   const at::Tensor x2 = xt.reshape({N * B, C});
   const at::Tensor dbank = at::mm(x2.t(), dall).view({C, E, D}).permute({1, 0, 2}).contiguous();

@@ -170,6 +170,28 @@ OperatorCounts count_step(const EngineOptions& engine, const ViTConfig& config, 
   return counts;
 }
 
+OperatorCounts count_forward(const EngineOptions& engine, const ViTConfig& config, int64_t batch,
+                             bool with_attention) {
+  at::manual_seed(0);
+  ViT model(config);
+  model->eval();
+  at::NoGradGuard no_grad;
+  const at::Tensor images = at::randn({batch, config.channels, config.image_height, config.image_width});
+  const auto forward = [&] {
+    ViTInspection inspection;
+    model->forward(engine, images, with_attention ? &inspection : nullptr);
+  };
+  forward();  // plans and caches made
+  OperatorCounts counts;
+  const int64_t plans_before = offset_bucket_plans_made();
+  {
+    const CountingScope scope(counts);
+    forward();
+  }
+  counts.index_plans_made = offset_bucket_plans_made() - plans_before;
+  return counts;
+}
+
 }  // namespace
 
 OperatorCounts operator-(const OperatorCounts& a, const OperatorCounts& b) {
@@ -196,6 +218,11 @@ TrainingOperatorCounts count_training_operators(const EngineOptions& engine_in, 
   counts.step = count_step(engine, config, batch);
   counts.block = count_step(engine, deeper, batch) - counts.step;
   return counts;
+}
+
+OperatorCounts count_inference_operators(const EngineOptions& engine, const ViTConfig& config, int64_t batch,
+                                         bool with_attention) {
+  return count_forward(with(engine, &EngineOptions::reference, true), config, batch, with_attention);
 }
 
 }  // namespace translution

@@ -43,4 +43,10 @@ struct TrainingOperatorCounts {
 TrainingOperatorCounts count_training_operators(const EngineOptions& engine, const ViTConfig& config,
                                                 int64_t batch);
 
+// One forward of `config` at `batch` without gradients, as the studio predicts (with every
+// layer's attention and its input when `with_attention`), counted after one uncounted
+// forward, under `engine` with `reference` set. Its operators are all `forward`.
+OperatorCounts count_inference_operators(const EngineOptions& engine, const ViTConfig& config, int64_t batch,
+                                         bool with_attention);
+
 }  // namespace translution

@@ -1,5 +1,5 @@
 // The operator count of a training step: what the offset-batched products launch,
-// and that the count sees the work of each algorithm.
+// and that the count sees the work of each algorithm; and of the studio's forward.
 #include "perf/operator_counts.h"
 
 #include <gtest/gtest.h>
@@ -72,6 +72,25 @@ TEST(OperatorCounts, PerMatrixBlocksRunOneProductPerMatrix) {
   EXPECT_EQ(count_of(per_matrix.block, "aten::mm"), 9 * used + 9);
   // Per matrix the products alone outnumber the whole offset-batched block.
   EXPECT_GT(count_of(per_matrix.block, "aten::mm"), batched.block.total());
+}
+
+// The studio's forward of one image, all tokens projected as a GPU does it: per projection one
+// batched product over the bank as it lies (no product on a reordered copy of it), one gather,
+// and its index in one operator.
+TEST(OperatorCounts, OneImagesAllTokenForwardIsABatchedProductAndAGatherPerProjection) {
+  const ViTConfig config = small_translution();
+  const OperatorCounts c =
+      count_inference_operators(projected(ProjectionAlgorithm::AllTokens), config, 1, true);
+  EXPECT_EQ(count_of(c, "aten::bmm"), 3);
+  EXPECT_EQ(count_of(c, "aten::index_select"), 3);
+  EXPECT_EQ(count_of(c, "aten::arange"), 0);
+  EXPECT_EQ(c.backward + c.optimizer, 0);
+  EXPECT_EQ(c.host_syncs, 0);
+  EXPECT_EQ(c.index_plans_made, 0);
+  // At batch 2 the index adds the images: one operator more per projection.
+  const OperatorCounts two =
+      count_inference_operators(projected(ProjectionAlgorithm::AllTokens), config, 2, true);
+  EXPECT_EQ(count_of(two, "aten::arange"), 3);
 }
 
 }  // namespace
