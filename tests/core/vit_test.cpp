@@ -81,6 +81,35 @@ TEST(ViT, PlainForwardEqualsInspectedForward) {
   EXPECT_LT(test_support::max_relative_error(plain, inspected), 1e-5);
 }
 
+// One image, as the studio predicts it (a GPU projects its tokens all at once there): every
+// way of computing relative projections gives the same logits and attention, in double.
+TEST(ViT, OneImagesForwardIsTheSameWithEveryProjectionAlgorithm) {
+  for (const std::string name : {"translution", "lor"}) {
+    SCOPED_TRACE(name);
+    ViTConfig c = preset_config("tiny", name);
+    c.image_height = c.image_width = 28;
+    c.patch = 7;
+    c.depth = 2;
+    ViT model(c);
+    model->to(at::kDouble);
+    model->eval();
+    const at::NoGradGuard no_grad;
+    const at::Tensor x = at::randn({1, 1, 28, 28}, at::kDouble);
+    const auto forward = [&](ProjectionAlgorithm algorithm, ViTInspection& inspection) {
+      return model->forward(with(EngineOptions{}, &EngineOptions::projection, algorithm), x, &inspection);
+    };
+    ViTInspection per_matrix;
+    const at::Tensor reference = forward(ProjectionAlgorithm::PerMatrix, per_matrix);
+    for (const auto algorithm : {ProjectionAlgorithm::AllTokens, ProjectionAlgorithm::OffsetBatched}) {
+      SCOPED_TRACE(projection_algorithm_name(algorithm));
+      ViTInspection other;
+      EXPECT_LT(test_support::max_relative_error(forward(algorithm, other), reference), 1e-12);
+      for (size_t l = 0; l < per_matrix.attention.size(); ++l)
+        EXPECT_LT(test_support::max_relative_error(other.attention[l], per_matrix.attention[l]), 1e-12);
+    }
+  }
+}
+
 TEST(ViT, HybridUsesTheFirstModelForTheFirstBlocks) {
   ViTConfig c = preset_config("tiny", "attention");
   c.image_height = c.image_width = 28;
