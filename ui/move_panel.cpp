@@ -98,6 +98,7 @@ void MovePanel::buildControls() {
   plot_->legend->setVisible(false);  // shown, beneath the plot, once there are curves
   plot_->setMinimumSize(160, 160);
   enable_plot_export(plot_);
+  showPlotHint();
   why_ = new QLabel(this);
   why_->setObjectName("moveStory");
   why_->setWordWrap(true);
@@ -291,6 +292,16 @@ void MovePanel::slideAcross() {
         showSlide(work, path, curves.values);
         startAnimation();
       });
+}
+
+void MovePanel::showPlotHint() {
+  auto* hint = new QCPItemText(plot_);
+  hint->setObjectName("movePlotHint");
+  hint->position->setType(QCPItemPosition::ptAxisRectRatio);
+  hint->position->setCoords(0.5, 0.5);
+  hint->setText(tr("Slide across: each slot's\nP(true class) along the path"));
+  hint->setColor(palette().color(QPalette::PlaceholderText));
+  hint->setClipToAxisRect(false);
 }
 
 void MovePanel::showSlide(const QList<SlotWork>& work, const SlidePath& path,

@@ -79,6 +79,7 @@ class MovePanel : public QGroupBox {
   void placeFrame(int index);
   void showSlide(const QList<SlotWork>& work, const SlidePath& path, const QList<QVector<double>>& curves);
   void drawWholePatchLines(const SlidePath& path);
+  void showPlotHint();  // what the empty plot will show, until the first slide
   void addMarker();
   void moveMarker(double along);
   void showMarks(int current);

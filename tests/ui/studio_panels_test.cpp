@@ -342,9 +342,18 @@ class StudioPanelsTest : public QObject {
       if (box->toolTip().startsWith("Pixels between")) box->setValue(14);
       if (box->toolTip().startsWith("Test digits per")) box->setValue(50);
     }
+    // Before the first slide the empty plot says what it will show; the curves replace that.
+    const auto hints = [panel] {
+      int n = 0;
+      for (int i = 0; i < panel->movePlot()->itemCount(); ++i)
+        n += panel->movePlot()->item(i)->objectName() == "movePlotHint";
+      return n;
+    };
+    QCOMPARE(hints(), 1);
     panel->slideAcross();
     QVERIFY(!panel->movePlot()->legend->visible());  // no curves yet: no empty legend box
     QTRY_VERIFY_WITH_TIMEOUT(!panel->busy(), 60000);
+    QCOMPARE(hints(), 0);
     QCOMPARE(panel->movePlot()->graphCount(), 2);  // one curve per slot
     QVERIFY(panel->movePlot()->graph(0)->dataCount() > 10);
     QVERIFY(panel->movePlot()->legend->visible());
