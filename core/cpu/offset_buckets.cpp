@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
-#include <map>
-#include <mutex>
+#include <utility>
+#include <vector>
 
 #include <ATen/ATen.h>
+
+#include "util/built_once.h"
 
 namespace translution {
 namespace {
@@ -110,16 +112,12 @@ std::atomic<int64_t> plans_made{0};
 }  // namespace
 
 const OffsetBuckets& offset_buckets(const std::vector<int64_t>& offset, const c10::Device& device) {
-  static std::mutex lock;
-  static auto* cache = new std::map<std::pair<std::vector<int64_t>, std::string>, OffsetBuckets>();
-  const std::lock_guard<std::mutex> hold(lock);
-  const auto key = std::make_pair(offset, device.str());
-  auto found = cache->find(key);
-  if (found == cache->end()) {
+  // Never destroyed: no device tensor outlives the CUDA runtime at exit.
+  static auto* made = new BuiltOnce<std::pair<std::vector<int64_t>, c10::Device>, OffsetBuckets>();
+  return made->get({offset, device}, [&] {
     ++plans_made;
-    found = cache->emplace(key, plan_offset_buckets(offset).to(device)).first;
-  }
-  return found->second;  // map nodes stay put as others are added
+    return plan_offset_buckets(offset).to(device);
+  });
 }
 
 int64_t offset_bucket_plans_made() { return plans_made.load(); }

@@ -1,34 +1,29 @@
 #include "cpu/projection_algorithms.h"
 
-#include <map>
-#include <mutex>
-#include <string>
+#include <utility>
+#include <vector>
 
 #include <ATen/ATen.h>
 
 #include "cpu/kernel_observer.h"
 #include "cpu/offset_buckets.h"
 #include "cpu/pair_projection.h"
+#include "util/built_once.h"
 
 namespace translution {
 namespace {
 
-// The entry of every sorted row ([R] int64), on `device`. Made once per order and
-// device: a copy from the host on every call would wait on the GPU's stream, and
-// could not be captured in a CUDA graph (infer/graphed_forward.h). The cache is
-// never destroyed, so no device tensor outlives the CUDA runtime at exit.
+// The entry of every sorted row ([R] int64), on `device`, made once per order and
+// device (util/built_once.h says why). The values are never destroyed, so no device
+// tensor outlives the CUDA runtime at exit.
 const at::Tensor& entry_of_rows(const std::vector<int64_t>& offset, const c10::Device& device) {
-  static std::mutex lock;
-  static auto* cache = new std::map<std::pair<std::vector<int64_t>, std::string>, at::Tensor>();
-  const std::lock_guard<std::mutex> hold(lock);
-  at::Tensor& entries = (*cache)[{offset, device.str()}];
-  if (!entries.defined()) {
+  static auto* made = new BuiltOnce<std::pair<std::vector<int64_t>, c10::Device>, at::Tensor>();
+  return made->get({offset, device}, [&] {
     std::vector<int64_t> entry;
     for (size_t e = 0; e + 1 < offset.size(); ++e)
       entry.insert(entry.end(), size_t(offset[e + 1] - offset[e]), int64_t(e));
-    entries = at::tensor(entry, at::kLong).to(device);
-  }
-  return entries;
+    return at::tensor(entry, at::kLong).to(device);
+  });
 }
 
 // Where (row r, image b) stands in an all-token product viewed as rows of D, in as few

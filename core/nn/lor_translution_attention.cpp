@@ -132,19 +132,10 @@ at::Tensor LoRTranslutionAttention::attend_reassociated(const EngineOptions& eng
 
 const LoRTranslutionAttention::Reassociation& LoRTranslutionAttention::reassociation(
     int64_t queries, const std::vector<int64_t>& entries, const at::Tensor& x) {
-  const std::lock_guard<std::mutex> hold(reassociation_lock_);
-  for (const auto& r : reassociations_)
-    if (r->queries == queries && r->entries == entries && r->options.dtype() == x.dtype() &&
-        r->options.device() == x.device())
-      return *r;
-  auto r = std::make_unique<Reassociation>();
-  r->queries = queries;
-  r->entries = entries;
-  r->options = x.options();
-  r->assign = entry_assignment(table_, queries, entries).to(x.options());
-  r->index = at::tensor(entries, at::TensorOptions(at::kLong)).to(x.device());
-  reassociations_.push_back(std::move(r));
-  return *reassociations_.back();
+  return reassociations_.get({queries, entries, x.dtype(), x.device()}, [&] {
+    return Reassociation{entry_assignment(table_, queries, entries).to(x.options()),
+                         at::tensor(entries, at::TensorOptions(at::kLong)).to(x.device())};
+  });
 }
 
 at::Tensor LoRTranslutionAttention::attend(const EngineOptions& engine, const at::Tensor& x, int64_t queries,

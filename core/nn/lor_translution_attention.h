@@ -11,8 +11,6 @@
 // N x N x C' tensor is formed.
 // LoR-RoPE-Translution: relative values alone, with the shared q_i and k_j
 // turned by their tokens' positions (nn/rotary.h) before the product.
-#include <memory>
-#include <mutex>
 #include <vector>
 
 #include <torch/nn/modules/linear.h>
@@ -20,6 +18,7 @@
 #include "nn/attention.h"
 #include "nn/pair_order.h"
 #include "nn/rotary.h"
+#include "util/built_once.h"
 
 namespace translution {
 
@@ -49,13 +48,17 @@ class LoRTranslutionAttention : public AttentionModule {
                                  const std::vector<int64_t>& entries, at::Tensor* probs);
 
   // The reassociated path's constants for (queries, entries) in x's dtype and on
-  // its device: which entry each pair uses, [M, G, N], and the entries' indices
-  // [G]. Built once, since a copy from the host on every forward would wait on a
-  // GPU's stream and could not be captured in a CUDA graph.
-  struct Reassociation {
-    int64_t queries = 0;
+  // its device: which entry each pair uses, [M, G, N], and the entries' indices [G].
+  struct ReassociationKey {
+    int64_t queries;
     std::vector<int64_t> entries;
-    at::TensorOptions options;
+    caffe2::TypeMeta dtype;
+    c10::Device device;
+    bool operator==(const ReassociationKey& o) const {
+      return queries == o.queries && entries == o.entries && dtype == o.dtype && device == o.device;
+    }
+  };
+  struct Reassociation {
     at::Tensor assign, index;
   };
   const Reassociation& reassociation(int64_t queries, const std::vector<int64_t>& entries,
@@ -73,8 +76,7 @@ class LoRTranslutionAttention : public AttentionModule {
   torch::nn::Linear to_out_{nullptr};
   RotaryPositions rotary_;  // LoR-RoPE-Translution only
   at::Tensor valid_;
-  std::mutex reassociation_lock_;
-  std::vector<std::unique_ptr<Reassociation>> reassociations_;  // stable addresses: callers hold references
+  BuiltOnce<ReassociationKey, Reassociation> reassociations_;
 };
 
 }  // namespace translution
