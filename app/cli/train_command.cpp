@@ -2,6 +2,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -34,6 +35,7 @@
 #include "util/engine_options.h"
 #include "util/error.h"
 #include "util/key_value.h"
+#include "util/md5.h"
 #include "util/output_path.h"
 
 namespace translution::cli {
@@ -349,11 +351,24 @@ void prepare_parallel(TrainOptions& o, Parallel& parallel) {
   o.group.validate();
 }
 
+// The MNIST files a run reads, as one digest: every dataset is drawn from them, and ranks
+// reading other copies (a label changed, say) would train on other digits and never say so.
+std::string mnist_digest(const std::string& dir) {
+  std::string digests;
+  for (const std::string& path : mnist_paths(dir)) {
+    if (!std::filesystem::exists(path))
+      throw Error(dir + ": MNIST files are missing; run `translution data fetch`");
+    digests += md5_file(path);
+  }
+  return md5_hex(digests.data(), digests.size());
+}
+
 // What every rank must agree on before the first collective.
 std::string fingerprint(const TrainOptions& o, const c10::Device& device) {
   // The bucket size fixes the messages' lengths, which must match (Gloo aborts otherwise).
   std::string text = std::string("device=") + (device.is_cuda() ? "cuda" : "cpu") +
-                     "\nbucket_bytes=" + std::to_string(kBucketBytes) + "\n";
+                     "\nbucket_bytes=" + std::to_string(kBucketBytes) +
+                     "\nmnist_md5=" + mnist_digest(o.data_dir) + "\n";
   if (o.resume.empty()) return text + o.model.config().to_text() + train_config(o).to_text();
   text += "resume=rank 0's checkpoint\n";  // its path may differ from machine to machine
   if (o.given("--steps")) text += "steps=" + std::to_string(o.train.steps) + "\n";

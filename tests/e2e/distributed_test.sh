@@ -151,6 +151,18 @@ if [[ " $parts " == *" errors "* ]]; then
     "$cli" train "${tiny[@]}" --depth 2 --steps 2 --world-size 2 --rank 1 --master "127.0.0.1:$port" --timeout 20 \
     "${run[@]}" --out "$work/x.ckpt"
   wait $r0
+  # Another copy of MNIST, one training label changed (still a digit): other data is refused too.
+  cp -r "$TRANSLUTION_DATA" "$work/mnist-changed"
+  printf '\x03' | dd of="$work/mnist-changed/train-labels-idx1-ubyte" bs=1 seek=8 conv=notrunc status=none
+  "${rank0[@]}" --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
+  r0=$!
+  sleep 1
+  check "other MNIST files on a rank are one line naming them" one_line_error \
+    "configuration differs from rank 0's: mnist_md5=[0-9a-f]* against mnist_md5=" \
+    "$cli" train "${tiny[@]}" --data-dir "$work/mnist-changed" --steps 2 --world-size 2 --rank 1 \
+    --master "127.0.0.1:$port" --timeout 20 "${run[@]}" --out "$work/x.ckpt"
+  wait $r0
+  rm -rf "$work/mnist-changed"
   check "an unreachable master is one line" one_line_error "cannot reach rank 0" \
     "$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 1 --master "127.0.0.1:$((port + 1))" --timeout 3 \
     "${run[@]}" --out "$work/x.ckpt"
