@@ -348,7 +348,7 @@ void print_bench(const BenchResult& r, const BenchOptions& options) {
       r.roofline.gemm_gflops, r.roofline.gemm_library == "onednn" ? "oneDNN" : "LibTorch's at::mm",
       r.roofline.bandwidth_gbs, r.floor_ms, 100 * r.fraction_of_floor);
   if (r.roofline.bf16_gemm_gflops > 0)
-    std::printf("  the tensor cores' bf16 GEMM (8192^3): %.0f GFLOP/s; the step reached %.1f%% of it\n",
+    std::printf("  the tensor cores' bf16 GEMM (8192^3): %.0f GFLOP/s; the run reached %.1f%% of it\n",
                 r.roofline.bf16_gemm_gflops, 100 * r.achieved_gflops() / r.roofline.bf16_gemm_gflops);
   if (r.roofline.fma_peak_gflops > 0)
     std::printf(
@@ -458,6 +458,8 @@ int count_ops(const BenchArgs& a, const EngineOptions& engine) {
 int bench(const BenchArgs& a) {
   EngineOptions engine = bench_engine_options(a);
   engine.precision = bench_precision(a);
+  if (a.mode == "studio" && a.count_ops)
+    throw Error("--count-ops counts a training step or one forward: use it with --mode train or infer");
   if (a.mode == "studio") return studio_bench(a, engine);
   if (a.count_ops) return count_ops(a, engine);
   BenchOptions options = bench_options(a, engine);

@@ -7,9 +7,9 @@
 //     bucket, in LibTorch's ops on any device;
 //   * all-token: every token by every matrix in one product, and the pairs' rows picked,
 //     where the matrices are tiny or the batch small on a GPU;
-// cpu/pair_projection.h's projection_for chooses among them.
 //   * the per-matrix kernels on CPU memory (sorted_projection, cpu/pair_projection.h),
 //     in bfloat16 too, and reading a bank's bfloat16 copy.
+// cpu/pair_projection.h's projection_for chooses among them.
 // Each call returns undefined tensors where none applies; the caller's plain path runs then.
 #include <utility>
 #include <vector>

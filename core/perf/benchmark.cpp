@@ -57,6 +57,21 @@ double best_time(const c10::Device& device, int repeats, F&& f) {
   return best;
 }
 
+// A GPU's tensor cores in bf16: an 8192^3 product, large enough that they, not the
+// launch, set the time. -1 where its 384 MB do not fit beside the run.
+double bf16_gemm_rate(const c10::Device& device) {
+  const int64_t m = 8192;
+  const auto bf16 = at::TensorOptions().device(device).dtype(at::kBFloat16);
+  try {
+    const at::Tensor x = at::randn({m, m}, bf16), y = at::randn({m, m}, bf16);
+    at::Tensor z = at::empty({m, m}, bf16);
+    at::mm_out(z, x, y);  // warm-up
+    return 2.0 * m * m * m / best_time(device, 3, [&] { at::mm_out(z, x, y); }) / 1e9;
+  } catch (const c10::Error&) {  // out of device memory: the rate is left unmeasured
+    return -1;
+  }
+}
+
 }  // namespace
 
 Roofline measure_roofline(const c10::Device& device) {
@@ -94,14 +109,7 @@ Roofline measure_roofline(const c10::Device& device) {
   at::Tensor dst = at::empty({floats}, opts);
   dst.copy_(src);
   r.bandwidth_gbs = 2.0 * 4.0 * double(floats) / best_time(device, 3, [&] { dst.copy_(src); }) / 1e9;
-  if (device.is_cuda()) {
-    const int64_t m = 8192;  // large enough that the tensor cores, not the launch, set the time
-    const auto bf16 = opts.dtype(at::kBFloat16);
-    const at::Tensor x = at::randn({m, m}, bf16), y = at::randn({m, m}, bf16);
-    at::Tensor z = at::empty({m, m}, bf16);
-    at::mm_out(z, x, y);  // warm-up
-    r.bf16_gemm_gflops = 2.0 * m * m * m / best_time(device, 3, [&] { at::mm_out(z, x, y); }) / 1e9;
-  }
+  if (device.is_cuda()) r.bf16_gemm_gflops = bf16_gemm_rate(device);
   if (device.is_cpu()) {
     const FmaPeak peak = measure_fma_peak(cores);
     r.fma_peak_gflops = peak.gflops;

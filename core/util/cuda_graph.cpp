@@ -51,6 +51,10 @@ void abandon_capture(const c10::cuda::CUDAStream& stream) {
 // before the capture ends (LibTorch's graph keeps only the executable form after).
 // {-1, -1} where CUDA does not answer.
 std::pair<int64_t, int64_t> captured_nodes(const c10::cuda::CUDAStream& stream) {
+#if CUDART_VERSION < 12000  // the capture's graph is asked for through cudaStreamGetCaptureInfo_v2 there
+  (void)stream;
+  return {-1, -1};
+#else
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   cudaGraph_t graph = nullptr;
   size_t count = 0;
@@ -70,6 +74,7 @@ std::pair<int64_t, int64_t> captured_nodes(const c10::cuda::CUDAStream& stream) 
     if (cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeKernel) ++kernels;
   }
   return {kernels, int64_t(count) - kernels};
+#endif
 }
 
 }  // namespace

@@ -177,8 +177,8 @@ TEST(Cuda, TrainingRunMatchesCpuAndItsCheckpointLoadsOnCpu) {
   }
 }
 
-// On a GPU auto projects every token while the [N, B, E, D] intermediate is at
-// most 1 GiB: ViT-A/12 at 84x84 has 50 tokens and 172 matrices per bank.
+// On a GPU auto projects every token while the [N, B, E, D] intermediate is at most
+// 64 MiB, offset-batched beyond: ViT-A/12 at 84x84 has 50 tokens and 172 matrices per bank.
 TEST(Cuda, AutoChoosesByTheAllTokenIntermediate) {
   SKIP_WITHOUT_CUDA();
   const auto on_gpu = at::TensorOptions().device(kGpu);

@@ -87,7 +87,7 @@ TEST(OperatorCounts, OneImagesAllTokenForwardIsABatchedProductAndAGatherPerProje
   EXPECT_EQ(c.backward + c.optimizer, 0);
   EXPECT_EQ(c.host_syncs, 0);
   EXPECT_EQ(c.index_plans_made, 0);
-  // At batch 2 the index adds the images: one operator more per projection.
+  // At batch 2 the index adds the images: two operators more per projection (an arange, a sum).
   const OperatorCounts two =
       count_inference_operators(projected(ProjectionAlgorithm::AllTokens), config, 2, true);
   EXPECT_EQ(count_of(two, "aten::arange"), 3);

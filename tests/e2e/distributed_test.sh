@@ -152,7 +152,7 @@ if [[ " $parts " == *" errors "* ]]; then
     "${run[@]}" --out "$work/x.ckpt"
   wait $r0
   # Another copy of MNIST, one training label changed (still a digit): other data is refused too.
-  cp -r "$TRANSLUTION_DATA" "$work/mnist-changed"
+  cp -r "${TRANSLUTION_DATA:-$(dirname "${BASH_SOURCE[0]}")/../../data/mnist}" "$work/mnist-changed"
   printf '\x03' | dd of="$work/mnist-changed/train-labels-idx1-ubyte" bs=1 seek=8 conv=notrunc status=none
   "${rank0[@]}" --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
   r0=$!
