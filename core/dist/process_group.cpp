@@ -284,6 +284,13 @@ c10::intrusive_ptr<c10d::Store> open_store(const GroupOptions& o, uint16_t port,
     } catch (const Error& e) {
       throw Error("--master " + o.master + ": " + e.what());
     }
+    // c10d would create the file readable by every user, and whoever can open it can lock it
+    // and stall the ranks: the first rank creates it for this user alone (a rank that finds
+    // it there, or cannot create it, leaves the rest to the store).
+    if (const int fd = ::open(o.master.substr(5).c_str(),
+                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, S_IRUSR | S_IWUSR);
+        fd >= 0)
+      ::close(fd);
     try {
       // FileStore removes the file once all its connections (two a rank: the heartbeat has
       // its own) have closed and at least world_size have finished.

@@ -217,6 +217,7 @@ for r in 0 1; do
   started+=(${long[$r]})
 done
 for _ in $(seq 300); do [ -s "$work/long0.ckpt" ] && break; sleep 0.1; done
+check "the rendezvous file the ranks made is this user's alone" test "$(stat -c %a "$work/meet")" = 600
 # The ranks write the file many times a second and recreate it at once: remove and make the
 # folder until the folder wins, however busy the machine.
 for _ in $(seq 1000); do rm -f "$work/meet"; mkdir "$work/meet" 2>/dev/null && break; done
