@@ -1,4 +1,5 @@
 // `translution train`
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
@@ -353,12 +355,21 @@ void prepare_parallel(TrainOptions& o, Parallel& parallel) {
 
 // The MNIST files a run reads, as one digest: every dataset is drawn from them, and ranks
 // reading other copies (a label changed, say) would train on other digits and never say so.
+// Each is read as a regular file (a FIFO or a device there is refused in one line, never waited on).
 std::string mnist_digest(const std::string& dir) {
   std::string digests;
+  std::vector<char> chunk(size_t(1) << 20);
   for (const std::string& path : mnist_paths(dir)) {
     if (!std::filesystem::exists(path))
       throw Error(dir + ": MNIST files are missing; run `translution data fetch`");
-    digests += md5_file(path);
+    const FileBytes file(path);
+    Md5 md5;
+    for (uint64_t at = 0; at < file.size(); at += chunk.size()) {
+      const size_t n = size_t(std::min<uint64_t>(chunk.size(), file.size() - at));
+      file.read(at, chunk.data(), n);
+      md5.update(chunk.data(), n);
+    }
+    digests += md5.hex_digest();
   }
   return md5_hex(digests.data(), digests.size());
 }
