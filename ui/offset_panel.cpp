@@ -233,7 +233,7 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
       grids_.push_back(g);
       map_layers_ << int(l);
     }
-  addScale(values);
+  addScale(showingContributions() ? values : scaleNorms(*predictor));
   // Beside the first row of maps, where the panel opens (a deep model's maps scroll).
   grid->addElement(0, columns_, scale_);
   sizePlot();
@@ -275,6 +275,21 @@ bool OffsetPanel::eventFilter(QObject* watched, QEvent* event) {
     QMetaObject::invokeMethod(this, &OffsetPanel::sizePlot,
                               Qt::QueuedConnection);  // after the layout settles
   return QWidget::eventFilter(watched, event);
+}
+
+std::vector<double> OffsetPanel::scaleNorms(const Predictor& predictor) const {
+  const std::shared_ptr<const Predictor> own = knockout_->original(shownSlot());
+  const Predictor& model = own ? *own : predictor;
+  const TokenLayout layout = model.config().token_layout();
+  std::vector<double> norms;
+  for (const auto& layer : model.offset_magnitudes())
+    for (const OffsetGrid& g : offset_grids(layer, layout)) {
+      const at::Tensor finite = g.grid.masked_select(g.grid.isfinite()).to(at::kDouble).contiguous();
+      norms.insert(norms.end(), finite.data_ptr<double>(), finite.data_ptr<double>() + finite.numel());
+      const float cls[3] = {g.cls_self, g.cls_in, g.cls_out};  // the row beneath, as addMap draws it
+      for (int64_t k = 0; k < 3 && k < g.grid.size(1); ++k) norms.push_back(cls[k]);
+    }
+  return norms;
 }
 
 // One colour scale for every map. The weights' norms span a modest range, so

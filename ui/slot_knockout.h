@@ -33,6 +33,10 @@ class SlotKnockout : public QObject {
   // Gives the slot its own model back (nothing when none is knocked out).
   void restore(ModelSlot* slot);
   bool knockedOut(const ModelSlot* slot) const { return originals_.contains(slot); }
+  // The slot's own model while a knocked-out copy stands in for it; null otherwise.
+  std::shared_ptr<const Predictor> original(const ModelSlot* slot) const {
+    return originals_.contains(slot) ? originals_.value(slot).predictor : nullptr;
+  }
   // What stands on the slot, for its status line.
   QString describe(const ModelSlot* slot) const;
   bool busy() const { return busy_ > 0; }

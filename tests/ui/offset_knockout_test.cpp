@@ -149,6 +149,7 @@ class OffsetKnockoutTest : public QObject {
     const std::vector<double> before = slot->lastPrediction()->probabilities;
 
     OffsetPanel* panel = window->offsets();
+    const QCPRange scale_before = panel->colourScale()->dataRange();
     KnockoutBar* bar = panel->knockoutBar();
     bar->findChild<QDoubleSpinBox*>("knockoutRadius")->setValue(1.5);
     QTest::mouseClick(bar->findChild<QPushButton*>("knockoutBeyond"), Qt::LeftButton);
@@ -179,6 +180,9 @@ class OffsetKnockoutTest : public QObject {
     // The maps show the copy's weights: a knocked-out cell holds the bank's mean, the same in every such
     // cell.
     QCOMPARE(panel->heatMap(0)->data()->cell(0, 0), panel->heatMap(0)->data()->cell(12, 12));
+    // The colour scale stays the slot's own model's: the cells the knockout left keep their colours.
+    QCOMPARE(panel->colourScale()->dataRange().lower, scale_before.lower);
+    QCOMPARE(panel->colourScale()->dataRange().upper, scale_before.upper);
     // The slot's own model is untouched.
     QVERIFY(original->offset_magnitudes()[0][0].norms[0].item<float>() !=
             slot->predictor()->offset_magnitudes()[0][0].norms[0].item<float>());
