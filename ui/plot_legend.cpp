@@ -9,16 +9,20 @@ constexpr char kColumns[] = "legendColumns";  // the plot's property: the column
 
 // The columns the legend gets: as many of its widest entry as fit the plot's width, at
 // most as many as asked: entries too wide to share a row get a row each rather than be cut.
+// A wrapped legend is a grid whose last row may hold empty cells: itemCount() counts
+// the cells and item() is null at an empty one.
 int columns_for(const QCustomPlot* plot) {
   const QCPLegend* legend = plot->legend;
   const int asked = plot->property(kColumns).toInt();
-  int widest = 1;
-  for (int i = 0; i < legend->itemCount(); ++i)
-    widest = std::max(widest,
-                      static_cast<const QCPLayoutElement*>(legend->item(i))->minimumOuterSizeHint().width() +
-                          legend->columnSpacing());
+  int widest = 1, entries = 0;
+  for (int i = 0; i < legend->itemCount(); ++i) {
+    const QCPLayoutElement* entry = legend->item(i);
+    if (!entry) continue;
+    ++entries;
+    widest = std::max(widest, entry->minimumOuterSizeHint().width() + legend->columnSpacing());
+  }
   const int room = plot->viewport().width() - legend->margins().left() - legend->margins().right();
-  const int fit = std::clamp(room / widest, 1, std::max(1, legend->itemCount()));
+  const int fit = std::clamp(room / widest, 1, std::max(1, entries));
   return asked > 0 ? std::min(asked, fit) : fit;
 }
 

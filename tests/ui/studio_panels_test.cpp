@@ -480,6 +480,25 @@ class StudioPanelsTest : public QObject {
     QVERIFY(panel->note().contains("20 digits"));
   }
 
+  // A legend wrapped into rows may leave empty cells in its last row; later layout passes
+  // (every replot, each resize) read past them.
+  void aLegendBeneathAPlotWrapsOverEmptyCells() {
+    QCustomPlot plot;
+    for (int i = 0; i < 3; ++i) plot.addGraph()->setName(QString("slot %1").arg(i));
+    plot.resize(300, 300);
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    show_legend_beneath(&plot, 2);
+    plot.replot();
+    QCOMPARE(plot.legend->wrap(), 2);
+    QCOMPARE(plot.legend->itemCount(), 4);  // two rows of two cells, the last one empty
+    plot.replot();
+    plot.resize(90, 300);  // room for one entry a row
+    QApplication::processEvents();
+    plot.replot();
+    QCOMPARE(plot.legend->wrap(), 1);
+  }
+
   void anImageFileBecomesAPreparedDigitOnTheCanvas() {
     // A dark "1" on light paper, off-centre, larger than MNIST's box.
     at::Tensor paper = at::full({120, 90}, 0.9);
@@ -721,8 +740,8 @@ class StudioPanelsTest : public QObject {
       return !l->isHidden() && l->text().startsWith("Slot C has no model: choose one in its picker");
     }));
     QVERIFY(attention->mainMap()->isHidden() || !attention->mainMap()->isVisibleTo(attention));
-    window->compare()->addSlot();  // four slots on a small screen
-    window->tabs()->setCurrentWidget(window->compare());
+    window->compare()->addSlot();        // four slots on a small screen
+    window->tabs()->setCurrentIndex(0);  // Compare
     window->resize(1280, 800);
     const QString name = "translution-trained-on-digits-anywhere-at-patch-twelve-for-the-comparison.ckpt";
     ModelSlot* a = window->compare()->slots()[0];
@@ -772,8 +791,9 @@ class StudioPanelsTest : public QObject {
     for (int tab = 0; tab < 4; ++tab) {  // compare, attention, offset weights, training
       window->tabs()->setCurrentIndex(tab);
       settle();
-      // The Training tab's page scrolls on smaller screens; at 1280 x 800 the panel itself fits.
-      const QWidget* page = tab == 3 ? window->training() : window->tabs()->widget(tab);
+      // The Compare and Training tabs' pages scroll on smaller screens; at 1280 x 800 the panels
+      // themselves fit.
+      const QWidget* page = tab == 0 ? compare : tab == 3 ? window->training() : window->tabs()->widget(tab);
       const QSize need = page->minimumSizeHint();
       QVERIFY2(need.width() <= 850 && need.height() <= 600,
                qPrintable(QString("tab %1 needs %2x%3").arg(tab).arg(need.width()).arg(need.height())));
@@ -781,7 +801,7 @@ class StudioPanelsTest : public QObject {
     // 850 px for the four slots: every control whole inside its slot, the slot inside the panel.
     auto* splitter = window->findChild<QSplitter*>("mainSplitter");
     splitter->setSizes({1280 - 850, 850});
-    window->tabs()->setCurrentWidget(compare);
+    window->tabs()->setCurrentIndex(0);  // Compare
     settle();
     QVERIFY(window->tabs()->width() <= 860);
     for (SlotView* view : window->compare()->views()) {
