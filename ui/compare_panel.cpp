@@ -11,12 +11,13 @@
 
 #include "model_picker.h"
 #include "model_slot.h"
+#include "reflow_layout.h"
 #include "slot_view.h"
 
 namespace translution::ui {
 
 ComparePanel::ComparePanel(const EngineOptions& engine, QWidget* parent)
-    : QWidget(parent), engine_(engine), row_(new QHBoxLayout), add_(new QPushButton(this)) {
+    : QWidget(parent), engine_(engine), row_(new ReflowLayout(kMaxSlots)), add_(new QPushButton(this)) {
   add_->setText(tr("+ Add slot"));
   add_->setToolTip(tr("Compare up to %1 models side by side").arg(kMaxSlots));
   add_->setObjectName("addSlot");
@@ -44,7 +45,7 @@ ModelSlot* ComparePanel::addSlot() {
   auto* view = new SlotView(slot, this);
   slots_.insert(position, slot);
   views_.insert(position, view);
-  row_->insertWidget(position, view, 1);  // equal stretch: the slots share the width evenly
+  row_->insertWidget(position, view);  // equal stretch: the slots share the width evenly
   connect(view, &SlotView::loadRequested, this, &ComparePanel::chooseCheckpoint);
   connect(view, &SlotView::removeRequested, this, &ComparePanel::removeSlot);
   connect(view, &SlotView::detailsChanged, this, &ComparePanel::alignDetails, Qt::QueuedConnection);

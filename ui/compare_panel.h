@@ -2,19 +2,20 @@
 // Live comparison: two to four slots side by side, each predicting on every
 // canvas change. Slots can be added and removed; every other panel follows
 // slotsChanged(). Each slot elides and wraps what it shows, so four fit side by
-// side in a narrow window, and removing slots gives the width back.
+// side in a narrow window; in a narrower one they sit two by two (the page scrolls
+// down, never sideways), and removing slots gives the width back.
 #include <QList>
 #include <QWidget>
 
 #include "tensor_metatype.h"
 #include "util/engine_options.h"
 
-class QHBoxLayout;
 class QPushButton;
 
 namespace translution::ui {
 
 class ModelSlot;
+class ReflowLayout;
 class SlotView;
 
 class ComparePanel : public QWidget {
@@ -50,7 +51,7 @@ class ComparePanel : public QWidget {
   EngineOptions engine_;
   QList<ModelSlot*> slots_;
   QList<SlotView*> views_;
-  QHBoxLayout* row_;
+  ReflowLayout* row_;
   QPushButton* add_;
   at::Tensor canvas_;
 };

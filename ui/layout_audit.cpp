@@ -2,6 +2,7 @@
 
 #include <QAbstractScrollArea>
 #include <QApplication>
+#include <QLayout>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QTabBar>
@@ -140,11 +141,43 @@ class Auditor {
   void checkSideways(const QWidget* w, LayoutAuditResult& out) {
     const auto* area = qobject_cast<const QScrollArea*>(w);
     if (!area || !area->widget() || !area->horizontalScrollBar()->isVisible()) return;
+    const int room = area->viewport()->width();
     add(w,
-        QString("scrolls sideways: its page needs %1 px of the %2 px it has")
+        QString("scrolls sideways: its page needs %1 px of the %2 px it has%3")
             .arg(area->widget()->width())
-            .arg(area->viewport()->width()),
+            .arg(room)
+            .arg(widest_part(area->widget(), room)),
         out);
+  }
+
+  // The innermost widget of a page that alone needs more than `room` px: what to make
+  // narrower. None where only a row of narrower parts together overflows.
+  static QString widest_part(const QWidget* page, int room) {
+    const QWidget* found = nullptr;
+    for (const QWidget* w : page->findChildren<QWidget*>()) {
+      if (!w->isVisible() || required_minimum(w).width() <= room) continue;
+      if (!found || found->isAncestorOf(w)) found = w;
+    }
+    if (!found) return widest_row(page, room);
+    return QString("; %1 (%2) alone needs %3 px")
+        .arg(name_of(found), found->metaObject()->className())
+        .arg(required_minimum(found).width());
+  }
+
+  // The innermost layout of a page whose minimum exceeds `room` px, named by the widgets in it.
+  static QString widest_row(const QWidget* page, int room) {
+    const QLayout* found = nullptr;
+    for (const QLayout* l : page->findChildren<QLayout*>()) {
+      if (l->minimumSize().width() <= room) continue;
+      if (!found || found->findChildren<const QLayout*>().contains(l)) found = l;
+    }
+    if (!found) return QString();
+    QStringList parts;
+    for (int i = 0; i < found->count(); ++i)
+      if (const QWidget* w = found->itemAt(i)->widget(); w && w->isVisible()) parts << name_of(w);
+    return QString("; a %1 of [%2] needs %3 px")
+        .arg(found->metaObject()->className(), parts.join(", "))
+        .arg(found->minimumSize().width());
   }
 
   QWidget* window_;

@@ -82,7 +82,7 @@ void MainWindow::buildPanels(const EngineOptions& engine, const QString& data_di
   robustness_ = new RobustnessPanel(engine, data_dir, compare_->slots(), canvas_, digits_, this);
   attribution_ = new AttributionPanel(compare_->slots(), canvas_, this);
   tabs_ = new QTabWidget(this);
-  tabs_->addTab(compare_, tr("Compare"));
+  tabs_->addTab(scrolling_page(compare_, this), tr("Compare"));  // two by two, it scrolls down
   tabs_->addTab(attention_, tr("Attention"));
   // One map per layer: deep models scroll within the tab.
   tabs_->addTab(scrolling_page(offsets_, this), tr("Offset weights"));

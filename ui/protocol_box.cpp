@@ -6,7 +6,6 @@
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFutureWatcher>
-#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
@@ -24,6 +23,7 @@
 #include "model_slot.h"
 #include "nn/attention_spec.h"
 #include "protocol_table.h"
+#include "reflow_layout.h"
 #include "train/evaluate.h"
 
 namespace translution::ui {
@@ -164,12 +164,13 @@ void ProtocolBox::buildControls(QBoxLayout* layout) {
   connect(save_, &QPushButton::clicked, this, &ProtocolBox::saveTrainedModel);
 }
 
-// "Train:" and the methods worth comparing, three a row, so that the box stays narrow
-// enough to leave the canvas room.
+// "Train:" and the methods worth comparing, up to three a row (fewer on a narrow page),
+// so that the box stays narrow enough to leave the canvas room.
 QLayout* ProtocolBox::buildMethodBoxes() {
-  auto* methods = new QGridLayout;
-  methods->setHorizontalSpacing(16);
-  methods->addWidget(new QLabel(tr("Train:"), this), 0, 0);
+  auto* row = new QHBoxLayout;
+  auto* methods = new ReflowLayout(3);
+  row->addWidget(new QLabel(tr("Train:"), this), 0, Qt::AlignTop);
+  row->addLayout(methods, 1);
   for (const AttentionChoice& c : attention_choices()) {
     const QString name = QString::fromStdString(c.name);
     const bool shown = name == "translution" || name == "lor" || name == "attention" || name == "rope" ||
@@ -180,11 +181,10 @@ QLayout* ProtocolBox::buildMethodBoxes() {
     box->setProperty("method", name);  // the CLI name the experiment trains
     box->setToolTip(QString::fromStdString(c.description));
     box->setChecked(name == "translution" || name == "lor" || name == "attention");
-    methods->addWidget(box, int(method_boxes_.size()) / 3, 1 + int(method_boxes_.size()) % 3);
+    methods->addWidget(box);
     method_boxes_ << box;
   }
-  methods->setColumnStretch(4, 1);  // the spare width right of the boxes, not between them
-  return methods;
+  return row;
 }
 
 // The models the experiment trained: pick one, send it to a slot or save it.

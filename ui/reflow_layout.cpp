@@ -34,6 +34,12 @@ void ReflowLayout::addLayout(QLayout* layout) {
   addItem(layout);
 }
 
+void ReflowLayout::insertWidget(int index, QWidget* widget) {
+  addChildWidget(widget);
+  items_.insert(std::clamp<qsizetype>(index, 0, items_.size()), new QWidgetItem(widget));
+  invalidate();
+}
+
 void ReflowLayout::addItem(QLayoutItem* item) {
   items_ << item;
   invalidate();
@@ -66,11 +72,16 @@ QList<QLayoutItem*> ReflowLayout::shown() const {
 
 int ReflowLayout::spacingOrDefault() const { return std::max(0, spacing()); }
 
-// Column c holds parts c, c + columns, ...: its minimum is the widest of theirs.
+// Column c holds parts c, c + columns, ...: its minimum is the widest of theirs, at
+// their preferred widths in a column of stretch 0 beside others.
 QList<int> ReflowLayout::columnMinimums(const QList<QLayoutItem*>& parts, int columns) const {
   QList<int> minimums(columns, 0);
-  for (int i = 0; i < parts.size(); ++i)
-    minimums[i % columns] = std::max(minimums[i % columns], parts[i]->minimumSize().width());
+  for (int i = 0; i < parts.size(); ++i) {
+    const int c = i % columns;
+    const bool preferred = columns > 1 && stretch_.value(c, 1) == 0;
+    const int least = parts[i]->minimumSize().width();
+    minimums[c] = std::max(minimums[c], preferred ? std::max(least, parts[i]->sizeHint().width()) : least);
+  }
   return minimums;
 }
 
@@ -92,15 +103,14 @@ void ReflowLayout::shareSpare(int spare, QList<int>& widths) const {
 ReflowLayout::Arrangement ReflowLayout::arrange(const QList<QLayoutItem*>& parts, int width) const {
   Arrangement a;
   const int gap = spacingOrDefault();
-  for (int c = std::min<int>(max_columns_, int(parts.size())); c >= 1; --c) {
-    a.columns = c;
-    a.widths = columnMinimums(parts, c);
-    const int spare = width - sum(a.widths) - gap * (c - 1);
-    if (spare < 0 && c > 1) continue;
-    shareSpare(std::max(0, spare), a.widths);
-    break;
-  }
-  const int rows = (int(parts.size()) + a.columns - 1) / a.columns;
+  const int n = std::max(1, int(parts.size()));
+  int columns = 1;  // the most that fit
+  for (int c = std::min(max_columns_, n); c > 1 && columns == 1; --c)
+    if (sum(columnMinimums(parts, c)) + gap * (c - 1) <= width) columns = c;
+  const int rows = (n + columns - 1) / columns;
+  a.columns = (n + rows - 1) / rows;  // the fewest giving those rows: 2 x 2, not 3 + 1
+  a.widths = columnMinimums(parts, a.columns);
+  shareSpare(std::max(0, width - sum(a.widths) - gap * (a.columns - 1)), a.widths);
   a.heights = QList<int>(rows, 0);
   for (int i = 0; i < parts.size(); ++i)
     a.heights[i / a.columns] =

@@ -1,9 +1,11 @@
 #pragma once
 // A layout of a few parts side by side that stacks them when its width does not
-// hold them: the most columns (up to a maximum) whose parts keep their minimum
-// widths, parts placed row by row, the width to spare shared by the columns'
-// stretch factors and the height to spare equally by the rows. A page built of such rows
-// scrolls down on a narrow screen and never sideways.
+// hold them: the fewest rows whose columns (up to a maximum) keep their parts'
+// minimum widths, then the fewest columns that still give those rows (four parts
+// that do not fit in one row sit two by two, not three and one); parts placed row
+// by row, the width to spare shared by the columns' stretch factors and the height
+// to spare equally by the rows. A page built of such rows scrolls down on a narrow
+// screen and never sideways.
 //
 // Its height depends on its width (hasHeightForWidth), which QScrollArea and the
 // box layouts honour: a parent gives it the height of the columns it will use.
@@ -18,9 +20,12 @@ class ReflowLayout : public QLayout {
   explicit ReflowLayout(int max_columns, QWidget* parent = nullptr);
   ~ReflowLayout() override;
 
-  void addLayout(QLayout* layout);  // QLayout::addWidget adds a widget
+  void addLayout(QLayout* layout);                // QLayout::addWidget adds a widget
+  void insertWidget(int index, QWidget* widget);  // before part `index` (or last)
   // The share of the spare width column `column` gets while the parts sit side by side
-  // (1 unless set; 0 keeps the column at its parts' minimum).
+  // (1 unless set). 0 keeps the column at its parts' preferred width (their size
+  // hint), and the parts go side by side only where that width fits: a table as
+  // wide as its columns beside a plot, or above it, narrower, on a narrow page.
   void setColumnStretch(int column, int stretch);
   int columnsFor(int width) const;  // the columns a layout of `width` px uses
 

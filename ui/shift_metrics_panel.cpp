@@ -64,11 +64,11 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   // As wide as its columns and as tall as its rows, at the top of its cell: a frame stretched
-  // to the plot's height beside it would read as rows missing.
+  // to the plot's height beside it would read as rows missing. On a page narrower than its
+  // columns the table alone scrolls sideways, so that the page need not.
   table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
-  table_->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Maximum);
+  table_->setSizePolicy(QSizePolicy::Maximum, QSizePolicy::Maximum);
   table_->setMinimumHeight(100);
   plot_ = new QCustomPlot(this);
   plot_->setToolTip(
@@ -83,24 +83,21 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
       tr("Measure the slots to compare how their answers and their tokens follow a moved digit."), this);
   note_->setWordWrap(true);
   note_->setToolTip(tr("What the table and the plot show"));
-  // The controls in one row, or two on a narrow page; the plot beside the table, or beneath it.
-  auto* answers = new QHBoxLayout;  // consistency and the worst case: what the answers do
-  auto* tokens = new QHBoxLayout;   // equivariance: what the tokens do
+  // The controls in one row, or two by two, or one above another on a narrow page; the plot
+  // beside the table, or beneath it.
   const QList<QPair<QString, QSpinBox*>> boxes{{tr("Consistency digits"), consistency_digits_},
                                                {tr("Worst-case digits"), worst_digits_},
                                                {tr("Stride"), stride_},
                                                {tr("Equivariance digits"), equivariance_digits_}};
+  auto* controls = new ReflowLayout(int(boxes.size()));
   for (const auto& [label, box] : boxes) {
-    QHBoxLayout* row = box == equivariance_digits_ ? tokens : answers;
-    row->addWidget(new QLabel(label, this));
-    row->addWidget(box);
+    auto* pair = new QHBoxLayout;
+    pair->addWidget(new QLabel(label, this));
+    pair->addWidget(box);
+    if (box == equivariance_digits_) pair->addWidget(measure_);
+    pair->addStretch(1);
+    controls->addLayout(pair);
   }
-  answers->addStretch(1);
-  tokens->addWidget(measure_);
-  tokens->addStretch(1);
-  auto* controls = new ReflowLayout(2);
-  controls->addLayout(answers);
-  controls->addLayout(tokens);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(controls);
   layout->addWidget(progress_);

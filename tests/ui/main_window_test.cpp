@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <QAction>
 #include <QFile>
+#include <QLabel>
 #include <QMenu>
 #include <QMenuBar>
 #include <QPushButton>
@@ -23,6 +24,7 @@
 #include "model_slot.h"
 #include "reflow_layout.h"
 #include "robustness_panel.h"
+#include "slot_view.h"
 #include "test_digit_source.h"
 #include "training_panel.h"
 #include "ui_test_support.h"
@@ -186,28 +188,52 @@ class MainWindowTest : public QObject {
     QVERIFY(QFileInfo(dir.filePath("folder.png")).isDir());
   }
 
-  void theWindowsMinimumComesBackWhenSlotsAreRemoved() {
+  // Four slots sit side by side where the window holds them and two by two where it does not,
+  // so they never widen the window; removing them leaves its minimum as it was.
+  void fourSlotsSitTwoByTwoInANarrowWindow() {
+    window->tabs()->setCurrentIndex(0);
     const int two = window->minimumSizeHint().width();
     window->compare()->addSlot();
     window->compare()->addSlot();
     QApplication::processEvents();
-    QVERIFY(window->minimumSizeHint().width() <= 1280);
+    QCOMPARE(window->minimumSizeHint().width(), two);
+    const QList<SlotView*>& views = window->compare()->views();
+    const auto tops = [&views] {
+      QList<int> y;
+      for (const SlotView* v : views) y << v->mapTo(v->window(), QPoint(0, 0)).y();
+      return y;
+    };
+    const auto text = [](const QList<int>& y) {
+      QStringList parts;
+      for (int v : y) parts << QString::number(v);
+      return "slot tops " + parts.join(", ");
+    };
+    window->resize(two, 700);
+    QApplication::processEvents();
+    QList<int> y = tops();
+    QVERIFY2(y[0] == y[1] && y[2] == y[3] && y[2] > y[0] + views[0]->height() / 2, qPrintable(text(y)));
+    window->resize(1280, 800);
+    QApplication::processEvents();
+    y = tops();
+    QVERIFY2(y[0] == y[1] && y[1] == y[2] && y[2] == y[3], qPrintable(text(y)));
     window->compare()->removeSlot(window->compare()->slots().last());
     window->compare()->removeSlot(window->compare()->slots().last());
     QApplication::processEvents();
     QCOMPARE(window->minimumSizeHint().width(), two);
   }
 
-  // The audit is only worth its zero if it sees a broken layout: a button that insists on
-  // 3000 px (the window cannot fit the screen), and a widget forced over its siblings.
+  // The audit is only worth its zero if it sees a broken layout: a button beside the canvas
+  // that insists on 3000 px (the window cannot fit the screen), and a widget forced over its
+  // siblings.
   void theLayoutAuditCatchesALayoutBrokenOnPurpose() {
     const LayoutAuditResult clean = audit_layout(window, window->tabs(), QSize(1280, 800));
     QVERIFY(clean.widgets > 100);
     QCOMPARE(clean.tabs, window->tabs()->count() + 2);  // and the Robustness tab's two other pages
-    auto* wide = new QPushButton("far too wide", window->compare());
+    QWidget* canvas_pane = window->canvas()->parentWidget();
+    auto* wide = new QPushButton("far too wide", canvas_pane);
     wide->setObjectName("brokenOnPurpose");
     wide->setMinimumWidth(3000);
-    window->compare()->layout()->addWidget(wide);
+    canvas_pane->layout()->addWidget(wide);
     auto* stray = new QPushButton("stray", window->compare());
     stray->setObjectName("strayOnPurpose");
     stray->setGeometry(0, 0, 200, 200);  // outside any layout, over the panel's first row
@@ -221,16 +247,19 @@ class MainWindowTest : public QObject {
              qPrintable(found));  // 3000 px cannot fit
   }
 
-  // A page wider than its tab scrolls, so the window still fits, but sideways.
+  // A page wider than its tab scrolls, so the window still fits, but sideways; the audit
+  // names the part that is too wide.
   void theLayoutAuditCatchesAPageThatScrollsSideways() {
     QWidget* page = window->training()->findChild<QScrollArea*>()->widget();  // the form and curves
     auto* sideways = new QPushButton("wider than the page", page);
+    sideways->setObjectName("sidewaysOnPurpose");
     sideways->setMinimumWidth(1500);
     page->layout()->addWidget(sideways);
     const LayoutAuditResult scrolling = audit_layout(window, window->tabs(), QSize(1280, 800));
     QString found;
     for (const LayoutOffender& o : scrolling.offenders) found += describe(o) + "\n";
     QVERIFY2(found.contains("tab 'Training'") && found.contains("scrolls sideways"), qPrintable(found));
+    QVERIFY2(found.contains("sidewaysOnPurpose (QPushButton) alone needs 1500 px"), qPrintable(found));
     QVERIFY2(!found.contains("larger than the screen"), qPrintable(found));
   }
 
@@ -269,6 +298,52 @@ class MainWindowTest : public QObject {
     QCOMPARE(first->geometry().top(), 0);
     QCOMPARE(growing->geometry().top(), first->geometry().bottom() + 1 + 10);
     QCOMPARE(growing->geometry().width(), 509);
+  }
+
+  // Parts that do not fit in one row take the fewest rows, evened out: four sit two by two
+  // where three would fit, not three above one.
+  void aReflowLayoutEvensOutItsRows() {
+    QWidget page;
+    auto* reflow = new ReflowLayout(4, &page);
+    reflow->setContentsMargins(0, 0, 0, 0);
+    reflow->setSpacing(0);
+    for (int i = 0; i < 4; ++i) {
+      auto* part = new QPushButton(QString::number(i));
+      part->setMinimumSize(100, 40);
+      reflow->addWidget(part);
+    }
+    QCOMPARE(reflow->columnsFor(400), 4);
+    QCOMPARE(reflow->columnsFor(399), 2);  // three would fit
+    QCOMPARE(reflow->columnsFor(199), 1);
+    reflow->addWidget(new QPushButton("five"));
+    QCOMPARE(reflow->columnsFor(400), 3);  // five in two rows: three and two, not four and one
+  }
+
+  // A column of stretch 0 holds its parts at their preferred width, and they go beside the
+  // others only where that width fits; stacked, they may be narrower.
+  void aReflowLayoutKeepsAStretchZeroColumnAtItsPreferredWidth() {
+    QWidget page;
+    auto* reflow = new ReflowLayout(2, &page);
+    reflow->setContentsMargins(0, 0, 0, 0);
+    reflow->setSpacing(0);
+    QLabel table("a table as wide as its columns");
+    table.setMinimumWidth(50);
+    table.setSizePolicy(QSizePolicy::Maximum, QSizePolicy::Fixed);
+    const int preferred = table.sizeHint().width();
+    QVERIFY(preferred > 100);
+    QPushButton plot("plot");
+    plot.setMinimumWidth(100);
+    reflow->addWidget(&table);
+    reflow->addWidget(&plot);
+    reflow->setColumnStretch(0, 0);
+    QCOMPARE(reflow->columnsFor(preferred + 100), 2);
+    QCOMPARE(reflow->columnsFor(preferred + 99), 1);  // 50 + 100 would fit, the table squeezed
+    QCOMPARE(reflow->minimumSize().width(), 100);
+    reflow->setGeometry(QRect(0, 0, preferred + 300, reflow->heightForWidth(preferred + 300)));
+    QCOMPARE(table.width(), preferred);
+    QCOMPARE(plot.x(), preferred);
+    delete reflow->takeAt(1);  // the parts on the stack go first, then the page
+    delete reflow->takeAt(0);
   }
 };
 
