@@ -44,6 +44,7 @@ QString kind_of(const std::string& model) {
 // Room a map needs around its data area: its dy axis beside it; its title and dx axis above and below.
 constexpr int kMapMarginWidth = 60, kMapMarginHeight = 70;
 constexpr int kScaleWidth = 90;       // the colour scale down the right, with its labels
+constexpr int kLeastMapWidth = 100;   // a map's data area narrower than this: fewer maps a row
 constexpr int kStripRowHeight = 110;  // a sequence's 1-D strip, three cells tall
 
 }  // namespace
@@ -220,8 +221,10 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
   auto* grid = plot_->plotLayout();
   const bool strips = grid_h_ == 1;  // a sequence's offsets: one wide strip per map, stacked in one column
   // One column per projection; a single projection per layer (the values) wraps its layers into rows of
-  // three.
-  columns_ = strips ? 1 : projections > 1 ? int(projections) : int(std::min<size_t>(count, 3));
+  // three; fewer where the maps would be too narrow to read (columnsFor).
+  natural_columns_ = strips ? 1 : projections > 1 ? int(projections) : int(std::min<size_t>(count, 3));
+  layer_rows_ = !strips && projections > 1;
+  columns_ = columnsFor(plotWidthWithoutScrollBar());
   std::vector<double> values;
   for (size_t l = 0; l < layers.size(); ++l)
     for (const OffsetGrid& g : layers[l]) {
@@ -234,8 +237,7 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
       map_layers_ << int(l);
     }
   addScale(showingContributions() ? values : scaleNorms(*predictor));
-  // Beside the first row of maps, where the panel opens (a deep model's maps scroll).
-  grid->addElement(0, columns_, scale_);
+  grid->addElement(0, columns_, scale_);  // beside the first row of maps, where the panel opens
   sizePlot();
   drawSelection();
   plot_->replot();
@@ -255,10 +257,39 @@ int OffsetPanel::plotWidthWithoutScrollBar() const {
   return width;
 }
 
+// The maps a row at `width`: as many as keep each map's data area readable. Where a
+// row is a layer's projections, they stay side by side or each map takes a row of
+// its own; layers three a row go to two, then one.
+int OffsetPanel::columnsFor(int width) const {
+  const auto data_width = [width](int columns) { return (width - kScaleWidth) / columns - kMapMarginWidth; };
+  if (data_width(natural_columns_) >= kLeastMapWidth) return natural_columns_;
+  if (!layer_rows_)
+    for (int c = natural_columns_ - 1; c > 1; --c)
+      if (data_width(c) >= kLeastMapWidth) return c;
+  return 1;
+}
+
+// Map k in row k / columns, column k % columns, as draw placed them; the colour scale
+// beside the first row, where the panel opens (a deep model's maps scroll).
+void OffsetPanel::placeMaps() {
+  QCPLayoutGrid* grid = plot_->plotLayout();
+  for (QCPColorMap* m : maps_) grid->take(m->keyAxis()->axisRect());
+  grid->take(scale_);
+  grid->simplify();
+  for (int k = 0; k < maps_.size(); ++k)
+    grid->addElement(k / columns_, k % columns_, maps_[k]->keyAxis()->axisRect());
+  grid->addElement(0, columns_, scale_);
+}
+
 // The plot's height follows its width: rows tall enough for square cells across
 // a whole column, the data area between 180 and 320 px tall. The panel scrolls.
 void OffsetPanel::sizePlot() {
   if (maps_.isEmpty()) return plot_->setMinimumHeight(0);
+  if (const int fit = columnsFor(plotWidthWithoutScrollBar()); fit != columns_) {
+    columns_ = fit;
+    placeMaps();
+    plot_->replot();
+  }
   const int rows = (int(maps_.size()) + columns_ - 1) / columns_;
   if (grid_h_ == 1) return plot_->setMinimumHeight(rows * kStripRowHeight);
   const double aspect =

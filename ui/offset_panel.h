@@ -58,6 +58,8 @@ class OffsetPanel : public QWidget {
  private:
   void sizePlot();
   int plotWidthWithoutScrollBar() const;
+  int columnsFor(int width) const;
+  void placeMaps();
   void rebuild();
   void draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitudes, const Predictor* predictor);
   void clearPlot();
@@ -86,8 +88,10 @@ class OffsetPanel : public QWidget {
   std::vector<OffsetGrid> grids_;  // one per map
   QList<int> map_layers_;
   int grid_h_ = 0, grid_w_ = 0;
-  int columns_ = 1;     // maps to a row of the plot
-  int generation_ = 0;  // a newer rebuild makes a running computation's result stale
+  int columns_ = 1;          // maps to a row of the plot
+  int natural_columns_ = 1;  // where they fit: one per projection, or layers three a row
+  bool layer_rows_ = false;  // a row is a layer's projections
+  int generation_ = 0;       // a newer rebuild makes a running computation's result stale
   int busy_ = 0;
   KnockoutBar* knockout_bar_;
   SlotKnockout* knockout_;

@@ -652,15 +652,21 @@ class StudioPanelsTest : public QObject {
     QVERIFY(view->describeMatrixCell(0, 1).startsWith("query CLS → key patch (row 1, column 1)"));
   }
 
-  // Each weight map spans exactly the model's 13 x 13 offsets (and the CLS row), with square cells.
+  // Each weight map spans exactly the model's 13 x 13 offsets (and the CLS row), with square cells;
+  // a layer's three maps share a row where each keeps 100 px, else every map has a row of its own.
   void offsetMapsSpanTheModelsOffsetsWithSquareCells() {
     window->tabs()->setCurrentIndex(2);
     OffsetPanel* panel = window->offsets();
-    for (const QSize size : {QSize(1400, 800), QSize(1280, 800), QSize(1800, 700)}) {
+    for (const QSize size : {QSize(1400, 800), QSize(800, 600), QSize(1280, 800), QSize(1800, 700)}) {
       window->resize(size);
       settle();
       panel->plot()->replot();
       QCOMPARE(panel->heatMapCount(), 2 * 3);
+      const auto rect_of = [panel](int i) { return panel->heatMap(i)->keyAxis()->axisRect()->rect(); };
+      const bool one_a_row = size.width() < 1000;
+      QCOMPARE(rect_of(1).top() == rect_of(0).top(), !one_a_row);
+      QCOMPARE(rect_of(1).left() == rect_of(0).left(), one_a_row);
+      QVERIFY2(rect_of(0).width() >= 100, qPrintable(QString::number(rect_of(0).width())));
       for (int i = 0; i < panel->heatMapCount(); ++i) {
         QCPColorMap* map = panel->heatMap(i);
         QCOMPARE(map->keyAxis()->range().lower, -6.5);
