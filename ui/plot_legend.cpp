@@ -6,6 +6,7 @@ namespace translution::ui {
 namespace {
 
 constexpr char kColumns[] = "legendColumns";  // the plot's property: the columns asked for, 0 to fit
+constexpr char kLeastHeight[] = "heightWithoutLegend";  // its minimum height before the legend came beneath
 
 // The columns the legend gets: as many of its widest entry as fit the plot's width, at
 // most as many as asked: entries too wide to share a row get a row each rather than be cut.
@@ -26,9 +27,26 @@ int columns_for(const QCustomPlot* plot) {
   return asked > 0 ? std::min(asked, fit) : fit;
 }
 
+// The plot's minimum height grows by the legend's rows: however many entries wrap
+// beneath it, the axis rect keeps the height the plot's own minimum gave it.
+void keep_axis_height(QCustomPlot* plot, int columns) {
+  const QCPLegend* legend = plot->legend;
+  int entries = 0, tallest = 0;
+  for (int i = 0; i < legend->itemCount(); ++i)
+    if (const QCPLayoutElement* entry = legend->item(i)) {
+      ++entries;
+      tallest = std::max(tallest, entry->minimumOuterSizeHint().height());
+    }
+  const int rows = (entries + columns - 1) / columns;
+  const int legend_height = rows * tallest + std::max(0, rows - 1) * legend->rowSpacing() +
+                            legend->margins().top() + legend->margins().bottom();
+  plot->setMinimumHeight(plot->property(kLeastHeight).toInt() + legend_height);
+}
+
 void wrap_legend(QCustomPlot* plot) {
   QCPLegend* legend = plot->legend;
   const int columns = columns_for(plot);
+  keep_axis_height(plot, columns);
   if (legend->wrap() == columns) return;
   legend->setWrap(columns);
   legend->setFillOrder(QCPLegend::foColumnsFirst, true);  // re-places every entry by the new wrap
@@ -45,6 +63,7 @@ void show_legend_beneath(QCustomPlot* plot, int columns) {
   if (!legend) return;
   plot->setProperty(kColumns, columns);
   if (!legend_is_beneath(plot)) {
+    plot->setProperty(kLeastHeight, plot->minimumHeight());
     QCPLayoutGrid* grid = plot->plotLayout();
     QCPAxisRect* rect = plot->axisRect();
     // The row and column of the main axis rect: the legend goes right under it.

@@ -10,8 +10,8 @@ namespace translution::ui {
 // first call; later calls find it there), frameless, and shows it. As many
 // entries go to a row as the plot's width holds, at most `columns` (0: no
 // limit), worked out again before every replot, so a resized plot re-wraps its
-// legend. The row
-// takes only the height its entries need; the axis rect keeps the rest.
+// legend. The row takes only the height its entries need, and the plot's minimum
+// height grows by it: the axis rect keeps the minimum the plot had before.
 void show_legend_beneath(QCustomPlot* plot, int columns = 0);
 
 // Whether the legend sits beneath the axis rect (after show_legend_beneath).

@@ -481,11 +481,13 @@ class StudioPanelsTest : public QObject {
   }
 
   // A legend wrapped into rows may leave empty cells in its last row; later layout passes
-  // (every replot, each resize) read past them.
+  // (every replot, each resize) read past them. The plot's minimum height grows with the
+  // legend's rows, so that they never take the axis rect's height.
   void aLegendBeneathAPlotWrapsOverEmptyCells() {
     QCustomPlot plot;
     for (int i = 0; i < 3; ++i) plot.addGraph()->setName(QString("slot %1").arg(i));
-    plot.resize(300, 300);
+    plot.setMinimumHeight(150);
+    plot.resize(300, 400);
     plot.show();
     QVERIFY(QTest::qWaitForWindowExposed(&plot));
     show_legend_beneath(&plot, 2);
@@ -493,10 +495,13 @@ class StudioPanelsTest : public QObject {
     QCOMPARE(plot.legend->wrap(), 2);
     QCOMPARE(plot.legend->itemCount(), 4);  // two rows of two cells, the last one empty
     plot.replot();
-    plot.resize(90, 300);  // room for one entry a row
+    const int two_rows = plot.minimumHeight();
+    QVERIFY2(two_rows >= 150 + 2 * 10, qPrintable(QString::number(two_rows)));
+    plot.resize(90, 400);  // room for one entry a row
     QApplication::processEvents();
     plot.replot();
     QCOMPARE(plot.legend->wrap(), 1);
+    QVERIFY2(plot.minimumHeight() > two_rows, qPrintable(QString::number(plot.minimumHeight())));
   }
 
   void anImageFileBecomesAPreparedDigitOnTheCanvas() {
