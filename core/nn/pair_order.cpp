@@ -47,16 +47,14 @@ PairOrder make_pair_order(const RelativeTable& table, int64_t queries) {
 }
 
 PairOrders::PairOrders(const RelativeTable& table) {
-  orders_[table.tokens()] = make_pair_order(table);
-  orders_[1] = make_pair_order(table, 1);
+  for (const int64_t queries : {table.tokens(), int64_t(1)}) get(table, queries, c10::Device(c10::kCPU));
 }
 
 const PairOrder& PairOrders::get(const RelativeTable& table, int64_t queries, const c10::Device& device) {
-  const std::lock_guard<std::mutex> hold(lock_);
-  auto found = orders_.find(queries);
-  if (found == orders_.end()) found = orders_.emplace(queries, make_pair_order(table, queries)).first;
-  if (found->second.pair_of_row.device() != device) found->second = found->second.to(device);
-  return found->second;
+  const PairOrder& host =
+      orders_.get({queries, c10::Device(c10::kCPU)}, [&] { return make_pair_order(table, queries); });
+  if (device.is_cpu()) return host;
+  return orders_.get({queries, device}, [&] { return host.to(device); });
 }
 
 }  // namespace translution

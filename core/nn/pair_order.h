@@ -12,13 +12,13 @@
 // so no [N, N, C'] tensor is laid out by (i, j), nothing is broadcast over the
 // batch, and backward computes weight gradients matrix by matrix.
 // docs/performance.md compares this with the alternatives the design notes list.
-#include <map>
-#include <mutex>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 
 #include "nn/token_layout.h"
+#include "util/built_once.h"
 
 namespace translution {
 
@@ -36,18 +36,17 @@ struct PairOrder {
 
 PairOrder make_pair_order(const RelativeTable& table, int64_t queries = -1);  // -1: every token
 
-// A relative table's pair orders, one per number of queries (every token's and the
-// CLS token's alone built up front, others on first use), each kept on the device
-// it was last asked for (a lock guards the lookup; a module used on two devices at
-// once would move its orders back and forth, which no caller does).
+// A relative table's pair orders, one per number of queries and device: made on the
+// host on first use (every token's and the CLS token's alone up front), copied to a
+// device the first time one is asked for there, and kept while the module lives (a
+// forward on a GPU copies nothing from the host).
 class PairOrders {
  public:
   explicit PairOrders(const RelativeTable& table);
   const PairOrder& get(const RelativeTable& table, int64_t queries, const c10::Device& device);
 
  private:
-  std::mutex lock_;
-  std::map<int64_t, PairOrder> orders_;
+  BuiltOnce<std::pair<int64_t, c10::Device>, PairOrder> orders_;  // (queries, device)
 };
 
 }  // namespace translution

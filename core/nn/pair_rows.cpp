@@ -4,7 +4,6 @@
 #include <torch/csrc/autograd/graph_task.h>
 
 #include "cpu/bf16_gemm.h"
-#include "cpu/bf16_weights.h"
 #include "cpu/gather_rows.h"
 #include "cpu/pair_matrices.h"
 #include "nn/relative_projection.h"
@@ -61,28 +60,17 @@ at::Tensor side_rows(const EngineOptions& engine, const at::Tensor& xt, const at
                         : gather_rows(xt, rows);
 }
 
-// Gradient of one side: into the input and the bank (relative) or just the vectors (plain).
+// Gradient of one side: into the token-major input and the bank (relative) or just the vectors (plain).
 std::pair<at::Tensor, at::Tensor> side_backward(const EngineOptions& engine, const at::Tensor& xt,
                                                 const at::Tensor& bank, const at::Tensor& rows,
                                                 const std::vector<int64_t>& offset, const at::Tensor& ds,
                                                 bool bf16) {
-  if (!has_bank(bank)) return {scatter_rows(ds, rows, xt.size(0)).transpose(0, 1), at::Tensor()};
-  auto [dxt, dbank] = project_rows_backward(engine, xt, rows, bank, offset, ds, bf16 && bf16_bank(bank));
-  return {dxt.transpose(0, 1), dbank};
+  if (!has_bank(bank)) return {scatter_rows(ds, rows, xt.size(0)), at::Tensor()};
+  return project_rows_backward(engine, xt, rows, bank, offset, ds, bf16 && bf16_bank(bank));
 }
 
-bool blocks_apply(const EngineOptions& engine, std::initializer_list<const at::Tensor*> tensors,
-                  const at::Tensor& pair_of_row) {
-  return pair_of_row.is_cpu() && pair_blocks_apply(engine, tensors);
-}
-
-// One side for the blocked path: bf16 products where the bank takes them, and its
-// bfloat16 copy in a forward without gradients (as project_rows reads them).
-PairSide pair_side(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& bank,
-                   const at::Tensor& rows, bool bf16, bool copies, const at::Tensor& saved) {
-  const bool relative = has_bank(bank), products_in_bf16 = relative && bf16 && bf16_bank(bank);
-  const Bf16Bits* w16 = relative ? weight_copy(engine, bank, xt, products_in_bf16, copies) : nullptr;
-  return make_pair_side(xt, relative ? bank : at::Tensor(), rows, products_in_bf16, w16, saved);
+SortedPairs sorted_pairs(const PairOrder& order) {
+  return {&order.entry_offset, order.pair_of_row, order.query_of_row, order.source_of_row, order.queries};
 }
 
 }  // namespace translution

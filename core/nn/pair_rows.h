@@ -2,8 +2,8 @@
 // What the relative logits and values share (nn/relative_logits.h,
 // nn/relative_values.h): each side's pair-sorted rows, projected (relative) or
 // gathered (plain); whether saved rows may take their gradients in place; the
-// precision and weight copies a forward uses; the blocked path's view of an order
-// (cpu/pair_blocks.h). Internal to those two operators.
+// precision and weight copies a forward uses; an order as the CPU's fused blocks
+// take it (cpu/blocked_relative.h). Internal to those two operators.
 #include <initializer_list>
 #include <utility>
 #include <vector>
@@ -11,7 +11,8 @@
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-#include "cpu/pair_blocks.h"
+#include "cpu/blocked_relative.h"
+#include "nn/pair_order.h"
 #include "util/engine_options.h"
 
 namespace translution {
@@ -38,17 +39,13 @@ at::Tensor bank_or_empty(const at::Tensor& bank, const at::Tensor& like);
 // One side of the dot product for every sorted row: projected (relative) or gathered (plain).
 at::Tensor side_rows(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& bank,
                      const at::Tensor& rows, const std::vector<int64_t>& offset, bool bf16, bool copies);
-// Gradient of one side: into the input and the bank (relative) or just the vectors (plain).
+// Gradient of one side: into the token-major input and the bank (relative) or just the vectors (plain).
 std::pair<at::Tensor, at::Tensor> side_backward(const EngineOptions& engine, const at::Tensor& xt,
                                                 const at::Tensor& bank, const at::Tensor& rows,
                                                 const std::vector<int64_t>& offset, const at::Tensor& ds,
                                                 bool bf16);
 
-bool blocks_apply(const EngineOptions& engine, std::initializer_list<const at::Tensor*> tensors,
-                  const at::Tensor& pair_of_row);
-// One side for the blocked path: bf16 products where the bank takes them, and its
-// bfloat16 copy in a forward without gradients (as project_rows reads them).
-PairSide pair_side(const EngineOptions& engine, const at::Tensor& xt, const at::Tensor& bank,
-                   const at::Tensor& rows, bool bf16, bool copies, const at::Tensor& saved = at::Tensor());
+// The order as the CPU's fused blocks take it (views of its tensors; it must outlive them).
+SortedPairs sorted_pairs(const PairOrder& order);
 
 }  // namespace translution

@@ -3,12 +3,10 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include "cpu/blocked_relative.h"
 #include "cpu/gather_rows.h"
-#include "cpu/pair_blocks.h"
 #include "cpu/pair_kernels.h"
-#include "cpu/pair_matrices.h"
 #include "nn/pair_rows.h"
-#include "nn/relative_projection.h"
 #include "util/autocast_scope.h"
 #include "util/engine_options.h"
 #include "util/kept_options.h"
@@ -31,37 +29,26 @@ at::Tensor pairs_to_grid(const at::Tensor& dots, const at::Tensor& pair_of_row, 
   return full.view({M, N, B, H}).permute({2, 3, 0, 1});  // [B, H, M, N]
 }
 
+// a_ij = q_ij . k_ji per head on the pair-sorted rows: each side's rows projected
+// by its pair's matrix (relative) or gathered (plain), one dot product per row and
+// head, scattered into the [B, H, M, N] grid.
 class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q_input, const at::Tensor& q_bank,
-                            const at::Tensor& k_input, const at::Tensor& k_bank,
-                            const at::Tensor& pair_of_row, const at::Tensor& query_of_row,
-                            const at::Tensor& source_of_row, const std::vector<int64_t>& offset,
-                            int64_t heads, int64_t queries, bool bf16, bool copies,
-                            const EngineOptions& engine) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qt, const at::Tensor& q_bank,
+                            const at::Tensor& kt, const at::Tensor& k_bank, const PairOrder& o, int64_t heads,
+                            bool bf16, bool copies, const EngineOptions& engine) {
     keep_options(ctx, engine);
-    const at::Tensor qt = token_major(q_input), kt = token_major(k_input);
-    ctx->saved_data["offset"] = offset;
+    ctx->saved_data["offset"] = o.entry_offset;
     ctx->saved_data["bf16"] = bf16;
-    if (blocks_apply(engine, {&qt, &q_bank, &kt, &k_bank}, pair_of_row)) {
-      const PairTable table =
-          pair_table(engine, offset, pair_of_row, query_of_row, source_of_row, queries, kt.size(0));
-      PairSide q = pair_side(engine, qt, q_bank, query_of_row, bf16, copies),
-               k = pair_side(engine, kt, k_bank, source_of_row, bf16, copies);
-      // Copies are read only where no gradient is recorded: then nothing needs the rows.
-      const at::Tensor grid = blocked_logits(table, q, k, heads, !copies && !engine.recompute_pair_rows);
-      ctx->save_for_backward(
-          {qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row, q.saved, k.saved});
-      ctx->saved_data["blocked"] = true;
-      return grid;
-    }
-    const at::Tensor sq = side_rows(engine, qt, q_bank, query_of_row, offset, bf16, copies);   // [R, B, D]
-    const at::Tensor sk = side_rows(engine, kt, k_bank, source_of_row, offset, bf16, copies);  // [R, B, D]
-    const at::Tensor dots = pair_dots(engine, sq, sk, heads);                                  // [R, B, H]
+    const at::Tensor sq =
+        side_rows(engine, qt, q_bank, o.query_of_row, o.entry_offset, bf16, copies);  // [R, B, D]
+    const at::Tensor sk =
+        side_rows(engine, kt, k_bank, o.source_of_row, o.entry_offset, bf16, copies);  // [R, B, D]
+    const at::Tensor dots = pair_dots(engine, sq, sk, heads);                          // [R, B, H]
     const bool keep = !engine.recompute_pair_rows;
-    ctx->save_for_backward({qt, q_bank, kt, k_bank, pair_of_row, query_of_row, source_of_row,
+    ctx->save_for_backward({qt, q_bank, kt, k_bank, o.pair_of_row, o.query_of_row, o.source_of_row,
                             keep ? sq : at::Tensor(), keep ? sk : at::Tensor()});
-    return pairs_to_grid(dots, pair_of_row, queries, kt.size(0));
+    return pairs_to_grid(dots, o.pair_of_row, o.queries, kt.size(0));
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -71,16 +58,6 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const std::vector<int64_t> offset = ctx->saved_data["offset"].toIntVector();
     const EngineOptions engine = kept_options(ctx);
     const bool bf16 = ctx->saved_data["bf16"].toBool();
-    if (ctx->saved_data.count("blocked")) {
-      const PairTable table =
-          pair_table(engine, offset, pair_of_row, query_of_row, source_of_row, grads[0].size(2), kt.size(0));
-      const PairSide q = pair_side(engine, qt, q_bank, query_of_row, bf16, false, s[7]);
-      const PairSide k = pair_side(engine, kt, k_bank, source_of_row, bf16, false, s[8]);
-      auto [dqt, dq_bank, dkt, dk_bank] = blocked_logits_backward(table, q, k, grads[0]);
-      return {dqt.transpose(0, 1), dq_bank,      dkt.transpose(0, 1), dk_bank,      at::Tensor(),
-              at::Tensor(),        at::Tensor(), at::Tensor(),        at::Tensor(), at::Tensor(),
-              at::Tensor(),        at::Tensor(), at::Tensor()};
-    }
     const at::Tensor sq =
         s[7].defined() ? s[7] : side_rows(engine, qt, q_bank, query_of_row, offset, bf16, false);
     const at::Tensor sk =
@@ -89,10 +66,9 @@ class RelativeLogits : public torch::autograd::Function<RelativeLogits> {
     const at::Tensor dfull = grads[0].permute({2, 3, 0, 1}).reshape({M * N, B, H});
     const bool scratch = rows_are_scratch(ctx, !s[7].defined() && !s[8].defined());
     auto [dsq, dsk] = pair_dots_backward(engine, sq, sk, gather_rows(dfull, pair_of_row), scratch);
-    auto [dq, dq_bank] = side_backward(engine, qt, q_bank, query_of_row, offset, dsq, bf16);
-    auto [dk, dk_bank] = side_backward(engine, kt, k_bank, source_of_row, offset, dsk, bf16);
-    return {dq,           dq_bank,      dk,           dk_bank,      at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    auto [dqt, dq_bank] = side_backward(engine, qt, q_bank, query_of_row, offset, dsq, bf16);
+    auto [dkt, dk_bank] = side_backward(engine, kt, k_bank, source_of_row, offset, dsk, bf16);
+    return {dqt, dq_bank, dkt, dk_bank, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -102,12 +78,13 @@ at::Tensor relative_logits(const EngineOptions& engine, const PairOrder& o, cons
                            const at::Tensor& q_bank, const at::Tensor& k_input, const at::Tensor& k_bank,
                            int64_t heads) {
   // Under autocast the products run in its dtype throughout (util/autocast_scope.h).
-  const at::Tensor q_in = autocast_input(q_input), q_w = autocast_input(q_bank),
-                   k_in = autocast_input(k_input), k_w = autocast_input(k_bank);
-  return RelativeLogits::apply(q_in, bank_or_empty(q_w, q_in), k_in, bank_or_empty(k_w, k_in), o.pair_of_row,
-                               o.query_of_row, o.source_of_row, o.entry_offset, heads, o.queries,
-                               training_in_bf16(engine, {&q_in, &q_w, &k_in, &k_w}), reads_weight_copies(),
-                               engine);
+  const at::Tensor qt = token_major(autocast_input(q_input)), kt = token_major(autocast_input(k_input));
+  const at::Tensor q_w = bank_or_empty(autocast_input(q_bank), qt),
+                   k_w = bank_or_empty(autocast_input(k_bank), kt);
+  const bool bf16 = training_in_bf16(engine, {&qt, &q_w, &kt, &k_w}), copies = reads_weight_copies();
+  if (blocked_relative_applies(engine, {&qt, &q_w, &kt, &k_w}, o.pair_of_row))  // the CPU's fused blocks
+    return blocked_relative_logits(engine, sorted_pairs(o), qt, q_w, kt, k_w, heads, bf16, copies);
+  return RelativeLogits::apply(qt, q_w, kt, k_w, o, heads, bf16, copies, engine);
 }
 
 }  // namespace translution

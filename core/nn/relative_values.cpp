@@ -3,8 +3,8 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include "cpu/blocked_relative.h"
 #include "cpu/gather_rows.h"
-#include "cpu/pair_blocks.h"
 #include "cpu/pair_kernels.h"
 #include "cpu/pair_matrices.h"
 #include "nn/pair_rows.h"
@@ -19,47 +19,34 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The reverse: rows[r, b, h] = alpha[b, h, i, j] for the pair (i, j) of row r.
+// The reverse of the logits' scatter: rows[r, b, h] = alpha[b, h, i, j] for the pair (i, j) of row r.
 at::Tensor grid_to_pairs(const at::Tensor& alpha, const at::Tensor& pair_of_row) {
   if (at::Tensor engine = gather_pairs(alpha, pair_of_row); engine.defined()) return engine;
   const int64_t B = alpha.size(0), H = alpha.size(1), M = alpha.size(2), N = alpha.size(3);
   return gather_rows(alpha.permute({2, 3, 0, 1}).reshape({M * N, B, H}), pair_of_row);  // [R, B, H]
 }
 
+// f'_i = sum_j alpha_ij v_ij on the pair-sorted rows: each row's v_ij = x_j W[entry(i, j)]
+// projected by its pair's matrix, weighed by alpha_ij and summed into its query's output.
 class RelativeValues : public torch::autograd::Function<RelativeValues> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& alpha, const at::Tensor& input,
-                            const at::Tensor& bank, const at::Tensor& pair_of_row,
-                            const at::Tensor& query_of_row, const at::Tensor& source_of_row,
-                            const std::vector<int64_t>& offset, bool head_sliced, bool bf16, bool copies,
-                            const EngineOptions& engine) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& alpha, const at::Tensor& xt,
+                            const at::Tensor& bank, const PairOrder& o, bool head_sliced, bool bf16,
+                            bool copies, const EngineOptions& engine) {
     keep_options(ctx, engine);
-    const int64_t B = alpha.size(0), M = alpha.size(2);  // M queries
-    const at::Tensor xt = token_major(input);
-    ctx->saved_data["offset"] = offset;
+    const int64_t M = alpha.size(2);  // M queries
+    ctx->saved_data["offset"] = o.entry_offset;
     ctx->saved_data["head_sliced"] = head_sliced;
-    if (blocks_apply(engine, {&alpha, &xt, &bank}, pair_of_row)) {
-      const PairTable table =
-          pair_table(engine, offset, pair_of_row, query_of_row, source_of_row, M, xt.size(0));
-      PairSide v = pair_side(engine, xt, bank, source_of_row, bf16, copies);
-      at::Tensor alpha_planes;  // for backward, where one may run
-      const at::Tensor out =
-          blocked_values(table, alpha, v, head_sliced, !copies && !engine.recompute_pair_rows,
-                         copies ? nullptr : &alpha_planes);
-      ctx->save_for_backward({xt, bank, v.saved, alpha_planes, pair_of_row, query_of_row, source_of_row});
-      ctx->saved_data["bf16"] = v.bf16;
-      ctx->saved_data["blocked"] = true;
-      return head_sliced ? out.view({M, B, bank.size(2)}).transpose(0, 1) : out.transpose(0, 1);
-    }
     bf16 = bf16 && bf16_bank(bank);
-    const at::Tensor v = project_rows(engine, xt, source_of_row, bank, offset, bf16, copies);  // [R, B, D]
+    const at::Tensor v =
+        project_rows(engine, xt, o.source_of_row, bank, o.entry_offset, bf16, copies);  // [R, B, D]
     const int64_t D = v.size(2);
-    const at::Tensor a = grid_to_pairs(alpha, pair_of_row);                               // [R, B, H]
-    const at::Tensor out = scatter_weighted(engine, a, v, query_of_row, M, head_sliced);  // [M, B, H, *]
-    ctx->save_for_backward({xt, bank, engine.recompute_pair_rows ? at::Tensor() : v, a, pair_of_row,
-                            query_of_row, source_of_row});
+    const at::Tensor a = grid_to_pairs(alpha, o.pair_of_row);                               // [R, B, H]
+    const at::Tensor out = scatter_weighted(engine, a, v, o.query_of_row, M, head_sliced);  // [M, B, H, *]
+    ctx->save_for_backward({xt, bank, engine.recompute_pair_rows ? at::Tensor() : v, a, o.pair_of_row,
+                            o.query_of_row, o.source_of_row});
     ctx->saved_data["bf16"] = bf16;
-    return head_sliced ? out.view({M, B, D}).transpose(0, 1) : out.transpose(0, 1);
+    return head_sliced ? out.view({M, alpha.size(0), D}).transpose(0, 1) : out.transpose(0, 1);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -70,18 +57,6 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     const EngineOptions engine = kept_options(ctx);
     const bool bf16 = ctx->saved_data["bf16"].toBool();
     const bool head_sliced = ctx->saved_data["head_sliced"].toBool();
-    if (ctx->saved_data.count("blocked")) {  // s[3] is alpha's pair-ordered planes [B H, R]
-      const at::Tensor& alpha = s[3];
-      const int64_t M = grads[0].size(1), B = grads[0].size(0), D = bank.size(2), H = alpha.size(0) / B;
-      const PairTable table =
-          pair_table(engine, offset, pair_of_row, query_of_row, source_of_row, M, xt.size(0));
-      const PairSide v = pair_side(engine, xt, bank, source_of_row, bf16, false, s[2]);
-      const at::Tensor dout =
-          head_sliced ? grads[0].transpose(0, 1).reshape({M, B, H, D / H}) : grads[0].transpose(0, 1);
-      auto [dalpha, dxt, dbank] = blocked_values_backward(table, alpha, v, dout, head_sliced);
-      return {dalpha,       dxt.transpose(0, 1), dbank,        at::Tensor(), at::Tensor(), at::Tensor(),
-              at::Tensor(), at::Tensor(),        at::Tensor(), at::Tensor(), at::Tensor()};
-    }
     const at::Tensor v =
         s[2].defined() ? s[2] : project_rows(engine, xt, source_of_row, bank, offset, bf16, false);
     const int64_t B = v.size(1), D = v.size(2), H = a.size(2), M = grads[0].size(1), N = xt.size(0);
@@ -93,13 +68,9 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
     at::Tensor dalpha_full = at::zeros({M * N, B, H}, da.options());
     dalpha_full.index_copy_(0, pair_of_row, da);
     auto [dxt, dbank] = project_rows_backward(engine, xt, source_of_row, bank, offset, dv, bf16);
-    const at::Tensor dinput = dxt.transpose(0, 1);
     return {dalpha_full.view({M, N, B, H}).permute({2, 3, 0, 1}),
-            dinput,
+            dxt,
             dbank,
-            at::Tensor(),
-            at::Tensor(),
-            at::Tensor(),
             at::Tensor(),
             at::Tensor(),
             at::Tensor(),
@@ -113,10 +84,12 @@ class RelativeValues : public torch::autograd::Function<RelativeValues> {
 at::Tensor relative_values(const EngineOptions& engine, const PairOrder& o, const at::Tensor& alpha,
                            const at::Tensor& input, const at::Tensor& bank, bool head_sliced) {
   // Under autocast the products run in its dtype throughout (util/autocast_scope.h).
-  const at::Tensor a = autocast_input(alpha), x = autocast_input(input), w = autocast_input(bank);
-  return RelativeValues::apply(a, x, w, o.pair_of_row, o.query_of_row, o.source_of_row, o.entry_offset,
-                               head_sliced, training_in_bf16(engine, {&a, &x, &w}), reads_weight_copies(),
-                               engine);
+  const at::Tensor a = autocast_input(alpha), xt = token_major(autocast_input(input)),
+                   w = autocast_input(bank);
+  const bool bf16 = training_in_bf16(engine, {&a, &xt, &w}), copies = reads_weight_copies();
+  if (blocked_relative_applies(engine, {&a, &xt, &w}, o.pair_of_row))  // the CPU's fused blocks
+    return blocked_relative_values(engine, sorted_pairs(o), a, xt, w, head_sliced, bf16, copies);
+  return RelativeValues::apply(a, xt, w, o, head_sliced, bf16, copies, engine);
 }
 
 }  // namespace translution

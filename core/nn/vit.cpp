@@ -1,27 +1,14 @@
 #include "nn/vit.h"
 
-#include <atomic>
-#include <mutex>
-
 #include <ATen/ATen.h>
 
 #include "cpu/inference_passes.h"
 #include "cpu/linear.h"
 #include "util/engine_options.h"
 #include "util/error.h"
+#include "util/exclusive_draws.h"
 
 namespace translution {
-namespace {
-
-// Held while a model draws its initial weights from LibTorch's default generator:
-// one model's draws never interleave with another's (recursive: seeded_vit holds
-// it across the seed and the construction).
-std::recursive_mutex& initialisation_lock() {
-  static std::recursive_mutex lock;
-  return lock;
-}
-
-}  // namespace
 
 ViTBlockImpl::ViTBlockImpl(const ViTConfig& c, int64_t index) {
   const TokenLayout layout = c.token_layout();
@@ -49,7 +36,7 @@ at::Tensor ViTBlockImpl::forward_queries(const EngineOptions& engine, const at::
 
 ViTImpl::ViTImpl(const ViTConfig& config) : config_(config) {
   config_.validate();
-  const std::lock_guard<std::recursive_mutex> drawing(initialisation_lock());
+  const ExclusiveDraws drawing;  // this model's initial weights, drawn without another's between
   const ViTConfig& c = config_;
   const int64_t patch_dim = c.patch * c.patch * c.channels;
   patch_norm_ = register_module("patch_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({patch_dim})));
@@ -65,7 +52,7 @@ ViTImpl::ViTImpl(const ViTConfig& config) : config_(config) {
 }
 
 ViT seeded_vit(const ViTConfig& config, uint64_t seed) {
-  const std::lock_guard<std::recursive_mutex> drawing(initialisation_lock());
+  const ExclusiveDraws drawing;  // the seed and the construction that draws from it
   at::manual_seed(seed);
   return ViT(config);
 }
