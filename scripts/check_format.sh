@@ -12,7 +12,15 @@ if [ $# -eq 0 ]; then
   cd "$root"
   mapfile -t files < <(git ls-files -- '*.cpp' '*.h' '*.inc' '*.cu' '*.cuh')
 else
-  files=("$@")
+  # Only C++ sources: clang-format would rewrite anything it is given (a Markdown
+  # page becomes C++-shaped prose), so other files are named and left alone.
+  files=()
+  for f in "$@"; do
+    case $f in
+      *.cpp | *.h | *.inc | *.cu | *.cuh) files+=("$f") ;;
+      *) echo "$f: not a C++ source: left alone" >&2 ;;
+    esac
+  done
 fi
 [ ${#files[@]} -gt 0 ] || exit 0
 if [ $fix = 1 ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The source checks CI runs (scripts/check_format.sh, scripts/check_layers.sh,
-# scripts/lint.sh): this tree passes the first two (CI lints the tree itself), and files
-# broken on purpose in a scratch folder fail all three, each named.
+# scripts/lint.sh, scripts/check_doc_links.sh): this tree passes all but the lint (CI
+# lints the tree itself), and files broken on purpose in a scratch folder fail all
+# four, each named.
 set -uo pipefail
 source "$(dirname "$0")/harness.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -12,6 +13,12 @@ command -v clang-tidy-14 >/dev/null || { echo "clang-tidy-14 is missing: skipped
 
 check "every C++ file in the tree is formatted" bash "$format"
 check "the engine's layers hold" bash "$layers"
+check "every relative link in the docs names a file" bash "$root/scripts/check_doc_links.sh"
+printf '# A page\n\nSee [the results](../ bench / results /) and [the web](https://example.org).\n' \
+  >"$work/links.md"
+out=$(bash "$root/scripts/check_doc_links.sh" "$work/links.md" 2>&1)
+check "a link to no file fails" test $? -ne 0
+check "and is named with its line" grep -q "links.md:3: links to ../ bench / results /" <<<"$out"
 
 printf '#include "b.h"\n#include <vector>\nint  f( int x ){return x;}\n' >"$work/unformatted.cpp"
 out=$(bash "$format" "$work/unformatted.cpp" 2>&1)
@@ -19,6 +26,11 @@ check "an unformatted file fails the format check" test $? -ne 0
 check "and is named" grep -q "unformatted.cpp: not formatted" <<<"$out"
 bash "$format" --fix "$work/unformatted.cpp"
 check "which --fix formats" bash "$format" "$work/unformatted.cpp"
+printf '# A page\n\nProse. With [a link](../a/b.md), kept as written.\n' >"$work/page.md"
+cp "$work/page.md" "$work/page.md.before"
+out=$(bash "$format" --fix "$work/page.md" 2>&1)
+check "--fix leaves a file that is not C++ alone" cmp -s "$work/page.md" "$work/page.md.before"
+check "and says so" grep -q "page.md: not a C++ source" <<<"$out"
 
 mkdir -p "$work/tree/core/util" "$work/tree/core/cpu" "$work/tree/core/nn" "$work/tree/core/train"
 printf '#include "util/error.h"\n' >"$work/tree/core/cpu/ok.cpp"
