@@ -28,6 +28,15 @@ constexpr double kCpuProcessBytes = 180e6;
 // and GPSA's [N, N, 3] double distance features on top (with the host vector they are built
 // from); as measured, the resident set of rope and gpsa over attention-nope (docs/performance.md).
 constexpr double kTablePairBytes = 18, kGpsaPairBytes = 27;
+// Under autocast to bfloat16 the products' outputs are bfloat16 while softmax, LayerNorm
+// and GELU keep fp32 (util/full_precision.h), and autocast holds a bfloat16 copy of each
+// weight it casts through the step. What the step keeps then takes a share of its fp32
+// bytes that differs by model: measured (ViT-A/12 at batch 256 on an H200), 0.52-0.53
+// for Translution, whose pair rows are products, 0.65-0.69 for LoR and 0.75 for
+// self-attention, whose fp32 attention maps weigh more; 0.62 for a small Translution
+// on the CPU. One share for all: 0.65 puts every measured peak within a quarter
+// (Translution's 16-18% above, self-attention's 12% below).
+constexpr double kAutocastShare = 0.65;
 // CUDA: cuBLAS's workspace, which PyTorch 2.x takes from the caching allocator
 // (32 MiB per handle on Hopper GPUs, the largest default), so it counts in the
 // allocator's peak; nothing else of the process does.
@@ -202,8 +211,9 @@ Floats lor_floats(const Dims& d, const AttentionSpec& s, bool training, bool rec
 // rotated queries and keys (RoPE).
 Floats attention_floats(const EngineOptions& engine, const ViTConfig& c, const AttentionSpec& s,
                         const Dims& d, bool training, bool recompute, const MemoryTarget& target) {
-  const ProjectionPath path{engine.reference || target.device == MemoryDevice::Cuda, target.device,
-                            engine.projection};
+  // Autocast's bfloat16 tensors take LibTorch's ops, as a GPU does.
+  const ProjectionPath path{engine.reference || target.device == MemoryDevice::Cuda || target.bf16_autocast,
+                            target.device, engine.projection};
   switch (s.method) {
     case AttentionMethod::SelfAttention: return plain_attention_floats(engine, d, 0, true, training);
     case AttentionMethod::RelativeKeyVector:
@@ -350,11 +360,12 @@ MemoryEstimate estimate_training(const EngineOptions& engine, const ViTConfig& c
   // The device step (train/device_step.h: on a GPU, or on LibTorch's ops) keeps every gradient for the
   // run in one buffer, into which backward adds each block's gradients from tensors of their own (a
   // block's at a time), and its update holds one weights-sized temporary after the activations are gone.
-  if (engine.reference || target.device == MemoryDevice::Cuda) {
+  if (engine.reference || target.device == MemoryDevice::Cuda || target.bf16_autocast) {
     double block_gradients = 0;
     for (const Run& r : runs) block_gradients = std::max(block_gradients, r.gradient_bytes);
+    const double kept = target.bf16_autocast ? kAutocastShare * activations + weights / 2 : activations;
     e.gradients = weights;
-    e.activations = std::max(activations + block_gradients, weights) + table_bytes(c);
+    e.activations = std::max(kept + block_gradients, weights) + table_bytes(c);
   }
   return e;
 }

@@ -24,6 +24,9 @@ struct MemoryTarget {
   // CPU: its cores; on two, a model whose weights take at most 64 MiB splits each
   // training batch in two (train/training_threads.h).
   int cores = 1;
+  // Training: the step runs LibTorch's ops under autocast to bfloat16 (--precision
+  // bf16-autocast), where most tensors it keeps are bfloat16.
+  bool bf16_autocast = false;
 };
 
 // The target as this machine runs it.

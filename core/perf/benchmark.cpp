@@ -324,10 +324,11 @@ void count_work(const BenchOptions& options, int batch_shares, BenchResult& resu
 
 // The peak nn/memory_estimate predicts for this run, to set beside the measured one.
 int64_t estimated_peak(const BenchOptions& o) {
-  const MemoryDevice device = o.device.is_cuda() ? MemoryDevice::Cuda : MemoryDevice::Cpu;
+  MemoryTarget target = memory_target(o.device.is_cuda() ? MemoryDevice::Cuda : MemoryDevice::Cpu);
+  target.bf16_autocast = o.autocast_bf16;
   const MemoryEstimate e =
-      o.mode == "train" ? estimate_training(o.engine, o.config, o.batch, o.engine.recompute_pair_rows, device)
-                        : estimate_inference(o.engine, o.config, o.batch, device);
+      o.mode == "train" ? estimate_training(o.engine, o.config, o.batch, o.engine.recompute_pair_rows, target)
+                        : estimate_inference(o.engine, o.config, o.batch, target);
   return std::llround(e.total());
 }
 

@@ -38,7 +38,9 @@ MemoryEstimate plan_estimate(const MemoryPlan& p, MemoryDevice device) {
     return opened;
   }
   if (!p.training) return estimate_inference(p.engine, p.config, p.batch, device);
-  MemoryEstimate step = estimate_training(p.engine, p.config, p.batch, p.recompute, device);
+  MemoryTarget target = memory_target(device);
+  target.bf16_autocast = p.bf16_autocast;
+  MemoryEstimate step = estimate_training(p.engine, p.config, p.batch, p.recompute, target);
   if (p.eval_batch <= 0) return step;
   MemoryEstimate evaluation = step;
   evaluation.gradients = step.weights;

@@ -30,6 +30,7 @@ struct MemoryPlan {
   bool opening = false;
   int64_t batch = 1;
   bool recompute = false;
+  bool bf16_autocast = false;  // training under autocast to bfloat16 (nn/memory_estimate.h)
   // Training: the held-out evaluation the run does between steps, a forward
   // without gradients of this many images next to the weights, gradients and
   // AdamW state (Trainer: max(batch, 64)); 0: none.
