@@ -56,6 +56,7 @@ SlotView::SlotView(ModelSlot* slot, QWidget* parent)
   bold.setBold(true);
   title_->setFont(bold);
   details_->setWordWrap(true);
+  details_->setObjectName("slotDetails");
   setDetailsHeight(0);
   details_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   details_->installEventFilter(this);
@@ -119,7 +120,16 @@ void SlotView::setRemovable(bool removable) {
 
 QList<QWidget*> SlotView::focusOrder() const { return {picker_, device_, remove_}; }
 
-int SlotView::detailsNeed() const { return details_->heightForWidth(details_->width()); }
+// The text's own height at the label's width. Not QLabel::heightForWidth: that never
+// reports less than the minimum height setDetailsHeight gave the label, so a need that
+// shrank (wider slots, two by two) would keep the height of the narrower layout.
+int SlotView::detailsNeed() const {
+  const QRect text = details_->fontMetrics().boundingRect(
+      QRect(0, 0, std::max(1, details_->contentsRect().width()), 1 << 20), Qt::TextWordWrap,
+      details_->text());
+  const QMargins m = details_->contentsMargins();
+  return text.height() + m.top() + m.bottom();
+}
 
 // At least three lines, whatever the text needs, so that a slot's chart does not jump
 // when a model with shorter details is loaded into it.

@@ -189,7 +189,8 @@ class MainWindowTest : public QObject {
   }
 
   // Four slots sit side by side where the window holds them and two by two where it does not,
-  // so they never widen the window; removing them leaves its minimum as it was.
+  // so they never widen the window; removing them leaves its minimum as it was. Their details
+  // follow each arrangement's width.
   void fourSlotsSitTwoByTwoInANarrowWindow() {
     window->tabs()->setCurrentIndex(0);
     const int two = window->minimumSizeHint().width();
@@ -208,14 +209,37 @@ class MainWindowTest : public QObject {
       for (int v : y) parts << QString::number(v);
       return "slot tops " + parts.join(", ");
     };
-    window->resize(two, 700);
-    QApplication::processEvents();
-    QList<int> y = tops();
-    QVERIFY2(y[0] == y[1] && y[2] == y[3] && y[2] > y[0] + views[0]->height() / 2, qPrintable(text(y)));
+    // Every slot's details as tall as the most any slot's text needs at its width, no taller:
+    // the height of a narrower layout is given back.
+    const auto details_fit = [&views] {
+      int most = 0;
+      QList<QLabel*> labels;
+      for (const SlotView* v : views) {
+        QLabel* d = v->findChild<QLabel*>("slotDetails");
+        labels << d;
+        most = std::max(most, d->fontMetrics()
+                                  .boundingRect(QRect(0, 0, d->contentsRect().width(), 1 << 20),
+                                                Qt::TextWordWrap, d->text())
+                                  .height());
+      }
+      for (const QLabel* d : labels)
+        if (d->height() < most || d->height() > std::max(most, 3 * d->fontMetrics().lineSpacing()) + 2)
+          return QString("details %1 px for a need of %2 px").arg(d->height()).arg(most);
+      return QString();
+    };
     window->resize(1280, 800);
     QApplication::processEvents();
-    y = tops();
+    QList<int> y = tops();
     QVERIFY2(y[0] == y[1] && y[1] == y[2] && y[2] == y[3], qPrintable(text(y)));
+    QTRY_COMPARE(details_fit(), QString());
+    window->resize(two, 700);
+    QApplication::processEvents();
+    y = tops();
+    QVERIFY2(y[0] == y[1] && y[2] == y[3] && y[2] > y[0] + views[0]->height() / 2, qPrintable(text(y)));
+    QTRY_COMPARE(details_fit(), QString());
+    // The height a narrower layout gave the details does not count as their need.
+    views[0]->setDetailsHeight(300);
+    QVERIFY2(views[0]->detailsNeed() < 300, qPrintable(QString::number(views[0]->detailsNeed())));
     window->compare()->removeSlot(window->compare()->slots().last());
     window->compare()->removeSlot(window->compare()->slots().last());
     QApplication::processEvents();
