@@ -37,7 +37,7 @@ void keep_axis_height(QCustomPlot* plot, int columns) {
       ++entries;
       tallest = std::max(tallest, entry->minimumOuterSizeHint().height());
     }
-  const int rows = (entries + columns - 1) / columns;
+  const int rows = legend->visible() ? (entries + columns - 1) / columns : 0;
   const int legend_height = rows * tallest + std::max(0, rows - 1) * legend->rowSpacing() +
                             legend->margins().top() + legend->margins().bottom();
   plot->setMinimumHeight(plot->property(kLeastHeight).toInt() + legend_height);
@@ -81,8 +81,8 @@ void show_legend_beneath(QCustomPlot* plot, int columns) {
     // Before each layout pass: the width may have changed since the last one.
     QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [plot] { wrap_legend(plot); });
   }
-  wrap_legend(plot);
   legend->setVisible(true);
+  wrap_legend(plot);
 }
 
 }  // namespace translution::ui

@@ -170,7 +170,8 @@ QLayout* ProtocolBox::buildMethodBoxes() {
   auto* row = new QHBoxLayout;
   auto* methods = new ReflowLayout(3);
   row->addWidget(new QLabel(tr("Train:"), this), 0, Qt::AlignTop);
-  row->addLayout(methods, 1);
+  row->addLayout(methods);
+  row->addStretch(1);  // the spare width right of the boxes, not between them
   for (const AttentionChoice& c : attention_choices()) {
     const QString name = QString::fromStdString(c.name);
     const bool shown = name == "translution" || name == "lor" || name == "attention" || name == "rope" ||

@@ -36,7 +36,8 @@ void ReflowLayout::addLayout(QLayout* layout) {
 
 void ReflowLayout::insertWidget(int index, QWidget* widget) {
   addChildWidget(widget);
-  items_.insert(std::clamp<qsizetype>(index, 0, items_.size()), new QWidgetItem(widget));
+  items_.insert(index < 0 ? items_.size() : std::min<qsizetype>(index, items_.size()),
+                new QWidgetItem(widget));
   invalidate();
 }
 
@@ -109,6 +110,10 @@ ReflowLayout::Arrangement ReflowLayout::arrange(const QList<QLayoutItem*>& parts
     if (sum(columnMinimums(parts, c)) + gap * (c - 1) <= width) columns = c;
   const int rows = (n + columns - 1) / columns;
   a.columns = (n + rows - 1) / rows;  // the fewest giving those rows: 2 x 2, not 3 + 1
+  // Regrouped, the parts' columns may need more than the most that fit did (a wide part
+  // with another wide one): then the rows stay as they were.
+  if (a.columns < columns && sum(columnMinimums(parts, a.columns)) + gap * (a.columns - 1) > width)
+    a.columns = columns;
   a.widths = columnMinimums(parts, a.columns);
   shareSpare(std::max(0, width - sum(a.widths) - gap * (a.columns - 1)), a.widths);
   a.heights = QList<int>(rows, 0);

@@ -21,7 +21,7 @@ class ReflowLayout : public QLayout {
   ~ReflowLayout() override;
 
   void addLayout(QLayout* layout);                // QLayout::addWidget adds a widget
-  void insertWidget(int index, QWidget* widget);  // before part `index` (or last)
+  void insertWidget(int index, QWidget* widget);  // before part `index`; last where there is none (or -1)
   // The share of the spare width column `column` gets while the parts sit side by side
   // (1 unless set). 0 keeps the column at its parts' preferred width (their size
   // hint), and the parts go side by side only where that width fits: a table as

@@ -307,6 +307,7 @@ void check_bench_memory(const BenchArgs& a, const BenchOptions& options) {
   plan.training = a.train();
   plan.batch = options.batch;
   plan.recompute = a.recompute && options.compare != "recompute";  // --compare runs both: the larger
+  plan.bf16_autocast = options.autocast_bf16;
   plan.batch_option = "--batch";
   plan.recompute_option = a.train() ? "--recompute" : "";
   plan.model_option = "--model";

@@ -178,12 +178,10 @@ std::unique_ptr<Trainer> make_trainer(const EngineOptions& engine, const TrainOp
 // loading it), before the trainer loads the digits and builds the model.
 std::optional<MemoryPlan> training_plan(const TrainOptions& o) {
   MemoryPlan plan;
-  std::string precision = o.train.precision;
   if (!o.resume.empty()) {
     const std::optional<CheckpointPeek> peek = peek_checkpoint(o.resume);
     if (!peek || !peek->training) return std::nullopt;  // the loader names the problem
     plan = checkpoint_plan(*peek, peek->training->batch);
-    if (!o.given("--precision")) precision = peek->training->precision;  // the run continues in its own
   } else {
     plan.config = o.model.config();
     plan.batch = train_config(o).batch;
@@ -194,7 +192,7 @@ std::optional<MemoryPlan> training_plan(const TrainOptions& o) {
   plan.recompute_option = "--recompute";
   plan.training = true;
   plan.recompute = o.recompute;
-  plan.bf16_autocast = precision == "bf16-autocast";
+  if (o.resume.empty() || o.given("--precision")) plan.bf16_autocast = o.train.precision == "bf16-autocast";
   plan.eval_batch = std::max<int64_t>(plan.batch, 64);  // Trainer's held-out evaluation
   plan.extra_bytes = kMnistBytes;
   plan.extra_what = "the digits";

@@ -51,10 +51,10 @@ PairOrders::PairOrders(const RelativeTable& table) {
 }
 
 const PairOrder& PairOrders::get(const RelativeTable& table, int64_t queries, const c10::Device& device) {
-  const PairOrder& host =
-      orders_.get({queries, c10::Device(c10::kCPU)}, [&] { return make_pair_order(table, queries); });
-  if (device.is_cpu()) return host;
-  return orders_.get({queries, device}, [&] { return host.to(device); });
+  return orders_.get({queries, device}, [&] {
+    const PairOrder host = make_pair_order(table, queries);
+    return device.is_cpu() ? host : host.to(device);
+  });
 }
 
 }  // namespace translution

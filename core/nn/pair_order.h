@@ -37,9 +37,9 @@ struct PairOrder {
 PairOrder make_pair_order(const RelativeTable& table, int64_t queries = -1);  // -1: every token
 
 // A relative table's pair orders, one per number of queries and device: made on the
-// host on first use (every token's and the CLS token's alone up front), copied to a
-// device the first time one is asked for there, and kept while the module lives (a
-// forward on a GPU copies nothing from the host).
+// host the first time one is asked for (on the CPU every token's and the CLS token's
+// alone up front), moved to its device, and kept while the module lives (a forward on
+// a GPU copies nothing from the host).
 class PairOrders {
  public:
   explicit PairOrders(const RelativeTable& table);

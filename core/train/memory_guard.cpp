@@ -233,6 +233,7 @@ MemoryPlan checkpoint_plan(const CheckpointPeek& peek, int64_t batch) {
   plan.config = peek.config;
   plan.batch = batch;
   plan.loading_bytes = kLoadingCopies * double(peek.file_bytes);
+  plan.bf16_autocast = peek.training && peek.training->precision == "bf16-autocast";  // a resumed run's own
   return plan;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// While one lives, its thread alone draws from LibTorch's default generator: the
-// initial weights of two models built at once on two threads never interleave, so
-// a seed gives the same model whatever else runs. Nests on one thread (a seeded
-// construction holds it across the seed and the draws).
+// While one lives, no other holder draws from LibTorch's default generator: the
+// initial weights of two models built at once on two threads (each holding one) never
+// interleave, so a seed gives the same model. Draws that take none (a benchmark's
+// random images) are not kept out. Nests on one thread (a seeded construction holds
+// it across the seed and the draws).
 #include <mutex>
 
 namespace translution {

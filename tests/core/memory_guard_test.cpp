@@ -110,6 +110,25 @@ TEST(MemoryGuard, ReadingACheckpointCountsItsCopies) {
       << check.refusal;
 }
 
+// A resumed run keeps its precision: one trained under bf16 autocast is planned as one,
+// and needs less than the same step on LibTorch's ops in fp32.
+TEST(MemoryGuard, AResumedRunIsPlannedInItsOwnPrecision) {
+  CheckpointPeek peek;
+  peek.config = preset_config("A", "translution");
+  peek.config.image_height = peek.config.image_width = 84;
+  peek.config.patch = 12;
+  peek.training = TrainConfig{};
+  EXPECT_FALSE(checkpoint_plan(peek, 64).bf16_autocast);
+  peek.training->precision = "bf16-autocast";
+  MemoryPlan autocast = checkpoint_plan(peek, 64);
+  EXPECT_TRUE(autocast.bf16_autocast);
+  autocast.training = true;
+  MemoryPlan fp32 = autocast;
+  fp32.bf16_autocast = false;
+  fp32.engine.reference = true;
+  EXPECT_LT(check_memory(autocast, c10::kCPU).needed, check_memory(fp32, c10::kCPU).needed);
+}
+
 MemoryPlan translution_a12_run(int64_t batch) {
   MemoryPlan plan = translution_a7(batch);
   plan.config.patch = 12;

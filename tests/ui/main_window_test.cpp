@@ -341,6 +341,19 @@ class MainWindowTest : public QObject {
     QCOMPARE(reflow->columnsFor(199), 1);
     reflow->addWidget(new QPushButton("five"));
     QCOMPARE(reflow->columnsFor(400), 3);  // five in two rows: three and two, not four and one
+    // Evened out only where the regrouped columns fit: wide, narrow, narrow, wide fit three a
+    // row in 102 px, but two by two would need 200.
+    QWidget other;
+    auto* mixed = new ReflowLayout(4, &other);
+    mixed->setContentsMargins(0, 0, 0, 0);
+    mixed->setSpacing(0);
+    for (const int least : {100, 1, 1, 100}) {
+      auto* part = new QWidget;
+      part->setMinimumWidth(least);
+      mixed->addWidget(part);
+    }
+    QCOMPARE(mixed->columnsFor(202), 4);
+    QCOMPARE(mixed->columnsFor(150), 3);
   }
 
   // A column of stretch 0 holds its parts at their preferred width, and they go beside the
