@@ -236,7 +236,10 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
       grids_.push_back(g);
       map_layers_ << int(l);
     }
-  addScale(showingContributions() ? values : scaleNorms(*predictor));
+  // Weights: the slot's own model's norms, which the maps show unless a knocked-out copy stands in.
+  const std::shared_ptr<const Predictor> own =
+      showingContributions() ? nullptr : knockout_->original(shownSlot());
+  addScale(own ? scaleNorms(*own) : values);
   grid->addElement(0, columns_, scale_);  // beside the first row of maps, where the panel opens
   sizePlot();
   drawSelection();
@@ -308,9 +311,7 @@ bool OffsetPanel::eventFilter(QObject* watched, QEvent* event) {
   return QWidget::eventFilter(watched, event);
 }
 
-std::vector<double> OffsetPanel::scaleNorms(const Predictor& predictor) const {
-  const std::shared_ptr<const Predictor> own = knockout_->original(shownSlot());
-  const Predictor& model = own ? *own : predictor;
+std::vector<double> OffsetPanel::scaleNorms(const Predictor& model) const {
   const TokenLayout layout = model.config().token_layout();
   std::vector<double> norms;
   for (const auto& layer : model.offset_magnitudes())

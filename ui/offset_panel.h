@@ -65,10 +65,10 @@ class OffsetPanel : public QWidget {
   void clearPlot();
   void explain(const Predictor& predictor, bool any_maps);
   void addScale(const std::vector<double>& values);
-  // The weights' norms that set the colour scale: the shown slot's own model's, also while
-  // a knocked-out copy stands in (whose replaced cells would otherwise stretch the scale and
-  // recolour every cell the knockout left alone).
-  std::vector<double> scaleNorms(const Predictor& predictor) const;
+  // The weights' norms of `model` as the maps hold them: with a knocked-out copy standing in,
+  // the slot's own model's set the colour scale (the replaced cells would otherwise stretch
+  // it and recolour every cell the knockout left alone).
+  std::vector<double> scaleNorms(const Predictor& model) const;
   void showHover(QMouseEvent* event);
   void pressCell(QMouseEvent* event);
   void releaseCell(QMouseEvent* event);
