@@ -169,6 +169,7 @@ void ProtocolBox::buildControls(QBoxLayout* layout) {
 QLayout* ProtocolBox::buildMethodBoxes() {
   auto* row = new QHBoxLayout;
   auto* methods = new ReflowLayout(3);
+  methods->setColumnGap(16);
   row->addWidget(new QLabel(tr("Train:"), this), 0, Qt::AlignTop);
   row->addLayout(methods);
   row->addStretch(1);  // the spare width right of the boxes, not between them

@@ -73,6 +73,13 @@ QList<QLayoutItem*> ReflowLayout::shown() const {
 
 int ReflowLayout::spacingOrDefault() const { return std::max(0, spacing()); }
 
+int ReflowLayout::columnGap() const { return column_gap_ >= 0 ? column_gap_ : spacingOrDefault(); }
+
+void ReflowLayout::setColumnGap(int gap) {
+  column_gap_ = gap;
+  invalidate();
+}
+
 // Column c holds parts c, c + columns, ...: its minimum is the widest of theirs, at
 // their preferred widths in a column of stretch 0 beside others.
 QList<int> ReflowLayout::columnMinimums(const QList<QLayoutItem*>& parts, int columns) const {
@@ -103,7 +110,7 @@ void ReflowLayout::shareSpare(int spare, QList<int>& widths) const {
 
 ReflowLayout::Arrangement ReflowLayout::arrange(const QList<QLayoutItem*>& parts, int width) const {
   Arrangement a;
-  const int gap = spacingOrDefault();
+  const int gap = columnGap();
   const int n = std::max(1, int(parts.size()));
   int columns = 1;  // the most that fit
   for (int c = std::min(max_columns_, n); c > 1 && columns == 1; --c)
@@ -143,7 +150,7 @@ QSize ReflowLayout::minimumSize() const {
   for (QLayoutItem* item : parts) widest = std::max(widest, item->minimumSize().width());
   const int side_by_side =
       sum(columnMinimums(parts, std::min<int>(max_columns_, std::max(1, int(parts.size())))));
-  const int gaps = spacingOrDefault() * std::max(0, std::min<int>(max_columns_, int(parts.size())) - 1);
+  const int gaps = columnGap() * std::max(0, std::min<int>(max_columns_, int(parts.size())) - 1);
   return {widest + m.left() + m.right(), heightForWidth(side_by_side + gaps + m.left() + m.right())};
 }
 
@@ -154,7 +161,7 @@ QSize ReflowLayout::sizeHint() const {
   QList<int> widths(columns, 0);
   for (int i = 0; i < parts.size(); ++i)
     widths[i % columns] = std::max(widths[i % columns], parts[i]->sizeHint().width());
-  const int width = sum(widths) + spacingOrDefault() * (columns - 1) + m.left() + m.right();
+  const int width = sum(widths) + columnGap() * (columns - 1) + m.left() + m.right();
   return {width, heightForWidth(width)};
 }
 
@@ -172,7 +179,7 @@ void ReflowLayout::setGeometry(const QRect& rect) {
     int x = inner.x();
     for (int col = 0; col < a.columns && row * a.columns + col < parts.size(); ++col) {
       parts[row * a.columns + col]->setGeometry(QRect(x, y, a.widths[col], a.heights[row]));
-      x += a.widths[col] + gap;
+      x += a.widths[col] + columnGap();
     }
     y += a.heights[row] + gap;
   }

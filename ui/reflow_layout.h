@@ -28,6 +28,8 @@ class ReflowLayout : public QLayout {
   // wide as its columns beside a plot, or above it, narrower, on a narrow page.
   void setColumnStretch(int column, int stretch);
   int columnsFor(int width) const;  // the columns a layout of `width` px uses
+  // The space between columns where it differs from the rows' (spacing()); -1: the same.
+  void setColumnGap(int gap);
 
   void addItem(QLayoutItem* item) override;
   int count() const override;
@@ -51,10 +53,12 @@ class ReflowLayout : public QLayout {
   void shareSpare(int spare, QList<int>& widths) const;
   Arrangement arrange(const QList<QLayoutItem*>& parts, int width) const;
   int spacingOrDefault() const;
+  int columnGap() const;
 
   int max_columns_;
   QList<QLayoutItem*> items_;
   QMap<int, int> stretch_;  // column -> stretch factor, where set
+  int column_gap_ = -1;
 };
 
 }  // namespace translution::ui

@@ -354,6 +354,10 @@ class MainWindowTest : public QObject {
     }
     QCOMPARE(mixed->columnsFor(202), 4);
     QCOMPARE(mixed->columnsFor(150), 3);
+    mixed->setColumnGap(10);  // between columns only: 100 + 1 + 1 + 100 and three gaps
+    QCOMPARE(mixed->columnsFor(232), 4);
+    QCOMPARE(mixed->columnsFor(231), 2);  // two by two in 200 and a gap
+    QCOMPARE(mixed->columnsFor(209), 3);
   }
 
   // A column of stretch 0 holds its parts at their preferred width, and they go beside the
