@@ -170,7 +170,8 @@ QLayout* ProtocolBox::buildMethodBoxes() {
   auto* row = new QHBoxLayout;
   auto* methods = new ReflowLayout(3);
   methods->setColumnGap(16);
-  row->addWidget(new QLabel(tr("Train:"), this), 0, Qt::AlignTop);
+  auto* label = new QLabel(tr("Train:"), this);
+  row->addWidget(label, 0, Qt::AlignTop);
   row->addLayout(methods);
   row->addStretch(1);  // the spare width right of the boxes, not between them
   for (const AttentionChoice& c : attention_choices()) {
@@ -186,6 +187,7 @@ QLayout* ProtocolBox::buildMethodBoxes() {
     methods->addWidget(box);
     method_boxes_ << box;
   }
+  label->setMinimumHeight(method_boxes_.first()->sizeHint().height());  // level with the first row
   return row;
 }
 
