@@ -22,6 +22,9 @@ class ProtocolTable : public QTableWidget {
   // The accuracy shown, or a negative number for an empty cell or unknown pair.
   double accuracy(const QString& pair, Column column) const;
   int rowOf(const QString& pair) const;  // -1 if absent
+  // As large as its header and rows, and a scroll bar where one shows: QTableView's own
+  // hint under AdjustToContents left a blank band beneath the last row.
+  QSize sizeHint() const override;
 };
 
 }  // namespace translution::ui
