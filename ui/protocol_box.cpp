@@ -94,7 +94,6 @@ ProtocolBox::ProtocolBox(const EngineOptions& engine, QString data_dir, QWidget*
   auto* layout = new QVBoxLayout(this);
   // As tall as its rows, up to five (then it scrolls), the controls right beneath: a frame
   // stretched past its rows reads as results missing and pushes the controls below the fold.
-  table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
   table_->setSizePolicy(QSizePolicy::Maximum, QSizePolicy::Maximum);
   // As wide as its columns; a page narrower than that scrolls the table, never cuts its numbers.
   table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);

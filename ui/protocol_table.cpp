@@ -1,11 +1,10 @@
 #include "protocol_table.h"
 
 #include <QHeaderView>
-#include <QScrollBar>
 
 namespace translution::ui {
 
-ProtocolTable::ProtocolTable(QWidget* parent) : QTableWidget(0, 4, parent) {
+ProtocolTable::ProtocolTable(QWidget* parent) : FittedTable(0, 4, parent) {
   setHorizontalHeaderLabels({tr("Model"), tr("S→S"), tr("D→D"), tr("S→D")});
   const QString tips[] = {
       tr("A method trained on centred digits (S) and on digits anywhere (D)"),
@@ -20,18 +19,6 @@ ProtocolTable::ProtocolTable(QWidget* parent) : QTableWidget(0, 4, parent) {
   verticalHeader()->setVisible(false);
   setEditTriggers(QAbstractItemView::NoEditTriggers);
   setSelectionMode(QAbstractItemView::NoSelection);
-  // The size hint counts a scroll bar while it shows: the layout asks again when one comes or goes.
-  for (const QScrollBar* bar : {horizontalScrollBar(), verticalScrollBar()})
-    connect(bar, &QScrollBar::rangeChanged, this, &QWidget::updateGeometry, Qt::QueuedConnection);
-}
-
-QSize ProtocolTable::sizeHint() const {
-  const int frame = 2 * frameWidth();
-  const QScrollBar* across = horizontalScrollBar();
-  const QScrollBar* down = verticalScrollBar();
-  return {frame + horizontalHeader()->length() + (down->isVisible() ? down->width() : 0),
-          frame + horizontalHeader()->height() + verticalHeader()->length() +
-              (across->isVisible() ? across->height() : 0)};
 }
 
 int ProtocolTable::rowOf(const QString& pair) const {

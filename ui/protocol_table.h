@@ -2,11 +2,11 @@
 // The papers' Table 2 protocol as a table: one row per model pair (a method
 // trained on static and on dynamic digits), with Static->Static, Dynamic->Dynamic
 // and Static->Dynamic accuracy. Cells fill in as evaluations finish.
-#include <QTableWidget>
+#include "fitted_table.h"
 
 namespace translution::ui {
 
-class ProtocolTable : public QTableWidget {
+class ProtocolTable : public FittedTable {
   Q_OBJECT
  public:
   enum Column { kStaticToStatic = 1, kDynamicToDynamic = 2, kStaticToDynamic = 3 };
@@ -22,9 +22,6 @@ class ProtocolTable : public QTableWidget {
   // The accuracy shown, or a negative number for an empty cell or unknown pair.
   double accuracy(const QString& pair, Column column) const;
   int rowOf(const QString& pair) const;  // -1 if absent
-  // As large as its header and rows, and a scroll bar where one shows: QTableView's own
-  // hint under AdjustToContents left a blank band beneath the last row.
-  QSize sizeHint() const override;
 };
 
 }  // namespace translution::ui

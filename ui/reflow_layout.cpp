@@ -173,7 +173,14 @@ void ReflowLayout::setGeometry(const QRect& rect) {
   Arrangement a = arrange(parts, inner.width());
   const int gap = spacingOrDefault();
   const int spare = inner.height() - sum(a.heights) - gap * (int(a.heights.size()) - 1);
-  for (int& h : a.heights) h += std::max(0, spare) / int(a.heights.size());
+  // The height to spare goes to the rows with a part that grows down (a plot), else to all.
+  QList<bool> growing(a.heights.size(), false);
+  for (int i = 0; i < parts.size(); ++i)
+    if (parts[i]->expandingDirections() & Qt::Vertical) growing[i / a.columns] = true;
+  if (!growing.contains(true)) growing.fill(true);
+  const int shares = int(growing.count(true));
+  for (int row = 0; row < a.heights.size(); ++row)
+    if (growing[row]) a.heights[row] += std::max(0, spare) / shares;
   int y = inner.y();
   for (int row = 0; row < a.heights.size(); ++row) {
     int x = inner.x();

@@ -4,8 +4,8 @@
 // minimum widths, then the fewest columns that still give those rows (four parts
 // that do not fit in one row sit two by two, not three and one); parts placed row
 // by row, the width to spare shared by the columns' stretch factors and the height
-// to spare equally by the rows. A page built of such rows scrolls down on a narrow
-// screen and never sideways.
+// to spare by the rows with a part that grows down (all rows where none does). A page built of such rows
+// scrolls down on a narrow screen and never sideways.
 //
 // Its height depends on its width (hasHeightForWidth), which QScrollArea and the
 // box layouts honour: a parent gives it the height of the columns it will use.

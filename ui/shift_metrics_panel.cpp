@@ -11,6 +11,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include "fitted_table.h"
 #include "model_slot.h"
 #include "plot_export.h"
 #include "plot_legend.h"
@@ -51,7 +52,7 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
   progress_->setRange(0, 1);
   progress_->setValue(0);
   progress_->setFormat(tr("Not measured yet"));
-  table_ = new QTableWidget(0, 7, this);
+  table_ = new FittedTable(0, 7, this);
   table_->setHorizontalHeaderLabels({tr("Slot"), tr("Same class\nrandom places"),
                                      tr("Same class\n1 px apart"), tr("Same class\n1 patch apart"),
                                      tr("Right at\nevery position"), tr("Mean\naccuracy"),
@@ -67,7 +68,6 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
   // As wide as its columns and as tall as its rows, at the top of its cell: a frame stretched
   // to the plot's height beside it would read as rows missing. On a page narrower than its
   // columns the table alone scrolls sideways, so that the page need not.
-  table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
   table_->setSizePolicy(QSizePolicy::Maximum, QSizePolicy::Maximum);
   table_->setMinimumHeight(100);
   plot_ = new QCustomPlot(this);
@@ -78,28 +78,38 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
   plot_->xAxis->setLabel(tr("layer"));
   plot_->yAxis->setLabel(tr("error"));
   plot_->setMinimumSize(280, 200);  // an axis of every layer, "embed" to the last, unclipped
+  plot_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Expanding);  // the page's height to spare
   enable_plot_export(plot_);
   note_ = new QLabel(
       tr("Measure the slots to compare how their answers and their tokens follow a moved digit."), this);
   note_->setWordWrap(true);
   note_->setToolTip(tr("What the table and the plot show"));
-  // The controls in one row, or two by two, or one above another on a narrow page; the plot
-  // beside the table, or beneath it.
+  // What the answers do (consistency, the worst case and its stride) in one row, or fewer a row
+  // on a narrow page; what the tokens do (equivariance) beneath; the plot beside the table, or
+  // beneath it.
   const QList<QPair<QString, QSpinBox*>> boxes{{tr("Consistency digits"), consistency_digits_},
                                                {tr("Worst-case digits"), worst_digits_},
-                                               {tr("Stride"), stride_},
-                                               {tr("Equivariance digits"), equivariance_digits_}};
-  auto* controls = new ReflowLayout(int(boxes.size()));
+                                               {tr("Stride"), stride_}};
+  auto* answers = new ReflowLayout(int(boxes.size()));
+  answers->setColumnGap(16);
   for (const auto& [label, box] : boxes) {
     auto* pair = new QHBoxLayout;
     pair->addWidget(new QLabel(label, this));
     pair->addWidget(box);
-    if (box == equivariance_digits_) pair->addWidget(measure_);
     pair->addStretch(1);
-    controls->addLayout(pair);
+    answers->addLayout(pair);
   }
+  auto* tokens = new QHBoxLayout;
+  tokens->addWidget(new QLabel(tr("Equivariance digits"), this));
+  tokens->addWidget(equivariance_digits_);
+  tokens->addWidget(measure_);
+  tokens->addStretch(1);
+  auto* answer_row = new QHBoxLayout;
+  answer_row->addLayout(answers);
+  answer_row->addStretch(1);  // the spare width after the controls, not between them
   auto* layout = new QVBoxLayout(this);
-  layout->addLayout(controls);
+  layout->addLayout(answer_row);
+  layout->addLayout(tokens);
   layout->addWidget(progress_);
   auto* results = new ReflowLayout(2);
   results->setColumnStretch(0, 0);  // the table as wide as its columns, the plot the rest

@@ -383,6 +383,11 @@ class MainWindowTest : public QObject {
     reflow->setGeometry(QRect(0, 0, preferred + 300, reflow->heightForWidth(preferred + 300)));
     QCOMPARE(table.width(), preferred);
     QCOMPARE(plot.x(), preferred);
+    // Stacked with height to spare, the part that grows down takes it all.
+    plot.setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Expanding);
+    reflow->setGeometry(QRect(0, 0, preferred + 99, 400));
+    QCOMPARE(table.height(), table.sizeHint().height());
+    QCOMPARE(plot.geometry().bottom(), 399);
     delete reflow->takeAt(1);  // the parts on the stack go first, then the page
     delete reflow->takeAt(0);
   }
