@@ -15,7 +15,7 @@ bad=0
 for page in "${pages[@]}"; do
   dir=$(dirname "$page")
   while IFS=: read -r line target; do
-    target=${target#](} target=${target%)} target=${target%% *} target=${target%%#*}  # no title, no anchor
+    target=${target#](} target=${target%)} target=${target%% \"*} target=${target%%#*}  # no title, no anchor
     case $target in http://* | https://* | mailto:* | '') continue ;; esac
     if [ ! -e "$dir/$target" ]; then
       echo "$page:$line: links to $target, which does not exist"
