@@ -43,8 +43,11 @@ QString kind_of(const std::string& model) {
 
 // Room a map needs around its data area: its dy axis beside it; its title and dx axis above and below.
 constexpr int kMapMarginWidth = 60, kMapMarginHeight = 70;
-constexpr int kScaleWidth = 90;       // the colour scale down the right, with its labels
-constexpr int kLeastMapWidth = 100;   // a map's data area narrower than this: fewer maps a row
+constexpr int kScaleWidth = 90;      // the colour scale down the right, with its labels
+constexpr int kLeastMapWidth = 100;  // a map's data area narrower than this: fewer maps a row
+// The rows' data area at least this tall, whatever the maps need: the colour scale beside the
+// first row takes that row's height, and keeps a bar long enough for its labels.
+constexpr int kLeastDataHeight = 120;
 constexpr int kStripRowHeight = 110;  // a sequence's 1-D strip, three cells tall
 
 }  // namespace
@@ -285,7 +288,7 @@ void OffsetPanel::placeMaps() {
 }
 
 // The plot's height follows its width: rows tall enough for square cells across
-// a whole column, the data area between 180 and 320 px tall. The panel scrolls.
+// a whole column, the data area between kLeastDataHeight and 320 px tall. The panel scrolls.
 void OffsetPanel::sizePlot() {
   if (maps_.isEmpty()) return plot_->setMinimumHeight(0);
   if (const int fit = columnsFor(plotWidthWithoutScrollBar()); fit != columns_) {
@@ -298,7 +301,7 @@ void OffsetPanel::sizePlot() {
   const double aspect =
       double(2 * grid_h_ + 1) / double(2 * grid_w_ - 1);  // the data area's height over its width
   const int column = (plotWidthWithoutScrollBar() - kScaleWidth) / columns_ - kMapMarginWidth;
-  const int data_height = std::clamp(int(column * aspect), 180, 320);
+  const int data_height = std::clamp(int(column * aspect), kLeastDataHeight, 320);
   plot_->setMinimumHeight(rows * (data_height + kMapMarginHeight));
 }
 
