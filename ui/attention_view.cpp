@@ -147,6 +147,7 @@ void AttentionView::buildMatrix() {
   row_marker_ = new QCPItemRect(matrix_plot_);
   row_marker_->setPen(QPen(QColor(80, 200, 255), 2));
   row_marker_->setBrush(Qt::NoBrush);
+  row_marker_->setClipToAxisRect(false);  // its frame runs outside the matrix where it rings row 0
   connect(matrix_plot_, &QCustomPlot::afterLayout, this, &AttentionView::layOutMatrix);
   connect(matrix_plot_, &QCustomPlot::mouseMove, this, &AttentionView::hoverMatrix);
 }
@@ -204,6 +205,7 @@ void AttentionView::rebuild() {
   if (!p) {
     title_->setFullText(tr("Slot %1: empty").arg(slot_->name()));
     title_->setShorterText(tr("%1: empty").arg(slot_->name()));
+    title_->setKeptEnd(QString());
     empty_->setText(
         tr("Slot %1 has no model: choose one in its picker on the Compare tab.").arg(slot_->name()));
     refresh();
@@ -213,21 +215,24 @@ void AttentionView::rebuild() {
   const QString title = model_title(c.model, p->metadata());
   title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), title), QString::fromStdString(p->source()));
   title_->setShorterText(tr("%1: %2").arg(slot_->name(), title));
+  title_->setKeptEnd(trained_mark(p->metadata()));
   for (int l = 0; l < c.depth; ++l) layer_->addItem(QString::number(l + 1));
   layer_->addItem(tr("rollout"));
   for (int h = 0; h < c.heads; ++h) head_->addItem(QString::number(h + 1));
   layer_->setCurrentIndex(int(c.depth) - 1);
   multiples_caption_->setText(c.heads > 1 ? tr("Every layer and head, same query:")
                                           : tr("Every layer, same query:"));
-  // Several heads: one row per layer; one head: layers in rows of up to three. The maps share the
-  // matrix's column (at least kMapSide + 60 px): as large as that allows, never under 36 px.
-  const int columns = c.heads > 1 ? int(c.heads) : std::min<int>(int(c.depth), 3);
-  const int side = std::clamp((kMapSide + 60) / columns - 4, 36, 72);
+  // Several heads: one row per layer; one head: layers in rows of up to three, evened out (two and
+  // two, not three and one). The maps share the matrix's column (at least kMapSide + 60 px): as
+  // large as that allows, never under 36 px.
+  const int rows = int(c.depth + 2) / 3;
+  const int columns = c.heads > 1 ? int(c.heads) : int(c.depth + rows - 1) / rows;
+  const int side = std::clamp((kMapSide + 60) / columns - 4, 36, 96);
   for (int l = 0; l < c.depth; ++l)
     for (int h = 0; h < c.heads; ++h) {
       auto* m = new AttentionMap(this);
       m->setCaption(c.heads > 1 ? tr("L%1 H%2").arg(l + 1).arg(h + 1) : tr("layer %1").arg(l + 1));
-      m->setMinimumSize(side, side + 16);  // + the caption
+      m->setMinimumSize(std::min(side, 72), std::min(side, 72) + 16);  // + the caption
       m->setPreferredSize(QSize(side, side + 16));
       m->setProperty("readableMinimum", QSize(36, 52));  // small multiples: the pattern, not the detail
       connect(m, &AttentionMap::tokenClicked, this, &AttentionView::pickToken);
@@ -350,8 +355,10 @@ void AttentionView::showMatrix(const at::Tensor& matrix, int query) {
   matrix_plot_->xAxis->setRange(-0.5, n - 0.5);
   matrix_plot_->yAxis->setRange(-0.5, n - 0.5);
   row_marker_->setVisible(true);
-  row_marker_->topLeft->setCoords(-0.5, query - 0.5);
-  row_marker_->bottomRight->setCoords(n - 0.5, query + 0.5);
+  // A frame around the query's row, half a row clear of it: at a few pixels a row, a frame on the
+  // row's own edges would cover the weights it points at.
+  row_marker_->topLeft->setCoords(-1.0, query - 1.0);
+  row_marker_->bottomRight->setCoords(n, query + 1.0);
   matrix_plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -70,7 +70,10 @@ struct AttributionPanel::Outcome {
 
 QImage attribution_overlay(const at::Tensor& map, double limit) {
   const at::Tensor t = (map.to(at::kFloat) / float(limit)).clamp(-1, 1).contiguous();  // [S, S]
-  const at::Tensor alpha = opacity(t);                                                 // [S, S]
+  // Opacity in proportion to |value|: the overlay's colours are the scale's ends at full strength,
+  // where the panel's map fades its pale middle colours too, so the square root it uses would
+  // make every middling pixel here look as strong as the map's darkest.
+  const at::Tensor alpha = (t.abs() * 235).round().to(at::kByte).contiguous();  // [S, S]
   const int h = int(t.size(0)), w = int(t.size(1));
   QImage image(w, h, QImage::Format_ARGB32);
   const float* v = t.data_ptr<float>();
@@ -352,11 +355,11 @@ void AttributionPanel::showAttribution(const Attribution& a, double seconds, int
             .arg(a.logit_difference(), 0, 'f', 2)
             .arg(100 * a.completeness_gap(), 0, 'f', 1);
   else
-    text += tr("Occlusion, %1 px tiles: each tile shows how much the logit falls when it is blacked out "
+    text += tr("Occlusion, %1\u00a0px tiles: each tile shows how much the logit falls when it is blacked out "
                "(blue: it rises); largest fall %2.")
                 .arg(a.occluder)
                 .arg(a.map.max().item<double>(), 0, 'f', 2);
-  summary_->setText(text + tr(" %1 s.").arg(seconds, 0, 'f', 2));
+  summary_->setText(text + tr(" %1\u00a0s.").arg(seconds, 0, 'f', 2));  // the unit never alone on a line
   plot_->replot();
   updateOverlay();
 }

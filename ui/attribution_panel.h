@@ -30,7 +30,7 @@ class ModelSlot;
 class SlotBox;
 
 // The overlay's picture of `map` [S, S]: each pixel coloured on the diverging scale
-// from -limit to +limit, its opacity growing with |value| (0 is transparent).
+// from -limit to +limit, its opacity in proportion to |value| (0 is transparent).
 QImage attribution_overlay(const at::Tensor& map, double limit);
 
 class AttributionPanel : public QWidget {

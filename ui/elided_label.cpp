@@ -22,6 +22,11 @@ void ElidedLabel::setShorterText(const QString& text) {
   elide();
 }
 
+void ElidedLabel::setKeptEnd(const QString& end) {
+  kept_end_ = end;
+  elide();
+}
+
 QSize ElidedLabel::sizeHint() const {
   const QMargins m = contentsMargins();
   return {fontMetrics().horizontalAdvance(full_) + m.left() + m.right() + 2 * margin() + 2,
@@ -42,6 +47,12 @@ void ElidedLabel::elide() {
   const int room = std::max(0, contentsRect().width() - 2 * margin());
   const bool fits = fontMetrics().horizontalAdvance(full_) <= room;
   const QString& shown = fits || shorter_.isEmpty() ? full_ : shorter_;
+  const int end_width = fontMetrics().horizontalAdvance(kept_end_);
+  if (!fits && !kept_end_.isEmpty() && shown.endsWith(kept_end_) && end_width < room) {
+    const QString head = shown.chopped(kept_end_.size());
+    QLabel::setText(fontMetrics().elidedText(head, mode_, room - end_width) + kept_end_);
+    return;
+  }
   QLabel::setText(fontMetrics().elidedText(shown, mode_, room));
 }
 

@@ -15,6 +15,10 @@ class ElidedLabel : public QLabel {
   // What to show instead where the whole text does not fit ("D: LoR-Translution" for
   // "Slot D: LoR-Translution"), itself elided where even it does not; empty: none.
   void setShorterText(const QString& text);
+  // An ending that elision never cuts (" (S)" in "A: LoR-Translution (S)"): where the text does
+  // not fit, what comes before it is elided instead, so the part that tells two titles apart
+  // stays. Empty: none.
+  void setKeptEnd(const QString& end);
   QString fullText() const { return full_; }
   bool elided() const { return text() != full_; }
 
@@ -27,7 +31,7 @@ class ElidedLabel : public QLabel {
  private:
   void elide();
 
-  QString full_, note_, shorter_;
+  QString full_, note_, shorter_, kept_end_;
   Qt::TextElideMode mode_;
 };
 

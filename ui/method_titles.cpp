@@ -49,10 +49,14 @@ QString method_title(const std::string& name) {
   return QString::fromStdString(name);
 }
 
-QString model_title(const std::string& method, const std::map<std::string, std::string>& metadata) {
+QString trained_mark(const std::map<std::string, std::string>& metadata) {
   const auto dataset = metadata.find("dataset");
   const std::string trained = dataset == metadata.end() ? "" : dataset->second;
-  return method_title(method) + (trained == "static" ? " (S)" : trained == "dynamic" ? " (D)" : "");
+  return trained == "static" ? " (S)" : trained == "dynamic" ? " (D)" : "";
+}
+
+QString model_title(const std::string& method, const std::map<std::string, std::string>& metadata) {
+  return method_title(method) + trained_mark(metadata);
 }
 
 }  // namespace translution::ui

@@ -16,5 +16,7 @@ QString method_title(const std::string& name);
 // trained on centred ("static") or moved ("dynamic") digits, so that two models of one
 // method side by side are told apart.
 QString model_title(const std::string& method, const std::map<std::string, std::string>& metadata);
+// That title's ending: " (S)", " (D)" or empty.
+QString trained_mark(const std::map<std::string, std::string>& metadata);
 
 }  // namespace translution::ui

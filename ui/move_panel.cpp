@@ -93,7 +93,9 @@ void MovePanel::buildControls() {
          "right-click to save the plot"));
   plot_->xAxis->setLabel(tr("digit's centre along the path (canvas pixels)"));
   plot_->yAxis->setLabel(tr("P(true class)"));
-  plot_->yAxis->setRange(0, 1);
+  // A little room past 0 and 1: the curves run along both for long stretches, and the marker
+  // at P = 1 would be cut in half by the frame.
+  plot_->yAxis->setRange(-0.03, 1.05);
   plot_->xAxis->setRange(0, kStudioCanvas);
   plot_->legend->setVisible(false);  // shown, beneath the plot, once there are curves
   plot_->setMinimumSize(160, 160);
@@ -385,7 +387,7 @@ void MovePanel::moveMarker(double along) {
 
 void MovePanel::explain(int patch) {
   why_->setText(
-      tr("Dotted lines: the digit shifted by whole patches (%1 px) from where training put it "
+      tr("Dotted lines: the digit shifted by whole patches (%1\u00a0px) from where training put it "
          "(dashed). Such a shift only permutes the patches, so a relative model (Translution) sees the same "
          "offsets between them, "
          "except at the border; a shift between the lines changes what every patch holds, and the curves "

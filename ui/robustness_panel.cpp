@@ -1,8 +1,12 @@
 #include "robustness_panel.h"
 
+#include <algorithm>
+
 #include <QResizeEvent>
 #include <QScrollArea>
 #include <QSplitter>
+#include <QStyle>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
 
@@ -46,6 +50,11 @@ RobustnessPanel::RobustnessPanel(const EngineOptions& engine, QString data_dir,
   splitter_->setStretchFactor(0, 3);  // the demo's plot and story get the larger share
   splitter_->setStretchFactor(1, 2);
   splitter_->setChildrenCollapsible(false);
+  connect(splitter_, &QSplitter::splitterMoved, this, [this] { split_by_user_ = true; });
+  connect(beneath_, &QTabWidget::currentChanged, this, &RobustnessPanel::fitSplit);
+  for (QWidget* page : {static_cast<QWidget*>(move_), static_cast<QWidget*>(protocol_),
+                        static_cast<QWidget*>(sweep_), static_cast<QWidget*>(shift_)})
+    page->installEventFilter(this);  // a page that asks for another height (rows come in) is fitted again
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(splitter_);
 
@@ -102,7 +111,7 @@ bool RobustnessPanel::compact() const { return beneath_->indexOf(move_page_) >= 
 void RobustnessPanel::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
   const bool want = height() < kCompactHeight;
-  if (want == compact()) return;
+  if (want == compact()) return fitSplit();
   if (want) {
     beneath_->insertTab(0, move_page_, tr("Move along a path"));
     beneath_->setTabToolTip(0, tr("The digit slid along a path: each slot's probability of the true "
@@ -117,6 +126,29 @@ void RobustnessPanel::resizeEvent(QResizeEvent* event) {
     splitter_->setStretchFactor(1, 2);
     if (showing_move) beneath_->setCurrentWidget(protocol_page_);
   }
+  fitSplit();
+}
+
+bool RobustnessPanel::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::LayoutRequest) fitSplit();
+  return QWidget::eventFilter(watched, event);
+}
+
+// The splitter's stretch factors alone would give the demo's plot three fifths of a tall
+// screen and leave the protocol page scrolling by a row: where both fit, the page's own
+// height comes first.
+void RobustnessPanel::fitSplit() {
+  if (compact() || split_by_user_ || splitter_->count() < 2) return;
+  const auto* page = qobject_cast<QScrollArea*>(beneath_->currentWidget());
+  if (!page || !page->widget()) return;
+  const int total = splitter_->height() - splitter_->handleWidth();
+  const int frame = 2 * beneath_->style()->pixelMetric(QStyle::PM_DefaultFrameWidth, nullptr, beneath_);
+  const int below = beneath_->tabBar()->sizeHint().height() + page->widget()->sizeHint().height() + frame;
+  const int above = move_page_->widget()->sizeHint().height();
+  if (total <= 0) return;
+  // Where both do not fit, the demo (the story) keeps what it asks for, up to three fifths.
+  const int given = above + below <= total ? below : total - std::min(above, total * 3 / 5);
+  splitter_->setSizes({total - given, given});
 }
 
 }  // namespace translution::ui

@@ -10,8 +10,10 @@
 //   * ShiftMetricsPanel: the field's shift measures for the slots, and equivariance per layer.
 // The Move panel stays on top (the demo's plot and its story); the protocol table,
 // the sweep maps and the shift metrics share the space beneath as tabs, each
-// brought forward when its experiment starts. On a short screen the Move panel is
-// the first of those tabs instead, so that no page is a scrolling sliver.
+// brought forward when its experiment starts. The tab beneath gets the height its page
+// asks for where both fit, the demo's plot the rest; where they do not, each gets a share
+// of what it asks for (until the user moves the splitter). On a short screen the Move
+// panel is the first of those tabs instead, so that no page is a scrolling sliver.
 #include <QList>
 #include <QWidget>
 
@@ -73,8 +75,11 @@ class RobustnessPanel : public QWidget {
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
+  void fitSplit();
+
   MovePanel* move_;
   ProtocolBox* protocol_;
   SweepPanel* sweep_;
@@ -85,6 +90,7 @@ class RobustnessPanel : public QWidget {
   QScrollArea* protocol_page_;
   QScrollArea* sweep_page_;
   QScrollArea* shift_page_;
+  bool split_by_user_ = false;  // the user moved the splitter: fitSplit leaves it
 };
 
 }  // namespace translution::ui

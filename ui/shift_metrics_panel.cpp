@@ -65,9 +65,9 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  // As wide as its columns and as tall as its rows, at the top of its cell: a frame stretched
-  // to the plot's height beside it would read as rows missing. On a page narrower than its
-  // columns the table alone scrolls sideways, so that the page need not.
+  // As wide as its columns and as tall as its rows: a frame stretched past them would read as
+  // rows missing. On a page narrower than its columns the table alone scrolls sideways, so
+  // that the page need not.
   table_->setSizePolicy(QSizePolicy::Maximum, QSizePolicy::Maximum);
   table_->setMinimumHeight(100);
   plot_ = new QCustomPlot(this);
@@ -85,8 +85,8 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
   note_->setWordWrap(true);
   note_->setToolTip(tr("What the table and the plot show"));
   // What the answers do (consistency, the worst case and its stride) in one row, or fewer a row
-  // on a narrow page; what the tokens do (equivariance) beneath; the plot beside the table, or
-  // beneath it.
+  // on a narrow page; what the tokens do (equivariance) beneath; the table, then the plot as
+  // wide as the page (beside a table of four slots it was a tall, narrow strip over blank).
   const QList<QPair<QString, QSpinBox*>> boxes{{tr("Consistency digits"), consistency_digits_},
                                                {tr("Worst-case digits"), worst_digits_},
                                                {tr("Stride"), stride_}};
@@ -111,12 +111,8 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
   layout->addLayout(answer_row);
   layout->addLayout(tokens);
   layout->addWidget(progress_);
-  auto* results = new ReflowLayout(2);
-  results->setColumnStretch(0, 0);  // the table as wide as its columns, the plot the rest
-  results->addWidget(table_);
-  results->setAlignment(table_, Qt::AlignLeft | Qt::AlignTop);
-  results->addWidget(plot_);
-  layout->addLayout(results, 1);
+  layout->addWidget(table_, 0, Qt::AlignLeft);
+  layout->addWidget(plot_, 1);
   layout->addWidget(note_);
   connect(measure_, &QPushButton::clicked, this, &ShiftMetricsPanel::measure);
   setSlots(slots);

@@ -147,8 +147,8 @@ void SlotView::showModel() {
   clearPrediction();  // the bars belonged to the previous model; the new one predicts the canvas next
   const auto p = slot_->predictor();
   if (!p) {
-    title_->setFullText(tr("Slot %1: empty").arg(slot_->name()));
-    title_->setShorterText(tr("%1: empty").arg(slot_->name()));
+    title_->setFullText(tr("%1: empty").arg(slot_->name()));
+    title_->setKeptEnd(QString());
     details_->setText(
         tr("No model yet: choose one in the picker above, or a checkpoint file (Open file… at the "
            "picker's end)."));
@@ -157,9 +157,11 @@ void SlotView::showModel() {
     return;
   }
   const ViTConfig& c = p->config();
-  const QString title = model_title(c.model, p->metadata());
-  title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), title));
-  title_->setShorterText(tr("%1: %2").arg(slot_->name(), title));
+  // "A: Translution (D)" in every slot alike (a "Slot" that fits in one header and not in the
+  // next would set them apart), the mark that tells two models of one method apart kept whole.
+  title_->setFullText(tr("%1: %2").arg(slot_->name(), model_title(c.model, p->metadata())),
+                      QString::fromStdString(p->source()));
+  title_->setKeptEnd(trained_mark(p->metadata()));
   QString text = tr("ViT-%1/%2, depth\u00a0%3, dim\u00a0%4, %5\u00a0M\u00a0parameters, %6")
                      .arg(QString::fromStdString(c.preset))
                      .arg(c.patch)
@@ -170,7 +172,7 @@ void SlotView::showModel() {
   const auto& meta = p->metadata();
   if (meta.count("dataset")) text += tr(" · trained on %1").arg(dataset_words(meta.at("dataset")));
   if (meta.count("test_accuracy"))
-    text += tr(" · test accuracy %1%").arg(100 * std::stod(meta.at("test_accuracy")), 0, 'f', 1);
+    text += tr(" · test\u00a0accuracy\u00a0%1%").arg(100 * std::stod(meta.at("test_accuracy")), 0, 'f', 1);
   if (const QString variant = model_variant(c); !variant.isEmpty()) text += " · " + variant;
   details_->setText(text);
   details_->setToolTip(QString::fromStdString(p->source()));

@@ -220,6 +220,12 @@ void TrainingPanel::buildForm() {
   const int row = method_->sizeHint().height();
   for (QAbstractSpinBox* w : box->findChildren<QAbstractSpinBox*>()) w->setFixedHeight(row);
   for (QCheckBox* w : box->findChildren<QCheckBox*>()) w->setMinimumHeight(row);
+  // On a wide screen a field grows no wider than a long operator's name needs (or than its own
+  // minimum): a one-digit spin box stretched across half the screen reads as a text field.
+  const int widest = 30 * fontMetrics().averageCharWidth();
+  for (QWidget* w : box->findChildren<QWidget*>())
+    if (qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w))
+      w->setMaximumWidth(std::max(w->minimumSizeHint().width(), std::min(w->maximumWidth(), widest)));
   layout->addWidget(box);
   layout->addWidget(buildControls());
   connectForm();
@@ -246,7 +252,7 @@ QFormLayout* TrainingPanel::buildModelFields() {
   depth_->setToolTip(tr("Transformer blocks (the preset sets its own; change it after choosing one)"));
   patch_ = new QComboBox(this);
   patch_->setObjectName("patch");
-  for (int p : {7, 12, 14, 21, 28}) patch_->addItem(QString::number(p), p);
+  for (int p : {7, 12, 14, 21, 28}) patch_->addItem(tr("%1 px").arg(p), p);
   patch_->setCurrentIndex(1);
   patch_->setToolTip(tr("Patch size in pixels: 12 on the 84 x 84 canvas gives a 7 x 7 grid of tokens"));
   dataset_ = new QComboBox(this);
@@ -301,8 +307,13 @@ QHBoxLayout* TrainingPanel::buildHybridFields() {
   first_blocks_->setObjectName("firstBlocks");
   first_blocks_->setRange(1, 23);
   first_blocks_->setToolTip(tr("How many of the first blocks use it (fewer than the depth)"));
+  auto* count = new QLabel(tr("how many"), this);
+  count->setBuddy(first_blocks_);
+  first_blocks_->setMaximumWidth(10 * fontMetrics().averageCharWidth());  // a count of blocks
   row->addWidget(first_model_, 1);
+  row->addWidget(count);
   row->addWidget(first_blocks_);
+  row->addStretch(1);
   auto follow = [this] {
     first_blocks_->setEnabled(!first_model_->currentData().toString().isEmpty());
     first_blocks_->setMaximum(std::max(1, depth_->value() - 1));
@@ -322,6 +333,7 @@ QHBoxLayout* TrainingPanel::buildLorFields() {
   for (QSpinBox* box : {lor_c1_, lor_c2_}) {
     box->setRange(1, 512);
     box->setValue(8);
+    box->setMaximumWidth(10 * fontMetrics().averageCharWidth());  // a width of three digits
     row->addWidget(box);
   }
   lor_c1_->setObjectName("lorC1");
@@ -351,6 +363,7 @@ QHBoxLayout* TrainingPanel::buildLorFields() {
     for (QWidget* w : std::initializer_list<QWidget*>{lor_c1_, lor_c2_, lor_shared_, lor_value_slices_})
       w->setEnabled(lor);
   };
+  row->addStretch(1);
   connect(method_, &QComboBox::currentIndexChanged, this, follow_method);
   follow_method();
   return row;

@@ -117,6 +117,20 @@ class AttributionPanelTest : public QObject {
     QVERIFY(canvas->overlay().isNull());
   }
 
+  // The overlay says the sign by hue and the size by opacity, in proportion: half the scale's end
+  // is half as opaque as the end, so middling pixels do not look as strong as the strongest.
+  void theOverlaysOpacityIsInProportionToTheValue() {
+    const at::Tensor map = at::tensor({0.0, 1.0, 2.0, -2.0, 4.0}, at::kDouble).reshape({1, 5});
+    const QImage overlay = attribution_overlay(map, 2.0);
+    QCOMPARE(qAlpha(overlay.pixel(0, 0)), 0);
+    const int half = qAlpha(overlay.pixel(1, 0)), whole = qAlpha(overlay.pixel(2, 0));
+    QVERIFY2(std::abs(2 * half - whole) <= 1, qPrintable(QString("%1 and %2").arg(half).arg(whole)));
+    QCOMPARE(qAlpha(overlay.pixel(3, 0)), whole);
+    QCOMPARE(qAlpha(overlay.pixel(4, 0)), whole);                     // beyond the scale: clamped to its end
+    QVERIFY(qRed(overlay.pixel(2, 0)) > qBlue(overlay.pixel(2, 0)));  // raises the class: red
+    QVERIFY(qBlue(overlay.pixel(3, 0)) > qRed(overlay.pixel(3, 0)));  // lowers it: blue
+  }
+
   // The colour bar stands beside the square map, as tall as it and level with it.
   void theColourBarSpansTheMap() {
     panel->setCanvas(stroke(0));
@@ -145,7 +159,7 @@ class AttributionPanelTest : public QObject {
     box("attributionMethod")->setCurrentIndex(2);
     waitIdle();
     QCOMPARE(panel->attribution()->occluder, int64_t(4));
-    QVERIFY(panel->summary().contains("4 px tiles"));
+    QVERIFY(panel->summary().contains(QString::fromUtf8("4\u00a0px tiles")));
   }
 
   // The work for the first canvas is still running when the second comes: only the second is shown.

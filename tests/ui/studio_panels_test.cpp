@@ -428,6 +428,39 @@ class StudioPanelsTest : public QObject {
     settle();
   }
 
+  // Where the demo and the protocol page both fit, the page gets all the height it asks for (its
+  // last row in view, no scroll bar) and the demo's plot the rest; where they do not, the demo
+  // keeps what it asks for, up to three fifths. A splitter the user moved is left as it is.
+  void theProtocolPageGetsItsHeightWhereItFits() {
+    RobustnessPanel* panel = window->robustness();
+    auto* tabs = panel->findChild<QTabWidget*>();
+    auto* splitter = panel->findChild<QSplitter*>("robustnessSplitter");
+    window->tabs()->setCurrentWidget(panel);
+    tabs->setCurrentIndex(0);  // the protocol
+    const QSize before = window->size();
+    auto* page = qobject_cast<QScrollArea*>(tabs->currentWidget());
+    QVERIFY(page != nullptr);
+    window->resize(1920, 1080);
+    settle();
+    QVERIFY2(
+        !page->verticalScrollBar()->isVisible(),
+        qPrintable(QString("page %1 of %2").arg(page->height()).arg(page->widget()->sizeHint().height())));
+    const int demo = splitter->sizes()[0];
+    QVERIFY2(demo > panel->movePanel()->sizeHint().height(), qPrintable(QString::number(demo)));
+    window->resize(1280, 720);
+    settle();
+    const QList<int> cramped = splitter->sizes();
+    QVERIFY(std::abs(cramped[0] - std::min(panel->movePanel()->sizeHint().height(),
+                                           (cramped[0] + cramped[1]) * 3 / 5)) <= 2);
+    splitter->setSizes({cramped[0] - 40, cramped[1] + 40});
+    Q_EMIT splitter->splitterMoved(cramped[0] - 40, 1);  // as a drag of the handle reports it
+    window->resize(1920, 1080);
+    settle();
+    QVERIFY(splitter->sizes()[0] != demo);  // the user's split, not fitted again
+    window->resize(before);
+    settle();
+  }
+
   // Start stays in view: between the form and the curves where the page fits, pinned beneath
   // the scrolling page where a small screen stacks the form into one column.
   void theTrainingControlsStayInViewOnASmallScreen() {
@@ -549,7 +582,7 @@ class StudioPanelsTest : public QObject {
     };
     choose("method", "Translution");
     choose("preset", "A");
-    choose("patch", "7");
+    choose("patch", "7 px");
     panel->findChild<QSpinBox*>("batch")->setValue(128);
     QVERIFY2(panel->memoryLabel()->text().contains("of 2.0 GB available; this run will not fit"),
              qPrintable(panel->memoryLabel()->text()));
@@ -563,7 +596,7 @@ class StudioPanelsTest : public QObject {
     QVERIFY2(!panel->findChild<QSpinBox*>("lorC1")->isEnabled(), "LoR's widths apply to LoR methods only");
     choose("method", "LoR-Translution");
     choose("preset", "tiny");
-    choose("patch", "12");
+    choose("patch", "12 px");
     panel->findChild<QSpinBox*>("batch")->setValue(8);
     // LoR's two widths and its shared terms reach the run's model.
     QVERIFY(panel->findChild<QSpinBox*>("lorC1")->isEnabled());
@@ -784,6 +817,15 @@ class StudioPanelsTest : public QObject {
     QCOMPARE(label.text(), QString("D: LoR-Translution"));
     label.resize(label.fontMetrics().horizontalAdvance("Slot D: LoR-Translution") + 4, 20);
     QCOMPARE(label.text(), QString("Slot D: LoR-Translution"));
+    // A kept end stays whole where the rest is elided: "(S)" tells two LoR slots apart.
+    label.setFullText("C: LoR-Translution (S)");
+    label.setShorterText(QString());
+    label.setKeptEnd(" (S)");
+    label.resize(label.fontMetrics().horizontalAdvance("C: LoR… (S)") + 4, 20);
+    QVERIFY2(label.elided() && label.text().endsWith("… (S)") && label.text().startsWith("C: "),
+             qPrintable(label.text()));
+    label.resize(2000, 20);
+    QCOMPARE(label.text(), QString("C: LoR-Translution (S)"));
   }
 
   // With four slots every tab fits the tab area of a 1280 x 800 screen (about 850 x 600) without

@@ -91,10 +91,10 @@ class StudioStoryTest : public QObject {
     QCOMPARE(picker->currentText(), QString("LoR-Translution, trained on centred digits"));
     // Two models of one method side by side are told apart by what they were trained on.
     QVERIFY(window->compare()->views()[0]->picker()->choose(bundled_model("lor")));
-    QTRY_COMPARE(window->compare()->views()[0]->titleText(), QString("Slot A: LoR-Translution (D)"));
-    QTRY_COMPARE(window->compare()->views()[1]->titleText(), QString("Slot B: LoR-Translution (S)"));
+    QTRY_COMPARE(window->compare()->views()[0]->titleText(), QString("A: LoR-Translution (D)"));
+    QTRY_COMPARE(window->compare()->views()[1]->titleText(), QString("B: LoR-Translution (S)"));
     QVERIFY(window->compare()->views()[0]->picker()->choose(bundled_model("translution")));
-    QTRY_COMPARE(window->compare()->views()[0]->titleText(), QString("Slot A: Translution (D)"));
+    QTRY_COMPARE(window->compare()->views()[0]->titleText(), QString("A: Translution (D)"));
     // Remembered: a new window starts with the same choice.
     delete window;
     window = new MainWindow(EngineOptions{}, qEnvironmentVariable("TRANSLUTION_DATA"));
