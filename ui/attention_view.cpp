@@ -159,7 +159,7 @@ void AttentionView::layOutMatrix() {
 
 void AttentionView::buildDistances() {
   distance_plot_->xAxis->setLabel(tr("layer"));
-  distance_plot_->yAxis->setLabel(tr("distance (patches)"));  // the tooltip says which distance
+  distance_plot_->yAxis->setLabel(tr("mean distance (patches)"));  // the tooltip says which distance
   // Tall enough that the axis's label fits beside it with the heads' key beneath.
   distance_plot_->setMinimumSize(kMapSide, 200);
   distance_plot_->setToolTip(

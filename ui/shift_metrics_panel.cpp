@@ -76,7 +76,7 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
          "of the digit, layer by layer: 0 means the layer is equivariant to that shift; dashed: the "
          "CLS token. Right-click to save the plot"));
   plot_->xAxis->setLabel(tr("layer"));
-  plot_->yAxis->setLabel(tr("error"));
+  plot_->yAxis->setLabel(tr("equivariance error"));
   plot_->setMinimumSize(280, 200);  // an axis of every layer, "embed" to the last, unclipped
   plot_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Expanding);  // the page's height to spare
   enable_plot_export(plot_);
