@@ -191,6 +191,7 @@ void OffsetPanel::clearPlot() {
   plot_->clearItems();
   plot_->plotLayout()->clear();
   scale_ = nullptr;
+  echoes_.clear();  // deleted with the layout's other elements
   maps_.clear();
   grids_.clear();
   map_layers_.clear();
@@ -243,7 +244,7 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
   const std::shared_ptr<const Predictor> own =
       showingContributions() ? nullptr : knockout_->original(shownSlot());
   addScale(own ? scaleNorms(*own) : values);
-  grid->addElement(0, columns_, scale_);  // beside the first row of maps, where the panel opens
+  placeScales();
   sizePlot();
   drawSelection();
   plot_->replot();
@@ -275,16 +276,36 @@ int OffsetPanel::columnsFor(int width) const {
   return 1;
 }
 
-// Map k in row k / columns, column k % columns, as draw placed them; the colour scale
-// beside the first row, where the panel opens (a deep model's maps scroll).
+// Map k in row k / columns, column k % columns, as draw placed them; then the colour scales.
 void OffsetPanel::placeMaps() {
   QCPLayoutGrid* grid = plot_->plotLayout();
   for (QCPColorMap* m : maps_) grid->take(m->keyAxis()->axisRect());
   grid->take(scale_);
+  for (QCPColorScale* echo : echoes_) grid->remove(echo);  // removed and deleted
+  echoes_.clear();
   grid->simplify();
   for (int k = 0; k < maps_.size(); ++k)
     grid->addElement(k / columns_, k % columns_, maps_[k]->keyAxis()->axisRect());
+  placeScales();
+}
+
+// The colour scale beside the first row of maps, where the panel opens, and a copy of it
+// beside every further row: a deep model's maps scroll, and a row whose scale has scrolled
+// out of view cannot be read. A sequence's strips are too thin for a bar of their own.
+void OffsetPanel::placeScales() {
+  QCPLayoutGrid* grid = plot_->plotLayout();
   grid->addElement(0, columns_, scale_);
+  const int rows = (int(maps_.size()) + columns_ - 1) / columns_;
+  for (int r = 1; r < rows && grid_h_ > 1; ++r) {
+    auto* echo = new QCPColorScale(plot_);
+    echo->setGradient(scale_->gradient());
+    echo->setDataRange(scale_->dataRange());
+    echo->setLabel(scale_->label());
+    echo->setRangeDrag(false);
+    echo->setRangeZoom(false);
+    grid->addElement(r, columns_, echo);
+    echoes_ << echo;
+  }
 }
 
 // The plot's height follows its width: rows tall enough for square cells across

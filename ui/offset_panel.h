@@ -3,8 +3,8 @@
 // and each relative projection (q, k, v), the Frobenius norm of W_delta over the
 // model's own (2H-1) x (2W-1) offset grid (square cells, the axes over exactly
 // the offsets that exist), with the three CLS matrices in a row beneath, all on
-// one labelled colour scale. Hovering a cell names the offset and its value. Or,
-// for the digit on the canvas, what each offset's value matrix carried
+// one labelled colour scale, repeated beside every row of maps. Hovering a cell names the offset and its
+// value. Or, for the digit on the canvas, what each offset's value matrix carried
 // (Predictor::value_contributions), recomputed off the GUI thread on every change.
 // Cells clicked or dragged over are selected for a knockout (knockout_bar.h): the
 // slot then predicts with a copy whose selected W_delta are replaced
@@ -41,6 +41,7 @@ class OffsetPanel : public QWidget {
   int heatMapCount() const { return maps_.size(); }
   QCPColorMap* heatMap(int index) const { return maps_.value(index); }
   QCPColorScale* colourScale() const { return scale_; }
+  int colourScaleCount() const { return scale_ ? 1 + int(echoes_.size()) : 0; }
   QString message() const;  // what the panel says when there is nothing to show
   QString describeCell(int map, int row, int column) const;  // the hover text
   bool showingContributions() const;
@@ -60,6 +61,7 @@ class OffsetPanel : public QWidget {
   int plotWidthWithoutScrollBar() const;
   int columnsFor(int width) const;
   void placeMaps();
+  void placeScales();
   void rebuild();
   void draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitudes, const Predictor* predictor);
   void clearPlot();
@@ -84,6 +86,7 @@ class OffsetPanel : public QWidget {
   QLabel* message_;
   QCustomPlot* plot_;
   QCPColorScale* scale_ = nullptr;
+  QList<QCPColorScale*> echoes_;  // copies of scale_ beside the rows after the first
   QList<QCPColorMap*> maps_;
   std::vector<OffsetGrid> grids_;  // one per map
   QList<int> map_layers_;

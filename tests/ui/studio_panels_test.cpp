@@ -705,6 +705,12 @@ class StudioPanelsTest : public QObject {
       QCOMPARE(rect_of(1).top() == rect_of(0).top(), !one_a_row);
       QCOMPARE(rect_of(1).left() == rect_of(0).left(), one_a_row);
       QVERIFY2(rect_of(0).width() >= 100, qPrintable(QString::number(rect_of(0).width())));
+      // A colour scale beside every row of maps (a row a layer, or a row a map), alike.
+      QCOMPARE(panel->colourScaleCount(), one_a_row ? 2 * 3 : 2);
+      for (QCPColorScale* scale : panel->plot()->findChildren<QCPColorScale*>()) {
+        QCOMPARE(scale->dataRange(), panel->colourScale()->dataRange());
+        QCOMPARE(scale->label(), panel->colourScale()->label());
+      }
       for (int i = 0; i < panel->heatMapCount(); ++i) {
         QCPColorMap* map = panel->heatMap(i);
         QCOMPARE(map->keyAxis()->range().lower, -6.5);
