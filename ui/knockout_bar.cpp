@@ -49,6 +49,7 @@ KnockoutBar::KnockoutBar(QWidget* parent)
   radius_->setDecimals(1);
   radius_->setValue(2);
   radius_->setPrefix(tr("r = "));
+  radius_->setSuffix(tr(" patches"));
   radius_->setToolTip(
       tr("Distance in patches: \"Select beyond r\" selects every offset whose Euclidean length "
          "sqrt(dx² + dy²) exceeds it"));
