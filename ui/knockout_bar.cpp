@@ -32,7 +32,7 @@ KnockoutBar::KnockoutBar(QWidget* parent)
     : QWidget(parent),
       summary_(new ElidedLabel(this)),
       radius_(new QDoubleSpinBox(this)),
-      beyond_(new QPushButton(tr("Select beyond r"), this)),
+      beyond_(new QPushButton(tr("Select beyond"), this)),
       clear_(new QPushButton(tr("Clear"), this)),
       apply_(new QPushButton(tr("Knock out"), this)),
       restore_(new QPushButton(tr("Restore"), this)),
@@ -48,13 +48,14 @@ KnockoutBar::KnockoutBar(QWidget* parent)
   radius_->setSingleStep(0.5);
   radius_->setDecimals(1);
   radius_->setValue(2);
-  radius_->setPrefix(tr("r = "));
-  radius_->setSuffix(tr(" patches"));
+  radius_->setSuffix(tr(" patches"));  // "Select beyond [2.0 patches]" reads as it acts
   radius_->setToolTip(
-      tr("Distance in patches: \"Select beyond r\" selects every offset whose Euclidean length "
+      tr("Distance in patches: \"Select beyond\" selects every offset whose Euclidean length "
          "sqrt(dx² + dy²) exceeds it"));
   beyond_->setObjectName("knockoutBeyond");
-  beyond_->setToolTip(tr("Select every offset farther than r patches (Euclidean), replacing the selection"));
+  beyond_->setToolTip(
+      tr("Select every offset farther than the distance beside it (Euclidean, in patches), replacing "
+         "the selection"));
   clear_->setObjectName("knockoutClear");
   clear_->setToolTip(tr("Select no offset"));
   cls_->setObjectName("knockoutCls");
@@ -78,8 +79,8 @@ KnockoutBar::KnockoutBar(QWidget* parent)
   auto* selection_row = new QHBoxLayout;
   selection_row->addWidget(new QLabel(tr("Knockout:"), this));
   selection_row->addWidget(summary_, 1);
-  selection_row->addWidget(radius_);
   selection_row->addWidget(beyond_);
+  selection_row->addWidget(radius_);
   selection_row->addWidget(clear_);
   auto* action_row = new QHBoxLayout;
   for (QWidget* w : std::initializer_list<QWidget*>{q_, k_, v_, cls_, replacement_, apply_, restore_})

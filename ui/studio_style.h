@@ -1,7 +1,7 @@
 #pragma once
 // The desktop's own style, with room around a push button's text: Fusion (Qt's default
 // where the desktop names none) fits a long label to within a few pixels of its frame
-// ("Select beyond r", "Resume from file…"), while short ones get its wide minimum.
+// ("Select beyond", "Resume from file…"), while short ones get its wide minimum.
 #include <QProxyStyle>
 
 namespace translution::ui {

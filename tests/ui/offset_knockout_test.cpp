@@ -1,5 +1,5 @@
 // Offset knockout in the studio, driven like a user: cells clicked and dragged
-// over on the Offset weights tab, "every offset beyond r", Knock out; the slot
+// over on the Offset weights tab, "every offset beyond a distance", Knock out; the slot
 // then predicts with a knocked-out copy (its label says so, its probabilities
 // change), and Restore gives it back its own model and exactly its old answer.
 #include "infer/offset_knockout.h"
