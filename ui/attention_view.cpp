@@ -128,9 +128,13 @@ void AttentionView::buildMatrix() {
   matrix_scale_ = new QCPColorScale(matrix_plot_);
   matrix_scale_->setType(QCPAxis::atBottom);
   matrix_scale_->setBarWidth(10);
-  matrix_scale_->setLabel(tr("attention weight"));
+  matrix_scale_->setLabel(tr("attention weight (log scale)"));
   matrix_scale_->setGradient(AttentionMap::gradient());  // linked, the map takes the scale's gradient
-  matrix_scale_->axis()->ticker()->setTickCount(3);      // a bar as narrow as the map: few, unclipped labels
+  // Logarithmic: a row's weights sum to 1 over some 50 keys, so most sit near 0.02 and a linear
+  // scale up to the largest (0.3 or more) paints the matrix one dark colour.
+  matrix_scale_->setDataScaleType(QCPAxis::stLogarithmic);
+  matrix_scale_->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  matrix_scale_->axis()->ticker()->setTickCount(3);  // a bar as narrow as the map: few, unclipped labels
   matrix_scale_->setRangeDrag(false);
   matrix_scale_->setRangeZoom(false);
   matrix_plot_->plotLayout()->addElement(1, 0, matrix_scale_);
@@ -351,7 +355,9 @@ void AttentionView::showMatrix(const at::Tensor& matrix, int query) {
   const float* v = matrix_values_.data_ptr<float>();
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) matrix_->data()->setCell(j, i, v[i * n + j]);
-  matrix_->rescaleDataRange(true);
+  // Three decades down from the largest weight: fainter keys (and a causal row's zeros) take its end.
+  const double top = std::max(double(matrix_values_.max().item<float>()), 1e-6);
+  matrix_scale_->setDataRange(QCPRange(top / 1000, top));
   matrix_plot_->xAxis->setRange(-0.5, n - 0.5);
   matrix_plot_->yAxis->setRange(-0.5, n - 0.5);
   row_marker_->setVisible(true);

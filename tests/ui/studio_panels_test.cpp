@@ -679,9 +679,13 @@ class StudioPanelsTest : public QObject {
       }
     }
     AttentionView* view = window->attention()->views()[0];
-    QCOMPARE(view->matrixScale()->label(), QString("attention weight"));
+    QCOMPARE(view->matrixScale()->label(), QString("attention weight (log scale)"));
     const at::Tensor matrix = view->slot()->lastPrediction()->attention.back()[0];
     QVERIFY(std::abs(view->matrixScale()->dataRange().upper - matrix.max().item<double>()) < 1e-6);
+    // Three decades on a log scale: the many weights near 1/N get colours of their own.
+    QCOMPARE(view->matrixScale()->dataScaleType(), QCPAxis::stLogarithmic);
+    QVERIFY(std::abs(view->matrixScale()->dataRange().lower * 1000 - view->matrixScale()->dataRange().upper) <
+            1e-9);
     QVERIFY(view->mainScale()->colourScale()->label().contains("attention weight"));
     QVERIFY(std::abs(view->mainScale()->colourScale()->dataRange().upper - view->mainMap()->colourTop()) <
             1e-9);
