@@ -151,7 +151,8 @@ void AttentionView::buildMatrix() {
   row_marker_ = new QCPItemRect(matrix_plot_);
   row_marker_->setPen(QPen(QColor(80, 200, 255), 2));
   row_marker_->setBrush(Qt::NoBrush);
-  row_marker_->setClipToAxisRect(false);  // its frame runs outside the matrix where it rings row 0
+  // Its sides, and its top or bottom at the first or last row, lie outside the matrix.
+  row_marker_->setClipToAxisRect(false);
   connect(matrix_plot_, &QCustomPlot::afterLayout, this, &AttentionView::layOutMatrix);
   connect(matrix_plot_, &QCustomPlot::mouseMove, this, &AttentionView::hoverMatrix);
 }
@@ -226,9 +227,9 @@ void AttentionView::rebuild() {
   layer_->setCurrentIndex(int(c.depth) - 1);
   multiples_caption_->setText(c.heads > 1 ? tr("Every layer and head, same query:")
                                           : tr("Every layer, same query:"));
-  // Several heads: one row per layer; one head: layers in rows of up to three, evened out (two and
-  // two, not three and one). The maps share the matrix's column (at least kMapSide + 60 px): as
-  // large as that allows, never under 36 px.
+  // Several heads: one row per layer; one head: layers in rows of up to three, as few columns as
+  // that many rows need (four layers two by two, not three and one). The maps share the matrix's
+  // column (at least kMapSide + 60 px): as large as that allows, never under 36 px.
   const int rows = int(c.depth + 2) / 3;
   const int columns = c.heads > 1 ? int(c.heads) : int(c.depth + rows - 1) / rows;
   const int side = std::clamp((kMapSide + 60) / columns - 4, 36, 96);

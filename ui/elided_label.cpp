@@ -48,7 +48,9 @@ void ElidedLabel::elide() {
   const bool fits = fontMetrics().horizontalAdvance(full_) <= room;
   const QString& shown = fits || shorter_.isEmpty() ? full_ : shorter_;
   const int end_width = fontMetrics().horizontalAdvance(kept_end_);
-  if (!fits && !kept_end_.isEmpty() && shown.endsWith(kept_end_) && end_width < room) {
+  // Kept only with room for an ellipsis before it; narrower than that, the whole text elides.
+  const int least = end_width + fontMetrics().horizontalAdvance(QStringLiteral("…"));
+  if (!fits && !kept_end_.isEmpty() && shown.endsWith(kept_end_) && least <= room) {
     const QString head = shown.chopped(kept_end_.size());
     QLabel::setText(fontMetrics().elidedText(head, mode_, room - end_width) + kept_end_);
     return;

@@ -15,9 +15,9 @@ class ElidedLabel : public QLabel {
   // What to show instead where the whole text does not fit ("D: LoR-Translution" for
   // "Slot D: LoR-Translution"), itself elided where even it does not; empty: none.
   void setShorterText(const QString& text);
-  // An ending that elision never cuts (" (S)" in "A: LoR-Translution (S)"): where the text does
-  // not fit, what comes before it is elided instead, so the part that tells two titles apart
-  // stays. Empty: none.
+  // An ending that elision keeps (" (S)" in "A: LoR-Translution (S)"): where the text does not
+  // fit, what comes before it is elided instead, so the part that tells two titles apart stays.
+  // Where not even an ellipsis and the ending fit, the whole text elides. Empty: none.
   void setKeptEnd(const QString& end);
   QString fullText() const { return full_; }
   bool elided() const { return text() != full_; }

@@ -81,6 +81,7 @@ KnockoutBar::KnockoutBar(QWidget* parent)
   selection_row->addWidget(summary_, 1);
   selection_row->addWidget(beyond_);
   selection_row->addWidget(radius_);
+  setTabOrder(beyond_, radius_);  // as the row reads: the button, then its distance
   selection_row->addWidget(clear_);
   auto* action_row = new QHBoxLayout;
   for (QWidget* w : std::initializer_list<QWidget*>{q_, k_, v_, cls_, replacement_, apply_, restore_})

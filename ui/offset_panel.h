@@ -3,8 +3,9 @@
 // and each relative projection (q, k, v), the Frobenius norm of W_delta over the
 // model's own (2H-1) x (2W-1) offset grid (square cells, the axes over exactly
 // the offsets that exist), with the three CLS matrices in a row beneath, all on
-// one labelled colour scale, repeated beside every row of maps. Hovering a cell names the offset and its
-// value. Or, for the digit on the canvas, what each offset's value matrix carried
+// one labelled colour scale, repeated beside every row of maps (a sequence's thin
+// strips have one). Hovering a cell names the offset and its value. Or, for the
+// digit on the canvas, what each offset's value matrix carried
 // (Predictor::value_contributions), recomputed off the GUI thread on every change.
 // Cells clicked or dragged over are selected for a knockout (knockout_bar.h): the
 // slot then predicts with a copy whose selected W_delta are replaced

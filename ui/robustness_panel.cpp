@@ -111,7 +111,11 @@ bool RobustnessPanel::compact() const { return beneath_->indexOf(move_page_) >= 
 void RobustnessPanel::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
   const bool want = height() < kCompactHeight;
-  if (want == compact()) return fitSplit();
+  if (want != compact()) setCompact(want);
+  fitSplit();
+}
+
+void RobustnessPanel::setCompact(bool want) {
   if (want) {
     beneath_->insertTab(0, move_page_, tr("Move along a path"));
     beneath_->setTabToolTip(0, tr("The digit slid along a path: each slot's probability of the true "
@@ -126,8 +130,18 @@ void RobustnessPanel::resizeEvent(QResizeEvent* event) {
     splitter_->setStretchFactor(1, 2);
     if (showing_move) beneath_->setCurrentWidget(protocol_page_);
   }
-  fitSplit();
 }
+
+namespace {
+
+// The height `page`'s contents need at its width: their parts stack on a narrow page (a
+// ReflowLayout), which their size hint, taken side by side, does not count.
+int page_height(const QScrollArea& page) {
+  const QWidget* w = page.widget();
+  return w->hasHeightForWidth() ? w->heightForWidth(page.viewport()->width()) : w->sizeHint().height();
+}
+
+}  // namespace
 
 bool RobustnessPanel::eventFilter(QObject* watched, QEvent* event) {
   if (event->type() == QEvent::LayoutRequest) fitSplit();
@@ -142,10 +156,14 @@ void RobustnessPanel::fitSplit() {
   const auto* page = qobject_cast<QScrollArea*>(beneath_->currentWidget());
   if (!page || !page->widget()) return;
   const int total = splitter_->height() - splitter_->handleWidth();
-  const int frame = 2 * beneath_->style()->pixelMetric(QStyle::PM_DefaultFrameWidth, nullptr, beneath_);
-  const int below = beneath_->tabBar()->sizeHint().height() + page->widget()->sizeHint().height() + frame;
-  const int above = move_page_->widget()->sizeHint().height();
   if (total <= 0) return;
+  // The tab bar and the pane's frame: measured where the tabs are laid out, else estimated.
+  const int frame = 2 * beneath_->style()->pixelMetric(QStyle::PM_DefaultFrameWidth, nullptr, beneath_);
+  const int around = beneath_->isVisible() && page->height() > 0
+                         ? beneath_->height() - page->height()
+                         : beneath_->tabBar()->sizeHint().height() + frame;
+  const int below = around + page_height(*page);
+  const int above = page_height(*move_page_);
   // Where both do not fit, the demo (the story) keeps what it asks for, up to three fifths.
   const int given = above + below <= total ? below : total - std::min(above, total * 3 / 5);
   splitter_->setSizes({total - given, given});

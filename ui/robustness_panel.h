@@ -11,9 +11,10 @@
 // The Move panel stays on top (the demo's plot and its story); the protocol table,
 // the sweep maps and the shift metrics share the space beneath as tabs, each
 // brought forward when its experiment starts. The tab beneath gets the height its page
-// asks for where both fit, the demo's plot the rest; where they do not, each gets a share
-// of what it asks for (until the user moves the splitter). On a short screen the Move
-// panel is the first of those tabs instead, so that no page is a scrolling sliver.
+// asks for where both fit, the demo's plot the rest; where they do not, the demo keeps
+// what it asks for up to three fifths (until the user moves the splitter). On a short
+// screen the Move panel is the first of those tabs instead, so that no page is a
+// scrolling sliver.
 #include <QList>
 #include <QWidget>
 
@@ -78,6 +79,7 @@ class RobustnessPanel : public QWidget {
   bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
+  void setCompact(bool compact);
   void fitSplit();
 
   MovePanel* move_;

@@ -86,7 +86,8 @@ ShiftMetricsPanel::ShiftMetricsPanel(QString data_dir, const QList<ModelSlot*>& 
   note_->setToolTip(tr("What the table and the plot show"));
   // What the answers do (consistency, the worst case and its stride) in one row, or fewer a row
   // on a narrow page; what the tokens do (equivariance) beneath; the table, then the plot as
-  // wide as the page (beside a table of four slots it was a tall, narrow strip over blank).
+  // wide as the page: a line per slot over the layers reads best wide, and beside the table
+  // it would leave a blank beneath the table's rows.
   const QList<QPair<QString, QSpinBox*>> boxes{{tr("Consistency digits"), consistency_digits_},
                                                {tr("Worst-case digits"), worst_digits_},
                                                {tr("Stride"), stride_}};
