@@ -55,6 +55,13 @@ QString trained_mark(const std::map<std::string, std::string>& metadata) {
   return trained == "static" ? " (S)" : trained == "dynamic" ? " (D)" : "";
 }
 
+QString trained_mark_meaning(const std::map<std::string, std::string>& metadata) {
+  const QString mark = trained_mark(metadata);
+  if (mark.isEmpty()) return {};
+  return mark == " (S)" ? tr("(S): trained on centred digits (static)")
+                        : tr("(D): trained on digits anywhere on the canvas (dynamic)");
+}
+
 QString model_title(const std::string& method, const std::map<std::string, std::string>& metadata) {
   return method_title(method) + trained_mark(metadata);
 }

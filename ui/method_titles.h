@@ -18,5 +18,7 @@ QString method_title(const std::string& name);
 QString model_title(const std::string& method, const std::map<std::string, std::string>& metadata);
 // That title's ending: " (S)", " (D)" or empty.
 QString trained_mark(const std::map<std::string, std::string>& metadata);
+// What the ending means, in words for a tooltip ("(S): trained on centred digits"); empty for none.
+QString trained_mark_meaning(const std::map<std::string, std::string>& metadata);
 
 }  // namespace translution::ui

@@ -159,8 +159,9 @@ void SlotView::showModel() {
   const ViTConfig& c = p->config();
   // "A: Translution (D)" in every slot alike (a "Slot" that fits in one header and not in the
   // next would set them apart), the mark that tells two models of one method apart kept whole.
+  const QString meaning = trained_mark_meaning(p->metadata());
   title_->setFullText(tr("%1: %2").arg(slot_->name(), model_title(c.model, p->metadata())),
-                      QString::fromStdString(p->source()));
+                      (meaning.isEmpty() ? QString() : meaning + "\n") + QString::fromStdString(p->source()));
   title_->setKeptEnd(trained_mark(p->metadata()));
   QString text = tr("ViT-%1/%2, depth\u00a0%3, dim\u00a0%4, %5\u00a0M\u00a0parameters, %6")
                      .arg(QString::fromStdString(c.preset))

@@ -14,6 +14,7 @@
 #include "bundled_models.h"
 #include "compare_panel.h"
 #include "digit_canvas.h"
+#include "elided_label.h"
 #include "infer/attention_inspection.h"
 #include "main_window.h"
 #include "model_picker.h"
@@ -93,6 +94,8 @@ class StudioStoryTest : public QObject {
     QVERIFY(window->compare()->views()[0]->picker()->choose(bundled_model("lor")));
     QTRY_COMPARE(window->compare()->views()[0]->titleText(), QString("A: LoR-Translution (D)"));
     QTRY_COMPARE(window->compare()->views()[1]->titleText(), QString("B: LoR-Translution (S)"));
+    QVERIFY(window->compare()->views()[1]->findChild<ElidedLabel*>()->toolTip().contains(
+        "(S): trained on centred digits"));
     QVERIFY(window->compare()->views()[0]->picker()->choose(bundled_model("translution")));
     QTRY_COMPARE(window->compare()->views()[0]->titleText(), QString("A: Translution (D)"));
     // Remembered: a new window starts with the same choice.
