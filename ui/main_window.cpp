@@ -15,6 +15,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QResizeEvent>
 #include <QScreen>
 #include <QSettings>
 #include <QSlider>
@@ -245,13 +246,35 @@ void MainWindow::loadDefaultSlots() {
 }
 
 void MainWindow::buildToolBar() {
-  QToolBar* bar = addToolBar(tr("Canvas"));
-  bar->setObjectName("canvasToolBar");
-  bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
-  addToolActions(bar);
-  addBrushAndGrid(bar);
-  addEditActions(bar);
-  addDigitSources(bar);
+  canvas_bar_ = addToolBar(tr("Canvas"));
+  canvas_bar_->setObjectName("canvasToolBar");
+  canvas_bar_->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  addToolActions(canvas_bar_);
+  addBrushAndGrid(canvas_bar_);
+  addEditActions(canvas_bar_);
+  digits_bar_ = addToolBar(tr("Digits"));
+  digits_bar_->setObjectName("digitsToolBar");
+  digits_bar_->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  addDigitSources(digits_bar_);
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+  QMainWindow::resizeEvent(event);
+  wrapToolBars();
+}
+
+// The digits' tool bar beside the canvas's where the window is wide enough, beneath it where
+// it is not: a tool bar too short for its tools hides the last behind an overflow button,
+// where a small screen's user would not find "Random test digit". Tool bars the user has
+// moved apart are left where they are.
+void MainWindow::wrapToolBars() {
+  if (!canvas_bar_ || toolBarArea(canvas_bar_) != toolBarArea(digits_bar_)) return;
+  const bool wrap = canvas_bar_->sizeHint().width() + digits_bar_->sizeHint().width() > width();
+  if (wrap == toolBarBreak(digits_bar_)) return;
+  if (wrap)
+    insertToolBarBreak(digits_bar_);
+  else
+    removeToolBarBreak(digits_bar_);
 }
 
 // Draw, erase, move and query: one checked at a time.
@@ -320,7 +343,6 @@ void MainWindow::addEditActions(QToolBar* bar) {
   clear->setShortcuts({QKeySequence::Delete, QKeySequence(Qt::Key_Backspace)});
   clear->setToolTip(tr("Clear the canvas (Delete)"));
   connect(clear, &QAction::triggered, canvas_, &DigitCanvas::clear);
-  bar->addSeparator();
 }
 
 // Where a digit comes from: a picture, or a random MNIST test digit.

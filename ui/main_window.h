@@ -68,6 +68,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void buildPanels(const EngineOptions& engine, const QString& data_dir);
@@ -83,6 +84,7 @@ class MainWindow : public QMainWindow {
   void addBrushAndGrid(QToolBar* bar);
   void addEditActions(QToolBar* bar);
   void addDigitSources(QToolBar* bar);
+  void wrapToolBars();
   QWidget* buildCanvasPane();
   void chooseImage();
   void chooseCheckpoint(int slot_index);
@@ -107,6 +109,8 @@ class MainWindow : public QMainWindow {
   QComboBox* patch_box_ = nullptr;
   QComboBox* placement_box_ = nullptr;
   QSlider* brush_slider_ = nullptr;
+  QToolBar* canvas_bar_ = nullptr;
+  QToolBar* digits_bar_ = nullptr;  // beside canvas_bar_, or beneath it where both do not fit
   QAction* open_image_ = nullptr;
   QAction* random_action_ = nullptr;
   QAction* add_slot_ = nullptr;

@@ -14,6 +14,7 @@
 #include <QScrollArea>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QToolBar>
 #include <QVBoxLayout>
 #include <QtTest>
 #include <sys/stat.h>
@@ -191,6 +192,25 @@ class MainWindowTest : public QObject {
   // Four slots sit side by side where the window holds them and two by two where it does not,
   // so they never widen the window; removing them leaves its minimum as it was. Their details
   // follow each arrangement's width.
+  // The digits' tool bar goes beneath the canvas's where both do not fit in a row, so no tool
+  // hides behind an overflow button, and back beside it where they fit.
+  void theToolBarsWrapRatherThanHideTools() {
+    auto* canvas_bar = window->findChild<QToolBar*>("canvasToolBar");
+    auto* digits_bar = window->findChild<QToolBar*>("digitsToolBar");
+    QVERIFY(canvas_bar && digits_bar);
+    QVERIFY(!window->toolBarBreak(digits_bar));
+    QCOMPARE(digits_bar->y(), canvas_bar->y());
+    window->resize(800, 600);
+    QTRY_VERIFY(window->toolBarBreak(digits_bar));
+    QTRY_VERIFY(digits_bar->y() > canvas_bar->y());
+    for (QAction* action : digits_bar->actions())
+      if (QWidget* button = digits_bar->widgetForAction(action))
+        QVERIFY2(button->isVisible() && button->geometry().right() <= digits_bar->width(),
+                 qPrintable(action->text()));
+    window->resize(1280, 800);
+    QTRY_VERIFY(!window->toolBarBreak(digits_bar));
+  }
+
   void fourSlotsSitTwoByTwoInANarrowWindow() {
     window->tabs()->setCurrentIndex(0);
     const int two = window->minimumSizeHint().width();
