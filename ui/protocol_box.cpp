@@ -118,6 +118,7 @@ ProtocolBox::ProtocolBox(const EngineOptions& engine, QString data_dir, QWidget*
     run_->setEnabled(true);
     stop_->setEnabled(false);
     progress_->setValue(progress_->maximum());
+    progress_->setFormat(error.isEmpty() ? tr("Done") : tr("Ended"));
     status_->setText(error.isEmpty() ? tr("Experiment done: every model is in the list below the table.")
                                      : tr("Experiment ended: %1").arg(error));
     Q_EMIT finished();
@@ -152,6 +153,8 @@ void ProtocolBox::buildControls(QBoxLayout* layout) {
   layout->addLayout(row_of({run_, stop_}));
   progress_ = new QProgressBar(this);
   progress_->setRange(0, 1);
+  progress_->setValue(0);
+  progress_->setFormat(tr("Nothing run yet"));  // words, as the sweep's and shift metrics' bars say
   status_ = new QLabel(tr("Evaluate the bundled pairs, or train your own."), this);
   status_->setWordWrap(true);
   layout->addWidget(progress_);
@@ -283,6 +286,7 @@ void ProtocolBox::evaluateBundledPairs() {
     evaluate_->setEnabled(true);
     progress_->setRange(0, 1);
     progress_->setValue(1);
+    progress_->setFormat(evaluation_error_.isEmpty() ? tr("Done") : tr("Evaluation failed"));
     const QString error = evaluation_error_;
     evaluation_error_.clear();
     status_->setText(error.isEmpty()
@@ -316,6 +320,7 @@ void ProtocolBox::runExperiment() {
   stop_->setEnabled(true);
   progress_->setRange(0, 1000);
   progress_->setValue(0);
+  progress_->setFormat(tr("Training and testing: %p%"));
 }
 
 void ProtocolBox::stopExperiment() { runner_->stop(); }
