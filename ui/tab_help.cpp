@@ -36,7 +36,7 @@ QString tab_help_text(StudioTab tab) {
           "the classifier reads.</p><p>The rollout multiplies the layers' attention (with the residual path) "
           "to "
           "show what reaches the CLS token through the whole network; the N x N matrix shows every query's "
-          "row; "
+          "row, its colours on a log scale (most weights sit near 1/N); "
           "the mean distance says how far each head looks.</p>");
     case StudioTab::Offsets:
       return QObject::tr(
