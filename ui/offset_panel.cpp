@@ -244,6 +244,7 @@ void OffsetPanel::draw(const std::vector<std::vector<OffsetMagnitudes>>& magnitu
   const std::shared_ptr<const Predictor> own =
       showingContributions() ? nullptr : knockout_->original(shownSlot());
   addScale(own ? scaleNorms(*own) : values);
+  if (own) blankBelowScale();
   placeScales();
   sizePlot();
   drawSelection();
@@ -368,6 +369,20 @@ void OffsetPanel::addScale(const std::vector<double>& values) {
   scale_->setDataRange(showingContributions() ? quantile_range(values, 0.01, 0.99)
                        : values.empty()       ? QCPRange(0, 1)
                                               : QCPRange(*low, *high > *low ? *high : *low + 1));
+}
+
+// With a knocked-out copy standing in, the scale is the slot's own model's. A replaced matrix
+// below it (zero, or a bank's mean smaller than every offset's own) is left blank under its
+// hatching rather than painted in the scale's lowest colour, a value it does not have;
+// hovering still gives its value.
+void OffsetPanel::blankBelowScale() {
+  const double low = scale_->dataRange().lower;
+  for (QCPColorMap* m : maps_) {
+    QCPColorMapData* d = m->data();
+    for (int x = 0; x < d->keySize(); ++x)
+      for (int y = 0; y < d->valueSize(); ++y)
+        if (d->cell(x, y) < low) d->setCell(x, y, std::nan(""));
+  }
 }
 
 void OffsetPanel::explain(const Predictor& predictor, bool any_maps) {
@@ -563,8 +578,10 @@ void OffsetPanel::markCell(int map, double x, double y) {
   }
   mark->topLeft->setCoords(x - 0.5, y - 0.5);
   mark->bottomRight->setCoords(x + 0.5, y + 0.5);
-  mark->setPen(QPen(QColor(255, 255, 255, 220), 1));
-  mark->setBrush(QBrush(QColor(255, 255, 255, 200), Qt::BDiagPattern));
+  // Grey: seen over the map's darkest and brightest colours, and over the blank a knocked-out
+  // matrix below the scale leaves (blankBelowScale).
+  mark->setPen(QPen(QColor(140, 140, 140, 230), 1));
+  mark->setBrush(QBrush(QColor(140, 140, 140, 230), Qt::BDiagPattern));
   mark->setSelectable(false);
   marks_ << mark;
 }

@@ -68,6 +68,7 @@ class OffsetPanel : public QWidget {
   void clearPlot();
   void explain(const Predictor& predictor, bool any_maps);
   void addScale(const std::vector<double>& values);
+  void blankBelowScale();
   // The weights' norms of `model` as the maps hold them: with a knocked-out copy standing in,
   // the slot's own model's set the colour scale (the replaced cells would otherwise stretch
   // it and recolour every cell the knockout left alone).
