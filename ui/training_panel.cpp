@@ -51,7 +51,21 @@ const QColor kRunColours[] = {QColor(31, 119, 180),  QColor(214, 39, 40),  QColo
                               QColor(148, 103, 189), QColor(255, 127, 14), QColor(23, 190, 207),
                               QColor(140, 86, 75),   QColor(227, 119, 194)};
 
+// Words in the middle of an empty plot, so that its bare axes do not read as a run gone wrong;
+// the first curve takes them away (add_graph).
+void add_placeholder(QCustomPlot* plot) {
+  auto* text = new QCPItemText(plot);
+  text->setProperty("placeholder", true);
+  text->position->setType(QCPItemPosition::ptAxisRectRatio);
+  text->position->setCoords(0.5, 0.5);
+  text->setText(QObject::tr("No run yet: its curves appear here\nas it trains (Start, above)"));
+  text->setColor(QColor(120, 120, 120));
+  text->setSelectable(false);
+}
+
 QCPGraph* add_graph(QCustomPlot* plot, const QColor& colour, bool test, const QString& name) {
+  for (int i = 0; i < plot->itemCount(); ++i)
+    if (plot->item(i)->property("placeholder").toBool()) plot->item(i)->setVisible(false);
   QCPGraph* g = plot->addGraph();
   g->setName(name);
   QPen pen(colour, test ? 2.0 : 1.2);
@@ -72,6 +86,7 @@ void style_plot(QCustomPlot* plot, const QString& y_label) {
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot->setMinimumHeight(180);  // the y axis's label fits beside the axis with a run's key beneath
   enable_plot_export(plot);
+  add_placeholder(plot);
 }
 
 }  // namespace

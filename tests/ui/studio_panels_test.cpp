@@ -266,6 +266,15 @@ class StudioPanelsTest : public QObject {
     QCOMPARE(panel->lossPlot()->xAxis->range().upper, 3.0);
     epochs->setValue(1);
     QCOMPARE(panel->lossPlot()->xAxis->range().upper, 1.0);
+    // An empty plot says why it is empty, until the first curve.
+    const auto placeholder_shown = [](QCustomPlot* plot) {
+      for (int i = 0; i < plot->itemCount(); ++i)
+        if (auto* text = qobject_cast<QCPItemText*>(plot->item(i));
+            text && text->text().startsWith("No run yet"))
+          return text->visible();
+      return false;
+    };
+    QVERIFY(placeholder_shown(panel->lossPlot()) && placeholder_shown(panel->accuracyPlot()));
     panel->setQuickRun(400, 256);
     QSignalSpy finished(panel, &TrainingPanel::runFinished);
     panel->startRun();
@@ -274,6 +283,7 @@ class StudioPanelsTest : public QObject {
     // Curves grow while the GUI thread stays free (this loop is the GUI thread).
     QTRY_VERIFY_WITH_TIMEOUT(panel->lossPlot()->graph(0)->dataCount() >= 2, 120000);
     QVERIFY(panel->accuracyPlot()->graph(0)->dataCount() >= 2);
+    QVERIFY(!placeholder_shown(panel->lossPlot()) && !placeholder_shown(panel->accuracyPlot()));
     QVERIFY(panel->hasUnsavedRun());
     panel->stopRun();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
