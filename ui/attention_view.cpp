@@ -186,8 +186,15 @@ QWidget* AttentionView::buildMultiples() {
   multiples_caption_->setMinimumWidth(0);
   multiples_caption_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   layout->addWidget(multiples_caption_);
-  layout->addLayout(grid_);
+  // The maps together in the middle of their box, at their preferred size: spread over its
+  // width they would sit apart with a gap wider than a map between them.
+  auto* centred = new QHBoxLayout;
+  centred->addStretch(1);
+  centred->addLayout(grid_);
+  centred->addStretch(1);
+  layout->addLayout(centred);
   layout->addStretch(1);  // the maps keep their shape; spare height goes beneath them
+  layout->addSpacing(4);  // clear of the scale when no height is spare
   grid_->setSpacing(3);
   multiples_scale_ = new AttentionScale(tr("weight ÷ each map's largest"), box);
   multiples_scale_->setToolTip(
