@@ -212,6 +212,7 @@ void TrainingPanel::buildForm() {
   form_ = box;
   // The model's column beside the run's where the page is wide enough, else above it.
   auto* columns = new ReflowLayout(2);
+  columns->setColumnStretch(0, 0);  // the run's fields right after the model's, the spare width after both
   QFormLayout* model_fields = buildModelFields();
   QFormLayout* run_fields = buildRunFields();
   columns->addLayout(model_fields);
