@@ -17,13 +17,14 @@
 #include <unistd.h>
 
 #include "dist/rendezvous_handshake.h"
+#include "dist/store_client.h"
 #include "dist/store_file.h"
+#include "dist/store_server.h"
 
 #if defined(TRANSLUTION_WITH_GLOO) || defined(TRANSLUTION_WITH_NCCL)
 #define TRANSLUTION_WITH_C10D 1
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #endif
@@ -130,8 +131,9 @@ class StoreStalled : public Error {
 };
 
 // Runs `task` on a thread of its own and waits for it at most `limit`, then throws
-// StoreStalled(`late`): c10d's store timeouts do not bound every wait (a stranger's half-sent
-// request stalls rank 0's store server, and every read waits on it). A task still running then
+// StoreStalled(`late`): c10d's FileStore timeouts do not bound every wait (another process's
+// lock on the file holds every request), nor is a backend's connecting bounded by the store's.
+// A task still running then
 // is left to the process's exit, so it must hold by value whatever it uses.
 template <typename T>
 T answer_within(std::chrono::seconds limit, std::function<T()> task, const std::string& late) {
@@ -152,6 +154,38 @@ T answer_within(std::chrono::seconds limit, std::function<T()> task, const std::
   if (result.wait_for(limit) != std::future_status::ready) throw StoreStalled(late);
   return result.get();
 }
+
+// c10d's view of rank 0's store (dist/store_client.h), for the backends and the handshake below.
+// A timeout of zero, which c10d reads as none, is the store's own: nothing here waits unbounded.
+class RankStore : public c10d::Store {
+ public:
+  RankStore(std::shared_ptr<StoreClient> client, std::chrono::milliseconds timeout)
+      : Store(timeout), client_(std::move(client)) {}
+
+  // Another handle on the same connection, which takes the requests of both in turn. PyTorch
+  // 2.x asks for it (its Store declares clone()); 1.13 has no such member to override.
+  c10::intrusive_ptr<c10d::Store> clone() { return c10::make_intrusive<RankStore>(client_, timeout_); }
+
+  void set(const std::string& key, const std::vector<uint8_t>& value) override {
+    client_->set(key, value, timeout_);
+  }
+  std::vector<uint8_t> compareSet(const std::string& key, const std::vector<uint8_t>& expected,
+                                  const std::vector<uint8_t>& desired) override {
+    return client_->compare_set(key, expected, desired, timeout_);
+  }
+  std::vector<uint8_t> get(const std::string& key) override { return client_->get(key, timeout_); }
+  int64_t add(const std::string& key, int64_t value) override { return client_->add(key, value, timeout_); }
+  bool deleteKey(const std::string& key) override { return client_->remove(key, timeout_); }
+  bool check(const std::vector<std::string>& keys) override { return client_->check(keys, timeout_); }
+  int64_t getNumKeys() override { return client_->count(timeout_); }
+  void wait(const std::vector<std::string>& keys) override { client_->wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    client_->wait(keys, timeout == kNoTimeout ? timeout_ : timeout);
+  }
+
+ private:
+  std::shared_ptr<StoreClient> client_;
+};
 
 }  // namespace
 
@@ -208,22 +242,21 @@ bool store_file_intact(const std::string& path) {
 }
 
 struct ProcessGroup::State {
+  std::shared_ptr<StoreServer> server;  // rank 0 across machines: served until the group ends
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<Backend> backend;
   std::string backend_name;
-  std::string file;                      // a FileStore's path; empty for a TCPStore
-  bool serving = false;                  // rank 0's TCPStore, whose server this process runs
+  std::string file;                      // a FileStore's path; empty for rank 0's store
   bool store_failed = false;             // a store operation threw or stalled: its file may be unreadable now
   std::unique_ptr<Heartbeat> heartbeat;  // last member: stops first
 
-  // Two stores must not be destroyed, since the process could not then end:
-  //  * a FileStore, destroyed, writes its file once more, and throws from its destructor, which
-  //    ends the process, where that write fails (the file replaced by a folder, or not seekable);
-  //  * rank 0's TCPStore joins its server's thread, which a stranger's half-sent request holds.
-  // Such a store is abandoned to the process's exit instead, which follows the group's end.
+  // A FileStore, destroyed, writes its file once more, and throws from its destructor, which
+  // ends the process, where that write fails (the file replaced by a folder, or not seekable).
+  // Such a store, or one whose requests stalled, is abandoned to the process's exit instead,
+  // which follows the group's end.
   ~State() {
     const bool file_gone_bad = !file.empty() && (store_failed || !store_file_intact(file));
-    if (!file_gone_bad && !serving && !store_failed) return;
+    if (!file_gone_bad && !store_failed) return;
     if (heartbeat) heartbeat->abandon_store();
     (void)store.release();
   }
@@ -273,67 +306,57 @@ class QuietStderr {
   }
 };
 
-// The store: a FileStore at file:PATH; across machines rank 0's TCPStore, which rank 0
-// serves (`serve`) on a free port of its choosing (`port` 0) and the other ranks reach on the
-// port rank 0 named in the rendezvous handshake.
-c10::intrusive_ptr<c10d::Store> open_store(const GroupOptions& o, uint16_t port, bool serve) {
+// The FileStore at file:PATH, where the ranks of one machine meet.
+c10::intrusive_ptr<c10d::Store> open_file_store(const GroupOptions& o) {
   const QuietStderr quiet;
-  if (o.master.rfind("file:", 0) == 0) {
-    try {
-      check_store_file(o.master.substr(5));
-    } catch (const Error& e) {
-      throw Error("--master " + o.master + ": " + e.what());
-    }
-    // c10d would create the file readable by every user, and whoever can open it can lock it
-    // and stall the ranks: the first rank creates it for this user alone (a rank that finds
-    // it there, or cannot create it, leaves the rest to the store).
-    if (const int fd = ::open(o.master.substr(5).c_str(),
-                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, S_IRUSR | S_IWUSR);
-        fd >= 0)
-      ::close(fd);
-    try {
-      // FileStore removes the file once all its connections (two a rank: the heartbeat has
-      // its own) have closed and at least world_size have finished.
-      auto store = c10::make_intrusive<c10d::FileStore>(o.master.substr(5), o.world_size);
-      store->setTimeout(o.timeout);
-      return store;
-    } catch (const std::exception& e) {
-      throw Error("cannot open the rendezvous file " + o.master.substr(5) + ": " + first_line(e.what()));
-    }
-  }
-  c10d::TCPStoreOptions options;
-  options.port = port;
-  options.isServer = serve;
-  options.numWorkers = size_t(o.world_size);
-  options.waitWorkers = false;  // the handshake below waits, and names who is missing
-  options.timeout = o.timeout;
   try {
-    return c10::make_intrusive<c10d::TCPStore>(o.master.substr(0, o.master.rfind(':')), options);
+    check_store_file(o.master.substr(5));
+  } catch (const Error& e) {
+    throw Error("--master " + o.master + ": " + e.what());
+  }
+  // c10d would create the file readable by every user, and whoever can open it can lock it
+  // and stall the ranks: the first rank creates it for this user alone (a rank that finds
+  // it there, or cannot create it, leaves the rest to the store).
+  if (const int fd = ::open(o.master.substr(5).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                            S_IRUSR | S_IWUSR);
+      fd >= 0)
+    ::close(fd);
+  try {
+    // FileStore removes the file once all its connections (two a rank: the heartbeat has
+    // its own) have closed and at least world_size have finished.
+    auto store = c10::make_intrusive<c10d::FileStore>(o.master.substr(5), o.world_size);
+    store->setTimeout(o.timeout);
+    return store;
   } catch (const std::exception& e) {
-    const std::string why = first_line(e.what());
-    if (serve) throw Error("--master " + o.master + ": rank 0 cannot serve the rendezvous store: " + why);
-    throw Error("--master " + o.master + ": rank 0 admitted this rank, but its store on port " +
-                std::to_string(port) + " cannot be reached within " + std::to_string(o.timeout.count()) +
-                " s (a firewall between the machines?): " + why);
+    throw Error("cannot open the rendezvous file " + o.master.substr(5) + ": " + first_line(e.what()));
   }
 }
 
-// Where the ranks meet: the store, and `store_port`, the port of rank 0's TCPStore (0 for a
-// FileStore, which `train --nproc` keeps in a folder of its own). Across machines no c10d
-// store is touched before the rendezvous handshake has admitted the rank.
-c10::intrusive_ptr<c10d::Store> meet(const GroupOptions& o, uint16_t& store_port) {
-  store_port = 0;
-  if (o.master.rfind("file:", 0) == 0) return open_store(o, 0, false);
+// Where the ranks meet: the FileStore at file:PATH (which `train --nproc` keeps in a folder of
+// its own), or across machines rank 0's store, served on the connections of the ranks it
+// admitted (`server`, set on rank 0). No store is touched before the rank was admitted.
+c10::intrusive_ptr<c10d::Store> meet(const GroupOptions& o, std::shared_ptr<StoreServer>& server) {
+  if (o.master.rfind("file:", 0) == 0) return open_file_store(o);
   if (o.rank != 0) {
     const Hello hello{kRendezvousVersion, uint32_t(o.rank), uint32_t(o.world_size), run_digest(o.run_id)};
-    store_port = introduce(o.master, hello, o.timeout);
-    return open_store(o, store_port, false);
+    auto client = std::make_shared<StoreClient>(introduce(o.master, hello, o.timeout), o.master);
+    return c10::make_intrusive<RankStore>(std::move(client), o.timeout);
   }
   RendezvousListener listener(o.master);  // first: a port in use is named before anything is served
-  c10::intrusive_ptr<c10d::Store> store = open_store(o, 0, true);
-  store_port = static_cast<c10d::TCPStore&>(*store).getPort();
-  listener.admit(o.world_size, o.run_id, store_port, o.timeout);
-  return store;
+  server = std::make_shared<StoreServer>();
+  listener.admit(o.world_size, o.run_id, o.timeout,
+                 [&](int rank, Socket connection, const std::string& peer) {
+                   server->serve(rank, std::move(connection), peer);
+                 });
+  return c10::make_intrusive<RankStore>(std::make_shared<StoreClient>(server), o.timeout);
+}
+
+// Another handle on the store the ranks met in, for the heartbeat: a FileStore of its own (its
+// requests hold a lock on the file), else one more on the same connection.
+c10::intrusive_ptr<c10d::Store> heartbeat_store(const GroupOptions& o,
+                                                const c10::intrusive_ptr<c10d::Store>& store) {
+  if (o.master.rfind("file:", 0) == 0) return open_file_store(o);
+  return static_cast<RankStore&>(*store).clone();
 }
 
 // A count a rank wrote in the store ("12"), or -1 where the value is not one: the store is open
@@ -352,7 +375,7 @@ std::pair<int, std::string> read_hello(c10d::Store& store, int r) {
   if (world < 1 || world > kMaxRanks || newline == std::string::npos)
     throw Error("what rank " + std::to_string(r) +
                 " announced in the rendezvous store is not a world size and a configuration: another "
-                "program wrote there (a stale rendezvous file, or a stranger on the store's port)");
+                "program wrote there (a stale rendezvous file, or a rank that is not this program)");
   return {int(world), hello.substr(newline + 1)};
 }
 
@@ -397,7 +420,7 @@ void handshake(c10d::Store& store, const GroupOptions& o, const std::string& fin
       if (problem.empty()) problem = e.what();
     }
   }
-  // Rank 0 serves the TCP store: it waits (briefly) until every rank has read what it needs, so that
+  // Rank 0 serves the store: it waits (briefly) until every rank has read what it needs, so that
   // a rank which also has a mismatch to report is not cut off by rank 0's exit.
   store.set(kChecked + std::to_string(o.rank), bytes("1"));
   if (o.rank == 0) {
@@ -429,15 +452,22 @@ bool alone_in_file_store(c10d::Store& store, const GroupOptions& o) {
   }
 }
 
+// What rank 0's store cut off, to follow a failure to meet: "; cut off: rank 1 (...) sent ...".
+std::string cut_off_ranks(const StoreServer& server) {
+  std::string text;
+  for (const std::string& line : server.cut_off()) text += (text.empty() ? "; cut off: " : "; ") + line;
+  return text;
+}
+
 // The one line for a store that did not answer within `limit`.
 std::string stalled_store(const GroupOptions& o, std::chrono::seconds limit) {
   const std::string where = o.master.rfind("file:", 0) == 0 ? "the rendezvous file " + o.master.substr(5)
                             : o.rank == 0                   ? "the rendezvous store this rank serves"
                                                             : "rank 0's rendezvous store";
   return "--master " + o.master + ": " + where + " did not answer within " + std::to_string(limit.count()) +
-         " s: something else holds it (" +
-         (o.master.rfind("file:", 0) == 0 ? "a lock on the file" : "a stranger's connection to its port") +
-         "?)";
+         " s: " +
+         (o.master.rfind("file:", 0) == 0 ? "something else holds it (a lock on the file?)"
+                                          : "a rank stopped answering (a stopped process, or the network?)");
 }
 
 // The one line for a store that failed while the ranks met.
@@ -532,10 +562,8 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options,
   options.validate();
   const std::string name = backend_for(options);
   auto state = std::make_unique<State>();
-  uint16_t store_port = 0;
-  state->store = meet(options, store_port);
+  state->store = meet(options, state->server);
   if (options.master.rfind("file:", 0) == 0) state->file = options.master.substr(5);
-  state->serving = state->file.empty() && options.rank == 0;
   // The handshake waits up to the timeout for the ranks, then briefly for their checks. Rank 0
   // waits longest: where its store is stalled, the others give up first, before rank 0's exit
   // resets their connections (which c10d's client threads do not survive).
@@ -553,10 +581,12 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options,
     state->store_failed = true;
     state.reset();
     throw;
-  } catch (const Error&) {
+  } catch (const Error& e) {
     const bool alone = alone_in_file_store(*state->store, options);
+    const std::string cut_off = state->server ? cut_off_ranks(*state->server) : std::string();
     state.reset();  // the store lets go of its file first
     if (alone) std::remove(options.master.substr(5).c_str());
+    if (!cut_off.empty()) throw Error(e.what() + cut_off);
     throw;
   } catch (const std::exception& e) {  // the store failed: its file unusable, or rank 0 gone
     state->store_failed = true;
@@ -578,7 +608,7 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options,
                 " ranks: " + first_line(e.what()));
   }
   state->backend_name = name;
-  c10::intrusive_ptr<c10d::Store> beat_store = open_store(options, store_port, false);
+  c10::intrusive_ptr<c10d::Store> beat_store = heartbeat_store(options, state->store);
   beat_store->setTimeout(std::chrono::seconds(5));  // a stalled store must not hold a rank's exit for long
   state->heartbeat = std::make_unique<Heartbeat>(beat_store, kAlive + std::to_string(options.rank));
   return std::unique_ptr<ProcessGroup>(new ProcessGroup(options, std::move(state)));

@@ -1,12 +1,12 @@
 #pragma once
 // A group of training processes that meet through PyTorch's c10d: a store where
-// they find each other (a FileStore for one machine, a TCPStore served by rank 0
-// for several) and a backend for the collectives (Gloo on CPU, NCCL on CUDA).
+// they find each other (c10d's FileStore for one machine; for several, a store rank 0
+// serves) and a backend for the collectives (Gloo on CPU, NCCL on CUDA).
 //
-// Across machines, c10d's TCPStore client is not trusted with whatever answers at the
-// master's address: rank 0 listens there itself and admits each rank through a handshake of
-// fixed sizes and a deadline (dist/rendezvous_handshake.h), naming the port of the store it
-// serves; a rank connects to that store only once admitted.
+// Across machines, rank 0 listens at the master's address and admits each rank through a
+// handshake of fixed sizes and a deadline (dist/rendezvous_handshake.h); it then serves its
+// store on the admitted connections alone (dist/store_server.h), so nothing that was not
+// admitted can read or write the run's keys, and no length from the wire is trusted.
 //
 // join() is a handshake before any collective: each rank announces its world size
 // and a fingerprint of its configuration, and a mismatch (another world size,
@@ -38,7 +38,7 @@ constexpr int kMaxRanks = 65536;
 struct GroupOptions {
   int rank = 0;
   int world_size = 1;
-  // "HOST:PORT": a TCPStore that rank 0 serves on PORT; "file:PATH": a FileStore on a
+  // "HOST:PORT": rank 0 admits the ranks on PORT and serves its store there; "file:PATH": a FileStore on a
   // filesystem every rank sees (one machine: `train --nproc` uses a temporary one).
   std::string master;
   std::string backend = "auto";  // auto | gloo | nccl (auto: NCCL for CUDA tensors where built, else Gloo)

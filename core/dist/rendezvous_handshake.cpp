@@ -15,13 +15,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "dist/socket.h"
 #include "util/error.h"
 #include "util/md5.h"
 
 namespace translution {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SteadyClock;
 
 // The offsets of the fields (rendezvous_handshake.h lays them out).
 constexpr size_t kVersionAt = 8, kRankAt = 12, kWorldAt = 16, kDigestAt = 20, kDigestBytes = 32;
@@ -33,33 +34,6 @@ static_assert(kDigestAt + kDigestBytes <= kHelloBytes && kValueAt + 4 <= kReplyB
 constexpr size_t kMaxPending = 32;
 // What rank 0's missing-rank message lists of the connections it turned away.
 constexpr size_t kTurnedAwayListed = 3;
-
-void put_u32(uint8_t* at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) at[i] = uint8_t(v >> (24 - 8 * i));
-}
-
-uint32_t get_u32(const uint8_t* at) {
-  return uint32_t(at[0]) << 24 | uint32_t(at[1]) << 16 | uint32_t(at[2]) << 8 | uint32_t(at[3]);
-}
-
-// A descriptor closed with its owner.
-class Socket {
- public:
-  explicit Socket(int fd = -1) : fd_(fd) {}
-  Socket(Socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Socket& operator=(Socket&& o) noexcept {
-    std::swap(fd_, o.fd_);
-    return *this;
-  }
-  ~Socket() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int fd() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 struct HostPort {
   std::string host;
@@ -73,22 +47,6 @@ HostPort split(const std::string& master) {
   std::string host = master.substr(0, colon);
   if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   return {host, master.substr(colon + 1)};
-}
-
-int remaining_ms(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return int(std::clamp<int64_t>(left, 0, 1 << 30));
-}
-
-// Whether `fd` is ready for `events` before `deadline` (false: the deadline passed).
-bool ready(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, remaining_ms(deadline));
-    if (n > 0) return true;
-    if (n == 0) return false;
-    if (errno != EINTR) return true;  // the read or write that follows reports the error
-  }
 }
 
 std::string peer_name(const sockaddr_storage& a) {
@@ -229,10 +187,10 @@ struct Pending {
 // was turned away (for the message when ranks are missing).
 class Doorkeeper {
  public:
-  Doorkeeper(int world_size, const std::string& run_id, uint16_t store_port)
+  Doorkeeper(int world_size, const std::string& run_id, const RendezvousListener::Admitted& admitted)
       : world_(uint32_t(world_size)),
         digest_(run_digest(run_id)),
-        store_port_(store_port),
+        on_admitted_(admitted),
         admitted_(size_t(world_size), false) {
     admitted_[0] = true;
   }
@@ -314,8 +272,10 @@ class Doorkeeper {
       turned_away(p.peer, "claimed rank " + std::to_string(h.rank) + ", which had joined");
     } else {
       reply.verdict = Verdict::Admitted;
-      reply.value = store_port_;
       admitted_[h.rank] = true;
+      answer(p, reply);
+      on_admitted_(int(h.rank), std::move(p.socket), p.peer);
+      return;
     }
     answer(p, reply);
   }
@@ -329,7 +289,7 @@ class Doorkeeper {
 
   uint32_t world_;
   std::string digest_;
-  uint16_t store_port_;
+  const RendezvousListener::Admitted& on_admitted_;
   std::vector<bool> admitted_;
   std::vector<Pending> pending_;
   std::vector<std::string> away_;
@@ -351,10 +311,10 @@ RendezvousListener::~RendezvousListener() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void RendezvousListener::admit(int world_size, const std::string& run_id, uint16_t store_port,
-                               std::chrono::seconds timeout) {
+void RendezvousListener::admit(int world_size, const std::string& run_id, std::chrono::seconds timeout,
+                               const Admitted& admitted) {
   const Clock::time_point deadline = Clock::now() + timeout;
-  Doorkeeper door(world_size, run_id, store_port);
+  Doorkeeper door(world_size, run_id, admitted);
   while (!door.done()) {
     std::vector<pollfd> fds{{fd_, POLLIN, 0}};
     for (const Pending& p : door.pending()) fds.push_back({p.socket.fd(), POLLIN, 0});
@@ -445,8 +405,9 @@ Answer read_answer(int fd, Clock::time_point deadline) {
   return a;
 }
 
-// The store's port from a whole reply of this version, or an Error saying what rank 0 refused.
-uint16_t verdict_port(const std::string& master, const Hello& hello, const Answer& a) {
+// Nothing for a whole reply of this version that admits the rank, else an Error saying what rank 0
+// refused.
+void accept_verdict(const std::string& master, const Hello& hello, const Answer& a) {
   const std::string at = "--master " + master + ": ";
   const uint32_t version = get_u32(&a.bytes[kVersionAt]), value = get_u32(&a.bytes[kValueAt]);
   if (version != hello.version)
@@ -454,9 +415,7 @@ uint16_t verdict_port(const std::string& master, const Hello& hello, const Answe
                 " and this rank " + std::to_string(hello.version) +
                 ": run the same Translution release on every machine");
   switch (Verdict(get_u32(&a.bytes[kVerdictAt]))) {
-    case Verdict::Admitted:
-      if (value == 0 || value > 65535) break;
-      return uint16_t(value);
+    case Verdict::Admitted: return;
     case Verdict::OtherRunId:
       throw Error(at +
                   "rank 0 there runs with another run id: give every rank the same --run-id (or "
@@ -479,9 +438,9 @@ uint16_t verdict_port(const std::string& master, const Hello& hello, const Answe
 
 }  // namespace
 
-uint16_t introduce(const std::string& master, const Hello& hello, std::chrono::seconds timeout) {
+Socket introduce(const std::string& master, const Hello& hello, std::chrono::seconds timeout) {
   const Clock::time_point deadline = Clock::now() + timeout;
-  const Socket s = connect_before(master, deadline, timeout);
+  Socket s = connect_before(master, deadline, timeout);
   const std::string at = "--master " + master + ": ";
   const std::array<uint8_t, kHelloBytes> bytes = encode_hello(hello);
   // The hello fits in the fresh connection's send buffer: one send, or the peer is gone.
@@ -502,7 +461,8 @@ uint16_t introduce(const std::string& master, const Hello& hello, std::chrono::s
   if (a.got < kReplyBytes)
     throw Error(at + "the process there accepted the connection but gave no rendezvous answer within " +
                 std::to_string(timeout.count()) + " s (not a Translution rank 0, or a stopped one)");
-  return verdict_port(master, hello, a);
+  accept_verdict(master, hello, a);
+  return s;
 }
 
 }  // namespace translution

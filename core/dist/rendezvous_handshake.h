@@ -1,19 +1,19 @@
 #pragma once
 // The handshake that admits a rank to a run across machines (`train --master HOST:PORT`)
-// before any c10d store is touched.
+// before any store is touched.
 //
-// c10d's TCPStore client trusts what it reads: a length prefix from whatever answers at the
-// master's address sizes its next allocation and read, and its reads wait without a bound.
-// So rank 0 listens on HOST:PORT itself, and every other rank first sends it a hello of a
-// fixed size; rank 0 answers with a reply of a fixed size that, for a rank of this run, names
-// the port of the TCPStore it serves. Only a rank that was admitted so connects to that store.
+// Whatever answers at the master's address may be something else than rank 0 (a web server,
+// a stale service), and whatever connects to it something else than a rank. So rank 0 listens
+// on HOST:PORT itself, and every other rank first sends it a hello of a fixed size; rank 0
+// answers with a reply of a fixed size. The connection of a rank of this run
+// stays open: rank 0 serves its store there (dist/store_server.h), and nowhere else.
 //
 // On the wire (integers big-endian; every version keeps the magic and the version first, so
 // that two versions can tell each other apart):
 //   hello (rank r -> rank 0), kHelloBytes: magic, version, rank, world size, the run id's
 //     digest (32 hex digits), zeros.
-//   reply (rank 0 -> rank r), kReplyBytes: magic, version, verdict, value (Admitted: the
-//     store's port; OtherWorldSize: rank 0's world size), zeros.
+//   reply (rank 0 -> rank r), kReplyBytes: magic, version, verdict, value (OtherWorldSize:
+//     rank 0's world size; otherwise 0), zeros.
 // Each side reads exactly those many bytes before a deadline; nothing read sets a length.
 //
 // The run id is a text every rank of the run is given (--run-id, TRANSLUTION_RUN_ID): rank 0
@@ -22,13 +22,16 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "dist/socket.h"
+
 namespace translution {
 
-constexpr uint32_t kRendezvousVersion = 1;
+constexpr uint32_t kRendezvousVersion = 2;  // 2: the store is served on the admitted connection
 constexpr size_t kHelloBytes = 64;
 constexpr size_t kReplyBytes = 24;
 constexpr char kRendezvousMagic[8] = {'T', 'R', 'N', 'S', 'L', 'R', 'D', 'V'};
@@ -75,12 +78,16 @@ class RendezvousListener {
 
   uint16_t port() const { return port_; }  // the one bound (PORT, or a free one for PORT 0)
 
-  // Admits ranks 1..world_size-1, telling each `store_port`; returns once every one was.
-  // Connections are served side by side, so a silent or slow one holds up no other; what is
-  // not a hello of this run is turned away and remembered. Throws Error with one line: a
-  // rank of this run (its run id) with another world size; ranks missing after `timeout`
-  // (naming them, the address, and what was turned away).
-  void admit(int world_size, const std::string& run_id, uint16_t store_port, std::chrono::seconds timeout);
+  // A rank admitted: its number, its connection (non-blocking, the reply sent), its address.
+  using Admitted = std::function<void(int rank, Socket connection, const std::string& peer)>;
+
+  // Admits ranks 1..world_size-1, handing each connection to `admitted` as it is; returns once
+  // every rank was. Connections are read side by side, so a silent or slow one holds up no
+  // other; what is not a hello of this run is turned away and remembered. Throws Error with
+  // one line: a rank of this run (its run id) with another world size; ranks missing after
+  // `timeout` (naming them, the address, and what was turned away).
+  void admit(int world_size, const std::string& run_id, std::chrono::seconds timeout,
+             const Admitted& admitted);
 
  private:
   int fd_ = -1;
@@ -88,12 +95,12 @@ class RendezvousListener {
   std::string master_;
 };
 
-// Another rank's side: sends `hello` to rank 0 at `master` and returns the port of the store
-// that rank 0 serves. Retries while nothing listens there, until `timeout`; then throws Error
-// with one line naming `master` and what answered: nothing, a process that stayed silent or
-// closed, bytes that are not a reply (quoted), another protocol version, a refusal (another
+// Another rank's side: sends `hello` to rank 0 at `master` and returns the connection, on
+// which rank 0 serves its store once it has admitted the rank. Retries while nothing listens there, until
+// `timeout`; then throws Error with one line naming `master` and what answered: nothing, a process that
+// stayed silent or closed, bytes that are not a reply (quoted), another protocol version, a refusal (another
 // run id or world size, a rank taken).
-uint16_t introduce(const std::string& master, const Hello& hello, std::chrono::seconds timeout);
+Socket introduce(const std::string& master, const Hello& hello, std::chrono::seconds timeout);
 
 // `bytes` as a reader sees them: printable ASCII as is, anything else as \xNN, at most `limit`
 // bytes (then "...").

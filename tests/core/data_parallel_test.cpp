@@ -9,6 +9,7 @@
 #include <fstream>
 #include <future>
 #include <iterator>
+#include <map>
 #include <thread>
 #include <tuple>
 
@@ -21,6 +22,7 @@
 
 #include "dist/process_group.h"
 #include "dist/rendezvous_handshake.h"
+#include "dist/socket.h"
 #include "dist/store_file.h"
 #include "temp_dir.h"
 
@@ -331,8 +333,8 @@ std::string refusal(const std::string& master, const Hello& hello, int timeout_s
                     double* seconds = nullptr) {
   const Clock::time_point start = Clock::now();
   try {
-    const uint16_t port = introduce(master, hello, std::chrono::seconds(timeout_seconds));
-    ADD_FAILURE() << "admitted by " << master << " (store port " << port << ")";
+    const Socket connection = introduce(master, hello, std::chrono::seconds(timeout_seconds));
+    ADD_FAILURE() << "admitted by " << master;
   } catch (const Error& e) {
     if (seconds) *seconds = seconds_since(start);
     return e.what();
@@ -353,18 +355,44 @@ void expect_one_line_refusal(const std::string& answer, bool close_after, const 
 
 std::string text_of(const std::array<uint8_t, kReplyBytes>& bytes) { return {bytes.begin(), bytes.end()}; }
 
-TEST(DataParallelRendezvous, APeerOfTheRunIsAdmittedAndToldTheStorePort) {
+// The ranks rank 0 admits, in the order it admits them (their connections closed).
+RendezvousListener::Admitted note_ranks(std::vector<int>& ranks) {
+  return [&ranks](int rank, Socket, const std::string&) { ranks.push_back(rank); };
+}
+
+TEST(DataParallelRendezvous, APeerOfTheRunIsAdmittedOnItsOwnConnection) {
   RendezvousListener listener("127.0.0.1:0");
   ASSERT_GT(listener.port(), 0);
   const std::string master = "127.0.0.1:" + std::to_string(listener.port());
+  std::promise<void> written;
   auto peers = std::async(std::launch::async, [&] {
-    return std::vector<uint16_t>{introduce(master, hello_of(2, 3, "secret"), std::chrono::seconds(5)),
-                                 introduce(master, hello_of(1, 3, "secret"), std::chrono::seconds(5))};
+    Socket two = introduce(master, hello_of(2, 3, "secret"), std::chrono::seconds(5));
+    Socket one = introduce(master, hello_of(1, 3, "secret"), std::chrono::seconds(5));
+    written.get_future().wait();
+    std::string heard;
+    for (const Socket* s : {&one, &two}) {
+      uint8_t byte = 0;
+      EXPECT_EQ(receive_all(s->fd(), &byte, 1, Clock::now() + std::chrono::seconds(5)), Transfer::Done);
+      heard += char(byte);
+    }
+    return heard;
   });
+  std::map<int, Socket> admitted;
   const Clock::time_point start = Clock::now();
-  EXPECT_NO_THROW(listener.admit(3, "secret", 4321, std::chrono::seconds(5)));
+  EXPECT_NO_THROW(listener.admit(3, "secret", std::chrono::seconds(5),
+                                 [&](int rank, Socket connection, const std::string& peer) {
+                                   EXPECT_EQ(peer.rfind("127.0.0.1:", 0), 0u) << peer;
+                                   admitted.emplace(rank, std::move(connection));
+                                 }));
   EXPECT_LT(seconds_since(start), 4.0);
-  EXPECT_EQ(peers.get(), (std::vector<uint16_t>{4321, 4321}));
+  ASSERT_EQ(admitted.size(), 2u);
+  // What rank 0 writes on the connection it was handed reaches the rank it admitted there.
+  for (auto& [rank, connection] : admitted) {
+    const uint8_t byte = uint8_t('0' + rank);
+    EXPECT_EQ(send_all(connection.fd(), &byte, 1, Clock::now() + std::chrono::seconds(5)), Transfer::Done);
+  }
+  written.set_value();
+  EXPECT_EQ(peers.get(), "12");
 }
 
 TEST(DataParallelRendezvous, AnotherRunIdIsTurnedAwayOnBothSides) {
@@ -372,7 +400,8 @@ TEST(DataParallelRendezvous, AnotherRunIdIsTurnedAwayOnBothSides) {
   const std::string master = "127.0.0.1:" + std::to_string(listener.port());
   auto peer = std::async(std::launch::async, [&] { return refusal(master, hello_of(1, 2, "guess"), 5); });
   try {
-    listener.admit(2, "secret", 4321, std::chrono::seconds(1));
+    std::vector<int> ranks;
+    listener.admit(2, "secret", std::chrono::seconds(1), note_ranks(ranks));
     ADD_FAILURE() << "rank 0 admitted a rank of another run";
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -395,7 +424,8 @@ TEST(DataParallelRendezvous, AnotherProtocolVersionIsNamedOnBothSides) {
   newer.version = kRendezvousVersion + 1;
   auto peer = std::async(std::launch::async, [&] { return refusal(master, newer, 5); });
   try {
-    listener.admit(2, "secret", 4321, std::chrono::seconds(1));
+    std::vector<int> ranks;
+    listener.admit(2, "secret", std::chrono::seconds(1), note_ranks(ranks));
     ADD_FAILURE() << "rank 0 admitted a rank of another protocol version";
   } catch (const Error& e) {
     EXPECT_NE(
@@ -410,8 +440,9 @@ TEST(DataParallelRendezvous, AnotherProtocolVersionIsNamedOnBothSides) {
   // And a rank 0 of another version, as this rank reads its reply.
   Reply other;
   other.version = 7;
-  expect_one_line_refusal(text_of(encode_reply(other)), false,
-                          "rank 0 there speaks rendezvous protocol 7 and this rank 1");
+  expect_one_line_refusal(
+      text_of(encode_reply(other)), false,
+      "rank 0 there speaks rendezvous protocol 7 and this rank " + std::to_string(kRendezvousVersion));
 }
 
 TEST(DataParallelRendezvous, JunkBytesAreNotARankZero) {
@@ -430,8 +461,7 @@ TEST(DataParallelRendezvous, ASilentAcceptorIsGivenUpAtTheDeadline) {
 
 TEST(DataParallelRendezvous, AnAcceptorThatClosesIsNamed) {
   expect_one_line_refusal("", true, "closed the connection without an answer");
-  Reply admitted;
-  admitted.value = 4321;
+  const Reply admitted;
   expect_one_line_refusal(text_of(encode_reply(admitted)).substr(0, 10), true,
                           "closed the connection after 10 bytes of an answer");
 }
@@ -443,7 +473,8 @@ TEST(DataParallelRendezvous, ALengthBombIsOnlyBytes) {
   expect_one_line_refusal(huge + std::string(56, '\x7f'), false, "(it sent \"\\xff\\xff");
   const std::string magic(kRendezvousMagic, sizeof kRendezvousMagic);
   expect_one_line_refusal(magic + huge + huge, false,
-                          "rank 0 there speaks rendezvous protocol 4294967295 and this rank 1");
+                          "rank 0 there speaks rendezvous protocol 4294967295 and this rank " +
+                              std::to_string(kRendezvousVersion));
   Reply odd;
   odd.verdict = Verdict(0xffffffffu);
   expect_one_line_refusal(text_of(encode_reply(odd)), false, "which this release does not understand");
@@ -480,17 +511,18 @@ TEST(DataParallelRendezvous, NonPeersAtRankZeroHoldUpNoRank) {
     ::connect(junk, reinterpret_cast<sockaddr*>(&a), sizeof a);
     [[maybe_unused]] ssize_t n = ::send(junk, "GET / HTTP/1.0\r\n\r\n", 18, MSG_NOSIGNAL);
     const std::string wrong = refusal(master, hello_of(1, 2, "guess"), 5);
-    const uint16_t port = introduce(master, hello_of(1, 2, "secret"), std::chrono::seconds(5));
+    const Socket admitted = introduce(master, hello_of(1, 2, "secret"), std::chrono::seconds(5));
     ::close(silent);
     ::close(junk);
-    return std::make_pair(wrong, port);
+    return wrong;
   });
+  std::vector<int> ranks;
   const Clock::time_point start = Clock::now();
-  EXPECT_NO_THROW(listener.admit(2, "secret", 4321, std::chrono::seconds(5)));
+  EXPECT_NO_THROW(listener.admit(2, "secret", std::chrono::seconds(5), note_ranks(ranks)));
   EXPECT_LT(seconds_since(start), 4.0);
-  const auto [wrong, port] = others.get();
+  const std::string wrong = others.get();
   EXPECT_NE(wrong.find("another run id"), std::string::npos) << wrong;
-  EXPECT_EQ(port, 4321);
+  EXPECT_EQ(ranks, std::vector<int>{1});
 }
 
 TEST(DataParallelRendezvous, AnotherWorldSizeStopsBothSides) {
@@ -498,7 +530,8 @@ TEST(DataParallelRendezvous, AnotherWorldSizeStopsBothSides) {
   const std::string master = "127.0.0.1:" + std::to_string(listener.port());
   auto peer = std::async(std::launch::async, [&] { return refusal(master, hello_of(1, 3, "secret"), 5); });
   try {
-    listener.admit(2, "secret", 4321, std::chrono::seconds(5));
+    std::vector<int> ranks;
+    listener.admit(2, "secret", std::chrono::seconds(5), note_ranks(ranks));
     ADD_FAILURE() << "rank 0 admitted a rank of another world size";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
@@ -512,15 +545,16 @@ TEST(DataParallelRendezvous, ARankClaimedTwiceIsTurnedAway) {
   RendezvousListener listener("127.0.0.1:0");
   const std::string master = "127.0.0.1:" + std::to_string(listener.port());
   auto peers = std::async(std::launch::async, [&] {
-    const uint16_t first = introduce(master, hello_of(1, 3, "secret"), std::chrono::seconds(5));
+    const Socket first = introduce(master, hello_of(1, 3, "secret"), std::chrono::seconds(5));
     const std::string second = refusal(master, hello_of(1, 3, "secret"), 5);
     const std::string zero = refusal(master, hello_of(0, 3, "secret"), 5);
-    introduce(master, hello_of(2, 3, "secret"), std::chrono::seconds(5));
-    return std::make_tuple(first, second, zero);
+    const Socket third = introduce(master, hello_of(2, 3, "secret"), std::chrono::seconds(5));
+    return std::make_tuple(second, zero);
   });
-  EXPECT_NO_THROW(listener.admit(3, "secret", 4321, std::chrono::seconds(5)));
-  const auto [first, second, zero] = peers.get();
-  EXPECT_EQ(first, 4321);
+  std::vector<int> ranks;
+  EXPECT_NO_THROW(listener.admit(3, "secret", std::chrono::seconds(5), note_ranks(ranks)));
+  const auto [second, zero] = peers.get();
+  EXPECT_EQ(ranks, (std::vector<int>{1, 2}));
   EXPECT_EQ(second,
             "another process already joined this run as rank 1 (--rank must differ on every process)");
   EXPECT_NE(zero.find("rank 0 there does not take rank 0"), std::string::npos) << zero;

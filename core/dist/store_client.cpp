@@ -1,0 +1,146 @@
+#include "dist/store_client.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "dist/store_server.h"
+#include "util/error.h"
+
+namespace translution {
+namespace {
+
+SteadyClock::time_point after(StoreClient::Limit limit) { return SteadyClock::now() + limit; }
+
+std::string seconds(StoreClient::Limit limit) {
+  const double s = double(limit.count()) / 1000.0;
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", s);
+  return text;
+}
+
+}  // namespace
+
+StoreClient::StoreClient(std::shared_ptr<StoreServer> server) : server_(std::move(server)) {}
+
+StoreClient::StoreClient(Socket connection, std::string master)
+    : socket_(std::move(connection)), master_(std::move(master)) {}
+
+std::string StoreClient::where() const {
+  return server_ ? "this rank's store" : "rank 0's store at " + master_;
+}
+
+StoreReply StoreClient::exchange(const StoreRequest& request, SteadyClock::time_point deadline) {
+  if (request.key.size() > kMaxStoreKeyBytes || request.value.size() > kMaxStoreValueBytes)
+    throw StoreFailure("the store takes keys of at most " + std::to_string(kMaxStoreKeyBytes) +
+                       " bytes and values of at most " + std::to_string(kMaxStoreValueBytes >> 20) +
+                       " MB, not " + std::to_string(request.key.size()) + " and " +
+                       std::to_string(request.value.size()));
+  if (server_) return server_->table().apply(request);
+  if (!turn_.try_lock_until(deadline))
+    throw StoreFailure(where() + " is busy with this rank's other requests past the deadline");
+  std::lock_guard<std::timed_mutex> lock(turn_, std::adopt_lock);
+  if (!broken_.empty()) throw StoreFailure(broken_);
+  try {
+    return exchange_remote(request, deadline);
+  } catch (const StoreFailure& e) {
+    broken_ = e.what();  // a request cut short leaves the stream between messages unknown
+    throw;
+  }
+}
+
+// Called holding the turn.
+StoreReply StoreClient::exchange_remote(const StoreRequest& request, SteadyClock::time_point deadline) {
+  const std::vector<uint8_t> bytes = encode_store_request(request);
+  uint8_t header[kStoreReplyHeader];
+  StoreReply reply;
+  auto check = [&](Transfer t) {
+    if (t == Transfer::Closed) throw StoreFailure(where() + " closed the connection (rank 0 ended?)");
+    if (t == Transfer::Late) throw StoreFailure(where() + " did not answer in time (a stopped rank 0?)");
+  };
+  check(send_all(socket_.fd(), bytes.data(), bytes.size(), deadline));
+  check(receive_all(socket_.fd(), header, sizeof header, deadline));
+  uint32_t size = 0;
+  try {
+    size = decode_store_reply_header(header, reply.status);
+  } catch (const Error& e) {
+    throw StoreFailure(where() + " answered what is not a store reply: " + e.what());
+  }
+  reply.value.resize(size);
+  check(receive_all(socket_.fd(), reply.value.data(), size, deadline));
+  return reply;
+}
+
+StoreReply StoreClient::written(const StoreReply& reply, const std::string& key) {
+  if (reply.status == StoreStatus::Full)
+    throw StoreFailure(where() + " is full: it holds at most " + std::to_string(kMaxStoreTableBytes >> 20) +
+                       " MB (writing " + key + ")");
+  if (reply.status == StoreStatus::NotACount)
+    throw StoreFailure(where() + " holds what is not a count at " + key);
+  return reply;
+}
+
+void StoreClient::set(const std::string& key, const std::vector<uint8_t>& value, Limit limit) {
+  written(exchange({StoreOp::Set, key, value, 0}, after(limit)), key);
+}
+
+std::vector<uint8_t> StoreClient::get(const std::string& key, Limit limit) {
+  const SteadyClock::time_point deadline = after(limit);
+  wait_for(key, deadline, limit);
+  StoreReply reply = exchange({StoreOp::Get, key, {}, 0}, deadline);
+  if (reply.status != StoreStatus::Ok) throw StoreFailure(where() + " lost the key " + key);
+  return std::move(reply.value);
+}
+
+int64_t StoreClient::add(const std::string& key, int64_t amount, Limit limit) {
+  const StoreReply reply = written(exchange({StoreOp::Add, key, encode_count(amount), 0}, after(limit)), key);
+  try {
+    return decode_count(reply.value);
+  } catch (const Error& e) {
+    throw StoreFailure(where() + " answered an add with " + e.what());
+  }
+}
+
+bool StoreClient::check(const std::vector<std::string>& keys, Limit limit) {
+  const SteadyClock::time_point deadline = after(limit);
+  return std::all_of(keys.begin(), keys.end(), [&](const std::string& key) {
+    return exchange({StoreOp::Check, key, {}, 0}, deadline).status == StoreStatus::Ok;
+  });
+}
+
+void StoreClient::wait(const std::vector<std::string>& keys, Limit limit) {
+  const SteadyClock::time_point deadline = after(limit);
+  for (const std::string& key : keys) wait_for(key, deadline, limit);
+}
+
+// Asks until `key` is there, pausing 1 ms, then twice as long each time up to 32 ms.
+void StoreClient::wait_for(const std::string& key, SteadyClock::time_point deadline, Limit limit) {
+  for (auto pause = std::chrono::milliseconds(1);;
+       pause = std::min(2 * pause, std::chrono::milliseconds(32))) {
+    if (exchange({StoreOp::Check, key, {}, 0}, deadline).status == StoreStatus::Ok) return;
+    if (SteadyClock::now() + pause > deadline)
+      throw StoreFailure("the key " + key + " did not come to " + where() + " within " + seconds(limit));
+    std::this_thread::sleep_for(pause);
+  }
+}
+
+bool StoreClient::remove(const std::string& key, Limit limit) {
+  return exchange({StoreOp::Delete, key, {}, 0}, after(limit)).status == StoreStatus::Ok;
+}
+
+int64_t StoreClient::count(Limit limit) {
+  const StoreReply reply = exchange({StoreOp::Count, {}, {}, 0}, after(limit));
+  try {
+    return decode_count(reply.value);
+  } catch (const Error& e) {
+    throw StoreFailure(where() + " answered a count with " + e.what());
+  }
+}
+
+std::vector<uint8_t> StoreClient::compare_set(const std::string& key, const std::vector<uint8_t>& expected,
+                                              const std::vector<uint8_t>& desired, Limit limit) {
+  StoreRequest request{StoreOp::CompareSet, key, expected, uint32_t(expected.size())};
+  request.value.insert(request.value.end(), desired.begin(), desired.end());
+  return written(exchange(request, after(limit)), key).value;
+}
+
+}  // namespace translution

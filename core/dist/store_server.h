@@ -1,0 +1,56 @@
+#pragma once
+// Rank 0's store, served to the ranks it admitted, each over the connection it was admitted on
+// (dist/rendezvous_handshake.h): no port of its own, so nothing that did not pass the
+// handshake can reach it.
+//
+// One thread serves every connection and never waits on one: the sockets are non-blocking and
+// one poll watches them all, so a rank that sends half a request, or stops reading its replies,
+// holds up no other. A connection takes one request at a time (its reply is sent before the
+// next is read), which bounds what it holds to one request and one reply. A rank that sends
+// what is not a request is cut off, and remembered with what it sent.
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dist/socket.h"
+#include "dist/store_table.h"
+
+namespace translution {
+
+class StoreServer {
+ public:
+  StoreServer();
+  ~StoreServer();  // stops serving, closes every connection
+  StoreServer(const StoreServer&) = delete;
+  StoreServer& operator=(const StoreServer&) = delete;
+
+  // What rank 0's own requests go to.
+  StoreTable& table() { return table_; }
+
+  // Serves `connection` (non-blocking) from now on, for `rank` at `peer` (for messages).
+  // Thread-safe.
+  void serve(int rank, Socket connection, const std::string& peer);
+
+  // The connections cut off for breaking the protocol: "rank 1 (10.0.0.7:51812) sent ...".
+  std::vector<std::string> cut_off() const;
+
+ private:
+  struct Connection;
+  void run();
+  void take_new();
+  bool pump(Connection& c, short events);
+  void drop(Connection& c, const std::string& why);
+
+  StoreTable table_;
+  Socket wake_read_, wake_write_;  // a pipe: a byte written wakes the poll
+  mutable std::mutex mutex_;       // guards incoming_, stop_ and cut_off_
+  std::vector<std::unique_ptr<Connection>> incoming_;
+  std::vector<std::string> cut_off_;
+  bool stop_ = false;
+  std::vector<std::unique_ptr<Connection>> connections_;  // the server thread's own
+  std::thread thread_;
+};
+
+}  // namespace translution
