@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include <ATen/ATen.h>
@@ -15,6 +16,7 @@
 
 #include "bundled_models.h"
 #include "image/ink.h"
+#include "method_titles.h"
 #include "model_slot.h"
 #include "plot_export.h"
 #include "plot_legend.h"
@@ -318,7 +320,7 @@ void MovePanel::showSlide(const QList<SlotWork>& work, const SlidePath& path,
   for (int i = 0; i < path.size(); ++i) x << path.along(i);
   for (int s = 0; s < curves.size(); ++s) {
     QCPGraph* g = plot_->addGraph();
-    g->setName(slot_title(work[s]));
+    g->setName(briefLegend(curves.size()) ? short_title(work[s]) : slot_title(work[s]));
     g->setPen(QPen(slot_colour(work[s].name), 2));
     g->setData(x, curves[s]);
   }
@@ -404,9 +406,23 @@ void MovePanel::updateStory(const QList<SlotWork>& work, const QList<QVector<dou
                  .arg(work[s].name)
                  .arg(mean_where(curves[s], path_.whole_patch, true), 0, 'f', 2)
                  .arg(mean_where(curves[s], path_.whole_patch, false), 0, 'f', 2);
+  QStringList marks;  // what a brief legend's (S) and (D) say, in a line
+  for (const SlotWork& w : work)
+    if (const QString m = trained_mark(w.predictor->metadata()).trimmed();
+        briefLegend(curves.size()) && !m.isEmpty() && !marks.contains(m))
+      marks << m;
+  std::sort(marks.begin(), marks.end(), std::greater<>());  // (S) before (D)
+  for (QString& m : marks)
+    m = m == "(S)" ? tr("(S) trained on centred digits") : tr("(D) on digits anywhere");
   numbers_->setText(
-      tr("On this path, mean P(true class) on the lines / between them: %1.").arg(parts.join(", ")));
+      tr("On this path, mean P(true class) on the lines / between them: %1.").arg(parts.join(", ")) +
+      (marks.isEmpty() ? QString() : "\n" + marks.join(", ") + "."));
 }
+
+// A pair of curves keeps the slots' whole titles ("A: Translution, trained on centred digits"),
+// which take a legend row each; three or four take the short ones ("A: Translution (S)"), which
+// share rows, so the legend stays two rows high beneath a plot the demo's height allows.
+bool MovePanel::briefLegend(int curves) { return curves > 2; }
 
 void MovePanel::startAnimation() {
   if (!isVisible() || path_.size() < 2) return;  // a hidden panel's slide is not shown moving

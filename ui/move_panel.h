@@ -87,6 +87,7 @@ class MovePanel : public QGroupBox {
   void animationStep();
   void explain(int patch);
   void updateStory(const QList<SlotWork>& work, const QList<QVector<double>>& curves);
+  static bool briefLegend(int curves);
   void forgetSavedSlot(ModelSlot* slot);
   int modelPatch() const;
 

@@ -142,16 +142,16 @@ int ReflowLayout::heightForWidth(int width) const {
          m.bottom();
 }
 
-// As narrow as the widest part (stacked), as low as the parts side by side need.
+// As narrow as the widest part (stacked), as low as the parts side by side with all the width
+// they could take. The height a given width needs is heightForWidth's: a scroll area gives its
+// widget the larger of that and this, so this must be no taller than any width needs (word-
+// wrapped text at a narrow width is far taller than at the width the page gives it).
 QSize ReflowLayout::minimumSize() const {
   const QList<QLayoutItem*> parts = shown();
   const QMargins m = contentsMargins();
   int widest = 0;
   for (QLayoutItem* item : parts) widest = std::max(widest, item->minimumSize().width());
-  const int side_by_side =
-      sum(columnMinimums(parts, std::min<int>(max_columns_, std::max(1, int(parts.size())))));
-  const int gaps = columnGap() * std::max(0, std::min<int>(max_columns_, int(parts.size())) - 1);
-  return {widest + m.left() + m.right(), heightForWidth(side_by_side + gaps + m.left() + m.right())};
+  return {widest + m.left() + m.right(), heightForWidth(QWIDGETSIZE_MAX / 4)};
 }
 
 QSize ReflowLayout::sizeHint() const {

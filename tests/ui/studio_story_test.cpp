@@ -199,6 +199,26 @@ class StudioStoryTest : public QObject {
     const QString on_lines = QString("A %1").arg(on, 0, 'f', 2);  // the plot's own number, in the story
     QVERIFY2(story.contains("whole patches") && story.contains("S→D") && story.contains(on_lines),
              qPrintable(story));
+    // A third slot: the legend takes the short titles, which share rows, and the story says what
+    // their marks mean.
+    window->tabs()->setCurrentWidget(panel);  // laid out at the window's width, as a user sees it
+    ModelSlot* third = window->compare()->addSlot();
+    QVERIFY(third != nullptr);
+    third->load(bundled_model("lor-static"));
+    waitIdle(300000);
+    panel->slideAcross();
+    QTRY_COMPARE_WITH_TIMEOUT(slid.count(), 2, 60000);
+    waitIdle(300000);
+    QCOMPARE(panel->movePlot()->graphCount(), 3);
+    QCOMPARE(panel->movePlot()->graph(0)->name(), QString("A: Translution (S)"));
+    QCOMPARE(panel->movePlot()->graph(2)->name(), QString("C: LoR-Translution (S)"));
+    panel->movePlot()->replot();  // the legend wraps before each replot, to the plot's width
+    QVERIFY2(panel->movePlot()->legend->wrap() > 1, qPrintable(QString("%1 columns in %2 px")
+                                                                   .arg(panel->movePlot()->legend->wrap())
+                                                                   .arg(panel->movePlot()->width())));
+    QVERIFY2(panel->movePanel()->story().contains("(S) trained on centred digits."),
+             qPrintable(panel->movePanel()->story()));
+    QVERIFY(!panel->movePanel()->story().contains("(D)"));  // no model here was trained on moved digits
   }
 
   void theDemoGoesBackToTheUsersModels() {
