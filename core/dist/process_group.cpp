@@ -359,8 +359,8 @@ c10::intrusive_ptr<c10d::Store> heartbeat_store(const GroupOptions& o,
   return static_cast<RankStore&>(*store).clone();
 }
 
-// A count a rank wrote in the store ("12"), or -1 where the value is not one: the store is open
-// to whoever reaches it, and what it holds is read as a peer's word, never trusted to parse.
+// A count a rank wrote in the store ("12"), or -1 where the value is not one: what the store
+// holds is a peer's word (another program's, in a stale rendezvous file), never trusted to parse.
 int64_t count_in(const std::string& value) {
   if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos)
     return -1;
@@ -565,8 +565,8 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const GroupOptions& options,
   state->store = meet(options, state->server);
   if (options.master.rfind("file:", 0) == 0) state->file = options.master.substr(5);
   // The handshake waits up to the timeout for the ranks, then briefly for their checks. Rank 0
-  // waits longest: where its store is stalled, the others give up first, before rank 0's exit
-  // resets their connections (which c10d's client threads do not survive).
+  // waits longest: where the store is stalled, the others give up first and name it, before
+  // rank 0's exit closes their connections and leaves them less to say.
   const auto limit = 2 * std::chrono::duration_cast<std::chrono::seconds>(options.timeout) +
                      std::chrono::seconds(options.rank == 0 ? 20 : 15);
   try {
@@ -680,7 +680,8 @@ void ProcessGroup::fail(const std::string& what) {
   }
   const std::string who = blamed.empty() ? "a rank" : join_ranks(blamed);
   throw PeerFailure(who + " stopped answering" + where + " (collective " + std::to_string(collectives_) +
-                        ", " + backend() + ": " + first_line(what) + ")",
+                        ", " + backend() + ": " + first_line(what) + ")" +
+                        (state_->server ? cut_off_ranks(*state_->server) : std::string()),
                     blamed);
 }
 

@@ -31,7 +31,7 @@
 
 namespace translution {
 
-constexpr uint32_t kRendezvousVersion = 2;  // 2: the store is served on the admitted connection
+constexpr uint32_t kRendezvousVersion = 2;  // ranks of other versions refuse each other
 constexpr size_t kHelloBytes = 64;
 constexpr size_t kReplyBytes = 24;
 constexpr char kRendezvousMagic[8] = {'T', 'R', 'N', 'S', 'L', 'R', 'D', 'V'};

@@ -29,13 +29,20 @@ bool ready(int fd, short events, SteadyClock::time_point deadline) {
   }
 }
 
-Transfer send_all(int fd, const uint8_t* data, size_t size, SteadyClock::time_point deadline) {
-  for (size_t done = 0; done < size;) {
-    const ssize_t n = ::send(fd, data + done, size - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+namespace {
+
+// send_all and receive_all: `step` moves what it can (send or recv), waiting for `events`.
+template <typename Step>
+Transfer move_all(int fd, size_t size, short events, SteadyClock::time_point deadline, size_t* progress,
+                  Step step) {
+  size_t own = 0;
+  size_t& done = progress ? *progress : own;
+  while (done < size) {
+    const ssize_t n = step(done);
     if (n > 0) {
       done += size_t(n);
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      if (!ready(fd, POLLOUT, deadline)) return Transfer::Late;
+      if (!ready(fd, events, deadline)) return Transfer::Late;
     } else {
       return Transfer::Closed;
     }
@@ -43,18 +50,16 @@ Transfer send_all(int fd, const uint8_t* data, size_t size, SteadyClock::time_po
   return Transfer::Done;
 }
 
-Transfer receive_all(int fd, uint8_t* data, size_t size, SteadyClock::time_point deadline) {
-  for (size_t done = 0; done < size;) {
-    const ssize_t n = ::recv(fd, data + done, size - done, MSG_DONTWAIT);
-    if (n > 0) {
-      done += size_t(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      if (!ready(fd, POLLIN, deadline)) return Transfer::Late;
-    } else {
-      return Transfer::Closed;
-    }
-  }
-  return Transfer::Done;
+}  // namespace
+
+Transfer send_all(int fd, const uint8_t* data, size_t size, SteadyClock::time_point deadline, size_t* done) {
+  return move_all(fd, size, POLLOUT, deadline, done,
+                  [&](size_t at) { return ::send(fd, data + at, size - at, MSG_NOSIGNAL | MSG_DONTWAIT); });
+}
+
+Transfer receive_all(int fd, uint8_t* data, size_t size, SteadyClock::time_point deadline, size_t* done) {
+  return move_all(fd, size, POLLIN, deadline, done,
+                  [&](size_t at) { return ::recv(fd, data + at, size - at, MSG_DONTWAIT); });
 }
 
 }  // namespace translution

@@ -47,9 +47,12 @@ inline uint32_t get_u32(const uint8_t* at) {
   return uint32_t(at[0]) << 24 | uint32_t(at[1]) << 16 | uint32_t(at[2]) << 8 | uint32_t(at[3]);
 }
 
-// Writes all `size` bytes of `data` to the non-blocking `fd` before `deadline`.
-Transfer send_all(int fd, const uint8_t* data, size_t size, SteadyClock::time_point deadline);
-// Reads exactly `size` bytes into `data` from the non-blocking `fd` before `deadline`.
-Transfer receive_all(int fd, uint8_t* data, size_t size, SteadyClock::time_point deadline);
+// Writes `data` from byte `*done` (0 where `done` is null) to its end, to the non-blocking `fd`,
+// before `deadline`; `*done` says how far it got, so that a transfer cut short can go on.
+Transfer send_all(int fd, const uint8_t* data, size_t size, SteadyClock::time_point deadline,
+                  size_t* done = nullptr);
+// Reads into `data` from byte `*done` to its end, from the non-blocking `fd`, likewise.
+Transfer receive_all(int fd, uint8_t* data, size_t size, SteadyClock::time_point deadline,
+                     size_t* done = nullptr);
 
 }  // namespace translution

@@ -1,6 +1,7 @@
 #include "dist/store_client.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <thread>
 
 #include "dist/store_server.h"
@@ -10,6 +11,12 @@ namespace translution {
 namespace {
 
 SteadyClock::time_point after(StoreClient::Limit limit) { return SteadyClock::now() + limit; }
+
+// A request's deadline at the end of a wait: a second of its own however little of the wait is
+// left, so that a wait given up reads "the key did not come", not a request cut short.
+SteadyClock::time_point ask_by(SteadyClock::time_point deadline) {
+  return std::max(deadline, SteadyClock::now() + std::chrono::seconds(1));
+}
 
 std::string seconds(StoreClient::Limit limit) {
   const double s = double(limit.count()) / 1000.0;
@@ -38,36 +45,52 @@ StoreReply StoreClient::exchange(const StoreRequest& request, SteadyClock::time_
   if (server_) return server_->table().apply(request);
   if (!turn_.try_lock_until(deadline))
     throw StoreFailure(where() + " is busy with this rank's other requests past the deadline");
-  std::lock_guard<std::timed_mutex> lock(turn_, std::adopt_lock);
+  const std::lock_guard<std::timed_mutex> lock(turn_, std::adopt_lock);
   if (!broken_.empty()) throw StoreFailure(broken_);
-  try {
-    return exchange_remote(request, deadline);
-  } catch (const StoreFailure& e) {
-    broken_ = e.what();  // a request cut short leaves the stream between messages unknown
-    throw;
+  return exchange_remote(request, deadline);
+}
+
+// Called holding the turn. The request joins what is left to send; the replies owed before its
+// own are read and let go.
+StoreReply StoreClient::exchange_remote(const StoreRequest& request, SteadyClock::time_point deadline) {
+  unsent_.erase(unsent_.begin(), unsent_.begin() + long(unsent_at_));
+  unsent_at_ = 0;
+  const std::vector<uint8_t> bytes = encode_store_request(request);
+  unsent_.insert(unsent_.end(), bytes.begin(), bytes.end());
+  ++owed_;
+  check(send_all(socket_.fd(), unsent_.data(), unsent_.size(), deadline, &unsent_at_));
+  for (;;) {
+    StoreReply reply = read_reply(deadline);
+    if (--owed_ == 0) return reply;
   }
 }
 
-// Called holding the turn.
-StoreReply StoreClient::exchange_remote(const StoreRequest& request, SteadyClock::time_point deadline) {
-  const std::vector<uint8_t> bytes = encode_store_request(request);
-  uint8_t header[kStoreReplyHeader];
-  StoreReply reply;
-  auto check = [&](Transfer t) {
-    if (t == Transfer::Closed) throw StoreFailure(where() + " closed the connection (rank 0 ended?)");
-    if (t == Transfer::Late) throw StoreFailure(where() + " did not answer in time (a stopped rank 0?)");
-  };
-  check(send_all(socket_.fd(), bytes.data(), bytes.size(), deadline));
-  check(receive_all(socket_.fd(), header, sizeof header, deadline));
-  uint32_t size = 0;
-  try {
-    size = decode_store_reply_header(header, reply.status);
-  } catch (const Error& e) {
-    throw StoreFailure(where() + " answered what is not a store reply: " + e.what());
+// Called holding the turn: reads on where the last reading stopped.
+StoreReply StoreClient::read_reply(SteadyClock::time_point deadline) {
+  if (!header_read_) {
+    check(receive_all(socket_.fd(), header_, sizeof header_, deadline, &header_got_));
+    try {
+      reading_.value.resize(decode_store_reply_header(header_, reading_.status));
+    } catch (const Error& e) {
+      broken_ = where() + " answered what is not a store reply: " + e.what();
+      throw StoreFailure(broken_);
+    }
+    header_read_ = true;
+    value_got_ = 0;
   }
-  reply.value.resize(size);
-  check(receive_all(socket_.fd(), reply.value.data(), size, deadline));
-  return reply;
+  check(receive_all(socket_.fd(), reading_.value.data(), reading_.value.size(), deadline, &value_got_));
+  header_read_ = false;
+  header_got_ = 0;
+  return std::move(reading_);
+}
+
+// A closed connection fails every request after; a late one, this request alone.
+void StoreClient::check(Transfer transfer) {
+  if (transfer == Transfer::Closed) {
+    broken_ = where() + " closed the connection (rank 0 ended?)";
+    throw StoreFailure(broken_);
+  }
+  if (transfer == Transfer::Late) throw StoreFailure(where() + " did not answer in time (a stopped rank 0?)");
 }
 
 StoreReply StoreClient::written(const StoreReply& reply, const std::string& key) {
@@ -86,7 +109,7 @@ void StoreClient::set(const std::string& key, const std::vector<uint8_t>& value,
 std::vector<uint8_t> StoreClient::get(const std::string& key, Limit limit) {
   const SteadyClock::time_point deadline = after(limit);
   wait_for(key, deadline, limit);
-  StoreReply reply = exchange({StoreOp::Get, key, {}, 0}, deadline);
+  StoreReply reply = exchange({StoreOp::Get, key, {}, 0}, ask_by(deadline));
   if (reply.status != StoreStatus::Ok) throw StoreFailure(where() + " lost the key " + key);
   return std::move(reply.value);
 }
@@ -116,7 +139,7 @@ void StoreClient::wait(const std::vector<std::string>& keys, Limit limit) {
 void StoreClient::wait_for(const std::string& key, SteadyClock::time_point deadline, Limit limit) {
   for (auto pause = std::chrono::milliseconds(1);;
        pause = std::min(2 * pause, std::chrono::milliseconds(32))) {
-    if (exchange({StoreOp::Check, key, {}, 0}, deadline).status == StoreStatus::Ok) return;
+    if (exchange({StoreOp::Check, key, {}, 0}, ask_by(deadline)).status == StoreStatus::Ok) return;
     if (SteadyClock::now() + pause > deadline)
       throw StoreFailure("the key " + key + " did not come to " + where() + " within " + seconds(limit));
     std::this_thread::sleep_for(pause);

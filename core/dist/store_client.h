@@ -5,9 +5,14 @@
 // The server answers every request at once, so what waits (get, wait) waits here, asking again
 // after a pause that grows to a few milliseconds, until the key is there or `limit` has passed.
 // Every request is bounded by its limit; a reply is read as the format bounds it (a stranger
-// answering as rank 0 cannot size an allocation). Requests from several threads take turns on
-// the one connection. Failures throw StoreFailure, which is not a translution::Error: the
-// store's failure is a peer's, which ProcessGroup names.
+// answering as rank 0 cannot size an allocation). Requests from several threads (the heartbeat's
+// and the training's) take turns on the one connection.
+//
+// A request that runs out of time leaves the connection usable: what was not yet sent of it is
+// sent before the next request, and the replies owed are read and let go before that one's, so
+// a slow moment of rank 0 fails one request, not the run. A connection that closed, or carried
+// what is not a reply, fails every request after. Failures throw StoreFailure, which is not a
+// translution::Error: the store's failure is a peer's, which ProcessGroup names.
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -50,6 +55,8 @@ class StoreClient {
  private:
   StoreReply exchange(const StoreRequest& request, SteadyClock::time_point deadline);
   StoreReply exchange_remote(const StoreRequest& request, SteadyClock::time_point deadline);
+  StoreReply read_reply(SteadyClock::time_point deadline);
+  void check(Transfer transfer);
   StoreReply written(const StoreReply& reply, const std::string& key);
   void wait_for(const std::string& key, SteadyClock::time_point deadline, Limit limit);
   std::string where() const;
@@ -57,8 +64,16 @@ class StoreClient {
   std::shared_ptr<StoreServer> server_;  // rank 0
   Socket socket_;                        // the other ranks
   std::string master_;
-  std::timed_mutex turn_;  // one request at a time on the connection
-  std::string broken_;     // why the connection can carry no more requests (empty: it can)
+  std::timed_mutex turn_;                   // one request at a time on the connection; guards what follows
+  std::string broken_;                      // why the connection can carry no more requests (empty: it can)
+  std::vector<uint8_t> unsent_;             // requests not yet wholly sent
+  size_t unsent_at_ = 0;                    // how much of unsent_ is sent
+  size_t owed_ = 0;                         // replies rank 0 owes, for requests sent or being sent
+  uint8_t header_[kStoreReplyHeader] = {};  // the reply being read: its header,
+  size_t header_got_ = 0;                   //   how much of it came,
+  bool header_read_ = false;                //   whether all,
+  StoreReply reading_;                      //   its value (sized by the header),
+  size_t value_got_ = 0;                    //   and how much of that came
 };
 
 }  // namespace translution

@@ -23,12 +23,13 @@ struct StoreServer::Connection {
   int rank = 0;
   Socket socket;
   std::string peer;
-  std::vector<uint8_t> in;   // what has arrived of the next request (or more)
-  std::vector<uint8_t> out;  // what is left to send of the last reply
+  std::vector<uint8_t> in;  // what has arrived, from byte in_at on not yet taken as a request
+  size_t in_at = 0;
+  std::vector<uint8_t> out;  // the last reply, sent up to byte `sent`
   size_t sent = 0;
 };
 
-StoreServer::StoreServer() {
+StoreServer::StoreServer() : scratch_(kReadChunk) {
   int fds[2];
   if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
     throw Error(std::string("rank 0 cannot serve its store: ") + std::strerror(errno));
@@ -65,6 +66,16 @@ std::vector<std::string> StoreServer::cut_off() const {
   return cut_off_;
 }
 
+// Never throws: it is what the server thread does when something has gone wrong.
+void StoreServer::note(const std::string& line) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cut_off_.size() < kCutOffListed) cut_off_.push_back(line);
+  } catch (...) {
+    // out of memory for the note itself: the connection still goes
+  }
+}
+
 void StoreServer::take_new() {
   char drain[64];
   while (::read(wake_read_.fd(), drain, sizeof drain) > 0) {
@@ -84,26 +95,52 @@ void StoreServer::run() {
     std::vector<pollfd> fds{{wake_read_.fd(), POLLIN, 0}};
     for (const auto& c : connections_)
       fds.push_back({c->socket.fd(), short(c->out.empty() ? POLLIN : POLLOUT), 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) return;
-    for (size_t i = fds.size() - 1; i >= 1; --i)
-      if (fds[i].revents != 0 && !pump(*connections_[i - 1], fds[i].revents))
-        connections_.erase(connections_.begin() + long(i - 1));
+    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+      note(std::string("rank 0's store stopped serving: ") + std::strerror(errno));
+      return;  // the ranks' requests go unanswered: each fails at its deadline
+    }
+    for (size_t i = fds.size() - 1; i >= 1; --i) {
+      bool keep = false;
+      if (fds[i].revents == 0) continue;
+      try {
+        keep = pump(*connections_[i - 1], fds[i].revents);
+      } catch (const std::exception& e) {  // out of memory: this connection's request goes unserved
+        drop(*connections_[i - 1], std::string("could not be served: ") + e.what());
+      }
+      if (!keep) connections_.erase(connections_.begin() + long(i - 1));
+    }
   }
 }
 
 // Reads what has come, answers each whole request in turn, sends what it can; false once the
 // connection is finished with (closed by the rank, broken, or cut off).
 bool StoreServer::pump(Connection& c, short events) {
-  if (c.out.empty() && (events & (POLLIN | POLLHUP | POLLERR))) {
-    const size_t had = c.in.size();
-    c.in.resize(had + kReadChunk);
-    const ssize_t n = ::recv(c.socket.fd(), c.in.data() + had, kReadChunk, MSG_DONTWAIT);
-    c.in.resize(had + size_t(std::max<ssize_t>(n, 0)));
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-      if (!c.in.empty()) drop(c, "closed its connection in the middle of a request");
-      return false;
-    }
+  if (c.out.empty() && (events & (POLLIN | POLLHUP | POLLERR)) && !receive(c)) return false;
+  return answer(c);
+}
+
+// Takes in what one read gives, after what is left of earlier reads.
+bool StoreServer::receive(Connection& c) {
+  const ssize_t n = ::recv(c.socket.fd(), scratch_.data(), scratch_.size(), MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
+  if (n <= 0) {
+    if (c.in.size() > c.in_at) drop(c, "closed its connection in the middle of a request");
+    return false;
   }
+  if (buffered() + size_t(n) > kMaxStoreBuffered) {
+    drop(c,
+         "sent more than rank 0's store holds at once (" + std::to_string(kMaxStoreBuffered >> 20) + " MB)");
+    return false;
+  }
+  c.in.erase(c.in.begin(), c.in.begin() + long(c.in_at));
+  c.in_at = 0;
+  c.in.insert(c.in.end(), scratch_.begin(), scratch_.begin() + n);
+  return true;
+}
+
+// Sends what is left of the last reply, then answers the next whole request, until a reply
+// waits for the rank to read it or no whole request is left.
+bool StoreServer::answer(Connection& c) {
   for (;;) {
     while (c.sent < c.out.size()) {
       const ssize_t n =
@@ -116,20 +153,35 @@ bool StoreServer::pump(Connection& c, short events) {
     c.sent = 0;
     std::optional<StoreRequest> request;
     try {
-      request = take_store_request(c.in);
+      request = take_store_request(c.in, c.in_at);
     } catch (const Error& e) {
       drop(c, std::string("sent what is not a store request (") + e.what() + ")");
       return false;
     }
     if (!request) return true;
-    c.out = encode_store_reply(table_.apply(*request));
+    StoreReply reply = table_.apply(*request);
+    if (buffered() + reply.value.size() > kMaxStoreBuffered) {
+      drop(c, "asked for more than rank 0's store sends at once (" + std::to_string(kMaxStoreBuffered >> 20) +
+                  " MB)");
+      return false;
+    }
+    c.out = encode_store_reply(reply);
   }
 }
 
-void StoreServer::drop(Connection& c, const std::string& why) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (cut_off_.size() < kCutOffListed)
-    cut_off_.push_back("rank " + std::to_string(c.rank) + " (" + c.peer + ") " + why);
+// What the connections hold: requests not yet taken, replies not yet sent.
+size_t StoreServer::buffered() const {
+  size_t bytes = 0;
+  for (const auto& c : connections_) bytes += c->in.size() - c->in_at + c->out.size() - c->sent;
+  return bytes;
+}
+
+void StoreServer::drop(Connection& c, const std::string& why) noexcept {
+  try {
+    note("rank " + std::to_string(c.rank) + " (" + c.peer + ") " + why);
+  } catch (...) {
+    // as in note()
+  }
 }
 
 }  // namespace translution

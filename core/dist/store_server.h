@@ -6,8 +6,9 @@
 // One thread serves every connection and never waits on one: the sockets are non-blocking and
 // one poll watches them all, so a rank that sends half a request, or stops reading its replies,
 // holds up no other. A connection takes one request at a time (its reply is sent before the
-// next is read), which bounds what it holds to one request and one reply. A rank that sends
-// what is not a request is cut off, and remembered with what it sent.
+// next is read), which bounds what it holds to one request and one reply; what all of them
+// hold together is bounded too (kMaxStoreBuffered). A rank that sends what is not a request,
+// or more than that bound allows, is cut off, and remembered with what it did.
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +19,10 @@
 #include "dist/store_table.h"
 
 namespace translution {
+
+// What the connections may hold at once, of requests arriving and replies leaving, beyond the
+// table: a process admitted as many ranks cannot make rank 0 hold more.
+constexpr size_t kMaxStoreBuffered = size_t(256) << 20;
 
 class StoreServer {
  public:
@@ -41,7 +46,11 @@ class StoreServer {
   void run();
   void take_new();
   bool pump(Connection& c, short events);
-  void drop(Connection& c, const std::string& why);
+  bool receive(Connection& c);
+  bool answer(Connection& c);
+  size_t buffered() const;
+  void note(const std::string& line) noexcept;
+  void drop(Connection& c, const std::string& why) noexcept;
 
   StoreTable table_;
   Socket wake_read_, wake_write_;  // a pipe: a byte written wakes the poll
@@ -50,6 +59,7 @@ class StoreServer {
   std::vector<std::string> cut_off_;
   bool stop_ = false;
   std::vector<std::unique_ptr<Connection>> connections_;  // the server thread's own
+  std::vector<uint8_t> scratch_;                          // what one read takes in
   std::thread thread_;
 };
 

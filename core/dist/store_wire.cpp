@@ -44,10 +44,10 @@ std::vector<uint8_t> encode_store_reply(const StoreReply& reply) {
   return b;
 }
 
-std::optional<StoreRequest> take_store_request(std::vector<uint8_t>& buffer) {
-  if (buffer.size() < kStoreRequestHeader) return std::nullopt;
-  const uint32_t op = get_u32(&buffer[0]), key = get_u32(&buffer[4]), value = get_u32(&buffer[8]),
-                 expected = get_u32(&buffer[12]);
+std::optional<StoreRequest> take_store_request(const std::vector<uint8_t>& buffer, size_t& at) {
+  if (buffer.size() < at + kStoreRequestHeader) return std::nullopt;
+  const uint8_t* h = buffer.data() + at;
+  const uint32_t op = get_u32(h), key = get_u32(h + 4), value = get_u32(h + 8), expected = get_u32(h + 12);
   if (!known(op)) throw Error("request " + std::to_string(op) + " is not one of the store's");
   if (key > kMaxStoreKeyBytes)
     throw Error("a key of " + std::to_string(key) + " bytes is beyond the bound of " +
@@ -56,14 +56,14 @@ std::optional<StoreRequest> take_store_request(std::vector<uint8_t>& buffer) {
     throw Error("a value of " + std::to_string(value) + " bytes is beyond the bound of " +
                 std::to_string(kMaxStoreValueBytes));
   check_shape(StoreOp(op), key, value, expected);
-  const size_t whole = kStoreRequestHeader + key + value;
-  if (buffer.size() < whole) return std::nullopt;
+  if (buffer.size() < at + kStoreRequestHeader + key + value) return std::nullopt;
+  const auto key_at = buffer.begin() + long(at + kStoreRequestHeader), value_at = key_at + key;
   StoreRequest request;
   request.op = StoreOp(op);
-  request.key.assign(buffer.begin() + kStoreRequestHeader, buffer.begin() + long(kStoreRequestHeader + key));
-  request.value.assign(buffer.begin() + long(kStoreRequestHeader + key), buffer.begin() + long(whole));
+  request.key.assign(key_at, value_at);
+  request.value.assign(value_at, value_at + value);
   request.expected_bytes = expected;
-  buffer.erase(buffer.begin(), buffer.begin() + long(whole));
+  at += kStoreRequestHeader + key + value;
   return request;
 }
 

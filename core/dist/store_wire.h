@@ -46,9 +46,9 @@ struct StoreReply {
 std::vector<uint8_t> encode_store_request(const StoreRequest& request);
 std::vector<uint8_t> encode_store_reply(const StoreReply& reply);
 
-// The whole request at the front of `buffer`, taken out of it; nullopt while it is not all
-// there. Throws Error saying what is wrong with a header that is not a request.
-std::optional<StoreRequest> take_store_request(std::vector<uint8_t>& buffer);
+// The whole request in `buffer` from byte `at`, which then moves past it; nullopt while it is
+// not all there. Throws Error saying what is wrong with a header that is not a request.
+std::optional<StoreRequest> take_store_request(const std::vector<uint8_t>& buffer, size_t& at);
 
 // A reply's header: sets `status` and returns the size of the value, both checked (throws Error).
 uint32_t decode_store_reply_header(const uint8_t* header, StoreStatus& status);
