@@ -338,8 +338,10 @@ c10::intrusive_ptr<c10d::Store> open_file_store(const GroupOptions& o) {
 c10::intrusive_ptr<c10d::Store> meet(const GroupOptions& o, std::shared_ptr<StoreServer>& server) {
   if (o.master.rfind("file:", 0) == 0) return open_file_store(o);
   if (o.rank != 0) {
-    const Hello hello{kRendezvousVersion, uint32_t(o.rank), uint32_t(o.world_size), run_digest(o.run_id)};
-    auto client = std::make_shared<StoreClient>(introduce(o.master, hello, o.timeout), o.master);
+    Hello hello;
+    hello.rank = uint32_t(o.rank);
+    hello.world_size = uint32_t(o.world_size);
+    auto client = std::make_shared<StoreClient>(introduce(o.master, hello, o.run_id, o.timeout), o.master);
     return c10::make_intrusive<RankStore>(std::move(client), o.timeout);
   }
   RendezvousListener listener(o.master);  // first: a port in use is named before anything is served

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -17,7 +18,6 @@
 
 #include "dist/socket.h"
 #include "util/error.h"
-#include "util/md5.h"
 
 namespace translution {
 namespace {
@@ -25,9 +25,11 @@ namespace {
 using Clock = SteadyClock;
 
 // The offsets of the fields (rendezvous_handshake.h lays them out).
-constexpr size_t kVersionAt = 8, kRankAt = 12, kWorldAt = 16, kDigestAt = 20, kDigestBytes = 32;
-constexpr size_t kVerdictAt = 12, kValueAt = 16;
-static_assert(kDigestAt + kDigestBytes <= kHelloBytes && kValueAt + 4 <= kReplyBytes);
+constexpr size_t kVersionAt = 8, kRankAt = 12, kWorldAt = 16, kHelloNonceAt = 20;
+constexpr size_t kVerdictAt = 12, kValueAt = 16, kReplyNonceAt = 20, kReplyProofAt = 36;
+constexpr size_t kProofAt = 8, kLastVerdictAt = 8, kLastValueAt = 12;
+static_assert(kHelloNonceAt + sizeof(Nonce) <= kHelloBytes && kReplyProofAt + 32 <= kReplyBytes &&
+              kProofAt + 32 <= kProofBytes && kLastValueAt + 4 <= kVerdictBytes);
 
 // Connections rank 0 holds open at once while they send their hello: a flood of them
 // (a port scanner, say) costs this many descriptors, the oldest giving way to the newest.
@@ -74,9 +76,24 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 }  // namespace
 
-std::string run_digest(const std::string& run_id) {
-  const std::string text = "translution run id\n" + run_id;
-  return md5_hex(text.data(), text.size());
+Nonce fresh_nonce() {
+  std::random_device source;
+  Nonce nonce;
+  for (size_t i = 0; i < nonce.size(); i += 4) put_u32(&nonce[i], source());
+  return nonce;
+}
+
+Sha256Digest rendezvous_proof(const std::string& run_id, bool by_rank_zero, const Hello& hello,
+                              const Nonce& rank_zero_nonce) {
+  const std::string who = by_rank_zero ? "translution rendezvous: rank 0" : "translution rendezvous: rank";
+  std::vector<uint8_t> message(who.begin(), who.end());
+  message.insert(message.end(), hello.nonce.begin(), hello.nonce.end());
+  message.insert(message.end(), rank_zero_nonce.begin(), rank_zero_nonce.end());
+  uint8_t numbers[8];
+  put_u32(numbers, hello.rank);
+  put_u32(numbers + 4, hello.world_size);
+  message.insert(message.end(), numbers, numbers + 8);
+  return hmac_sha256(run_id, message);
 }
 
 std::array<uint8_t, kHelloBytes> encode_hello(const Hello& hello) {
@@ -85,7 +102,7 @@ std::array<uint8_t, kHelloBytes> encode_hello(const Hello& hello) {
   put_u32(&b[kVersionAt], hello.version);
   put_u32(&b[kRankAt], hello.rank);
   put_u32(&b[kWorldAt], hello.world_size);
-  std::memcpy(&b[kDigestAt], hello.run_digest.data(), std::min(hello.run_digest.size(), kDigestBytes));
+  std::copy(hello.nonce.begin(), hello.nonce.end(), b.begin() + kHelloNonceAt);
   return b;
 }
 
@@ -95,7 +112,7 @@ std::optional<Hello> decode_hello(const std::array<uint8_t, kHelloBytes>& b) {
   h.version = get_u32(&b[kVersionAt]);
   h.rank = get_u32(&b[kRankAt]);
   h.world_size = get_u32(&b[kWorldAt]);
-  h.run_digest.assign(reinterpret_cast<const char*>(&b[kDigestAt]), kDigestBytes);
+  std::copy(b.begin() + kHelloNonceAt, b.begin() + kHelloNonceAt + h.nonce.size(), h.nonce.begin());
   return h;
 }
 
@@ -105,6 +122,8 @@ std::array<uint8_t, kReplyBytes> encode_reply(const Reply& reply) {
   put_u32(&b[kVersionAt], reply.version);
   put_u32(&b[kVerdictAt], uint32_t(reply.verdict));
   put_u32(&b[kValueAt], reply.value);
+  std::copy(reply.nonce.begin(), reply.nonce.end(), b.begin() + kReplyNonceAt);
+  std::copy(reply.proof.begin(), reply.proof.end(), b.begin() + kReplyProofAt);
   return b;
 }
 
@@ -176,11 +195,15 @@ uint16_t bound_port(int fd) {
 }
 
 // A connection whose hello has not fully arrived.
+// A connection being admitted: its hello coming in, or (proving) its proof.
 struct Pending {
   Socket socket;
   std::string peer;
-  std::array<uint8_t, kHelloBytes> bytes{};
+  std::array<uint8_t, kHelloBytes> bytes{};  // what has come of the message awaited
   size_t got = 0;
+  bool proving = false;
+  Hello hello;  // once proving: the hello, and the nonce rank 0 answered it with
+  Nonce nonce{};
 };
 
 // Rank 0's admission of the ranks: the connections being read, the ranks admitted, and what
@@ -189,7 +212,7 @@ class Doorkeeper {
  public:
   Doorkeeper(int world_size, const std::string& run_id, const RendezvousListener::Admitted& admitted)
       : world_(uint32_t(world_size)),
-        digest_(run_digest(run_id)),
+        run_id_(run_id),
         on_admitted_(admitted),
         admitted_(size_t(world_size), false) {
     admitted_[0] = true;
@@ -209,25 +232,32 @@ class Doorkeeper {
         turned_away(pending_.front().peer, "held a connection open without a hello");
         pending_.erase(pending_.begin());
       }
-      pending_.push_back({Socket(fd), peer_name(a)});
+      Pending p;
+      p.socket = Socket(fd);
+      p.peer = peer_name(a);
+      pending_.push_back(std::move(p));
     }
   }
 
-  // Reads what `p` has sent (never past its hello); true once `p` is finished with.
+  // Reads what `p` has sent (never past the message awaited); true once `p` is finished with.
   bool read(Pending& p) {
-    const ssize_t n = ::recv(p.socket.fd(), p.bytes.data() + p.got, kHelloBytes - p.got, 0);
+    const size_t want = p.proving ? kProofBytes : kHelloBytes;
+    const ssize_t n = ::recv(p.socket.fd(), p.bytes.data() + p.got, want - p.got, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
     if (n <= 0) {
-      turned_away(p.peer, "closed the connection after " + std::to_string(p.got) + " bytes, without a hello");
+      turned_away(p.peer, p.proving ? std::string("left when asked to prove the run id (another run id?)")
+                                    : "closed the connection after " + std::to_string(p.got) +
+                                          " bytes, without a hello");
       return true;
     }
     p.got += size_t(n);
     if (std::memcmp(p.bytes.data(), kRendezvousMagic, std::min(p.got, sizeof kRendezvousMagic)) != 0) {
-      turned_away(p.peer, "sent \"" + quoted_bytes(p.bytes.data(), p.got, 16) + "\", not a hello");
+      turned_away(p.peer, "sent \"" + quoted_bytes(p.bytes.data(), p.got, 16) + "\", not a " +
+                              (p.proving ? "proof" : "hello"));
       return true;
     }
-    if (p.got == kHelloBytes) judge(p);
-    return p.got == kHelloBytes;
+    if (p.got < want) return false;
+    return p.proving ? judge_proof(p) : judge_hello(p);
   }
 
   std::string missing(const std::string& master, std::chrono::seconds timeout) const {
@@ -246,24 +276,14 @@ class Doorkeeper {
  private:
   void turned_away(const std::string& peer, const std::string& why) { away_.push_back(peer + " " + why); }
 
-  // A whole hello: admitted, or turned away with the reason in the reply. A rank of this run
-  // (its run id) started with another world size ends the rendezvous: the run cannot start.
-  void judge(Pending& p) {
+  // A whole hello: turned away with the reason in the reply (true: finished with), or asked
+  // to prove the run id, with rank 0's proof.
+  bool judge_hello(Pending& p) {
     const Hello h = *decode_hello(p.bytes);
     Reply reply;
     if (h.version != kRendezvousVersion) {
       reply.verdict = Verdict::OtherVersion;
       turned_away(p.peer, "speaks rendezvous protocol " + std::to_string(h.version));
-    } else if (h.run_digest != digest_) {
-      reply.verdict = Verdict::OtherRunId;
-      turned_away(p.peer, "gave another run id");
-    } else if (h.world_size != world_) {
-      reply.verdict = Verdict::OtherWorldSize;
-      reply.value = world_;
-      answer(p, reply);
-      throw Error("rank " + std::to_string(h.rank) + " was started with --world-size " +
-                  std::to_string(h.world_size) + " and rank 0 with " + std::to_string(world_) +
-                  ": every rank needs the same");
     } else if (h.rank == 0 || h.rank >= world_) {
       reply.verdict = Verdict::RankOutside;
       turned_away(p.peer, "claimed rank " + std::to_string(h.rank));
@@ -271,24 +291,66 @@ class Doorkeeper {
       reply.verdict = Verdict::RankTaken;
       turned_away(p.peer, "claimed rank " + std::to_string(h.rank) + ", which had joined");
     } else {
-      reply.verdict = Verdict::Admitted;
-      admitted_[h.rank] = true;
-      answer(p, reply);
-      on_admitted_(int(h.rank), std::move(p.socket), p.peer);
-      return;
+      p.hello = h;
+      p.nonce = fresh_nonce();
+      reply.verdict = Verdict::Prove;
+      reply.nonce = p.nonce;
+      reply.proof = rendezvous_proof(run_id_, true, h, p.nonce);
+      send_now(p, encode_reply(reply));
+      p.proving = true;
+      p.got = 0;
+      return false;
     }
-    answer(p, reply);
+    send_now(p, encode_reply(reply));
+    return true;
   }
 
-  // A reply fits in an empty send buffer: written without waiting, or lost with its peer.
-  static void answer(Pending& p, const Reply& reply) {
-    const std::array<uint8_t, kReplyBytes> bytes = encode_reply(reply);
+  // A whole proof: admitted, or turned away with the reason in the last verdict. A rank of this
+  // run (its proof holds) started with another world size ends the rendezvous: the run cannot
+  // start.
+  bool judge_proof(Pending& p) {
+    Sha256Digest proof;
+    std::copy(p.bytes.begin() + kProofAt, p.bytes.begin() + kProofAt + proof.size(), proof.begin());
+    const Hello& h = p.hello;
+    uint32_t verdict = uint32_t(Verdict::Admitted), value = 0;
+    if (!same_digest(proof, rendezvous_proof(run_id_, false, h, p.nonce))) {
+      verdict = uint32_t(Verdict::OtherRunId);
+      turned_away(p.peer, "gave another run id");
+    } else if (h.world_size != world_) {
+      send_now(p, encode_last_verdict(uint32_t(Verdict::OtherWorldSize), world_));
+      throw Error("rank " + std::to_string(h.rank) + " was started with --world-size " +
+                  std::to_string(h.world_size) + " and rank 0 with " + std::to_string(world_) +
+                  ": every rank needs the same");
+    } else if (admitted_[h.rank]) {
+      verdict = uint32_t(Verdict::RankTaken);
+      turned_away(p.peer, "claimed rank " + std::to_string(h.rank) + ", which had joined");
+    }
+    send_now(p, encode_last_verdict(verdict, value));
+    if (verdict == uint32_t(Verdict::Admitted)) {
+      admitted_[h.rank] = true;
+      on_admitted_(int(h.rank), std::move(p.socket), p.peer);
+    }
+    return true;
+  }
+
+  static std::array<uint8_t, kVerdictBytes> encode_last_verdict(uint32_t verdict, uint32_t value) {
+    std::array<uint8_t, kVerdictBytes> b{};
+    std::memcpy(b.data(), kRendezvousMagic, sizeof kRendezvousMagic);
+    put_u32(&b[kLastVerdictAt], verdict);
+    put_u32(&b[kLastValueAt], value);
+    return b;
+  }
+
+  // A message of rank 0 fits in an empty send buffer (the rank sends nothing more until it has
+  // read it): written without waiting, or lost with its peer.
+  template <size_t N>
+  static void send_now(Pending& p, const std::array<uint8_t, N>& bytes) {
     [[maybe_unused]] const ssize_t sent =
         ::send(p.socket.fd(), bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 
   uint32_t world_;
-  std::string digest_;
+  std::string run_id_;
   const RendezvousListener::Admitted& on_admitted_;
   std::vector<bool> admitted_;
   std::vector<Pending> pending_;
@@ -382,18 +444,20 @@ Socket connect_before(const std::string& master, Clock::time_point deadline, std
   throw Error(cannot_reach(master, timeout, expected ? "" : std::strerror(error)));
 }
 
-// What came back for the hello: up to kReplyBytes, and why the reading stopped short.
+// What came back for a message: up to N bytes, and why the reading stopped short.
+template <size_t N>
 struct Answer {
-  std::array<uint8_t, kReplyBytes> bytes{};
+  std::array<uint8_t, N> bytes{};
   size_t got = 0;
   bool closed = false;   // end of stream, or the connection reset
   bool foreign = false;  // the first bytes are not the magic: no need to wait for more
 };
 
-Answer read_answer(int fd, Clock::time_point deadline) {
-  Answer a;
-  while (a.got < kReplyBytes && !a.foreign && ready(fd, POLLIN, deadline)) {
-    const ssize_t n = ::recv(fd, a.bytes.data() + a.got, kReplyBytes - a.got, 0);
+template <size_t N>
+Answer<N> read_answer(int fd, Clock::time_point deadline) {
+  Answer<N> a;
+  while (a.got < N && !a.foreign && ready(fd, POLLIN, deadline)) {
+    const ssize_t n = ::recv(fd, a.bytes.data() + a.got, N - a.got, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     if (n <= 0) {
       a.closed = true;
@@ -405,22 +469,32 @@ Answer read_answer(int fd, Clock::time_point deadline) {
   return a;
 }
 
-// Nothing for a whole reply of this version that admits the rank, else an Error saying what rank 0
-// refused.
-void accept_verdict(const std::string& master, const Hello& hello, const Answer& a) {
+// Throws the one line for an answer that is not rank 0's, or did not all come.
+template <size_t N>
+void expect_whole(const std::string& master, const Answer<N>& a, std::chrono::seconds timeout) {
   const std::string at = "--master " + master + ": ";
-  const uint32_t version = get_u32(&a.bytes[kVersionAt]), value = get_u32(&a.bytes[kValueAt]);
-  if (version != hello.version)
-    throw Error(at + "rank 0 there speaks rendezvous protocol " + std::to_string(version) +
-                " and this rank " + std::to_string(hello.version) +
-                ": run the same Translution release on every machine");
-  switch (Verdict(get_u32(&a.bytes[kVerdictAt]))) {
-    case Verdict::Admitted: return;
+  if (a.foreign)
+    throw Error(at + "what answers there is not a Translution rank 0 (it sent \"" +
+                quoted_bytes(a.bytes.data(), a.got, 16) + "\")");
+  if (a.got < N && a.closed)
+    throw Error(at + "the process there closed the connection " +
+                (a.got ? "after " + std::to_string(a.got) + " bytes of an answer"
+                       : std::string("without an answer")) +
+                " (not a Translution rank 0, or one that refused this rank)");
+  if (a.got < N)
+    throw Error(at + "the process there accepted the connection but gave no rendezvous answer within " +
+                std::to_string(timeout.count()) + " s (not a Translution rank 0, or a stopped one)");
+}
+
+// The one line for what rank 0 refused, in its reply or its last verdict.
+[[noreturn]] void refused(const std::string& master, const Hello& hello, uint32_t verdict, uint32_t value,
+                          const uint8_t* bytes, size_t size) {
+  const std::string at = "--master " + master + ": ";
+  switch (Verdict(verdict)) {
     case Verdict::OtherRunId:
       throw Error(at +
                   "rank 0 there runs with another run id: give every rank the same --run-id (or "
                   "TRANSLUTION_RUN_ID)");
-    case Verdict::OtherVersion: break;  // rank 0 answers it with its own version, handled above
     case Verdict::OtherWorldSize:
       throw Error("rank 0 was started with --world-size " + std::to_string(value) + " and rank " +
                   std::to_string(hello.rank) + " with " + std::to_string(hello.world_size) +
@@ -431,37 +505,64 @@ void accept_verdict(const std::string& master, const Hello& hello, const Answer&
     case Verdict::RankOutside:
       throw Error(at + "rank 0 there does not take rank " + std::to_string(hello.rank) +
                   " (--rank must be from 1 to --world-size - 1 on the other processes)");
+    default: break;
   }
-  throw Error(at + "rank 0 there answered \"" + quoted_bytes(a.bytes.data(), a.got, kReplyBytes) +
+  throw Error(at + "rank 0 there answered \"" + quoted_bytes(bytes, size, size) +
               "\", which this release does not understand");
+}
+
+// Rank 0's proof from a whole reply of this version that asks for the rank's; else the one line
+// for what rank 0 refused.
+void expect_challenge(const std::string& master, const Hello& hello, const std::string& run_id,
+                      const Answer<kReplyBytes>& a, Nonce& rank_zero_nonce) {
+  const uint32_t version = get_u32(&a.bytes[kVersionAt]), verdict = get_u32(&a.bytes[kVerdictAt]);
+  if (version != hello.version)
+    throw Error("--master " + master + ": rank 0 there speaks rendezvous protocol " +
+                std::to_string(version) + " and this rank " + std::to_string(hello.version) +
+                ": run the same Translution release on every machine");
+  if (Verdict(verdict) != Verdict::Prove)
+    refused(master, hello, verdict, get_u32(&a.bytes[kValueAt]), a.bytes.data(), a.got);
+  std::copy(a.bytes.begin() + kReplyNonceAt, a.bytes.begin() + kReplyNonceAt + 16, rank_zero_nonce.begin());
+  Sha256Digest proof;
+  std::copy(a.bytes.begin() + kReplyProofAt, a.bytes.begin() + kReplyProofAt + 32, proof.begin());
+  // Not rank 0 of this run id (another run, or a process that replays what it saw): this rank
+  // proves nothing to it.
+  if (!same_digest(proof, rendezvous_proof(run_id, true, hello, rank_zero_nonce)))
+    refused(master, hello, uint32_t(Verdict::OtherRunId), 0, a.bytes.data(), a.got);
+}
+
+// Sends a message of this rank's that fits in the connection's empty send buffer.
+template <size_t N>
+void send_now(const std::string& master, int fd, const std::array<uint8_t, N>& bytes) {
+  if (::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(bytes.size()))
+    throw Error("--master " + master +
+                ": the process there closed the connection in the middle of the rendezvous (not a "
+                "Translution rank 0?): " +
+                std::strerror(errno));
 }
 
 }  // namespace
 
-Socket introduce(const std::string& master, const Hello& hello, std::chrono::seconds timeout) {
+Socket introduce(const std::string& master, Hello hello, const std::string& run_id,
+                 std::chrono::seconds timeout) {
   const Clock::time_point deadline = Clock::now() + timeout;
   Socket s = connect_before(master, deadline, timeout);
-  const std::string at = "--master " + master + ": ";
-  const std::array<uint8_t, kHelloBytes> bytes = encode_hello(hello);
-  // The hello fits in the fresh connection's send buffer: one send, or the peer is gone.
-  if (::send(s.fd(), bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(bytes.size()))
-    throw Error(at +
-                "the process there closed the connection before the rendezvous began (not a Translution rank "
-                "0?): " +
-                std::strerror(errno));
-  const Answer a = read_answer(s.fd(), deadline);
-  if (a.foreign)
-    throw Error(at + "what answers there is not a Translution rank 0 (it sent \"" +
-                quoted_bytes(a.bytes.data(), a.got, 16) + "\")");
-  if (a.got < kReplyBytes && a.closed)
-    throw Error(at + "the process there closed the connection " +
-                (a.got ? "after " + std::to_string(a.got) + " bytes of an answer"
-                       : std::string("without an answer")) +
-                " (not a Translution rank 0, or one that refused this rank)");
-  if (a.got < kReplyBytes)
-    throw Error(at + "the process there accepted the connection but gave no rendezvous answer within " +
-                std::to_string(timeout.count()) + " s (not a Translution rank 0, or a stopped one)");
-  accept_verdict(master, hello, a);
+  hello.nonce = fresh_nonce();
+  send_now(master, s.fd(), encode_hello(hello));
+  const Answer<kReplyBytes> reply = read_answer<kReplyBytes>(s.fd(), deadline);
+  expect_whole(master, reply, timeout);
+  Nonce rank_zero_nonce{};
+  expect_challenge(master, hello, run_id, reply, rank_zero_nonce);
+  std::array<uint8_t, kProofBytes> proof{};
+  std::memcpy(proof.data(), kRendezvousMagic, sizeof kRendezvousMagic);
+  const Sha256Digest mine = rendezvous_proof(run_id, false, hello, rank_zero_nonce);
+  std::copy(mine.begin(), mine.end(), proof.begin() + kProofAt);
+  send_now(master, s.fd(), proof);
+  const Answer<kVerdictBytes> last = read_answer<kVerdictBytes>(s.fd(), deadline);
+  expect_whole(master, last, timeout);
+  const uint32_t verdict = get_u32(&last.bytes[kLastVerdictAt]);
+  if (Verdict(verdict) != Verdict::Admitted)
+    refused(master, hello, verdict, get_u32(&last.bytes[kLastValueAt]), last.bytes.data(), last.got);
   return s;
 }
 

@@ -4,20 +4,24 @@
 //
 // Whatever answers at the master's address may be something else than rank 0 (a web server,
 // a stale service), and whatever connects to it something else than a rank. So rank 0 listens
-// on HOST:PORT itself, and every other rank first sends it a hello of a fixed size; rank 0
-// answers with a reply of a fixed size. The connection of a rank of this run
-// stays open: rank 0 serves its store there (dist/store_server.h), and nowhere else.
+// on HOST:PORT itself, every message has a fixed size, and each side reads exactly that many
+// bytes before a deadline; nothing read sets a length. The connection of a rank admitted stays
+// open: rank 0 serves its store there (dist/store_server.h), and nowhere else.
 //
-// On the wire (integers big-endian; every version keeps the magic and the version first, so
-// that two versions can tell each other apart):
-//   hello (rank r -> rank 0), kHelloBytes: magic, version, rank, world size, the run id's
-//     digest (32 hex digits), zeros.
+// The run id is a text every rank of the run is given (--run-id, TRANSLUTION_RUN_ID), and
+// never sent: each side proves it knows the id with an HMAC-SHA-256 keyed by it over both
+// sides' fresh random nonces, so a proof seen once (a process squatting on the port, a
+// listener on the network) admits no one later, and a rank learns that rank 0 is the run's
+// before it trusts a byte of its store.
+//
+// On the wire (integers big-endian; every message begins with the magic, and the first two
+// with the version, so that two versions can tell each other apart):
+//   hello (rank r -> rank 0), kHelloBytes: magic, version, rank, world size, r's nonce, zeros.
 //   reply (rank 0 -> rank r), kReplyBytes: magic, version, verdict, value (OtherWorldSize:
-//     rank 0's world size; otherwise 0), zeros.
-// Each side reads exactly those many bytes before a deadline; nothing read sets a length.
-//
-// The run id is a text every rank of the run is given (--run-id, TRANSLUTION_RUN_ID): rank 0
-// turns away a hello with another one, so a process that does not know it cannot join.
+//     rank 0's world size; otherwise 0), and for Prove: rank 0's nonce and its proof; zeros.
+//   proof (rank r -> rank 0, after Prove), kProofBytes: magic, r's proof.
+//   verdict (rank 0 -> rank r, last), kVerdictBytes: magic, verdict (Admitted, OtherRunId or
+//     RankTaken), zeros.
 #include <array>
 #include <chrono>
 #include <cstddef>
@@ -28,38 +32,53 @@
 #include <vector>
 
 #include "dist/socket.h"
+#include "util/sha256.h"
 
 namespace translution {
 
-constexpr uint32_t kRendezvousVersion = 2;  // ranks of other versions refuse each other
+constexpr uint32_t kRendezvousVersion = 3;  // ranks of other versions refuse each other
 constexpr size_t kHelloBytes = 64;
-constexpr size_t kReplyBytes = 24;
+constexpr size_t kReplyBytes = 72;
+constexpr size_t kProofBytes = 40;
+constexpr size_t kVerdictBytes = 16;
 constexpr char kRendezvousMagic[8] = {'T', 'R', 'N', 'S', 'L', 'R', 'D', 'V'};
 
-// What rank 0 answers a hello.
+using Nonce = std::array<uint8_t, 16>;
+
+// What rank 0 answers a hello, then a proof.
 enum class Verdict : uint32_t {
   Admitted = 0,
-  OtherRunId = 1,      // the hello's run id differs from rank 0's
+  OtherRunId = 1,      // the rank's proof is not of rank 0's run id
   OtherVersion = 2,    // the hello's protocol version differs (the reply carries rank 0's)
   OtherWorldSize = 3,  // the value is rank 0's world size
   RankTaken = 4,       // another process was admitted as that rank
   RankOutside = 5,     // rank 0 itself, or not below the world size
+  Prove = 6,           // the reply carries rank 0's nonce and proof: the rank's proof is due
 };
 
 struct Hello {
   uint32_t version = kRendezvousVersion;
   uint32_t rank = 0;
   uint32_t world_size = 1;
-  std::string run_digest;  // run_digest(run id): 32 hex digits
+  Nonce nonce{};
 };
 
 struct Reply {
   uint32_t version = kRendezvousVersion;
   Verdict verdict = Verdict::Admitted;
   uint32_t value = 0;
+  Nonce nonce{};         // Prove: rank 0's
+  Sha256Digest proof{};  // Prove: rank 0's
 };
 
-std::string run_digest(const std::string& run_id);
+// 16 bytes from the system's random source.
+Nonce fresh_nonce();
+
+// What a side proves, rank 0 (`by_rank_zero`) or the rank of `hello`: HMAC-SHA-256 keyed by the
+// run id over the side's name, both nonces, and the rank and world size the hello named. The
+// names differ, so that neither side's proof serves as the other's.
+Sha256Digest rendezvous_proof(const std::string& run_id, bool by_rank_zero, const Hello& hello,
+                              const Nonce& rank_zero_nonce);
 
 std::array<uint8_t, kHelloBytes> encode_hello(const Hello& hello);
 // nullopt where the bytes do not begin with the magic. The fields after the version are
@@ -95,12 +114,14 @@ class RendezvousListener {
   std::string master_;
 };
 
-// Another rank's side: sends `hello` to rank 0 at `master` and returns the connection, on
-// which rank 0 serves its store once it has admitted the rank. Retries while nothing listens there, until
+// Another rank's side: sends `hello` (its nonce drawn here) to rank 0 at `master`, proves `run_id`
+// and checks rank 0's proof, and returns the connection, on which rank 0 serves its store once
+// it has admitted the rank. Retries while nothing listens there, until
 // `timeout`; then throws Error with one line naming `master` and what answered: nothing, a process that
 // stayed silent or closed, bytes that are not a reply (quoted), another protocol version, a refusal (another
 // run id or world size, a rank taken).
-Socket introduce(const std::string& master, const Hello& hello, std::chrono::seconds timeout);
+Socket introduce(const std::string& master, Hello hello, const std::string& run_id,
+                 std::chrono::seconds timeout);
 
 // `bytes` as a reader sees them: printable ASCII as is, anything else as \xNN, at most `limit`
 // bytes (then "...").

@@ -282,8 +282,22 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-Hello hello_of(int rank, int world, const std::string& run_id) {
-  return {kRendezvousVersion, uint32_t(rank), uint32_t(world), run_digest(run_id)};
+// A rank's hello, with the run id it proves.
+struct Knock {
+  Hello hello;
+  std::string run_id;
+};
+
+Knock hello_of(int rank, int world, const std::string& run_id) {
+  Knock k;
+  k.hello.rank = uint32_t(rank);
+  k.hello.world_size = uint32_t(world);
+  k.run_id = run_id;
+  return k;
+}
+
+Socket knock(const std::string& master, const Knock& k, int timeout_seconds) {
+  return introduce(master, k.hello, k.run_id, std::chrono::seconds(timeout_seconds));
 }
 
 // A process at the master's address that is not rank 0: it accepts one connection on a free
@@ -329,11 +343,11 @@ class Impostor {
 };
 
 // What introduce() threw at `master` (failing the test where it returned), and within what time.
-std::string refusal(const std::string& master, const Hello& hello, int timeout_seconds,
+std::string refusal(const std::string& master, const Knock& hello, int timeout_seconds,
                     double* seconds = nullptr) {
   const Clock::time_point start = Clock::now();
   try {
-    const Socket connection = introduce(master, hello, std::chrono::seconds(timeout_seconds));
+    const Socket connection = knock(master, hello, timeout_seconds);
     ADD_FAILURE() << "admitted by " << master;
   } catch (const Error& e) {
     if (seconds) *seconds = seconds_since(start);
@@ -366,8 +380,8 @@ TEST(DataParallelRendezvous, APeerOfTheRunIsAdmittedOnItsOwnConnection) {
   const std::string master = "127.0.0.1:" + std::to_string(listener.port());
   std::promise<void> written;
   auto peers = std::async(std::launch::async, [&] {
-    Socket two = introduce(master, hello_of(2, 3, "secret"), std::chrono::seconds(5));
-    Socket one = introduce(master, hello_of(1, 3, "secret"), std::chrono::seconds(5));
+    Socket two = knock(master, hello_of(2, 3, "secret"), 5);
+    Socket one = knock(master, hello_of(1, 3, "secret"), 5);
     written.get_future().wait();
     std::string heard;
     for (const Socket* s : {&one, &two}) {
@@ -409,7 +423,7 @@ TEST(DataParallelRendezvous, AnotherRunIdIsTurnedAwayOnBothSides) {
                         "); turned away: 127.0.0.1:"),
               std::string::npos)
         << what;
-    EXPECT_NE(what.find(" gave another run id"), std::string::npos) << what;
+    EXPECT_NE(what.find(" left when asked to prove the run id (another run id?)"), std::string::npos) << what;
   }
   const std::string e = peer.get();
   EXPECT_EQ(e, "--master " + master +
@@ -420,8 +434,8 @@ TEST(DataParallelRendezvous, AnotherRunIdIsTurnedAwayOnBothSides) {
 TEST(DataParallelRendezvous, AnotherProtocolVersionIsNamedOnBothSides) {
   RendezvousListener listener("127.0.0.1:0");
   const std::string master = "127.0.0.1:" + std::to_string(listener.port());
-  Hello newer = hello_of(1, 2, "secret");
-  newer.version = kRendezvousVersion + 1;
+  Knock newer = hello_of(1, 2, "secret");
+  newer.hello.version = kRendezvousVersion + 1;
   auto peer = std::async(std::launch::async, [&] { return refusal(master, newer, 5); });
   try {
     std::vector<int> ranks;
@@ -472,12 +486,57 @@ TEST(DataParallelRendezvous, ALengthBombIsOnlyBytes) {
   const std::string huge(8, '\xff');
   expect_one_line_refusal(huge + std::string(56, '\x7f'), false, "(it sent \"\\xff\\xff");
   const std::string magic(kRendezvousMagic, sizeof kRendezvousMagic);
-  expect_one_line_refusal(magic + huge + huge, false,
+  expect_one_line_refusal(magic + std::string(kReplyBytes - magic.size(), '\xff'), false,
                           "rank 0 there speaks rendezvous protocol 4294967295 and this rank " +
                               std::to_string(kRendezvousVersion));
   Reply odd;
   odd.verdict = Verdict(0xffffffffu);
   expect_one_line_refusal(text_of(encode_reply(odd)), false, "which this release does not understand");
+}
+
+// Rank 0's proof covers the rank's fresh nonce: one seen before (here, one made for another
+// nonce with the right run id) does not pass, and the rank proves nothing to what sent it.
+TEST(DataParallelRendezvous, AReplayedProofIsNotRankZeros) {
+  Hello earlier = hello_of(1, 2, "secret").hello;  // its nonce: zeros, never a fresh one
+  Reply replayed;
+  replayed.verdict = Verdict::Prove;
+  replayed.nonce = fresh_nonce();
+  replayed.proof = rendezvous_proof("secret", true, earlier, replayed.nonce);
+  expect_one_line_refusal(text_of(encode_reply(replayed)), false, "rank 0 there runs with another run id");
+}
+
+// A process that does not know the run id cannot make a rank's proof: it is turned away, and the
+// run's rank 1 is admitted after it.
+TEST(DataParallelRendezvous, AForgedProofIsTurnedAway) {
+  RendezvousListener listener("127.0.0.1:0");
+  const std::string master = "127.0.0.1:" + std::to_string(listener.port());
+  auto others = std::async(std::launch::async, [&] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(listener.port());
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    Hello hello = hello_of(1, 2, "").hello;
+    hello.nonce = fresh_nonce();
+    const auto hello_bytes = encode_hello(hello);
+    std::array<uint8_t, kReplyBytes> reply{};
+    std::array<uint8_t, kProofBytes> forged{};  // the magic, then zeros for the proof
+    std::copy(std::begin(kRendezvousMagic), std::end(kRendezvousMagic), forged.begin());
+    std::array<uint8_t, kVerdictBytes> verdict{};
+    const auto by = Clock::now() + std::chrono::seconds(5);
+    EXPECT_EQ(send_all(fd, hello_bytes.data(), hello_bytes.size(), by), Transfer::Done);
+    EXPECT_EQ(receive_all(fd, reply.data(), reply.size(), by), Transfer::Done);
+    EXPECT_EQ(send_all(fd, forged.data(), forged.size(), by), Transfer::Done);
+    EXPECT_EQ(receive_all(fd, verdict.data(), verdict.size(), by), Transfer::Done);
+    ::close(fd);
+    const Socket admitted = knock(master, hello_of(1, 2, "secret"), 5);
+    return get_u32(&verdict[8]);
+  });
+  std::vector<int> ranks;
+  EXPECT_NO_THROW(listener.admit(2, "secret", std::chrono::seconds(5), note_ranks(ranks)));
+  EXPECT_EQ(others.get(), uint32_t(Verdict::OtherRunId));
+  EXPECT_EQ(ranks, std::vector<int>{1});
 }
 
 TEST(DataParallelRendezvous, NothingListeningIsUnreachableWithinTheTimeout) {
@@ -511,7 +570,7 @@ TEST(DataParallelRendezvous, NonPeersAtRankZeroHoldUpNoRank) {
     ::connect(junk, reinterpret_cast<sockaddr*>(&a), sizeof a);
     [[maybe_unused]] ssize_t n = ::send(junk, "GET / HTTP/1.0\r\n\r\n", 18, MSG_NOSIGNAL);
     const std::string wrong = refusal(master, hello_of(1, 2, "guess"), 5);
-    const Socket admitted = introduce(master, hello_of(1, 2, "secret"), std::chrono::seconds(5));
+    const Socket admitted = knock(master, hello_of(1, 2, "secret"), 5);
     ::close(silent);
     ::close(junk);
     return wrong;
@@ -545,10 +604,10 @@ TEST(DataParallelRendezvous, ARankClaimedTwiceIsTurnedAway) {
   RendezvousListener listener("127.0.0.1:0");
   const std::string master = "127.0.0.1:" + std::to_string(listener.port());
   auto peers = std::async(std::launch::async, [&] {
-    const Socket first = introduce(master, hello_of(1, 3, "secret"), std::chrono::seconds(5));
+    const Socket first = knock(master, hello_of(1, 3, "secret"), 5);
     const std::string second = refusal(master, hello_of(1, 3, "secret"), 5);
     const std::string zero = refusal(master, hello_of(0, 3, "secret"), 5);
-    const Socket third = introduce(master, hello_of(2, 3, "secret"), std::chrono::seconds(5));
+    const Socket third = knock(master, hello_of(2, 3, "secret"), 5);
     return std::make_tuple(second, zero);
   });
   std::vector<int> ranks;

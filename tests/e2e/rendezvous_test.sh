@@ -37,7 +37,7 @@ answers = {
     "http": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\n\r\nhi",
     "junk": b"\x01" * 64,
     "bomb": b"\xff" * 8 + b"\x7f" * 56,  # the largest length there is, where c10d reads one
-    "version": b"TRNSLRDV" + (99).to_bytes(4, "big") + bytes(12),  # the magic, then protocol 99
+    "version": b"TRNSLRDV" + (99).to_bytes(4, "big") + bytes(60),  # the magic, then protocol 99
     "silent": b"",
 }
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -109,7 +109,7 @@ wait $r0
 status=$?
 echo "  its rank 0: exit $status: $(cat "$work/r0.err")"
 check "rank 0 names what it turned away when rank 1 never came" bash -c \
-  "[ $status -ne 0 ] && grep -q '^error: rank 1 did not join within 6 s (2 ranks expected at $master); turned away: 127.0.0.1:[0-9]* gave another run id' '$work/r0.err'"
+  "[ $status -ne 0 ] && grep -q '^error: rank 1 did not join within 6 s (2 ranks expected at $master); turned away: 127.0.0.1:[0-9]* left when asked to prove the run id (another run id?)' '$work/r0.err'"
 
 # Starts rank 0 of a 2-rank run of id "ours" on the next port, --timeout $1; sets master,
 # rank (the command of a rank, less --rank) and r0.
@@ -144,16 +144,24 @@ check "and rank 0 with it" test "$r0_status" -eq 0
 check "rank 0 wrote the checkpoint" bash -c "'$cli' checkpoint info '$work/r0.ckpt' >/dev/null"
 
 # Rank 0 serves its store on the connections it admitted, and on no port of its own. A process
-# that knows the run id and is admitted as rank 1, then sends what is not a store request, is cut
-# off; rank 0 stops in one line that names it, when its wait for rank 1's hello ends.
+# that knows the run id (it proves it as the handshake asks, written here in Python) and is
+# admitted as rank 1, then sends what is not a store request, is cut off; rank 0 stops in one
+# line that names it, when its wait for rank 1's hello ends.
 start_rank0 3
 sleep 0.5
 python3 - "$port" <<'EOF2'
-import hashlib, socket, struct, sys, time
+import hashlib, hmac, os, socket, struct, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-digest = hashlib.md5(b"translution run id\nours").hexdigest().encode()
-s.sendall((b"TRNSLRDV" + struct.pack(">III", 2, 1, 2) + digest).ljust(64, b"\0"))
-reply = s.recv(24)
+mine = os.urandom(16)
+s.sendall((b"TRNSLRDV" + struct.pack(">III", 3, 1, 2) + mine).ljust(64, b"\0"))
+reply = b""
+while len(reply) < 72:
+    reply += s.recv(72 - len(reply))
+theirs = reply[20:36]
+proof = hmac.new(b"ours", b"translution rendezvous: rank" + mine + theirs + struct.pack(">II", 1, 2),
+                 hashlib.sha256).digest()
+s.sendall(b"TRNSLRDV" + proof)
+verdict = s.recv(16)
 s.sendall(b"\xff" * 16)  # a request header of the largest sizes there are
 time.sleep(1)
 EOF2
