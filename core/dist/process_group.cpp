@@ -100,6 +100,12 @@ void GroupOptions::validate() const {
     throw Error("--master " + master +
                 " needs a run id: --run-id TEXT (or TRANSLUTION_RUN_ID), the same on every "
                 "rank and known to no one else, so that rank 0 admits only this run's ranks");
+  // Whoever reaches rank 0's port gets its proof over a nonce (dist/rendezvous_handshake.h), and
+  // can try guesses of the id against it offline: a short or common one would not hold.
+  if (world_size > 1 && run_id.size() < kMinRunIdChars)
+    throw Error("--run-id of " + std::to_string(run_id.size()) +
+                " characters is too easily guessed: give one of at least " + std::to_string(kMinRunIdChars) +
+                " random characters, e.g. $(head -c 16 /dev/urandom | base64)");
 }
 
 std::string first_difference(const std::string& mine, const std::string& theirs) {

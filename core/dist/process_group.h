@@ -35,6 +35,9 @@ namespace translution {
 // the handshake and the store hold for each rank.
 constexpr int kMaxRanks = 65536;
 
+// The shortest run id taken across machines (GroupOptions::run_id).
+constexpr size_t kMinRunIdChars = 16;
+
 struct GroupOptions {
   int rank = 0;
   int world_size = 1;
@@ -42,10 +45,10 @@ struct GroupOptions {
   // filesystem every rank sees (one machine: `train --nproc` uses a temporary one).
   std::string master;
   std::string backend = "auto";  // auto | gloo | nccl (auto: NCCL for CUDA tensors where built, else Gloo)
-  // A run across machines (master HOST:PORT): a text every rank is given. Rank 0 admits only
-  // the ranks that give the same (dist/rendezvous_handshake.h); required there, since a
-  // default every build knows would let any process join. A FileStore, or a world of one
-  // rank, needs none.
+  // A run across machines (master HOST:PORT): a text every rank is given, of at least
+  // kMinRunIdChars. Rank 0 admits only the ranks that prove they know it
+  // (dist/rendezvous_handshake.h); required there, since a default every build knows would let
+  // any process join. A FileStore, or a world of one rank, needs none.
   std::string run_id;
   std::chrono::seconds timeout{300};  // joining, and each collective
   std::string interface;              // Gloo's network interface (multi-machine); empty: by master's address

@@ -227,11 +227,12 @@ class Doorkeeper {
       socklen_t length = sizeof a;
       const int fd =
           ::accept4(listener, reinterpret_cast<sockaddr*>(&a), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) return;  // none left (EAGAIN), or one that went away before it was taken
-      if (pending_.size() == kMaxPending) {
-        turned_away(pending_.front().peer, "held a connection open without a hello");
-        pending_.erase(pending_.begin());
+      if (fd < 0) {
+        // Out of descriptors: the listener stays readable, so pause rather than spin on it.
+        if (errno == EMFILE || errno == ENFILE) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        return;  // else none left (EAGAIN), or one that went away before it was taken
       }
+      if (pending_.size() == kMaxPending) make_room();
       Pending p;
       p.socket = Socket(fd);
       p.peer = peer_name(a);
@@ -266,15 +267,29 @@ class Doorkeeper {
       if (!admitted_[r]) ranks.push_back(int(r));
     std::string message = rank_list(ranks) + " did not join within " + std::to_string(timeout.count()) +
                           " s (" + std::to_string(world_) + " ranks expected at " + master + ")";
-    for (size_t i = 0; i < away_.size() && i < kTurnedAwayListed; ++i)
-      message += (i ? "; " : "; turned away: ") + away_[i];
-    if (away_.size() > kTurnedAwayListed)
-      message += "; and " + std::to_string(away_.size() - kTurnedAwayListed) + " more";
+    for (size_t i = 0; i < away_.size(); ++i) message += (i ? "; " : "; turned away: ") + away_[i];
+    if (turned_away_ > away_.size())
+      message += "; and " + std::to_string(turned_away_ - away_.size()) + " more";
     return message;
   }
 
  private:
-  void turned_away(const std::string& peer, const std::string& why) { away_.push_back(peer + " " + why); }
+  // The oldest connection gives way to the newest, sparing those that have sent a hello and
+  // are proving the run id where any other can go: a flood of silent connections cannot cut a
+  // rank off in the middle of its proof.
+  void make_room() {
+    auto oldest = std::find_if(pending_.begin(), pending_.end(), [](const Pending& p) { return !p.proving; });
+    if (oldest == pending_.end()) oldest = pending_.begin();
+    turned_away(oldest->peer, oldest->proving ? "sent a hello but no proof before newer connections came"
+                                              : "held a connection open without a hello");
+    pending_.erase(oldest);
+  }
+
+  // What was turned away is listed up to kTurnedAwayListed, then counted: a flood costs no memory.
+  void turned_away(const std::string& peer, const std::string& why) {
+    if (away_.size() < kTurnedAwayListed) away_.push_back(peer + " " + why);
+    ++turned_away_;
+  }
 
   // A whole hello: turned away with the reason in the reply (true: finished with), or asked
   // to prove the run id, with rank 0's proof.
@@ -355,6 +370,7 @@ class Doorkeeper {
   std::vector<bool> admitted_;
   std::vector<Pending> pending_;
   std::vector<std::string> away_;
+  size_t turned_away_ = 0;
 };
 
 }  // namespace

@@ -55,10 +55,16 @@ StoreReply StoreClient::exchange(const StoreRequest& request, SteadyClock::time_
 StoreReply StoreClient::exchange_remote(const StoreRequest& request, SteadyClock::time_point deadline) {
   unsent_.erase(unsent_.begin(), unsent_.begin() + long(unsent_at_));
   unsent_at_ = 0;
+  const size_t own_at = unsent_.size();  // where this request's bytes begin
   const std::vector<uint8_t> bytes = encode_store_request(request);
   unsent_.insert(unsent_.end(), bytes.begin(), bytes.end());
   ++owed_;
-  check(send_all(socket_.fd(), unsent_.data(), unsent_.size(), deadline, &unsent_at_));
+  const Transfer sent = send_all(socket_.fd(), unsent_.data(), unsent_.size(), deadline, &unsent_at_);
+  if (sent == Transfer::Late && unsent_at_ <= own_at) {  // not a byte of it went: it is not made
+    unsent_.resize(own_at);
+    --owed_;
+  }
+  check(sent);
   for (;;) {
     StoreReply reply = read_reply(deadline);
     if (--owed_ == 0) return reply;

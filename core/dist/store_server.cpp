@@ -17,6 +17,15 @@ namespace {
 constexpr size_t kReadChunk = size_t(256) << 10;
 constexpr size_t kCutOffListed = 16;  // what cut_off() keeps
 
+// Empties `bytes`, giving its memory back where a large message left it large: a connection
+// keeps no more than a read's worth between messages.
+void release(std::vector<uint8_t>& bytes) {
+  if (bytes.capacity() > 4 * kReadChunk)
+    std::vector<uint8_t>().swap(bytes);
+  else
+    bytes.clear();
+}
+
 }  // namespace
 
 struct StoreServer::Connection {
@@ -149,7 +158,7 @@ bool StoreServer::answer(Connection& c) {
       if (n <= 0) return false;  // the rank is gone; its peers learn it from its heartbeat
       c.sent += size_t(n);
     }
-    c.out.clear();
+    release(c.out);
     c.sent = 0;
     std::optional<StoreRequest> request;
     try {
@@ -157,6 +166,10 @@ bool StoreServer::answer(Connection& c) {
     } catch (const Error& e) {
       drop(c, std::string("sent what is not a store request (") + e.what() + ")");
       return false;
+    }
+    if (c.in_at == c.in.size()) {
+      release(c.in);
+      c.in_at = 0;
     }
     if (!request) return true;
     StoreReply reply = table_.apply(*request);

@@ -81,6 +81,8 @@ TEST(DataParallel, OptionsAreCheckedWithOneLine) {
   o.master = "10.0.0.1:29500";
   EXPECT_THROW(o.validate(), Error);  // across machines a run id is required
   o.run_id = "a secret";
+  EXPECT_THROW(o.validate(), Error);  // one that is easily guessed
+  o.run_id = "a secret of more words";
   EXPECT_NO_THROW(o.validate());
   o.master = "file:/shared/run";
   o.run_id = "";
@@ -647,7 +649,7 @@ TEST(DataParallelRendezvous, TwoRanksMeetAcrossMachinesWithTheirRunId) {
     threads.emplace_back([&, r] {
       try {
         GroupOptions o = options(r, "127.0.0.1:" + std::to_string(port));
-        o.run_id = "secret";
+        o.run_id = "a secret of more words";
         DataParallel parallel(ProcessGroup::join(o, "same"));
         sums[size_t(r)] = parallel.sum({double(r + 1), 0, 0}).loss_sum;
       } catch (const std::exception& e) {

@@ -133,7 +133,7 @@ one_line_error() {  # one_line_error PATTERN COMMAND...: fails non-zero with one
 
 if [[ " $parts " == *" errors "* ]]; then
   port=$((20000 + RANDOM % 20000))
-  run=(--run-id "e2e-$$")  # across machines every rank needs the run's id
+  run=(--run-id "e2e-$$-0123456789abcdef")  # across machines every rank needs the run's id
   rank0=("$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 0 --master "127.0.0.1:$port" --timeout 20 "${run[@]}")
   "${rank0[@]}" --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
   r0=$!
@@ -172,7 +172,10 @@ if [[ " $parts " == *" errors "* ]]; then
   check "a master without a run id is one line" one_line_error "127.0.0.1:$port needs a run id: --run-id TEXT" \
     env -u TRANSLUTION_RUN_ID "$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 1 --master "127.0.0.1:$port" \
     --out "$work/x.ckpt"
-  check "TRANSLUTION_RUN_ID gives it" one_line_error "cannot reach rank 0" env TRANSLUTION_RUN_ID=e2e \
+  check "a run id easily guessed is one line" one_line_error "of 4 characters is too easily guessed" \
+    "$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 1 --master "127.0.0.1:$port" --run-id abcd \
+    --out "$work/x.ckpt"
+  check "TRANSLUTION_RUN_ID gives it" one_line_error "cannot reach rank 0" env TRANSLUTION_RUN_ID=e2e-0123456789abcdef \
     "$cli" train "${tiny[@]}" --steps 2 --world-size 2 --rank 1 --master "127.0.0.1:$((port + 1))" --timeout 1 \
     --out "$work/x.ckpt"
   check "--nproc with --rank is one line" one_line_error "give either --nproc N" \

@@ -71,7 +71,7 @@ rank1_against() {
   start_impostor "$mode"
   local master="127.0.0.1:$impostor_port"
   /usr/bin/time -f '%e %M' -o "$work/time" timeout 30 "$cli" train "${tiny[@]}" --out "$work/x.ckpt" \
-    --world-size 2 --rank 1 --master "$master" --timeout 3 --run-id x >/dev/null 2>"$work/err"
+    --world-size 2 --rank 1 --master "$master" --timeout 3 --run-id x-0123456789abcdef >/dev/null 2>"$work/err"
   status=$?
   stop "$impostor"
   read -r seconds kb < <(tail -1 "$work/time")
@@ -94,11 +94,11 @@ master="127.0.0.1:$port"
 rank=("$cli" train "${tiny[@]}" --world-size 2 --master "$master")
 
 # Rank 0 of another run: it turns rank 1 away at once, and names it when its own wait ends.
-"${rank[@]}" --rank 0 --run-id ours --timeout 6 --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
+"${rank[@]}" --rank 0 --run-id ours-0123456789abcdef --timeout 6 --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
 r0=$!
 started+=($r0)
 sleep 1
-/usr/bin/time -f '%e %M' -o "$work/time" timeout 30 "${rank[@]}" --rank 1 --run-id theirs --timeout 3 \
+/usr/bin/time -f '%e %M' -o "$work/time" timeout 30 "${rank[@]}" --rank 1 --run-id theirs-0123456789abcdef --timeout 3 \
   --out "$work/r1.ckpt" >/dev/null 2>"$work/r1.err"
 status=$?
 echo "  another run id: exit $status, $(tail -1 "$work/time"): $(cat "$work/r1.err")"
@@ -116,7 +116,7 @@ check "rank 0 names what it turned away when rank 1 never came" bash -c \
 start_rank0() {
   port=$((port + 1))
   master="127.0.0.1:$port"
-  rank=("$cli" train "${tiny[@]}" --world-size 2 --master "$master" --run-id ours --timeout "$1")
+  rank=("$cli" train "${tiny[@]}" --world-size 2 --master "$master" --run-id ours-0123456789abcdef --timeout "$1")
   "${rank[@]}" --rank 0 --out "$work/r0.ckpt" >/dev/null 2>"$work/r0.err" &
   r0=$!
   started+=($r0)
@@ -158,7 +158,7 @@ reply = b""
 while len(reply) < 72:
     reply += s.recv(72 - len(reply))
 theirs = reply[20:36]
-proof = hmac.new(b"ours", b"translution rendezvous: rank" + mine + theirs + struct.pack(">II", 1, 2),
+proof = hmac.new(b"ours-0123456789abcdef", b"translution rendezvous: rank" + mine + theirs + struct.pack(">II", 1, 2),
                  hashlib.sha256).digest()
 s.sendall(b"TRNSLRDV" + proof)
 verdict = s.recv(16)
