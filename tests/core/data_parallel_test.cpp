@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <iterator>
 #include <map>
@@ -507,37 +508,79 @@ TEST(DataParallelRendezvous, AReplayedProofIsNotRankZeros) {
   expect_one_line_refusal(text_of(encode_reply(replayed)), false, "rank 0 there runs with another run id");
 }
 
+// A connection to 127.0.0.1:`port`, blocking.
+Socket connect_local(uint16_t port) {
+  Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  EXPECT_EQ(::connect(s.fd(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  return s;
+}
+
+// A rank driven by hand, step by step: its hello sent and rank 0's reply read, then `proof` sent
+// (the magic, then the 32 bytes `prove` makes of the reply); returns the last verdict.
+template <typename Prove>
+uint32_t rank_by_hand(
+    uint16_t port, Prove prove, const std::function<void()>& between = [] {}) {
+  const Socket s = connect_local(port);
+  Hello hello = hello_of(1, 2, "").hello;
+  hello.nonce = fresh_nonce();
+  const auto hello_bytes = encode_hello(hello);
+  std::array<uint8_t, kReplyBytes> reply{};
+  std::array<uint8_t, kVerdictBytes> verdict{};
+  const auto by = Clock::now() + std::chrono::seconds(5);
+  EXPECT_EQ(send_all(s.fd(), hello_bytes.data(), hello_bytes.size(), by), Transfer::Done);
+  EXPECT_EQ(receive_all(s.fd(), reply.data(), reply.size(), by), Transfer::Done);
+  between();
+  Nonce theirs;
+  std::copy(reply.begin() + 20, reply.begin() + 36, theirs.begin());
+  const Sha256Digest made = prove(hello, theirs);
+  std::array<uint8_t, kProofBytes> proof{};
+  std::copy(std::begin(kRendezvousMagic), std::end(kRendezvousMagic), proof.begin());
+  std::copy(made.begin(), made.end(), proof.begin() + 8);
+  EXPECT_EQ(send_all(s.fd(), proof.data(), proof.size(), by), Transfer::Done);
+  EXPECT_EQ(receive_all(s.fd(), verdict.data(), verdict.size(), by), Transfer::Done);
+  return get_u32(&verdict[8]);
+}
+
 // A process that does not know the run id cannot make a rank's proof: it is turned away, and the
 // run's rank 1 is admitted after it.
 TEST(DataParallelRendezvous, AForgedProofIsTurnedAway) {
   RendezvousListener listener("127.0.0.1:0");
   const std::string master = "127.0.0.1:" + std::to_string(listener.port());
   auto others = std::async(std::launch::async, [&] {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(listener.port());
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    Hello hello = hello_of(1, 2, "").hello;
-    hello.nonce = fresh_nonce();
-    const auto hello_bytes = encode_hello(hello);
-    std::array<uint8_t, kReplyBytes> reply{};
-    std::array<uint8_t, kProofBytes> forged{};  // the magic, then zeros for the proof
-    std::copy(std::begin(kRendezvousMagic), std::end(kRendezvousMagic), forged.begin());
-    std::array<uint8_t, kVerdictBytes> verdict{};
-    const auto by = Clock::now() + std::chrono::seconds(5);
-    EXPECT_EQ(send_all(fd, hello_bytes.data(), hello_bytes.size(), by), Transfer::Done);
-    EXPECT_EQ(receive_all(fd, reply.data(), reply.size(), by), Transfer::Done);
-    EXPECT_EQ(send_all(fd, forged.data(), forged.size(), by), Transfer::Done);
-    EXPECT_EQ(receive_all(fd, verdict.data(), verdict.size(), by), Transfer::Done);
-    ::close(fd);
+    const uint32_t verdict =
+        rank_by_hand(listener.port(), [](const Hello&, const Nonce&) { return Sha256Digest{}; });
     const Socket admitted = knock(master, hello_of(1, 2, "secret"), 5);
-    return get_u32(&verdict[8]);
+    return verdict;
   });
   std::vector<int> ranks;
   EXPECT_NO_THROW(listener.admit(2, "secret", std::chrono::seconds(5), note_ranks(ranks)));
   EXPECT_EQ(others.get(), uint32_t(Verdict::OtherRunId));
+  EXPECT_EQ(ranks, std::vector<int>{1});
+}
+
+// Connections that send nothing give way to newer ones once 32 are pending, but a rank proving
+// the run id is spared: a flood of them cannot cut it off between its hello and its proof.
+TEST(DataParallelRendezvous, AFloodOfSilentConnectionsSparesARankProving) {
+  RendezvousListener listener("127.0.0.1:0");
+  auto rank = std::async(std::launch::async, [&] {
+    std::vector<Socket> flood;
+    return rank_by_hand(
+        listener.port(),
+        [](const Hello& hello, const Nonce& theirs) {
+          return rendezvous_proof("secret", false, hello, theirs);
+        },
+        [&] {
+          for (int i = 0; i < 40; ++i) flood.push_back(connect_local(listener.port()));
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));  // rank 0 takes them all in
+        });
+  });
+  std::vector<int> ranks;
+  EXPECT_NO_THROW(listener.admit(2, "secret", std::chrono::seconds(5), note_ranks(ranks)));
+  EXPECT_EQ(rank.get(), uint32_t(Verdict::Admitted));
   EXPECT_EQ(ranks, std::vector<int>{1});
 }
 
