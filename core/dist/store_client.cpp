@@ -50,25 +50,24 @@ StoreReply StoreClient::exchange(const StoreRequest& request, SteadyClock::time_
   return exchange_remote(request, deadline);
 }
 
-// Called holding the turn. The request joins what is left to send; the replies owed before its
-// own are read and let go.
+// Called holding the turn. At most one request is ever outstanding: one left by a request that
+// ran out of time is finished first (the rest of its bytes sent, its reply read and let go), so
+// neither side is ever sending a large message to one that is sending too.
 StoreReply StoreClient::exchange_remote(const StoreRequest& request, SteadyClock::time_point deadline) {
-  unsent_.erase(unsent_.begin(), unsent_.begin() + long(unsent_at_));
+  if (outstanding_) {
+    check(send_all(socket_.fd(), unsent_.data(), unsent_.size(), deadline, &unsent_at_));
+    (void)read_reply(deadline);
+    outstanding_ = false;
+  }
+  unsent_ = encode_store_request(request);
   unsent_at_ = 0;
-  const size_t own_at = unsent_.size();  // where this request's bytes begin
-  const std::vector<uint8_t> bytes = encode_store_request(request);
-  unsent_.insert(unsent_.end(), bytes.begin(), bytes.end());
-  ++owed_;
+  outstanding_ = true;
   const Transfer sent = send_all(socket_.fd(), unsent_.data(), unsent_.size(), deadline, &unsent_at_);
-  if (sent == Transfer::Late && unsent_at_ <= own_at) {  // not a byte of it went: it is not made
-    unsent_.resize(own_at);
-    --owed_;
-  }
+  if (sent == Transfer::Late && unsent_at_ == 0) outstanding_ = false;  // not a byte went: it is not made
   check(sent);
-  for (;;) {
-    StoreReply reply = read_reply(deadline);
-    if (--owed_ == 0) return reply;
-  }
+  StoreReply reply = read_reply(deadline);
+  outstanding_ = false;
+  return reply;
 }
 
 // Called holding the turn: reads on where the last reading stopped.

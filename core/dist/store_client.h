@@ -8,9 +8,9 @@
 // answering as rank 0 cannot size an allocation). Requests from several threads (the heartbeat's
 // and the training's) take turns on the one connection.
 //
-// A request that runs out of time leaves the connection usable: what was not yet sent of it is
-// sent before the next request, and the replies owed are read and let go before that one's, so
-// a slow moment of rank 0 fails one request, not the run. A connection that closed, or carried
+// A request that runs out of time leaves the connection usable: the rest of it is sent, and its
+// reply read and let go, before the next request goes, so a slow moment of rank 0 fails one
+// request, not the run. A connection that closed, or carried
 // what is not a reply, fails every request after. Failures throw StoreFailure, which is not a
 // translution::Error: the store's failure is a peer's, which ProcessGroup names.
 #include <chrono>
@@ -66,9 +66,9 @@ class StoreClient {
   std::string master_;
   std::timed_mutex turn_;                   // one request at a time on the connection; guards what follows
   std::string broken_;                      // why the connection can carry no more requests (empty: it can)
-  std::vector<uint8_t> unsent_;             // requests not yet wholly sent
-  size_t unsent_at_ = 0;                    // how much of unsent_ is sent
-  size_t owed_ = 0;                         // replies rank 0 owes, for requests sent or being sent
+  bool outstanding_ = false;                // a request that ran out of time is not finished
+  std::vector<uint8_t> unsent_;             // the last request,
+  size_t unsent_at_ = 0;                    //   sent up to here
   uint8_t header_[kStoreReplyHeader] = {};  // the reply being read: its header,
   size_t header_got_ = 0;                   //   how much of it came,
   bool header_read_ = false;                //   whether all,

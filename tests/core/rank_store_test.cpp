@@ -251,6 +251,23 @@ TEST(RankStore, ALateReplyCostsOneRequestNotTheConnection) {
   fake.get();
 }
 
+// A large exchange cut short by its deadline (a compare-and-set of 32 MB that answers 16 MB),
+// then a large request: the rest of the first is sent and its reply read before the next goes,
+// so neither side sends while the other does (each would wait on the other's full buffer).
+TEST(RankStore, ALargeExchangeCutShortHoldsUpNoLargeRequest) {
+  auto server = std::make_shared<StoreServer>();
+  auto one = served_client(*server, 1);
+  const Bytes large(16u << 20, 7);
+  one->set("large", large, milliseconds(10000));
+  try {
+    one->compare_set("large", large, large, milliseconds(1));  // ends mid-way, or (rarely) whole
+  } catch (const StoreFailure&) {
+  }
+  one->set("other", large, milliseconds(10000));
+  EXPECT_EQ(one->get("other", milliseconds(10000)).size(), large.size());
+  EXPECT_TRUE(server->cut_off().empty());
+}
+
 TEST(RankStore, AKeyThatNeverComesIsGivenUpAtTheLimit) {
   auto server = std::make_shared<StoreServer>();
   StoreClient zero(server);
