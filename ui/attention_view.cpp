@@ -215,8 +215,7 @@ void AttentionView::rebuild() {
   content_->setVisible(bool(p));
   empty_->setVisible(!p);
   if (!p) {
-    title_->setFullText(tr("Slot %1: empty").arg(slot_->name()));
-    title_->setShorterText(tr("%1: empty").arg(slot_->name()));
+    title_->setFullText(tr("%1: empty").arg(slot_->name()));  // as the Compare tab names its slots
     title_->setKeptEnd(QString());
     empty_->setText(
         tr("Slot %1 has no model: choose one in its picker on the Compare tab.").arg(slot_->name()));
@@ -225,8 +224,7 @@ void AttentionView::rebuild() {
   }
   const ViTConfig& c = p->config();
   const QString title = model_title(c.model, p->metadata());
-  title_->setFullText(tr("Slot %1: %2").arg(slot_->name(), title), QString::fromStdString(p->source()));
-  title_->setShorterText(tr("%1: %2").arg(slot_->name(), title));
+  title_->setFullText(tr("%1: %2").arg(slot_->name(), title), QString::fromStdString(p->source()));
   title_->setKeptEnd(trained_mark(p->metadata()));
   for (int l = 0; l < c.depth; ++l) layer_->addItem(QString::number(l + 1));
   layer_->addItem(tr("rollout"));

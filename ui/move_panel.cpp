@@ -11,6 +11,8 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSlider>
+#include <QSpacerItem>
+#include <QStyle>
 #include <QTimer>
 #include <QVBoxLayout>
 
@@ -87,6 +89,7 @@ void MovePanel::buildControls() {
       tr("Place the digit at every point of the path, plot each slot's probability, then move it "
          "across the canvas (click again to stop)"));
   scrub_ = new QSlider(Qt::Horizontal, this);
+  scrub_->setObjectName("moveScrub");
   scrub_->setEnabled(false);
   scrub_->setToolTip(tr("Put the digit at this point of the path on the canvas"));
   plot_ = new QCustomPlot(this);
@@ -119,6 +122,7 @@ void MovePanel::buildControls() {
   connect(restore_, &QPushButton::clicked, this, &MovePanel::restoreModels);
   connect(slide_, &QPushButton::clicked, this, [this] { animating() ? stopSlide() : slideAcross(); });
   connect(scrub_, &QSlider::valueChanged, this, &MovePanel::placeFrame);
+  connect(plot_, &QCustomPlot::afterReplot, this, &MovePanel::alignScrub);
 }
 
 // Controls in two short rows over the plot and its slider; the story in a column beside them, never
@@ -140,7 +144,14 @@ void MovePanel::layOut() {
   demo->addLayout(first);
   demo->addLayout(second);
   demo->addWidget(plot_, 1);
-  demo->addWidget(scrub_);
+  scrub_left_ = new QSpacerItem(0, 0, QSizePolicy::Fixed, QSizePolicy::Minimum);
+  scrub_right_ = new QSpacerItem(0, 0, QSizePolicy::Fixed, QSizePolicy::Minimum);
+  scrub_row_ = new QHBoxLayout;
+  scrub_row_->setSpacing(0);
+  scrub_row_->addSpacerItem(scrub_left_);
+  scrub_row_->addWidget(scrub_, 1);
+  scrub_row_->addSpacerItem(scrub_right_);
+  demo->addLayout(scrub_row_);
   auto* story = new QVBoxLayout;
   story->addWidget(why_);
   story->addWidget(numbers_);
@@ -153,6 +164,24 @@ void MovePanel::layOut() {
   why_->setMinimumWidth(160);
   why_->setMaximumWidth(340);
   numbers_->setMaximumWidth(340);
+}
+
+// The slider's handle stands under the plot's marker: its groove runs from the path's first
+// frame to its last on the x axis (the frames are evenly spaced, as the slider's values are).
+// Spacers beside it take the rest; a path not yet slid leaves the slider the plot's width.
+void MovePanel::alignScrub() {
+  int left = 0, right = 0;
+  if (path_.size() >= 2) {
+    const int half_handle = style()->pixelMetric(QStyle::PM_SliderLength, nullptr, scrub_) / 2;
+    const double first = plot_->xAxis->coordToPixel(path_.along(0)),
+                 last = plot_->xAxis->coordToPixel(path_.along(path_.size() - 1));
+    left = std::max(0, int(std::lround(std::min(first, last))) - half_handle);
+    right = std::max(0, plot_->width() - int(std::lround(std::max(first, last))) - half_handle);
+  }
+  if (scrub_left_->sizeHint().width() == left && scrub_right_->sizeHint().width() == right) return;
+  scrub_left_->changeSize(left, 0, QSizePolicy::Fixed, QSizePolicy::Minimum);
+  scrub_right_->changeSize(right, 0, QSizePolicy::Fixed, QSizePolicy::Minimum);
+  scrub_row_->invalidate();
 }
 
 bool MovePanel::busy() const { return computing_ > 0 || animating(); }

@@ -16,6 +16,9 @@
 #include "slide_path.h"
 #include "slot_work.h"
 
+class QHBoxLayout;
+class QSpacerItem;
+
 class QComboBox;
 class QLabel;
 class QPushButton;
@@ -88,6 +91,7 @@ class MovePanel : public QGroupBox {
   void explain(int patch);
   void updateStory(const QList<SlotWork>& work, const QList<QVector<double>>& curves);
   static bool briefLegend(int curves);
+  void alignScrub();
   void forgetSavedSlot(ModelSlot* slot);
   int modelPatch() const;
 
@@ -104,6 +108,9 @@ class MovePanel : public QGroupBox {
   bool placing_ = false;     // the canvas change is this panel's own frame
   QComboBox *true_class_, *direction_;
   QSlider* scrub_;
+  QSpacerItem* scrub_left_;  // the slider spans the path's first to last frame on the plot's axis
+  QSpacerItem* scrub_right_;
+  QHBoxLayout* scrub_row_;
   QCustomPlot* plot_;
   QCPItemStraightLine* marker_ = nullptr;
   QList<QCPItemTracer*> dots_;

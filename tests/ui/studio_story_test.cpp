@@ -5,7 +5,9 @@
 // and the true class that follows the canvas.
 #include <ATen/ATen.h>
 #include <QSignalSpy>
+#include <QSlider>
 #include <QStandardPaths>
+#include <QStyle>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -219,6 +221,20 @@ class StudioStoryTest : public QObject {
     QVERIFY2(panel->movePanel()->story().contains("(S) trained on centred digits."),
              qPrintable(panel->movePanel()->story()));
     QVERIFY(!panel->movePanel()->story().contains("(D)"));  // no model here was trained on moved digits
+    // The slider's handle stands under the plot's marker: at the path's first and last frames it
+    // sits where the x axis puts them.
+    auto* scrub = panel->findChild<QSlider*>("moveScrub");
+    QVERIFY(scrub != nullptr && scrub->maximum() > 0);
+    const SlidePath& slid_path = panel->movePanel()->path();
+    const int half = scrub->style()->pixelMetric(QStyle::PM_SliderLength, nullptr, scrub) / 2;
+    for (const int v : {0, scrub->maximum()}) {
+      const double handle = scrub->mapTo(panel, QPoint(0, 0)).x() + half +
+                            double(scrub->width() - 2 * half) * v / scrub->maximum();
+      const double axis = panel->movePlot()->mapTo(panel, QPoint(0, 0)).x() +
+                          panel->movePlot()->xAxis->coordToPixel(slid_path.along(v));
+      QVERIFY2(std::abs(handle - axis) <= 3,
+               qPrintable(QString("frame %1: handle at %2, axis at %3").arg(v).arg(handle).arg(axis)));
+    }
   }
 
   void theDemoGoesBackToTheUsersModels() {
