@@ -103,7 +103,9 @@ void MovePanel::buildControls() {
   plot_->yAxis->setRange(-0.03, 1.05);
   plot_->xAxis->setRange(0, kStudioCanvas);
   plot_->legend->setVisible(false);  // shown, beneath the plot, once there are curves
-  plot_->setMinimumSize(160, 160);
+  // Tall enough that a dip between two whole-patch lines reads at a glance: the demo is the tab's
+  // point, and the pages beneath it scroll before it does.
+  plot_->setMinimumSize(160, 210);
   enable_plot_export(plot_);
   showPlotHint();
   why_ = new QLabel(this);
